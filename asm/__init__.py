@@ -1,0 +1,1 @@
+"""hcq.asm: AMD GPU instruction tables, DSL, text assembler/disassembler and code objects."""

@@ -1,0 +1,1 @@
+"""The generator behind hcq.autogen: libclang over Debian-packaged headers to ctypes modules."""

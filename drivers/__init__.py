@@ -1,0 +1,1 @@
+"""hcq.drivers: kernel-interface drivers (AMD KFD, NVIDIA RM, CPU) and their mocks."""

@@ -1,0 +1,1 @@
+"""hcq: user-space GPU driver and kernel-launch toolkit."""
