@@ -30,16 +30,28 @@ def cindex():
                             ("clang_EvalResult_getAsDouble", ctypes.c_double, [vp]),
                             ("clang_EvalResult_getAsStr", ctypes.c_char_p, [vp]),
                             ("clang_EvalResult_dispose", None, [vp]),
-                            ("clang_Cursor_isMacroFunctionLike", ctypes.c_uint, [ci.Cursor])]:
+                            ("clang_Cursor_isMacroFunctionLike", ctypes.c_uint, [ci.Cursor]),
+                            ("clang_Cursor_isAnonymousRecordDecl", ctypes.c_uint, [ci.Cursor])]:
       fn = getattr(lib, name)
       fn.restype, fn.argtypes = res, args
     lib._hcq_typed = True
   return ci
 
 
+CLANG_BUILTIN_HEADERS = Path("/usr/lib/llvm-19/lib/clang/19/include")
+
+
+def builtin_include_args() -> list[str]:
+  """libclang's PyPI wheel ships no compiler headers (stddef.h, stdint.h): take clang 19's from Debian."""
+  if not (CLANG_BUILTIN_HEADERS / "stddef.h").is_file():
+    raise GeneratorError(f"{CLANG_BUILTIN_HEADERS}/stddef.h is missing: apt-get install -y libclang-common-19-dev (comes with clang-19)")
+  return ["-isystem", str(CLANG_BUILTIN_HEADERS)]
+
+
 def parse(source: str, args: list[str], filename: str = "hcq_autogen_input.c"):
   """Parse C (or C++ with `-x c++` in args) source text; raise GeneratorError on any error diagnostic."""
   ci = cindex()
+  args = [*builtin_include_args(), *args]
   opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES
   tu = ci.Index.create().parse(filename, args=["-ferror-limit=0", *args], unsaved_files=[(filename, source)], options=opts)
   errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
@@ -85,9 +97,10 @@ def evaluate(decls: dict[str, str], prelude: str, args: list[str]) -> dict[str, 
   ci = cindex()
   lib = ci.conf.lib
   var = {f"__hcq_v{i}": name for i, name in enumerate(decls)}
-  body = "".join(f"static const __auto_type {v} = ({decls[n]});\n" for v, n in var.items())
+  auto = "auto" if "c++" in args else "__auto_type"
+  body = "".join(f"static const {auto} {v} = ({decls[n]});\n" for v, n in var.items())
   # Errors are expected here (macros that are statements, types or fragments), so no error check.
-  tu = ci.Index.create().parse("hcq_autogen_eval.c", args=["-ferror-limit=0", "-Wno-everything", *args],
+  tu = ci.Index.create().parse("hcq_autogen_eval.c", args=["-ferror-limit=0", "-Wno-everything", *builtin_include_args(), *args],
                                unsaved_files=[("hcq_autogen_eval.c", prelude + "\n" + body)])
   values: dict[str, int | float | str] = {}
   for c in tu.cursor.get_children():
