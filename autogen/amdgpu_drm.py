@@ -979,7 +979,6 @@ enum_drm_stat_type = c_uint32
 enum_drm_lock_flags = c_uint32
 enum_drm_dma_flags = c_uint32
 enum_drm_ctx_flags = c_uint32
-enum_drm_drawable_info_type_t = c_uint32
 enum_drm_vblank_seq_type = c_uint32
 drm_handle_t = c_uint32
 drm_context_t = c_uint32

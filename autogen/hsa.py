@@ -23,12 +23,12 @@ class struct_hsa_executable_symbol_s(Structure): _c_name_ = 'struct hsa_executab
 class struct_hsa_code_object_s(Structure): _c_name_ = 'struct hsa_code_object_s'
 class struct_hsa_callback_data_s(Structure): _c_name_ = 'struct hsa_callback_data_s'
 class struct_hsa_code_symbol_s(Structure): _c_name_ = 'struct hsa_code_symbol_s'
-class struct_amd_queue_s(Structure): _c_name_ = 'struct amd_queue_s'
+class struct_amd_queue_s(Structure): _c_name_ = 'struct amd_queue_s'; _c_align_ = 64
 class union_amd_signal_s_1(Union): pass
 class union_amd_signal_s_7(Union): pass
-class struct_amd_signal_s(Structure): _c_name_ = 'struct amd_signal_s'
+class struct_amd_signal_s(Structure): _c_name_ = 'struct amd_signal_s'; _c_align_ = 64
 class struct_amd_control_directives_s(Structure): _c_name_ = 'struct amd_control_directives_s'
-class struct_amd_kernel_code_s(Structure): _c_name_ = 'struct amd_kernel_code_s'
+class struct_amd_kernel_code_s(Structure): _c_name_ = 'struct amd_kernel_code_s'; _c_align_ = 64
 class struct_amd_runtime_loader_debug_info_s(Structure): _c_name_ = 'struct amd_runtime_loader_debug_info_s'
 
 struct_hsa_dim3_s._fields_ = [
@@ -256,47 +256,6 @@ struct_amd_runtime_loader_debug_info_s._fields_ = [
 ]
 
 # typedefs and enum types
-enum_hsa_status_t = c_uint32
-enum_hsa_access_permission_t = c_uint32
-enum_hsa_endianness_t = c_uint32
-enum_hsa_machine_model_t = c_uint32
-enum_hsa_profile_t = c_uint32
-enum_hsa_system_info_t = c_uint32
-enum_hsa_extension_t = c_uint32
-enum_hsa_agent_feature_t = c_uint32
-enum_hsa_device_type_t = c_uint32
-enum_hsa_default_float_rounding_mode_t = c_uint32
-enum_hsa_agent_info_t = c_uint32
-enum_hsa_exception_policy_t = c_uint32
-enum_hsa_cache_info_t = c_uint32
-enum_hsa_signal_condition_t = c_uint32
-enum_hsa_wait_state_t = c_uint32
-enum_hsa_queue_type_t = c_uint32
-enum_hsa_queue_feature_t = c_uint32
-enum_hsa_packet_type_t = c_uint32
-enum_hsa_fence_scope_t = c_uint32
-enum_hsa_packet_header_t = c_uint32
-enum_hsa_packet_header_width_t = c_uint32
-enum_hsa_kernel_dispatch_packet_setup_t = c_uint32
-enum_hsa_kernel_dispatch_packet_setup_width_t = c_uint32
-enum_hsa_region_segment_t = c_uint32
-enum_hsa_region_global_flag_t = c_uint32
-enum_hsa_region_info_t = c_uint32
-enum_hsa_isa_info_t = c_uint32
-enum_hsa_fp_type_t = c_uint32
-enum_hsa_flush_mode_t = c_uint32
-enum_hsa_round_method_t = c_uint32
-enum_hsa_wavefront_info_t = c_uint32
-enum_hsa_executable_state_t = c_uint32
-enum_hsa_executable_info_t = c_uint32
-enum_hsa_symbol_kind_t = c_uint32
-enum_hsa_symbol_linkage_t = c_uint32
-enum_hsa_variable_allocation_t = c_uint32
-enum_hsa_variable_segment_t = c_uint32
-enum_hsa_executable_symbol_info_t = c_uint32
-enum_hsa_code_object_type_t = c_uint32
-enum_hsa_code_object_info_t = c_uint32
-enum_hsa_code_symbol_info_t = c_uint32
 enum_amd_queue_properties_t = c_int32
 enum_amd_signal_kind_t = c_int32
 enum_amd_kernel_code_version_t = c_uint32

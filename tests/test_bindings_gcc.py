@@ -92,46 +92,61 @@ def bitfield_bytes(cls: type, path: str) -> str:
   return bytes(obj).hex()
 
 
-@pytest.mark.parametrize("name", STRUCT_MODULES)
-def test_struct_layout_matches_gcc(name):
-  spec = spec_of(name)
-  mod = importlib.import_module(f"hcq.autogen.{name}")
+def layout_facts(cls: type, cplusplus: bool) -> tuple[list[str], list[tuple[str, object]]]:
+  """C statements printing one layout fact a line for record `cls`, and what ctypes says for each."""
+  c = cls._c_name_
+  body = [f'printf("%zu %zu\\n", sizeof({c}), {"alignof" if cplusplus else "_Alignof"}({c}));']
+  expected = [(f"sizeof/alignof({c})", f"{ctypes.sizeof(cls)} {cls.__dict__.get('_c_align_', ctypes.alignment(cls))}")]
+  for path, t, bits in leaves(cls):
+    if bits is None and issubclass(t, ctypes.Array) and t._length_ == 0:  # flexible array member: C has no sizeof for it
+      body.append(f'printf("%zu 0\\n", offsetof({c}, {path}));')
+      expected.append((f"offsetof({c}, {path}[])", f"{python_offset(cls, path)} 0"))
+    elif bits is None:
+      body.append(f'printf("%zu %zu\\n", offsetof({c}, {path}), sizeof((({c}*)0)->{path}));')
+      expected.append((f"offsetof/sizeof({c}, {path})", f"{python_offset(cls, path)} {ctypes.sizeof(t)}"))
+    else:  # offsetof is not defined on bitfields: compare the bytes of an all-ones field instead
+      body.append(f'{{ {c} v; memset(&v, 0, sizeof v); v.{path} = -1; for (size_t i = 0; i < sizeof v; i++) printf("%02x", ((unsigned char*)&v)[i]); printf("\\n"); }}')
+      expected.append((f"bitfield {c}.{path}", bitfield_bytes(cls, path)))
+  return body, expected
+
+
+def compare_layouts(spec, mod) -> int:
+  """Compare every record of `mod` with gcc compiling `spec`'s headers; returns how many facts were compared."""
   body, expected = [], []
   for cls in records(mod):
-    c = cls._c_name_
-    body.append(f'printf("%zu\\n", sizeof({c}));')
-    expected.append((f"sizeof({c})", ctypes.sizeof(cls)))
-    for path, t, bits in leaves(cls):
-      if bits is None and issubclass(t, ctypes.Array) and t._length_ == 0:  # flexible array member: C has no sizeof for it
-        body.append(f'printf("%zu 0\\n", offsetof({c}, {path}));')
-        expected.append((f"offsetof({c}, {path}[])", f"{python_offset(cls, path)} 0"))
-      elif bits is None:
-        body.append(f'printf("%zu %zu\\n", offsetof({c}, {path}), sizeof((({c}*)0)->{path}));')
-        expected.append((f"offsetof/sizeof({c}, {path})", f"{python_offset(cls, path)} {ctypes.sizeof(t)}"))
-      else:  # offsetof is not defined on bitfields: compare the bytes of an all-ones field instead
-        body.append(f'{{ {c} v; memset(&v, 0, sizeof v); v.{path} = -1; for (size_t i = 0; i < sizeof v; i++) printf("%02x", ((unsigned char*)&v)[i]); printf("\\n"); }}')
-        expected.append((f"bitfield {c}.{path}", bitfield_bytes(cls, path)))
-  assert expected, f"hcq.autogen.{name} has no records"
+    b, e = layout_facts(cls, spec.cplusplus)
+    body += b
+    expected += e
+  assert expected, f"{mod.__name__} has no records"
   got = run_c(spec, "\n".join(body))
   assert len(got) == len(expected)
   bad = [f"{what}: ctypes {want}, gcc {g}" for (what, want), g in zip(expected, got) if str(want) != g]
   assert not bad, f"{len(bad)} of {len(expected)} layout facts differ:\n" + "\n".join(bad[:30])
+  return len(expected)
+
+
+@pytest.mark.parametrize("name", STRUCT_MODULES)
+def test_struct_layout_matches_gcc(name):
+  compare_layouts(spec_of(name), importlib.import_module(f"hcq.autogen.{name}"))
 
 
 def module_constants(mod) -> dict[str, int]:
   return {k: v for k, v in vars(mod).items() if not k.startswith("__") and type(v) is int}
 
 
-@pytest.mark.parametrize("name", CONSTANT_MODULES)
-def test_constants_match_gcc(name):
-  spec = spec_of(name)
-  mod = importlib.import_module(f"hcq.autogen.{name}")
+def compare_constants(spec, mod) -> int:
   consts = module_constants(mod)
   assert consts, f"hcq.autogen.{name} has no constants"
   body = [f'if (({k}) < 0) printf("%lld\\n", (long long)({k})); else printf("%llu\\n", (unsigned long long)({k}));' for k in consts]
   got = run_c(spec, "\n".join(body))
   bad = [f"{k}: python {v}, gcc {g}" for (k, v), g in zip(consts.items(), got) if str(v) != g]
   assert len(got) == len(consts) and not bad, "\n".join(bad[:30])
+  return len(consts)
+
+
+@pytest.mark.parametrize("name", CONSTANT_MODULES)
+def test_constants_match_gcc(name):
+  compare_constants(spec_of(name), importlib.import_module(f"hcq.autogen.{name}"))
 
 
 def test_constant_and_ioctl_counts():
@@ -150,15 +165,12 @@ def test_constant_and_ioctl_counts():
 FUNCTION_MODULES = ["am.nvd", "am.soc15d", "am.sdma_v6_0_0_pkt_open", "pci", "kfd", "amdgpu_drm", "vfio"]
 
 
-@pytest.mark.parametrize("name", FUNCTION_MODULES)
-def test_function_macros_match_gcc(name):
+def compare_functions(spec, mod) -> int:
   """Every macro the generator turned into a Python function, called with seeded random small arguments in C and Python,
   compared in the width of the C result type."""
-  spec = spec_of(name)
-  mod = importlib.import_module(f"hcq.autogen.{name}")
   fns = {k: v for k, v in vars(mod).items() if callable(v) and not isinstance(v, type) and getattr(v, "__module__", None) == mod.__name__
          and k != "_c_cast"}
-  assert fns, f"hcq.autogen.{name} translated no function macros"
+  assert fns, f"{mod.__name__} has no macro functions"
   rng = random.Random(1234)
   body, calls = [], []
   for k, fn in fns.items():
@@ -173,3 +185,9 @@ def test_function_macros_match_gcc(name):
     size, cval = map(int, line.split())
     if value % (1 << (8 * size)) != cval % (1 << (8 * size)): bad.append(f"{call}: python {value:#x}, gcc {cval:#x} ({size} bytes)")
   assert len(got) == len(calls) and not bad, "\n".join(bad[:30])
+  return len(calls)
+
+
+@pytest.mark.parametrize("name", FUNCTION_MODULES)
+def test_function_macros_match_gcc(name):
+  compare_functions(spec_of(name), importlib.import_module(f"hcq.autogen.{name}"))

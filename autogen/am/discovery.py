@@ -29,6 +29,7 @@ class union__fuse_data(Union): _c_name_ = 'union _fuse_data'
 class struct_vcn_instance_info_v1_0(Structure): _c_name_ = 'struct vcn_instance_info_v1_0'
 class struct_vcn_info_v1_0(Structure): _c_name_ = 'struct vcn_info_v1_0'
 
+struct_table_info._pack_ = 1
 struct_table_info._fields_ = [
   ('offset', c_uint16),
   ('checksum', c_uint16),
@@ -36,6 +37,7 @@ struct_table_info._fields_ = [
   ('padding', c_uint16),
 ]
 
+struct_binary_header._pack_ = 1
 struct_binary_header._fields_ = [
   ('binary_signature', c_uint32),
   ('version_major', c_uint16),
@@ -45,11 +47,13 @@ struct_binary_header._fields_ = [
   ('table_list', struct_table_info * 6),
 ]
 
+struct_die_info._pack_ = 1
 struct_die_info._fields_ = [
   ('die_id', c_uint16),
   ('die_offset', c_uint16),
 ]
 
+struct_ip_discovery_header._pack_ = 1
 struct_ip_discovery_header._fields_ = [
   ('signature', c_uint32),
   ('version', c_uint16),
@@ -60,6 +64,7 @@ struct_ip_discovery_header._fields_ = [
   ('padding', c_uint16 * 1),
 ]
 
+struct_ip._pack_ = 1
 struct_ip._fields_ = [
   ('hw_id', c_uint16),
   ('number_instance', c_uint8),
@@ -72,6 +77,7 @@ struct_ip._fields_ = [
   ('base_address', c_uint32 * 0),
 ]
 
+struct_ip_v3._pack_ = 1
 struct_ip_v3._fields_ = [
   ('hw_id', c_uint16),
   ('instance_number', c_uint8),
@@ -84,27 +90,32 @@ struct_ip_v3._fields_ = [
   ('base_address', c_uint32 * 1),
 ]
 
+struct_die_header._pack_ = 1
 struct_die_header._fields_ = [
   ('die_id', c_uint16),
   ('num_ips', c_uint16),
 ]
 
+union_die_1._pack_ = 1
 union_die_1._fields_ = [
   ('ip_list', c_void_p),
   ('ip_v3_list', c_void_p),
 ]
 
+struct_die._pack_ = 1
 struct_die._anonymous_ = ('_1',)
 struct_die._fields_ = [
   ('die_header', c_void_p),
   ('_1', union_die_1),
 ]
 
+struct_ip_structure._pack_ = 1
 struct_ip_structure._fields_ = [
   ('header', c_void_p),
   ('die', struct_die),
 ]
 
+struct_gpu_info_header._pack_ = 1
 struct_gpu_info_header._fields_ = [
   ('table_id', c_uint32),
   ('version_major', c_uint16),
@@ -112,6 +123,7 @@ struct_gpu_info_header._fields_ = [
   ('size', c_uint32),
 ]
 
+struct_gc_info_v1_0._pack_ = 1
 struct_gc_info_v1_0._fields_ = [
   ('header', struct_gpu_info_header),
   ('gc_num_se', c_uint32),
@@ -135,6 +147,7 @@ struct_gc_info_v1_0._fields_ = [
   ('gc_num_gl2a', c_uint32),
 ]
 
+struct_gc_info_v1_1._pack_ = 1
 struct_gc_info_v1_1._fields_ = [
   ('header', struct_gpu_info_header),
   ('gc_num_se', c_uint32),
@@ -161,6 +174,7 @@ struct_gc_info_v1_1._fields_ = [
   ('gc_num_tcps', c_uint32),
 ]
 
+struct_gc_info_v1_2._pack_ = 1
 struct_gc_info_v1_2._fields_ = [
   ('header', struct_gpu_info_header),
   ('gc_num_se', c_uint32),
@@ -195,6 +209,7 @@ struct_gc_info_v1_2._fields_ = [
   ('gc_gl2c_per_gpu', c_uint32),
 ]
 
+struct_gc_info_v2_0._pack_ = 1
 struct_gc_info_v2_0._fields_ = [
   ('header', struct_gpu_info_header),
   ('gc_num_se', c_uint32),
@@ -216,11 +231,13 @@ struct_gc_info_v2_0._fields_ = [
   ('gc_num_packer_per_sc', c_uint32),
 ]
 
+struct_harvest_info_header._pack_ = 1
 struct_harvest_info_header._fields_ = [
   ('signature', c_uint32),
   ('version', c_uint32),
 ]
 
+struct_harvest_info._pack_ = 1
 struct_harvest_info._fields_ = [
   ('hw_id', c_uint16),
   ('number_instance', c_uint8),
@@ -232,6 +249,7 @@ struct_harvest_table._fields_ = [
   ('list', struct_harvest_info * 32),
 ]
 
+struct_mall_info_header._pack_ = 1
 struct_mall_info_header._fields_ = [
   ('table_id', c_uint32),
   ('version_major', c_uint16),
@@ -239,6 +257,7 @@ struct_mall_info_header._fields_ = [
   ('size_bytes', c_uint32),
 ]
 
+struct_mall_info_v1_0._pack_ = 1
 struct_mall_info_v1_0._fields_ = [
   ('header', struct_mall_info_header),
   ('mall_size_per_m', c_uint32),
@@ -248,6 +267,7 @@ struct_mall_info_v1_0._fields_ = [
   ('reserved', c_uint32 * 5),
 ]
 
+struct_vcn_info_header._pack_ = 1
 struct_vcn_info_header._fields_ = [
   ('table_id', c_uint32),
   ('version_major', c_uint16),
@@ -255,6 +275,7 @@ struct_vcn_info_header._fields_ = [
   ('size_bytes', c_uint32),
 ]
 
+struct__fuse_data_bits._pack_ = 1
 struct__fuse_data_bits._fields_ = [
   ('av1_disabled', c_uint32, 1),
   ('vp9_disabled', c_uint32, 1),
@@ -263,17 +284,20 @@ struct__fuse_data_bits._fields_ = [
   ('reserved', c_uint32, 28),
 ]
 
+union__fuse_data._pack_ = 1
 union__fuse_data._fields_ = [
   ('bits', struct__fuse_data_bits),
   ('all_bits', c_uint32),
 ]
 
+struct_vcn_instance_info_v1_0._pack_ = 1
 struct_vcn_instance_info_v1_0._fields_ = [
   ('instance_num', c_uint32),
   ('fuse_data', union__fuse_data),
   ('reserved', c_uint32 * 2),
 ]
 
+struct_vcn_info_v1_0._pack_ = 1
 struct_vcn_info_v1_0._fields_ = [
   ('header', struct_vcn_info_header),
   ('num_of_instances', c_uint32),
@@ -282,7 +306,6 @@ struct_vcn_info_v1_0._fields_ = [
 ]
 
 # typedefs and enum types
-enum_table = c_uint32
 table = c_uint32
 table_info = struct_table_info
 binary_header = struct_binary_header

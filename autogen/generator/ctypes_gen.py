@@ -40,6 +40,7 @@ class Record:
   fields: list[tuple] = field(default_factory=list)  # (name, CType, bits or None)
   anonymous: list[str] = field(default_factory=list)
   pack: int | None = None
+  c_align: int | None = None                       # C's alignment where ctypes (before 3.13) cannot reach it
   built: type | None = None
 
 
@@ -101,7 +102,14 @@ class BindingGenerator:
 
   @staticmethod
   def _unnamed(c) -> bool:
-    return not c.spelling or "(unnamed" in c.spelling or "(anonymous" in c.spelling
+    """A record or enum written without a tag. clang spells one as "(unnamed at ...)", or by its typedef's name
+    (`typedef struct { } x_t;`): then the name is not among the tokens before the body's `{`."""
+    if not c.spelling or "(unnamed" in c.spelling or "(anonymous" in c.spelling: return True
+    head = []
+    for t in c.get_tokens():
+      if t.spelling == "{": break
+      head.append(t.spelling)
+    return c.spelling not in head
 
   def _record(self, c, name: str | None = None) -> Record:
     c = c.get_definition() or c
@@ -178,7 +186,6 @@ class BindingGenerator:
   def _layout(self, rec: Record) -> None:
     K = self.ci.CursorKind
     c = rec.cursor
-    if any(k.kind == K.PACKED_ATTR for k in c.get_children()): rec.pack = 1
     fields, expected = [], []
     for i, f in enumerate(c.type.get_fields()):
       if self._anonymous_member(f):
@@ -200,12 +207,16 @@ class BindingGenerator:
           self._record(decl, name=f"{kw}_{rec.name.split('_', 1)[1]}_{name}").c_spelling = None
         t = self._ctype(f.type)
       bits = f.get_bitfield_width() if f.is_bitfield() else None
+      if bits is not None and not f.spelling: continue  # unnamed bitfield: padding, which C's offsets already show
       if bits is not None and t.expr in _BITFIELD_TYPE:
         n = _BITFIELD_TYPE[t.expr]
         t = CType(n, getattr(ctypes, n))
       fields.append((name, t, bits))
       expected.append((name, f.get_field_offsetof(), bits))
     size = c.type.get_size()
+    # __attribute__((packed)) and #pragma pack lower a record's alignment below its members': that is ctypes' _pack_.
+    if ctypes.alignment(self._build(rec, fields)) > c.type.get_align(): rec.pack = c.type.get_align()
+    if not rec.is_union: fields, expected = self._bitfield_containers(rec, fields, expected, size)
     # Insert explicit padding where ctypes would place a field earlier than C does (over-aligned members).
     for _ in range(len(fields) + 2):
       built = self._build(rec, fields)
@@ -219,7 +230,54 @@ class BindingGenerator:
       fields.append(("_pad_tail", CType(f"c_uint8 * {tail}", ctypes.c_uint8 * tail), None))
       built = self._build(rec, fields)
     self._check(rec, built, expected, size)
+    if c.type.get_align() > ctypes.alignment(built): rec.c_align = c.type.get_align()
     rec.fields, rec.built = fields, built
+
+  def _bitfield_containers(self, rec: Record, fields: list[tuple], expected: list[tuple], size: int) -> tuple[list, list]:
+    """Re-express bitfields so that ctypes places each at C's bit offset.
+
+    ctypes (before 3.14) lays out a run of bitfields of mixed sizes unlike gcc and clang do, so every
+    run becomes containers of one size each (8, 4, 2 or 1 bytes, signedness per field), placed where C
+    placed the bits, with unnamed padding bits and bytes between them.
+    """
+    out_f, out_e = [], []
+    cursor, box = 0, None  # ctypes' byte cursor; the open container as (start byte, size, next free bit)
+    limits, limit = [], size  # for each field, where the next non-bitfield member starts in C
+    for (_, t, bits), (_, at, _) in zip(reversed(fields), reversed(expected)):
+      limits.insert(0, limit)
+      if bits is None: limit = at // 8
+    for (name, t, bits), (_, at, _), limit in zip(fields, expected, limits):
+      if bits is None:
+        out_f.append((name, t, None))
+        out_e.append((name, at, None))
+        cursor, box = at // 8 + ctypes.sizeof(t.obj), None
+        continue
+      signed = t.expr.startswith("c_int")
+      if box is None or at < box[2] or at + bits > (box[0] + box[1]) * 8:
+        box = self._container(rec, name, at, bits, cursor, limit)
+        if box[0] > cursor:
+          pad = box[0] - cursor
+          out_f.append((f"_pad{len(out_f)}", CType(f"c_uint8 * {pad}", ctypes.c_uint8 * pad), None))
+          out_e.append((out_f[-1][0], None, None))
+        box = (box[0], box[1], box[0] * 8)
+        cursor = box[0] + box[1]
+      if at > box[2]:
+        out_f.append((f"_pad{len(out_f)}", _int_ctype(box[1], False), at - box[2]))
+        out_e.append((out_f[-1][0], None, None))
+      out_f.append((name, _int_ctype(box[1], signed), bits))
+      out_e.append((name, at, bits))
+      box = (box[0], box[1], at + bits)
+    return out_f, out_e
+
+  @staticmethod
+  def _container(rec: Record, name: str, at: int, bits: int, cursor: int, limit: int) -> tuple[int, int]:
+    """The widest container (start byte, size) that holds bits [at, at+bits), starts at or after `cursor`
+    at ctypes' alignment, and ends by `limit` (where C's next non-bitfield member starts)."""
+    for width in (8, 4, 2, 1):
+      align = min(width, rec.pack) if rec.pack else width
+      start = (at // 8) // align * align
+      if start >= cursor and at + bits <= (start + width) * 8 and start + width <= limit: return start, width
+    raise GeneratorError(f"{rec.c_spelling or rec.name}.{name}: no ctypes container holds bits {at}..{at + bits - 1}")
 
   def _build(self, rec: Record, fields: list[tuple]) -> type:
     ns = {"_fields_": [(n, t.obj) if b is None else (n, t.obj, b) for n, t, b in fields]}
@@ -252,8 +310,10 @@ class BindingGenerator:
     if self.records:
       out.append("\n# records: declared first so that any order of use works, laid out below")
       for r in self.records.values():
-        # _c_name_ is how C spells the type (tests compile it with gcc); nested anonymous records have none
-        body = f"_c_name_ = {r.c_spelling!r}" if r.c_spelling else "pass"
+        # _c_name_: how C spells the type (tests compile it with gcc; nested anonymous records have none).
+        # _c_align_: C's alignment of an over-aligned record; parents place it with explicit padding.
+        attrs = ([f"_c_name_ = {r.c_spelling!r}"] if r.c_spelling else []) + ([f"_c_align_ = {r.c_align}"] if r.c_align else [])
+        body = "; ".join(attrs) or "pass"
         out.append(f"class {r.name}({'Union' if r.is_union else 'Structure'}): {body}")
       for r in self.records.values():
         out.append("")
@@ -300,6 +360,11 @@ class BindingGenerator:
       text += "\n# macros left out (types, statements, attributes, fragments, or built on other headers' macros):\n"
       text += "\n".join(_wrap_comment(skipped)) + "\n"
     return text
+
+
+def _int_ctype(size: int, signed: bool) -> CType:
+  n = f"c_{'' if signed else 'u'}int{size * 8}"
+  return CType(n, getattr(ctypes, n))
 
 
 def _literal(v) -> str:

@@ -1,0 +1,84 @@
+"""Import cost of generated modules: wall time of a fresh `python -c ...` against bare `python -c pass`.
+
+Each figure is the median of RUNS fresh interpreters after one warm-up run (so .pyc files exist); the
+added milliseconds are what a user pays for the import. Targets: hcq.autogen.kfd <= 50 ms,
+hcq.autogen.am.gc_11_0_0 <= 150 ms. A module that does not exist (yet) is reported as missing.
+
+  python bench/import_cost.py [--runs N]
+"""
+from __future__ import annotations
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+# (label, code run with python -c, module that must exist or None, target added ms or None)
+CASES: list[tuple[str, str, str | None, float | None]] = [
+  ("python -c pass", "pass", None, None),
+  ("import hcq.autogen.kfd", "import hcq.autogen.kfd", "hcq.autogen.kfd", 50.0),
+  ("import hcq.autogen.am.gc_11_0_0", "import hcq.autogen.am.gc_11_0_0", "hcq.autogen.am.gc_11_0_0", 150.0),
+  ("  + first register (regCOMPUTE_PGM_RSRC1)", "import hcq.autogen.am.gc_11_0_0 as m; m.regCOMPUTE_PGM_RSRC1",
+   "hcq.autogen.am.gc_11_0_0", None),
+]
+
+
+def exists(module: str) -> bool:
+  """Whether `module` can be imported, without importing it (its parent packages are imported; they are small)."""
+  try:
+    return importlib.util.find_spec(module) is not None
+  except ModuleNotFoundError:
+    return False
+
+
+def child_env() -> dict[str, str]:
+  """The environment for the timed interpreters: bytecode writing on, so that the warm-up run leaves .pyc files
+  (PYTHONDONTWRITEBYTECODE, set on some machines, would make every run compile every module)."""
+  env = dict(os.environ)
+  env.pop("PYTHONDONTWRITEBYTECODE", None)
+  return env
+
+
+def median_ms(code: str, runs: int) -> float:
+  """Median wall time in ms of `python -c code` in a fresh interpreter, after one warm-up run."""
+  env = child_env()
+  subprocess.run([sys.executable, "-c", code], check=True, env=env)
+  times = []
+  for _ in range(runs):
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    times.append((time.perf_counter() - t0) * 1e3)
+  return statistics.median(times)
+
+
+def main() -> None:
+  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap.add_argument("--runs", type=int, default=15, help="fresh interpreters per case (median taken; at least 10 recommended)")
+  args = ap.parse_args()
+  print(f"import cost: median of {args.runs} fresh interpreters, warm .pyc; python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+  print(f"  {'case':<44} {'ms':>8} {'added':>8} {'target':>8}  verdict")
+  base = None
+  failed = False
+  for label, code, module, target in CASES:
+    if module is not None and not exists(module):
+      print(f"  {label:<44} {'missing':>8}")
+      continue
+    ms = median_ms(code, args.runs)
+    if base is None:
+      base = ms
+      print(f"  {label:<44} {ms:8.1f} {'-':>8} {'-':>8}")
+      continue
+    added = ms - base
+    verdict, tgt = "", "-"
+    if target is not None:
+      tgt = f"<={target:.0f}"
+      verdict = "PASS" if added <= target else "FAIL"
+      failed |= verdict == "FAIL"
+    print(f"  {label:<44} {ms:8.1f} {added:8.1f} {tgt:>8}  {verdict}")
+  sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+  main()
