@@ -62,12 +62,10 @@ class BindingGenerator:
     self.own = {str(h.resolve()) for h in spec.headers}
     self.args = (["-x", "c++", "-std=c++17"] if spec.cplusplus else ["-x", "c", "-std=gnu11"]) + spec.args
     self.source = spec.prelude + "".join(f'#include "{h}"\n' for h in spec.headers)
-    self.records: dict[str, Record] = {}     # by USR, in emission order
-    self.names: dict[str, str] = {}           # record USR -> class name
+    self.records: dict[str, Record] = {}     # by where the definition stands, in emission order
     self.typedefs: list[tuple[str, CType]] = []
-    self.enums: list[tuple[str, int, str]] = []  # (name, value, enum C name)
+    self.enums: dict[str, int] = {}          # enum constant -> value, in header order
     self.enum_types: list[tuple[str, CType]] = []
-    self.lines: list[str] = []
 
   # ---- walking the translation unit ----
   def run(self) -> str:
@@ -83,8 +81,7 @@ class BindingGenerator:
   def _walk(self, parent) -> None:
     K = self.ci.CursorKind
     for c in parent.get_children():
-      if c.kind == K.NAMESPACE or (c.kind == K.LINKAGE_SPEC if hasattr(K, "LINKAGE_SPEC") else False): self._walk(c)
-      elif c.kind == K.UNEXPOSED_DECL: self._walk(c)  # extern "C" blocks
+      if c.kind in (K.NAMESPACE, K.UNEXPOSED_DECL) or c.kind.name == "LINKAGE_SPEC": self._walk(c)  # namespaces, extern "C"
       elif not self._is_own(c): continue
       elif c.kind in (K.STRUCT_DECL, K.UNION_DECL) and c.is_definition() and not self._unnamed(c): self._record(c)
       elif c.kind == K.TYPEDEF_DECL: self._typedef(c)
@@ -124,7 +121,6 @@ class BindingGenerator:
       name = f"{kw}_{c.spelling}"
     c_spelling = f"{kw} {c.spelling}" if not self.spec.cplusplus else "::".join(self._scope(c) + [c.spelling])
     rec = Record(name, c, is_union, c_spelling)
-    self.names[usr] = name
     self._layout(rec)
     self.records[usr] = rec
     return rec
@@ -155,8 +151,7 @@ class BindingGenerator:
   def _enum(self, c) -> None:
     if any(n == c.spelling for n, _ in self.enum_types): return
     for k in c.get_children():
-      if k.kind == self.ci.CursorKind.ENUM_CONSTANT_DECL and all(k.spelling != e[0] for e in self.enums):
-        self.enums.append((k.spelling, k.enum_value, c.spelling))
+      if k.kind == self.ci.CursorKind.ENUM_CONSTANT_DECL: self.enums.setdefault(k.spelling, k.enum_value)
     if not self._unnamed(c):
       self.enum_types.append((f"enum_{c.spelling}", self._ctype(c.enum_type)))
 
@@ -172,7 +167,6 @@ class BindingGenerator:
     if t.kind == TK.POINTER: return CType("c_void_p", ctypes.c_void_p)
     if t.kind == TK.RECORD:
       rec = self._record(t.get_declaration())
-      if rec.built is None: raise GeneratorError(f"{rec.name} contains itself by value")
       return CType(rec.name, rec.built)
     if t.kind == TK.CONSTANTARRAY:
       e = self._ctype(t.element_type)
@@ -223,8 +217,9 @@ class BindingGenerator:
       gap = self._first_gap(built, expected)
       if gap is None: break
       idx, missing = gap
-      fields.insert(idx, (f"_pad{idx}", CType(f"c_uint8 * {missing}", ctypes.c_uint8 * missing), None))
-      expected.insert(idx, (f"_pad{idx}", None, None))
+      pad = _pad_name(fields)
+      fields.insert(idx, (pad, CType(f"c_uint8 * {missing}", ctypes.c_uint8 * missing), None))
+      expected.insert(idx, (pad, None, None))
     tail = size - ctypes.sizeof(built)
     if tail > 0:
       fields.append(("_pad_tail", CType(f"c_uint8 * {tail}", ctypes.c_uint8 * tail), None))
@@ -257,12 +252,12 @@ class BindingGenerator:
         box = self._container(rec, name, at, bits, cursor, limit)
         if box[0] > cursor:
           pad = box[0] - cursor
-          out_f.append((f"_pad{len(out_f)}", CType(f"c_uint8 * {pad}", ctypes.c_uint8 * pad), None))
+          out_f.append((_pad_name(out_f), CType(f"c_uint8 * {pad}", ctypes.c_uint8 * pad), None))
           out_e.append((out_f[-1][0], None, None))
         box = (box[0], box[1], box[0] * 8)
         cursor = box[0] + box[1]
       if at > box[2]:
-        out_f.append((f"_pad{len(out_f)}", _int_ctype(box[1], False), at - box[2]))
+        out_f.append((_pad_name(out_f), _int_ctype(box[1], False), at - box[2]))
         out_e.append((out_f[-1][0], None, None))
       out_f.append((name, _int_ctype(box[1], signed), bits))
       out_e.append((name, at, bits))
@@ -323,19 +318,19 @@ class BindingGenerator:
         out.append(f"{r.name}._fields_ = [" + ("\n  " + ",\n  ".join(items) + ",\n" if items else "") + "]")
     if self.typedefs or self.enum_types:
       out.append("\n# typedefs and enum types")
-      seen = set(self.names.values())
+      seen = {r.name for r in self.records.values()}
       for n, t in self.enum_types + self.typedefs:
         if n in seen or keyword.iskeyword(n): continue
         seen.add(n)
         out.append(f"{n} = {t.expr}")
     if self.enums:
       out.append("\n# enum constants")
-      out += [f"{n} = {_literal(v)}" for n, v, _ in self.enums]
+      out += [f"{n} = {_literal(v)}" for n, v in self.enums.items()]
     return "\n".join(out) + "\n"
 
   def _emit_macros(self, tu) -> str:
     ms = [m for m in macros(tu, self.own) if m.body and not m.name.startswith("__") and not keyword.iskeyword(m.name)]
-    known = {n for n, _, _ in self.enums} | set(self.names.values())
+    known = set(self.enums) | {r.name for r in self.records.values()}
     objects = {m.name: " ".join(m.body) for m in ms if m.params is None and m.name not in known}
     values = evaluate(objects, self.source, self.args)
     for m in ms:  # string macros ("vfio-pci"): clang tokenized them; adjacent literals concatenate as in C
@@ -360,6 +355,11 @@ class BindingGenerator:
       text += "\n# macros left out (types, statements, attributes, fragments, or built on other headers' macros):\n"
       text += "\n".join(_wrap_comment(skipped)) + "\n"
     return text
+
+
+def _pad_name(fields: list[tuple]) -> str:
+  """A fresh name for a padding member: tests and users skip members named _pad*."""
+  return f"_pad{sum(1 for f in fields if f[0].startswith('_pad'))}"
 
 
 def _int_ctype(size: int, signed: bool) -> CType:
