@@ -55,7 +55,7 @@ def leaves(cls: type, path: str = ""):
   anon = set(getattr(cls, "_anonymous_", ()))
   for f in cls._fields_:
     name, t, bits = f[0], f[1], (f[2] if len(f) > 2 else None)
-    if name.startswith("_pad"): continue
+    if name.startswith("_hcq_pad"): continue
     if name in anon:
       yield from leaves(t, path)
       continue

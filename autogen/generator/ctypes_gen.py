@@ -222,7 +222,7 @@ class BindingGenerator:
       expected.insert(idx, (pad, None, None))
     tail = size - ctypes.sizeof(built)
     if tail > 0:
-      fields.append(("_pad_tail", CType(f"c_uint8 * {tail}", ctypes.c_uint8 * tail), None))
+      fields.append(("_hcq_pad_tail", CType(f"c_uint8 * {tail}", ctypes.c_uint8 * tail), None))
       built = self._build(rec, fields)
     self._check(rec, built, expected, size)
     if c.type.get_align() > ctypes.alignment(built): rec.c_align = c.type.get_align()
@@ -358,8 +358,8 @@ class BindingGenerator:
 
 
 def _pad_name(fields: list[tuple]) -> str:
-  """A fresh name for a padding member: tests and users skip members named _pad*."""
-  return f"_pad{sum(1 for f in fields if f[0].startswith('_pad'))}"
+  """A fresh name for a padding member: tests and users skip members named _hcq_pad* (C headers have their own _pad members)."""
+  return f"_hcq_pad{sum(1 for f in fields if f[0].startswith('_hcq_pad'))}"
 
 
 def _int_ctype(size: int, signed: bool) -> CType:
