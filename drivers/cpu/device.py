@@ -1,0 +1,84 @@
+"""The CPU as an HCQ device: host memory, engine threads for the compute and copy queues, native kernels.
+
+A CPU kernel is a native function `void name(const uint8_t *kernargs, uint32_t gid_x, uint32_t gid_y,
+uint32_t gid_z, uint32_t local_x, uint32_t local_y, uint32_t local_z)` run once per workgroup: the kernel
+loops over its workgroup's threads itself. Workgroups are spread over the cores (ctypes calls release the
+GIL), so a grid uses the whole machine the way a dispatch uses a GPU's compute units.
+"""
+from __future__ import annotations
+import bisect
+import ctypes
+import mmap
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
+
+from hcq.buffer import Buffer
+from hcq.device import Device
+from hcq.devstring import DevSpec
+from hcq.drivers.cpu.program import CPUProgram
+from hcq.drivers.cpu.queue import CPUComputeQueue, CPUCopyQueue, Engine
+from hcq.errors import GPUFault
+
+
+class CPUDevice(Device):
+  """`hcq.Device("CPU")`: see the module docstring."""
+
+  def __init__(self, spec: DevSpec):
+    self.spec = spec
+    self._ranges: list[tuple[int, int]] = []  # live allocations (start, end), sorted: what the engines may touch
+    self._mmaps: dict[int, mmap.mmap] = {}
+    self._fault: GPUFault | None = None
+    self._lock = threading.Lock()
+    self.cores = os.cpu_count() or 1
+    self.pool = ThreadPoolExecutor(self.cores, thread_name_prefix=f"hcq-{spec}-wg")
+    self.engines = {"compute": Engine(self, "compute"), "copy": Engine(self, "copy")}
+    for e in self.engines.values(): e.start()
+    super().__init__(spec)
+
+  # ---- memory: anonymous mappings; device address == host address ----
+  def _alloc(self, nbytes: int, kind: str) -> Buffer:
+    mm = mmap.mmap(-1, nbytes)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+    with self._lock:
+      self._mmaps[addr] = mm
+      bisect.insort(self._ranges, (addr, addr + nbytes))
+    return Buffer(self, addr, nbytes, kind, addr, owner=mm)
+
+  def _free(self, buf: Buffer) -> None:
+    with self._lock:
+      self._ranges.remove((buf.addr, buf.addr + buf.nbytes))
+      self._mmaps.pop(buf.addr)
+    # the mmap stays open while Python objects (views) may point at it; it is unmapped when the last reference goes
+
+  def check_range(self, addr: int, nbytes: int, what: str) -> None:
+    """Raise when [addr, addr+nbytes) is not inside one live allocation: the CPU device's page fault."""
+    with self._lock:
+      i = bisect.bisect_right(self._ranges, (addr, float("inf"))) - 1
+      ok = i >= 0 and self._ranges[i][0] <= addr and addr + nbytes <= self._ranges[i][1]
+    if not ok: raise GPUFault(f"{what} [{addr:#x}, {addr + nbytes:#x}) is outside every allocation of {self}", address=addr)
+
+  # ---- faults ----
+  def record_fault(self, fault: GPUFault) -> None:
+    self._fault = fault
+
+  def check_faults(self) -> None:
+    fault, self._fault = self._fault, None
+    if fault is not None: raise fault
+
+  def queue_state(self) -> str:
+    busy = [f"{k}: {e.current[0] if e.current else 'idle'}" for k, e in self.engines.items()]
+    return super().queue_state() + "; engines " + ", ".join(busy)
+
+  # ---- queues and programs ----
+  def compute_queue(self) -> CPUComputeQueue:
+    return CPUComputeQueue()
+
+  def copy_queue(self) -> CPUCopyQueue:
+    return CPUCopyQueue()
+
+  def program(self, code: Any, name: str | None = None, args: Sequence[str] = (), arg_names: Sequence[str] | None = None) -> CPUProgram:
+    """A CPU kernel from LLVM IR text (compiled with llvmlite for this machine) or from a ctypes function.
+    `args` are the argument kinds in order ("buffer", "i32", "f32", ...), laid out at natural alignment."""
+    return CPUProgram(self, code, name, args, arg_names)

@@ -1,0 +1,218 @@
+"""Device: one opened GPU (or the CPU) behind the HCQ interface — memory, signals, queues, programs, launches.
+
+`hcq.Device("KFD+AMD")` or `hcq.Device()` (the DEV environment variable, else a real GPU if there is one,
+else the CPU) opens a device once per process and returns the same object afterwards. Backends in
+hcq.drivers subclass Device and supply memory, queues and programs; the launch path, the kernarg ring,
+the timeline and profiling are shared here.
+"""
+from __future__ import annotations
+import collections
+import ctypes
+import importlib
+import importlib.util
+import os
+import threading
+from typing import Any, Sequence
+
+from hcq.buffer import MEMORY_KINDS, Buffer
+from hcq.devstring import DevSpec, parse_dev
+from hcq.errors import HCQError
+from hcq.signal import SIGNAL_BYTES, Signal
+
+# DEVICE part of a DEV string -> the class that drives it, imported on first use
+BACKEND_CLASSES = {"CPU": "hcq.drivers.cpu.device:CPUDevice", "AMD": "hcq.drivers.amd.device:AMDDevice", "NV": "hcq.drivers.nv.device:NVDevice"}
+
+
+def _backend_class(spec: DevSpec) -> type["Device"]:
+  module, _, cls = BACKEND_CLASSES[spec.device].partition(":")
+  try:
+    return getattr(importlib.import_module(module), cls)
+  except ModuleNotFoundError as e:
+    if e.name != module and not module.startswith(str(e.name) + "."): raise
+    ready = [d for d in BACKEND_CLASSES if _has_module(BACKEND_CLASSES[d].partition(":")[0])]
+    raise HCQError(f"the {spec.device} driver is not part of this version of hcq yet; available devices: {', '.join(ready)}") from None
+
+
+def _has_module(name: str) -> bool:
+  try:
+    return importlib.util.find_spec(name) is not None
+  except ModuleNotFoundError:  # a parent package is missing
+    return False
+
+
+def default_dev_string() -> str:
+  """DEV if set; else a real GPU whose driver hcq has; else the CPU."""
+  if os.environ.get("DEV"): return os.environ["DEV"]
+  probes = [("AMD", "/dev/kfd"), ("NV", "/dev/nvidiactl")]
+  for device, node in probes:
+    if os.path.exists(node) and _has_module(BACKEND_CLASSES[device].partition(":")[0]): return device
+  return "CPU"
+
+
+class _DeviceOpener(type):
+  """`Device(spec)` opens (once) and returns the backend device for a DEV string; subclasses construct normally."""
+  _opened: dict[str, "Device"] = {}
+  _lock = threading.Lock()
+
+  def __call__(cls, spec: "str | DevSpec | None" = None, *args: Any, **kwargs: Any):
+    if cls is not Device: return super().__call__(spec, *args, **kwargs)
+    ds = spec if isinstance(spec, DevSpec) else parse_dev(default_dev_string() if spec is None else spec)
+    with _DeviceOpener._lock:
+      key = str(ds)
+      if key not in _DeviceOpener._opened: _DeviceOpener._opened[key] = _backend_class(ds)(ds)
+      return _DeviceOpener._opened[key]
+
+
+class KernargRing:
+  """A ring of CPU-visible memory for kernel arguments; space is reused only after the launch that used it is done."""
+
+  def __init__(self, device: "Device", nbytes: int = 1 << 20, align: int = 64):
+    self.device, self.buf, self.align, self.pos = device, device.alloc(nbytes, "host"), align, 0
+    self._in_use: collections.deque[tuple[int, int, int]] = collections.deque()  # (start, end, timeline value), oldest first
+    self._view = memoryview((ctypes.c_uint8 * nbytes).from_address(self.buf.host_addr)).cast("B")
+
+  def write(self, data: bytes | bytearray, timeline_value: int) -> int:
+    """Copy `data` into the ring for the launch that will signal `timeline_value`; returns its device address."""
+    n = max(len(data), 1)
+    if n > self.buf.nbytes: raise HCQError(f"{len(data)} bytes of kernel arguments exceed the kernarg ring ({self.buf.nbytes} bytes)")
+    start = (self.pos + self.align - 1) // self.align * self.align
+    wrapped = start + n > self.buf.nbytes
+    if wrapped: start = 0
+    end, wait_for = start + n, 0
+    # The oldest regions sit just ahead of the write position: reclaim those we overlap (and, on a wrap, the skipped tail).
+    while self._in_use:
+      s, e, v = self._in_use[0]
+      if not ((wrapped and s >= self.pos) or (s < end and start < e)): break
+      wait_for = max(wait_for, v)
+      self._in_use.popleft()
+    if wait_for: self.device.timeline_signal.wait(wait_for)  # timeline values only grow: this covers every region popped
+    self._view[start:start + len(data)] = data
+    self._in_use.append((start, end, timeline_value))
+    self.pos = end
+    return self.buf.addr + start
+
+
+class Device(metaclass=_DeviceOpener):
+  """Base of every backend device. Opened with `hcq.Device(dev_string)`; see the module docstring."""
+
+  timestamp_frequency: float = 1e9  # timestamp ticks per second
+  default_timeout: float = float(os.environ.get("HCQ_TIMEOUT", 30.0))
+
+  def __init__(self, spec: DevSpec):
+    self.spec = spec
+    self._signal_pool: list[Signal] = []
+    self._signal_mem: list[Buffer] = []
+    self.timeline_signal = self.new_signal(0, name="timeline")
+    self.timeline_value = 1  # the value the next submission signals
+    self.kernargs = KernargRing(self)
+    self.profiling = bool(os.environ.get("HCQ_PROFILE"))
+    self.profile_events: list[tuple[str, str, Signal, Signal]] = []  # (kind, name, start, end) until exported
+
+  def __repr__(self) -> str:
+    return f"<{type(self).__name__} {self.spec}>"
+
+  def __str__(self) -> str:
+    return str(self.spec)
+
+  # ---- memory ----
+  def alloc(self, nbytes: int, kind: str = "device") -> Buffer:
+    """`nbytes` of memory of a kind in MEMORY_KINDS ("device", "host", "uncached", "cpu")."""
+    if kind not in MEMORY_KINDS: raise ValueError(f"unknown memory kind {kind!r}; valid: " + "; ".join(f"{k}: {v}" for k, v in MEMORY_KINDS.items()))
+    if not isinstance(nbytes, int) or nbytes <= 0: raise ValueError(f"alloc needs a positive number of bytes, got {nbytes!r}")
+    return self._alloc(nbytes, kind)
+
+  def _alloc(self, nbytes: int, kind: str) -> Buffer:
+    raise NotImplementedError
+
+  def free(self, buf: Buffer) -> None:
+    """Release a buffer once the work queued so far is done."""
+    self.synchronize()
+    self._free(buf)
+
+  def _free(self, buf: Buffer) -> None:
+    raise NotImplementedError
+
+  def copy_from_host(self, dest: Buffer, src: Any) -> None:
+    """Host array -> buffer after queued work. CPU-visible memory is written directly; backends override for the rest."""
+    self.synchronize()
+    if dest.host_addr is None: raise HCQError(f"{self} cannot copy into {dest!r}: not CPU-visible and no copy engine path")
+    ctypes.memmove(dest.host_addr, src.ctypes.data, src.nbytes)
+
+  def copy_to_host(self, dest: Any, src: Buffer) -> None:
+    """Buffer -> host array after queued work."""
+    self.synchronize()
+    if src.host_addr is None: raise HCQError(f"{self} cannot copy from {src!r}: not CPU-visible and no copy engine path")
+    ctypes.memmove(dest.ctypes.data, src.host_addr, dest.nbytes)
+
+  # ---- signals and the timeline ----
+  def new_signal(self, value: int = 0, name: str = "signal") -> Signal:
+    """A signal from the device's pool (give it back with `release_signal`)."""
+    if not self._signal_pool:
+      page = self.alloc(4096, "uncached")
+      self._signal_mem.append(page)
+      self._signal_pool += [Signal(page.offset(off, SIGNAL_BYTES)) for off in range(0, 4096, SIGNAL_BYTES)]
+    sig = self._signal_pool.pop()
+    sig.name, sig.value = name, value
+    return sig
+
+  def release_signal(self, sig: Signal) -> None:
+    self._signal_pool.append(sig)
+
+  def next_timeline(self) -> int:
+    """Take the timeline value the next submission will signal."""
+    v = self.timeline_value
+    self.timeline_value += 1
+    return v
+
+  def synchronize(self) -> None:
+    """Wait until everything submitted so far is done; raises the device's fault if one happened."""
+    self.timeline_signal.wait(self.timeline_value - 1)
+    self.check_faults()
+
+  def check_faults(self) -> None:
+    """Raise a pending GPUFault (backends record them from their fault reports); the device stays usable."""
+
+  def queue_state(self) -> str:
+    """A line about the queues for timeout messages."""
+    return f"timeline at {self.timeline_signal.value}, last submitted {self.timeline_value - 1}"
+
+  # ---- programs and launches ----
+  def program(self, code: Any, name: str | None = None, **kwargs: Any):
+    """Load a program; what `code` is depends on the backend (a code object for GPUs, LLVM IR for the CPU)."""
+    raise NotImplementedError
+
+  def compute_queue(self):
+    raise NotImplementedError
+
+  def copy_queue(self):
+    raise NotImplementedError
+
+  def launch(self, program, kernargs: bytes | bytearray, global_size: Sequence[int], local_size: Sequence[int], wait: bool) -> float | None:
+    """Record and submit one launch of `program`; with `wait`, block and return the GPU seconds it took."""
+    value = self.next_timeline()
+    addr = self.kernargs.write(kernargs, value)
+    timed = wait or self.profiling
+    q = self.compute_queue().wait(self.timeline_signal, value - 1)
+    if timed:
+      start, end = self.new_signal(name=f"{program.name}.start"), self.new_signal(name=f"{program.name}.end")
+      q.timestamp(start)
+    q.exec(program, addr, tuple(global_size), tuple(local_size))
+    if timed: q.timestamp(end)
+    q.signal(self.timeline_signal, value).submit(self)
+    if not timed: return None
+    if self.profiling: self.profile_events.append(("exec", program.name, start, end))
+    if not wait: return None
+    self.timeline_signal.wait(value)
+    self.check_faults()
+    secs = (end.timestamp - start.timestamp) / self.timestamp_frequency
+    if not self.profiling:
+      self.release_signal(start)
+      self.release_signal(end)
+    return secs
+
+  def export_trace(self, path: str) -> int:
+    """Write the profiled launches and copies as Chrome/Perfetto trace JSON; returns how many events."""
+    from hcq.profile import write_trace
+    self.synchronize()
+    return write_trace(self, path)
+

@@ -1,0 +1,77 @@
+"""HWQueue: the one command-queue interface every backend implements (PM4/SDMA on AMD, GPFIFO on NVIDIA, threads on the CPU).
+
+Methods record commands and return the queue, so calls chain. A value may be an int or a `hcq.sym.Sym`;
+a Sym becomes a patch slot, filled in at each `submit(device, var_vals)`, so a queue is built once and
+replayed with new buffer addresses, sizes or signal values (graph replay).
+"""
+from __future__ import annotations
+from typing import TYPE_CHECKING, Any
+
+from hcq.sym import Sym
+
+if TYPE_CHECKING:
+  from hcq.device import Device
+  from hcq.program import Program
+  from hcq.signal import Signal
+
+
+class HWQueue:
+  """Commands for one hardware queue. Subclasses write the hardware's format into `self._q`."""
+
+  def __init__(self) -> None:
+    self._q: list[Any] = []                          # recorded commands: packet words on GPUs, command lists on the CPU
+    self._patches: list[tuple[list, int, Sym]] = []  # (container, index, value): where a Sym's value goes at submit
+
+  def __len__(self) -> int:
+    return len(self._q)
+
+  def _put(self, container: list, index: int, value: "int | Sym") -> None:
+    """Store a value, keeping a patch slot when it is symbolic."""
+    if isinstance(value, Sym):
+      container[index] = 0
+      self._patches.append((container, index, value))
+    else:
+      container[index] = value
+
+  def _apply_patches(self, var_vals: dict[str, int] | None) -> None:
+    vals = var_vals or {}
+    for container, index, sym in self._patches: container[index] = sym.eval(vals)
+
+  # ---- the interface: each returns self ----
+  def wait(self, signal: "Signal", value: "int | Sym") -> "HWQueue":
+    """Stall this queue until `signal` reaches at least `value`."""
+    raise NotImplementedError(f"{type(self).__name__} has no wait")
+
+  def signal(self, signal: "Signal", value: "int | Sym") -> "HWQueue":
+    """When all earlier work is done, write `value` to `signal` (and its timestamp)."""
+    raise NotImplementedError(f"{type(self).__name__} has no signal")
+
+  def timestamp(self, signal: "Signal") -> "HWQueue":
+    """Write the device clock into `signal`'s timestamp when all earlier work is done."""
+    raise NotImplementedError(f"{type(self).__name__} has no timestamp")
+
+  def memory_barrier(self) -> "HWQueue":
+    """Make earlier writes visible to later commands and to the host."""
+    raise NotImplementedError(f"{type(self).__name__} has no memory_barrier")
+
+  def exec(self, program: "Program", kernargs_addr: "int | Sym", global_size: tuple[int, int, int],
+           local_size: tuple[int, int, int]) -> "HWQueue":
+    """Run `program` over `global_size` workgroups of `local_size` threads with the kernargs at `kernargs_addr`."""
+    raise NotImplementedError(f"{type(self).__name__} cannot run programs (a copy queue?)")
+
+  def copy(self, dest: "int | Sym", src: "int | Sym", nbytes: "int | Sym") -> "HWQueue":
+    """Copy `nbytes` between device addresses."""
+    raise NotImplementedError(f"{type(self).__name__} has no copy")
+
+  def bind(self, device: "Device") -> "HWQueue":
+    """Prepare the recorded commands on the device once, so each later submit costs only a jump to them."""
+    return self
+
+  def submit(self, device: "Device", var_vals: dict[str, int] | None = None) -> "HWQueue":
+    """Fill the patch slots from `var_vals` and hand the commands to the device."""
+    self._apply_patches(var_vals)
+    self._submit(device)
+    return self
+
+  def _submit(self, device: "Device") -> None:
+    raise NotImplementedError

@@ -1,0 +1,60 @@
+"""Signals: a 64-bit value and a 64-bit timestamp in memory that both the host and the device read and write."""
+from __future__ import annotations
+import ctypes
+import time
+from typing import TYPE_CHECKING
+
+from hcq.errors import GPUTimeout
+
+if TYPE_CHECKING:
+  from hcq.buffer import Buffer
+
+SIGNAL_BYTES = 16  # value (u64) then timestamp (u64): the layout queues write with one packet each
+
+
+class Signal:
+  """A counter the device bumps when work completes; queues wait on it reaching a value.
+
+  `value_addr` / `timestamp_addr` are device addresses for packets. `timestamp` is in the device's
+  clock ticks; `timestamp_ns` converts with the device's frequency."""
+
+  def __init__(self, buf: "Buffer", name: str = "signal", value: int = 0):
+    if buf.host_addr is None: raise ValueError(f"a signal needs CPU-visible memory, got {buf!r}")
+    self.buf, self.name = buf, name
+    self.value_addr, self.timestamp_addr = buf.addr, buf.addr + 8
+    self._value = ctypes.c_uint64.from_address(buf.host_addr)
+    self._timestamp = ctypes.c_uint64.from_address(buf.host_addr + 8)
+    self.value = value
+    self._timestamp.value = 0
+
+  def __repr__(self) -> str:
+    return f"<Signal {self.name} value={self.value} on {self.buf.device}>"
+
+  @property
+  def value(self) -> int:
+    return self._value.value
+
+  @value.setter
+  def value(self, v: int) -> None:
+    self._value.value = v
+
+  @property
+  def timestamp(self) -> int:
+    return self._timestamp.value
+
+  @property
+  def timestamp_ns(self) -> float:
+    return self.timestamp * 1e9 / self.buf.device.timestamp_frequency
+
+  def wait(self, value: int, timeout: float | None = None) -> None:
+    """Block until the signal is at least `value`; GPUTimeout after `timeout` seconds (default: the device's)."""
+    if self._value.value >= value: return
+    device = self.buf.device
+    timeout = device.default_timeout if timeout is None else timeout
+    deadline, spins = time.monotonic() + timeout, 0
+    while self._value.value < value:
+      device.check_faults()
+      spins += 1
+      if spins > 200: time.sleep(min(1e-4, 1e-6 * spins))  # spin briefly for short work, then back off
+      if time.monotonic() > deadline:
+        raise GPUTimeout(f"{device}: {self.name} is {self.value}, waited {timeout:g}s for {value}. {device.queue_state()}")

@@ -1,0 +1,247 @@
+"""HCQ core on the CPU device: DEV strings, memory, signals, queues and their ordering, launches, replay, faults."""
+from __future__ import annotations
+import json
+import struct
+
+import numpy as np
+import pytest
+
+import hcq
+from hcq.devstring import DevSpec, parse_dev
+from hcq.errors import DevStringError, GPUFault, GPUTimeout, HCQError, ProgramArgumentError
+from hcq.program import KernelArg, natural_layout, pack_kernargs
+from hcq.sym import Variable
+
+# c[i] = a[i] + b[i] * k for i < n, over workgroups of local_x threads (the CPU kernel signature)
+VADD_IR = r"""
+define void @vadd(ptr %ka, i32 %gx, i32 %gy, i32 %gz, i32 %lx, i32 %ly, i32 %lz) {
+entry:
+  %pa = load ptr, ptr %ka
+  %kb = getelementptr i8, ptr %ka, i64 8
+  %pb = load ptr, ptr %kb
+  %kc = getelementptr i8, ptr %ka, i64 16
+  %pc = load ptr, ptr %kc
+  %kn = getelementptr i8, ptr %ka, i64 24
+  %n = load i32, ptr %kn
+  %kk = getelementptr i8, ptr %ka, i64 28
+  %k = load float, ptr %kk
+  %row = mul i32 %gy, 65536
+  %col = mul i32 %gx, %lx
+  %base = add i32 %row, %col
+  br label %loop
+loop:
+  %l = phi i32 [0, %entry], [%l1, %body]
+  %i = add i32 %base, %l
+  %inb = icmp ult i32 %i, %n
+  %more = icmp ult i32 %l, %lx
+  %go = and i1 %inb, %more
+  br i1 %go, label %body, label %exit
+body:
+  %ii = zext i32 %i to i64
+  %xa = getelementptr float, ptr %pa, i64 %ii
+  %xb = getelementptr float, ptr %pb, i64 %ii
+  %xc = getelementptr float, ptr %pc, i64 %ii
+  %a = load float, ptr %xa
+  %b = load float, ptr %xb
+  %bk = fmul float %b, %k
+  %s = fadd float %a, %bk
+  store float %s, ptr %xc
+  %l1 = add i32 %l, 1
+  br label %loop
+exit:
+  ret void
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def dev():
+  pytest.importorskip("llvmlite")  # a pip dependency of the test extras, not an external tool
+  return hcq.Device("CPU")
+
+
+@pytest.fixture(scope="module")
+def vadd(dev):
+  return dev.program(VADD_IR, "vadd", args=["buffer", "buffer", "buffer", "u32", "f32"], arg_names=["a", "b", "c", "n", "k"])
+
+
+@pytest.mark.parametrize("text,spec", [
+  ("AMD", DevSpec("AMD")), ("KFD+AMD", DevSpec("AMD", "KFD")), ("MOCKKFD+AMD::gfx1100", DevSpec("AMD", "MOCKKFD", None, "gfx1100")),
+  ("NV", DevSpec("NV")), ("CPU:LLVM", DevSpec("CPU", None, "LLVM")), ("cpu", DevSpec("CPU")), ("mockkfd+amd:llvm", DevSpec("AMD", "MOCKKFD", "LLVM")),
+])
+def test_dev_strings(text, spec):
+  assert parse_dev(text) == spec
+  assert parse_dev(str(spec)) == spec
+
+
+@pytest.mark.parametrize("text,message", [
+  ("AMX", r"unknown device 'AMX' .*did you mean AMD.*valid devices: AMD, NV, CPU"),
+  ("FOO+AMD", r"unknown interface 'FOO' .*valid interfaces: KFD, MOCKKFD"),
+  ("AMD:GLSL", r"unknown renderer 'GLSL' .*valid renderers: LLVM, ASM"),
+  ("AMD::gfx1101", r"unknown arch 'gfx1101' .*valid archs: gfx1100, gfx1201, gfx942"),
+  ("AMD:LLVM:gfx1100:x", r"at most 3"), ("", r"empty DEV string"),
+])
+def test_bad_dev_strings(text, message):
+  with pytest.raises(DevStringError, match=message):
+    parse_dev(text)
+  with pytest.raises(DevStringError):
+    hcq.Device(text)
+
+
+def test_device_opened_once(dev, monkeypatch):
+  assert hcq.Device("CPU") is dev and hcq.Device("cpu") is dev
+  monkeypatch.setenv("DEV", "CPU")
+  assert hcq.Device() is dev
+
+
+def test_memory(dev):
+  with pytest.raises(ValueError, match="unknown memory kind 'vram'"):
+    dev.alloc(16, "vram")
+  with pytest.raises(ValueError, match="positive number of bytes"):
+    dev.alloc(0)
+  buf = dev.alloc(64)
+  buf.copyin(np.arange(16, dtype=np.int32))
+  assert list(buf.view(np.int32)) == list(range(16))
+  assert list(buf.offset(8, 8).view(np.int32)) == [2, 3]
+  out = buf.copyout(np.empty(16, np.int32))
+  assert list(out) == list(range(16))
+  with pytest.raises(ValueError, match="do not fit"):
+    buf.copyin(np.zeros(17, np.int32))
+  with pytest.raises(ValueError, match="outside"):
+    buf.offset(60, 8)
+  buf.free()
+  with pytest.raises(ValueError, match="was freed"):
+    buf.copyin(np.zeros(1, np.int32))
+
+
+def test_kernarg_layout_and_packing(dev):
+  layout = natural_layout(["u8", "i64", "buffer", "f32", "u16"])
+  assert [a.offset for a in layout] == [0, 8, 16, 24, 28]
+  buf = dev.alloc(8)
+  packed = pack_kernargs("k", layout, [buf], [1, -2, 0.5, 7], 32)
+  assert struct.unpack_from("<BqQfH", packed[:1] + packed[8:16] + packed[16:24] + packed[24:28] + packed[28:30]) == (1, -2, buf.addr, 0.5, 7)
+  with pytest.raises(ProgramArgumentError, match="argument arg4 .* cannot hold 70000"):
+    pack_kernargs("k", layout, [buf], [1, -2, 0.5, 70000], 32)
+  with pytest.raises(ProgramArgumentError, match="needs a Buffer"):
+    pack_kernargs("k", layout, [np.zeros(2)], [1, -2, 0.5, 7], 32)
+
+
+@pytest.mark.parametrize("n,local", [(1, 1), (100, 32), (1000, 64), (4097, 256), (65536, 1024), (70000, 128)])
+def test_launch_shapes(dev, vadd, n, local):
+  rng = np.random.default_rng(n)
+  a, b = rng.random(n, np.float32), rng.random(n, np.float32)
+  A, B, C = dev.alloc(4 * n).copyin(a), dev.alloc(4 * n).copyin(b), dev.alloc(4 * n)
+  groups = -(-n // local)
+  gx, gy = (groups, 1) if groups * local <= 65536 else (65536 // local, -(-n // 65536))
+  secs = vadd(A, B, C, global_size=(gx, gy), local_size=local, vals=(n, 3.0), wait=True)
+  assert isinstance(secs, float) and secs > 0
+  np.testing.assert_array_equal(C.copyout(np.empty(n, np.float32)), a + b * np.float32(3.0))
+  for x in (A, B, C): x.free()
+
+
+def test_program_argument_errors(dev, vadd):
+  A = dev.alloc(16)
+  with pytest.raises(ProgramArgumentError, match=r"vadd takes 3 buffers \(a, b, c\) and 2 values \(n: u32, k: f32\); got 2 buffers"):
+    vadd(A, A, vals=(4, 1.0))
+  with pytest.raises(ProgramArgumentError, match="argument n is u32, got float"):
+    vadd(A, A, A, vals=(4.0, 1.0))
+  with pytest.raises(ProgramArgumentError, match="global_size must be 1 to 3 positive ints"):
+    vadd(A, A, A, vals=(4, 1.0), global_size=(0,))
+  with pytest.raises(HCQError, match="invalid LLVM IR"):
+    dev.program("define void @x( {", "x")
+
+
+def test_ordering_across_compute_and_copy(dev, vadd):
+  """copy waits for the kernel's signal; the kernel waits on a signal only the host sets: order is the signals'."""
+  n = 1024
+  A, B, C, D = (dev.alloc(4 * n) for _ in range(4))
+  A.copyin(np.ones(n, np.float32)); B.copyin(np.full(n, 2, np.float32))
+  gate, done, copied = dev.new_signal(0), dev.new_signal(0), dev.new_signal(0)
+  kargs = dev.kernargs.write(pack_kernargs("vadd", vadd.layout, [A, B, C], [n, 1.0], vadd.kernarg_size), dev.timeline_value)
+  dev.copy_queue().wait(done, 1).copy(D.addr, C.addr, 4 * n).signal(copied, 1).submit(dev)
+  dev.compute_queue().wait(gate, 1).exec(vadd, kargs, (n // 256, 1, 1), (256, 1, 1)).signal(done, 1).submit(dev)
+  with pytest.raises(GPUTimeout, match="waited 0.05s for 1"):
+    copied.wait(1, timeout=0.05)
+  assert copied.value == 0 and done.value == 0
+  gate.value = 1
+  copied.wait(1, timeout=10)
+  np.testing.assert_array_equal(D.copyout(np.empty(n, np.float32)), np.full(n, 3, np.float32))
+  for s in (gate, done, copied): dev.release_signal(s)
+
+
+def test_graph_replay(dev, vadd):
+  """One queue, built once with symbolic kernarg address and signal value, replayed with other buffers."""
+  n = 512
+  bufs = [dev.alloc(4 * n).copyin(np.full(n, i, np.float32)) for i in range(4)]
+  outs = [dev.alloc(4 * n) for _ in range(3)]
+  sig = dev.new_signal(0)
+  q = dev.compute_queue().exec(vadd, Variable("kargs"), (n // 64, 1, 1), (64, 1, 1)).signal(sig, Variable("done"))
+  for step, (x, y) in enumerate([(0, 1), (2, 3), (1, 3)]):
+    kargs = dev.kernargs.write(pack_kernargs("vadd", vadd.layout, [bufs[x], bufs[y], outs[step]], [n, 2.0], vadd.kernarg_size), 0)
+    q.submit(dev, {"kargs": kargs, "done": step + 1})
+    sig.wait(step + 1, timeout=10)
+    assert outs[step].copyout(np.empty(n, np.float32))[0] == x + 2 * y
+  with pytest.raises(KeyError, match="no value for variable 'done'"):
+    q.submit(dev, {"kargs": 0})
+  dev.release_signal(sig)
+
+
+def test_many_launches_wrap_the_kernarg_ring(dev, vadd):
+  A = dev.alloc(4 * 64).copyin(np.zeros(64, np.float32))
+  B = dev.alloc(4 * 64).copyin(np.ones(64, np.float32))
+  pool = len(dev._signal_pool)
+  wraps, last = 0, dev.kernargs.pos
+  for _ in range(20000):  # more launches than the ring has slots
+    vadd(A, B, A, local_size=64, vals=(64, 1.0))
+    wraps += dev.kernargs.pos < last
+    last = dev.kernargs.pos
+  dev.synchronize()
+  assert wraps >= 1 and len(dev._signal_pool) == pool
+  assert A.copyout(np.empty(64, np.float32))[0] == 20000
+
+
+def test_fault_is_reported_and_device_recovers(dev, vadd):
+  A = dev.alloc(64)
+  dev.copy_queue().copy(A.addr, A.addr, 4096).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  with pytest.raises(GPUFault, match="copy queue of CPU: copy failed: copy source .* is outside every allocation") as e:
+    dev.synchronize()
+  assert e.value.address == A.addr
+  B = dev.alloc(256).copyin(np.ones(64, np.float32))
+  vadd(B, B, B, local_size=64, vals=(64, 1.0), wait=True)
+  assert B.copyout(np.empty(64, np.float32))[0] == 2
+
+
+def test_hang_times_out_and_device_recovers(dev, vadd):
+  never = dev.new_signal(0)
+  dev.compute_queue().wait(never, 1).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  with pytest.raises(GPUTimeout, match=r"CPU: timeline is \d+, waited 0.1s for \d+\. timeline at .*engines compute: wait"):
+    dev.timeline_signal.wait(dev.timeline_value - 1, timeout=0.1)
+  never.value = 1  # what a queue reset does for us here: release the waiter
+  dev.synchronize()
+  B = dev.alloc(256).copyin(np.ones(64, np.float32))
+  vadd(B, B, B, local_size=64, vals=(64, 1.0), wait=True)
+  assert B.copyout(np.empty(64, np.float32))[0] == 2
+  dev.release_signal(never)
+
+
+def test_profile_trace(dev, vadd, tmp_path):
+  A = dev.alloc(256)
+  dev.profiling = True
+  try:
+    for _ in range(3): vadd(A, A, A, local_size=64, vals=(64, 1.0))
+    count = dev.export_trace(str(tmp_path / "trace.json"))
+  finally:
+    dev.profiling = False
+  events = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+  assert count == 3 == len(events)
+  assert all(e["name"] == "vadd" and e["ph"] == "X" and e["dur"] >= 0 for e in events)
+  assert events[0]["ts"] <= events[1]["ts"] <= events[2]["ts"]
+
+
+def test_unbuilt_backend_says_so():
+  with pytest.raises(HCQError, match="the NV driver is not part of this version of hcq yet; available devices: .*CPU"):
+    hcq.Device("NV")
+
+
+def test_kernel_arg_dataclass():
+  assert KernelArg("x", 4, "f64").size == 8
