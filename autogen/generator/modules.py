@@ -38,5 +38,7 @@ def binding_specs() -> dict[str, BindingSpec]:
     "am.sdma_v6_0_0_pkt_open": lambda: BindingSpec("am.sdma_v6_0_0_pkt_open", kernel, [linux_source("amdgpu/sdma_v6_0_0_pkt_open.h")]),
     "am.v11_structs": lambda: BindingSpec("am.v11_structs", kernel, [linux_source("include/v11_structs.h")], prelude="#include <stdint.h>\n"),
     "am.v9_structs": lambda: BindingSpec("am.v9_structs", kernel, [linux_source("include/v9_structs.h")], prelude="#include <stdint.h>\n"),
+    "am.soc21_enum": lambda: BindingSpec("am.soc21_enum", kernel, [linux_source("include/soc21_enum.h")]),
+    "am.vega10_enum": lambda: BindingSpec("am.vega10_enum", kernel, [linux_source("include/vega10_enum.h")]),
     "am.discovery": lambda: BindingSpec("am.discovery", kernel, [linux_source("include/discovery.h")], prelude="#include <stdint.h>\n"),
   }
