@@ -1,0 +1,1 @@
+"""hcq.asm.emu: the emulated AMD GPU shader core (wavefront emulator) and its memory map."""

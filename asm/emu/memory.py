@@ -1,0 +1,119 @@
+"""The emulated GPU's view of memory: a virtual address map whose ranges the driver (or the mock kernel) registers.
+
+Every access the emulator or the mock GPU's engines make goes through here. An access outside every
+mapped range, or a write to a read-only range, is a `PageFault` naming the address and the access; the
+emulator never touches host memory that nobody mapped.
+"""
+from __future__ import annotations
+import bisect
+import ctypes
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class PageFault(Exception):
+  """A GPU access to an unmapped (or read-only) virtual address."""
+
+  def __init__(self, address: int, size: int, write: bool, pc: int | None = None):
+    kind = "write" if write else "read"
+    super().__init__(f"GPU page fault: {kind} of {size} bytes at {address:#x}" + (f" (pc {pc:#x})" if pc is not None else ""))
+    self.address, self.size, self.write, self.pc = address, size, write, pc
+
+
+@dataclass(frozen=True)
+class Mapping:
+  va: int
+  size: int
+  host: np.ndarray   # uint8 view of the backing memory
+  writable: bool
+
+
+class VirtualMemory:
+  """Ranges of GPU virtual addresses, each backed by host memory (a numpy uint8 array or a raw host address)."""
+
+  def __init__(self) -> None:
+    self._starts: list[int] = []
+    self._maps: list[Mapping] = []
+    self._lock = threading.Lock()
+
+  def map(self, va: int, size: int, backing: "np.ndarray | int", writable: bool = True) -> None:
+    """Map [va, va+size) to `backing`: a uint8 array of at least `size` bytes, or a host address owned by the caller."""
+    if size <= 0: raise ValueError(f"mapping size must be positive, got {size}")
+    host = backing[:size] if isinstance(backing, np.ndarray) else np.frombuffer((ctypes.c_uint8 * size).from_address(backing), np.uint8)
+    if host.dtype != np.uint8 or host.size < size: raise ValueError(f"backing for {size} bytes must be a uint8 array of that size")
+    with self._lock:
+      i = bisect.bisect_left(self._starts, va)
+      if (i > 0 and self._maps[i - 1].va + self._maps[i - 1].size > va) or (i < len(self._maps) and self._maps[i].va < va + size):
+        raise ValueError(f"mapping [{va:#x}, {va + size:#x}) overlaps an existing one")
+      self._starts.insert(i, va)
+      self._maps.insert(i, Mapping(va, size, host, writable))
+
+  def unmap(self, va: int) -> None:
+    with self._lock:
+      i = bisect.bisect_left(self._starts, va)
+      if i == len(self._starts) or self._starts[i] != va: raise ValueError(f"no mapping starts at {va:#x}")
+      del self._starts[i], self._maps[i]
+
+  def find(self, va: int, size: int, write: bool = False, pc: int | None = None) -> tuple[Mapping, int]:
+    """The mapping holding all of [va, va+size) and the offset of va in it; PageFault otherwise."""
+    i = bisect.bisect_right(self._starts, va) - 1
+    if i >= 0:
+      m = self._maps[i]
+      off = va - m.va
+      if off + size <= m.size and (m.writable or not write): return m, off
+    raise PageFault(va, size, write, pc)
+
+  def read(self, va: int, size: int, pc: int | None = None) -> bytes:
+    m, off = self.find(va, size, False, pc)
+    return m.host[off:off + size].tobytes()
+
+  def write(self, va: int, data: bytes | np.ndarray, pc: int | None = None) -> None:
+    raw = np.frombuffer(data, np.uint8) if isinstance(data, (bytes, bytearray)) else data.view(np.uint8).reshape(-1)
+    m, off = self.find(va, raw.size, True, pc)
+    m.host[off:off + raw.size] = raw
+
+  def view(self, va: int, size: int, write: bool = False, pc: int | None = None) -> np.ndarray:
+    """A uint8 view of [va, va+size) (no copy), after the same checks as a read or write."""
+    m, off = self.find(va, size, write, pc)
+    return m.host[off:off + size]
+
+  def read_u32(self, va: int) -> int:
+    return int(self.view(va, 4).view(np.uint32)[0])
+
+  def read_u64(self, va: int) -> int:
+    return int(self.view(va, 8).view(np.uint64)[0])
+
+  def write_u32(self, va: int, value: int) -> None:
+    self.view(va, 4, True).view(np.uint32)[0] = value & 0xffffffff
+
+  def write_u64(self, va: int, value: int) -> None:
+    self.view(va, 8, True).view(np.uint64)[0] = value & 0xffffffffffffffff
+
+  def gather(self, addrs: np.ndarray, size: int, pc: int | None = None) -> np.ndarray:
+    """Bytes [addr, addr+size) for every address (a (n, size) uint8 array): one vector memory instruction's lanes."""
+    addrs = addrs.astype(np.uint64, copy=False)
+    if addrs.size == 0: return np.zeros((0, size), np.uint8)
+    lo, hi = int(addrs.min()), int(addrs.max())
+    try:  # fast path: every lane in one mapping
+      m, off = self.find(lo, hi - lo + size, False, pc)
+      idx = (addrs - np.uint64(lo)).astype(np.int64)[:, None] + np.arange(size) + off
+      return m.host[idx]
+    except PageFault:
+      out = np.empty((addrs.size, size), np.uint8)
+      for k, a in enumerate(addrs.tolist()): out[k] = self.view(a, size, False, pc)
+      return out
+
+  def scatter(self, addrs: np.ndarray, data: np.ndarray, pc: int | None = None) -> None:
+    """Write data[k] (a (n, size) uint8 array) at addrs[k], in lane order (a later lane wins, as in hardware)."""
+    addrs = addrs.astype(np.uint64, copy=False)
+    if addrs.size == 0: return
+    size = data.shape[1]
+    lo, hi = int(addrs.min()), int(addrs.max())
+    try:
+      m, off = self.find(lo, hi - lo + size, True, pc)
+      idx = (addrs - np.uint64(lo)).astype(np.int64)[:, None] + np.arange(size) + off
+      m.host[idx] = data
+    except PageFault:
+      for k, a in enumerate(addrs.tolist()): self.view(a, size, True, pc)[:] = data[k]

@@ -1,0 +1,129 @@
+"""The AMD compute queue: PM4 type-3 packets, one method per packet, fields in the order the CP reads them.
+
+Packet and field values come from the generated tables (hcq.autogen.am.nvd for gfx10+, the soc21 event
+types, GC 11 registers by name). What differs between GPU families — register headers, the GC register
+base, the ACQUIRE_MEM layout — is a `PM4Dialect`, so gfx9 and gfx12 are a table entry, not a rewrite.
+"""
+from __future__ import annotations
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable
+
+from hcq.queue import HWQueue
+from hcq.sym import hi32, lo32
+
+if TYPE_CHECKING:
+  from hcq.signal import Signal
+
+
+@dataclass(frozen=True)
+class PM4Dialect:
+  """What a GPU family changes in the compute PM4 stream."""
+  name: str
+  pkt: ModuleType                        # PACKET3_* opcodes and field macros
+  regs: ModuleType                       # the GC register module (regCOMPUTE_*)
+  events: ModuleType                     # VGT event types (CS_PARTIAL_FLUSH, CACHE_FLUSH_AND_INV_TS_EVENT, ...)
+  gc_base: tuple[int, ...]               # dword base of each GC register segment (from IP discovery)
+  acquire_mem: Callable[[int], list[int]]  # GCR_CNTL -> the ACQUIRE_MEM body (every dword after the header)
+
+  def sh_reg(self, reg) -> int:
+    """A register's index for SET_SH_REG: its absolute dword offset less the SH window's start."""
+    return self.gc_base[reg.segment] + reg.offset - self.pkt.PACKET3_SET_SH_REG_START
+
+
+def _gfx11_acquire_mem(gcr_cntl: int) -> list[int]:
+  # CP_COHER_CNTL, CP_COHER_SIZE (lo, hi: everything), CP_COHER_BASE (lo, hi), POLL_INTERVAL, GCR_CNTL
+  return [0, 0xffffffff, 0xffffff, 0, 0, 0x0000000A, gcr_cntl]
+
+
+def gfx11_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
+  from hcq.autogen.am import gc_11_0_0, nvd, soc21_enum
+  return PM4Dialect("gfx11", nvd, gc_11_0_0, soc21_enum, gc_base, _gfx11_acquire_mem)
+
+
+# WAIT_REG_MEM compare functions and RELEASE_MEM selectors (PM4 packet reference; the kernel uses the same values)
+WAIT_GEQ = 5
+MEM_SPACE_MEMORY = 1
+DATA_SEL_32, DATA_SEL_64, DATA_SEL_TIMESTAMP = 1, 2, 3
+INT_SEL_NONE, INT_SEL_AFTER_WRITE_CONFIRM = 0, 2
+
+
+class AMDComputeQueue(HWQueue):
+  """PM4 for a KFD compute queue. Packets are lists of dwords in `self._q`; symbolic values are patch slots."""
+
+  def __init__(self, dialect: PM4Dialect):
+    super().__init__()
+    self.d = dialect
+
+  def pkt3(self, opcode: int, *body: "int | object") -> "AMDComputeQueue":
+    """One type-3 packet: header (count = body dwords - 1), then the body."""
+    start = len(self._q)
+    self._q.append(self.d.pkt.PACKET3(opcode, len(body) - 1) & 0xffffffff)
+    self._q.extend([0] * len(body))
+    for i, v in enumerate(body): self._put(self._q, start + 1 + i, v if not isinstance(v, int) else v & 0xffffffff)
+    return self
+
+  def set_sh_reg(self, reg, *values: "int | object") -> "AMDComputeQueue":
+    """SET_SH_REG: consecutive registers from `reg`."""
+    return self.pkt3(self.d.pkt.PACKET3_SET_SH_REG, self.d.sh_reg(reg), *values)
+
+  # ---- the HWQueue interface ----
+  def wait(self, signal: "Signal", value) -> "AMDComputeQueue":
+    p = self.d.pkt
+    return self.pkt3(p.PACKET3_WAIT_REG_MEM, p.WAIT_REG_MEM_MEM_SPACE(MEM_SPACE_MEMORY) | p.WAIT_REG_MEM_OPERATION(0) |
+                     p.WAIT_REG_MEM_FUNCTION(WAIT_GEQ) | p.WAIT_REG_MEM_ENGINE(0),
+                     lo32(signal.value_addr), hi32(signal.value_addr), lo32(value), 0xffffffff, 4)
+
+  def acquire_mem(self) -> "AMDComputeQueue":
+    """Invalidate the shader caches (GL0/GL1/GL2, K$, I$) and write back GL2 before the next dispatch reads memory."""
+    p = self.d.pkt
+    gcr = (p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLK_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLV_INV(1) |
+           p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL1_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_WB(1) |
+           p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLM_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLM_WB(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_SEQ(1))
+    return self.pkt3(p.PACKET3_ACQUIRE_MEM, *self.d.acquire_mem(gcr))
+
+  def memory_barrier(self) -> "AMDComputeQueue":
+    return self.acquire_mem()
+
+  def release_mem(self, addr, value, data_sel: int, int_sel: int = INT_SEL_NONE, ctxid: int = 0) -> "AMDComputeQueue":
+    """RELEASE_MEM at end of pipe: flush and write back caches, then write `value` (or the GPU clock) to `addr`."""
+    p, e = self.d.pkt, self.d.events
+    flags = (p.PACKET3_RELEASE_MEM_GCR_SEQ | p.PACKET3_RELEASE_MEM_GCR_GL2_WB | p.PACKET3_RELEASE_MEM_GCR_GLM_INV |
+             p.PACKET3_RELEASE_MEM_GCR_GLM_WB | p.PACKET3_RELEASE_MEM_CACHE_POLICY(3) |
+             p.PACKET3_RELEASE_MEM_EVENT_TYPE(e.CACHE_FLUSH_AND_INV_TS_EVENT) | p.PACKET3_RELEASE_MEM_EVENT_INDEX(5))
+    return self.pkt3(p.PACKET3_RELEASE_MEM, flags, p.PACKET3_RELEASE_MEM_DATA_SEL(data_sel) | p.PACKET3_RELEASE_MEM_INT_SEL(int_sel),
+                     lo32(addr), hi32(addr), lo32(value), hi32(value), ctxid)
+
+  def signal(self, signal: "Signal", value) -> "AMDComputeQueue":
+    event = getattr(signal, "event_id", None)
+    return self.release_mem(signal.value_addr, value, DATA_SEL_64, INT_SEL_AFTER_WRITE_CONFIRM if event else INT_SEL_NONE, event or 0)
+
+  def timestamp(self, signal: "Signal") -> "AMDComputeQueue":
+    return self.release_mem(signal.timestamp_addr, 0, DATA_SEL_TIMESTAMP)
+
+  def exec(self, program, kernargs_addr, global_size, local_size) -> "AMDComputeQueue":
+    """Program the compute registers from the kernel descriptor, then DISPATCH_DIRECT and a CS partial flush."""
+    r, p = self.d.regs, self.d.pkt
+    self.acquire_mem()
+    self.set_sh_reg(r.regCOMPUTE_PGM_LO, lo32(program.code_addr >> 8), hi32(program.code_addr >> 8))
+    self.set_sh_reg(r.regCOMPUTE_PGM_RSRC1, program.rsrc1, program.rsrc2)
+    self.set_sh_reg(r.regCOMPUTE_PGM_RSRC3, program.rsrc3)
+    self.set_sh_reg(r.regCOMPUTE_TMPRING_SIZE, program.device.tmpring_size)
+    if program.device.scratch_base:
+      self.set_sh_reg(r.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO, lo32(program.device.scratch_base >> 8), hi32(program.device.scratch_base >> 8))
+    self.set_sh_reg(r.regCOMPUTE_RESTART_X, 0, 0, 0)
+    user = program.user_sgprs(kernargs_addr)
+    if user: self.set_sh_reg(r.regCOMPUTE_USER_DATA_0, *user)
+    self.set_sh_reg(r.regCOMPUTE_START_X, 0, 0, 0, *local_size)  # START_X/Y/Z, then NUM_THREAD_X/Y/Z
+    self.set_sh_reg(r.regCOMPUTE_RESOURCE_LIMITS, 0)
+    initiator = r.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1, force_start_at_000=1, cs_w32_en=int(program.wave32))
+    self.pkt3(p.PACKET3_DISPATCH_DIRECT, *global_size, initiator)
+    return self.pkt3(p.PACKET3_EVENT_WRITE, p.EVENT_TYPE(self.d.events.CS_PARTIAL_FLUSH) | p.EVENT_INDEX(4))
+
+  def indirect_buffer(self, addr, ndwords: int) -> "AMDComputeQueue":
+    """Jump to `ndwords` of PM4 at `addr` and come back (how a bound queue is submitted)."""
+    p = self.d.pkt
+    return self.pkt3(p.PACKET3_INDIRECT_BUFFER, lo32(addr), hi32(addr), ndwords | p.INDIRECT_BUFFER_VALID)
+
+  def _submit(self, device) -> None:
+    device.submit_pm4(self)

@@ -1,0 +1,66 @@
+"""The AMD copy queue: SDMA 6.0 packets built from the generated packet table (hcq.drivers.amd.sdma_packets)."""
+from __future__ import annotations
+from typing import TYPE_CHECKING
+
+from hcq.autogen.am import sdma_v6_0_0_pkt_open as sdma
+from hcq.drivers.amd.sdma_packets import sdma_packets
+from hcq.queue import HWQueue
+from hcq.sym import Sym, hi32, lo32
+
+if TYPE_CHECKING:
+  from hcq.signal import Signal
+
+COPY_LINEAR_MAX = 1 << 22   # bytes per COPY_LINEAR: its count field holds bytes - 1 in 22 bits
+POLL_GEQ = 5                 # POLL_REGMEM compare function: memory >= value
+
+
+class AMDCopyQueue(HWQueue):
+  """SDMA packets as dwords in `self._q`; a symbolic value may fill a whole dword (addresses, data) as a patch slot."""
+
+  def packet(self, name: str, **fields: "int | Sym") -> "AMDCopyQueue":
+    """Append packet `name` with its fields; `op`/`sub_op` come from the packet's own name."""
+    pkt = sdma_packets()[name]
+    plain = {k: v for k, v in fields.items() if not isinstance(v, Sym)}
+    words = pkt.build(**plain)
+    start = len(self._q)
+    self._q.extend(words)
+    for k, v in fields.items():
+      if not isinstance(v, Sym): continue
+      f = pkt.fields[k]
+      if f.shift or f.mask != 0xffffffff: raise ValueError(f"SDMA {name}.{k} shares its dword with other fields: it cannot be symbolic")
+      self._put(self._q, start + f.dword, v)
+    return self
+
+  def copy(self, dest, src, nbytes: int) -> "AMDCopyQueue":
+    """COPY_LINEAR in chunks of at most 4 MiB."""
+    if isinstance(nbytes, Sym): raise ValueError("an SDMA copy's size must be known when the queue is built")
+    for off in range(0, nbytes, COPY_LINEAR_MAX):
+      n = min(COPY_LINEAR_MAX, nbytes - off)
+      s, d = src + off, dest + off
+      self.packet("COPY_LINEAR", op=sdma.SDMA_OP_COPY, sub_op=sdma.SDMA_SUBOP_COPY_LINEAR, count=n - 1,
+                  src_addr_31_0=lo32(s), src_addr_63_32=hi32(s), dst_addr_31_0=lo32(d), dst_addr_63_32=hi32(d))
+    return self
+
+  def wait(self, signal: "Signal", value) -> "AMDCopyQueue":
+    return self.packet("POLL_REGMEM", op=sdma.SDMA_OP_POLL_REGMEM, func=POLL_GEQ, mem_poll=1, addr_31_0=lo32(signal.value_addr),
+                       addr_63_32=hi32(signal.value_addr), value=lo32(value), mask=0xffffffff, interval=0x04, retry_count=0xfff)
+
+  def signal(self, signal: "Signal", value) -> "AMDCopyQueue":
+    """Two 32-bit FENCE writes (high half first, so a waiter on the low half sees a whole value), then a TRAP for its event."""
+    for addr, half in ((signal.value_addr + 4, hi32(value)), (signal.value_addr, lo32(value))):
+      self.packet("FENCE", op=sdma.SDMA_OP_FENCE, mtype=3, addr_31_0=lo32(addr), addr_63_32=hi32(addr), data=half)
+    event = getattr(signal, "event_id", None)
+    if event: self.packet("TRAP", op=sdma.SDMA_OP_TRAP, int_context=event)
+    return self
+
+  def timestamp(self, signal: "Signal") -> "AMDCopyQueue":
+    addr = signal.timestamp_addr
+    if isinstance(addr, int) and addr % 8: raise ValueError(f"SDMA timestamps need an 8-byte aligned address, got {addr:#x}")
+    return self.packet("TIMESTAMP_GET_GLOBAL", op=sdma.SDMA_OP_TIMESTAMP, sub_op=sdma.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL,
+                       write_addr_31_3=(addr & 0xffffffff) >> 3, write_addr_63_32=addr >> 32)
+
+  def memory_barrier(self) -> "AMDCopyQueue":
+    return self  # SDMA packets complete in order and FENCE writes are posted after the copies before them
+
+  def _submit(self, device) -> None:
+    device.submit_sdma(self)

@@ -1,0 +1,122 @@
+"""The mock command processor for gfx11 compute queues: decodes PM4 strictly and carries it out.
+
+Strict means: only the packets a compute queue may carry, each with the dword count its layout has; SET_SH_REG
+and SET_UCONFIG_REG only inside their register windows. Anything else stops the queue with a QueueError.
+"""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hcq.autogen.am import nvd, soc21_enum
+from hcq.drivers.mock.amdgpu.engine import Engine
+from hcq.drivers.mock.amdgpu.ring import QueueError
+
+if TYPE_CHECKING:
+  from hcq.drivers.mock.amdgpu.gpu import MockAMDGPU
+  from hcq.drivers.mock.amdgpu.ring import Ring
+
+NOP_ONE_DWORD = 0x3FFF  # a NOP header with this count is a lone dword (ring padding)
+WAIT_FUNCTIONS = {0: lambda v, r: True, 1: lambda v, r: v < r, 2: lambda v, r: v <= r, 3: lambda v, r: v == r,
+                  4: lambda v, r: v != r, 5: lambda v, r: v >= r, 6: lambda v, r: v > r}
+
+
+@dataclass
+class DispatchState:
+  """What DISPATCH_DIRECT hands the shader core: the grid, and the COMPUTE_* registers programmed before it."""
+  grid: tuple[int, int, int]
+  initiator: int
+  sh: dict[int, int] = field(default_factory=dict)  # absolute register dword offset -> value
+
+
+class ComputeCP(Engine):
+  """One compute queue's command processor."""
+  kind = "compute"
+
+  def __init__(self, gpu: "MockAMDGPU", ring: "Ring", name: str):
+    super().__init__(gpu, ring, name)
+    self.sh: dict[int, int] = {}
+    self.handlers = {
+      nvd.PACKET3_NOP: (None, self._nop), nvd.PACKET3_SET_SH_REG: (None, self._set_sh_reg),
+      nvd.PACKET3_SET_UCONFIG_REG: (None, self._set_uconfig_reg), nvd.PACKET3_WAIT_REG_MEM: ({6}, self._wait_reg_mem),
+      nvd.PACKET3_ACQUIRE_MEM: ({7}, self._nop), nvd.PACKET3_RELEASE_MEM: ({7}, self._release_mem),
+      nvd.PACKET3_EVENT_WRITE: ({1, 3}, self._event_write), nvd.PACKET3_DISPATCH_DIRECT: ({4}, self._dispatch_direct),
+      nvd.PACKET3_INDIRECT_BUFFER: ({3}, self._indirect_buffer),
+    }
+    self.ib_depth = 0
+
+  def packet(self, pos: int) -> int:
+    return self._packet(lambda p, n: self.ring.dwords(p, n), pos, self.ring.rptr * 4 % self.ring.size)
+
+  def _packet(self, read, pos: int, where: int) -> int:
+    header = int(read(pos, 1)[0])
+    kind = header >> 30
+    if kind == 2: return 1  # type-2 filler
+    if kind != 3: raise QueueError(f"type-{kind} PM4 packet {header:#010x} on a compute queue", where)
+    opcode, count = (header >> 8) & 0xff, (header >> 16) & 0x3fff
+    if opcode == nvd.PACKET3_NOP and count == NOP_ONE_DWORD: return 1
+    entry = self.handlers.get(opcode)
+    if entry is None: raise QueueError(f"PM4 opcode {opcode:#04x} is not a compute-queue packet this CP runs", where)
+    sizes, handler = entry
+    if sizes is not None and count + 1 not in sizes:
+      raise QueueError(f"PM4 opcode {opcode:#04x} with {count + 1} body dwords; its layout has {' or '.join(map(str, sorted(sizes)))}", where)
+    handler([int(x) for x in read(pos + 4, count + 1)], where)
+    return count + 2
+
+  def _nop(self, body: list[int], where: int) -> None:
+    pass
+
+  def _set_regs(self, body: list[int], where: int, start: int, end: int, what: str) -> None:
+    if len(body) < 2: raise QueueError(f"{what} with no register value", where)
+    first = start + body[0]
+    if not (start <= first and first + len(body) - 1 <= end):
+      raise QueueError(f"{what} of registers {first:#x}..{first + len(body) - 2:#x} outside its window {start:#x}..{end - 1:#x}", where)
+    for i, v in enumerate(body[1:]): self.sh[first + i] = v
+
+  def _set_sh_reg(self, body: list[int], where: int) -> None:
+    self._set_regs(body, where, nvd.PACKET3_SET_SH_REG_START, nvd.PACKET3_SET_SH_REG_END, "SET_SH_REG")
+
+  def _set_uconfig_reg(self, body: list[int], where: int) -> None:
+    self._set_regs(body, where, nvd.PACKET3_SET_UCONFIG_REG_START, nvd.PACKET3_SET_UCONFIG_REG_END, "SET_UCONFIG_REG")
+
+  def _wait_reg_mem(self, body: list[int], where: int) -> None:
+    ctl, lo, hi, ref, mask, _interval = body
+    function, mem_space, operation = ctl & 7, (ctl >> 4) & 3, (ctl >> 6) & 3
+    if mem_space != 1 or operation != 0: raise QueueError(f"WAIT_REG_MEM on registers (mem_space {mem_space}, operation {operation}) is not emulated", where)
+    if function not in WAIT_FUNCTIONS: raise QueueError(f"WAIT_REG_MEM function {function} is reserved", where)
+    addr, test = (hi << 32) | (lo & ~3), WAIT_FUNCTIONS[function]
+    self.poll(lambda: test(self.gpu.mem.read_u32(addr) & mask, ref & mask))
+
+  def _release_mem(self, body: list[int], where: int) -> None:
+    _event, sel, lo, hi, dlo, dhi, ctxid = body
+    data_sel, int_sel = (sel >> 29) & 7, (sel >> 24) & 7
+    addr = (hi << 32) | lo
+    if data_sel == 1: self.gpu.mem.write_u32(addr, dlo)
+    elif data_sel == 2: self.gpu.mem.write_u64(addr, dlo | dhi << 32)
+    elif data_sel in (3, 4): self.gpu.mem.write_u64(addr, self.gpu.clock())
+    elif data_sel != 0: raise QueueError(f"RELEASE_MEM DATA_SEL {data_sel} is not emulated", where)
+    if int_sel: self.gpu.interrupt(ctxid)
+
+  def _event_write(self, body: list[int], where: int) -> None:
+    event = body[0] & 0x3f
+    if event not in (soc21_enum.CS_PARTIAL_FLUSH, soc21_enum.CACHE_FLUSH_AND_INV_TS_EVENT, soc21_enum.BOTTOM_OF_PIPE_TS) and len(body) == 1:
+      raise QueueError(f"EVENT_WRITE of event type {event:#x} is not emulated on a compute queue", where)
+
+  def _dispatch_direct(self, body: list[int], where: int) -> None:
+    gx, gy, gz, initiator = body
+    if not initiator & 1: raise QueueError("DISPATCH_DIRECT without COMPUTE_SHADER_EN in its initiator", where)
+    self.gpu.dispatch(DispatchState((gx, gy, gz), initiator, dict(self.sh)), self)
+
+  def _indirect_buffer(self, body: list[int], where: int) -> None:
+    lo, hi, ctl = body
+    addr, ndw = (hi & 0xffff) << 32 | (lo & ~3), ctl & 0xfffff
+    if not ctl & nvd.INDIRECT_BUFFER_VALID: raise QueueError("INDIRECT_BUFFER without its VALID bit", where)
+    if self.ib_depth: raise QueueError("INDIRECT_BUFFER inside an indirect buffer (compute queues chain one level)", where)
+    self.ib_depth += 1
+    try:
+      pos = 0
+      mem = self.gpu.mem
+      while pos < ndw * 4:
+        pos += 4 * self._packet(lambda p, n: mem.view(addr + p, 4 * n).view("<u4"), pos, where)
+      if pos != ndw * 4: raise QueueError(f"a packet runs past the end of the {ndw}-dword indirect buffer", where)
+    finally:
+      self.ib_depth -= 1

@@ -1,0 +1,50 @@
+"""An engine thread: consume a ring from its read pointer to its write pointer, one packet at a time, like a CP or SDMA."""
+from __future__ import annotations
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from hcq.drivers.mock.amdgpu.ring import QueueError, Ring
+
+if TYPE_CHECKING:
+  from hcq.drivers.mock.amdgpu.gpu import MockAMDGPU
+
+
+class Engine(threading.Thread):
+  """Runs `packet(pos)` (which returns the dwords it consumed) until the ring is empty, then sleeps until the doorbell.
+  A QueueError stops the queue where it is and is reported to the GPU, as a hung queue is to the kernel."""
+  kind = "engine"
+
+  def __init__(self, gpu: "MockAMDGPU", ring: Ring, name: str):
+    super().__init__(name=f"mock-{name}", daemon=True)
+    self.gpu, self.ring, self.queue_name = gpu, ring, name
+    self.error: QueueError | None = None
+    self.packets = 0
+
+  def run(self) -> None:
+    ring = self.ring
+    while not ring.stopped:
+      ring.doorbell.wait(0.05)  # the doorbell wakes us; the timeout only lets a stopped queue exit
+      ring.doorbell.clear()
+      try:
+        while not ring.stopped and self.error is None and (rptr := ring.rptr) != ring.wptr:
+          used = self.packet(rptr * ring.unit)
+          ring.rptr = rptr + used * 4 // ring.unit
+          self.packets += 1
+      except QueueError as e:
+        self.error = e
+        self.gpu.queue_error(self, e)
+      except Exception as e:  # a memory fault or an engine bug: the queue stops, the process is told
+        self.error = QueueError(f"{type(e).__name__}: {e}", ring.rptr * ring.unit % ring.size)
+        self.gpu.queue_error(self, self.error, cause=e)
+
+  def poll(self, check, interval_s: float = 20e-6) -> None:
+    """Block (as WAIT_REG_MEM / POLL_REGMEM do) until `check()` is true or the queue is stopped."""
+    spins = 0
+    while not check():
+      if self.ring.stopped: raise QueueError("queue destroyed while waiting", self.ring.rptr * self.ring.unit % self.ring.size)
+      spins += 1
+      if spins > 50: time.sleep(min(1e-3, interval_s * spins / 50))
+
+  def packet(self, pos: int) -> int:
+    raise NotImplementedError

@@ -1,0 +1,79 @@
+"""The emulated gfx1100 behind the mock kernel interface: memory, engines (compute CPs, SDMA), clock, interrupts.
+
+The board is a Radeon RX 7900 XTX as the kernel would describe it. Engines run in their own threads, so the
+host really waits on them; dispatches go to a shader core (the wavefront emulator) when one is attached.
+"""
+from __future__ import annotations
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from hcq.asm.emu.memory import PageFault, VirtualMemory
+from hcq.drivers.mock.amdgpu.cp import ComputeCP, DispatchState
+from hcq.drivers.mock.amdgpu.engine import Engine
+from hcq.drivers.mock.amdgpu.ring import QueueError, Ring
+from hcq.drivers.mock.amdgpu.sdma import SDMAEngine
+
+
+@dataclass(frozen=True)
+class BoardSpec:
+  """What the mock presents of the board (KFD topology and amdgpu sysfs are derived from this)."""
+  name: str = "Radeon RX 7900 XTX"
+  gfx_target: str = "gfx1100"
+  gfx_target_version: int = 110000
+  vendor_id: int = 0x1002
+  device_id: int = 0x744c
+  compute_units: int = 96
+  simd_per_cu: int = 2
+  vram_bytes: int = 24 << 30
+  wave_front_size: int = 32
+  lds_size_kb: int = 64
+  num_sdma_engines: int = 2
+  max_waves_per_simd: int = 16
+  timestamp_hz: int = 100_000_000  # gfx11's global timestamp counter runs at 100 MHz
+
+
+class MockAMDGPU:
+  """One emulated GPU. `on_interrupt(ctxid)` and `on_queue_error(engine, error, cause)` are how it reaches the kernel side."""
+
+  def __init__(self, board: BoardSpec = BoardSpec(), on_interrupt: Callable[[int], None] | None = None,
+               on_queue_error: Callable[[Engine, QueueError, BaseException | None], None] | None = None):
+    self.board, self.mem = board, VirtualMemory()
+    self.on_interrupt, self.on_queue_error = on_interrupt, on_queue_error
+    self.shader_core = None  # set by whoever provides dispatch execution (the wavefront emulator)
+    self.engines: list[Engine] = []
+    self.dispatches = 0
+    self._t0 = time.perf_counter_ns()
+    self.lock = threading.Lock()
+
+  def clock(self) -> int:
+    """The global timestamp counter, in ticks of `board.timestamp_hz`."""
+    return (time.perf_counter_ns() - self._t0) * self.board.timestamp_hz // 1_000_000_000
+
+  def start_queue(self, kind: str, ring: Ring, name: str) -> Engine:
+    engine = (ComputeCP if kind == "compute" else SDMAEngine)(self, ring, name)
+    self.engines.append(engine)
+    engine.start()
+    return engine
+
+  def stop_queue(self, engine: Engine) -> None:
+    engine.ring.stopped = True
+    engine.ring.doorbell.set()
+    engine.join(timeout=5)
+    self.engines.remove(engine)
+
+  def interrupt(self, ctxid: int) -> None:
+    if self.on_interrupt: self.on_interrupt(ctxid)
+
+  def queue_error(self, engine: Engine, error: QueueError, cause: BaseException | None = None) -> None:
+    if self.on_queue_error: self.on_queue_error(engine, error, cause)
+
+  def dispatch(self, state: DispatchState, cp: ComputeCP) -> None:
+    if self.shader_core is None:
+      raise QueueError("DISPATCH_DIRECT reached a GPU with no shader core attached (the wavefront emulator)", cp.ring.rptr * 4 % cp.ring.size)
+    self.dispatches += 1
+    self.shader_core(self, state)
+
+
+__all__ = ["MockAMDGPU", "BoardSpec", "PageFault", "QueueError", "Ring"]

@@ -1,0 +1,70 @@
+"""The mock SDMA 6.0 engine: decodes packets with the table the driver builds them with, and carries them out."""
+from __future__ import annotations
+
+import numpy as np
+
+from hcq.autogen.am import sdma_v6_0_0_pkt_open as sdma
+from hcq.drivers.amd.sdma_packets import sdma_packets
+from hcq.drivers.mock.amdgpu.cp import WAIT_FUNCTIONS
+from hcq.drivers.mock.amdgpu.engine import Engine
+from hcq.drivers.mock.amdgpu.ring import QueueError
+
+
+class SDMAEngine(Engine):
+  """One SDMA queue. Only the packets a user queue sends are run; others stop the queue."""
+  kind = "sdma"
+
+  def __init__(self, gpu, ring, name: str):
+    super().__init__(gpu, ring, name)
+    P = sdma_packets()
+    self.handlers = {  # (op, sub_op) -> packet layout and what it does
+      (sdma.SDMA_OP_NOP, 0): (P["NOP"], self._nop),
+      (sdma.SDMA_OP_COPY, sdma.SDMA_SUBOP_COPY_LINEAR): (P["COPY_LINEAR"], self._copy_linear),
+      (sdma.SDMA_OP_FENCE, 0): (P["FENCE"], self._fence),
+      (sdma.SDMA_OP_TRAP, 0): (P["TRAP"], self._trap),
+      (sdma.SDMA_OP_POLL_REGMEM, 0): (P["POLL_REGMEM"], self._poll_regmem),
+      (sdma.SDMA_OP_TIMESTAMP, sdma.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL): (P["TIMESTAMP_GET_GLOBAL"], self._timestamp),
+      (sdma.SDMA_OP_CONST_FILL, 0): (P["CONSTANT_FILL"], self._constant_fill),
+    }
+
+  def packet(self, pos: int) -> int:
+    where = pos % self.ring.size
+    header = int(self.ring.dwords(pos, 1)[0])
+    op, sub_op = header & 0xff, (header >> 8) & 0xff
+    entry = self.handlers.get((op, sub_op))
+    if entry is None: raise QueueError(f"SDMA op {op} sub_op {sub_op} (header {header:#010x}) is not run on a user SDMA queue", where)
+    layout, handler = entry
+    f = layout.decode(self.ring.dwords(pos, layout.size))
+    extra = handler(f, where) or 0
+    return layout.size + extra
+
+  def _nop(self, f: dict, where: int) -> int:
+    return f["count"]  # a NOP may carry `count` more dwords to skip
+
+  def _copy_linear(self, f: dict, where: int) -> None:
+    n = f["count"] + 1
+    src, dst = f["src_addr_63_32"] << 32 | f["src_addr_31_0"], f["dst_addr_63_32"] << 32 | f["dst_addr_31_0"]
+    data = self.gpu.mem.view(src, n).copy()  # memmove semantics when the ranges overlap
+    self.gpu.mem.view(dst, n, write=True)[:] = data
+
+  def _fence(self, f: dict, where: int) -> None:
+    self.gpu.mem.write_u32(f["addr_63_32"] << 32 | f["addr_31_0"], f["data"])
+
+  def _trap(self, f: dict, where: int) -> None:
+    self.gpu.interrupt(f["int_context"])
+
+  def _poll_regmem(self, f: dict, where: int) -> None:
+    if not f["mem_poll"]: raise QueueError("POLL_REGMEM on a register is not emulated", where)
+    if f["func"] not in WAIT_FUNCTIONS: raise QueueError(f"POLL_REGMEM function {f['func']} is reserved", where)
+    addr, test, mask, ref = f["addr_63_32"] << 32 | f["addr_31_0"], WAIT_FUNCTIONS[f["func"]], f["mask"], f["value"]
+    self.poll(lambda: test(self.gpu.mem.read_u32(addr) & mask, ref & mask))
+
+  def _timestamp(self, f: dict, where: int) -> None:
+    self.gpu.mem.write_u64(f["write_addr_63_32"] << 32 | f["write_addr_31_3"] << 3, self.gpu.clock())
+
+  def _constant_fill(self, f: dict, where: int) -> None:
+    size = 1 << f["fillsize"]
+    n = f["count"] + 1
+    if n % size: raise QueueError(f"CONSTANT_FILL of {n} bytes is not a multiple of its {size}-byte fill", where)
+    dst = self.gpu.mem.view(f["dst_addr_63_32"] << 32 | f["dst_addr_31_0"], n, write=True)
+    dst[:] = np.frombuffer(f["src_data_31_0"].to_bytes(4, "little")[:size] * (n // size), "uint8")
