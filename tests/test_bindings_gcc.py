@@ -15,8 +15,8 @@ import pytest
 
 from tests.tools import require, require_tool
 
-STRUCT_MODULES = ["kfd", "amdgpu_drm", "vfio", "hsa", "amdgpu_kd", "am.v11_structs", "am.v9_structs", "am.discovery"]
-CONSTANT_MODULES = ["kfd", "amdgpu_drm", "pci", "vfio", "hsa", "amdgpu_kd", "am.nvd", "am.soc15d", "am.sdma_v6_0_0_pkt_open",
+STRUCT_MODULES = ["kfd", "amdgpu_drm", "vfio", "hsa", "amdgpu_kd", "amdgpu_elf", "am.v11_structs", "am.v9_structs", "am.discovery"]
+CONSTANT_MODULES = ["kfd", "amdgpu_drm", "pci", "vfio", "hsa", "amdgpu_kd", "amdgpu_elf", "am.nvd", "am.soc15d", "am.sdma_v6_0_0_pkt_open",
                     "am.discovery", "am.soc21_enum", "am.vega10_enum"]  # the MQD headers define no constants
 
 
@@ -33,7 +33,7 @@ def run_c(spec, body: str, prologue: str = "") -> list[str]:
   """Compile `body` (statements in main) after the spec's headers with gcc/g++ and return its output lines."""
   compiler = require_tool("g++" if spec.cplusplus else "gcc")
   includes = spec.prelude + "".join(f'#include "{h}"\n' for h in spec.headers)
-  std = "using namespace llvm::amdhsa;\n" if spec.cplusplus else ""
+  std = "".join(f"using namespace {ns};\n" for ns in spec.namespaces)
   src = f"#include <stdio.h>\n#include <stddef.h>\n#include <string.h>\n{includes}{std}{prologue}\nint main(void) {{\n{body}\nreturn 0;\n}}\n"
   with tempfile.TemporaryDirectory() as d:
     path = os.path.join(d, "probe.cpp" if spec.cplusplus else "probe.c")

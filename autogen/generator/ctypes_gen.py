@@ -53,6 +53,7 @@ class BindingSpec:
   args: list[str] = field(default_factory=list)
   cplusplus: bool = False
   prelude: str = ""      # text before the #includes (e.g. a standard header the kernel header assumes)
+  namespaces: tuple[str, ...] = ()  # C++ namespaces whose names the module holds (for code that uses them unqualified)
 
 
 class BindingGenerator:

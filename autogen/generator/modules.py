@@ -32,7 +32,9 @@ def binding_specs() -> dict[str, BindingSpec]:
     "hsa": lambda: BindingSpec("hsa", "libhsa-runtime-dev", [system_header("libhsa-runtime-dev", f"/usr/include/hsa/{h}") for h in
                                ("hsa.h", "amd_hsa_common.h", "amd_hsa_queue.h", "amd_hsa_signal.h", "amd_hsa_kernel_code.h")]),
     "amdgpu_kd": lambda: BindingSpec("amdgpu_kd", "llvm-19-dev", [system_header("llvm-19-dev", f"{LLVM_INCLUDE}/llvm/Support/AMDHSAKernelDescriptor.h")],
-                                     args=[f"-I{LLVM_INCLUDE}"], cplusplus=True),
+                                     args=[f"-I{LLVM_INCLUDE}"], cplusplus=True, namespaces=("llvm::amdhsa",)),
+    "amdgpu_elf": lambda: BindingSpec("amdgpu_elf", "llvm-19-dev", [system_header("llvm-19-dev", f"{LLVM_INCLUDE}/llvm/BinaryFormat/ELF.h")],
+                                      args=[f"-I{LLVM_INCLUDE}"], cplusplus=True, namespaces=("llvm::ELF",)),
     "am.nvd": lambda: BindingSpec("am.nvd", kernel, [linux_source("amdgpu/nvd.h")]),
     "am.soc15d": lambda: BindingSpec("am.soc15d", kernel, [linux_source("amdgpu/soc15d.h")]),
     "am.sdma_v6_0_0_pkt_open": lambda: BindingSpec("am.sdma_v6_0_0_pkt_open", kernel, [linux_source("amdgpu/sdma_v6_0_0_pkt_open.h")]),
