@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from hcq.buffer import MEMORY_KINDS, Buffer
 from hcq.devstring import DevSpec, parse_dev
-from hcq.errors import HCQError
+from hcq.errors import GPUTimeout, HCQError
 from hcq.signal import SIGNAL_BYTES, Signal
 
 # DEVICE part of a DEV string -> the class that drives it, imported on first use
@@ -164,10 +164,22 @@ class Device(metaclass=_DeviceOpener):
     self.timeline_value += 1
     return v
 
-  def synchronize(self) -> None:
-    """Wait until everything submitted so far is done; raises the device's fault if one happened."""
-    self.timeline_signal.wait(self.timeline_value - 1)
+  def synchronize(self, timeout: float | None = None) -> None:
+    """Wait until everything submitted so far is done; raises the device's fault if one happened, and GPUTimeout
+    (after resetting the hung queues, so the device stays usable) if the work does not finish in time."""
+    self.wait_timeline(self.timeline_value - 1, timeout)
     self.check_faults()
+
+  def wait_timeline(self, value: int, timeout: float | None = None) -> None:
+    """Wait for the timeline to reach `value`; a timeout is a hang: recover, then raise."""
+    try:
+      self.timeline_signal.wait(value, timeout)
+    except GPUTimeout:
+      self.recover()
+      raise
+
+  def recover(self) -> None:
+    """Reset the queues after a hang or fault: pending work is dropped and the timeline caught up."""
 
   def check_faults(self) -> None:
     """Raise a pending GPUFault (backends record them from their fault reports); the device stays usable."""
@@ -202,7 +214,7 @@ class Device(metaclass=_DeviceOpener):
     if not timed: return None
     if self.profiling: self.profile_events.append(("exec", program.name, start, end))
     if not wait: return None
-    self.timeline_signal.wait(value)
+    self.wait_timeline(value)
     self.check_faults()
     secs = (end.timestamp - start.timestamp) / self.timestamp_frequency
     if not self.profiling:

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 # value kinds -> struct format; "buffer" arguments are 64-bit device addresses
 _FORMATS = {"buffer": "Q", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I", "i64": "q", "u64": "Q",
             "f16": "e", "f32": "f", "f64": "d", "bool": "?"}
+# untyped by-value arguments of a width (code object metadata gives only sizes): an int (signed or not) or a float
+_RAW = {"b8": ("b", "B", None), "b16": ("h", "H", "e"), "b32": ("i", "I", "f"), "b64": ("q", "Q", "d")}
+_FORMATS.update({k: v[1] for k, v in _RAW.items()})
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,16 @@ def pack_kernargs(name: str, layout: Sequence[KernelArg], bufs: Sequence["Buffer
     if not isinstance(b, Buffer): raise ProgramArgumentError(f"{name}: argument {arg.name} needs a Buffer, got {type(b).__name__}")
     struct.pack_into("<Q", out, arg.offset, b.addr)
   for arg, v in zip(val_args, vals):
+    if arg.kind in _RAW:
+      signed, unsigned, flt = _RAW[arg.kind]
+      fmt = flt if isinstance(v, float) else signed if isinstance(v, int) and v < 0 else unsigned
+      if fmt is None or isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ProgramArgumentError(f"{name}: argument {arg.name} is a {arg.size}-byte value, got {type(v).__name__} {v!r}")
+      try:
+        struct.pack_into("<" + fmt, out, arg.offset, v)
+      except (struct.error, OverflowError) as e:
+        raise ProgramArgumentError(f"{name}: argument {arg.name} ({arg.size} bytes) cannot hold {v!r}: {e}") from None
+      continue
     floating = arg.kind.startswith("f")
     if isinstance(v, bool) and arg.kind != "bool" or not isinstance(v, (int, float) if floating else int):
       raise ProgramArgumentError(f"{name}: argument {arg.name} is {arg.kind}, got {type(v).__name__} {v!r}")

@@ -53,8 +53,9 @@ class Signal:
     timeout = device.default_timeout if timeout is None else timeout
     deadline, spins = time.monotonic() + timeout, 0
     while self._value.value < value:
-      device.check_faults()
       spins += 1
-      if spins > 200: time.sleep(min(1e-4, 1e-6 * spins))  # spin briefly for short work, then back off
+      if spins > 200:  # spin briefly for short work, then back off and look for faults
+        device.check_faults()
+        time.sleep(min(1e-4, 1e-6 * spins))
       if time.monotonic() > deadline:
         raise GPUTimeout(f"{device}: {self.name} is {self.value}, waited {timeout:g}s for {value}. {device.queue_state()}")

@@ -67,6 +67,13 @@ class CPUDevice(Device):
     fault, self._fault = self._fault, None
     if fault is not None: raise fault
 
+  def recover(self) -> None:
+    """Drop what the engines are running and everything queued behind it; catch the timeline up."""
+    for e in self.engines.values():
+      while not e.work.empty(): e.work.get_nowait()
+      e.resets += 1
+    self.timeline_signal.value = self.timeline_value - 1
+
   def queue_state(self) -> str:
     busy = [f"{k}: {e.current[0] if e.current else 'idle'}" for k, e in self.engines.items()]
     return super().queue_state() + "; engines " + ", ".join(busy)

@@ -66,10 +66,13 @@ class Engine(threading.Thread):
     self.device, self.kind = device, name
     self.work: queue.SimpleQueue = queue.SimpleQueue()
     self.current: list | None = None
+    self.resets = 0  # bumped by the device to drop the command list in progress (a queue reset)
 
   def run(self) -> None:
     while (cmds := self.work.get()) is not None:
+      generation = self.resets
       for i, cmd in enumerate(cmds):
+        if self.resets != generation: break
         self.current = cmd
         try:
           getattr(self, "_" + cmd[0])(*cmd[1:])
@@ -82,8 +85,8 @@ class Engine(threading.Thread):
       self.current = None
 
   def _wait(self, signal, value: int) -> None:
-    spins = 0
-    while signal.value < value:
+    spins, generation = 0, self.resets
+    while signal.value < value and self.resets == generation:
       spins += 1
       if spins > 100: time.sleep(min(1e-4, 1e-6 * spins))
 

@@ -10,6 +10,10 @@ if TYPE_CHECKING:
   from hcq.drivers.mock.amdgpu.gpu import MockAMDGPU
 
 
+class QueueStopped(Exception):
+  """The queue was destroyed while a packet waited: not an error, the engine just ends."""
+
+
 class Engine(threading.Thread):
   """Runs `packet(pos)` (which returns the dwords it consumed) until the ring is empty, then sleeps until the doorbell.
   A QueueError stops the queue where it is and is reported to the GPU, as a hung queue is to the kernel."""
@@ -31,6 +35,8 @@ class Engine(threading.Thread):
           used = self.packet(rptr * ring.unit)
           ring.rptr = rptr + used * 4 // ring.unit
           self.packets += 1
+      except QueueStopped:
+        return
       except QueueError as e:
         self.error = e
         self.gpu.queue_error(self, e)
@@ -42,7 +48,7 @@ class Engine(threading.Thread):
     """Block (as WAIT_REG_MEM / POLL_REGMEM do) until `check()` is true or the queue is stopped."""
     spins = 0
     while not check():
-      if self.ring.stopped: raise QueueError("queue destroyed while waiting", self.ring.rptr * self.ring.unit % self.ring.size)
+      if self.ring.stopped: raise QueueStopped()
       spins += 1
       if spins > 50: time.sleep(min(1e-3, interval_s * spins / 50))
 

@@ -1,0 +1,106 @@
+"""AMD programs: a code object loaded into GPU memory, its descriptor read into the dispatch registers and user SGPRs.
+
+The kernarg segment of a launch is the explicit arguments (laid out by the code object's metadata), then the
+hidden arguments code object v5 kernels read (grid and group sizes), then an HSA dispatch packet for kernels
+that ask for a dispatch pointer.
+"""
+from __future__ import annotations
+import ctypes
+import struct
+from typing import TYPE_CHECKING, Any, Sequence
+
+from hcq.asm.codeobject import CodeObjectError, read_code_object
+from hcq.autogen import amdgpu_kd as kd
+from hcq.autogen import hsa
+from hcq.errors import HCQError, ProgramArgumentError
+from hcq.program import KernelArg, Program, _dims, natural_layout, pack_kernargs
+from hcq.sym import hi32, lo32
+
+if TYPE_CHECKING:
+  from hcq.drivers.amd.device import AMDDevice
+
+DISPATCH_PACKET_BYTES = ctypes.sizeof(hsa.hsa_kernel_dispatch_packet_t)
+# hidden argument -> (struct format, what it holds) (AMDGPUUsage: code object v5 kernel arguments)
+_HIDDEN = {"hidden_block_count_x": "I", "hidden_block_count_y": "I", "hidden_block_count_z": "I",
+           "hidden_group_size_x": "H", "hidden_group_size_y": "H", "hidden_group_size_z": "H",
+           "hidden_remainder_x": "H", "hidden_remainder_y": "H", "hidden_remainder_z": "H",
+           "hidden_global_offset_x": "Q", "hidden_global_offset_y": "Q", "hidden_global_offset_z": "Q", "hidden_grid_dims": "H"}
+
+
+class AMDProgram(Program):
+  """A kernel of a code object, loaded on an AMD device."""
+
+  def __init__(self, device: "AMDDevice", code_object: bytes, name: str | None = None):
+    try:
+      co = read_code_object(code_object)
+    except CodeObjectError as e:
+      raise HCQError(f"invalid code object: {e}") from None
+    if co.arch != device.arch: raise HCQError(f"code object is for {co.arch}, the device is {device.arch}")
+    if name is None:
+      if len(co.kernels) != 1: raise HCQError(f"the code object has kernels {', '.join(co.kernels)}: name one")
+      name = next(iter(co.kernels))
+    if name not in co.kernels: raise HCQError(f"no kernel {name!r} in the code object; it has {', '.join(co.kernels)}")
+    k = co.kernels[name]
+    self.kernel, self.image_size = k, len(co.image)
+    self.lib = device.alloc(max(len(co.image), 4096), "device")
+    device.upload(self.lib, co.image_at(self.lib.addr))
+    self.code_addr = self.lib.addr + k.code_offset
+    d = k.descriptor
+    self.rsrc1, self.rsrc2, self.rsrc3 = d.compute_pgm_rsrc1, d.compute_pgm_rsrc2, d.compute_pgm_rsrc3
+    self.wave32 = k.wavefront_size == 32
+    self.group_segment_size, self.private_segment_size = d.group_segment_fixed_size, d.private_segment_fixed_size
+    self.properties = d.kernel_code_properties
+    layout, self.hidden = self._layout(k)
+    super().__init__(device, name, layout, k.kernarg_size)
+
+  @staticmethod
+  def _layout(k) -> tuple[list[KernelArg], list[tuple[str, int]]]:
+    """Explicit arguments (buffers and values) and hidden ones, from the metadata (natural alignment without it)."""
+    if not k.args: return natural_layout([]), []
+    explicit, hidden = [], []
+    for a in k.args:
+      if a.value_kind == "global_buffer": explicit.append(KernelArg(a.name, a.offset, "buffer"))
+      elif a.value_kind == "by_value": explicit.append(KernelArg(a.name, a.offset, {1: "b8", 2: "b16", 4: "b32", 8: "b64"}[a.size]))
+      elif a.value_kind in _HIDDEN: hidden.append((a.value_kind, a.offset))
+      elif a.value_kind.startswith("hidden_"): pass  # left zero: printf buffers, hostcall, default queues, ... are not provided
+      else: raise HCQError(f"kernel argument {a.name} of kind {a.value_kind} is not supported")
+    return explicit, hidden
+
+  def user_sgprs(self, kernargs_addr) -> list:
+    """The user SGPR values the descriptor asks for, in the order the hardware loads them (AMDGPUUsage, initial state)."""
+    out, p = [], self.properties
+    if p & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER:
+      raise HCQError(f"{self.name} asks for a private segment buffer (gfx9 scratch setup), which this driver does not provide")
+    if p & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_DISPATCH_PTR:
+      dp = kernargs_addr + self.dispatch_packet_offset
+      out += [lo32(dp), hi32(dp)]
+    if p & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_QUEUE_PTR: out += [0, 0]
+    if p & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_KERNARG_SEGMENT_PTR:
+      out += [lo32(kernargs_addr), hi32(kernargs_addr)]
+    if p & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_DISPATCH_ID: out += [0, 0]
+    if p & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_FLAT_SCRATCH_INIT: out += [0, 0]
+    if p & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_PRIVATE_SEGMENT_SIZE: out += [self.private_segment_size]
+    return out
+
+  @property
+  def dispatch_packet_offset(self) -> int:
+    return (self.kernarg_size + 63) // 64 * 64
+
+  def kernargs(self, bufs: Sequence, vals: Sequence[Any], gs: tuple[int, int, int], ls: tuple[int, int, int]) -> bytearray:
+    """Explicit and hidden arguments, then the dispatch packet."""
+    out = pack_kernargs(self.name, self.layout, bufs, vals, self.dispatch_packet_offset + DISPATCH_PACKET_BYTES)
+    fill = {"hidden_block_count_x": gs[0], "hidden_block_count_y": gs[1], "hidden_block_count_z": gs[2],
+            "hidden_group_size_x": ls[0], "hidden_group_size_y": ls[1], "hidden_group_size_z": ls[2],
+            "hidden_grid_dims": 1 + (gs[1] * ls[1] > 1 or gs[2] * ls[2] > 1) + (gs[2] * ls[2] > 1)}
+    for kind, offset in self.hidden: struct.pack_into("<" + _HIDDEN[kind], out, offset, fill.get(kind, 0))
+    pkt = hsa.hsa_kernel_dispatch_packet_t.from_buffer(out, self.dispatch_packet_offset)
+    pkt.setup = 3 << hsa.HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS
+    pkt.workgroup_size_x, pkt.workgroup_size_y, pkt.workgroup_size_z = ls
+    pkt.grid_size_x, pkt.grid_size_y, pkt.grid_size_z = gs[0] * ls[0], gs[1] * ls[1], gs[2] * ls[2]
+    pkt.private_segment_size, pkt.group_segment_size = self.private_segment_size, self.group_segment_size
+    return out
+
+  def __call__(self, *bufs, global_size=1, local_size=1, vals=(), wait: bool = False) -> float | None:
+    gs, ls = _dims(global_size, "global_size"), _dims(local_size, "local_size")
+    if ls[0] * ls[1] * ls[2] > 1024: raise ProgramArgumentError(f"{self.name}: a workgroup of {ls} threads exceeds 1024")
+    return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls), gs, ls, wait)

@@ -1,0 +1,214 @@
+"""MockKFDOS: the OS-call layer of a machine with an emulated gfx1100, for `MOCKKFD+AMD`.
+
+It presents the sysfs tree the amdgpu and KFD drivers would (topology, the render node, the PCI device
+with its IP discovery table and memory counters), /dev/kfd and the render node backed by `MockKFD`, and
+real mmaps of the buffer objects. Paths outside /sys and /dev go to the host, so everything else behaves
+as on the real machine. The driver code runs unchanged on top of it.
+"""
+from __future__ import annotations
+import errno
+import os
+import posixpath
+from typing import Any, Callable
+
+from hcq.drivers import libc
+from hcq.drivers.mock.amdgpu.gpu import BoardSpec
+from hcq.drivers.mock.kfd import DOORBELL_SLICE, MMAP_GPU_ID_SHIFT, MMAP_TYPE_DOORBELL, MMAP_TYPE_SHIFT, MockKFD
+from hcq.drivers.os import HostOS
+
+FAKE_FD_BASE = 1 << 20  # descriptors of mock device nodes: far above anything the process really has open
+PCI_SLOT = "0000:03:00.0"
+PCI_PATH = f"/sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:00.0/{PCI_SLOT}"
+GC_11_0_0_BASES = (0x00001260, 0x0000A000, 0x0001C000, 0x02402C00)  # GC IP base addresses of Navi31 (IP discovery)
+
+
+def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int) -> str:
+  """nodes/N/properties of a GPU, in kfd_topology.c's order."""
+  cus = board.compute_units
+  props = [
+    ("cpu_cores_count", 0), ("simd_count", cus * board.simd_per_cu), ("mem_banks_count", 1), ("caches_count", 0),
+    ("io_links_count", 1), ("p2p_links_count", 0), ("cpu_core_id_base", 0), ("simd_id_base", 0x80001000),
+    ("max_waves_per_simd", board.max_waves_per_simd), ("lds_size_in_kb", board.lds_size_kb), ("gds_size_in_kb", 0), ("num_gws", 0),
+    ("wave_front_size", board.wave_front_size), ("array_count", 12), ("simd_arrays_per_engine", 2), ("cu_per_simd_array", cus // 12),
+    ("simd_per_cu", board.simd_per_cu), ("max_slots_scratch_cu", 32), ("gfx_target_version", board.gfx_target_version),
+    ("vendor_id", board.vendor_id), ("device_id", board.device_id), ("location_id", 0x300), ("domain", 0),
+    ("drm_render_minor", render_minor), ("hive_id", 0), ("num_sdma_engines", board.num_sdma_engines), ("num_sdma_xgmi_engines", 0),
+    ("num_sdma_queues_per_engine", 6), ("num_cp_queues", 8), ("max_engine_clk_fcompute", 2526), ("local_mem_size", 0),
+    ("fw_version", 0), ("capability", 0), ("sdma_fw_version", 0), ("unique_id", 0), ("max_engine_clk_ccompute", 0),
+  ]
+  return "".join(f"{k} {v}\n" for k, v in props)
+
+
+class MockKFDOS(HostOS):
+  """The OS layer of the emulated machine; `kfd` is the mock kernel behind /dev/kfd."""
+  emulated = True
+
+  def __init__(self, kfd: MockKFD | None = None):
+    self.kfd = kfd or MockKFD()
+    self.fds: dict[int, tuple[str, Any]] = {}   # fake fd -> ("kfd", None) or ("render", minor)
+    self.next_fd = FAKE_FD_BASE
+    self.doorbell_pages: dict[int, int] = {}    # CPU address of a mapped doorbell slice -> gpu_id
+    self.files: dict[str, Callable[[], str] | str] = {}
+    self.links: dict[str, str] = {}
+    self._build_tree()
+
+  # ---- the sysfs tree ----
+  def _build_tree(self) -> None:
+    f, topo = self.files, "/sys/devices/virtual/kfd/kfd/topology"
+    f[f"{topo}/generation_id"] = "1\n"
+    f[f"{topo}/system_properties"] = "platform_oem 0\nplatform_id 0\nplatform_rev 0\n"
+    f[f"{topo}/nodes/0/gpu_id"] = "0\n"
+    f[f"{topo}/nodes/0/name"] = "\n"
+    f[f"{topo}/nodes/0/properties"] = "cpu_cores_count 2\nsimd_count 0\nmem_banks_count 1\n"
+    for i, node in enumerate(self.kfd.nodes.values(), start=1):
+      n = f"{topo}/nodes/{i}"
+      f[f"{n}/gpu_id"] = f"{node.gpu_id}\n"
+      f[f"{n}/name"] = "ip discovery\n"
+      f[f"{n}/properties"] = _node_properties(node.board, node.gpu_id, node.render_minor)
+      f[f"{n}/mem_banks/0/properties"] = f"heap_type 1\nsize_in_bytes {node.board.vram_bytes}\nflags 0\nwidth 384\nmem_clk_max 1250\n"
+      pci = PCI_PATH if i == 1 else PCI_PATH.replace("03:00.0", f"{3 + i:02x}:00.0")
+      card = i - 1
+      f[f"{pci}/vendor"], f[f"{pci}/device"] = f"{node.board.vendor_id:#06x}\n", f"{node.board.device_id:#06x}\n"
+      f[f"{pci}/product_name"] = f"{node.board.name} (emulated by hcq)\n"
+      f[f"{pci}/mem_info_vram_total"] = f"{node.board.vram_bytes}\n"
+      f[f"{pci}/mem_info_vram_used"] = lambda node=node: f"{self._vram_used(node)}\n"
+      f[f"{pci}/gpu_busy_percent"] = lambda node=node: f"{self._busy(node)}\n"
+      f[f"{pci}/unique_id"] = "\n"
+      f[f"{pci}/ip_discovery/die/0/GC/0/major"], f[f"{pci}/ip_discovery/die/0/GC/0/minor"] = "11\n", "0\n"
+      f[f"{pci}/ip_discovery/die/0/GC/0/revision"] = "0\n"
+      f[f"{pci}/ip_discovery/die/0/GC/0/base_addr"] = "".join(f"0x{b:08X}\n" for b in GC_11_0_0_BASES)
+      f[f"{pci}/hcq_emulated_state"] = lambda node=node: self._state(node)
+      self.links[f"/sys/class/drm/renderD{node.render_minor}"] = f"../../devices/{pci[len('/sys/devices/'):]}/drm/renderD{node.render_minor}"
+      self.links[f"/sys/class/drm/card{card}"] = f"../../devices/{pci[len('/sys/devices/'):]}/drm/card{card}"
+      self.links[f"{pci}/drm/renderD{node.render_minor}/device"] = "../../../" + PCI_SLOT
+      self.links[f"{pci}/drm/card{card}/device"] = "../../../" + PCI_SLOT
+      self.links[f"{pci}/driver"] = "../../../../../../bus/pci/drivers/amdgpu"
+      f[f"/dev/dri/renderD{node.render_minor}"] = ""
+      f[f"/dev/dri/card{card}"] = ""
+    f["/dev/kfd"] = ""
+    f["/sys/module/amdgpu/initstate"] = "live\n"
+
+  def _vram_used(self, node) -> int:
+    from hcq.autogen import kfd as K
+    return sum(b.size for b in node.bos.values() if b.flags & K.KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
+
+  def _busy(self, node) -> int:
+    return 100 if any(e.ring.rptr != e.ring.wptr for e in node.gpu.engines) else 0
+
+  def _state(self, node) -> str:
+    """Live state of the emulated GPU: queues, memory, kernels run (what `hcq.smi` shows for an emulated board)."""
+    queues = [q for q in self.kfd.queues.values() if q.gpu_id == node.gpu_id]
+    return (f"queues {len(queues)}\nbuffers {len(node.bos)}\nbytes_allocated {sum(b.size for b in node.bos.values())}\n"
+            f"dispatches {node.gpu.dispatches}\npackets {sum(e.packets for e in node.gpu.engines)}\n")
+
+  def _resolve(self, path: str) -> str:
+    """A path with every symlink of the tree resolved (how the kernel walks sysfs links)."""
+    parts, out = posixpath.normpath(path).split("/")[1:], "/"
+    for _ in range(40):
+      for i in range(len(parts)):
+        prefix = "/" + "/".join(parts[:i + 1])
+        if prefix in self.links:
+          target = posixpath.normpath(posixpath.join(posixpath.dirname(prefix), self.links[prefix]))
+          parts = target.split("/")[1:] + parts[i + 1:]
+          break
+      else:
+        return "/" + "/".join(parts)
+    raise OSError(errno.ELOOP, "too many levels of symbolic links", path)
+
+  def _mine(self, path: str) -> bool:
+    return path == "/sys" or path.startswith(("/sys/", "/dev/")) or path == "/dev"
+
+  def read_text(self, path: str) -> str:
+    if not self._mine(path): return super().read_text(path)
+    real = self._resolve(path)
+    if real not in self.files:
+      if self._is_dir(real): raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+      raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    v = self.files[real]
+    return v() if callable(v) else v
+
+  def read_bytes(self, path: str) -> bytes:
+    return self.read_text(path).encode() if self._mine(path) else super().read_bytes(path)
+
+  def _is_dir(self, real: str) -> bool:
+    prefix = real.rstrip("/") + "/"
+    return real == "/" or any(p.startswith(prefix) for p in list(self.files) + list(self.links))
+
+  def listdir(self, path: str) -> list[str]:
+    if not self._mine(path): return super().listdir(path)
+    real = self._resolve(path)
+    if not self._is_dir(real): raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    prefix = real.rstrip("/") + "/"
+    return sorted({p[len(prefix):].split("/")[0] for p in list(self.files) + list(self.links) if p.startswith(prefix)})
+
+  def exists(self, path: str) -> bool:
+    if not self._mine(path): return super().exists(path)
+    try:
+      real = self._resolve(path)
+    except OSError:
+      return False
+    return real in self.files or self._is_dir(real)
+
+  def readlink(self, path: str) -> str:
+    if not self._mine(path): return super().readlink(path)
+    norm = posixpath.normpath(path)
+    if norm not in self.links: raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), path)
+    return self.links[norm]
+
+  def access(self, path: str, mode: int) -> bool:
+    return self.exists(path) if self._mine(path) else super().access(path, mode)
+
+  def stat(self, path: str) -> os.stat_result:
+    if not self._mine(path): return super().stat(path)
+    if not self.exists(path): raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    is_dir = self._is_dir(self._resolve(path))
+    return os.stat_result(((0o40755 if is_dir else 0o20666 if path.startswith("/dev/") else 0o100444), 0, 0, 1, 0, 0, 0, 0, 0, 0))
+
+  # ---- device nodes ----
+  def open(self, path: str, flags: int, mode: int = 0o666) -> int:
+    if not self._mine(path): return super().open(path, flags, mode)
+    norm = posixpath.normpath(path)
+    if norm == "/dev/kfd": kind = ("kfd", None)
+    elif norm.startswith("/dev/dri/renderD") and norm in self.files: kind = ("render", int(norm[len("/dev/dri/renderD"):]))
+    else: raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    fd = self.next_fd
+    self.next_fd += 1
+    self.fds[fd] = kind
+    if kind[0] == "render": self.kfd.render_fds[fd] = kind[1]
+    return fd
+
+  def close(self, fd: int) -> None:
+    if fd not in self.fds: return super().close(fd)
+    self.fds.pop(fd)
+    self.kfd.render_fds.pop(fd, None)
+
+  def ioctl(self, fd: int, request: int, arg: Any) -> int:
+    if fd not in self.fds: return super().ioctl(fd, request, arg)
+    if self.fds[fd][0] != "kfd": raise OSError(errno.ENOTTY, "render-node ioctls are not emulated: hcq talks to /dev/kfd")
+    return self.kfd.ioctl(request, arg)
+
+  def mmap(self, address: int, length: int, prot: int, flags: int, fd: int, offset: int) -> int:
+    if fd not in self.fds: return libc.mmap(address, length, prot, flags, fd, offset)
+    kind, _ = self.fds[fd]
+    if kind == "kfd":
+      memfd, file_off = self.kfd.mmap_kfd(address, length, offset)
+      if memfd < 0:  # the doorbell slice: ordinary memory whose writes ring_doorbell reports
+        addr = libc.mmap(address, length, prot, (flags & ~libc.MAP_SHARED) | libc.MAP_PRIVATE | libc.MAP_ANONYMOUS, -1, 0)
+        if offset >> MMAP_TYPE_SHIFT == MMAP_TYPE_DOORBELL: self.doorbell_pages[addr] = (offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF
+        return addr
+      return libc.mmap(address, length, prot, flags, memfd, file_off)
+    bo = self.kfd.mmap_render(fd, length, offset)
+    return libc.mmap(address, length, prot, flags, bo.memfd, 0)
+
+  def munmap(self, address: int, length: int) -> None:
+    self.doorbell_pages.pop(address, None)
+    libc.munmap(address, length)
+
+  def ring_doorbell(self, address: int, value: int) -> None:
+    super().ring_doorbell(address, value)
+    for page, gpu_id in self.doorbell_pages.items():
+      if page <= address < page + DOORBELL_SLICE: self.kfd.doorbell(gpu_id, (address - page) // 8)
+
+  def fault_details(self) -> list[str]:
+    """What the emulated GPU knows about its queue errors and faults (a real kernel logs less, to dmesg)."""
+    return list(self.kfd.queue_errors)

@@ -1,0 +1,131 @@
+"""Loop IR: how one kernel's index space becomes loops, and which loops are vectorized, unrolled and threaded.
+
+`plan(spec)` looks at every load's index expression along each axis (contiguous, broadcast or gathered) and
+picks: the vector axis (an output axis where the store is contiguous, or the innermost reduce axis), a second
+output axis to unroll when loads are shared across it (register tiling for matmul-like kernels), an unroll of
+the vector axis or of the reduce loop for more independent accumulators, and the axis split across threads."""
+from __future__ import annotations
+from dataclasses import dataclass, field
+import math
+import os
+from hcq.tensor.schedule import KernelSpec, KOp
+from hcq.tensor.symbolic import Var, Num, Expr, linear_coefficient, variables
+from hcq.tensor.view import contiguous_strides
+
+THREADS = max(1, min(os.cpu_count() or 1, 8))
+MIN_THREADED_WORK = 1 << 15  # loop-space elements below which one thread is faster than handing off
+VECTOR_BYTES = 64            # one AVX-512 register; LLVM splits wider-than-native vectors itself
+REDUCE_UNROLL = tuple(int(x) for x in os.environ.get("HCQ_REDUCE_UNROLL", "4,2").split(","))  # accumulators per reduce
+TILE_ROWS = tuple(int(x) for x in os.environ.get("HCQ_TILE_ROWS", "8,6,4,3,2").split(","))  # rows per register tile
+
+
+@dataclass
+class LoopKernel:
+  """A kernel as loops. Axes index spec.full_shape; size-1 axes have no loop (index 0).
+
+  global_axes: output axes looped outside the reductions, outer to inner; global_axes[0] is thread_axis when set
+  (the compiled function takes its [start, end) range). reduce_axes: loops of every reduction (and of the
+  store when the output keeps those axes), outer to inner. vec_axis/vec_width: the axis whose innermost
+  vec_width iterations are SIMD lanes. unroll: axis -> copies per loop iteration (for the vector axis, copies
+  of the vector)."""
+  spec: KernelSpec
+  name: str
+  global_axes: list[int]
+  reduce_axes: list[int]
+  vec_axis: int | None = None
+  vec_width: int = 1
+  unroll: dict[int, int] = field(default_factory=dict)
+  thread_axis: int | None = None
+
+  def step(self, axis: int) -> int:
+    """How far one loop iteration advances `axis`."""
+    return self.unroll.get(axis, 1) * (self.vec_width if axis == self.vec_axis else 1)
+
+  @property
+  def store_in_reduce_loop(self) -> bool:
+    """Whether the output keeps the reduce axes (stored inside loops over them, after the reductions)."""
+    return bool(self.spec.reduce_axes) and self.spec.out_shape == self.spec.full_shape
+
+
+def axis_var(spec: KernelSpec, axis: int) -> Var: return Var(f"a{axis}", 0, spec.full_shape[axis] - 1)
+
+
+def load_index(op: KOp, spec: KernelSpec) -> tuple[Expr, set[str]]:
+  """A load's (or masked op's) buffer index over all axis variables, and the variables its mask reads."""
+  st = op.arg[1] if op.op in ("LOAD", "CONST") else op.arg
+  idxs = [Num(0) if s == 1 else axis_var(spec, d) for d, s in enumerate(st.shape)]
+  idx, valid = st.index(idxs)
+  return idx, valid.variables()
+
+
+def access_kind(op: KOp, spec: KernelSpec, axis: int) -> str:
+  """'contig' (stride 1 along axis), 'bcast' (does not depend on it) or 'gather'."""
+  if op.op == "CONST" and op.arg[1] is None: return "bcast"
+  idx, mask_vars = load_index(op, spec)
+  name = f"a{axis}"
+  if op.op == "MASK": return "bcast" if name not in mask_vars else "gather"
+  if name in mask_vars: return "gather"
+  c = linear_coefficient(idx, name)
+  if c == 0: return "bcast"
+  return "contig" if c == 1 else "gather"
+
+
+def plan(spec: KernelSpec, name: str) -> LoopKernel:
+  """Choose loops, vectorization, unrolling and threading for one kernel."""
+  F, A = spec.full_shape, spec.reduce_axes
+  global_axes = [d for d, s in enumerate(F) if s > 1 and d not in A]
+  reduce_axes = [d for d in A if F[d] > 1]
+  lk = LoopKernel(spec, name, global_axes, reduce_axes)
+  nodes = spec.ast.toposort()
+  loads = [n for n in nodes if n.op in ("LOAD", "MASK") or (n.op == "CONST" and n.arg[1] is not None)]
+  out_strides = contiguous_strides(spec.out_shape)
+  has_reduce = any(n.op == "REDUCE" for n in nodes)
+  # vector width from the widest type touched, so one vector is one register of it
+  widest = max([n.dtype.itemsize for n in nodes] + [spec.out_dtype.itemsize])
+  best = None
+  for width in (VECTOR_BYTES // widest, VECTOR_BYTES // widest // 2, 4):
+    width = max(min(width, 32), 1)
+    if width < 2: continue
+    inner_reduce = reduce_axes[-1:] if reduce_axes else []
+    for axis in global_axes + inner_reduce:
+      if F[axis] % width: continue
+      in_store = axis in global_axes or lk.store_in_reduce_loop
+      if in_store and out_strides[axis] != 1: continue
+      kinds = [access_kind(n, spec, axis) for n in loads]
+      score = sum({"contig": 2, "bcast": 1, "gather": -4}[k] for k in kinds) + (2 if in_store else 0)
+      if best is None or score > best[0]: best = (score, axis, width)
+    if best is not None: break
+  if best is not None and best[0] > 0:
+    _, lk.vec_axis, lk.vec_width = best
+  if has_reduce and lk.vec_axis is not None:
+    if lk.vec_axis in global_axes:
+      # register tiling: unroll another output axis whose loads reuse the vector loads (matmul's rows)
+      vector_loads = [n for n in loads if n.op == "LOAD" and access_kind(n, spec, lk.vec_axis) == "contig"]
+      for axis in reversed(global_axes):
+        if axis == lk.vec_axis: continue
+        if any(access_kind(n, spec, axis) == "bcast" for n in vector_loads):
+          for factor in TILE_ROWS:
+            if F[axis] % factor == 0:
+              lk.unroll[axis] = factor
+              break
+          break
+      if F[lk.vec_axis] % (2 * lk.vec_width) == 0: lk.unroll[lk.vec_axis] = 2
+    else:
+      # transcendental bodies are long already: fewer copies keep compile time under budget at the same speed
+      heavy = any(n.op == "ALU" and n.arg in ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW") for n in nodes)
+      for factor in [f for f in REDUCE_UNROLL if not heavy or f <= 2]:
+        if F[lk.vec_axis] % (factor * lk.vec_width) == 0:
+          lk.unroll[lk.vec_axis] = factor
+          break
+  # a register-tiled axis goes innermost (just outside the vector axis): the other operand's panel stays in cache
+  tiled = [a for a in lk.unroll if a != lk.vec_axis and a in global_axes]
+  order = [a for a in global_axes if a not in tiled and a != lk.vec_axis] + tiled + ([lk.vec_axis] if lk.vec_axis in global_axes else [])
+  lk.global_axes = order
+  # threads split the first output axis with enough iterations; it becomes the outermost loop
+  if THREADS > 1 and math.prod(F) >= MIN_THREADED_WORK:
+    for axis in order:
+      if F[axis] // lk.step(axis) >= THREADS:
+        lk.thread_axis = axis
+        lk.global_axes = [axis] + [a for a in order if a != axis]
+        break
+  return lk

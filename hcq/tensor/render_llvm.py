@@ -1,0 +1,592 @@
+"""Renderer: a LoopKernel as LLVM IR text for the host CPU.
+
+The function is `void NAME(ptr out, ptr in1, ..., i64 start, i64 end)`; [start, end) is the range of the
+thread axis (the outermost loop). Loop counters and accumulators live in allocas that LLVM's SROA turns into
+registers. Vector code uses LLVM vector types directly (no reliance on the loop vectorizer); exp/exp2/log/log2
+in float32 are inline polynomials so that they vectorize, the rest of the math goes to LLVM intrinsics."""
+from __future__ import annotations
+import itertools
+import math
+import struct
+from hcq.tensor.dtype import DType, dtypes
+from hcq.tensor.loops import LoopKernel, axis_var
+from hcq.tensor.schedule import KOp
+from hcq.tensor.symbolic import Expr, Num, Var, Sum, Mul, Div, Mod, Valid, linear_coefficient, substitute, variables
+
+
+class Renderer:
+  """The seam between the loop IR and a target. A renderer turns a LoopKernel into source its device compiles.
+  Targets: LLVMCPURenderer (here); AMD gfx11 (llvmlite's amdgcn target) and NVIDIA PTX (nvptx) plug in here."""
+  target = "abstract"
+  def render(self, lk: LoopKernel) -> str: raise NotImplementedError
+
+
+class AMDGCNRenderer(Renderer):
+  """AMD gfx11 through llvmlite's amdgcn target: loops over global axes become workgroup/workitem ids."""
+  target = "amdgcn"
+  def render(self, lk: LoopKernel) -> str:
+    raise NotImplementedError("the AMD renderer is not built yet (issue 7, AMD part); use the CPU device")
+
+
+class PTXRenderer(Renderer):
+  """NVIDIA PTX through nvptx; waits for the NV driver."""
+  target = "nvptx"
+  def render(self, lk: LoopKernel) -> str:
+    raise NotImplementedError("the PTX renderer waits for the NV driver; use the CPU device")
+
+
+def float_literal(value: float, dtype: DType) -> str:
+  """An exact LLVM literal (LLVM takes floats as the hex of the double, halves as 0xH, bfloat as 0xR)."""
+  import numpy as np
+  if dtype == dtypes.float16: return "0xH%04X" % int(np.array(value, np.float16).view(np.uint16))
+  if dtype == dtypes.bfloat16:
+    from hcq.tensor.dtype import f32_to_bf16
+    return "0xR%04X" % int(f32_to_bf16(np.array([value], np.float32))[0])
+  if dtype == dtypes.float32: value = float(np.float32(value))
+  return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+def const_literal(value, dtype: DType) -> str:
+  if dtype == dtypes.bool: return "true" if value else "false"
+  if dtype.is_float: return float_literal(float(value), dtype)
+  v = int(value) & ((1 << dtype.bits) - 1)
+  if v >= 1 << (dtype.bits - 1): v -= 1 << dtype.bits  # LLVM prints integers signed
+  return str(v)
+
+
+def suffix(dtype: DType, width: int) -> str:
+  """Intrinsic type suffix: f32, v16f32, i64, v8i1 ..."""
+  base = {"float": "f32", "double": "f64", "half": "f16", "bfloat": "bf16"}.get(dtype.llvm, dtype.llvm)
+  return f"v{width}{base}" if width > 1 else base
+
+
+MIN_VALUE = {"SUM": lambda d: 0, "MAX": lambda d: -math.inf if d.is_float else (0 if d.kind in "ub" else -(1 << (d.bits - 1))),
+             "MIN": lambda d: math.inf if d.is_float else (1 if d.kind == "b" else ((1 << d.bits) - 1 if d.kind == "u" else (1 << (d.bits - 1)) - 1))}
+
+
+class Value:
+  """A rendered SSA value: its name, dtype and lane count (1 = scalar)."""
+  __slots__ = ("name", "dtype", "width")
+  def __init__(self, name: str, dtype: DType, width: int): self.name, self.dtype, self.width = name, dtype, width
+
+
+class LLVMCPURenderer(Renderer):
+  """Loop IR → LLVM IR for the host CPU (see the module docstring)."""
+  target = "cpu"
+
+  def render(self, lk: LoopKernel) -> str:
+    return _KernelWriter(lk).write()
+
+
+class _KernelWriter:
+  def __init__(self, lk: LoopKernel):
+    self.lk, self.spec = lk, lk.spec
+    self.lines: list[str] = []
+    self.allocas: list[str] = []
+    self.decls: set[str] = set()
+    self.count = 0
+    self.W = lk.vec_width
+    self.var_names: dict[str, str] = {}   # symbolic variable name -> LLVM i64 value
+    self.regions: list[dict] = [{}]       # render caches, one per open loop body
+    self.reduce_results: dict[tuple, Value] = {}
+
+  # emission helpers
+  def tmp(self) -> str:
+    self.count += 1
+    return f"%v{self.count}"
+
+  def emit(self, text: str) -> str:
+    name = self.tmp()
+    self.lines.append(f"  {name} = {text}")
+    return name
+
+  def declare(self, ret: str, fn: str, args: str) -> None: self.decls.add(f"declare {ret} @{fn}({args})")
+
+  def call(self, fn: str, ret: str, args: list[tuple[str, str]], flags: str = "") -> str:
+    self.declare(ret, fn, ", ".join(t for t, _ in args))
+    return self.emit(f"call {flags}{' ' if flags else ''}{ret} @{fn}({', '.join(f'{t} {v}' for t, v in args)})")
+
+  def label(self, name: str) -> None: self.lines.append(f"{name}:")
+
+  def ty(self, dtype: DType, width: int, mem: bool = False) -> str:
+    base = dtype.llvm_mem if mem else dtype.llvm
+    return f"<{width} x {base}>" if width > 1 else base
+
+  def const(self, value, dtype: DType, width: int = 1) -> str:
+    lit = const_literal(value, dtype)
+    return f"splat ({dtype.llvm} {lit})" if width > 1 else lit
+
+  def splat(self, v: Value, width: int) -> Value:
+    if v.width == width or width == 1: return v
+    t = v.dtype.llvm
+    ins = self.emit(f"insertelement <{width} x {t}> poison, {t} {v.name}, i64 0")
+    return Value(self.emit(f"shufflevector <{width} x {t}> {ins}, <{width} x {t}> poison, <{width} x i32> zeroinitializer"),
+                 v.dtype, width)
+
+  # index expressions
+  def expr(self, e: Expr) -> str:
+    if isinstance(e, Num): return str(e.value)
+    if isinstance(e, Var): return self.var_names[e.name]
+    if isinstance(e, Sum):
+      acc = str(e.const) if e.const else None
+      for t in e.terms:
+        v = self.expr(t)
+        acc = v if acc is None else self.emit(f"add i64 {acc}, {v}")
+      return acc
+    if isinstance(e, Mul): return self.emit(f"mul i64 {self.expr(e.a)}, {e.c}")
+    if isinstance(e, (Div, Mod)):
+      a = self.expr(e.a)
+      if e.a.vmin >= 0: return self.emit(f"{'udiv' if isinstance(e, Div) else 'urem'} i64 {a}, {e.c}")
+      # floor semantics for negative numerators
+      q = self.emit(f"sdiv i64 {a}, {e.c}")
+      r = self.emit(f"srem i64 {a}, {e.c}")
+      neg = self.emit(f"icmp slt i64 {r}, 0")
+      if isinstance(e, Div): return self.emit(f"sub i64 {q}, {self.emit(f'zext i1 {neg} to i64')}")
+      return self.emit(f"select i1 {neg}, i64 {self.emit(f'add i64 {r}, {e.c}')}, i64 {r}")
+    raise TypeError(e)
+
+  def valid(self, valid: Valid) -> str | None:
+    if not valid.conds: return None
+    if valid.always_false: return "false"
+    acc = None
+    for e, lo, hi in valid.conds:
+      v = self.expr(e)
+      parts = []
+      if e.vmin < lo: parts.append(self.emit(f"icmp sge i64 {v}, {lo}"))
+      if e.vmax >= hi: parts.append(self.emit(f"icmp slt i64 {v}, {hi}"))
+      for p in parts: acc = p if acc is None else self.emit(f"and i1 {acc}, {p}")
+    return acc
+
+  # loops
+  def loop(self, var: str, start: str, end: str, step: int, body) -> None:
+    slot = f"%slot_{var}_{self.count}"
+    self.count += 1
+    self.allocas.append(f"  {slot} = alloca i64")
+    tag = f"{var}_{self.count}"
+    self.lines.append(f"  store i64 {start}, ptr {slot}")
+    self.lines.append(f"  br label %cond_{tag}")
+    self.label(f"cond_{tag}")
+    value = self.emit(f"load i64, ptr {slot}")
+    more = self.emit(f"icmp slt i64 {value}, {end}")
+    self.lines.append(f"  br i1 {more}, label %body_{tag}, label %exit_{tag}")
+    self.label(f"body_{tag}")
+    self.var_names[var] = value
+    self.regions.append({})
+    body()
+    self.regions.pop()
+    nxt = self.emit(f"add i64 {value}, {step}")
+    self.lines.append(f"  store i64 {nxt}, ptr {slot}")
+    self.lines.append(f"  br label %cond_{tag}")
+    self.label(f"exit_{tag}")
+
+  def nested_loops(self, axes: list[int], body, first_range: tuple[str, str] | None = None) -> None:
+    if not axes: return body()
+    axis = axes[0]
+    start, end = first_range if first_range is not None else ("0", str(self.spec.full_shape[axis]))
+    self.loop(f"a{axis}", start, end, self.lk.step(axis), lambda: self.nested_loops(axes[1:], body))
+
+  # the kernel
+  def write(self) -> str:
+    lk, spec = self.lk, self.spec
+    nbufs = len(spec.buf_dtypes)
+    self.lines.append("entry:")
+    body_start = len(self.lines)
+    thread_range = ("%start", "%end") if lk.thread_axis is not None else None
+    self.nested_loops(lk.global_axes, self.global_body, thread_range)
+    self.lines.append("  ret void")
+    params = ", ".join([f"ptr noalias align 16 %b{i}" for i in range(nbufs)] + ["i64 %start", "i64 %end"])
+    head = [f"define void @{lk.name}({params}) #0 {{"] + self.lines[:body_start] + self.allocas
+    out = "\n".join(sorted(self.decls)) + "\n\n" + "\n".join(head + self.lines[body_start:] + ["}"])
+    return out + '\n\nattributes #0 = { nounwind "min-legal-vector-width"="512" "prefer-vector-width"="512" }\n'
+
+  def combos(self) -> list[dict[int, int]]:
+    """Offsets of every unrolled copy of the global axes."""
+    axes = [a for a in self.lk.global_axes if self.lk.unroll.get(a, 1) > 1]
+    out = []
+    for combo in itertools.product(*[range(self.lk.unroll[a]) for a in axes]):
+      out.append({a: c * (self.W if a == self.lk.vec_axis else 1) for a, c in zip(axes, combo)})
+    return out
+
+  def context(self, combo: dict[int, int], inner_offset: int, with_reduce: bool) -> dict[int, Expr]:
+    """Index expression per axis for one unrolled copy; reduce axes only inside their loops."""
+    ctx: dict[int, Expr] = {}
+    for a in self.lk.global_axes: ctx[a] = axis_var(self.spec, a) + combo.get(a, 0)
+    if with_reduce:
+      for a in self.lk.reduce_axes: ctx[a] = axis_var(self.spec, a)
+      if self.lk.reduce_axes: ctx[self.lk.reduce_axes[-1]] = ctx[self.lk.reduce_axes[-1]] + inner_offset
+    return ctx
+
+  def lanes(self, with_reduce: bool) -> int:
+    """SIMD lanes of values in this part of the kernel (a vectorized reduce axis is scalar outside its loop)."""
+    if self.lk.vec_axis is None: return 1
+    if self.lk.vec_axis in self.lk.reduce_axes and not with_reduce: return 1
+    return self.W
+
+  def inner_unroll(self) -> int:
+    r = self.lk.reduce_axes
+    return self.lk.unroll.get(r[-1], 1) if r and r[-1] == self.lk.vec_axis else 1
+
+  def global_body(self) -> None:
+    lk, spec = self.lk, self.spec
+    for a in lk.global_axes:
+      if f"a{a}" not in self.var_names: self.var_names[f"a{a}"] = "0"
+    combos = self.combos()
+    reduces = [n for n in spec.ast.toposort() if n.op == "REDUCE"]
+    for red in reduces: self.render_reduce(red, combos)
+    if lk.store_in_reduce_loop:
+      def store_body():
+        for combo in combos:
+          for u in range(self.inner_unroll()): self.store(combo, u * self.W, True)
+      self.nested_loops(lk.reduce_axes, store_body)
+    else:
+      for combo in combos: self.store(combo, 0, False)
+
+  def render_reduce(self, red: KOp, combos: list[dict[int, int]]) -> None:
+    op = red.arg[0]
+    dtype = red.dtype
+    vec_in_reduce = self.lk.vec_axis in self.lk.reduce_axes
+    width = self.W if self.lk.vec_axis is not None else 1
+    copies = self.inner_unroll()
+    slots = {}
+    ident = self.const(MIN_VALUE[op](dtype), dtype, width)
+    t = self.ty(dtype, width)
+    for ci in range(len(combos)):
+      for u in range(copies):
+        slot = f"%acc{self.count}_{ci}_{u}"
+        self.count += 1
+        self.allocas.append(f"  {slot} = alloca {t}")
+        self.lines.append(f"  store {t} {ident}, ptr {slot}")
+        slots[(ci, u)] = slot
+
+    def body():
+      for ci, combo in enumerate(combos):
+        for u in range(copies):
+          ctx = self.context(combo, u * self.W if vec_in_reduce else 0, True)
+          x = self.splat(self.render(red.srcs[0], ctx, width, (ci, u)), width)
+          acc = self.emit(f"load {t}, ptr {slots[(ci, u)]}")
+          new = self.combine(op, Value(acc, dtype, width), x)
+          self.lines.append(f"  store {t} {new.name}, ptr {slots[(ci, u)]}")
+    self.nested_loops(self.lk.reduce_axes, body)
+    for ci in range(len(combos)):
+      acc = Value(self.emit(f"load {t}, ptr {slots[(ci, 0)]}"), dtype, width)
+      for u in range(1, copies):
+        acc = self.combine(op, acc, Value(self.emit(f"load {t}, ptr {slots[(ci, u)]}"), dtype, width))
+      if vec_in_reduce and width > 1: acc = self.horizontal(op, acc)
+      self.reduce_results[(red.key, ci)] = acc
+
+  def combine(self, op: str, a: Value, b: Value) -> Value:
+    if op == "SUM": return self.alu("ADD", [a, b], a.dtype, reassoc=True)
+    return self.alu(op, [a, b], a.dtype)
+
+  def horizontal(self, op: str, v: Value) -> Value:
+    d, s = v.dtype, suffix(v.dtype, v.width)
+    if d == dtypes.bool: name = {"SUM": "or", "MAX": "or", "MIN": "and"}[op]
+    elif d.is_float: name = {"SUM": "fadd", "MAX": "fmaximum", "MIN": "fminimum"}[op]
+    else: name = {"SUM": "add", "MAX": "umax" if d.is_unsigned else "smax", "MIN": "umin" if d.is_unsigned else "smin"}[op]
+    args = [(self.ty(d, v.width), v.name)]
+    if name == "fadd": args = [(d.llvm, self.const(0.0 if False else -0.0, d))] + args
+    return Value(self.call(f"llvm.vector.reduce.{name}.{s}", d.llvm, args, "reassoc" if name == "fadd" else ""), d, 1)
+
+  def store(self, combo: dict[int, int], inner_offset: int, with_reduce: bool) -> None:
+    spec = self.spec
+    ctx = self.context(combo, inner_offset, with_reduce)
+    width = self.lanes(with_reduce)
+    key = (self.combos().index(combo) if combo else 0, inner_offset // max(self.W, 1))
+    v = self.splat(self.render(spec.ast, ctx, width, key), width)
+    cs = [1] * len(spec.out_shape)
+    acc = 1
+    for d in reversed(range(len(spec.out_shape))):
+      cs[d] = acc
+      acc *= spec.out_shape[d]
+    idx: Expr = Num(0)
+    for d, s in enumerate(spec.out_shape):
+      if s > 1: idx = idx + ctx[d] * cs[d]
+    self.write_memory(0, spec.out_dtype, idx, v)
+
+  def write_memory(self, buf: int, dtype: DType, idx: Expr, v: Value) -> None:
+    mem_t = self.ty(dtype, v.width, mem=True)
+    val = v.name
+    if dtype == dtypes.bool: val = self.emit(f"zext {self.ty(dtype, v.width)} {val} to {mem_t}")
+    ptr = self.emit(f"getelementptr inbounds {dtype.llvm_mem}, ptr %b{buf}, i64 {self.expr(idx)}")
+    self.lines.append(f"  store {mem_t} {val}, ptr {ptr}, align {dtype.itemsize}")
+
+  # values
+  def render(self, op: KOp, ctx: dict[int, Expr], width: int, copy_key) -> Value:
+    if op.op == "REDUCE": return self.reduce_results[(op.key, copy_key[0])]
+    key = (op.key, copy_key, width)
+    for region in reversed(self.regions):
+      if key in region: return region[key]
+    v = self._render(op, ctx, width, copy_key)
+    self.regions[-1][key] = v
+    return v
+
+  def lane_var(self, width: int) -> str | None:
+    return f"a{self.lk.vec_axis}" if width > 1 else None
+
+  def index_of(self, st, ctx: dict[int, Expr]) -> tuple[Expr, Valid]:
+    idxs = [Num(0) if s == 1 else ctx[d] for d, s in enumerate(st.shape)]
+    return st.index(idxs)
+
+  def _render(self, op: KOp, ctx: dict[int, Expr], width: int, copy_key) -> Value:
+    if op.op == "LOAD":
+      buf, st = op.arg
+      idx, valid = self.index_of(st, ctx)
+      return self.load(buf, op.dtype, idx, valid, width)
+    if op.op == "CONST":
+      value, st = op.arg
+      c = Value(self.const(value, op.dtype), op.dtype, 1)
+      if st is None: return c
+      _, valid = self.index_of(st, ctx)
+      return self.masked(c, valid, width)
+    if op.op == "MASK":
+      inner = self.render(op.srcs[0], ctx, width, copy_key)
+      _, valid = self.index_of(op.arg, ctx)
+      return self.masked(inner, valid, width)
+    srcs = [self.render(s, ctx, width, copy_key) for s in op.srcs]
+    lanes = max(s.width for s in srcs)
+    srcs = [self.splat(s, lanes) for s in srcs]
+    if op.op == "CAST": return self.cast(srcs[0], op.dtype)
+    if op.op == "BITCAST":
+      return Value(self.emit(f"bitcast {self.ty(srcs[0].dtype, lanes)} {srcs[0].name} to {self.ty(op.dtype, lanes)}"), op.dtype, lanes)
+    return self.alu(op.arg, srcs, op.dtype)
+
+  def masked(self, v: Value, valid: Valid, width: int) -> Value:
+    """v where the mask holds, else 0; per lane when the mask depends on the vector axis."""
+    lane = self.lane_var(width)
+    if lane is not None and lane in valid.variables():
+      conds = []
+      for i in range(width):
+        conds.append(self.valid(valid.substitute({lane: Var(lane, 0, self.spec.full_shape[self.lk.vec_axis] - 1) + i})) or "true")
+      vec = "poison"
+      for i, c in enumerate(conds): vec = self.emit(f"insertelement <{width} x i1> {vec}, i1 {c}, i64 {i}")
+      v = self.splat(v, width)
+      zero = self.const(0, v.dtype, width)
+      return Value(self.emit(f"select <{width} x i1> {vec}, {self.ty(v.dtype, width)} {v.name}, {self.ty(v.dtype, width)} {zero}"), v.dtype, width)
+    ok = self.valid(valid)
+    if ok is None: return v
+    zero = self.const(0, v.dtype, v.width)
+    t = self.ty(v.dtype, v.width)
+    return Value(self.emit(f"select i1 {ok}, {t} {v.name}, {t} {zero}"), v.dtype, v.width)
+
+  def load(self, buf: int, dtype: DType, idx: Expr, valid: Valid, width: int) -> Value:
+    lane = self.lane_var(width)
+    if lane is not None and (lane in variables(idx) or lane in valid.variables()):
+      if linear_coefficient(idx, lane) == 1 and lane not in valid.variables():
+        return self.masked(self.read(buf, dtype, idx, valid, width), valid, 1)
+      # gather: one scalar load per lane
+      var = Var(lane, 0, self.spec.full_shape[self.lk.vec_axis] - 1)
+      vec = "poison"
+      for i in range(width):
+        sub = {lane: var + i}
+        x = self.masked(self.read(buf, dtype, substitute(idx, sub), valid.substitute(sub), 1), valid.substitute(sub), 1)
+        vec = self.emit(f"insertelement {self.ty(dtype, width)} {vec}, {dtype.llvm} {x.name}, i64 {i}")
+      return Value(vec, dtype, width)
+    return self.masked(self.read(buf, dtype, idx, valid, 1), valid, 1)
+
+  def read(self, buf: int, dtype: DType, idx: Expr, valid: Valid, width: int) -> Value:
+    i = self.expr(idx)
+    ok = self.valid(valid)
+    if ok is not None: i = self.emit(f"select i1 {ok}, i64 {i}, i64 0")  # never touch memory outside the mask
+    ptr = self.emit(f"getelementptr inbounds {dtype.llvm_mem}, ptr %b{buf}, i64 {i}")
+    mem_t = self.ty(dtype, width, mem=True)
+    v = self.emit(f"load {mem_t}, ptr {ptr}, align {dtype.itemsize}")
+    if dtype == dtypes.bool: v = self.emit(f"icmp ne {mem_t} {v}, {'zeroinitializer' if width > 1 else '0'}")
+    return Value(v, dtype, width)
+
+  # casts and ALU
+  def cast(self, v: Value, to: DType) -> Value:
+    src, w = v.dtype, v.width
+    if src == to: return v
+    st, tt = self.ty(src, w), self.ty(to, w)
+    if to == dtypes.bool:
+      if src.is_float: return Value(self.emit(f"fcmp une {st} {v.name}, {self.const(0.0, src, w)}"), to, w)
+      return Value(self.emit(f"icmp ne {st} {v.name}, {self.const(0, src, w)}"), to, w)
+    if src == dtypes.bool:
+      return Value(self.emit(f"{'uitofp' if to.is_float else 'zext'} {st} {v.name} to {tt}"), to, w)
+    if src.is_float and to.is_float:
+      # LLVM's x86 backend has no half<->bfloat nor double->bfloat conversion (it crashes): go through float32
+      if {src, to} == {dtypes.float16, dtypes.bfloat16} or (src, to) == (dtypes.float64, dtypes.bfloat16):
+        return self.cast(self.cast(v, dtypes.float32), to)
+      return Value(self.emit(f"{'fpext' if to.itemsize > src.itemsize else 'fptrunc'} {st} {v.name} to {tt}"), to, w)
+    if src.is_float:  # float -> int: through i64 like C on x86, saturating instead of poison out of range
+      if to.bits == 64:
+        sat = "fptoui" if to.is_unsigned else "fptosi"
+        return Value(self.call(f"llvm.{sat}.sat.{suffix(to, w)}.{suffix(src, w)}", tt, [(st, v.name)]), to, w)
+      i64 = self.cast(v, dtypes.int64)
+      return self.cast(i64, to)
+    if to.is_float:
+      return Value(self.emit(f"{'uitofp' if src.is_unsigned else 'sitofp'} {st} {v.name} to {tt}"), to, w)
+    if to.bits == src.bits: return Value(v.name, to, w)
+    if to.bits < src.bits: return Value(self.emit(f"trunc {st} {v.name} to {tt}"), to, w)
+    return Value(self.emit(f"{'zext' if src.is_unsigned else 'sext'} {st} {v.name} to {tt}"), to, w)
+
+  def intrinsic(self, name: str, d: DType, w: int, args: list[str]) -> str:
+    t = self.ty(d, w)
+    return self.call(f"llvm.{name}.{suffix(d, w)}", t, [(t, a) for a in args])
+
+  def alu(self, op: str, srcs: list[Value], out: DType, reassoc: bool = False) -> Value:
+    d = srcs[0].dtype
+    w = max(s.width for s in srcs)
+    t = self.ty(d, w)
+    a = srcs[0].name
+    b = srcs[1].name if len(srcs) > 1 else None
+    fl = "reassoc contract " if reassoc else "contract "
+    if op == "WHERE":
+      vt = self.ty(srcs[1].dtype, w)
+      return Value(self.emit(f"select {self.ty(dtypes.bool, w)} {a}, {vt} {srcs[1].name}, {vt} {srcs[2].name}"), out, w)
+    if op in ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "SQRT", "POW") and d in (dtypes.float16, dtypes.bfloat16):
+      wide = self.alu(op, [self.cast(s, dtypes.float32) for s in srcs], dtypes.float32)
+      return self.cast(wide, d)
+    if d.is_float:
+      simple = {"ADD": "fadd", "SUB": "fsub", "MUL": "fmul", "DIV": "fdiv"}
+      if op in simple: return Value(self.emit(f"{simple[op]} {fl if op != 'DIV' else ''}{t} {a}, {b}"), out, w)
+      if op == "NEG": return Value(self.emit(f"fneg {t} {a}"), out, w)
+      if op == "RECIP": return Value(self.emit(f"fdiv {t} {self.const(1.0, d, w)}, {a}"), out, w)
+      cmp = {"CMPLT": "olt", "CMPLE": "ole", "CMPEQ": "oeq", "CMPNE": "une"}
+      if op in cmp: return Value(self.emit(f"fcmp {cmp[op]} {t} {a}, {b}"), out, w)
+      intr = {"MAX": "maximum", "MIN": "minimum", "POW": "pow", "SQRT": "sqrt", "SIN": "sin", "COS": "cos",
+              "ABS": "fabs", "TRUNC": "trunc", "FLOOR": "floor"}
+      if d == dtypes.float32 and op in ("EXP", "EXP2", "LOG", "LOG2"):
+        return Value(getattr(self, f"poly_{op.lower()}")(a, w), out, w)
+      intr.update({"EXP": "exp", "EXP2": "exp2", "LOG": "log", "LOG2": "log2"})
+      if op in intr: return Value(self.intrinsic(intr[op], d, w, [x.name for x in srcs]), out, w)
+      if op == "IDIV":
+        q = self.emit(f"fdiv {t} {a}, {b}")
+        return Value(self.intrinsic("floor", d, w, [q]), out, w)
+      if op == "MOD":  # Python/numpy modulo: the result takes the divisor's sign
+        r = self.emit(f"frem {t} {a}, {b}")
+        nz = self.emit(f"fcmp une {t} {r}, {self.const(0.0, d, w)}")
+        rneg = self.emit(f"fcmp olt {t} {r}, {self.const(0.0, d, w)}")
+        bneg = self.emit(f"fcmp olt {t} {b}, {self.const(0.0, d, w)}")
+        bt = self.ty(dtypes.bool, w)
+        fix = self.emit(f"and {bt} {nz}, {self.emit(f'xor {bt} {rneg}, {bneg}')}")
+        return Value(self.emit(f"select {bt} {fix}, {t} {self.emit(f'fadd {t} {r}, {b}')}, {t} {r}"), out, w)
+      raise NotImplementedError(f"{op} on {d.name}")
+    # integers and bool
+    signed = d.kind == "i"
+    simple = {"ADD": "add", "SUB": "sub", "MUL": "mul", "AND": "and", "OR": "or", "XOR": "xor"}
+    if d == dtypes.bool: simple.update({"ADD": "or", "MUL": "and", "MAX": "or", "MIN": "and"})
+    if op in simple: return Value(self.emit(f"{simple[op]} {t} {a}, {b}"), out, w)
+    if op == "NEG": return Value(self.emit(f"sub {t} {self.const(0, d, w)}, {a}"), out, w)
+    if op == "NOT": return Value(self.emit(f"xor {t} {a}, {self.const(-1 if d != dtypes.bool else True, d, w)}"), out, w)
+    cmp = {"CMPLT": "slt" if signed else "ult", "CMPLE": "sle" if signed else "ule", "CMPEQ": "eq", "CMPNE": "ne"}
+    if op in cmp: return Value(self.emit(f"icmp {cmp[op]} {t} {a}, {b}"), out, w)
+    if op in ("MAX", "MIN"):
+      return Value(self.intrinsic(("s" if signed else "u") + op.lower(), d, w, [a, b]), out, w)
+    if op == "ABS":
+      if not signed: return srcs[0]
+      return Value(self.call(f"llvm.abs.{suffix(d, w)}", t, [(t, a), ("i1", "false")]), out, w)
+    if op in ("IDIV", "MOD"): return self.int_divmod(op, srcs[0], srcs[1], out)
+    raise NotImplementedError(f"{op} on {d.name}")
+
+  def int_divmod(self, op: str, av: Value, bv: Value, out: DType) -> Value:
+    """numpy's floor division and modulo; x // 0 and x % 0 give 0 (numpy warns), MIN // -1 wraps."""
+    d, w = av.dtype, max(av.width, bv.width)
+    t, bt = self.ty(d, w), self.ty(dtypes.bool, w)
+    a, b = av.name, bv.name
+    zero, one = self.const(0, d, w), self.const(1, d, w)
+    bzero = self.emit(f"icmp eq {t} {b}, {zero}")
+    if d.is_unsigned:
+      safe = self.emit(f"select {bt} {bzero}, {t} {one}, {t} {b}")
+      r = self.emit(f"{'udiv' if op == 'IDIV' else 'urem'} {t} {a}, {safe}")
+      return Value(self.emit(f"select {bt} {bzero}, {t} {zero}, {t} {r}"), out, w)
+    bm1 = self.emit(f"icmp eq {t} {b}, {self.const(-1, d, w)}")
+    bad = self.emit(f"or {bt} {bzero}, {bm1}")
+    safe = self.emit(f"select {bt} {bad}, {t} {one}, {t} {b}")
+    q = self.emit(f"sdiv {t} {a}, {safe}")
+    r = self.emit(f"srem {t} {a}, {safe}")
+    rnz = self.emit(f"icmp ne {t} {r}, {zero}")
+    signs = self.emit(f"xor {bt} {self.emit(f'icmp slt {t} {r}, {zero}')}, {self.emit(f'icmp slt {t} {b}, {zero}')}")
+    fix = self.emit(f"and {bt} {rnz}, {signs}")
+    if op == "IDIV":
+      qf = self.emit(f"sub {t} {q}, {self.emit(f'zext {bt} {fix} to {t}')}")
+      qf = self.emit(f"select {bt} {bm1}, {t} {self.emit(f'sub {t} {zero}, {a}')}, {t} {qf}")
+      return Value(self.emit(f"select {bt} {bzero}, {t} {zero}, {t} {qf}"), out, w)
+    rf = self.emit(f"select {bt} {fix}, {t} {self.emit(f'add {t} {r}, {b}')}, {t} {r}")
+    return Value(self.emit(f"select {bt} {bad}, {t} {zero}, {t} {rf}"), out, w)
+
+  # float32 math as polynomials (vectorizable, ~1-2 ulp)
+  def f(self, value: float, w: int) -> str: return self.const(value, dtypes.float32, w)
+  def i(self, value: int, w: int) -> str: return self.const(value, dtypes.int32, w)
+
+  def fma(self, a: str, b: str, c: str, w: int) -> str:
+    return self.intrinsic("fma", dtypes.float32, w, [a, b, c])
+
+  def exp_core(self, r: str, n: str, w: int) -> str:
+    """e**r * 2**n for |r| <= ln2/2, n integral (as float): Taylor to degree 7, scaled in two steps."""
+    ft, it = self.ty(dtypes.float32, w), self.ty(dtypes.int32, w)
+    p = self.f(1 / 5040, w)
+    for c in (1 / 720, 1 / 120, 1 / 24, 1 / 6, 0.5, 1.0, 1.0): p = self.fma(p, r, self.f(c, w), w)
+    ni = self.emit(f"fptosi {ft} {n} to {it}")
+    half = self.emit(f"ashr {it} {ni}, {self.i(1, w)}")
+    rest = self.emit(f"sub {it} {ni}, {half}")
+    def pow2(k: str) -> str:
+      bits = self.emit(f"shl {it} {self.emit(f'add {it} {k}, {self.i(127, w)}')}, {self.i(23, w)}")
+      return self.emit(f"bitcast {it} {bits} to {ft}")
+    return self.emit(f"fmul {ft} {self.emit(f'fmul {ft} {p}, {pow2(half)}')}, {pow2(rest)}")
+
+  def keep_nan(self, x: str, result: str, w: int) -> str:
+    ft = self.ty(dtypes.float32, w)
+    nan = self.emit(f"fcmp uno {ft} {x}, {x}")
+    return self.emit(f"select {self.ty(dtypes.bool, w)} {nan}, {ft} {x}, {ft} {result}")
+
+  def clamp(self, x: str, lo: float, hi: float, w: int) -> str:
+    x = self.intrinsic("minnum", dtypes.float32, w, [x, self.f(hi, w)])
+    return self.intrinsic("maxnum", dtypes.float32, w, [x, self.f(lo, w)])
+
+  def poly_exp(self, x: str, w: int) -> str:
+    ft = self.ty(dtypes.float32, w)
+    xc = self.clamp(x, -104.0, 89.0, w)
+    n = self.intrinsic("rint", dtypes.float32, w, [self.emit(f"fmul {ft} {xc}, {self.f(1.4426950408889634, w)}")])
+    r = self.fma(n, self.f(-0.693359375, w), xc, w)
+    r = self.fma(n, self.f(2.12194440e-4, w), r, w)
+    return self.keep_nan(x, self.exp_core(r, n, w), w)
+
+  def poly_exp2(self, x: str, w: int) -> str:
+    ft = self.ty(dtypes.float32, w)
+    xc = self.clamp(x, -151.0, 129.0, w)
+    n = self.intrinsic("rint", dtypes.float32, w, [xc])
+    r = self.emit(f"fmul {ft} {self.emit(f'fsub {ft} {xc}, {n}')}, {self.f(0.6931471805599453, w)}")
+    return self.keep_nan(x, self.exp_core(r, n, w), w)
+
+  def log_parts(self, x: str, w: int) -> tuple[str, str]:
+    """x = 2**e * m with m in [sqrt(1/2), sqrt(2)): returns (e as float, log(m))."""
+    ft, it, bt = self.ty(dtypes.float32, w), self.ty(dtypes.int32, w), self.ty(dtypes.bool, w)
+    tiny = self.emit(f"fcmp olt {ft} {x}, {self.f(1.1754943508222875e-38, w)}")
+    xs = self.emit(f"select {bt} {tiny}, {ft} {self.emit(f'fmul {ft} {x}, {self.f(8388608.0, w)}')}, {ft} {x}")
+    bits = self.emit(f"bitcast {ft} {xs} to {it}")
+    shifted = self.emit(f"lshr {it} {bits}, {self.i(23, w)}")
+    biased = self.emit(f"and {it} {shifted}, {self.i(255, w)}")
+    e = self.emit(f"sub {it} {biased}, {self.i(127, w)}")
+    adjust = self.emit(f"select {bt} {tiny}, {it} {self.i(23, w)}, {it} {self.i(0, w)}")
+    e = self.emit(f"sub {it} {e}, {adjust}")
+    mant = self.emit(f"and {it} {bits}, {self.i(0x7FFFFF, w)}")
+    m = self.emit(f"bitcast {it} {self.emit(f'or {it} {mant}, {self.i(0x3F800000, w)}')} to {ft}")
+    big = self.emit(f"fcmp ogt {ft} {m}, {self.f(1.4142135623730951, w)}")
+    m = self.emit(f"select {bt} {big}, {ft} {self.emit(f'fmul {ft} {m}, {self.f(0.5, w)}')}, {ft} {m}")
+    e = self.emit(f"add {it} {e}, {self.emit(f'zext {bt} {big} to {it}')}")
+    s = self.emit(f"fdiv {ft} {self.emit(f'fsub {ft} {m}, {self.f(1.0, w)}')}, {self.emit(f'fadd {ft} {m}, {self.f(1.0, w)}')}")
+    s2 = self.emit(f"fmul {ft} {s}, {s}")
+    p = self.f(1 / 13, w)
+    for c in (1 / 11, 1 / 9, 1 / 7, 1 / 5, 1 / 3, 1.0): p = self.fma(p, s2, self.f(c, w), w)
+    logm = self.emit(f"fmul {ft} {self.emit(f'fmul {ft} {p}, {s}')}, {self.f(2.0, w)}")
+    return self.emit(f"sitofp {it} {e} to {ft}"), logm
+
+  def log_specials(self, x: str, result: str, w: int) -> str:
+    ft, bt = self.ty(dtypes.float32, w), self.ty(dtypes.bool, w)
+    out = self.emit(f"select {bt} {self.emit(f'fcmp oeq {ft} {x}, {self.f(math.inf, w)}')}, {ft} {x}, {ft} {result}")
+    out = self.emit(f"select {bt} {self.emit(f'fcmp oeq {ft} {x}, {self.f(0.0, w)}')}, {ft} {self.f(-math.inf, w)}, {ft} {out}")
+    out = self.emit(f"select {bt} {self.emit(f'fcmp ult {ft} {x}, {self.f(0.0, w)}')}, {ft} {self.f(math.nan, w)}, {ft} {out}")
+    return out
+
+  def poly_log(self, x: str, w: int) -> str:
+    e, logm = self.log_parts(x, w)
+    ft = self.ty(dtypes.float32, w)
+    r = self.fma(e, self.f(-2.12194440e-4, w), logm, w)
+    r = self.fma(e, self.f(0.693359375, w), r, w)
+    return self.log_specials(x, r, w)
+
+  def poly_log2(self, x: str, w: int) -> str:
+    e, logm = self.log_parts(x, w)
+    r = self.fma(logm, self.f(1.4426950408889634, w), e, w)
+    return self.log_specials(x, r, w)

@@ -1,0 +1,63 @@
+"""Runtime: schedule → loop IR → source → compiled program (cached by kernel AST) → run on the device."""
+from __future__ import annotations
+from dataclasses import dataclass
+import os
+import time
+from hcq.tensor.lazy import LazyNode
+from hcq.tensor.loops import LoopKernel, plan
+from hcq.tensor.schedule import KernelSpec, ScheduleItem, Scheduler
+
+
+@dataclass
+class CompiledKernel:
+  """One cached kernel: its loop plan, source, program and compile time."""
+  loop: LoopKernel
+  source: str
+  program: object
+  compile_seconds: float
+
+
+_cache: dict[tuple[str, str], CompiledKernel] = {}
+DEBUG = int(os.environ.get("HCQ_TENSOR_DEBUG", "0"))
+stats = {"kernels_compiled": 0, "compile_seconds": 0.0, "kernels_run": 0}
+
+
+def get_kernel(spec: KernelSpec, device) -> CompiledKernel:
+  """The compiled kernel for `spec` on `device`, compiling it once per AST."""
+  key = (device.name, spec.key)
+  if key not in _cache:
+    name = f"k_{spec.key[:12]}"
+    t0 = time.perf_counter()
+    loop = plan(spec, name)
+    src = device.renderer.render(loop)
+    lib = device.compile(src)
+    prog = device.program(name, lib)
+    seconds = time.perf_counter() - t0
+    stats["kernels_compiled"] += 1
+    stats["compile_seconds"] += seconds
+    if DEBUG >= 2: print(src)
+    _cache[key] = CompiledKernel(loop, src, prog, seconds)
+  return _cache[key]
+
+
+def run_item(item: ScheduleItem, device) -> None:
+  spec = item.kernel
+  if any(s == 0 for s in spec.out_shape): return
+  ck = get_kernel(spec, device)
+  lk = ck.loop
+  extent = spec.full_shape[lk.thread_axis] if lk.thread_axis is not None else 1
+  step = lk.step(lk.thread_axis) if lk.thread_axis is not None else 1
+  t = ck.program(*item.buffers, global_size=(extent,), vals=(step,), wait=DEBUG >= 1)
+  stats["kernels_run"] += 1
+  if DEBUG >= 1:
+    print(f"{ck.loop.name} out={spec.out_shape} full={spec.full_shape} reduce={spec.reduce_axes} vec={lk.vec_axis}x{lk.vec_width} "
+          f"unroll={lk.unroll} thread={lk.thread_axis} {t * 1e3:.3f} ms (compile {ck.compile_seconds * 1e3:.1f} ms)")
+
+
+def realize(nodes: list[LazyNode], device) -> list[ScheduleItem]:
+  """Compute every node (turning each into a BUFFER node); returns the schedule that was run."""
+  sched = Scheduler(device)
+  for n in nodes: sched.realize(n)
+  for item in sched.items: run_item(item, device)
+  device.synchronize()
+  return sched.items

@@ -1,0 +1,172 @@
+"""Scheduler: turns the lazy graph into an ordered list of fused kernels.
+
+One kernel computes one output node. Elementwise ops, casts and movement ops fuse freely (movement ops become
+the index expressions of loads). A reduction fuses with its elementwise producers, and with its consumers when
+they see it through a plain expand (softmax's x - max(x) is one kernel); every reduction of a kernel reduces
+the same axes of the same full shape. Anything else - a reduce of another shape, a CONTIGUOUS - is realized
+first as its own kernel and loaded."""
+from __future__ import annotations
+from dataclasses import dataclass, field
+import hashlib
+from typing import Any
+from hcq.tensor.dtype import DType
+from hcq.tensor.lazy import LazyNode
+from hcq.tensor.view import ShapeTracker, contiguous_strides
+
+
+class KOp:
+  """A node of a kernel's AST. op: LOAD (arg (buffer index, tracker)), CONST (arg (value, tracker or None for
+  mask)), ALU (arg op name), CAST, BITCAST, REDUCE (arg (op, axes)), MASK (arg tracker: zero outside its mask).
+  `shape` is the index space it is evaluated in: the kernel's full shape or that shape with reduce axes 1."""
+  __slots__ = ("op", "srcs", "arg", "dtype", "shape", "key")
+
+  def __init__(self, op: str, srcs: tuple[KOp, ...], arg: Any, dtype: DType, shape: tuple[int, ...]):
+    self.op, self.srcs, self.arg, self.dtype, self.shape = op, srcs, arg, dtype, shape
+    text = repr((op, arg, dtype.name, shape, tuple(s.key for s in srcs)))
+    self.key = hashlib.sha256(text.encode()).hexdigest()[:24]
+
+  def __repr__(self) -> str: return f"KOp({self.op}, {self.arg!r}, {self.dtype.name})"
+
+  def toposort(self) -> list[KOp]:
+    """Every node below and including this one, sources first, each once."""
+    seen, order = set(), []
+    def visit(n: KOp):
+      if n.key in seen: return
+      seen.add(n.key)
+      for s in n.srcs: visit(s)
+      order.append(n)
+    visit(self)
+    return order
+
+
+@dataclass
+class KernelSpec:
+  """What one kernel computes: store `ast` (evaluated over out_shape) into buffer 0. Loads index buffers 1...
+  full_shape is the loop space (out_shape with reduce axes at their full size); reduce_axes may be empty."""
+  ast: KOp
+  out_shape: tuple[int, ...]
+  out_dtype: DType
+  full_shape: tuple[int, ...]
+  reduce_axes: tuple[int, ...]
+  buf_dtypes: tuple[DType, ...]
+  key: str = ""
+
+  def __post_init__(self):
+    text = repr((self.ast.key, self.out_shape, self.out_dtype.name, self.full_shape, self.reduce_axes,
+                 tuple(d.name for d in self.buf_dtypes)))
+    self.key = hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+@dataclass
+class ScheduleItem:
+  """A kernel and the buffers it runs on (buffers[0] is written)."""
+  kernel: KernelSpec
+  buffers: list = field(default_factory=list)
+
+
+def _is_reshape_alias(node: LazyNode) -> bool:
+  """A VIEW that only reshapes a contiguous source: its data is the source's buffer as is."""
+  if node.op != "VIEW": return False
+  st: ShapeTracker = node.arg
+  return len(st.views) == 1 and st.views[0].is_contiguous
+
+
+class Scheduler:
+  """Collects ScheduleItems for the nodes asked for, allocating output buffers on `device` as it goes."""
+
+  def __init__(self, device):
+    self.device = device
+    self.items: list[ScheduleItem] = []
+
+  def realize(self, node: LazyNode) -> None:
+    """Schedule whatever `node` needs so that afterwards it is a BUFFER node."""
+    if node.realized: return
+    if node.op == "CONTIGUOUS" or _is_reshape_alias(node):
+      src = node.srcs[0]
+      if node.op == "CONTIGUOUS" and src.op == "VIEW" and not _is_reshape_alias(src):
+        self._kernel(node, src)  # a copy kernel gathers the view into a new buffer
+        return
+      self.realize(src)
+      node.become_buffer(src.buffer)
+      return
+    self._kernel(node, node)
+
+  def _kernel(self, node: LazyNode, value: LazyNode) -> None:
+    full_shape, reduce_axes = _find_context(value, value.shape)
+    builder = _KernelBuilder(self, full_shape, reduce_axes)
+    ast = builder.build(value, ShapeTracker.contiguous(value.shape))
+    if not builder.fused_reduce: full_shape, reduce_axes = value.shape, ()
+    out = self.device.alloc(max(node.size, 1) * node.dtype.itemsize)
+    spec = KernelSpec(ast, node.shape, node.dtype, full_shape, reduce_axes,
+                      (node.dtype,) + tuple(d for _, d in builder.buffers))
+    self.items.append(ScheduleItem(spec, [out] + [b for b, _ in builder.buffers]))
+    node.become_buffer(out)
+
+
+def _find_context(node: LazyNode, out_shape: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+  """The kernel's full shape and reduce axes: those of the first reduction reachable without crossing a
+  buffer whose output or input shape is the kernel's output shape; else (out_shape, ())."""
+  stack, seen = [node], set()
+  while stack:
+    n = stack.pop()
+    if id(n) in seen: continue
+    seen.add(id(n))
+    if n.op == "REDUCE":
+      src_shape, axes = n.srcs[0].shape, n.arg[1]
+      if n.shape == out_shape or src_shape == out_shape: return src_shape, axes
+      continue
+    if n.op in ("ALU", "CAST", "BITCAST", "VIEW"): stack.extend(reversed(n.srcs))
+  return out_shape, ()
+
+
+class _KernelBuilder:
+  """Builds one kernel's AST, realizing (through the scheduler) whatever cannot fuse into it."""
+
+  def __init__(self, scheduler: Scheduler, full_shape, reduce_axes):
+    self.scheduler = scheduler
+    self.full_shape, self.reduce_axes = tuple(full_shape), tuple(reduce_axes)
+    self.reduced_shape = tuple(1 if i in self.reduce_axes else s for i, s in enumerate(self.full_shape))
+    self.buffers: list[tuple[Any, DType]] = []
+    self.memo: dict[tuple[int, ShapeTracker], KOp] = {}
+    self.fused_reduce = False
+
+  def buffer_index(self, buf, dtype: DType) -> int:
+    for i, (b, d) in enumerate(self.buffers):
+      if b is buf and d == dtype: return i + 1
+    self.buffers.append((buf, dtype))
+    return len(self.buffers)
+
+  def build(self, node: LazyNode, st: ShapeTracker) -> KOp:
+    key = (id(node), st)
+    if key not in self.memo: self.memo[key] = self._build(node, st)
+    return self.memo[key]
+
+  def _can_fuse_reduce(self, node: LazyNode, st: ShapeTracker) -> bool:
+    if not self.reduce_axes or node.srcs[0].shape != self.full_shape or node.arg[1] != self.reduce_axes: return False
+    if len(st.views) != 1: return False
+    v = st.views[0]
+    if v.mask is not None or v.offset != 0 or v.shape not in (self.full_shape, self.reduced_shape): return False
+    cs = contiguous_strides(node.shape)
+    return all(v.strides[d] == (cs[d] if node.shape[d] != 1 else 0) for d in range(len(v.shape)))
+
+  def _build(self, node: LazyNode, st: ShapeTracker) -> KOp:
+    shape = st.shape
+    masked = any(v.mask is not None for v in st.views)
+    if node.op == "BUFFER":
+      return KOp("LOAD", (), (self.buffer_index(node.buffer, node.dtype), st), node.dtype, shape)
+    if node.op == "CONST":
+      return KOp("CONST", (), (node.arg, st if masked else None), node.dtype, shape)
+    if node.op == "VIEW":
+      return self.build(node.srcs[0], node.arg.compose(st))
+    if node.op in ("ALU", "CAST", "BITCAST"):
+      srcs = tuple(self.build(s, st) for s in node.srcs)
+      out = KOp(node.op, srcs, node.arg, node.dtype, shape)
+      # a masked view (pad) over computed values must read 0 outside, not f(0)
+      return KOp("MASK", (out,), st, node.dtype, shape) if masked else out
+    if node.op == "REDUCE" and self._can_fuse_reduce(node, st):
+      self.fused_reduce = True
+      src = self.build(node.srcs[0], ShapeTracker.contiguous(self.full_shape))
+      return KOp("REDUCE", (src,), node.arg, node.dtype, self.reduced_shape)
+    # REDUCE that cannot fuse, CONTIGUOUS: their own kernels first
+    self.scheduler.realize(node)
+    return self.build(node, st)
