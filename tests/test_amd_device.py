@@ -117,3 +117,16 @@ def test_kernel_rejects_bad_requests(dev):
     dev.kfd.ioctl("MAP_MEMORY_TO_GPU", handle=a.handle, device_ids_array_ptr=ctypes.addressof(ids), n_devices=1)
   with pytest.raises(HCQError, match="FREE_MEMORY_OF_GPU.*failed: EBUSY"):
     dev.kfd.ioctl("FREE_MEMORY_OF_GPU", handle=dev._handles[buf.addr])
+
+
+def test_bound_compute_queue_replays_through_an_indirect_buffer(dev):
+  sig = dev.new_signal(0)
+  q = dev.compute_queue().wait(dev.timeline_signal, Variable("w")).signal(sig, Variable("v")).memory_barrier()
+  q.signal(dev.timeline_signal, Variable("t")).bind(dev)
+  for i in range(1, 4):
+    t = dev.next_timeline()
+    q.submit(dev, {"w": t - 1, "v": 100 + i, "t": t})
+    dev.synchronize()
+    assert sig.value == 100 + i
+  assert len(q._jump) == 4  # what went into the ring: one INDIRECT_BUFFER packet
+  dev.release_signal(sig)

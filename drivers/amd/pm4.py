@@ -54,6 +54,7 @@ class AMDComputeQueue(HWQueue):
   def __init__(self, dialect: PM4Dialect):
     super().__init__()
     self.d = dialect
+    self._bound = None  # the GPU copy of the packets once bound
 
   def pkt3(self, opcode: int, *body: "int | object") -> "AMDComputeQueue":
     """One type-3 packet: header (count = body dwords - 1), then the body."""
@@ -125,5 +126,15 @@ class AMDComputeQueue(HWQueue):
     p = self.d.pkt
     return self.pkt3(p.PACKET3_INDIRECT_BUFFER, lo32(addr), hi32(addr), ndwords | p.INDIRECT_BUFFER_VALID)
 
+  def bind(self, device) -> "AMDComputeQueue":
+    """Copy the packets into GPU-visible memory once; each submit then patches them there and sends one INDIRECT_BUFFER."""
+    import numpy as np
+    self._bound = device.alloc(4 * len(self._q), "host")
+    words = self._bound.view(np.uint32)
+    words[:] = self._q
+    self._patches = [(words if c is self._q else c, i, sym) for c, i, sym in self._patches]
+    self._jump = AMDComputeQueue(self.d).indirect_buffer(self._bound.addr, len(self._q))
+    return self
+
   def _submit(self, device) -> None:
-    device.submit_pm4(self)
+    device.submit_pm4(self._jump if self._bound is not None else self)

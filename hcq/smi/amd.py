@@ -17,6 +17,7 @@ KFD_NODE = "/dev/kfd"
 KFD_TOPOLOGY_NODES = "/sys/devices/virtual/kfd/kfd/topology/nodes"
 AMDGPU_MODULE = "/sys/module/amdgpu"
 AMD_VENDOR_ID = 0x1002
+EMULATED_STATE = "hcq_emulated_state"  # device attribute of the emulated GPU (hcq.drivers.mock.os): "queues 1\n..." lines
 WATT, DEGREE, MHZ = 1_000_000, 1000, 1_000_000  # hwmon units: microwatts, millidegrees C, Hz
 
 
@@ -36,7 +37,9 @@ def driver_info(os_: HostOS) -> DriverInfo:
   """Whether amdgpu is loaded, its version, and whether this user may open /dev/kfd."""
   loaded = os_.exists(AMDGPU_MODULE)
   version = None
-  if loaded:
+  if os_.emulated:
+    version = "emulated (hcq.drivers.mock)"  # the host's kernel release would say nothing about it
+  elif loaded:
     reader = AttrReader(os_)
     # amdgpu-dkms (ROCm's packaged driver) has a module version; the in-kernel driver goes with the kernel.
     version = reader.text(f"{AMDGPU_MODULE}/version")
@@ -68,8 +71,9 @@ def gpu_nodes(os_: HostOS, notes: list[Note]) -> list[tuple[int, dict[str, int]]
                         "to this container or user (device cgroup)", path))
       continue
     except OSError as e:
-      if e.errno not in (errno.ENOENT, errno.ENODEV): raise
-      continue  # node went away (hot unplug, partition switch) between listing and reading
+      # ENOENT/ENODEV: the node went away (hot unplug, partition switch) between listing and reading.
+      if e.errno not in (errno.ENOENT, errno.ENODEV): notes.append(Note("info", f"could not read {path}: {e.strerror}", path))
+      continue
     if props.get("simd_count", 0) > 0: found.append((int(name), props))
   return found
 
@@ -108,6 +112,8 @@ def read_device(os_: HostOS, index: int, node: int, props: dict[str, int], drive
   read_hwmon(os_, dev, d)
   if d.sclk_mhz is None: d.sclk_mhz = current_dpm_level(dev.text("pp_dpm_sclk"))
   if d.mclk_mhz is None: d.mclk_mhz = current_dpm_level(dev.text("pp_dpm_mclk"))
+  state = dev.text(EMULATED_STATE)
+  if state is not None: d.emulated_state = parse_properties(state)
   d.unavailable.update({path: f"read failed: {name}" for path, name in dev.errors.items()})
   return d
 

@@ -32,7 +32,10 @@ def _find(text: str, device_id: int, revision: int | None) -> str | None:
     if not line.startswith(prefix): continue
     parts = [p.strip() for p in line.split(",", 2)]
     if len(parts) != 3: continue
-    rev = int(parts[1], 16)
+    try:
+      rev = int(parts[1], 16)
+    except ValueError:
+      continue  # a malformed line in a system file: skip it, as libdrm does
     if rev == revision: return parts[2]
     if rev == 0 and fallback is None: fallback = parts[2]
   return fallback

@@ -15,8 +15,9 @@ device selection:
   Indices are those of the unfiltered list, so they stay the same whatever is selected.
 
 environment:
-  DEV=AMD | KFD+AMD | NV        show only that vendor's GPUs (DEV strings as in hcq; MOCKKFD+AMD, the
-                                emulated GPU, is not available yet)
+  DEV=AMD | KFD+AMD | NV        show only that vendor's GPUs (hcq DEV strings; an ARCH part, as in
+                                KFD+AMD::gfx942, keeps that gfx target only)
+  DEV=MOCKKFD+AMD               show the emulated gfx1100 (this process's instance, marked emulated)
   HCQ_SYSROOT=DIR               testing/diagnostics: read a recorded machine from DIR instead of /
                                 (e.g. tests/fixtures/sysfs/rx7900xtx)
   HCQ_SYSROOT_DENIED=P1:P2      with HCQ_SYSROOT: those machine paths fail with EACCES
@@ -33,7 +34,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
   """The options; argparse reports usage errors itself (exit 2, one message, no traceback)."""
   ap = argparse.ArgumentParser(
     prog="python -m hcq.smi", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-    description="GPU monitor for AMD (KFD topology, amdgpu sysfs/hwmon) and NVIDIA (/proc/driver/nvidia) GPUs, "
+    description="GPU monitor for AMD (KFD topology, amdgpu sysfs/hwmon) and NVIDIA (/proc/driver/nvidia) GPUs,\n"
                 "without vendor runtimes. Prints a one-shot table by default.")
   ap.add_argument("--json", action="store_true", help="print a JSON document (schema_version 1) instead of the table; "
                   "with --watch, one JSON document per line per refresh")
@@ -56,10 +57,11 @@ def run(argv: list[str] | None) -> int:
   """Parse, read, print; return the exit code. Errors propagate to `main`."""
   args = parse_args(argv)
   from hcq.smi import snapshot, source
-  os_, vendors = source.choose(os.environ)
+  src = source.choose(os.environ)
 
   def view(frame: int, in_place: bool) -> tuple[list[str] | str, int]:
-    snap = snapshot.select(snapshot.take(os_, with_processes=args.pids, vendors=vendors), args.dev)
+    snap = snapshot.take(src.os, with_processes=args.pids, vendors=src.vendors)
+    snap = snapshot.select(snapshot.select(snap, src.arch), args.dev)
     code = snapshot.exit_code(snap)
     if args.json:
       from hcq.smi import jsonout

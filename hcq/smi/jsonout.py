@@ -32,6 +32,7 @@ def device(d: Device) -> dict:
     "vbios": d.vbios,
     "firmware": dict(d.firmware),
     "unavailable": dict(d.unavailable),
+    "emulated_state": None if d.emulated_state is None else dict(d.emulated_state),
   }
 
 

@@ -46,6 +46,7 @@ class Device:
   vbios: str | None = None
   firmware: dict[str, str] = field(default_factory=dict)   # block -> version as the driver prints it
   unavailable: dict[str, str] = field(default_factory=dict)  # field -> why it is missing
+  emulated_state: dict[str, int] | None = None  # live state an emulated GPU publishes (queues, buffers, dispatches, ...)
 
 
 @dataclass

@@ -5,7 +5,7 @@ import time
 
 from hcq.drivers.os import HostOS
 from hcq.smi import amd, errors, nvidia
-from hcq.smi.model import Device, DriverInfo, Note, Snapshot
+from hcq.smi.model import Device, DriverInfo, Note, Process, Snapshot
 
 
 def take(os_: HostOS, *, with_processes: bool = False, vendors: tuple[str, ...] | None = None) -> Snapshot:
@@ -32,6 +32,9 @@ def take(os_: HostOS, *, with_processes: bool = False, vendors: tuple[str, ...] 
                         "permissions (NVreg_DeviceFileMode) or your groups", driver.control_node))
     if not found: absent.append(nvidia.absence_reason(driver))
   for d in devices: d.emulated = os_.emulated
+  if os_.emulated and devices:
+    notes.append(Note("info", "emulated GPU: the live state shown is this process's own instance; emulated GPUs in "
+                      "other processes do not publish theirs"))
   if any(d.vendor == "nvidia" for d in devices):
     notes.append(Note("limitation", "NVIDIA: memory, utilisation, temperatures, power and clocks need RM control "
                       "calls, which hcq does not make yet (NV driver issue)"))
@@ -81,18 +84,20 @@ def select(snap: Snapshot, selection: str | None) -> Snapshot:
   snap.selection = selection
   if snap.devices and not keep:
     listing = ", ".join(f"{d.index} {d.name}" for d in snap.devices)
-    snap.notes.insert(0, Note("no_match", f"no GPU matches --dev {selection!r} (found: {listing})"))
-  kept = {d.index for d in keep}
-  vendors = {d.vendor for d in keep}
+    snap.notes.insert(0, Note("no_match", f"no GPU matches {selection!r} (found: {listing})"))
   if snap.processes is not None:
-    # Driver-wide files (/dev/kfd, /dev/nvidiactl) do not say which GPU a process uses: keep those processes
-    # when the selection has a GPU of that vendor.
-    def wanted(p) -> bool:
-      if kept & set(p.devices): return True
-      return not p.devices and (("amd" in vendors and "/dev/kfd" in p.nodes) or ("nvidia" in vendors and any(n.startswith("/dev/nvidia") for n in p.nodes)))
-    snap.processes = [p for p in snap.processes if wanted(p)]
+    kept, vendors = {d.index for d in keep}, {d.vendor for d in keep}
+    snap.processes = [p for p in snap.processes if uses_selected(p, kept, vendors)]
   snap.devices = keep
   return snap
+
+
+def uses_selected(p: Process, kept: set[int], vendors: set[str]) -> bool:
+  """Whether process `p` uses one of the kept GPUs. Driver-wide files (/dev/kfd, /dev/nvidiactl) do not say
+  which GPU a process uses, so a process holding only those counts for every GPU of that vendor."""
+  if kept & set(p.devices): return True
+  if p.devices: return False
+  return ("amd" in vendors and "/dev/kfd" in p.nodes) or ("nvidia" in vendors and any(n.startswith("/dev/nvidia") for n in p.nodes))
 
 
 def exit_code(snap: Snapshot) -> int:

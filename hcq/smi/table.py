@@ -30,7 +30,8 @@ def size(n: int | None) -> str:
 
 def device_row(d: Device) -> list[str]:
   temps = (d.temp_edge_c, d.temp_junction_c, d.temp_memory_c)
-  return [str(d.index), d.name + (" [emulated]" if d.emulated else ""), d.arch or "-", d.bus_id or "-",
+  emulated = " [emulated]" if d.emulated and "emulated" not in d.name.lower() else ""
+  return [str(d.index), d.name + emulated, d.arch or "-", d.bus_id or "-",
           pair(d.vram_used_bytes, d.vram_total_bytes, 1, GIB), pair(d.gtt_used_bytes, d.gtt_total_bytes, 1, GIB),
           "-" if d.busy_percent is None else f"{d.busy_percent}%",
           "-" if all(t is None for t in temps) else "/".join(num(t) for t in temps),
@@ -47,6 +48,8 @@ def device_details(d: Device) -> str:
   fw = [f"{k} {d.firmware[k]}" for k in ("mec", "sdma", "smc") if k in d.firmware]
   if fw: parts.append("fw " + " ".join(fw))
   if d.uuid: parts.append(f"id {d.uuid}")
+  if d.emulated_state is not None:
+    parts.append("emulated: " + " ".join(f"{k} {size(v) if k.startswith('bytes') else v}" for k, v in d.emulated_state.items()))
   return ", ".join(parts)
 
 

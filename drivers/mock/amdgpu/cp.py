@@ -44,11 +44,8 @@ class ComputeCP(Engine):
     }
     self.ib_depth = 0
 
-  def packet(self, pos: int) -> int:
-    return self._packet(lambda p, n: self.ring.dwords(p, n), pos, self.ring.rptr * 4 % self.ring.size)
-
-  def _packet(self, read, pos: int, where: int) -> int:
-    header = int(read(pos, 1)[0])
+  def packet(self, words: list[int], i: int, where: int) -> int:
+    header = words[i]
     kind = header >> 30
     if kind == 2: return 1  # type-2 filler
     if kind != 3: raise QueueError(f"type-{kind} PM4 packet {header:#010x} on a compute queue", where)
@@ -59,7 +56,8 @@ class ComputeCP(Engine):
     sizes, handler = entry
     if sizes is not None and count + 1 not in sizes:
       raise QueueError(f"PM4 opcode {opcode:#04x} with {count + 1} body dwords; its layout has {' or '.join(map(str, sorted(sizes)))}", where)
-    handler([int(x) for x in read(pos + 4, count + 1)], where)
+    if i + count + 2 > len(words): raise QueueError(f"PM4 opcode {opcode:#04x} runs past the end of its stream", where)
+    handler(words[i + 1:i + count + 2], where)
     return count + 2
 
   def _nop(self, body: list[int], where: int) -> None:
@@ -111,12 +109,10 @@ class ComputeCP(Engine):
     addr, ndw = (hi & 0xffff) << 32 | (lo & ~3), ctl & 0xfffff
     if not ctl & nvd.INDIRECT_BUFFER_VALID: raise QueueError("INDIRECT_BUFFER without its VALID bit", where)
     if self.ib_depth: raise QueueError("INDIRECT_BUFFER inside an indirect buffer (compute queues chain one level)", where)
+    words = self.gpu.mem.view(addr, 4 * ndw).view("<u4").tolist()
     self.ib_depth += 1
     try:
-      pos = 0
-      mem = self.gpu.mem
-      while pos < ndw * 4:
-        pos += 4 * self._packet(lambda p, n: mem.view(addr + p, 4 * n).view("<u4"), pos, where)
-      if pos != ndw * 4: raise QueueError(f"a packet runs past the end of the {ndw}-dword indirect buffer", where)
+      i = 0
+      while i < ndw: i += self.packet(words, i, where)
     finally:
       self.ib_depth -= 1

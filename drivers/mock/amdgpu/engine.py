@@ -15,8 +15,9 @@ class QueueStopped(Exception):
 
 
 class Engine(threading.Thread):
-  """Runs `packet(pos)` (which returns the dwords it consumed) until the ring is empty, then sleeps until the doorbell.
-  A QueueError stops the queue where it is and is reported to the GPU, as a hung queue is to the kernel."""
+  """Runs `packet(words, i, where)` (which returns the dwords it consumed) over what the host wrote between the read
+  and write pointers, then sleeps until the doorbell. A QueueError stops the queue where it is, with its read
+  pointer on the offending packet, and is reported to the GPU, as a hung queue is to the kernel."""
   kind = "engine"
 
   def __init__(self, gpu: "MockAMDGPU", ring: Ring, name: str):
@@ -31,10 +32,19 @@ class Engine(threading.Thread):
       ring.doorbell.wait(0.05)  # the doorbell wakes us; the timeout only lets a stopped queue exit
       ring.doorbell.clear()
       try:
-        while not ring.stopped and self.error is None and (rptr := ring.rptr) != ring.wptr:
-          used = self.packet(rptr * ring.unit)
-          ring.rptr = rptr + used * 4 // ring.unit
-          self.packets += 1
+        while not ring.stopped and self.error is None and (rptr := ring.rptr) != (wptr := ring.wptr):
+          pending = (wptr - rptr) * ring.unit // 4
+          if pending > ring.size // 4 or wptr < rptr:
+            raise QueueError(f"write pointer {wptr} is {wptr - rptr} units from the read pointer {rptr} in a {ring.size}-byte ring", rptr * ring.unit % ring.size)
+          words = ring.dwords(rptr * ring.unit, pending).tolist()  # one read of the window, then plain ints
+          i = 0
+          while i < pending and not ring.stopped:
+            self.gpu.running.wait()
+            used = self.packet(words, i, (rptr * ring.unit + 4 * i) % ring.size)
+            if i + used > pending: raise QueueError("a packet runs past the write pointer", (rptr * ring.unit + 4 * i) % ring.size)
+            i += used
+            ring.rptr = rptr + i * 4 // ring.unit
+            self.packets += 1
       except QueueStopped:
         return
       except QueueError as e:
@@ -52,5 +62,6 @@ class Engine(threading.Thread):
       spins += 1
       if spins > 50: time.sleep(min(1e-3, interval_s * spins / 50))
 
-  def packet(self, pos: int) -> int:
+  def packet(self, words: list[int], i: int, where: int) -> int:
+    """Run the packet at words[i] (ring offset `where`, for messages); return how many dwords it used."""
     raise NotImplementedError

@@ -44,6 +44,8 @@ class MockAMDGPU:
     self.shader_core = None  # set by whoever provides dispatch execution (the wavefront emulator)
     self.engines: list[Engine] = []
     self.dispatches = 0
+    self.running = threading.Event()  # cleared, the engines stop between packets (benchmarks time the host alone)
+    self.running.set()
     self._t0 = time.perf_counter_ns()
     self.lock = threading.Lock()
 

@@ -27,14 +27,14 @@ class SDMAEngine(Engine):
       (sdma.SDMA_OP_CONST_FILL, 0): (P["CONSTANT_FILL"], self._constant_fill),
     }
 
-  def packet(self, pos: int) -> int:
-    where = pos % self.ring.size
-    header = int(self.ring.dwords(pos, 1)[0])
+  def packet(self, words: list[int], i: int, where: int) -> int:
+    header = words[i]
     op, sub_op = header & 0xff, (header >> 8) & 0xff
     entry = self.handlers.get((op, sub_op))
     if entry is None: raise QueueError(f"SDMA op {op} sub_op {sub_op} (header {header:#010x}) is not run on a user SDMA queue", where)
     layout, handler = entry
-    f = layout.decode(self.ring.dwords(pos, layout.size))
+    if i + layout.size > len(words): raise QueueError(f"SDMA op {op} runs past the write pointer", where)
+    f = layout.decode(words[i:i + layout.size])
     extra = handler(f, where) or 0
     return layout.size + extra
 
