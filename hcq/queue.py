@@ -5,6 +5,7 @@ a Sym becomes a patch slot, filled in at each `submit(device, var_vals)`, so a q
 replayed with new buffer addresses, sizes or signal values (graph replay).
 """
 from __future__ import annotations
+import array
 from typing import TYPE_CHECKING, Any
 
 from hcq.sym import Sym
@@ -75,3 +76,18 @@ class HWQueue:
 
   def _submit(self, device: "Device") -> None:
     raise NotImplementedError
+
+
+class DwordQueue(HWQueue):
+  """A queue whose commands are 32-bit words (PM4, SDMA, GPFIFO). `words()` freezes them into an array('I') the
+  first time they are submitted; patch slots then point into it, so a replay patches and copies machine words."""
+
+  def __init__(self) -> None:
+    super().__init__()
+    self._frozen: array.array | None = None
+
+  def words(self) -> array.array:
+    if self._frozen is None or len(self._frozen) != len(self._q):
+      old, self._frozen = self._frozen, array.array("I", self._q)
+      self._patches = [(self._frozen if c is self._q or c is old else c, i, sym) for c, i, sym in self._patches]
+    return self._frozen

@@ -148,11 +148,11 @@ class AMDDevice(Device):
     eop = self.alloc(PAGE, "device") if queue_type == K.KFD_IOC_QUEUE_TYPE_COMPUTE else None
     qid, doorbell = self.kfd.create_queue(queue_type, ring.addr, RING_BYTES, pointers.addr, pointers.addr + 8,
                                           eop.addr if eop else 0, PAGE if eop else 0)
-    return {"id": qid, "ring": ring, "ring_view": ring.view(np.uint32), "rptr": ctypes.c_uint64.from_address(pointers.host_addr),
+    return {"id": qid, "ring": ring, "rptr": ctypes.c_uint64.from_address(pointers.host_addr),
             "wptr": ctypes.c_uint64.from_address(pointers.host_addr + 8), "put": 0, "doorbell": doorbell, "unit": unit,
             "buffers": (ring, pointers, eop), "type": queue_type}
 
-  def _write_ring(self, name: str, words: list[int]) -> None:
+  def _write_ring(self, name: str, words) -> None:
     """Copy dwords into a ring after the write pointer, wait for space if the engine is behind, then ring the doorbell."""
     q = self.queues[name]
     n, size = len(words), RING_BYTES // 4
@@ -162,19 +162,19 @@ class AMDDevice(Device):
     while put + n - q["rptr"].value * q["unit"] // 4 > size:
       if time.monotonic() > deadline: raise HCQError(f"{name} ring full for {self.default_timeout}s: {self.queue_state()}")
       time.sleep(1e-5)
-    start = put % size
+    start, src = put % size, words.buffer_info()[0]
     first = min(n, size - start)
-    q["ring_view"][start:start + first] = words[:first]
-    if first < n: q["ring_view"][:n - first] = words[first:]
+    ctypes.memmove(q["ring"].host_addr + 4 * start, src, 4 * first)
+    if first < n: ctypes.memmove(q["ring"].host_addr, src + 4 * first, 4 * (n - first))
     q["put"] = put + n
     q["wptr"].value = q["put"] * 4 // q["unit"]
     self.os.ring_doorbell(q["doorbell"], q["wptr"].value)
 
   def submit_pm4(self, q: AMDComputeQueue) -> None:
-    self._write_ring("compute", q._q)
+    self._write_ring("compute", q.words())
 
   def submit_sdma(self, q: AMDCopyQueue) -> None:
-    self._write_ring("sdma", q._q)
+    self._write_ring("sdma", q.words())
 
   def compute_queue(self) -> AMDComputeQueue:
     return AMDComputeQueue(self.dialect)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Callable
 
-from hcq.queue import HWQueue
+from hcq.queue import DwordQueue
 from hcq.sym import hi32, lo32
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ DATA_SEL_32, DATA_SEL_64, DATA_SEL_TIMESTAMP = 1, 2, 3
 INT_SEL_NONE, INT_SEL_AFTER_WRITE_CONFIRM = 0, 2
 
 
-class AMDComputeQueue(HWQueue):
+class AMDComputeQueue(DwordQueue):
   """PM4 for a KFD compute queue. Packets are lists of dwords in `self._q`; symbolic values are patch slots."""
 
   def __init__(self, dialect: PM4Dialect):
@@ -131,8 +131,8 @@ class AMDComputeQueue(HWQueue):
     import numpy as np
     self._bound = device.alloc(4 * len(self._q), "host")
     words = self._bound.view(np.uint32)
-    words[:] = self._q
-    self._patches = [(words if c is self._q else c, i, sym) for c, i, sym in self._patches]
+    words[:] = self.words()
+    self._patches = [(words if c is self._frozen else c, i, sym) for c, i, sym in self._patches]
     self._jump = AMDComputeQueue(self.d).indirect_buffer(self._bound.addr, len(self._q))
     return self
 

@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING
 
 from hcq.autogen.am import sdma_v6_0_0_pkt_open as sdma
 from hcq.drivers.amd.sdma_packets import sdma_packets
-from hcq.queue import HWQueue
+from hcq.queue import DwordQueue
 from hcq.sym import Sym, hi32, lo32
 
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ COPY_LINEAR_MAX = 1 << 22   # bytes per COPY_LINEAR: its count field holds bytes
 POLL_GEQ = 5                 # POLL_REGMEM compare function: memory >= value
 
 
-class AMDCopyQueue(HWQueue):
+class AMDCopyQueue(DwordQueue):
   """SDMA packets as dwords in `self._q`; a symbolic value may fill a whole dword (addresses, data) as a patch slot."""
 
   def packet(self, name: str, **fields: "int | Sym") -> "AMDCopyQueue":

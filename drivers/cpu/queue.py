@@ -34,7 +34,7 @@ class CPUQueue(HWQueue):
     return self._cmd("signal", signal, value)
 
   def timestamp(self, signal):
-    return self._cmd("timestamp", signal)
+    return self._cmd("timestamp", signal.timestamp_addr)
 
   def memory_barrier(self):
     return self._cmd("barrier")  # engines are threads of one process: ordering is already the program order
@@ -93,8 +93,9 @@ class Engine(threading.Thread):
   def _signal(self, signal, value: int) -> None:
     signal.value = value
 
-  def _timestamp(self, signal) -> None:
-    signal._timestamp.value = time.perf_counter_ns()
+  def _timestamp(self, address: int) -> None:
+    self.device.check_range(address, 8, "timestamp")
+    ctypes.c_uint64.from_address(address).value = time.perf_counter_ns()
 
   def _barrier(self) -> None:
     pass

@@ -25,6 +25,7 @@ class Engine(threading.Thread):
     self.gpu, self.ring, self.queue_name = gpu, ring, name
     self.error: QueueError | None = None
     self.packets = 0
+    self.batch_start = self.batch_pos = 0  # where the current window began, and the dwords run in it
 
   def run(self) -> None:
     ring = self.ring
@@ -38,27 +39,36 @@ class Engine(threading.Thread):
             raise QueueError(f"write pointer {wptr} is {wptr - rptr} units from the read pointer {rptr} in a {ring.size}-byte ring", rptr * ring.unit % ring.size)
           words = ring.dwords(rptr * ring.unit, pending).tolist()  # one read of the window, then plain ints
           i = 0
+          self.batch_start, self.batch_pos = rptr, 0
           while i < pending and not ring.stopped:
             self.gpu.running.wait()
             used = self.packet(words, i, (rptr * ring.unit + 4 * i) % ring.size)
             if i + used > pending: raise QueueError("a packet runs past the write pointer", (rptr * ring.unit + 4 * i) % ring.size)
             i += used
-            ring.rptr = rptr + i * 4 // ring.unit
+            self.batch_pos = i
             self.packets += 1
+          ring.rptr = rptr + i * 4 // ring.unit  # once per batch; poll() and errors publish it sooner
       except QueueStopped:
         return
       except QueueError as e:
+        self._publish_rptr()
         self.error = e
         self.gpu.queue_error(self, e)
       except Exception as e:  # a memory fault or an engine bug: the queue stops, the process is told
+        self._publish_rptr()
         self.error = QueueError(f"{type(e).__name__}: {e}", ring.rptr * ring.unit % ring.size)
         self.gpu.queue_error(self, self.error, cause=e)
+
+  def _publish_rptr(self) -> None:
+    """Write the read pointer of the packet in progress to memory, where the host sees how far the engine got."""
+    self.ring.rptr = self.batch_start + self.batch_pos * 4 // self.ring.unit
 
   def poll(self, check, interval_s: float = 20e-6) -> None:
     """Block (as WAIT_REG_MEM / POLL_REGMEM do) until `check()` is true or the queue is stopped."""
     spins = 0
     while not check():
       if self.ring.stopped: raise QueueStopped()
+      if spins == 0: self._publish_rptr()
       spins += 1
       if spins > 50: time.sleep(min(1e-3, interval_s * spins / 50))
 

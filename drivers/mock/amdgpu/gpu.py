@@ -19,7 +19,7 @@ from hcq.drivers.mock.amdgpu.sdma import SDMAEngine
 @dataclass(frozen=True)
 class BoardSpec:
   """What the mock presents of the board (KFD topology and amdgpu sysfs are derived from this)."""
-  name: str = "Radeon RX 7900 XTX"
+  name: str = "AMD Radeon RX 7900 XTX"
   gfx_target: str = "gfx1100"
   gfx_target_version: int = 110000
   vendor_id: int = 0x1002
