@@ -102,7 +102,7 @@ class Program:
     step = int(vals[0]) if vals else 1
     threads = self.device.threads if extent // step >= 2 else 1
     t0 = time.perf_counter()
-    if threads == 1 or local_size == (1,):
+    if threads == 1:
       fn(*ptrs, 0, extent)
     else:
       steps = extent // step

@@ -8,10 +8,14 @@ first as its own kernel and loaded."""
 from __future__ import annotations
 from dataclasses import dataclass, field
 import hashlib
+import math
 from typing import Any
 from hcq.tensor.dtype import DType
 from hcq.tensor.lazy import LazyNode
 from hcq.tensor.view import ShapeTracker, contiguous_strides
+
+
+CHAIN_LIMIT = 64  # ops in a chain before a kernel boundary is forced
 
 
 class KOp:
@@ -81,6 +85,7 @@ class Scheduler:
   def realize(self, node: LazyNode) -> None:
     """Schedule whatever `node` needs so that afterwards it is a BUFFER node."""
     if node.realized: return
+    if node.depth > CHAIN_LIMIT: self._cut_long_chains(node)
     if node.op == "CONTIGUOUS" or _is_reshape_alias(node):
       src = node.srcs[0]
       if node.op == "CONTIGUOUS" and src.op == "VIEW" and not _is_reshape_alias(src):
@@ -90,6 +95,19 @@ class Scheduler:
       node.become_buffer(src.buffer)
       return
     self._kernel(node, node)
+
+  def _cut_long_chains(self, root: LazyNode) -> None:
+    """Realize ops where a chain crosses a multiple of CHAIN_LIMIT, shallowest first, so that no kernel (and no
+    recursion over one) grows with the length of the user's program."""
+    cuts, seen, stack = [], set(), [root]
+    while stack:  # iterative: the graph may be deeper than Python's recursion limit
+      n = stack.pop()
+      if id(n) in seen or n.realized: continue
+      seen.add(id(n))
+      band = n.depth // CHAIN_LIMIT
+      if n is not root and n.op in ("ALU", "CAST") and any(s.depth // CHAIN_LIMIT < band for s in n.srcs): cuts.append(n)
+      stack.extend(n.srcs)
+    for n in sorted(cuts, key=lambda n: n.depth): self.realize(n)
 
   def _kernel(self, node: LazyNode, value: LazyNode) -> None:
     full_shape, reduce_axes = _find_context(value, value.shape)
@@ -101,6 +119,23 @@ class Scheduler:
                       (node.dtype,) + tuple(d for _, d in builder.buffers))
     self.items.append(ScheduleItem(spec, [out] + [b for b, _ in builder.buffers]))
     node.become_buffer(out)
+
+
+HEAVY_OPS = ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW", "SQRT", "DIV", "IDIV", "MOD", "RECIP")
+
+
+def _expensive(node: LazyNode, budget: int = 8) -> bool:
+  """Whether the unrealized elementwise graph under `node` has a transcendental/division op or `budget` ops."""
+  stack, seen, count = [node], set(), 0
+  while stack:
+    n = stack.pop()
+    if id(n) in seen or n.op not in ("ALU", "CAST", "BITCAST", "VIEW"): continue
+    seen.add(id(n))
+    if n.op == "ALU":
+      count += 1
+      if n.arg in HEAVY_OPS or count >= budget: return True
+    stack.extend(n.srcs)
+  return False
 
 
 def _find_context(node: LazyNode, out_shape: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -157,7 +192,10 @@ class _KernelBuilder:
     if node.op == "CONST":
       return KOp("CONST", (), (node.arg, st if masked else None), node.dtype, shape)
     if node.op == "VIEW":
-      return self.build(node.srcs[0], node.arg.compose(st))
+      src = node.srcs[0]
+      if src.op in ("ALU", "CAST") and math.prod(node.shape) >= 4 * max(src.size, 1) and _expensive(src):
+        self.scheduler.realize(src)  # broadcasting would recompute it for every copy (exp before a matmul)
+      return self.build(src, node.arg.compose(st))
     if node.op in ("ALU", "CAST", "BITCAST"):
       srcs = tuple(self.build(s, st) for s in node.srcs)
       out = KOp(node.op, srcs, node.arg, node.dtype, shape)

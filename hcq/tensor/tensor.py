@@ -166,7 +166,10 @@ class Tensor:
     t = self.contiguous() if not self.node.realized else self
     t.realize()
     host = np.empty(self.shape, self.dtype.np)
-    if host.size: t.node.buffer.copyout(host) if t.node.buffer.nbytes == host.nbytes else host.reshape(-1).view(np.uint8).__setitem__(slice(None), t.node.buffer.host[:host.nbytes])
+    if host.size:
+      buf = t.node.buffer
+      # a buffer can be larger than the view of it (buffers of empty tensors hold one element)
+      host.reshape(-1).view(np.uint8)[:] = buf.host[:host.nbytes]
     return bf16_to_f32(host) if self.dtype == dtypes.bfloat16 else host
 
   def item(self):

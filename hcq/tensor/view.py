@@ -155,8 +155,8 @@ class ShapeTracker:
       # unravel the linear index (row-major over v.shape) into v's dims
       sub, acc = [], 1
       for s in reversed(v.shape):
-        sub.append(mod(div(idx, acc), s) if s != 1 else Num(0))
-        acc *= s
+        sub.append(mod(div(idx, acc), s) if s > 1 else Num(0))  # an empty view is only reached under a false mask
+        acc *= max(s, 1)
       idx, valid2 = v.index(list(reversed(sub)))
       valid = Valid(valid.conds + valid2.conds)
     return idx, valid
@@ -204,6 +204,8 @@ def _merge_strided(base: View, v: View) -> View | None:
     strides.append(base.strides[d])
   for d, s in used.items():
     if s != base.shape[d] and base.mask is not None: return None
+  if base.mask is not None and any(lo >= hi for lo, hi in base.mask):  # reads nothing but zeros
+    return View(v.shape, tuple(0 for _ in v.shape), 0, tuple((0, 0) for _ in v.shape))
   if base.mask is not None:
     # the mask follows the dims that were picked; every base dim must be covered once in full
     if sorted(used) != [d for d in range(len(base.shape)) if base.shape[d] != 1]: return None
