@@ -143,6 +143,7 @@ def test_cp_rejects(board, words, message):
 
 def test_dispatch_without_shader_core_is_a_queue_error(board):
   from hcq.autogen.am import gc_11_0_0 as gc
+  board.gpu.shader_core = None
   init = gc.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1)
   board.submit("compute", [(3 << 30) | (0x15 << 8) | (3 << 16), 1, 1, 1, init])
   board.idle("compute")

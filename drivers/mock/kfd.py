@@ -104,6 +104,7 @@ class MockKFD:
     self.signal_slots = 256  # until user space supplies an event page
     self.next_nonsignal = FIRST_NONSIGNAL_EVENT_ID
     self.queue_errors: list[str] = []  # what the kernel would print to dmesg
+    self.last_fault_pc: int | None = None  # the shader's program counter at the last fault, where the emulator knows it
     self.render_fds: dict[int, int] = {}  # open render-node fds -> their minor, kept by the OS object
     self.handlers = {
       0x01: self.get_version, 0x02: self.create_queue, 0x03: self.destroy_queue, 0x08: self.create_event,
@@ -382,6 +383,7 @@ class MockKFD:
     from hcq.asm.emu.memory import PageFault
     with self.lock:
       self.queue_errors.append(f"{engine.queue_name}: {error}")
+      self.last_fault_pc = getattr(cause, "pc", None)
       fault = cause if isinstance(cause, PageFault) else getattr(cause, "fault", None)
       for ev in self.events.values():
         if ev.event_type == K.KFD_IOC_EVENT_MEMORY and isinstance(fault, PageFault):

@@ -212,3 +212,7 @@ class MockKFDOS(HostOS):
   def fault_details(self) -> list[str]:
     """What the emulated GPU knows about its queue errors and faults (a real kernel logs less, to dmesg)."""
     return list(self.kfd.queue_errors)
+
+  def fault_pc(self) -> int | None:
+    """The faulting wave's program counter (the emulator knows it; real hardware tells user space only through a trap handler)."""
+    return self.kfd.last_fault_pc

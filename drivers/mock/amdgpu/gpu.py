@@ -34,6 +34,15 @@ class BoardSpec:
   timestamp_hz: int = 100_000_000  # gfx11's global timestamp counter runs at 100 MHz
 
 
+def default_shader_core():
+  """hcq.asm.emu's dispatch as the shader core, or None while the emulator is not there."""
+  try:
+    from hcq.asm.emu import dispatch
+  except ImportError:
+    return None
+  return lambda gpu, state: dispatch(gpu.mem, state)
+
+
 class MockAMDGPU:
   """One emulated GPU. `on_interrupt(ctxid)` and `on_queue_error(engine, error, cause)` are how it reaches the kernel side."""
 
@@ -41,7 +50,7 @@ class MockAMDGPU:
                on_queue_error: Callable[[Engine, QueueError, BaseException | None], None] | None = None):
     self.board, self.mem = board, VirtualMemory()
     self.on_interrupt, self.on_queue_error = on_interrupt, on_queue_error
-    self.shader_core = None  # set by whoever provides dispatch execution (the wavefront emulator)
+    self.shader_core = default_shader_core()  # runs DISPATCH_DIRECT: the wavefront emulator
     self.engines: list[Engine] = []
     self.dispatches = 0
     self.running = threading.Event()  # cleared, the engines stop between packets (benchmarks time the host alone)
