@@ -111,7 +111,9 @@ def write_code_object(arch: str, kernels: list[KernelImage]) -> bytes:
     code_offs.append(pos)
     pos = _align(pos + len(k.code), 256)
   text_end = pos
-  dynamic_off = _align(text_end, PAGE)
+  dynamic_off = _align(text_end, 8)
+  # Each segment starts on a page of its own in memory (as lld lays them out): vaddr = file offset + this shift
+  text_shift, dynamic_shift = PAGE, 2 * PAGE
   dynamic = [(E.DT_HASH, hash_off), (E.DT_STRTAB, dynstr_off), (E.DT_SYMTAB, dynsym_off), (E.DT_STRSZ, len(dynstr)), (E.DT_SYMENT, sym), (E.DT_NULL, 0)]
   dynamic_bytes = b"".join(struct.pack("<qQ", t, v) for t, v in dynamic)
   shstr = b"\0.note\0.dynsym\0.hash\0.dynstr\0.rodata\0.text\0.dynamic\0.shstrtab\0"
@@ -124,22 +126,22 @@ def write_code_object(arch: str, kernels: list[KernelImage]) -> bytes:
   h.e_type, h.e_machine, h.e_version, h.e_flags = E.ET_DYN, E.EM_AMDGPU, 1, mach
   h.e_phoff, h.e_shoff, h.e_ehsize, h.e_phentsize, h.e_phnum, h.e_shentsize, h.e_shnum, h.e_shstrndx = ehdr, sh_off, ehdr, phdr, nph, shdr, 9, 8
   out[0:ehdr] = bytes(h)
-  segments = [(E.PT_LOAD, E.PF_R, 0, rodata_end, PAGE), (E.PT_LOAD, E.PF_R | E.PF_X, text_off, text_end - text_off, PAGE),
-              (E.PT_LOAD, E.PF_R | E.PF_W, dynamic_off, len(dynamic_bytes), PAGE),
-              (E.PT_DYNAMIC, E.PF_R | E.PF_W, dynamic_off, len(dynamic_bytes), 8), (E.PT_NOTE, E.PF_R, note_off, len(note), 4)]
-  for i, (ptype, flags, off, size, align) in enumerate(segments):
-    p = E.struct_Elf64_Phdr(p_type=ptype, p_flags=flags, p_offset=off, p_vaddr=off, p_paddr=off, p_filesz=size, p_memsz=size, p_align=align)
+  segments = [(E.PT_LOAD, E.PF_R, 0, 0, rodata_end, PAGE), (E.PT_LOAD, E.PF_R | E.PF_X, text_off, text_shift, text_end - text_off, PAGE),
+              (E.PT_LOAD, E.PF_R | E.PF_W, dynamic_off, dynamic_shift, len(dynamic_bytes), PAGE),
+              (E.PT_DYNAMIC, E.PF_R | E.PF_W, dynamic_off, dynamic_shift, len(dynamic_bytes), 8), (E.PT_NOTE, E.PF_R, note_off, 0, len(note), 4)]
+  for i, (ptype, flags, off, shift, size, align) in enumerate(segments):
+    p = E.struct_Elf64_Phdr(p_type=ptype, p_flags=flags, p_offset=off, p_vaddr=off + shift, p_paddr=off + shift, p_filesz=size, p_memsz=size, p_align=align)
     out[ehdr + i * phdr:ehdr + (i + 1) * phdr] = bytes(p)
   out[note_off:note_off + len(note)] = note
   for i, k in enumerate(kernels):
-    for j, (name, value, size, kind, shndx) in enumerate(((k.name, code_offs[i], len(k.code), E.STT_FUNC, 6),
+    for j, (name, value, size, kind, shndx) in enumerate(((k.name, code_offs[i] + text_shift, len(k.code), E.STT_FUNC, 6),
                                                           (f"{k.name}.kd", rodata_off + 64 * i, 64, E.STT_OBJECT, 5))):
       s = E.struct_Elf64_Sym(st_name=name_off[name], st_info=(E.STB_GLOBAL << 4) | kind, st_other=E.STV_PROTECTED, st_shndx=shndx,
                              st_value=value, st_size=size)
       at = dynsym_off + (1 + 2 * i + j) * sym
       out[at:at + sym] = bytes(s)
     d = type(k.descriptor).from_buffer_copy(bytes(k.descriptor))
-    d.kernel_code_entry_byte_offset = code_offs[i] - (rodata_off + 64 * i)
+    d.kernel_code_entry_byte_offset = code_offs[i] + text_shift - (rodata_off + 64 * i)
     out[rodata_off + 64 * i:rodata_off + 64 * (i + 1)] = bytes(d)
     out[code_offs[i]:code_offs[i] + len(k.code)] = k.code
   out[hash_off:hash_off + len(hash_bytes)] = hash_bytes
@@ -152,10 +154,12 @@ def write_code_object(arch: str, kernels: list[KernelImage]) -> bytes:
               (".text", E.SHT_PROGBITS, E.SHF_ALLOC | E.SHF_EXECINSTR, text_off, text_end - text_off, 0, 0, 256, 0),
               (".dynamic", E.SHT_DYNAMIC, E.SHF_ALLOC | E.SHF_WRITE, dynamic_off, len(dynamic_bytes), 4, 0, 8, dyn),
               (".shstrtab", E.SHT_STRTAB, 0, shstr_off, len(shstr), 0, 0, 1, 0)]
+  shifts = {".text": text_shift, ".dynamic": dynamic_shift}
   for i, sec in enumerate(sections):
     if sec is None: continue
     name, stype, flags, off, size, link, info, align, entsize = sec
-    s = E.struct_Elf64_Shdr(sh_name=shstr.index(name.encode() + b"\0"), sh_type=stype, sh_flags=flags, sh_addr=off if flags & E.SHF_ALLOC else 0,
+    addr = off + shifts.get(name, 0) if flags & E.SHF_ALLOC else 0
+    s = E.struct_Elf64_Shdr(sh_name=shstr.index(name.encode() + b"\0"), sh_type=stype, sh_flags=flags, sh_addr=addr,
                             sh_offset=off, sh_size=size, sh_link=link, sh_info=info, sh_addralign=align, sh_entsize=entsize)
     out[sh_off + i * shdr:sh_off + (i + 1) * shdr] = bytes(s)
   return bytes(out)

@@ -12,12 +12,14 @@ import importlib
 import importlib.util
 import os
 import threading
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from hcq.buffer import MEMORY_KINDS, Buffer
 from hcq.devstring import DevSpec, parse_dev
 from hcq.errors import GPUTimeout, HCQError
 from hcq.signal import SIGNAL_BYTES, Signal
+from hcq.sym import Variable
 
 # DEVICE part of a DEV string -> the class that drives it, imported on first use
 BACKEND_CLASSES = {"CPU": "hcq.drivers.cpu.device:CPUDevice", "AMD": "hcq.drivers.amd.device:AMDDevice", "NV": "hcq.drivers.nv.device:NVDevice"}
@@ -61,6 +63,12 @@ class _DeviceOpener(type):
       key = str(ds)
       if key not in _DeviceOpener._opened: _DeviceOpener._opened[key] = _backend_class(ds)(ds)
       return _DeviceOpener._opened[key]
+
+
+@dataclass(frozen=True)
+class TimestampSlot:
+  """Where a queue writes a timestamp, when the signal is chosen at submit time (a symbolic address)."""
+  timestamp_addr: Any
 
 
 class KernargRing:
@@ -200,17 +208,19 @@ class Device(metaclass=_DeviceOpener):
     raise NotImplementedError
 
   def launch(self, program, kernargs: bytes | bytearray, global_size: Sequence[int], local_size: Sequence[int], wait: bool) -> float | None:
-    """Record and submit one launch of `program`; with `wait`, block and return the GPU seconds it took."""
+    """Submit one launch of `program`; with `wait`, block and return the GPU seconds it took.
+
+    The queue for a (program, grid, timed) is built once with its kernarg address, timeline values and timestamp
+    slots symbolic, and replayed for every later launch: only the patch slots change."""
     value = self.next_timeline()
     addr = self.kernargs.write(kernargs, value)
     timed = wait or self.profiling
-    q = self.compute_queue().wait(self.timeline_signal, value - 1)
+    q = self._launch_queue(program, tuple(global_size), tuple(local_size), timed)
+    vals = {"wait": value - 1, "kernargs": addr, "signal": value}
     if timed:
       start, end = self.new_signal(name=f"{program.name}.start"), self.new_signal(name=f"{program.name}.end")
-      q.timestamp(start)
-    q.exec(program, addr, tuple(global_size), tuple(local_size))
-    if timed: q.timestamp(end)
-    q.signal(self.timeline_signal, value).submit(self)
+      vals.update(start=start.timestamp_addr, end=end.timestamp_addr)
+    q.submit(self, vals)
     if not timed: return None
     if self.profiling: self.profile_events.append(("exec", program.name, start, end))
     if not wait: return None
@@ -221,6 +231,17 @@ class Device(metaclass=_DeviceOpener):
       self.release_signal(start)
       self.release_signal(end)
     return secs
+
+  def _launch_queue(self, program, gs: tuple[int, int, int], ls: tuple[int, int, int], timed: bool):
+    cache = program.__dict__.setdefault("_launch_queues", {})
+    q = cache.get((gs, ls, timed))
+    if q is None:
+      q = self.compute_queue().wait(self.timeline_signal, Variable("wait"))
+      if timed: q.timestamp(TimestampSlot(Variable("start")))
+      q.exec(program, Variable("kernargs"), gs, ls)
+      if timed: q.timestamp(TimestampSlot(Variable("end")))
+      cache[(gs, ls, timed)] = q = q.signal(self.timeline_signal, Variable("signal"))
+    return q
 
   def export_trace(self, path: str) -> int:
     """Write the profiled launches and copies as Chrome/Perfetto trace JSON; returns how many events."""

@@ -131,6 +131,13 @@ def test_compare(op, dtype, rng):
   check(got, want)
 
 
+def test_compare_out_of_range_scalar():
+  a = np.array([-5, 0, 100], np.int8)
+  np.testing.assert_array_equal((Tensor(a) < 300).numpy(), a < 300)
+  np.testing.assert_array_equal((Tensor(a) == -1000).numpy(), a == -1000)
+  np.testing.assert_array_equal((Tensor(a) > 1.5).numpy(), a > 1.5)
+
+
 def test_compare_nan():
   a = Tensor(np.array([np.nan, 1.0, np.nan]))
   b = Tensor(np.array([np.nan, np.nan, 2.0]))

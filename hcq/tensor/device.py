@@ -1,7 +1,7 @@
 """The device interface the tensor runtime runs kernels through, and its CPU implementation (llvmlite MCJIT).
 
 The runtime uses only this surface, so that `hcq.Device("CPU")` / `hcq.Device("AMD")` from the HCQ core can
-replace `CPUDevice` later:
+replace `CPUJITDevice` later:
 
   dev.alloc(nbytes) -> Buffer        buf.copyin(np_array), buf.copyout(np_array)  (raw bytes, sizes must match)
   dev.compile(src: str) -> lib       (bytes or an object the device's program() takes; cached by the caller)
@@ -80,7 +80,7 @@ class _LLVM:
 class Program:
   """A compiled kernel: call it with buffers; global_size[0] is the thread axis extent (1 when none)."""
 
-  def __init__(self, device: CPUDevice, name: str, lib: CompiledLibrary):
+  def __init__(self, device: CPUJITDevice, name: str, lib: CompiledLibrary):
     self.device, self.name, self.lib = device, name, lib
     address = lib.engine.get_function_address(name)
     if not address: raise RuntimeError(f"kernel {name} not found in its compiled module")
@@ -113,7 +113,7 @@ class Program:
     return time.perf_counter() - t0 if wait else None
 
 
-class CPUDevice:
+class CPUJITDevice:
   """The host CPU as a device: buffers in host memory, kernels as LLVM IR compiled by llvmlite's MCJIT."""
 
   def __init__(self, threads: int | None = None):
@@ -146,13 +146,13 @@ class CPUDevice:
     """Kernels run to completion inside their call on the CPU; nothing is in flight."""
 
 
-_devices: dict[str, CPUDevice] = {}
+_devices: dict[str, CPUJITDevice] = {}
 
 
-def get_device(name: str = "CPU") -> CPUDevice:
+def get_device(name: str = "CPU") -> CPUJITDevice:
   """The device for a DEV-style name. Only the CPU exists in hcq.tensor for now."""
   key = name.upper().split(":")[0]
   if key in ("CPU", "LLVM", "CPU+LLVM"): key = "CPU"
   else: raise ValueError(f"unknown tensor device {name!r}: valid choices are 'CPU' (AMD and NV targets are not built yet)")
-  if key not in _devices: _devices[key] = CPUDevice()
+  if key not in _devices: _devices[key] = CPUJITDevice()
   return _devices[key]

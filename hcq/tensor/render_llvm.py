@@ -350,18 +350,39 @@ class _KernelWriter:
       return Value(self.emit(f"bitcast {self.ty(srcs[0].dtype, lanes)} {srcs[0].name} to {self.ty(op.dtype, lanes)}"), op.dtype, lanes)
     return self.alu(op.arg, srcs, op.dtype)
 
+  def lane_mask(self, valid: Valid, width: int) -> str:
+    """<width x i1>: the mask per SIMD lane. Conditions linear in the lane variable compare a vector of
+    base + c*lane; others are evaluated lane by lane."""
+    lane = self.lane_var(width)
+    var = Var(lane, 0, self.spec.full_shape[self.lk.vec_axis] - 1)
+    acc = None
+    steps = "<" + ", ".join(f"i64 {i}" for i in range(width)) + ">"
+    for e, lo, hi in valid.conds:
+      c = linear_coefficient(e, lane)
+      if c is None:
+        vec = "poison"
+        for i in range(width):
+          ok = self.valid(Valid(((substitute(e, {lane: var + i}), lo, hi),))) or "true"
+          vec = self.emit(f"insertelement <{width} x i1> {vec}, i1 {ok}, i64 {i}")
+        cond = vec
+      else:
+        base = self.splat(Value(self.expr(e), dtypes.int64, 1), width).name
+        offs = self.emit(f"mul <{width} x i64> {steps}, splat (i64 {c})")
+        ev = self.emit(f"add <{width} x i64> {base}, {offs}")
+        ge = self.emit(f"icmp sge <{width} x i64> {ev}, splat (i64 {lo})")
+        lt = self.emit(f"icmp slt <{width} x i64> {ev}, splat (i64 {hi})")
+        cond = self.emit(f"and <{width} x i1> {ge}, {lt}")
+      acc = cond if acc is None else self.emit(f"and <{width} x i1> {acc}, {cond}")
+    return acc if acc is not None else f"splat (i1 true)"
+
   def masked(self, v: Value, valid: Valid, width: int) -> Value:
     """v where the mask holds, else 0; per lane when the mask depends on the vector axis."""
     lane = self.lane_var(width)
     if lane is not None and lane in valid.variables():
-      conds = []
-      for i in range(width):
-        conds.append(self.valid(valid.substitute({lane: Var(lane, 0, self.spec.full_shape[self.lk.vec_axis] - 1) + i})) or "true")
-      vec = "poison"
-      for i, c in enumerate(conds): vec = self.emit(f"insertelement <{width} x i1> {vec}, i1 {c}, i64 {i}")
+      mask = self.lane_mask(valid, width)
       v = self.splat(v, width)
       zero = self.const(0, v.dtype, width)
-      return Value(self.emit(f"select <{width} x i1> {vec}, {self.ty(v.dtype, width)} {v.name}, {self.ty(v.dtype, width)} {zero}"), v.dtype, width)
+      return Value(self.emit(f"select <{width} x i1> {mask}, {self.ty(v.dtype, width)} {v.name}, {self.ty(v.dtype, width)} {zero}"), v.dtype, width)
     ok = self.valid(valid)
     if ok is None: return v
     zero = self.const(0, v.dtype, v.width)
@@ -373,6 +394,16 @@ class _KernelWriter:
     if lane is not None and (lane in variables(idx) or lane in valid.variables()):
       if linear_coefficient(idx, lane) == 1 and lane not in valid.variables():
         return self.masked(self.read(buf, dtype, idx, valid, width), valid, 1)
+      if linear_coefficient(idx, lane) == 1:
+        # contiguous but masked per lane (a pad or cat along the vector axis): a masked vector load that
+        # touches no memory in masked-off lanes
+        mask = self.lane_mask(valid, width)
+        ptr = self.emit(f"getelementptr {dtype.llvm_mem}, ptr %b{buf}, i64 {self.expr(idx)}")
+        mem_t = self.ty(dtype, width, mem=True)
+        v = self.call(f"llvm.masked.load.{suffix(dtype if dtype != dtypes.bool else dtypes.int8, width)}.p0", mem_t,
+                      [("ptr", ptr), ("i32", str(dtype.itemsize)), (f"<{width} x i1>", mask), (mem_t, "zeroinitializer")])
+        if dtype == dtypes.bool: v = self.emit(f"icmp ne {mem_t} {v}, zeroinitializer")
+        return Value(v, dtype, width)
       # gather: one scalar load per lane
       var = Var(lane, 0, self.spec.full_shape[self.lk.vec_axis] - 1)
       vec = "poison"

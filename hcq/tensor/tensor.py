@@ -130,7 +130,7 @@ class Tensor:
   @staticmethod
   def arange(start, stop=None, step=1, dtype=None, device: str = "CPU") -> Tensor:
     """numpy.arange: [start, stop) by step."""
-    arr = np.arange(start, stop, step) if stop is not None else np.arange(start)
+    arr = np.arange(start, stop, step) if stop is not None else np.arange(0, start, step)
     return Tensor(arr, dtype=dtype, device=device)
   _seed = 0
   @staticmethod
@@ -254,7 +254,9 @@ class Tensor:
     if self.dtype == dtypes.bool and all(o in (dtypes.bool, bool) for o in others):
       raise TypeError(f"numpy boolean {what}, the operator is not supported for bool, use logical ops instead")
 
-  def add(self, other, reverse=False) -> Tensor: return self._binary("ADD", other, np.add, reverse) if self.dtype != dtypes.bool or not _is_boolish(other) else self._binary("OR", other, np.add, reverse)
+  def add(self, other, reverse=False) -> Tensor:
+    """x + y (bool + bool is logical or, like numpy)."""
+    return self._binary("ADD", other, np.add, reverse)
   def sub(self, other, reverse=False) -> Tensor:
     self._no_bool("subtract", other)
     return self._binary("SUB", other, np.subtract, reverse)
@@ -287,6 +289,9 @@ class Tensor:
     args = (self.dtype, other.dtype if isinstance(other, Tensor) else other)
     with np.errstate(all="ignore"):
       dt = result_type(*args) if not any(isinstance(a, DType) and a == dtypes.bfloat16 for a in args) else dtypes.float32
+    if isinstance(other, int) and not isinstance(other, bool) and dt.is_int:
+      info = np.iinfo(dt.np)
+      if not info.min <= other <= info.max: dt = dtypes.float64  # numpy 2 compares out-of-range Python ints exactly
     return self._binary(op, other, ufunc, reverse, compute=dt, out=dtypes.bool)
   def __lt__(self, o) -> Tensor: return self._compare("CMPLT", o, np.less)
   def __le__(self, o) -> Tensor: return self._compare("CMPLE", o, np.less_equal)
@@ -661,6 +666,3 @@ class Tensor:
     m = x - x.max(axis, keepdim=True)
     return m - m.exp().sum(axis, keepdim=True).log()
 
-
-def _is_boolish(o) -> bool:
-  return (isinstance(o, Tensor) and o.dtype == dtypes.bool) or isinstance(o, (bool, np.bool_)) or (isinstance(o, np.ndarray) and o.dtype == bool)
