@@ -46,7 +46,11 @@ class AMDProgram(Program):
     device.upload(self.lib, co.image_at(self.lib.addr))
     self.code_addr = self.lib.addr + k.code_offset
     d = k.descriptor
-    self.rsrc1, self.rsrc2, self.rsrc3 = d.compute_pgm_rsrc1, d.compute_pgm_rsrc2, d.compute_pgm_rsrc3
+    # A PM4 dispatch carries the workgroup's LDS in RSRC2.LDS_SIZE (AQL packet processors fill it from the packet), in 512-byte units
+    lds = (d.group_segment_fixed_size + 511) // 512
+    if lds > 0x1ff: raise HCQError(f"{name}: {d.group_segment_fixed_size} bytes of LDS exceed the 64 KiB a workgroup may have")
+    self.rsrc1, self.rsrc3 = d.compute_pgm_rsrc1, d.compute_pgm_rsrc3
+    self.rsrc2 = d.compute_pgm_rsrc2 | device.dialect.regs.regCOMPUTE_PGM_RSRC2.encode(lds_size=lds)
     self.wave32 = k.wavefront_size == 32
     self.group_segment_size, self.private_segment_size = d.group_segment_fixed_size, d.private_segment_fixed_size
     self.properties = d.kernel_code_properties
