@@ -1,8 +1,8 @@
 """hcq.tensor on the CPU against numpy and tinygrad 0.14 (CPU device), side by side in one run.
 
 Workloads (issue 7): fused relu(a*b+c).sum() over 2^24 float32; 1024x1024 float32 matmul; softmax over
-4096x4096 float32 rows. Each figure is the best of REPEAT runs, the three libraries interleaved so that machine
-noise hits them alike; "first" is the first run in this process (compile included). Ratios > 1 mean hcq is
+4096x4096 float32 rows. Each figure is the best of REPEAT runs, in two alternating blocks per library so that
+machine noise hits them alike; "first" is the first run in this process (compile included). Ratios > 1 mean hcq is
 faster. tinygrad is optional and never imported by hcq itself:
 
   pip install --target /tmp/tinygrad-bench tinygrad==0.14.0      # or into a bench-only virtualenv
@@ -22,6 +22,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from hcq.tensor import Tensor  # noqa: E402
 from hcq.tensor import runtime  # noqa: E402
+from hcq.tensor.device import get_device  # noqa: E402
 
 
 def setup_tinygrad():
@@ -83,6 +84,8 @@ def main():
   parser.add_argument("--repeat", type=int, default=10)
   args = parser.parse_args()
   tiny = setup_tinygrad()
+  from hcq.tensor.device import _LLVM
+  print(f"llvmlite JIT set-up (once per process): {timed(_LLVM.get) * 1e3:.0f} ms; threads: {get_device('CPU').threads}")
   cases, refs, builders = workloads(tiny)
   print(f"{'workload':38} {'numpy':>9} {'hcq':>9} {'tinygrad':>9} {'hcq/np':>7} {'hcq/tiny':>8}  first run: hcq (compile) | tinygrad")
   for (name, np_fn, hcq_fn, tiny_fn), ref, build in zip(cases, refs, builders["hcq"]):
@@ -93,10 +96,13 @@ def main():
     err = float(np.max(np.abs(got - ref)) / max(1.0, float(np.max(np.abs(ref)))))
     first_tiny = timed(tiny_fn) if tiny_fn else None
     best = {"numpy": [], "hcq": [], "tinygrad": []}
-    for _ in range(args.repeat):
-      best["numpy"].append(timed(np_fn))
-      best["hcq"].append(timed(hcq_fn))
-      if tiny_fn: best["tinygrad"].append(timed(tiny_fn))
+    # blocks of runs per library, alternated: interleaving single runs lets OpenBLAS's and tinygrad's worker
+    # threads (which spin for a while after a call) steal the second core from whoever runs next
+    for _ in range(2):
+      for lib, fn in (("numpy", np_fn), ("hcq", hcq_fn), ("tinygrad", tiny_fn)):
+        if fn is None: continue
+        fn()
+        best[lib].extend(timed(fn) for _ in range(max(1, args.repeat // 2)))
     t_np, t_hcq = min(best["numpy"]), min(best["hcq"])
     t_tiny = min(best["tinygrad"]) if best["tinygrad"] else None
     fmt = lambda t: f"{t * 1e3:7.1f}ms" if t is not None else "    n/a  "

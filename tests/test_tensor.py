@@ -1,5 +1,4 @@
 """hcq.tensor against numpy: every op and dtype, with the tolerance each op is held to stated next to it."""
-import math
 import numpy as np
 import pytest
 from hcq.tensor import Tensor, dtypes
@@ -217,7 +216,6 @@ def test_unary(op, dtype, rng):
   with np.errstate(all="ignore"): want = ref(a.astype(np.float32) if dtype == "bfloat16" else a)
   got = ours(T(a, dtype))
   tol = MATH_TOL.get(str(want.dtype) if dtype in INTS else dtype, 0)
-  if op == "tanh": tol = max(tol, 2e-6)  # tanh is 2*sigmoid(2x)-1: absolute error near 0
   if dtype in INTS and op not in ("neg", "abs", "relu"): tol = MATH_TOL[want.dtype.name]
   check(got.numpy(), want, tol if want.dtype.kind == "f" else 0, dtype if want.dtype.kind == "f" else None)
   if dtype != "bfloat16": assert got.dtype.name == want.dtype.name
@@ -235,6 +233,13 @@ def test_math_special_values():
   pos = np.exp(np.linspace(-80, 80, 4001)).astype(np.float32)
   np.testing.assert_allclose(Tensor(pos).log().numpy(), np.log(pos), rtol=4e-7, atol=1e-7)
   np.testing.assert_array_equal(Tensor(np.array([1, 2, 8, 1024], np.float32)).log2().numpy(), [0, 1, 3, 10])
+
+
+def test_tanh_small_values_are_relative():
+  x = np.array([1e-8, -3e-5, 0.01, 0.06, 0.07, 0.3, -2.0, 20.0, -np.inf, np.nan], np.float32)
+  np.testing.assert_allclose(Tensor(x).tanh().numpy(), np.tanh(x), rtol=1e-6, atol=0)
+  y = np.linspace(-3, 3, 1001)
+  np.testing.assert_allclose(Tensor(y).tanh().numpy(), np.tanh(y), rtol=1e-12, atol=1e-15)
 
 
 def test_where(rng):
@@ -317,6 +322,22 @@ def test_argmax(op, dtype, rng):
     got = getattr(T(x, dtype), op)(axis=axis).numpy()
     check(got, getattr(x, op)(axis=axis))
   check(getattr(T(x, dtype), op)(axis=1, keepdims=True).numpy(), getattr(x, op)(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool", "float64"])
+def test_any_all_var_std_clip(dtype, rng):
+  x = sample((5, 6, 7), dtype, rng)
+  t = T(x, dtype)
+  for axis in (None, 0, (1, 2)):
+    check(t.any(axis=axis).numpy(), x.any(axis=axis))
+    check((t > 0).all(axis=axis, keepdims=True).numpy(), (x > 0).all(axis=axis, keepdims=True))
+    if dtype != "bool":
+      tol = 1e-5 if dtype == "float32" else 1e-10
+      check(t.var(axis=axis).numpy(), x.var(axis=axis), tol)
+      check(t.std(axis=axis, ddof=1).numpy(), x.std(axis=axis, ddof=1), tol)
+  if dtype != "bool": check(t.clip(-1, 2).numpy(), x.clip(-1, 2))
+  assert Tensor(np.zeros((0, 3))).any(axis=0).numpy().tolist() == [False] * 3
+  assert Tensor(np.zeros((0, 3))).all().item() is True
 
 
 def test_reduce_nan_and_empty():

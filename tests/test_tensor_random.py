@@ -2,7 +2,6 @@
 reductions, matmul and softmax in random orders, so fusion and view combinations nobody wrote a test for get
 checked. Floats compare with rtol/atol 1e-4 (float32) and 1e-9 (float64); integers compare exactly."""
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from hcq.tensor import Tensor
 

@@ -117,3 +117,29 @@ class VirtualMemory:
       m.host[idx] = data
     except PageFault:
       for k, a in enumerate(addrs.tolist()): self.view(a, size, True, pc)[:] = data[k]
+
+  # --- vectorised access for the wavefront emulator -------------------------------------------------------
+  def locate(self, addrs: np.ndarray, size: int, write: bool = False, pc: int | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """Where each of `addrs` (n,) lives: a list of (host uint8 array, byte offsets, lane indices or None for all),
+    one entry per mapping touched; PageFault (first bad address) if any [addr, addr+size) is not mapped."""
+    addrs = np.asarray(addrs, np.uint64).reshape(-1)
+    if addrs.size == 0: return []
+    lo, hi = int(addrs.min()), int(addrs.max())
+    i = bisect.bisect_right(self._starts, lo) - 1
+    if i >= 0:
+      m = self._maps[i]
+      if hi + size <= m.va + m.size and (m.writable or not write):
+        return [(m.host, (addrs - np.uint64(m.va)).astype(np.int64), None)]
+    starts = np.array(self._starts, np.uint64)
+    idx = np.searchsorted(starts, addrs, side="right").astype(np.int64) - 1
+    out = []
+    for j in np.unique(idx).tolist():
+      lanes = np.nonzero(idx == j)[0]
+      a = addrs[lanes]
+      if j < 0: raise PageFault(int(a[0]), size, write, pc)
+      m = self._maps[j]
+      off = (a - np.uint64(m.va)).astype(np.int64)
+      bad = (off + size > m.size) | (not m.writable and write)
+      if np.any(bad): raise PageFault(int(a[np.argmax(bad)]), size, write, pc)
+      out.append((m.host, off, lanes))
+    return out

@@ -15,11 +15,11 @@ ctypes drops the GIL during the call, so the chunks run in parallel. `vals[0]` i
 (the loop's unroll and vector step)."""
 from __future__ import annotations
 import ctypes
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 import numpy as np
+from hcq.tensor.loops import usable_cpus
 from hcq.tensor.render_llvm import LLVMCPURenderer, Renderer
 
 
@@ -118,7 +118,7 @@ class CPUJITDevice:
 
   def __init__(self, threads: int | None = None):
     self.name = "CPU"
-    self.threads = threads or max(1, min(os.cpu_count() or 1, 8))
+    self.threads = threads or usable_cpus()
     self.pool = ThreadPoolExecutor(max_workers=max(1, self.threads - 1), thread_name_prefix="hcq-cpu")
     self.renderer: Renderer = LLVMCPURenderer()
 

@@ -10,7 +10,7 @@ class DType:
   name: str
   itemsize: int
   kind: str
-  llvm: str  # LLVM IR scalar type in registers (bool is i1 in registers, i8 in memory)
+  llvm: str  # LLVM IR scalar type in registers (bool: i1, i8 in memory; bfloat16: float rounded to bf16, i16 in memory)
 
   @property
   def is_float(self) -> bool: return self.kind == "f"
@@ -23,7 +23,7 @@ class DType:
   @property
   def llvm_mem(self) -> str:
     """The LLVM type used in memory (bool is stored as one byte, like numpy)."""
-    return "i8" if self.kind == "b" else self.llvm
+    return "i8" if self.kind == "b" else ("i16" if self.name == "bfloat16" else self.llvm)
   @property
   def np(self) -> np.dtype:
     """The numpy dtype that stores this type (bfloat16 has none: it is stored as uint16)."""
@@ -43,7 +43,9 @@ class dtypes:
   uint32 = DType("uint32", 4, "u", "i32")
   uint64 = DType("uint64", 8, "u", "i64")
   float16 = DType("float16", 2, "f", "half")
-  bfloat16 = DType("bfloat16", 2, "f", "bfloat")
+  # bfloat16 computes in float registers, rounded to bf16 after each op: LLVM's own bfloat needs compiler-rt
+  # helpers (__truncsfbf2) on CPUs without AVX512-BF16, which a JIT in a Python process cannot count on
+  bfloat16 = DType("bfloat16", 2, "f", "float")
   float32 = DType("float32", 4, "f", "float")
   float64 = DType("float64", 8, "f", "double")
   all: tuple[DType, ...] = ()

@@ -9,13 +9,23 @@ from dataclasses import dataclass, field
 import math
 import os
 from hcq.tensor.schedule import KernelSpec, KOp
-from hcq.tensor.symbolic import Var, Num, Expr, linear_coefficient, variables
+from hcq.tensor.symbolic import Var, Num, Expr, linear_coefficient
 from hcq.tensor.view import contiguous_strides
 
-THREADS = max(1, min(os.cpu_count() or 1, 8))
+def usable_cpus() -> int:
+  """CPUs this process may run on (its affinity mask, not the machine's count), at most 8."""
+  try:
+    n = len(os.sched_getaffinity(0))
+  except AttributeError:  # not on Linux
+    n = os.cpu_count() or 1
+  return max(1, min(n, 8))
+
+
+THREADS = usable_cpus()
 MIN_THREADED_WORK = 1 << 15  # loop-space elements below which one thread is faster than handing off
 VECTOR_BYTES = 64            # one AVX-512 register; LLVM splits wider-than-native vectors itself
 REDUCE_UNROLL = tuple(int(x) for x in os.environ.get("HCQ_REDUCE_UNROLL", "4,2").split(","))  # accumulators per reduce
+TILE_VECTORS = int(os.environ.get("HCQ_TILE_VECTORS", "2"))  # vectors of columns per register tile
 TILE_ROWS = tuple(int(x) for x in os.environ.get("HCQ_TILE_ROWS", "8,6,4,3,2").split(","))  # rows per register tile
 
 
@@ -109,7 +119,10 @@ def plan(spec: KernelSpec, name: str) -> LoopKernel:
               lk.unroll[axis] = factor
               break
           break
-      if F[lk.vec_axis] % (2 * lk.vec_width) == 0: lk.unroll[lk.vec_axis] = 2
+      for vectors in (TILE_VECTORS, 2):
+        if F[lk.vec_axis] % (vectors * lk.vec_width) == 0:
+          lk.unroll[lk.vec_axis] = vectors
+          break
     else:
       # transcendental bodies are long already: fewer copies keep compile time under budget at the same speed
       heavy = any(n.op == "ALU" and n.arg in ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW") for n in nodes)

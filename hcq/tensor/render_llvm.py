@@ -36,12 +36,13 @@ class PTXRenderer(Renderer):
 
 
 def float_literal(value: float, dtype: DType) -> str:
-  """An exact LLVM literal (LLVM takes floats as the hex of the double, halves as 0xH, bfloat as 0xR)."""
+  """An exact LLVM literal (LLVM takes floats as the hex of the double, halves as 0xH); bfloat16 values live in
+  float registers, so theirs is the float of the bf16-rounded value."""
   import numpy as np
   if dtype == dtypes.float16: return "0xH%04X" % int(np.array(value, np.float16).view(np.uint16))
   if dtype == dtypes.bfloat16:
     from hcq.tensor.dtype import f32_to_bf16
-    return "0xR%04X" % int(f32_to_bf16(np.array([value], np.float32))[0])
+    value = float(np.array([int(f32_to_bf16(np.array([value], np.float32))[0]) << 16], np.uint32).view(np.float32)[0])
   if dtype == dtypes.float32: value = float(np.float32(value))
   return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
 
@@ -307,6 +308,7 @@ class _KernelWriter:
     mem_t = self.ty(dtype, v.width, mem=True)
     val = v.name
     if dtype == dtypes.bool: val = self.emit(f"zext {self.ty(dtype, v.width)} {val} to {mem_t}")
+    if dtype == dtypes.bfloat16: val = self.bf16_bits(v)
     ptr = self.emit(f"getelementptr inbounds {dtype.llvm_mem}, ptr %b{buf}, i64 {self.expr(idx)}")
     self.lines.append(f"  store {mem_t} {val}, ptr {ptr}, align {dtype.itemsize}")
 
@@ -347,8 +349,16 @@ class _KernelWriter:
     srcs = [self.splat(s, lanes) for s in srcs]
     if op.op == "CAST": return self.cast(srcs[0], op.dtype)
     if op.op == "BITCAST":
-      return Value(self.emit(f"bitcast {self.ty(srcs[0].dtype, lanes)} {srcs[0].name} to {self.ty(op.dtype, lanes)}"), op.dtype, lanes)
-    return self.alu(op.arg, srcs, op.dtype)
+      src = srcs[0]
+      if src.dtype == dtypes.bfloat16: src = Value(self.bf16_bits(src), dtypes.int16, lanes)
+      if op.dtype == dtypes.bfloat16:
+        bits = self.emit(f"bitcast {self.ty(src.dtype, lanes)} {src.name} to {self.ty(dtypes.int16, lanes)}") if src.dtype != dtypes.int16 else src.name
+        return Value(self.bf16_from_bits(bits, lanes), op.dtype, lanes)
+      return Value(self.emit(f"bitcast {self.ty(src.dtype, lanes)} {src.name} to {self.ty(op.dtype, lanes)}"), op.dtype, lanes)
+    out = self.alu(op.arg, srcs, op.dtype)
+    if op.dtype == dtypes.bfloat16 and op.arg not in ("MAX", "MIN", "NEG", "ABS", "WHERE", "TRUNC", "FLOOR"):
+      out = self.round_bf16(out)  # bf16 arithmetic: every result rounded to bf16, like a bf16 ALU
+    return out
 
   def lane_mask(self, valid: Valid, width: int) -> str:
     """<width x i1>: the mask per SIMD lane. Conditions linear in the lane variable compare a vector of
@@ -400,10 +410,10 @@ class _KernelWriter:
         mask = self.lane_mask(valid, width)
         ptr = self.emit(f"getelementptr {dtype.llvm_mem}, ptr %b{buf}, i64 {self.expr(idx)}")
         mem_t = self.ty(dtype, width, mem=True)
-        v = self.call(f"llvm.masked.load.{suffix(dtype if dtype != dtypes.bool else dtypes.int8, width)}.p0", mem_t,
+        mem_dtype = {dtypes.bool: dtypes.int8, dtypes.bfloat16: dtypes.int16}.get(dtype, dtype)
+        v = self.call(f"llvm.masked.load.{suffix(mem_dtype, width)}.p0", mem_t,
                       [("ptr", ptr), ("i32", str(dtype.itemsize)), (f"<{width} x i1>", mask), (mem_t, "zeroinitializer")])
-        if dtype == dtypes.bool: v = self.emit(f"icmp ne {mem_t} {v}, zeroinitializer")
-        return Value(v, dtype, width)
+        return Value(self.from_memory(v, dtype, width), dtype, width)
       # gather: one scalar load per lane
       var = Var(lane, 0, self.spec.full_shape[self.lk.vec_axis] - 1)
       vec = "poison"
@@ -421,8 +431,39 @@ class _KernelWriter:
     ptr = self.emit(f"getelementptr inbounds {dtype.llvm_mem}, ptr %b{buf}, i64 {i}")
     mem_t = self.ty(dtype, width, mem=True)
     v = self.emit(f"load {mem_t}, ptr {ptr}, align {dtype.itemsize}")
-    if dtype == dtypes.bool: v = self.emit(f"icmp ne {mem_t} {v}, {'zeroinitializer' if width > 1 else '0'}")
-    return Value(v, dtype, width)
+    return Value(self.from_memory(v, dtype, width), dtype, width)
+
+  def from_memory(self, v: str, dtype: DType, width: int) -> str:
+    """A loaded memory value as its register type (bool: i8 -> i1; bfloat16: i16 bits -> float)."""
+    mem_t = self.ty(dtype, width, mem=True)
+    if dtype == dtypes.bool: return self.emit(f"icmp ne {mem_t} {v}, {'zeroinitializer' if width > 1 else '0'}")
+    if dtype == dtypes.bfloat16: return self.bf16_from_bits(v, width)
+    return v
+
+  def bf16_from_bits(self, bits: str, width: int) -> str:
+    it, ft = self.ty(dtypes.int32, width), self.ty(dtypes.float32, width)
+    wide = self.emit(f"zext {self.ty(dtypes.int16, width)} {bits} to {it}")
+    return self.emit(f"bitcast {it} {self.emit(f'shl {it} {wide}, {self.i(16, width)}')} to {ft}")
+
+  def bf16_bits(self, v: Value) -> str:
+    """The i16 bits of a bf16 value held in a float register (already bf16-exact: the high half)."""
+    w = v.width
+    it = self.ty(dtypes.int32, w)
+    bits = self.emit(f"bitcast {self.ty(dtypes.float32, w)} {v.name} to {it}")
+    return self.emit(f"trunc {it} {self.emit(f'lshr {it} {bits}, {self.i(16, w)}')} to {self.ty(dtypes.int16, w)}")
+
+  def round_bf16(self, v: Value) -> Value:
+    """Round a float register to the nearest bfloat16 (ties to even), NaN kept quiet; stays a float."""
+    w = v.width
+    it, ft, bt = self.ty(dtypes.int32, w), self.ty(dtypes.float32, w), self.ty(dtypes.bool, w)
+    bits = self.emit(f"bitcast {ft} {v.name} to {it}")
+    odd = self.emit(f"and {it} {self.emit(f'lshr {it} {bits}, {self.i(16, w)}')}, {self.i(1, w)}")
+    up = self.emit(f"add {it} {self.emit(f'add {it} {bits}, {self.i(0x7FFF, w)}')}, {odd}")
+    rounded = self.emit(f"and {it} {up}, {self.i(-65536, w)}")
+    quiet = self.emit(f"or {it} {self.emit(f'and {it} {bits}, {self.i(-65536, w)}')}, {self.i(0x400000, w)}")
+    nan = self.emit(f"fcmp uno {ft} {v.name}, {v.name}")
+    out = self.emit(f"select {bt} {nan}, {it} {quiet}, {it} {rounded}")
+    return Value(self.emit(f"bitcast {it} {out} to {ft}"), v.dtype, w)
 
   # casts and ALU
   def cast(self, v: Value, to: DType) -> Value:
@@ -434,10 +475,11 @@ class _KernelWriter:
       return Value(self.emit(f"icmp ne {st} {v.name}, {self.const(0, src, w)}"), to, w)
     if src == dtypes.bool:
       return Value(self.emit(f"{'uitofp' if to.is_float else 'zext'} {st} {v.name} to {tt}"), to, w)
+    if to == dtypes.bfloat16:  # through a float register, then rounded to bf16
+      return self.round_bf16(Value(self.cast(v, dtypes.float32).name, to, w))
+    if src == dtypes.bfloat16: return self.cast(Value(v.name, dtypes.float32, w), to)
     if src.is_float and to.is_float:
-      # LLVM's x86 backend has no half<->bfloat nor double->bfloat conversion (it crashes): go through float32
-      if {src, to} == {dtypes.float16, dtypes.bfloat16} or (src, to) == (dtypes.float64, dtypes.bfloat16):
-        return self.cast(self.cast(v, dtypes.float32), to)
+      if (src, to) == (dtypes.float64, dtypes.float16): return self.f64_to_f16(v)
       return Value(self.emit(f"{'fpext' if to.itemsize > src.itemsize else 'fptrunc'} {st} {v.name} to {tt}"), to, w)
     if src.is_float:  # float -> int: through i64 like C on x86, saturating instead of poison out of range
       if to.bits == 64:
@@ -450,6 +492,21 @@ class _KernelWriter:
     if to.bits == src.bits: return Value(v.name, to, w)
     if to.bits < src.bits: return Value(self.emit(f"trunc {st} {v.name} to {tt}"), to, w)
     return Value(self.emit(f"{'zext' if src.is_unsigned else 'sext'} {st} {v.name} to {tt}"), to, w)
+
+  def f64_to_f16(self, v: Value) -> Value:
+    """double -> half without the __truncdfhf2 helper: round to float with round-to-odd (no double rounding),
+    then the native float -> half conversion."""
+    w = v.width
+    ft, dt, it, bt = self.ty(dtypes.float32, w), self.ty(dtypes.float64, w), self.ty(dtypes.int32, w), self.ty(dtypes.bool, w)
+    near = self.emit(f"fptrunc {dt} {v.name} to {ft}")
+    back = self.emit(f"fpext {ft} {near} to {dt}")
+    inexact = self.emit(f"fcmp one {dt} {back}, {v.name}")
+    # toward zero: step back one ulp when rounding went away from zero
+    away = self.emit(f"fcmp ogt {dt} {self.intrinsic('fabs', dtypes.float64, w, [back])}, {self.intrinsic('fabs', dtypes.float64, w, [v.name])}")
+    bits = self.emit(f"bitcast {ft} {near} to {it}")
+    down = self.emit(f"sub {it} {bits}, {self.emit(f'zext {bt} {away} to {it}')}")
+    odd = self.emit(f"or {it} {down}, {self.emit(f'zext {bt} {inexact} to {it}')}")
+    return Value(self.emit(f"fptrunc {ft} {self.emit(f'bitcast {it} {odd} to {ft}')} to {self.ty(dtypes.float16, w)}"), dtypes.float16, w)
 
   def intrinsic(self, name: str, d: DType, w: int, args: list[str]) -> str:
     t = self.ty(d, w)
@@ -465,7 +522,7 @@ class _KernelWriter:
     if op == "WHERE":
       vt = self.ty(srcs[1].dtype, w)
       return Value(self.emit(f"select {self.ty(dtypes.bool, w)} {a}, {vt} {srcs[1].name}, {vt} {srcs[2].name}"), out, w)
-    if op in ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "SQRT", "POW") and d in (dtypes.float16, dtypes.bfloat16):
+    if op in ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "SQRT", "POW") and d == dtypes.float16:
       wide = self.alu(op, [self.cast(s, dtypes.float32) for s in srcs], dtypes.float32)
       return self.cast(wide, d)
     if d.is_float:
@@ -477,7 +534,7 @@ class _KernelWriter:
       if op in cmp: return Value(self.emit(f"fcmp {cmp[op]} {t} {a}, {b}"), out, w)
       intr = {"MAX": "maximum", "MIN": "minimum", "POW": "pow", "SQRT": "sqrt", "SIN": "sin", "COS": "cos",
               "ABS": "fabs", "TRUNC": "trunc", "FLOOR": "floor"}
-      if d == dtypes.float32 and op in ("EXP", "EXP2", "LOG", "LOG2"):
+      if d in (dtypes.float32, dtypes.bfloat16) and op in ("EXP", "EXP2", "LOG", "LOG2"):
         return Value(getattr(self, f"poly_{op.lower()}")(a, w), out, w)
       intr.update({"EXP": "exp", "EXP2": "exp2", "LOG": "log", "LOG2": "log2"})
       if op in intr: return Value(self.intrinsic(intr[op], d, w, [x.name for x in srcs]), out, w)

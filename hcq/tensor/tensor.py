@@ -5,7 +5,6 @@ the graph into fused kernels, compile them (cached by AST) and run them on the d
 from __future__ import annotations
 import math
 import numbers
-from typing import Sequence
 import numpy as np
 from hcq.tensor.dtype import DType, dtypes, to_dtype, result_type, sum_dtype, least_float, bf16_to_f32, f32_to_bf16
 from hcq.tensor.lazy import LazyNode
@@ -26,11 +25,10 @@ def _np_dtype_of(ufunc, *operands) -> DType:
   """numpy's result dtype of `ufunc` over DTypes and Python scalars (NEP 50: Python scalars are weak); bfloat16
   follows float16's rules, promoting to float32 against float16."""
   if any(isinstance(o, DType) and o == dtypes.bfloat16 for o in operands):
-    r = result_type(*operands)
-    probe = [np.zeros(1, np.float16 if (isinstance(o, DType) and o == dtypes.bfloat16) else (o.np if isinstance(o, DType) else type(o)))
-             if isinstance(o, DType) else o for o in operands]
+    # ask numpy with float16 standing in for bfloat16; a float16 answer means "the promoted float type"
+    probe = [(np.zeros(1, np.float16) if o == dtypes.bfloat16 else np.zeros(1, o.np)) if isinstance(o, DType) else o for o in operands]
     with np.errstate(all="ignore"): out = to_dtype(ufunc(*probe).dtype)
-    return dtypes.bfloat16 if out == dtypes.float16 and r == dtypes.bfloat16 else (out if out != dtypes.float16 else r)
+    return result_type(*operands) if out == dtypes.float16 else out
   arrays = [np.zeros(1, o.np) if isinstance(o, DType) else o for o in operands]
   with np.errstate(all="ignore"): return to_dtype(ufunc(*arrays).dtype)
 
@@ -362,8 +360,16 @@ class Tensor:
     x = self.cast(least_float(self.dtype))
     return 1 / (1 + (-x).exp())
   def tanh(self) -> Tensor:
+    """tanh, accurate relative to x near 0 too (a short series there, (1-e)/(1+e) with e = exp(-2|x|) elsewhere)."""
     x = self.cast(least_float(self.dtype))
-    return 2 * (2 * x).sigmoid() - 1
+    ax = x.abs()
+    e = (ax * -2).exp()
+    x2 = x * x
+    series = x2 * (21844 / 6081075) + (-1382 / 155925)
+    for c in (62 / 2835, -17 / 315, 2 / 15, -1 / 3, 1.0): series = series * x2 + c
+    small = ax * series  # Taylor to x^13: below 1e-17 relative error for |x| < 1/16
+    r = (ax < 0.0625).where(small, (1 - e) / (1 + e))
+    return (x < 0).where(-r, r)
   def floor(self) -> Tensor: return Tensor(self.node.alu("FLOOR")) if self.dtype.is_float else self
   def trunc(self) -> Tensor: return Tensor(self.node.alu("TRUNC")) if self.dtype.is_float else self
   def isnan(self) -> Tensor: return self != self if self.dtype.is_float else self._const_like(False, dtypes.bool, self.shape)
@@ -426,6 +432,37 @@ class Tensor:
     out = (s * (1.0 / n) if n else s * math.nan).cast(out_dt)
     keep = keepdims if keepdims is not None else keepdim
     return out if keep else out.reshape(tuple(d for a, d in enumerate(self.shape) if a not in axes))
+
+  def any(self, axis=None, keepdim: bool = False, keepdims=None) -> Tensor:
+    """Whether any element along the axes is true (nonzero)."""
+    if self.size == 0:  # numpy: False over nothing
+      axes, keep = _normalize_axes(axis, self.ndim), keepdims if keepdims is not None else keepdim
+      shape = tuple(1 if a in axes else s for a, s in enumerate(self.shape)) if keep else tuple(s for a, s in enumerate(self.shape) if a not in axes)
+      return Tensor.full(shape, False)
+    return self.cast(dtypes.bool)._reduce_api("MAX", axis, keepdim, keepdims, dtypes.bool)
+  def all(self, axis=None, keepdim: bool = False, keepdims=None) -> Tensor:
+    """Whether every element along the axes is true (nonzero)."""
+    return (~self.cast(dtypes.bool)).any(axis, keepdim, keepdims).logical_not()
+  def var(self, axis=None, ddof: int = 0, keepdim: bool = False, keepdims=None) -> Tensor:
+    """Variance (numpy.var): mean of squared deviations, divided by n - ddof; one fused kernel."""
+    x = self.cast(self.dtype if self.dtype.is_float else dtypes.float64)
+    axes = _normalize_axes(axis, self.ndim)
+    n = math.prod(self.shape[a] for a in axes)
+    dev = x - x.mean(axes, keepdim=True)
+    out = (dev * dev).sum(axes, keepdim=True) * (1.0 / max(n - ddof, 0) if n - ddof > 0 else math.nan)
+    out = out.cast(x.dtype)
+    keep = keepdims if keepdims is not None else keepdim
+    return out if keep else out.reshape(tuple(d for a, d in enumerate(self.shape) if a not in axes))
+  def std(self, axis=None, ddof: int = 0, keepdim: bool = False, keepdims=None) -> Tensor:
+    """Standard deviation (numpy.std)."""
+    return self.var(axis, ddof, keepdim, keepdims).sqrt()
+  def clip(self, min=None, max=None) -> Tensor:
+    """numpy.clip: min and max are scalars or tensors (either may be None)."""
+    out = self
+    if min is not None: out = out.maximum(min)
+    if max is not None: out = out.minimum(max)
+    return out
+  def square(self) -> Tensor: return self * self
 
   def _arg_reduce(self, op: str, axis, keepdim: bool, keepdims) -> Tensor:
     keep = keepdims if keepdims is not None else keepdim
@@ -634,7 +671,8 @@ class Tensor:
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
     a = a.cast(acc)._broadcast_to(batch + (m, k))
     b = b.cast(acc)._broadcast_to(batch + (k, n))
-    panel = 2 * (64 // acc.itemsize)  # two vector registers of output columns per register tile
+    from hcq.tensor.loops import TILE_VECTORS
+    panel = TILE_VECTORS * (64 // acc.itemsize)  # the register tile's vectors of output columns
     nb = len(batch)
     if k >= 64 and n % panel == 0 and n >= 2 * panel and m >= 4 and acc != dtypes.bool:
       # pack b into column panels (n/panel, k, panel): the kernel then walks memory in order instead of

@@ -1,0 +1,297 @@
+"""Operands (registers, numbers, names) and modifiers -> an Instruction's field values. Shared by the DSL
+(Python values) and the text parser (tokens turned into the same values), so the two cannot disagree."""
+from __future__ import annotations
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from hcq.asm import named
+from hcq.asm.instruction import Instruction
+from hcq.asm.isa import ISA, Opcode
+from hcq.asm.numbers import parse_number_text, split_syntax
+from hcq.asm.operands import LITERAL, OperandError, constant_value
+from hcq.asm.registers import Reg, parse_register
+
+NULL = 124
+OMOD_VALUES = {"mul:2": 1, "mul:4": 2, "div:2": 3}
+
+
+@dataclass(frozen=True)
+class Modified:
+  """A source operand with neg/abs modifiers: -v[1], abs(v[1]), -abs(v[1])."""
+  operand: Any
+  neg: bool = False
+  abs: bool = False
+
+  def __neg__(self) -> "Modified": return Modified(self.operand, not self.neg, self.abs)
+
+  def __abs__(self) -> "Modified": return Modified(self.operand, False, True)
+
+  def __str__(self) -> str:
+    t = str(self.operand)
+    t = f"|{t}|" if self.abs else t
+    return f"-{t}" if self.neg else t
+
+  def __repr__(self) -> str:
+    t = repr(self.operand)
+    t = f"abs({t})" if self.abs else t
+    return f"-{t}" if self.neg else t
+
+
+def _vop3p_opsel_hi_default(opc: Opcode, values: dict[str, int]) -> None:
+  syn = opc.mods.get("opsel_hi", "")
+  if "opsel_hi" not in opc.fmt.fields or "opsel_hi" in opc.fixed: return
+  ones = not syn.endswith(":0")
+  values["opsel_hi"] = 3 if ones else 0
+  if "opsel_hi2" not in opc.fixed: values["opsel_hi2"] = 1 if ones else 0
+
+
+def build(isa: ISA, opc: Opcode, args: list, mods: dict[str, Any]) -> Instruction:
+  """An instruction from positional operands in assembly order and modifiers by name (see MODIFIER_NAMES).
+  OperandError names the operand (by position) that does not fit."""
+  fmt = opc.fmt
+  values = {f: 0 for f in fmt.fields if f != "op"}
+  values.update(opc.fixed)
+  _vop3p_opsel_hi_default(opc, values)
+  values.update(opc.defaults)
+  literal: list[int | None] = [None]
+  args = list(args)
+  ret = opc.mods.get("glc", "")
+  if ",ret:" in ret and mods.get("glc"):
+    if not args: raise OperandError("missing the returned-value register (glc returns the old value)")
+    values["vdst"] = _vgpr(args.pop(0), int(ret.rpartition(":")[2]), "vdst")
+  if "format" in opc.mods:  # MTBUF: the format that prints nothing
+    values["format"] = next((k for k, n in isa.names["format"].items() if n == ""), 0)
+  # modifiers first: tfe, offen and idxen decide how many registers buffer operands take
+  for key, value in mods.items():
+    _modifier(opc, key, value, values)
+  specs = opc.operands
+  if len(args) != len(specs):
+    want = ", ".join(s if isinstance(s, str) else s[0] for s in specs)
+    raise OperandError(f"{opc.mnemonic} takes {len(specs)} operand{'s' if len(specs) != 1 else ''} ({want}), got {len(args)}")
+  for i, (spec, arg) in enumerate(zip(specs, args)):
+    try:
+      _assign(isa, opc, spec, arg, values, literal)
+      if not isinstance(spec, str) and spec[4] is not None and values[spec[0]] < 256 and not spec[4] >> values[spec[0]] & 1:
+        raise OperandError(f"{spec[0]}: {arg} is not allowed in this operand of {opc.mnemonic}")
+    except OperandError as e: raise OperandError(str(e), i) from None
+  return Instruction(isa, opc, values, literal[0])
+
+
+def _vgpr(arg: Any, count: int | str, name: str, low: bool = False) -> int:
+  if isinstance(arg, str): arg = parse_register(arg) or arg
+  if not isinstance(arg, Reg) or arg.file != "v":
+    raise OperandError(f"{name}: expected a VGPR{'' if count in (1, 'l') else f' range of {count}'}, got {arg!s}")
+  if count == "l":
+    if arg.half is None: raise OperandError(f"{name}: expected a 16-bit VGPR half (v{arg.value}.l or v{arg.value}.h), got {arg}")
+    if arg.value > 127: raise OperandError(f"{name}: 16-bit halves reach v127 at most, got {arg}")
+    return arg.value | (128 if arg.half == "h" else 0)
+  if arg.half is not None: raise OperandError(f"{name}: expected a 32-bit VGPR, got the 16-bit half {arg}")
+  if arg.count != count: raise OperandError(f"{name}: expected {count} VGPR{'s' if count != 1 else ''}, got {arg}")
+  if arg.value + arg.count > 256: raise OperandError(f"{name}: {arg} is past v255")
+  if low and arg.value > 127: raise OperandError(f"{name}: this operand reaches v127 at most, got {arg}")
+  return arg.value
+
+
+def _scalar(isa: ISA, arg: Any, count: int, name: str) -> int:
+  if isinstance(arg, str): arg = parse_register(arg) or arg
+  if not isinstance(arg, Reg) or arg.file != "s":
+    raise OperandError(f"{name}: expected {'a scalar register' if count == 1 else f'{count} scalar registers'}, got {arg!s}")
+  if arg.value == NULL: return NULL
+  if arg.count != count: raise OperandError(f"{name}: expected {count} scalar register{'s' if count != 1 else ''}, got {arg}")
+  if arg.value < 124 and count > 1 and arg.value % (2 if count == 2 else 4) and arg.value not in (106, 126):
+    raise OperandError(f"{name}: {arg} must start at a multiple of {2 if count == 2 else 4}")
+  if arg.value < 106 and arg.value + count > 106: raise OperandError(f"{name}: {arg} is past s105")
+  if 108 <= arg.value < 124 and arg.value + count > 124: raise OperandError(f"{name}: {arg} is past ttmp15")
+  if count == 2 and arg.value in (107, 125, 127) or arg.value >= 128 and count > 2:
+    raise OperandError(f"{name}: {arg} is not a {count}-register operand")
+  return arg.value
+
+
+def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: list) -> None:
+  if isinstance(spec, str):
+    if str(arg).lower() != spec and str(parse_register(str(arg)) or "") != spec:
+      raise OperandError(f"expected {spec}, got {arg!s}")
+    return
+  name, file, count = spec[0], spec[1], spec[2]
+  extra = spec[3] if len(spec) > 3 else ""
+  fmt = opc.fmt.name
+  kind = opc.fmt.fields[name].kind if name in opc.fmt.fields else "literal"
+  if extra == "named:attr":  # lds_param_load's attr12.y: attr and attrchan
+    m = re.fullmatch(r"attr(\d+)\.([xyzw])", str(arg))
+    if not m or int(m.group(1)) > 63: raise OperandError(f"{name}: expected attrN.x/y/z/w with N up to 63, got {arg!s}")
+    values["attr"], values["attrchan"] = int(m.group(1)), "xyzw".index(m.group(2))
+    return
+  if file == "i" and name != "literal":
+    values[name] = _number(opc, name, arg, extra or "{ihex}")
+    return
+  if kind in ("src", "ssrc"):
+    neg = absm = False
+    if isinstance(arg, Modified): arg, neg, absm = arg.operand, arg.neg, arg.abs
+    if isinstance(arg, str): arg = parse_register(arg) or arg
+    if isinstance(arg, Reg) and arg.file == "v":
+      if kind == "ssrc": raise OperandError(f"{name}: a scalar operand, got the VGPR {arg}")
+      values[name] = 256 + _vgpr(arg, count, name, file == "v128")
+    elif isinstance(arg, Reg):
+      values[name] = _scalar(isa, arg, 1 if count == "l" else count, name) if arg.value < 128 else arg.value
+    elif isinstance(arg, (int, float)) and not isinstance(arg, bool):
+      code, lit = constant_value(arg, extra)
+      if lit is not None:
+        if literal[0] is not None and literal[0] != lit: raise OperandError(f"{name}: only one literal per instruction")
+        literal[0] = lit
+      values[name] = code
+    else: raise OperandError(f"{name}: expected a register or a number, got {arg!s}")
+    if neg or absm:
+      _source_modifier(opc, name, neg, absm, values)
+    return
+  if name == "literal":
+    if not isinstance(arg, int): raise OperandError(f"expected a 32-bit literal number, got {arg!s}")
+    literal[0] = arg & 0xffffffff
+    return
+  if fmt == "GLOBAL" and name == "saddr":
+    values["saddr"] = NULL if _is_off(arg) else _scalar(isa, arg, 2, name)
+    return
+  if fmt == "SCRATCH" and name == "saddr":
+    values["saddr"] = NULL if _is_off(arg) else _scalar(isa, arg, 1, name)
+    return
+  if fmt == "SCRATCH" and name == "addr":
+    if _is_off(arg): values["addr"] = values["sve"] = 0
+    else: values["addr"], values["sve"] = _vgpr(arg, 1, name), 1
+    return
+  if fmt == "GLOBAL" and name == "addr":
+    values["addr"] = _vgpr(arg, (parse_register(str(arg)) or arg).count if isinstance(arg, (Reg, str)) and (parse_register(str(arg)) or arg) else 2, name)
+    return
+  if fmt in ("MUBUF", "MTBUF") and name == "vdata":
+    values[name] = _vgpr(arg, count + values["tfe"], name)
+    return
+  if fmt in ("MUBUF", "MTBUF") and name == "vaddr":
+    n = values["offen"] + values["idxen"]
+    if n == 0:
+      if not _is_off(arg): raise OperandError(f"vaddr: 'off' without offen or idxen, got {arg!s}")
+      values[name] = 0
+    else: values[name] = _vgpr(arg, n, name)
+    return
+  if fmt == "EXP" and name.startswith("vsrc"):
+    bit = 1 << int(name[-1])
+    if _is_off(arg): values["en"] &= ~bit; values[name] = 0
+    else: values["en"] |= bit; values[name] = _vgpr(arg, 1, name)
+    return
+  if kind == "srsrc":
+    values[name] = _scalar(isa, arg, 4, name) // 4
+    return
+  if fmt == "SMEM" and name == "soffset":
+    if isinstance(arg, int): values["soffset"], values["offset"] = NULL, arg & opc.fmt.fields["offset"].mask
+    else: values["soffset"] = _scalar(isa, arg, 1, name)
+    return
+  if file == "i":
+    values[name] = _number(opc, name, arg, extra or "{ihex}")
+    return
+  if kind == "sbase":
+    values[name] = _scalar(isa, arg, count, name) // 2
+    return
+  if file[0] == "v":
+    if isinstance(arg, Modified) and name in ("src0", "vsrc1"):  # DPP sources
+      _source_modifier(opc, name, arg.neg, arg.abs, values)
+      arg = arg.operand
+    values[name] = _vgpr(arg, count, name, file == "v128")
+  else: values[name] = _scalar(isa, arg, count, name)
+
+
+def _source_modifier(opc: Opcode, name: str, neg: bool, absm: bool, values: dict) -> None:
+  """Set the neg/abs bits of source `name` (src1 is bit 1 of VOP3's neg field, DPP's neg1 field, ...)."""
+  i = int(name[-1]) if name[-1].isdigit() else 0
+  for wanted, kinds in ((neg, ("neg", "neg_lo")), (absm, ("abs",))):
+    if not wanted: continue
+    field = next((f for f, syn in opc.mods.items() if syn.split(":")[0] in kinds and (f == f"{kinds[0]}{i}" or not f[-1].isdigit())), None)
+    if field is None: raise OperandError(f"{name}: {opc.mnemonic} takes no {kinds[0]} modifier on this operand")
+    values[field] |= 1 if field[-1].isdigit() else 1 << i
+
+
+def _is_off(arg: Any) -> bool:
+  return arg is None or (isinstance(arg, str) and arg.lower() == "off")
+
+
+def _number(opc: Opcode, name: str, arg: Any, syntax: str) -> int:
+  bits = opc.fmt.fields[name].bits
+  if syntax.startswith("named:"):
+    if isinstance(arg, str) and not arg.lstrip("-").replace("x", "").isdigit():
+      v = named.parse(syntax[6:], arg, opc)
+      if v is None: raise OperandError(f"{name}: cannot read {arg!r} as {syntax[6:]}")
+      return v
+    syntax = "{ihex}"
+  _, fmt, _ = split_syntax(syntax)
+  if isinstance(arg, bool) or not isinstance(arg, (int, str)): raise OperandError(f"{name}: expected a number, got {arg!s}")
+  return parse_number_text(str(arg), fmt, bits)
+
+
+# modifier spellings: DSL keyword or assembly word -> field handling
+def _modifier(opc: Opcode, key: str, value: Any, values: dict) -> None:
+  mods = opc.mods
+  fields = opc.fmt.fields
+  if key in ("omod",):
+    if "omod" not in mods: raise OperandError(f"{opc.mnemonic} takes no output modifier (mul:/div:)")
+    values["omod"] = OMOD_VALUES.get(value, value) if isinstance(value, str) else int(value)
+    return
+  if key in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi"):
+    field = {"op_sel": "opsel", "op_sel_hi": "opsel_hi", "neg_lo": "neg", "neg_hi": "neg_hi"}[key]
+    syn = mods.get(field, "")
+    if not syn.startswith(key + ":"): raise OperandError(f"{opc.mnemonic} takes no {key}")
+    bits = list(value)
+    syn, _, read = syn.partition(",bits:")
+    n = int(syn.split(":")[1])
+    if len(bits) != n: raise OperandError(f"{key} takes {n} entries, got {len(bits)}")
+    word = 0
+    for i, b in enumerate(bits): word |= (1 if b else 0) << i
+    from hcq.asm.printer import opsel_positions
+    positions = opsel_positions(opc.fmt.name, key, n, read)
+    if positions is not None: word = sum((1 if b else 0) << p for b, p in zip(bits, positions))
+    elif key == "op_sel" and opc.fmt.name != "VOP3P": word = (word & ((1 << (n - 1)) - 1)) | (word >> (n - 1) & 1) << 3
+    if read and word & ~int(read): raise OperandError(f"{opc.mnemonic}: op_sel may set only bits {int(read):#b} (as [src..., dst])")
+    if key == "op_sel_hi":
+      values["opsel_hi"] = word & 3
+      if n == 3 and "opsel_hi2" in fields and "opsel_hi2" not in opc.fixed: values["opsel_hi2"] = word >> 2 & 1
+      return
+    values[field] = word
+    return
+  if key == "offset" and opc.fmt.name == "DS" and mods.get("offset0", "").startswith("offset:{ds16}"):
+    off = _int(value, 16, key)
+    values["offset0"], values["offset1"] = off & 0xff, off >> 8
+    return
+  if key == "offset" and opc.fmt.name == "SMEM":
+    values["offset"] = parse_number_text(str(value), "shex", fields["offset"].bits)
+    return
+  for field, syn in mods.items():
+    if syn.startswith("text:") and syn[5:] == key: return  # a fixed word, such as DPP8's fi:1
+    if syn.startswith("flag:") and syn[5:].split(",")[0].split(":")[0] == key:
+      values[field] = 1 if value not in (False, 0, "0") else 0
+      return
+    if not syn.startswith(("flag:", "neg", "abs", "omod", "op_sel", "named:")) and split_syntax(syn)[0] == key + ":":
+      values[field] = parse_number_text(str(value), split_syntax(syn)[1], fields[field].bits)
+      return
+    if syn.startswith("{") and key == field:  # a number printed bare (s_endpgm 3)
+      values[field] = parse_number_text(str(value), split_syntax(syn)[1], fields[field].bits)
+      return
+    if syn.startswith("named:") and key == field:
+      values[field] = _number(opc, field, value, syn)
+      return
+  valid = sorted(modifier_names(opc))
+  raise OperandError(f"{opc.mnemonic} takes no modifier {key!r}" + (f"; valid: {', '.join(valid)}" if valid else ""))
+
+
+def _int(value: Any, bits: int, name: str) -> int:
+  return parse_number_text(str(value), "dec", bits)
+
+
+def modifier_names(opc: Opcode) -> set[str]:
+  """The modifier keywords an opcode takes (clamp, offset, glc, op_sel, ...)."""
+  out = set()
+  for field, syn in opc.mods.items():
+    if syn.startswith("text:"): out.add(syn[5:])
+    elif syn.startswith("flag:"): out.add(syn[5:].split(",")[0].split(":")[0])
+    elif syn == "omod": out.add("omod")
+    elif syn in ("neg", "abs"): continue
+    elif syn.startswith(("op_sel", "neg_lo", "neg_hi")): out.add(syn.split(":")[0])
+    elif syn.startswith("named:"): out.add(field)
+    else: out.add(split_syntax(syn)[0].rstrip(":") or field)
+  if opc.fmt.name == "SMEM": out.add("offset")
+  return out

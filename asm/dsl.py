@@ -1,0 +1,129 @@
+"""The instruction DSL: one callable per mnemonic, registers and modifiers as Python values, and the repr that
+writes an instruction back as DSL code (hcq.asm.rdna3 and friends export these per arch)."""
+from __future__ import annotations
+from typing import Any, Callable
+
+from hcq.asm.build import Modified, build
+from hcq.asm.instruction import Instruction
+from hcq.asm.isa import ISA, Opcode
+from hcq.asm.numbers import signed, split_syntax
+from hcq.asm.operands import INLINE_FLOATS, INV_2PI, LITERAL
+from hcq.asm.printer import opsel_positions, source_modifiers
+from hcq.asm.registers import Reg
+
+NULL = 124
+
+
+def instruction_function(isa: ISA, opc: Opcode) -> Callable[..., Instruction]:
+  """The DSL callable for one opcode: positional operands in assembly order, modifiers as keywords."""
+  def make(*operands: Any, **modifiers: Any) -> Instruction:
+    return build(isa, opc, list(operands), modifiers)
+  make.__name__ = make.__qualname__ = opc.name
+  shown = ", ".join(o if isinstance(o, str) else o[0] for o in opc.operands)
+  make.__doc__ = f"{opc.mnemonic} ({opc.fmt.name} op {opc.op}): {shown or 'no operands'}"
+  return make
+
+
+def namespace(isa: ISA) -> dict[str, Callable[..., Instruction]]:
+  """mnemonic -> DSL callable, for every opcode of the arch."""
+  return {m: instruction_function(isa, opc) for m, opc in isa.by_mnemonic.items()}
+
+
+def _scalar(value: int, count: int | str) -> Any:
+  n = 1 if count == "l" else count
+  return Reg("s", value, n if value < 128 else 1)
+
+
+def _source(inst: Instruction, name: str, spec: tuple) -> Any:
+  value, count, ctype = inst.values[name], spec[2], spec[3] if len(spec) > 3 else ""
+  if value >= 256:
+    i = value - 256
+    return Reg("v", i & 127, 1, "h" if i >> 7 else "l") if count == "l" else Reg("v", i, count)
+  if value == LITERAL: return inst.literal
+  if 128 <= value <= 192: return value - 128
+  if 193 <= value <= 208: return 192 - value
+  if value in INLINE_FLOATS: return INLINE_FLOATS[value]
+  if value == INV_2PI: return 0.15915494309189532
+  return _scalar(value, count)
+
+
+def operands_of(inst: Instruction) -> tuple[list, dict]:
+  """(positional operands, modifiers) that rebuild `inst` through its DSL callable."""
+  opc, v = inst.opcode, inst.values
+  fmt = opc.fmt.name
+  args: list[Any] = []
+  mods: dict[str, Any] = {}
+  ret = opc.mods.get("glc", "")
+  if ",ret:" in ret and v.get("glc"): args.append(Reg("v", v["vdst"], int(ret.rpartition(":")[2])))
+  neg, absm = source_modifiers(opc, v)
+  for spec in opc.operands:
+    if isinstance(spec, str): args.append(spec); continue
+    name, file, count = spec[0], spec[1], spec[2]
+    kind = opc.fmt.fields[name].kind if name in opc.fmt.fields else "literal"
+    if len(spec) > 3 and spec[3] == "named:attr": x = f"attr{v['attr']}.{'xyzw'[v['attrchan']]}"
+    elif file == "i" and name != "literal": x = v[name]
+    elif kind in ("src", "ssrc"):
+      x = _source(inst, name, spec)
+      i = int(name[-1]) if name[-1].isdigit() else 0
+      if neg >> i & 1 or absm >> i & 1: x = Modified(x, bool(neg >> i & 1), bool(absm >> i & 1))
+    elif name == "literal": x = inst.literal
+    elif fmt in ("MUBUF", "MTBUF") and name == "vaddr":
+      n = v["offen"] + v["idxen"]
+      x = Reg("v", v["vaddr"], n) if n else "off"
+    elif fmt in ("MUBUF", "MTBUF") and name == "vdata": x = Reg("v", v["vdata"], count + v.get("tfe", 0))
+    elif fmt == "EXP" and name.startswith("vsrc"): x = Reg("v", v[name]) if v["en"] >> int(name[-1]) & 1 else "off"
+    elif kind == "srsrc": x = Reg("s", v[name] * 4, 4)
+    elif fmt == "GLOBAL" and name == "addr": x = Reg("v", v["addr"], 2 if v["saddr"] == NULL else 1)
+    elif fmt == "SCRATCH" and name == "addr": x = Reg("v", v["addr"]) if v["sve"] else "off"
+    elif fmt in ("GLOBAL", "SCRATCH") and name == "saddr": x = "off" if v["saddr"] == NULL else Reg("s", v["saddr"], 2 if fmt == "GLOBAL" else 1)
+    elif fmt == "SMEM" and name == "soffset":
+      x = (signed(v["offset"], opc.fmt.fields["offset"].bits) if v["offset"] else Reg("s", NULL)) if v["soffset"] == NULL else Reg("s", v["soffset"])
+    elif file == "i": x = v[name]
+    elif kind == "sbase": x = Reg("s", v[name] * 2 & ~(count - 1 if count > 2 else 1), count)
+    elif file[0] == "v":
+      x = Reg("v", v[name] & 127, 1, "h" if v[name] >> 7 else "l") if count == "l" else Reg("v", v[name], count)
+      i = int(name[-1]) if name in ("src0", "vsrc1") else None
+      if i is not None and (neg >> i & 1 or absm >> i & 1): x = Modified(x, bool(neg >> i & 1), bool(absm >> i & 1))
+    else: x = _scalar(v[name], count)
+    args.append(x)
+  if fmt == "SMEM" and v.get("offset") and v.get("soffset") != NULL: mods["offset"] = signed(v["offset"], opc.fmt.fields["offset"].bits)
+  for name, syn in opc.mods.items():
+    value = v.get(name, 0)
+    if syn.startswith("text:"): continue
+    if syn.startswith("flag:"):
+      if value: mods[syn[5:].split(",")[0].split(":")[0]] = True
+    elif syn == "omod":
+      if value: mods["omod"] = value
+    elif syn.startswith(("op_sel", "neg_lo", "neg_hi")):
+      syn, _, read = syn.partition(",bits:")
+      value &= int(read) if read else -1
+      label, n = syn.split(":")[0], int(syn.split(":")[1])
+      positions = opsel_positions(fmt, label, n, read)
+      if positions is not None:
+        if value: mods[label] = [value >> p & 1 for p in positions]
+      elif label == "op_sel_hi":
+        bits = v.get("opsel_hi", 0) | v.get("opsel_hi2", 0) << 2
+        default = 0 if syn.endswith(":0") else (1 << n) - 1
+        if bits & ((1 << n) - 1) != default: mods[label] = [bits >> i & 1 for i in range(n)]
+      elif label == "op_sel" and fmt != "VOP3P":
+        if value: mods[label] = [value >> i & 1 for i in range(n - 1)] + [value >> 3 & 1]
+      elif value: mods[label] = [value >> i & 1 for i in range(n)]
+    elif "{ds16}" in syn:
+      off = v.get("offset1", 0) << 8 | v.get("offset0", 0)
+      if off: mods["offset"] = off
+    elif syn == "named:format":
+      text = inst.isa.names["format"].get(value)
+      if text: mods["format"] = f"format:{text}"
+    elif syn.startswith("named:") or fmt == "SMEM": continue
+    elif syn in ("neg", "abs"): continue
+    elif value:
+      prefix, nfmt, _ = split_syntax(syn)
+      mods[prefix.rstrip(":") or name] = signed(value, opc.fmt.fields[name].bits) if nfmt.startswith("s") else value
+  return args, mods
+
+
+def instruction_repr(inst: Instruction) -> str:
+  """DSL code that builds an equal instruction, e.g. "v_add_f32_e64(v[0], -v[1], abs(v[2]), clamp=True)"."""
+  args, mods = operands_of(inst)
+  parts = [repr(a) if not isinstance(a, float) else repr(a) for a in args] + [f"{k}={val!r}" for k, val in mods.items()]
+  return f"{inst.opcode.name}({', '.join(parts)})"

@@ -1,0 +1,134 @@
+"""The execution loop: decode each address once into a closure, then step a batch of waves in lockstep.
+
+At every step the waves whose PC is lowest run that instruction together (per-wave EXEC, SCC and registers live
+in numpy arrays, so one closure call covers all of them). Waves that branch elsewhere wait until the lowest-PC
+group reaches them again, which reconverges loops and if/else the way structured code expects. `s_barrier` parks a
+wave until no wave can run, then every parked wave continues.
+"""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from hcq.asm.emu import ops_flow, ops_mem, ops_salu, ops_valu
+from hcq.asm.emu.decode import decode
+from hcq.asm.emu.errors import IllegalInstruction, InstructionLimit, WaveError
+from hcq.asm.emu.memory import PageFault, VirtualMemory
+from hcq.asm.emu.wave import Waves
+
+_BUILDERS = {
+  "SOP1": ops_salu.build, "SOP2": ops_salu.build, "SOPC": ops_salu.build, "SOPK": ops_salu.build, "SOPP": ops_flow.build,
+  "SMEM": ops_mem.build_smem, "VOP1": ops_valu.build, "VOP2": ops_valu.build, "VOP3": ops_valu.build, "VOP3SD": ops_valu.build,
+  "VOPC": ops_valu.build, "VOP3P": ops_valu.build, "VOPD": ops_valu.build_vopd, "DS": ops_mem.build_ds,
+  "GLOBAL": ops_mem.build_vmem, "FLAT": ops_mem.build_vmem, "SCRATCH": ops_mem.build_vmem,
+  "MUBUF": lambda ins, pc: (lambda st, w: None),   # only the cache invalidates decode: nothing to do in order
+}
+VECTOR_FORMATS = frozenset({"VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC", "VOP3P", "VOPD"})
+
+
+@dataclass
+class Compiled:
+  fn: Callable
+  size: int
+  text: str
+  fmt: str
+
+
+@dataclass
+class Stats:
+  """What a dispatch executed: wave-instructions by format, and VALU lane-operations (lanes x VALU wave-instructions)."""
+  by_format: dict = field(default_factory=dict)
+  valu_lane_ops: int = 0
+  steps: int = 0
+
+  @property
+  def instructions(self) -> int: return sum(self.by_format.values())
+
+
+class Program:
+  """Decoded-and-compiled instructions of the code at some addresses of a VirtualMemory, each compiled once."""
+
+  def __init__(self, mem: VirtualMemory, arch: str = "gfx1100"):
+    self.mem, self.arch = mem, arch
+    self.cache: dict[int, Compiled] = {}
+
+  def at(self, pc: int) -> Compiled:
+    c = self.cache.get(pc)
+    if c is None: c = self.cache[pc] = self._compile(pc)
+    return c
+
+  def _compile(self, pc: int) -> Compiled:
+    m, off = self.mem.find(pc, 4, False, pc)
+    data = m.host[off:off + 16].tobytes()
+    try:
+      ins = decode(data, self.arch)
+    except ValueError as e:
+      return self._illegal(pc, f"cannot decode {data[:8].hex()}: {e}", data[:8].hex())
+    fmt = ins.opcode.fmt.name
+    text = str(ins)
+    builder = _BUILDERS.get(fmt)
+    fn = builder(ins, pc) if builder else None
+    if fn is None: return self._illegal(pc, f"{ins.opcode.mnemonic} ({fmt}) is not implemented by the emulator", text, ins.size)
+    return Compiled(fn, ins.size, text, fmt)
+
+  def _illegal(self, pc: int, reason: str, text: str, size: int = 4) -> Compiled:
+    def illegal(st: Waves, w):
+      wave = int(np.arange(st.count)[w][0])
+      raise IllegalInstruction(reason, pc, st.first_wave + wave, st.dump(wave), text)
+    return Compiled(illegal, size, text, "ILLEGAL")
+
+
+def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None = None,
+            trace: Callable | None = None, trace_wave: int | None = None) -> None:
+  """Run every wave of `st` to s_endpgm. `trace(wave, pc, text, writes)` is called for `trace_wave` (a dispatch index)."""
+  count = st.count
+  all_waves = slice(None)
+  executed = 0
+  tw = None if trace_wave is None else trace_wave - st.first_wave
+  if tw is not None and not 0 <= tw < count: tw = None
+  while True:
+    runnable = ~st.done & ~st.blocked
+    if not runnable.any():
+      if st.blocked.any():
+        st.blocked[:] = False   # every live wave reached s_barrier (or ended): release them all
+        continue
+      return
+    pcs = np.where(runnable, st.pc, np.iinfo(np.int64).max)
+    pc = int(pcs.min())
+    sel = pcs == pc
+    k = int(sel.sum())
+    w = all_waves if k == count else np.nonzero(sel)[0]
+    c = prog.at(pc)
+    if max_instructions is not None and executed + k > max_instructions:
+      first = int(np.nonzero(sel)[0][0])
+      raise InstructionLimit(f"stopped after {executed} wave-instructions (max_instructions={max_instructions})", pc,
+                             st.first_wave + first, st.dump(first), c.text)
+    traced = tw is not None and bool(sel[tw])
+    if traced: before = (st.s[:, tw].copy(), st.v[:, tw].copy(), int(st.scc[tw]))
+    st.pc[w] = pc + c.size
+    try:
+      c.fn(st, w)
+    except (WaveError, PageFault) as e:
+      if isinstance(e, PageFault) and not hasattr(e, "state"):
+        first = int(np.nonzero(sel)[0][0])
+        e.pc = pc if e.pc is None else e.pc
+        e.wave, e.state, e.instruction = st.first_wave + first, st.dump(first), c.text
+      raise
+    except Exception as e:   # a bug or an unsupported operand: say where, keep the cause
+      first = int(np.nonzero(sel)[0][0])
+      raise WaveError(f"emulator error in {c.text!r}: {type(e).__name__}: {e}", pc, st.first_wave + first, st.dump(first), c.text) from e
+    executed += k
+    stats.steps += 1
+    stats.by_format[c.fmt] = stats.by_format.get(c.fmt, 0) + k
+    if c.fmt in VECTOR_FORMATS: stats.valu_lane_ops += k * st.lanes
+    if traced: trace(st.first_wave + tw, pc, c.text, _writes(st, tw, before))
+
+
+def _writes(st: Waves, wv: int, before) -> list[str]:
+  s0, v0, scc0 = before
+  out = [f"s{i}={int(st.s[i, wv]):#x}" for i in np.nonzero(st.s[:, wv] != s0)[0]]
+  for r in np.nonzero((st.v[:, wv] != v0).any(axis=1))[0]:
+    out.append(f"v{r}=[" + " ".join(f"{int(x):x}" for x in st.v[r, wv, :8]) + (" ...]" if st.lanes > 8 else "]"))
+  if int(st.scc[wv]) != scc0: out.append(f"scc={int(st.scc[wv])}")
+  return out

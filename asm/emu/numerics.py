@@ -1,0 +1,151 @@
+"""Number formats and IEEE helpers the VALU semantics share: register bits <-> typed numpy arrays, fused
+multiply-add without double rounding, and the f16/bf16 conversions.
+
+numpy computes f32 in f32 and f16 through f32 (exact for +,-,*,/,sqrt: f32 has more than 2*11+2 bits), so those
+round to nearest even exactly as the ISA says. Fused multiply-add is done in f64 with round-to-odd, which makes
+the final rounding to f32 correct.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+u16, u32, u64 = np.uint16, np.uint32, np.uint64
+F32_QNAN = 0x7fc00000
+
+# type name -> (register width in bits, numpy dtype of the value)
+TYPES = {
+  "f32": (32, np.float32), "i32": (32, np.int32), "u32": (32, np.uint32), "b32": (32, np.uint32),
+  "f16": (16, np.float16), "i16": (16, np.int16), "u16": (16, np.uint16), "b16": (16, np.uint16), "bf16": (16, np.float32),
+  "f64": (64, np.float64), "i64": (64, np.int64), "u64": (64, np.uint64), "b64": (64, np.uint64),
+  "i8": (8, np.int8), "u8": (8, np.uint8),
+}
+FLOATS = frozenset({"f32", "f16", "f64", "bf16"})
+
+
+def width(t: str) -> int: return TYPES[t][0]
+
+
+def bits_to(bits: np.ndarray, t: str, hi: bool = False) -> np.ndarray:
+  """Register bits (uint32, or uint64 for 64-bit types) -> values of type t; `hi` picks the upper half of a 16-bit operand."""
+  if t in ("u32", "b32"): return bits
+  if t == "f32": return bits.view(np.float32)
+  if t == "i32": return bits.view(np.int32)
+  if t in ("f64", "i64", "u64", "b64"): return bits.view(TYPES[t][1])
+  h = (bits >> u32(16)) if hi else (bits & u32(0xffff))
+  if t == "bf16": return (h << u32(16)).view(np.float32)
+  return h.astype(u16).view(TYPES[t][1])
+
+
+def to_bits(x, t: str) -> np.ndarray:
+  """Values of type t -> register bits: uint32 for 32- and 16-bit types (16-bit in the low half), uint64 for 64-bit."""
+  x = np.asarray(x)
+  if t in ("f64", "i64", "u64", "b64"): return x.astype(TYPES[t][1], copy=False).view(u64)
+  if t == "f32": return x.astype(np.float32, copy=False).view(u32)
+  if t in ("i32", "u32", "b32"): return x.astype(TYPES[t][1], copy=False).view(u32)
+  if t == "bf16": return f32_to_bf16(x.astype(np.float32)).astype(u32)
+  if t in ("i8", "u8"): return x.astype(TYPES[t][1]).view(np.uint8).astype(u32)
+  return x.astype(TYPES[t][1], copy=False).view(u16).astype(u32)
+
+
+def f32_to_bf16(x: np.ndarray) -> np.ndarray:
+  """f32 -> bf16 bits (uint16), round to nearest even, NaN kept quiet."""
+  b = np.asarray(x, np.float32).view(u32)
+  r = (b + u32(0x7fff) + ((b >> u32(16)) & u32(1))) >> u32(16)
+  return np.where(np.isnan(x), (b >> u32(16)) | u32(0x40), r).astype(u16)
+
+
+def round_to_odd_sum(p: np.ndarray, c: np.ndarray) -> np.ndarray:
+  """p + c (f64) rounded to odd: the f64 nearest the exact sum, with the last bit set when it is inexact, so that a
+  later rounding to f32 or f16 is correctly rounded (no double rounding)."""
+  with np.errstate(all="ignore"):
+    s = p + c
+    bp = s - c
+    e = (p - bp) + (c - (s - bp))   # TwoSum: the exact error of s
+    even = (s.view(u64) & u64(1)) == 0
+    fix = (e != 0) & even & np.isfinite(s)
+    if fix.any(): s = np.where(fix, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+  return s
+
+
+def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+  """IEEE fused multiply-add in f32: the f64 product is exact, the sum is rounded to odd, then rounded once to f32."""
+  p = a.astype(np.float64) * b.astype(np.float64)
+  with np.errstate(all="ignore"):
+    return round_to_odd_sum(p, np.asarray(c, np.float64)).astype(np.float32)
+
+
+def fma16(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+  p = a.astype(np.float64) * b.astype(np.float64)
+  with np.errstate(all="ignore"):
+    return round_to_odd_sum(p, np.asarray(c, np.float64)).astype(np.float16)
+
+
+def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  t = a * 134217729.0  # 2**27 + 1 (Veltkamp)
+  hi = t - (t - a)
+  return hi, a - hi
+
+
+def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+  """f64 fused multiply-add: exact product by Dekker's TwoProduct, then p + (c + err). Correct except in rare
+  ties and near overflow (noted: no exact f64 fma in numpy)."""
+  a, b, c = (np.asarray(x, np.float64) for x in (a, b, c))
+  with np.errstate(all="ignore"):
+    p = a * b
+    ah, al = _split(a); bh, bl = _split(b)
+    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    bp = s - c
+    e = (p - bp) + (c - (s - bp))
+    r = s + (e + err)
+    return np.where(np.isfinite(p) & np.isfinite(err), r, p + c)
+
+
+def ldexp(x: np.ndarray, e: np.ndarray, dtype) -> np.ndarray:
+  with np.errstate(all="ignore"):
+    return np.ldexp(x.astype(np.float64), np.clip(e.astype(np.int64), -2000, 2000).astype(np.int32)).astype(dtype)
+
+
+def f32_to_int(x: np.ndarray, signed: bool) -> np.ndarray:
+  """v_cvt_{i,u}32_f32/f64: truncate, saturate to the range, NaN -> 0 (as the ISA says)."""
+  lo, hi = (-2.0**31, 2.0**31 - 1) if signed else (0.0, 2.0**32 - 1)
+  with np.errstate(all="ignore"):
+    t = np.trunc(np.nan_to_num(np.asarray(x, np.float64), nan=0.0))
+    return np.clip(t, lo, hi).astype(np.int64).astype(np.int32 if signed else np.uint32)
+
+
+def frexp_exp(x: np.ndarray) -> np.ndarray:
+  """v_frexp_exp_i32: the exponent of frexp; 0 for 0, inf and NaN."""
+  m, e = np.frexp(x)
+  return np.where(np.isfinite(x), e, 0).astype(np.int32)
+
+
+def frexp_mant(x: np.ndarray) -> np.ndarray:
+  m, e = np.frexp(x)
+  return np.where(np.isfinite(x), m, x).astype(x.dtype)
+
+
+def fract(x: np.ndarray) -> np.ndarray:
+  """v_fract: x - floor(x), clamped below 1 (the largest float under 1); NaN in, NaN out; inf -> NaN... (gfx11: inf -> 0? ISA: NaN)."""
+  with np.errstate(all="ignore"):
+    f = x - np.floor(x)
+    f = np.minimum(f, np.nextafter(x.dtype.type(1), x.dtype.type(0)))
+    return np.where(np.isinf(x), x.dtype.type(np.nan), f).astype(x.dtype)
+
+
+def float_class(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+  """v_cmp_class: bit 0 sNaN, 1 qNaN, 2 -inf, 3 -normal, 4 -denormal, 5 -0, 6 +0, 7 +denormal, 8 +normal, 9 +inf."""
+  x = np.asarray(x)
+  fi = np.finfo(x.dtype)
+  nan = np.isnan(x)
+  bits = x.view({2: u16, 4: u32, 8: u64}[x.itemsize])
+  quiet_bit = {2: 1 << 9, 4: 1 << 22, 8: 1 << 51}[x.itemsize]
+  quiet = (bits & bits.dtype.type(quiet_bit)) != 0
+  neg = np.signbit(x)
+  ax = np.abs(x)
+  zero, inf = x == 0, np.isinf(x)
+  den = (ax < fi.tiny) & ~zero & ~nan
+  norm = ~nan & ~inf & ~zero & ~den
+  cls = np.select([nan & ~quiet, nan & quiet, inf & neg, norm & neg, den & neg, zero & neg, zero & ~neg, den & ~neg, norm & ~neg, inf & ~neg],
+                  list(range(10)), 0)
+  return ((np.asarray(mask).astype(np.int64) >> cls) & 1).astype(bool)

@@ -1,0 +1,54 @@
+"""SOPP: branches, s_endpgm, s_barrier, waits and messages. An in-order machine has nothing to wait for, so the
+s_waitcnt family, s_delay_alu, s_clause and cache invalidates do nothing."""
+from __future__ import annotations
+
+import numpy as np
+
+from hcq.asm.emu.errors import IllegalInstruction, TrapError
+from hcq.asm.emu.wave import EXEC, VCC, Waves
+
+NOPS = {"s_nop", "s_waitcnt", "s_waitcnt_depctr", "s_delay_alu", "s_clause", "s_sleep", "s_setprio", "s_icache_inv", "s_wait_idle",
+        "s_set_inst_prefetch_distance", "s_ttracedata", "s_ttracedata_imm", "s_incperflevel", "s_decperflevel", "s_wakeup",
+        "s_denorm_mode", "s_round_mode", "s_sethalt", "s_setkill", "s_wait_event"}
+MSG_DEALLOC_VGPRS = 3
+
+
+def build(ins, pc: int):
+  name = ins.opcode.mnemonic
+  k = ins.values.get("simm16", 0)
+  target = pc + 4 + 4 * (k - 0x10000 if k & 0x8000 else k)
+  if name in NOPS: return lambda st, w: None
+  if name in ("s_endpgm", "s_endpgm_saved"):
+    def endpgm(st: Waves, w): st.done[w] = True
+    return endpgm
+  if name == "s_barrier":
+    def barrier(st: Waves, w): st.blocked[w] = True
+    return barrier
+  if name == "s_sendmsg":
+    if k & 0xff == MSG_DEALLOC_VGPRS or True: return lambda st, w: None   # no message has a visible effect in a compute dispatch
+  if name in ("s_trap", "s_sendmsghalt"):
+    def trap(st: Waves, w):
+      wave = int(np.arange(st.count)[w][0]) if not isinstance(w, slice) else 0
+      raise TrapError(f"{name} {k:#x} with no trap handler", pc, st.first_wave + wave, st.dump(wave), name)
+    return trap
+  if name == "s_code_end":
+    def code_end(st: Waves, w):
+      wave = int(np.arange(st.count)[w][0])
+      raise IllegalInstruction("ran past the end of the program (s_code_end)", pc, st.first_wave + wave, st.dump(wave), name)
+    return code_end
+  cond = {"s_branch": None,
+          "s_cbranch_scc0": lambda st, w: st.scc[w] == 0, "s_cbranch_scc1": lambda st, w: st.scc[w] != 0,
+          "s_cbranch_vccz": lambda st, w: st.mask(VCC, w) == 0, "s_cbranch_vccnz": lambda st, w: st.mask(VCC, w) != 0,
+          "s_cbranch_execz": lambda st, w: st.mask(EXEC, w) == 0, "s_cbranch_execnz": lambda st, w: st.mask(EXEC, w) != 0}
+  if name in cond:
+    c = cond[name]
+    if c is None:
+      def branch(st: Waves, w): st.next_pc(w, np.int64(target))
+    else:
+      def branch(st: Waves, w): st.next_pc(w, np.where(c(st, w), np.int64(target), np.int64(pc + 4)))
+    branch.branch = True
+    return branch
+  if name.startswith("s_cbranch_cdbg"):
+    def nobranch(st, w): pass   # no debugger attached: never taken
+    return nobranch
+  return None

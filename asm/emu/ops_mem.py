@@ -1,0 +1,384 @@
+"""Memory instructions: SMEM (scalar loads), GLOBAL/FLAT/SCRATCH (per-lane), DS (LDS), with the atomics LLVM emits.
+
+Global addresses go through the dispatch's VirtualMemory (a fault names address and PC). LDS is one byte array per
+workgroup of the batch; scratch one private array per lane. Flat addresses in the shared / private apertures reach
+LDS / scratch as on hardware.
+"""
+from __future__ import annotations
+import re
+
+import numpy as np
+
+from hcq.asm.emu.errors import LDSFault, ScratchFault
+from hcq.asm.emu.memory import PageFault
+from hcq.asm.emu.operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, scalar_reader
+from hcq.asm.emu.operands import write_vgpr
+from hcq.asm.emu.wave import NULL, Waves
+
+u8, u16, u32, u64, i64 = np.uint8, np.uint16, np.uint32, np.uint64, np.int64
+
+
+# ---- byte-buffer primitives ---------------------------------------------------------------------------------
+def gather(buf: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
+  """(n, nbytes//4) uint32 for dword sizes, else (n, nbytes) uint8, read at byte offsets `offs` of a uint8 buffer."""
+  if nbytes % 4 == 0 and offs.size and not np.any(offs & 3):
+    u = buf[:buf.size // 4 * 4].view(u32)
+    return u[(offs >> 2)[:, None] + np.arange(nbytes // 4)]
+  b = buf[offs[:, None] + np.arange(nbytes)]
+  return b.view(u32) if nbytes % 4 == 0 else b
+
+
+def scatter(buf: np.ndarray, offs: np.ndarray, data: np.ndarray) -> None:
+  """Write rows of `data` ((n, k) uint32 or uint8) at byte offsets; a later row wins where two overlap (lane order)."""
+  if data.dtype == u32 and offs.size and not np.any(offs & 3):
+    u = buf[:buf.size // 4 * 4].view(u32)
+    u[(offs >> 2)[:, None] + np.arange(data.shape[1])] = data
+    return
+  b = np.ascontiguousarray(data).view(u8).reshape(len(offs), -1)
+  buf[offs[:, None] + np.arange(b.shape[1])] = b
+
+
+def _as_int(x: np.ndarray, signed: bool, bits: int) -> np.ndarray:
+  x = x.astype(u64)
+  return ((x.astype(i64) << (64 - bits)) >> (64 - bits)).astype(u64) if signed else x
+
+
+ATOMIC_OPS = {
+  "add": lambda o, s, b: o + s, "sub": lambda o, s, b: o - s, "swap": lambda o, s, b: s,
+  "and": lambda o, s, b: o & s, "or": lambda o, s, b: o | s, "xor": lambda o, s, b: o ^ s,
+  "umin": lambda o, s, b: np.minimum(o, s), "umax": lambda o, s, b: np.maximum(o, s),
+  "smin": lambda o, s, b: np.where(_as_int(o, True, b).astype(i64) < _as_int(s, True, b).astype(i64), o, s),
+  "smax": lambda o, s, b: np.where(_as_int(o, True, b).astype(i64) > _as_int(s, True, b).astype(i64), o, s),
+  "inc": lambda o, s, b: np.where(o >= s, u64(0), o + u64(1)), "dec": lambda o, s, b: np.where((o == 0) | (o > s), s, o - u64(1)),
+  "csub": lambda o, s, b: np.where(o >= s, o - s, u64(0)),
+}
+
+
+def _fop(fn):
+  def f(o, s, b):
+    dt, ut = (np.float32, u32) if b == 32 else (np.float64, u64)
+    r = fn(o.astype(ut).view(dt), s.astype(ut).view(dt))
+    return r.astype(dt).view(ut).astype(u64)
+  return f
+
+
+ATOMIC_OPS.update({"add_f32": _fop(np.add), "min_f32": _fop(np.fmin), "max_f32": _fop(np.fmax), "add_f64": _fop(np.add),
+                   "min_f64": _fop(np.fmin), "max_f64": _fop(np.fmax), "add_rtn_f32": _fop(np.add)})
+
+
+def atomic(buf: np.ndarray, offs: np.ndarray, src: np.ndarray, cmp: np.ndarray | None, op: str, bits: int) -> np.ndarray:
+  """Apply an atomic per lane in lane order (lanes hitting one address see each other's results); the old values."""
+  n = offs.size
+  old = np.zeros(n, u64)
+  if n == 0: return old
+  nbytes = bits // 8
+  m = u64((1 << bits) - 1)
+  fn = ATOMIC_OPS.get(op)
+  order = np.argsort(offs, kind="stable")
+  so = offs[order]
+  start = np.r_[0, np.nonzero(so[1:] != so[:-1])[0] + 1]
+  rank = np.empty(n, i64)
+  rank[order] = np.arange(n) - np.repeat(start, np.diff(np.r_[start, n]))
+  for r in range(int(rank.max()) + 1):
+    sel = np.nonzero(rank == r)[0]
+    cur = gather(buf, offs[sel], nbytes).view(u32 if bits == 32 else u64).reshape(-1).astype(u64)
+    s = src[sel]
+    if op == "cmpswap": new = np.where(cur == cmp[sel], s, cur)
+    else: new = fn(cur, s, bits) & m
+    scatter(buf, offs[sel], new.astype(u32 if bits == 32 else u64).reshape(-1, 1).view(u32))
+    old[sel] = cur
+  return old
+
+
+# ---- address spaces -----------------------------------------------------------------------------------------
+class _Space:
+  """Resolves the active lanes' addresses of one instruction to (buffer, byte offsets, lane positions) pieces."""
+
+
+def _lds_pieces(st: Waves, w, addr: np.ndarray, ex: np.ndarray, size: int, pc: int):
+  """addr: (k, L) LDS byte addresses; the pieces of the workgroup-shared LDS array for the active lanes."""
+  a = addr[ex].astype(i64)
+  if a.size and (a.min() < 0 or a.max() + size > st.lds_bytes):
+    bad = int(a[np.argmax((a < 0) | (a + size > st.lds_bytes))])
+    raise LDSFault(f"LDS access of {size} bytes at {bad:#x} outside the workgroup's {st.lds_bytes} bytes", pc)
+  wg = np.broadcast_to(st.wg[w][:, None], ex.shape)[ex]
+  return [(st.lds, wg * max(st.lds_bytes, 4) + a, None)]
+
+
+def _scratch_pieces(st: Waves, w, addr: np.ndarray, ex: np.ndarray, size: int, pc: int):
+  a = addr[ex].astype(i64)
+  if a.size and (a.min() < 0 or a.max() + size > st.private_bytes):
+    bad = int(a[np.argmax((a < 0) | (a + size > st.private_bytes))])
+    raise ScratchFault(f"scratch access of {size} bytes at {bad:#x} outside the lane's {st.private_bytes}-byte private segment", pc)
+  waves = np.arange(st.count)[w]
+  lane = (waves[:, None] * st.lanes + st.lane_ids[None, :].astype(i64))
+  lane = np.broadcast_to(lane, ex.shape)[ex]
+  return [(st.scratch, lane * st.private_bytes + a, None)]
+
+
+def _global_pieces(st: Waves, w, addr: np.ndarray, ex: np.ndarray, size: int, pc: int, write: bool):
+  a = addr[ex]
+  hi = (a >> u64(32)).astype(u32)
+  if a.size and (np.any(hi == SHARED_APERTURE_HI) or np.any(hi == PRIVATE_APERTURE_HI)):
+    return _flat_pieces(st, w, addr, ex, size, pc, write)
+  return st.mem.locate(a, size, write, pc)
+
+
+def _flat_pieces(st, w, addr, ex, size, pc, write):
+  """Flat addresses: each lane to LDS, scratch or global memory by aperture."""
+  hi = (addr >> u64(32)).astype(u32)
+  low = (addr & u64(0xffffffff)).astype(i64)
+  pos = np.arange(int(ex.sum()))
+  out = []
+  for kind in ("lds", "scratch", "global"):
+    sel = ex & ((hi == SHARED_APERTURE_HI) if kind == "lds" else (hi == PRIVATE_APERTURE_HI) if kind == "scratch" else ((hi != SHARED_APERTURE_HI) & (hi != PRIVATE_APERTURE_HI)))
+    if not sel.any(): continue
+    lanes = pos[sel[ex]]
+    if kind == "lds": pieces = _lds_pieces(st, w, low, sel, size, pc)
+    elif kind == "scratch": pieces = _scratch_pieces(st, w, low, sel, size, pc)
+    else: pieces = st.mem.locate(addr[sel], size, write, pc)
+    out += [(b, o, lanes if l is None else lanes[l]) for b, o, l in pieces]
+  return out
+
+
+# ---- data movement between lanes and pieces -----------------------------------------------------------------
+def _load(pieces, n: int, nbytes: int) -> np.ndarray:
+  """Gather the pieces into one (n, ...) array in active-lane order."""
+  out = np.zeros((n, nbytes // 4) if nbytes % 4 == 0 else (n, nbytes), u32 if nbytes % 4 == 0 else u8)
+  for buf, offs, lanes in pieces:
+    if lanes is None: out[:] = gather(buf, offs, nbytes)
+    else: out[lanes] = gather(buf, offs, nbytes)
+  return out
+
+
+def _store(pieces, data: np.ndarray) -> None:
+  for buf, offs, lanes in pieces:
+    scatter(buf, offs, data if lanes is None else data[lanes])
+
+
+def _extend(b: np.ndarray, signed: bool) -> np.ndarray:
+  """(n, 1|2) bytes -> (n,) uint32, zero- or sign-extended."""
+  v = b[:, 0].astype(u32) if b.shape[1] == 1 else b.view(u16).reshape(-1).astype(u32)
+  bits = 8 * b.shape[1]
+  return ((v.astype(np.int32) << (32 - bits)) >> (32 - bits)).view(u32) if signed else v
+
+
+_LOAD = re.compile(r"(load|store)_(d16_hi_|d16_)?(b8|b16|b32|b64|b96|b128|u8|i8|u16|i16)$")
+
+
+def _shape(kind: str) -> tuple[int, bool, str]:
+  """b32 -> (4 bytes, signed?, mode) where mode is dword / ext (u8..i16 -> one dword) / d16 / d16_hi."""
+  m = _LOAD.search(kind)
+  d16, t = m.group(2), m.group(3)
+  nbytes = {"b8": 1, "u8": 1, "i8": 1, "b16": 2, "u16": 2, "i16": 2, "b32": 4, "b64": 8, "b96": 12, "b128": 16}[t]
+  mode = "d16_hi" if d16 == "d16_hi_" else "d16" if d16 == "d16_" else ("dword" if nbytes >= 4 else "ext")
+  return nbytes, t.startswith("i"), mode
+
+
+def _write_loaded(st: Waves, w, vdst: int, ex: np.ndarray, data: np.ndarray, nbytes: int, signed: bool, mode: str) -> None:
+  if mode == "dword":
+    for i in range(nbytes // 4):
+      col = np.zeros(ex.shape, u32); col[ex] = data[:, i]
+      write_vgpr(st, vdst + i, w, col, ex)
+    return
+  val = _extend(data, signed)
+  col = np.zeros(ex.shape, u32); col[ex] = val
+  if mode == "ext": write_vgpr(st, vdst, w, col, ex); return
+  cur = st.v[vdst][w]
+  col &= u32(0xffff)
+  new = (cur & u32(0xffff0000)) | col if mode == "d16" else (cur & u32(0xffff)) | (col << u32(16))
+  write_vgpr(st, vdst, w, new, ex)
+
+
+def _store_data(st: Waves, w, data: int, ex: np.ndarray, nbytes: int, mode: str) -> np.ndarray:
+  if nbytes >= 4: return np.stack([st.v[data + i][w][ex] for i in range(nbytes // 4)], axis=1)
+  x = st.v[data][w][ex]
+  if mode == "d16_hi": x = x >> u32(16)
+  return x.astype(u32).view(u8).reshape(-1, 4)[:, :nbytes].copy()
+
+
+# ---- SMEM ---------------------------------------------------------------------------------------------------
+def build_smem(ins, pc: int):
+  name, v = ins.opcode.mnemonic, ins.values
+  if name in ("s_dcache_inv", "s_gl1_inv", "s_atc_probe", "s_atc_probe_buffer"): return lambda st, w: None
+  m = re.match(r"s_(buffer_)?load_b(\d+)$", name)
+  if not m: return None
+  ndw = int(m.group(2)) // 32
+  buffer = m.group(1) is not None
+  sbase, sdata = v["sbase"] * 2, v["sdata"]
+  off = v["offset"] - (1 << 21) if v["offset"] & (1 << 20) else v["offset"]
+  soff = scalar_reader(v["soffset"]) if v["soffset"] != NULL else None
+  base = scalar_reader(sbase, 64)
+  def smem(st: Waves, w):
+    b = base(st, w)
+    if buffer: b = b & u64(0xffffffffffff)
+    a = b.astype(i64) + off + (soff(st, w).astype(i64) if soff is not None else 0)
+    a = (a & ~3).astype(u64)
+    data = _load(st.mem.locate(a, 4 * ndw, False, pc), len(a), 4 * ndw)
+    for i in range(ndw):
+      if sdata + i < 128: st.s[sdata + i, w] = data[:, i]
+  return smem
+
+
+# ---- GLOBAL / FLAT / SCRATCH ------------------------------------------------------------------------------------
+def build_vmem(ins, pc: int):
+  name, fmt, v = ins.opcode.mnemonic, ins.opcode.fmt.name, ins.values
+  off = v["offset"] - (1 << 13) if v["offset"] & (1 << 12) else v["offset"]
+  saddr, vaddr = v["saddr"], v["addr"]
+  if fmt == "SCRATCH":
+    use_v = bool(v.get("sve", 0))
+    rs = scalar_reader(saddr) if saddr != NULL else None
+    def address(st, w):
+      a = np.zeros((st.count if isinstance(w, slice) else len(w), st.lanes), i64) + off
+      if use_v: a = a + st.v[vaddr][w].astype(i64)
+      if rs is not None: a = a + rs(st, w).astype(i64)[:, None]
+      return a
+    pieces = lambda st, w, a, ex, size, write: _scratch_pieces(st, w, a, ex, size, pc)
+  else:
+    rs = scalar_reader(saddr, 64) if (fmt == "GLOBAL" and saddr not in (NULL, 0x7d)) else None
+    def address(st, w):
+      if rs is not None: return rs(st, w)[:, None] + st.v[vaddr][w].astype(u64) + u64(off & 0xffffffffffffffff)
+      return (st.v[vaddr][w].astype(u64) | (st.v[vaddr + 1][w].astype(u64) << u64(32))) + u64(off & 0xffffffffffffffff)
+    pieces = lambda st, w, a, ex, size, write: _global_pieces(st, w, a, ex, size, pc, write)
+  kind = name.split("_", 1)[1]
+  if kind.startswith(("load_", "store_")) and "lds" not in kind:
+    nbytes, signed, mode = _shape(kind)
+    if kind.startswith("load_"):
+      vdst = v["vdst"]
+      def load(st: Waves, w):
+        ex = st.exec_lanes(w)
+        if not ex.any(): return
+        data = _load(pieces(st, w, address(st, w), ex, nbytes, False), int(ex.sum()), nbytes)
+        _write_loaded(st, w, vdst, ex, data, nbytes, signed, mode)
+      return load
+    data_reg = v["data"]
+    def store(st: Waves, w):
+      ex = st.exec_lanes(w)
+      if not ex.any(): return
+      _store(pieces(st, w, address(st, w), ex, nbytes, True), _store_data(st, w, data_reg, ex, nbytes, mode))
+    return store
+  m = re.match(r"atomic_(\w+?)_(u32|i32|b32|f32|u64|i64|b64|f64)$", kind)
+  if m:
+    op, t = m.group(1), m.group(2)
+    bits = 64 if t.endswith("64") else 32
+    if op in ("min", "max"): op = ("s" if t[0] == "i" else "u") + op
+    if t[0] == "f": op = f"{op}_{t}" if op != "cmpswap" else op
+    if op not in ATOMIC_OPS and op != "cmpswap": return None
+    return _atomic_builder(op, bits, v["data"], v["vdst"], bool(v.get("glc", 0)), address, pieces)
+  return None
+
+
+def _atomic_builder(op, bits, data, vdst, returns, address, pieces):
+  nd = bits // 32
+  def atom(st: Waves, w):
+    ex = st.exec_lanes(w)
+    if not ex.any(): return
+    n = int(ex.sum())
+    def val(r):
+      lo = st.v[r][w][ex].astype(u64)
+      return lo | (st.v[r + 1][w][ex].astype(u64) << u64(32)) if bits == 64 else lo
+    src = val(data)
+    cmp = val(data + nd) if op == "cmpswap" else None
+    old = np.zeros(n, u64)
+    for buf, offs, lanes in pieces(st, w, address(st, w), ex, bits // 8, True):
+      sel = slice(None) if lanes is None else lanes
+      old[sel] = atomic(buf, offs, src[sel], None if cmp is None else cmp[sel], op, bits)
+    if returns:
+      for i in range(nd):
+        col = np.zeros(ex.shape, u32); col[ex] = ((old >> u64(32 * i)) & u64(0xffffffff)).astype(u32)
+        write_vgpr(st, vdst + i, w, col, ex)
+  return atom
+
+
+# ---- DS -----------------------------------------------------------------------------------------------------
+_DS_ATOM = {"add": "add", "sub": "sub", "rsub": "rsub", "inc": "inc", "dec": "dec", "min_i32": "smin", "max_i32": "smax", "min_u32": "umin",
+            "max_u32": "umax", "and": "and", "or": "or", "xor": "xor", "min_i64": "smin", "max_i64": "smax", "min_u64": "umin", "max_u64": "umax"}
+
+
+def build_ds(ins, pc: int):
+  name, v = ins.opcode.mnemonic, ins.values
+  addr_reg, d0, d1, vdst = v["addr"], v["data0"], v["data1"], v["vdst"]
+  o0, o1 = v["offset0"], v["offset1"]
+  base_off = o0 | (o1 << 8)
+  def address(st, w, extra):
+    return st.v[addr_reg][w].astype(i64) + extra
+  pieces = lambda st, w, a, ex, size: _lds_pieces(st, w, a, ex, size, pc)
+  kind = name[3:]
+  m = re.match(r"(load|store)_2addr_(stride64_)?b(32|64)$", kind)
+  if m:
+    size = int(m.group(3)) // 8
+    scale = size * (64 if m.group(2) else 1)
+    if m.group(1) == "load":
+      def load2(st: Waves, w):
+        ex = st.exec_lanes(w)
+        if not ex.any(): return
+        n = int(ex.sum())
+        a = _load(pieces(st, w, address(st, w, o0 * scale), ex, size), n, size)
+        b = _load(pieces(st, w, address(st, w, o1 * scale), ex, size), n, size)
+        _write_loaded(st, w, vdst, ex, np.concatenate([a, b], axis=1), 2 * size, False, "dword")
+      return load2
+    def store2(st: Waves, w):
+      ex = st.exec_lanes(w)
+      if not ex.any(): return
+      _store(pieces(st, w, address(st, w, o0 * scale), ex, size), _store_data(st, w, d0, ex, size, "dword"))
+      _store(pieces(st, w, address(st, w, o1 * scale), ex, size), _store_data(st, w, d1, ex, size, "dword"))
+    return store2
+  if kind.startswith(("load_", "store_")) and "addtid" not in kind:
+    nbytes, signed, mode = _shape(kind)
+    if kind.startswith("load_"):
+      def load(st: Waves, w):
+        ex = st.exec_lanes(w)
+        if not ex.any(): return
+        data = _load(pieces(st, w, address(st, w, base_off), ex, nbytes), int(ex.sum()), nbytes)
+        _write_loaded(st, w, vdst, ex, data, nbytes, signed, mode)
+      return load
+    def store(st: Waves, w):
+      ex = st.exec_lanes(w)
+      if not ex.any(): return
+      _store(pieces(st, w, address(st, w, base_off), ex, nbytes), _store_data(st, w, d0, ex, nbytes, mode))
+    return store
+  if kind == "bpermute_b32" or kind == "permute_b32":
+    def perm(st: Waves, w):
+      ex = st.exec_lanes(w)
+      idx = ((address(st, w, base_off) >> 2) % st.lanes).astype(i64)
+      src = np.where(ex, st.v[d0][w], u32(0))
+      k = np.arange(idx.shape[0])[:, None]
+      if kind == "bpermute_b32": out = src[k, idx]
+      else:
+        out = np.zeros_like(src)
+        for lane in range(st.lanes):
+          act = ex[:, lane]
+          out[k[act, 0], idx[act, lane]] = src[act, lane]
+      write_vgpr(st, vdst, w, out, ex)
+    return perm
+  m = re.match(r"(cmpstore|add|sub|rsub|inc|dec|min_i32|max_i32|min_u32|max_u32|and|or|xor|min_i64|max_i64|min_u64|max_u64|"
+               r"add_f32|min_f32|max_f32|storexchg|add_u32|sub_u32|add_u64|sub_u64|inc_u32|dec_u32|and_b32|or_b32|xor_b32|"
+               r"and_b64|or_b64|xor_b64|inc_u64|dec_u64|cmpstore_b32|cmpstore_b64|storexchg_rtn_b32|storexchg_rtn_b64)"
+               r"(_rtn)?(_[a-z]\d+)?$", kind)
+  if m:
+    base = kind.replace("_rtn", "")
+    returns = "_rtn" in kind
+    bits = 64 if base.endswith("64") else 32
+    core = re.sub(r"_(u32|i32|b32|u64|i64|b64)$", "", base)
+    op = {"storexchg": "swap", "cmpstore": "cmpswap"}.get(core, _DS_ATOM.get(core, core))
+    if core in ("min", "max"): op = "u" + core
+    if op == "rsub" or (op not in ATOMIC_OPS and op != "cmpswap"): return None
+    nd = bits // 32
+    def datom(st: Waves, w):
+      ex = st.exec_lanes(w)
+      if not ex.any(): return
+      n = int(ex.sum())
+      def val(r):
+        lo = st.v[r][w][ex].astype(u64)
+        return lo | (st.v[r + 1][w][ex].astype(u64) << u64(32)) if bits == 64 else lo
+      src = val(d0)
+      cmp = val(d1) if op == "cmpswap" else None
+      if op == "cmpswap": src, cmp = src, cmp   # gfx11 ds_cmpstore: data0 is the new value, data1 the compare value
+      (buf, offs, _), = pieces(st, w, address(st, w, base_off), ex, bits // 8)
+      old = atomic(buf, offs, src, cmp, op, bits)
+      if returns:
+        for i in range(nd):
+          col = np.zeros(ex.shape, u32); col[ex] = ((old >> u64(32 * i)) & u64(0xffffffff)).astype(u32)
+          write_vgpr(st, vdst + i, w, col, ex)
+    return datom
+  return None

@@ -1,0 +1,146 @@
+"""Standalone use: `run(code_object, args, global_size, local_size)` runs one kernel on the emulated gfx1100.
+
+Numpy arrays are copied into emulated memory, passed by pointer and copied back when the kernel ends; scalars are
+packed at the offsets and sizes the code object's metadata gives (natural alignment when there is none). Hidden
+arguments (block counts, group sizes, offsets) are filled in, and a dispatch packet is provided for kernels that
+ask for the dispatch pointer.
+"""
+from __future__ import annotations
+import ctypes
+import struct
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from hcq.asm.emu.dispatch import Dispatch, launch
+from hcq.asm.emu.engine import Stats
+from hcq.asm.emu.memory import VirtualMemory
+from hcq.asm.emu.operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI
+
+CODE_BASE = 0x7f0000000000   # where the code object image is mapped
+HEAP_BASE = 0x100000000      # buffers, kernargs and the dispatch packet, 4 GiB up
+ALIGN = 256
+
+
+@dataclass
+class RunResult:
+  """What `run` executed (see engine.Stats) and where it put things."""
+  stats: Stats
+  kernel: str
+  kernarg: bytes
+
+
+class _Heap:
+  def __init__(self, mem: VirtualMemory):
+    self.mem, self.next = mem, HEAP_BASE
+
+  def alloc(self, data: bytes | np.ndarray, size: int | None = None, writable: bool = True) -> tuple[int, np.ndarray]:
+    raw = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    n = max(size or raw.size, 1)
+    backing = np.zeros(n, np.uint8)
+    backing[:raw.size] = raw
+    va = self.next
+    self.mem.map(va, n, backing, writable)
+    self.next = (va + n + ALIGN - 1 + 4096) // ALIGN * ALIGN   # a gap between buffers: overruns fault instead of aliasing
+    return va, backing
+
+
+def _pack_scalar(value: Any, size: int) -> bytes:
+  if isinstance(value, np.generic): raw = value.tobytes()
+  elif isinstance(value, bool): raw = int(value).to_bytes(size, "little")
+  elif isinstance(value, int): raw = (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+  elif isinstance(value, float): raw = {2: np.float16(value).tobytes(), 4: struct.pack("<f", value), 8: struct.pack("<d", value)}[size]
+  else: raise TypeError(f"cannot pass {type(value).__name__} as a kernel argument: use a numpy array or a scalar")
+  return raw[:size].ljust(size, b"\0")
+
+
+def _natural_size(value: Any) -> int:
+  if isinstance(value, np.ndarray): return 8
+  if isinstance(value, np.generic): return value.itemsize
+  return 4
+
+
+def run(code_object: bytes | Any, args: Sequence[Any], global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] = (1, 1, 1),
+        arch: str = "gfx1100", kernel: str | None = None, max_instructions: int | None = None, trace: Callable | None = None,
+        trace_wave: int | None = None, dynamic_lds: int = 0) -> RunResult:
+  """Run `kernel` (default: the only one) of `code_object` over `global_size` workgroups of `local_size` work-items.
+
+  `trace(wave, pc, text, writes)` is called for each instruction wave `trace_wave` executes; `max_instructions` stops a
+  runaway dispatch with InstructionLimit (a WaveError with the wave's state)."""
+  from hcq.asm.codeobject import CodeObject, read_code_object
+  from hcq.autogen import amdgpu_kd as kd
+  from hcq.autogen import hsa
+  co = code_object if isinstance(code_object, CodeObject) else read_code_object(bytes(code_object))
+  if co.arch != arch: raise ValueError(f"code object is for {co.arch}, not {arch}")
+  if kernel is None:
+    if len(co.kernels) != 1: raise ValueError(f"code object has kernels {sorted(co.kernels)}: pass kernel=")
+    kernel = next(iter(co.kernels))
+  k = co.kernels[kernel]
+  gs = tuple(global_size) + (1,) * (3 - len(global_size))
+  ls = tuple(local_size) + (1,) * (3 - len(local_size))
+  mem = VirtualMemory()
+  image = co.image_at(CODE_BASE)
+  mem.map(CODE_BASE, len(image), np.frombuffer(image, np.uint8).copy(), writable=False)
+  heap = _Heap(mem)
+  # kernel arguments
+  visible = [a for a in k.args if not a.value_kind.startswith("hidden_")]
+  if k.args and len(visible) != len(args):
+    raise TypeError(f"{kernel} takes {len(visible)} arguments ({', '.join(a.name for a in visible)}), got {len(args)}")
+  size = max(k.kernarg_size, 16)
+  kernarg = bytearray(size + 256)
+  buffers: list[tuple[np.ndarray, np.ndarray]] = []
+  if k.args:
+    layout = [(a.offset, a.size) for a in visible]
+  else:
+    layout, off = [], 0
+    for value in args:
+      n = _natural_size(value)
+      off = (off + n - 1) // n * n
+      layout.append((off, n)); off += n
+  for (off, n), value in zip(layout, args):
+    if isinstance(value, np.ndarray):
+      va, backing = heap.alloc(value)
+      buffers.append((value, backing))
+      kernarg[off:off + 8] = struct.pack("<Q", va)
+    else:
+      kernarg[off:off + n] = _pack_scalar(value, n)
+  hidden = {"hidden_block_count_x": gs[0], "hidden_block_count_y": gs[1], "hidden_block_count_z": gs[2],
+            "hidden_group_size_x": ls[0], "hidden_group_size_y": ls[1], "hidden_group_size_z": ls[2],
+            "hidden_grid_dims": sum(1 for x in (gs[1] * ls[1], gs[2] * ls[2]) if x > 1) + 1,
+            "hidden_dynamic_lds_size": dynamic_lds, "hidden_shared_base": SHARED_APERTURE_HI, "hidden_private_base": PRIVATE_APERTURE_HI}
+  for a in k.args:
+    if a.value_kind.startswith("hidden_"):
+      kernarg[a.offset:a.offset + a.size] = _pack_scalar(int(hidden.get(a.value_kind, 0)), a.size)
+  kernarg_va, _ = heap.alloc(bytes(kernarg), writable=False)
+  # the AQL dispatch packet, for __builtin_amdgcn_dispatch_ptr()
+  desc = k.descriptor
+  pkt = hsa.hsa_kernel_dispatch_packet_t()
+  pkt.setup = 3 if gs[2] * ls[2] > 1 else 2 if gs[1] * ls[1] > 1 else 1
+  pkt.workgroup_size_x, pkt.workgroup_size_y, pkt.workgroup_size_z = ls
+  pkt.grid_size_x, pkt.grid_size_y, pkt.grid_size_z = (g * l for g, l in zip(gs, ls))
+  pkt.private_segment_size, pkt.group_segment_size = desc.private_segment_fixed_size, desc.group_segment_fixed_size + dynamic_lds
+  pkt.kernel_object, pkt.kernarg_address = CODE_BASE + k.descriptor_offset, kernarg_va
+  packet_va, _ = heap.alloc(bytes(pkt), writable=False)
+  queue_va, _ = heap.alloc(bytes(256), writable=False)
+  # user SGPRs in AMDGPUUsage order
+  props = desc.kernel_code_properties
+  user: list[int] = []
+  lo_hi = lambda x: [x & 0xffffffff, x >> 32]
+  if props & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER: user += [0, 0, 0, 0]
+  if props & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_DISPATCH_PTR: user += lo_hi(packet_va)
+  if props & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_QUEUE_PTR: user += lo_hi(queue_va)
+  if props & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_KERNARG_SEGMENT_PTR: user += lo_hi(kernarg_va)
+  if props & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_DISPATCH_ID: user += [0, 0]
+  if props & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_FLAT_SCRATCH_INIT: user += [0, 0]
+  if props & kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_PRIVATE_SEGMENT_SIZE: user += [desc.private_segment_fixed_size]
+  nuser = (desc.compute_pgm_rsrc2 & kd.COMPUTE_PGM_RSRC2_USER_SGPR_COUNT) >> kd.COMPUTE_PGM_RSRC2_USER_SGPR_COUNT_SHIFT
+  user += [0] * max(0, nuser - len(user))
+  lds = desc.group_segment_fixed_size + dynamic_lds
+  d = Dispatch(CODE_BASE + k.code_offset, desc.compute_pgm_rsrc1, desc.compute_pgm_rsrc2, desc.compute_pgm_rsrc3, user, gs, ls,
+               k.wavefront_size == 32, (lds + 3) // 4 * 4, (desc.private_segment_fixed_size + 3) // 4 * 4, arch)
+  stats = launch(mem, d, max_instructions, trace, trace_wave)
+  for arr, backing in buffers:
+    out = backing[:arr.nbytes].view(arr.dtype).reshape(arr.shape)
+    if arr.flags.writeable: np.copyto(arr, out)
+  return RunResult(stats, kernel, bytes(kernarg[:size]))

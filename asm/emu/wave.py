@@ -1,0 +1,78 @@
+"""The state of a batch of waves run in lockstep: register files as numpy arrays with one column per wave.
+
+SGPRs are indexed by their operand encoding (0-105 SGPRs, 106/107 VCC, 108-123 TTMP, 124 NULL, 125 M0,
+126/127 EXEC), so a decoded source field indexes the file directly. VGPRs are (register, wave, lane), so one
+register across every wave of the batch is one contiguous (waves, lanes) array.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+VCC, NULL, M0, EXEC = 106, 124, 125, 126
+_BITS = {32: np.uint32, 64: np.uint64}
+
+
+class Waves:
+  """Registers, PCs and status of `count` waves of `lanes` lanes; `wg` gives each wave's workgroup in the batch."""
+
+  def __init__(self, count: int, lanes: int, vgprs: int, wg: np.ndarray, lds_bytes: int, groups: int, private_bytes: int):
+    self.count, self.lanes = count, lanes
+    self.s = np.zeros((128, count), np.uint32)
+    self.v = np.zeros((max(vgprs, 1), count, lanes), np.uint32)
+    self.scc = np.zeros(count, np.uint32)
+    self.pc = np.zeros(count, np.int64)
+    self.done = np.zeros(count, bool)
+    self.blocked = np.zeros(count, bool)   # waiting at s_barrier
+    self.wg = wg.astype(np.int64)
+    self.mode = np.zeros(count, np.uint32)  # hardware MODE register (round/denorm/ieee bits)
+    self.lds_bytes = lds_bytes
+    self.lds = np.zeros(groups * max(lds_bytes, 4), np.uint8)
+    self.private_bytes = private_bytes
+    self.scratch = np.zeros(count * lanes * private_bytes, np.uint8) if private_bytes else np.zeros(0, np.uint8)
+    self.lane_ids = np.arange(lanes, dtype=np.uint32)
+    self.first_wave = 0   # index of wave 0 of this batch in the dispatch (for messages)
+    self.mem = None       # the VirtualMemory every global access goes through
+
+  def next_pc(self, w, target) -> None:
+    """Branch: the engine has already advanced pc past the instruction; a branch overrides it."""
+    self.pc[w] = target
+
+  # lane masks (EXEC, VCC, compare results) as uint64 per wave, bools per lane
+  def mask(self, reg: int, w) -> np.ndarray:
+    lo = self.s[reg, w].astype(np.uint64)
+    if self.lanes == 32: return lo
+    return lo | (self.s[reg + 1, w].astype(np.uint64) << np.uint64(32))
+
+  def set_mask(self, reg: int, w, m: np.ndarray) -> None:
+    if reg == NULL: return
+    m = np.asarray(m, np.uint64)
+    self.s[reg, w] = (m & np.uint64(0xffffffff)).astype(np.uint32)
+    if self.lanes == 64 and reg + 1 != NULL: self.s[reg + 1, w] = (m >> np.uint64(32)).astype(np.uint32)
+
+  def lanes_of(self, m: np.ndarray) -> np.ndarray:
+    """(k,) uint64 masks -> (k, lanes) bools."""
+    m = np.ascontiguousarray(np.asarray(m, np.uint64).reshape(-1))
+    b = np.unpackbits(m.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    return b[:, :self.lanes].astype(bool)
+
+  def mask_of(self, b: np.ndarray) -> np.ndarray:
+    """(k, lanes) bools -> (k,) uint64 masks."""
+    packed = np.packbits(b, axis=1, bitorder="little")
+    if self.lanes == 32: return packed.view(np.uint32).reshape(-1).astype(np.uint64)
+    return packed.view(np.uint64).reshape(-1)
+
+  def exec_lanes(self, w) -> np.ndarray:
+    return self.lanes_of(self.mask(EXEC, w))
+
+  def dump(self, wave: int, vgprs: int = 16) -> str:
+    """A readable dump of one wave's state (for fault messages and traces)."""
+    ex = int(self.mask(EXEC, wave))
+    lines = [f"pc={int(self.pc[wave]):#x} exec={ex:#0{self.lanes // 4 + 2}x} vcc={int(self.mask(VCC, wave)):#x} scc={int(self.scc[wave])} "
+             f"m0={int(self.s[M0, wave]):#x} workgroup={int(self.wg[wave])}"]
+    sg = self.s[:106, wave]
+    last = int(np.nonzero(sg)[0].max()) + 1 if sg.any() else 0
+    for i in range(0, max(last, 1), 8):
+      lines.append(f"s[{i}:{i + 7}] = " + " ".join(f"{int(x):08x}" for x in sg[i:i + 8]))
+    for r in range(min(vgprs, self.v.shape[0])):
+      lines.append(f"v{r} = " + " ".join(f"{int(x):08x}" for x in self.v[r, wave, :min(self.lanes, 8)]) + (" ..." if self.lanes > 8 else ""))
+    return "\n".join(lines)

@@ -1,0 +1,100 @@
+"""Encoding formats: names, sizes, fixed bits, field positions and field kinds (public facts from the RDNA3 ISA
+guide and LLVM's instruction-format definitions). Opcodes and operand shapes are not here: the prober derives them."""
+from __future__ import annotations
+
+# Field kinds: op (opcode), vgpr (8-bit VGPR), src (9-bit VGPR/SGPR/constant), ssrc (8-bit SGPR/constant),
+# sdst (7-bit SGPR), sbase (SGPR pair index), srsrc (SGPR quad index), simm16, imm (plain number), bit (1-bit flag), mod (VOP modifier bits),
+# unused (bits no field names).
+Layout = tuple[int, tuple[tuple[int, int, int], ...], tuple[tuple[str, int, int, str], ...], tuple[dict[str, int], ...]]
+
+
+def layout(size: int, fixed: dict[tuple[int, int], int], fields: dict[str, tuple[int, int, str]], *bases: dict[str, int]) -> Layout:
+  """(size in bytes, ((hi, lo, value) fixed), ((field, hi, lo, kind)), probe base words as field values).
+
+  The opcode sweep tries the base words in order: an opcode is probed from the first one llvm-mc decodes.
+  Bits no field names become 'unused' fields, so that probing finds whether llvm-mc requires them to be zero."""
+  taken = set()
+  for (hi, lo) in fixed: taken.update(range(lo, hi + 1))
+  for hi, lo, _ in fields.values(): taken.update(range(lo, hi + 1))
+  runs, bit = {}, 0
+  while bit < size * 8:
+    if bit in taken: bit += 1; continue
+    lo = bit
+    while bit < size * 8 and bit not in taken: bit += 1
+    runs[f"unused{bit - 1}_{lo}"] = (bit - 1, lo, "unused")
+  fields = {**fields, **runs}
+  return (size, tuple((hi, lo, v) for (hi, lo), v in fixed.items()), tuple((f, hi, lo, k) for f, (hi, lo, k) in fields.items()), bases or ({},))
+
+
+_VOP3_TAIL = {"src0": (40, 32, "src"), "src1": (49, 41, "src"), "src2": (58, 50, "src"), "omod": (60, 59, "mod"), "neg": (63, 61, "mod")}
+_FLAT = {"op": (24, 18, "op"), "slc": (15, 15, "bit"), "glc": (14, 14, "bit"), "dlc": (13, 13, "bit"), "offset": (12, 0, "imm"),
+         "addr": (39, 32, "vgpr"), "data": (47, 40, "vgpr"), "saddr": (54, 48, "sdst"), "sve": (55, 55, "bit"), "vdst": (63, 56, "vgpr")}
+
+# the all-zero word is v_illegal, so VOP probes read v0 (256) in their 9-bit sources
+_VGPR_SRC = {"src0": 256, "src1": 256, "src2": 256}
+_VOP3_BASES = (_VGPR_SRC, {"src0": 256, "src1": 256}, {"src0": 256}, {})  # fewer sources: unused ones must read 0
+
+# MUBUF/MTBUF second dword: srsrc is an SGPR quad index, soffset an 8-bit scalar source
+_BUF = {"vaddr": (39, 32, "vgpr"), "vdata": (47, 40, "vgpr"), "srsrc": (52, 48, "srsrc"), "tfe": (53, 53, "bit"), "offen": (54, 54, "bit"),
+        "idxen": (55, 55, "bit"), "soffset": (63, 56, "ssrc")}
+
+# Bit numbers count over the whole instruction (bit 32 is bit 0 of the second dword).
+GFX11: dict[str, Layout] = {
+  "SOP1": layout(4, {(31, 23): 0b101111101}, {"sdst": (22, 16, "sdst"), "op": (15, 8, "op"), "ssrc0": (7, 0, "ssrc")}),
+  "SOPC": layout(4, {(31, 23): 0b101111110}, {"op": (22, 16, "op"), "ssrc1": (15, 8, "ssrc"), "ssrc0": (7, 0, "ssrc")}),
+  "SOPP": layout(4, {(31, 23): 0b101111111}, {"op": (22, 16, "op"), "simm16": (15, 0, "simm16")}),
+  "SOPK": layout(4, {(31, 28): 0b1011}, {"op": (27, 23, "op"), "sdst": (22, 16, "sdst"), "simm16": (15, 0, "simm16")}),
+  "SOP2": layout(4, {(31, 30): 0b10}, {"op": (29, 23, "op"), "sdst": (22, 16, "sdst"), "ssrc1": (15, 8, "ssrc"), "ssrc0": (7, 0, "ssrc")}),
+  "SMEM": layout(8, {(31, 26): 0b111101}, {"op": (25, 18, "op"), "glc": (14, 14, "bit"), "dlc": (13, 13, "bit"), "sdata": (12, 6, "sdst"),
+                                           "sbase": (5, 0, "sbase"), "soffset": (63, 57, "sdst"), "offset": (52, 32, "imm")}, {"soffset": 124}),
+  "VOP1": layout(4, {(31, 25): 0b0111111}, {"vdst": (24, 17, "vgpr"), "op": (16, 9, "op"), "src0": (8, 0, "src")}, _VGPR_SRC),
+  "VOPC": layout(4, {(31, 25): 0b0111110}, {"op": (24, 17, "op"), "vsrc1": (16, 9, "vgpr"), "src0": (8, 0, "src")}, _VGPR_SRC),
+  "VOP2": layout(4, {(31, 31): 0}, {"op": (30, 25, "op"), "vdst": (24, 17, "vgpr"), "vsrc1": (16, 9, "vgpr"), "src0": (8, 0, "src")}, _VGPR_SRC),
+  "VOP3": layout(8, {(31, 26): 0b110101}, {"op": (25, 16, "op"), "clamp": (15, 15, "mod"), "opsel": (14, 11, "mod"), "abs": (10, 8, "mod"),
+                                           "vdst": (7, 0, "vgpr"), **_VOP3_TAIL}, *_VOP3_BASES),
+  "VOP3SD": layout(8, {(31, 26): 0b110101}, {"op": (25, 16, "op"), "clamp": (15, 15, "mod"), "sdst": (14, 8, "sdst"), "vdst": (7, 0, "vgpr"),
+                                             **_VOP3_TAIL}, *_VOP3_BASES),
+  "VOP3P": layout(8, {(31, 24): 0b11001100}, {"op": (22, 16, "op"), "clamp": (15, 15, "mod"), "opsel_hi2": (14, 14, "mod"), "opsel": (13, 11, "mod"),
+                                              "neg_hi": (10, 8, "mod"), "vdst": (7, 0, "vgpr"), "src0": (40, 32, "src"), "src1": (49, 41, "src"),
+                                              "src2": (58, 50, "src"), "opsel_hi": (60, 59, "mod"), "neg": (63, 61, "mod")}, *({**b, "opsel_hi": 3, "opsel_hi2": 1} for b in _VOP3_BASES)),
+  "DS": layout(8, {(31, 26): 0b110110}, {"op": (25, 18, "op"), "gds": (17, 17, "bit"), "offset1": (15, 8, "imm"), "offset0": (7, 0, "imm"),
+                                         "addr": (39, 32, "vgpr"), "data0": (47, 40, "vgpr"), "data1": (55, 48, "vgpr"), "vdst": (63, 56, "vgpr")}),
+  "FLAT": layout(8, {(31, 26): 0b110111, (17, 16): 0}, _FLAT, {"saddr": 124}),
+  "SCRATCH": layout(8, {(31, 26): 0b110111, (17, 16): 1}, _FLAT, {"saddr": 124}),
+  "GLOBAL": layout(8, {(31, 26): 0b110111, (17, 16): 2}, _FLAT, {"saddr": 124}),
+  "VINTERP": layout(8, {(31, 24): 0b11001101}, {"op": (22, 16, "op"), "clamp": (15, 15, "mod"), "opsel": (14, 11, "mod"),
+                                               "waitexp": (10, 8, "imm"), "vdst": (7, 0, "vgpr"), "src0": (40, 32, "src"),
+                                               "src1": (49, 41, "src"), "src2": (58, 50, "src"), "neg": (63, 61, "mod")}, _VGPR_SRC),
+  "LDSDIR": layout(4, {(31, 24): 0b11001110}, {"op": (21, 20, "op"), "waitvdst": (19, 16, "imm"), "attr": (15, 10, "imm"),
+                                              "attrchan": (9, 8, "imm"), "vdst": (7, 0, "vgpr")}),
+  "EXP": layout(8, {(31, 26): 0b111110}, {"en": (3, 0, "mod"), "target": (9, 4, "imm"), "done": (11, 11, "bit"), "row": (13, 13, "bit"),
+                                          "vsrc0": (39, 32, "vgpr"), "vsrc1": (47, 40, "vgpr"), "vsrc2": (55, 48, "vgpr"),
+                                          "vsrc3": (63, 56, "vgpr")}, {"en": 15}),
+  "MUBUF": layout(8, {(31, 26): 0b111000}, {"op": (25, 18, "op"), "lds": (16, 16, "bit"), "glc": (14, 14, "bit"), "dlc": (13, 13, "bit"),
+                                            "slc": (12, 12, "bit"), "offset": (11, 0, "imm"), **_BUF}, {"soffset": 124, "offen": 1}),
+  "MTBUF": layout(8, {(31, 26): 0b111010}, {"format": (25, 19, "imm"), "op": (18, 15, "op"), "glc": (14, 14, "bit"), "dlc": (13, 13, "bit"),
+                                            "slc": (12, 12, "bit"), "offset": (11, 0, "imm"), **_BUF}, {"soffset": 124, "offen": 1, "format": 1}),
+}
+
+
+def _dpp(name: str, base: Layout) -> dict[str, Layout]:
+  """DPP forms of a 32-bit VOP encoding: src0 (bits 8:0) holds 250 (DPP16) or 233/234 (DPP8, DPP8 with fi:1) and a
+  second dword carries the real src0 and the lane controls."""
+  size, fixed, fields, _ = base
+  word0 = {f: (hi, lo, k) for f, hi, lo, k in fields if f != "src0" and k != "unused"}
+  fixed0 = {(hi, lo): v for hi, lo, v in fixed}
+  dpp16 = {"src0": (39, 32, "vgpr"), "dpp_ctrl": (48, 40, "imm"), "fi": (50, 50, "bit"), "bound_ctrl": (51, 51, "bit"),
+           "neg0": (52, 52, "mod"), "abs0": (53, 53, "mod"), "neg1": (54, 54, "mod"), "abs1": (55, 55, "mod"),
+           "bank_mask": (59, 56, "imm"), "row_mask": (63, 60, "imm")}
+  dpp8 = {"src0": (39, 32, "vgpr"), "dpp8": (63, 40, "imm")}
+  return {f"{name}_DPP16": layout(8, {**fixed0, (8, 0): 250}, {**word0, **dpp16}, {"row_mask": 15, "bank_mask": 15}),
+          f"{name}_DPP8": layout(8, {**fixed0, (8, 0): 233}, {**word0, **dpp8}),
+          f"{name}_DPP8FI": layout(8, {**fixed0, (8, 0): 234}, {**word0, **dpp8})}
+
+
+for _name in ("VOP1", "VOP2", "VOPC"): GFX11.update(_dpp(_name, GFX11[_name]))
+
+# Formats that share their fixed bits: the prober assigns each opcode to the one its probes fit.
+ALTERNATIVES = {"VOP3SD": "VOP3"}
+
+ARCHS: dict[str, dict[str, Layout]] = {"gfx1100": GFX11}

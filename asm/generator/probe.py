@@ -1,0 +1,216 @@
+"""Derive opcodes and operand shapes of each encoding format by sweeping words through llvm-mc's disassembler.
+
+For each format: sweep the opcode field over probe base words and keep what llvm-mc decodes; then, per opcode,
+change one field at a time and see what happens to the text: rejected (the field must be zero), unchanged
+(ignored), one positional token changed (an operand: its width is read from the register range printed),
+or tokens added or decorated (a modifier: the printed forms are kept for `shapes.py` to classify)."""
+from __future__ import annotations
+import re
+from dataclasses import dataclass, field
+
+from hcq.asm import llvm
+from hcq.asm.tokens import split_operands
+from hcq.asm.generator.layouts import ALTERNATIVES, Layout
+
+# Probe values per field kind: plain registers whose printed range gives the operand width.
+# A 9-bit source is tried as v10, then as s10 (operands such as a carry-in take SGPRs only).
+ALT = {"vgpr": (10,), "src": (256 + 10, 10), "ssrc": (10,), "sdst": (10,), "sbase": (5,), "srsrc": (1,), "simm16": (0x1234,), "bit": (1,), "mod": (1,),
+       "imm": (0x123,), "unused": (-1, 1)}
+ALT_NAMED = {"offset0": (0x12,), "offset1": (0x34,), "opsel": (15, 1)}  # every op_sel bit: some opcodes use only the dst's
+# Extra values for number fields: how they print (hex/decimal, signed, omitted at zero) is read from these.
+NUMBER_PROBES = (0, 0x1234, -16, 7, 1, 64, 65, 0xe000)
+# v200: 16-bit operands of 32-bit encodings only reach v0..v127
+HIGH_VGPR = {"vgpr": 200, "src": 256 + 200}
+# Source values whose printing depends on the operand's type: 0.5, 1/(2*pi) and a literal.
+CONST_PROBES = (240, 248, 255)
+LITERAL = bytes.fromhex("78563412")  # appended to every probe so that src=255 (literal) opcodes decode
+_REG = re.compile(r"^([-|]*)(v|s|ttmp|a)(?:(\d+)|\[(\d+):(\d+)\])(\.[lh])?\|?$")
+
+
+@dataclass
+class RawShape:
+  """What probing found for one opcode before classification."""
+  fmt: str
+  op: int
+  mnemonic: str
+  base: dict                                      # field values of the base word it decoded from
+  tokens: list                                    # [(sep, token)] of the base text
+  operands: list = field(default_factory=list)    # str (fixed text) | (field, file, count): file v/s/a or i (number), count int or 'l' (16-bit half)
+  zero: list = field(default_factory=list)        # fields llvm-mc rejects unless zero
+  mods: dict = field(default_factory=dict)        # field -> tokens printed with the field set
+  numbers: dict = field(default_factory=dict)     # number field -> {value: printed tokens, or None where rejected}
+  grew: dict = field(default_factory=dict)        # modifier field -> how many tokens setting it added
+  consts: dict = field(default_factory=dict)      # source field -> texts printed for CONST_PROBES (None: not printed)
+  all_mods: list = field(default_factory=list)    # tokens printed with every modifier set: their order
+  low_vgprs: set = field(default_factory=set)     # fields whose VGPRs llvm-mc accepts only up to v127
+  valid: dict = field(default_factory=dict)       # scalar-capable field -> bitmask of the values below 256 llvm-mc accepts
+  canonical: dict = field(default_factory=dict)   # unprinted field -> the value llvm-mc's assembler puts there (if not 0)
+  small_literal: str | None = None                # how a literal operand of 0x11 prints ('17' or '0x11')
+  opsel_bits: int = 0                             # the op_sel bits that change the text
+
+
+def field_mask(hi: int, lo: int) -> int:
+  return (1 << (hi - lo + 1)) - 1
+
+
+def word(lay: Layout, op: int, values: dict[str, int]) -> bytes:
+  """Assemble a probe word from fixed bits, the opcode and field values."""
+  w = 0
+  for hi, lo, v in lay[1]: w |= v << lo
+  for name, hi, lo, kind in lay[2]: w |= ((op if kind == "op" else values.get(name, 0)) & field_mask(hi, lo)) << lo
+  return w.to_bytes(lay[0], "little")
+
+
+def matches(lay: Layout, data: bytes) -> bool:
+  w = int.from_bytes(data[:lay[0]], "little")
+  return all((w >> lo) & field_mask(hi, lo) == v for hi, lo, v in lay[1])
+
+
+def fixed_bit_count(lay: Layout) -> int:
+  return sum(hi - lo + 1 for hi, lo, _ in lay[1])
+
+
+def split(text: str, fmt: str = "") -> tuple[str, list[tuple[str, str]]]:
+  """Mnemonic and operand tokens; SOPP's one immediate (e.g. 'vmcnt(0) lgkmcnt(0)') is one token."""
+  mnemonic, _, rest = text.partition(" ")
+  rest = rest.strip()
+  if fmt == "SOPP": return mnemonic, [("", rest)] if rest else []
+  return mnemonic, split_operands(rest)
+
+
+def register_shape(token: str) -> tuple[str, int | str] | None:
+  """(register file, count) of a register token: 'v[10:11]' -> ('v', 2); 16-bit halves count 'l'; None if not a register."""
+  m = _REG.match(token)
+  if not m: return None
+  if m.group(6): return m.group(2), "l"
+  return m.group(2), (1 if m.group(3) is not None else int(m.group(5)) - int(m.group(4)) + 1)
+
+
+def _accepted(d: llvm.Decoded | None) -> bool:
+  return d is not None and "/*" not in d.text  # llvm-mc comments out operands it finds invalid
+
+
+def sweep(name: str, layouts: dict[str, Layout], mcpu: str) -> dict[int, tuple[dict, str]]:
+  """op -> (base field values, llvm-mc text) for every opcode value llvm-mc decodes in this format."""
+  lay = layouts[name]
+  op_hi, op_lo = next(((hi, lo) for f, hi, lo, k in lay[2] if k == "op"), (-1, 0))  # EXP has no opcode field: one "opcode" 0
+  # a word that a format with more fixed bits also matches belongs to that format
+  others = [l for n, l in layouts.items() if n != name and ALTERNATIVES.get(n) != name and ALTERNATIVES.get(name) != n
+            and fixed_bit_count(l) > fixed_bit_count(lay)]
+  found: dict[int, tuple[dict, str]] = {}
+  for base in lay[3]:
+    ops = [op for op in range(1 << (op_hi - op_lo + 1)) if op not in found
+           and not any(matches(o, word(lay, op, base)) for o in others)]
+    for op, d in zip(ops, llvm.disassemble_each([word(lay, op, base) + LITERAL for op in ops], mcpu)):
+      if _accepted(d): found[op] = (base, d.text)
+  return dict(sorted(found.items()))
+
+
+def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int] | None = None) -> list[RawShape]:
+  """Every opcode of a format with its raw shape, derived by one-field-at-a-time probes."""
+  lay = layouts[name]
+  found = sweep(ALTERNATIVES.get(name, name), layouts, mcpu) if only is None else None
+  if found is None:
+    found = {op: v for op, v in sweep(ALTERNATIVES.get(name, name), layouts, mcpu).items() if op in only}
+  fields = [(f, k) for f, hi, lo, k in lay[2] if k != "op"]
+  cases, keys = [], []
+  for op, (base, _) in found.items():
+    for f, k in fields:
+      values = list(ALT_NAMED.get(f, ALT[k])) + (list(NUMBER_PROBES) if k in ("simm16", "imm") else [])
+      values += list(CONST_PROBES) if k in ("src", "ssrc") else []
+      values += list(NUMBER_PROBES) if k == "ssrc" else []  # s_sendmsg_rtn reads its ssrc0 as a message number
+      values += [HIGH_VGPR[k]] if k in HIGH_VGPR else []
+      values += [1 << b for b in range(4)] if f == "opsel" else []  # which op_sel bits an opcode reads
+      for v in values:
+        cases.append(word(lay, op, {**base, f: v}) + LITERAL); keys.append((op, f, v))
+  probed = dict(zip(keys, llvm.disassemble_each(cases, mcpu)))
+  out = []
+  for op, (base, text) in found.items():
+    mnemonic, toks = split(text, name)
+    s = RawShape(name, op, mnemonic, base, toks, [t for _, t in toks])
+    for f, k in fields:
+      if k in HIGH_VGPR and not _accepted(probed[(op, f, HIGH_VGPR[k])]): s.low_vgprs.add(f)
+      if f == "opsel":
+        s.opsel_bits = sum(1 << b for b in range(4) if _accepted(probed[(op, f, 1 << b)]) and probed[(op, f, 1 << b)].text != text)
+      if k in ("src", "ssrc"):
+        s.consts[f] = tuple(_operand_at(probed[(op, f, v)], name, mnemonic, toks) for v in CONST_PROBES)
+      if k in ("simm16", "imm", "ssrc"):
+        s.numbers[f] = {v: ([t for _, t in split(probed[(op, f, v)].text, name)[1]] if _accepted(probed[(op, f, v)]) else None)
+                        for v in NUMBER_PROBES}
+      tries = [probed[(op, f, v)] for v in ALT_NAMED.get(f, ALT[k])]
+      d = next((t for t in tries if _accepted(t) and split(t.text, name)[0] == mnemonic), tries[0])
+      if not _accepted(d) or split(d.text, name)[0] != mnemonic: s.zero.append(f); continue
+      toks2 = split(d.text, name)[1]
+      if toks2 == toks: continue
+      if len(toks2) == len(toks):
+        changed = [i for i, (a, b) in enumerate(zip(toks, toks2)) if a != b]
+        if len(changed) == 1 and isinstance(s.operands[changed[0]], str):
+          i = changed[0]
+          old, new = toks[i][1], toks2[i][1]
+          if not (new[:1] in "-|" and old[:1] not in "-|"):  # '-v1'/'|v1|' decorate an operand: a modifier, not a value
+            s.operands[i] = (f, *(register_shape(new) or ("i", 1)))
+            continue
+      s.mods[f] = [t for t in toks2 if t not in toks]
+      s.grew[f] = len(toks2) - len(toks)
+      if s.grew[f] == 2 and [t for _, t in toks2[1:len(toks) + 1]] == [t for _, t in toks]:
+        s.mods[f] = [toks2[0], toks2[-1]]  # a destination put in front
+    out.append(s)
+  _valid_values(lay, out, name, mcpu)
+  _canonical_values(lay, out, name, mcpu)
+  _small_literals(lay, out, name, mcpu)
+  # one more probe per opcode sets every modifier it accepts at once: the order they print in
+  every = [word(lay, s.op, {**s.base, **{f: ALT_NAMED.get(f, ALT[k])[-1] for f, k in fields
+                                         if f in s.mods and k in ("bit", "mod", "imm")}}) + LITERAL for s in out]
+  for s, d in zip(out, llvm.disassemble_each(every, mcpu)):
+    s.all_mods = [t for _, t in split(d.text, name)[1]] if _accepted(d) else []
+  return out
+
+
+def _operand_at(d: llvm.Decoded | None, fmt: str, mnemonic: str, base: list) -> str | None:
+  """The one token that differs from the base text, if the probe decoded to the same shape."""
+  if not _accepted(d): return None
+  m, toks = split(d.text, fmt)
+  if m != mnemonic or len(toks) != len(base): return None
+  diff = [t for (_, t), (_, b) in zip(toks, base) if t != b]
+  return diff[0] if len(diff) == 1 else None
+
+
+SCALAR_KINDS = ("src", "ssrc", "sdst")
+
+
+def _valid_values(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
+  """For each operand field that can hold a scalar encoding, which values below 256 llvm-mc accepts there."""
+  kinds = {f: k for f, hi, lo, k in lay[2]}
+  width = {f: min(256, 1 << (hi - lo + 1)) for f, hi, lo, k in lay[2]}
+  cases, keys = [], []
+  for s in shapes:
+    for o in s.operands:
+      if not isinstance(o, tuple) or o[1] == "i": continue
+      f = o[0]
+      if kinds.get(f) not in SCALAR_KINDS and not (kinds.get(f) == "vgpr" and o[1] == "s"): continue
+      for v in range(width[f]):
+        cases.append(word(lay, s.op, {**s.base, f: v}) + LITERAL); keys.append((s, f, v))
+  for (s, f, v), d in zip(keys, llvm.disassemble_each(cases, mcpu)):
+    if _accepted(d) and split(d.text, fmt)[0] == s.mnemonic: s.valid[f] = s.valid.get(f, 0) | 1 << v
+
+
+def _canonical_values(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
+  """Fields that print nothing still get a value from llvm-mc's assembler (v_cmpx_*_e64 puts exec_lo in vdst,
+  v_pk_* set op_sel_hi bits of absent sources): assemble each base text and read those fields back."""
+  encoded = llvm.assemble_each([f"{s.mnemonic} {', '.join(t for _, t in s.tokens)}" if fmt != "SOPP" else
+                                f"{s.mnemonic} {s.tokens[0][1] if s.tokens else ''}" for s in shapes], mcpu)
+  for s, data in zip(shapes, encoded):
+    if not isinstance(data, bytes) or len(data) < lay[0]: continue
+    w = int.from_bytes(data[:lay[0]], "little")
+    printed = {o[0] for o in s.operands if isinstance(o, tuple)} | set(s.mods) | set(s.zero)
+    for f, hi, lo, k in lay[2]:
+      v = (w >> lo) & field_mask(hi, lo)
+      if k != "op" and f not in printed and v != s.base.get(f, 0) and v: s.canonical[f] = v
+
+
+def _small_literals(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
+  """How an opcode's literal operand prints a small value (decimal for s_setreg_imm32_b32, hex for v_fmamk_f32)."""
+  literal_text = f"0x{int.from_bytes(LITERAL, 'little'):x}"
+  with_literal = [s for s in shapes if any(t == literal_text for _, t in s.tokens)]
+  for s, d in zip(with_literal, llvm.disassemble_each([word(lay, s.op, s.base) + bytes([0x11, 0, 0, 0]) for s in with_literal], mcpu)):
+    if _accepted(d): s.small_literal = "17" if "17" in [t for _, t in split(d.text, fmt)[1]] else "0x11"

@@ -1,0 +1,77 @@
+"""Batch front end to llvm-mc 19: many instructions per process, since process start dominates a single call."""
+from __future__ import annotations
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+LLVM_MC = "llvm-mc-19"
+_DIAG = re.compile(r"^<stdin>:(\d+):(\d+): (error|warning): (.*)$")
+_ENCODED = re.compile(r"^\s*(.*?)\s*; encoding: \[([0-9a-fx,]*)\]\s*$")
+
+
+@dataclass(frozen=True)
+class Decoded:
+  """One instruction as llvm-mc decoded it: its text and the bytes it consumed."""
+  text: str
+  data: bytes
+
+
+def available() -> bool:
+  return shutil.which(LLVM_MC) is not None
+
+
+def version() -> str:
+  """The first line of `llvm-mc-19 --version` that names the version, e.g. 'Debian LLVM version 19.1.7'."""
+  out = subprocess.run([LLVM_MC, "--version"], capture_output=True, text=True).stdout
+  return next((l.strip() for l in out.splitlines() if "version" in l), out.strip())
+
+
+def _run(args: list[str], text: str) -> tuple[str, str]:
+  p = subprocess.run([LLVM_MC, "-arch=amdgcn", *args], input=text, capture_output=True, text=True)
+  return p.stdout, p.stderr
+
+
+def _encoded_lines(stdout: str) -> list[tuple[str, bytes]]:
+  out = []
+  for line in stdout.splitlines():
+    m = _ENCODED.match(line)
+    if m: out.append((m.group(1), bytes(int(b, 16) for b in m.group(2).split(",") if b)))
+  return out
+
+
+# Ends each case: llvm-mc reads bytes across lines, so four s_nop words absorb a case that over-reads and
+# `s_nop 0x3d5a` (SOPP op 0 on every arch; a case's own bytes print it at odds of 2**-32 per word) marks the next.
+_PAD = bytes.fromhex("000080bf") * 4
+_MARKER_TEXT = "s_nop 0x3d5a"
+_MARKER = bytes.fromhex("5a3d80bf")
+
+
+def disassemble_each(cases: list[bytes], mcpu: str) -> list[Decoded | None]:
+  """Disassemble the first instruction of each byte string; None where llvm-mc rejects it.
+
+  Decoded.data is llvm-mc's re-encoding of what it decoded (canonical bytes, which can differ from the input)."""
+  tail = ",".join(f"0x{b:02x}" for b in _PAD + _MARKER) + "\n"
+  text = "".join(",".join(f"0x{b:02x}" for b in c) + "\n" + tail for c in cases)
+  stdout, stderr = _run(["--disassemble", "-show-encoding", f"-mcpu={mcpu}"], text)
+  rejected = set()
+  for line in stderr.splitlines():
+    m = _DIAG.match(line)
+    if m and m.group(2) == "1": rejected.add((int(m.group(1)) - 1) // 2)
+  groups: list[list[tuple[str, bytes]]] = [[]]
+  for t, d in _encoded_lines(stdout):
+    if t == _MARKER_TEXT: groups.append([])
+    else: groups[-1].append((t, d))
+  if len(groups) != len(cases) + 1: raise RuntimeError(f"llvm-mc gave {len(groups) - 1} groups for {len(cases)} cases")
+  return [None if i in rejected or not groups[i] else Decoded(*groups[i][0]) for i in range(len(cases))]
+
+
+def assemble_each(lines: list[str], mcpu: str) -> list[bytes | str]:
+  """Assemble each line on its own; bytes where llvm-mc accepts it, else the error message."""
+  stdout, stderr = _run(["-show-encoding", f"-mcpu={mcpu}"], "".join(l + "\n" for l in lines))
+  errors: dict[int, str] = {}
+  for line in stderr.splitlines():
+    m = _DIAG.match(line)
+    if m and m.group(3) == "error": errors.setdefault(int(m.group(1)) - 1, m.group(4))
+  encoded = iter(_encoded_lines(stdout))
+  return [errors[i] if i in errors else next(encoded)[1] for i in range(len(lines))]

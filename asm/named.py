@@ -1,0 +1,165 @@
+"""Symbolic immediates: s_waitcnt counters, hwreg(...), sendmsg(...) and s_delay_alu's instid/instskip.
+
+Bit layouts are the RDNA3 ISA guide's; the names come from the generated table (NAMES), probed from llvm-mc."""
+from __future__ import annotations
+import re
+
+# s_waitcnt (gfx11): vmcnt 15:10, lgkmcnt 9:4, expcnt 2:0
+WAITCNT = {"vmcnt": (10, 6), "expcnt": (0, 3), "lgkmcnt": (4, 6)}
+WAITCNT_ORDER = ("vmcnt", "expcnt", "lgkmcnt")
+# hwreg: id 5:0, offset 10:6, size-1 15:11
+# s_delay_alu: instid0 3:0, instskip 6:4, instid1 10:7
+DELAY_ALU = (("instid0", 0, 4, "instid"), ("instskip", 4, 3, "instskip"), ("instid1", 7, 4, "instid"))
+
+
+def load_names(opcode) -> dict:
+  """The arch's symbol names (an Opcode knows its ISA through its format's owner)."""
+  return opcode.isa.names
+
+
+def render(kind: str, value: int, inst) -> str | None:
+  """Text of a symbolic immediate as llvm-mc prints it, or None where there is none (llvm-mc rejects it)."""
+  names = inst.isa.names
+  if kind == "vmcnt":
+    parts, all_max = [], True
+    for name in WAITCNT_ORDER:
+      lo, bits = WAITCNT[name]
+      n = value >> lo & ((1 << bits) - 1)
+      parts.append((name, n, n == (1 << bits) - 1))
+      all_max &= n == (1 << bits) - 1
+    return " ".join(f"{name}({n})" for name, n, at_max in parts if all_max or not at_max)
+  if kind == "hwreg":
+    reg, offset, size = value & 63, value >> 6 & 31, (value >> 11 & 31) + 1
+    name = names["hwreg"].get(reg, str(reg))
+    return f"hwreg({name})" if offset == 0 and size == 32 else f"hwreg({name}, {offset}, {size})"
+  if kind == "sendmsg":
+    msg = names[_sendmsg_table(inst.opcode)].get(value & 0xff)
+    if msg is not None: return f"sendmsg({msg})"
+    return f"sendmsg({value}, 0, 0)" if value < 256 else str(value)
+  if kind == "bits":  # s_version: the number, then each flag bit or-ed on: (69|A)|B
+    flags = [name for bit, name in sorted(names["bits"].items()) if value >> bit & 1]
+    low = value & ~sum(1 << b for b in names["bits"])
+    if not flags or low > 0xff:  # only an 8-bit version number prints symbolically, and in decimal
+      return names["version"].get(value) or (str(value) if value <= 0xff else f"0x{value:x}")
+    text = names["version"].get(low) or str(low)
+    for name in flags: text = f"({text})|{name}" if "|" in text else f"{text}|{name}"
+    return text
+  if kind == "dpp_ctrl": return dpp_ctrl_text(value)
+  if kind == "dpp8": return "dpp8:[" + ",".join(str(value >> (3 * i) & 7) for i in range(8)) + "]"
+  if kind == "exp_target": return names["exp_target"].get(value)
+  if kind == "format":
+    name = names["format"].get(value)
+    return None if name is None else (f"format:{name}" if name else "")
+  if kind == "attr": return f"attr{value}.{'xyzw'[inst.values['attrchan']]}"
+  if kind == "instid0":
+    if value & 0x7ff == 0: return "0"
+    parts = []
+    for label, lo, bits, table in DELAY_ALU:
+      n = value >> lo & ((1 << bits) - 1)
+      if not n: continue
+      name = names[table].get(n)
+      if name is None: return None
+      parts.append(f"{label}({name})")
+    return " | ".join(parts)
+  return None
+
+
+# DPP16 dpp_ctrl (RDNA): quad_perm 0x00-0xff; row_shl/row_shr/row_ror 0x101+/0x111+/0x121+ (1..15);
+# row_mirror 0x140, row_half_mirror 0x141; row_share 0x150+ and row_xmask 0x160+ (0..15)
+_DPP_ROWS = {"row_shl": 0x100, "row_shr": 0x110, "row_ror": 0x120, "row_share": 0x150, "row_xmask": 0x160}
+
+
+def dpp_ctrl_text(value: int) -> str | None:
+  if value <= 0xff: return "quad_perm:[" + ",".join(str(value >> (2 * i) & 3) for i in range(4)) + "]"
+  if value == 0x140: return "row_mirror"
+  if value == 0x141: return "row_half_mirror"
+  for name, base in _DPP_ROWS.items():
+    n = value - base
+    if 0 <= n <= 15 and (n >= 1 or name in ("row_share", "row_xmask")): return f"{name}:{n}"
+  return None
+
+
+def dpp_ctrl_value(text: str) -> int | None:
+  t = text.replace(" ", "")
+  m = re.fullmatch(r"quad_perm:\[([0-3]),([0-3]),([0-3]),([0-3])\]", t)
+  if m: return sum(int(x) << (2 * i) for i, x in enumerate(m.groups()))
+  if t == "row_mirror": return 0x140
+  if t == "row_half_mirror": return 0x141
+  name, _, n = t.partition(":")
+  if name in _DPP_ROWS and n.isdigit() and int(n) <= 15 and (int(n) >= 1 or name in ("row_share", "row_xmask")):
+    return _DPP_ROWS[name] + int(n)
+  return None
+
+
+def _sendmsg_table(opcode) -> str:
+  """s_sendmsg_rtn_* (SOP1) number their messages apart from s_sendmsg's."""
+  return "sendmsg_rtn" if opcode.fmt.name == "SOP1" else "sendmsg"
+
+
+_CALL = re.compile(r"(\w+)\(([^()]*)\)")
+
+
+def parse(kind: str, text: str, opcode) -> int | None:
+  """A symbolic immediate's text -> its 16-bit value; None if it is not in this syntax."""
+  names = load_names(opcode)
+  t = text.strip()
+  if kind == "vmcnt":
+    value = 0
+    for name, (lo, bits) in WAITCNT.items(): value |= ((1 << bits) - 1) << lo
+    found = _CALL.findall(t)
+    if not found or _CALL.sub("", t).replace("&", "").replace(",", "").strip(): return None
+    for name, arg in found:
+      if name not in WAITCNT: return None
+      lo, bits = WAITCNT[name]
+      n = int(arg, 0)
+      if not 0 <= n < 1 << bits: return None
+      value = value & ~(((1 << bits) - 1) << lo) | n << lo
+    return value
+  if kind == "hwreg":
+    m = re.fullmatch(r"hwreg\(\s*(\w+)\s*(?:,\s*(\w+)\s*,\s*(\w+)\s*)?\)", t)
+    if not m: return None
+    by_name = {n: i for i, n in names["hwreg"].items()}
+    reg = by_name.get(m.group(1), None)
+    if reg is None: reg = int(m.group(1), 0)
+    offset, size = (int(m.group(2), 0), int(m.group(3), 0)) if m.group(2) else (0, 32)
+    if not (0 <= reg < 64 and 0 <= offset < 32 and 1 <= size <= 32): return None
+    return reg | offset << 6 | (size - 1) << 11
+  if kind == "sendmsg":
+    m = re.fullmatch(r"sendmsg\(\s*(\w+)\s*(?:,\s*(\w+)\s*,\s*(\w+)\s*)?\)", t)
+    if not m: return None
+    by_name = {n: i for i, n in names[_sendmsg_table(opcode)].items()}
+    msg = by_name.get(m.group(1))
+    if msg is None: msg = int(m.group(1), 0)
+    op, stream = (int(m.group(2), 0), int(m.group(3), 0)) if m.group(2) else (0, 0)
+    return msg | op << 4 | stream << 8
+  if kind == "bits":
+    by_name = {n: b for b, n in names["bits"].items()}
+    parts = [p.strip() for p in t.replace("(", "").replace(")", "").split("|")]
+    versions = {n: v for v, n in names["version"].items()}
+    try: value = versions[parts[0]] if parts[0] in versions else int(parts[0], 0)
+    except ValueError: return None
+    for p in parts[1:]:
+      if p not in by_name: return None
+      value |= 1 << by_name[p]
+    return value if 0 <= value < 1 << 16 else None
+  if kind == "dpp_ctrl": return dpp_ctrl_value(t)
+  if kind == "dpp8":
+    m = re.fullmatch(r"dpp8:\[([0-7](?:,[0-7]){7})\]", t.replace(" ", ""))
+    return None if not m else sum(int(x) << (3 * i) for i, x in enumerate(m.group(1).split(",")))
+  if kind == "exp_target":
+    return next((i for i, n in names["exp_target"].items() if n == t), None)
+  if kind == "format":
+    body = t.split(":", 1)[1] if t.startswith("format:") else t
+    return next((i for i, n in names["format"].items() if n == body or n == f"[{body}]"), None) if not body.isdigit() else int(body)
+  if kind == "instid0":
+    if t == "0": return 0
+    value = 0
+    for part in t.split("|"):
+      m = re.fullmatch(r"\s*(instid0|instskip|instid1)\((\w+)\)\s*", part)
+      if not m: return None
+      label, lo, bits, table = next(d for d in DELAY_ALU if d[0] == m.group(1))
+      by_name = {n: i for i, n in names[table].items()}
+      if m.group(2) not in by_name: return None
+      value |= by_name[m.group(2)] << lo
+    return value
+  return None

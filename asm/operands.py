@@ -1,0 +1,155 @@
+"""Operand values <-> text: registers, special registers, inline constants and literals.
+
+A field holds an encoded value; an operand spec from the table, (field, file, count, type), says how to read it:
+file 'v' VGPRs, 's' scalar encodings (SGPRs, specials, constants), count registers (or 'l' for a 16-bit half),
+type how constants print ('' 32-bit, 'd' 64-bit, 'h' 16-bit literal, 'H' 16-bit integer)."""
+from __future__ import annotations
+import re
+import struct
+
+from hcq.asm.isa import ISA
+
+LITERAL = 255
+INLINE_FLOATS = {240: 0.5, 241: -0.5, 242: 1.0, 243: -1.0, 244: 2.0, 245: -2.0, 246: 4.0, 247: -4.0}
+INV_2PI = 248
+_INV_2PI_BITS = {"": 0x3E22F983, "d": 0x3FC45F306DC9C882, "h": 0x3118, "H": 0x3118}
+_SGPR_RANGE = re.compile(r"^(s|ttmp)\[(\d+):(\d+)\]$")
+_VGPR = re.compile(r"^v(?:(\d+)(\.[lh])?|\[(\d+):(\d+)\])$")
+_SGPR_FIRST = {"s": 0, "ttmp": 108}
+_SGPR_LIMIT = {"s": 106, "ttmp": 124}
+
+
+class OperandError(ValueError):
+  """An operand that does not fit its field: the message says what was expected; index is the operand's position."""
+
+  def __init__(self, message: str, index: int | None = None) -> None:
+    super().__init__(message)
+    self.index = index
+
+
+def vgpr_text(index: int, count: int | str) -> str:
+  if count == "l": return f"v{index & 127}.{'h' if index >> 7 else 'l'}"
+  return f"v{index}" if count == 1 else f"v[{index}:{index + count - 1}]"
+
+
+def _alignment(count: int) -> int:
+  return 1 if count == 1 else 2 if count == 2 else 4
+
+
+def scalar_text(isa: ISA, value: int, count: int | str, ctype: str = "", valu: bool = False) -> str | None:
+  """Text of a scalar source/destination value below 255, or None where llvm-mc rejects it."""
+  if value in INLINE_FLOATS or value == INV_2PI:
+    if ctype == "H": return f"0x{_f16_bits(value):x}"
+    if ctype == "d": return isa.scalars[2].get(value)
+  if count == "l" or count == 1:
+    return isa.scalars["v" if valu else 1].get(value)
+  if count == 2: return isa.scalars[2].get(value)
+  for file, first in _SGPR_FIRST.items():
+    if first <= value < _SGPR_LIMIT[file]:
+      start = (value - first) & ~(_alignment(count) - 1)
+      if first + start + count > _SGPR_LIMIT[file]: return None
+      return f"{file}[{start}:{start + count - 1}]"
+  return isa.scalars[2].get(value) if value >= 128 else None
+
+
+def _f16_bits(value: int) -> int:
+  if value == INV_2PI: return _INV_2PI_BITS["h"]
+  return struct.unpack("<H", struct.pack("<e", INLINE_FLOATS[value]))[0]
+
+
+def literal_text(literal: int, ctype: str) -> str:
+  return f"0x{literal & 0xffff:x}" if ctype in ("h", "H") else f"0x{literal:x}"
+
+
+def source_text(isa: ISA, value: int, spec: tuple, literal: int | None, valu: bool) -> str | None:
+  """Text of a 9-bit (or 8-bit) source field value."""
+  count, ctype = spec[2], spec[3]
+  if value >= 256: return vgpr_text(value - 256, count) if count == "l" or value - 256 + count <= 256 else None
+  if value == LITERAL: return None if literal is None else literal_text(literal, ctype)
+  return scalar_text(isa, value, count, ctype, valu)
+
+
+# --- text -> value ---------------------------------------------------------------------------------------------
+
+def parse_vgpr(token: str, count: int | str) -> int:
+  """'v5' / 'v[4:5]' / 'v5.h' -> the VGPR field value, checked against the operand's register count."""
+  m = _VGPR.match(token)
+  if not m: raise OperandError(f"expected a VGPR ({vgpr_text(0, count)}), got {token!r}")
+  if m.group(3) is not None:
+    first, last = int(m.group(3)), int(m.group(4))
+    n = last - first + 1
+  else:
+    first, n = int(m.group(1)), 1
+  if count == "l":
+    if m.group(2) is None: raise OperandError(f"expected a 16-bit VGPR half such as v{first}.l or v{first}.h, got {token!r}")
+    return first | (128 if m.group(2) == ".h" else 0)
+  if m.group(2) is not None: raise OperandError(f"expected a 32-bit VGPR, got the 16-bit half {token!r}")
+  if n != count: raise OperandError(f"expected {count} VGPR{'s' if count != 1 else ''} ({vgpr_text(first, count)}), got {token!r}")
+  if first + n > 256: raise OperandError(f"VGPR {token!r} is out of range (v0..v255)")
+  return first
+
+
+def parse_scalar(isa: ISA, token: str, count: int | str, valu: bool = False) -> int | None:
+  """A register or special name -> its scalar encoding; None if the token is not a scalar register name."""
+  n = 1 if count == "l" else count
+  if n in (1, 2):
+    v = isa.scalar_values["v" if valu and n == 1 else n].get(token)
+    if v is not None and v < 128 or v is not None and 235 <= v <= 254: return v
+  m = _SGPR_RANGE.match(token)
+  if m:
+    first, last = int(m.group(2)), int(m.group(3))
+    if last - first + 1 != n: raise OperandError(f"expected {n} scalar registers, got {token!r}")
+    if first % _alignment(n): raise OperandError(f"{token!r} must start at a multiple of {_alignment(n)}")
+    value = _SGPR_FIRST[m.group(1)] + first
+    if value + n > _SGPR_LIMIT[m.group(1)]: raise OperandError(f"{token!r} is out of range")
+    return value
+  if re.fullmatch(r"(s|ttmp)\d+", token) or token in ("vcc", "exec", "vcc_lo", "exec_lo", "vcc_hi", "exec_hi", "m0", "null"):
+    if any(token in isa.scalar_values[k] for k in (1, 2)):
+      raise OperandError(f"expected {n} scalar register{'s' if n != 1 else ''}, got {token!r}")
+  return None
+
+
+def parse_number(token: str) -> int | float | None:
+  """An integer (decimal, hex, negative) or float literal; None if the token is not a number."""
+  t = token.strip()
+  try:
+    if re.fullmatch(r"-?0x[0-9a-fA-F]+", t): return int(t, 16)
+    if re.fullmatch(r"-?\d+", t): return int(t)
+    if re.fullmatch(r"-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?", t): return float(t)
+  except ValueError: return None
+  return None
+
+
+def constant_value(number: int | float, ctype: str) -> tuple[int, int | None]:
+  """(field value, literal) for a number used as a source: an inline constant when one encodes it, else a literal."""
+  if isinstance(number, float):
+    for code, f in INLINE_FLOATS.items():
+      if number == f: return code, None
+    if abs(number - 0.15915494309189532) < 1e-8:
+      return INV_2PI, None
+    if ctype in ("h", "H"): return LITERAL, struct.unpack("<H", struct.pack("<e", number))[0]
+    if ctype == "d":
+      bits = struct.unpack("<Q", struct.pack("<d", number))[0]
+      if bits & 0xffffffff: raise OperandError(f"{number!r} is not exact as a 64-bit literal (low 32 bits must be zero)")
+      return LITERAL, bits >> 32
+    return LITERAL, struct.unpack("<I", struct.pack("<f", number))[0]
+  if -16 <= number <= 64: return (128 + number if number >= 0 else 192 - number), None
+  if ctype in ("h", "H"):
+    if not -0x8000 <= number <= 0xffff: raise OperandError(f"{number} does not fit a 16-bit literal")
+    bits = number & 0xffff
+    inline = _inline_of_bits(bits, "h")
+    return (inline, None) if inline is not None and ctype == "h" else (LITERAL, bits)
+  if not -0x80000000 <= number <= 0xffffffff: raise OperandError(f"{number} does not fit a 32-bit literal")
+  bits = number & 0xffffffff
+  inline = _inline_of_bits(bits << 32 if ctype == "d" else bits, ctype)
+  return (inline, None) if inline is not None else (LITERAL, bits)
+
+
+def _inline_of_bits(bits: int, ctype: str) -> int | None:
+  """The inline float constant whose bit pattern (f32, f64 or f16 per ctype) is `bits`, if any."""
+  for code, f in list(INLINE_FLOATS.items()) + [(INV_2PI, None)]:
+    if ctype == "d": b = _INV_2PI_BITS["d"] if f is None else struct.unpack("<Q", struct.pack("<d", f))[0]
+    elif ctype in ("h", "H"): b = _INV_2PI_BITS["h"] if f is None else struct.unpack("<H", struct.pack("<e", f))[0]
+    else: b = _INV_2PI_BITS[""] if f is None else struct.unpack("<I", struct.pack("<f", f))[0]
+    if b == bits: return code
+  return None

@@ -1,0 +1,120 @@
+"""One line of LLVM AMDGPU assembly -> Instruction, through the same builder the DSL uses."""
+from __future__ import annotations
+import difflib
+from typing import Any
+
+from hcq.asm.build import OMOD_VALUES, Modified, build, modifier_names
+from hcq.asm.instruction import Instruction
+from hcq.asm.isa import ISA, Opcode
+from hcq.asm.operands import OperandError, parse_number
+from hcq.asm.registers import parse_register
+from hcq.asm.tokens import split_operands_at
+
+
+class AsmError(ValueError):
+  """An assembly error at a line and column (1-based), with what was expected."""
+
+  def __init__(self, message: str, line: int = 1, column: int = 1) -> None:
+    super().__init__(f"{line}:{column}: {message}")
+    self.line, self.column, self.reason = line, column, message
+
+
+def candidates(isa: ISA, mnemonic: str) -> list[Opcode]:
+  """Opcodes a mnemonic may name: itself (and the encodings that print it alike: DPP16, DPP8, DPP8 with fi:1),
+  or without an encoding suffix the _e32 form then the _e64 form."""
+  out = []
+  for m in (mnemonic, mnemonic + "_e32", mnemonic + "_e64"):
+    for opc in isa.variants.get(m, ()):
+      if opc not in out: out.append(opc)
+  return out
+
+
+def unknown_mnemonic(isa: ISA, mnemonic: str) -> str:
+  names = set(isa.by_mnemonic) | {m[:-4] for m in isa.by_mnemonic if m.endswith(("_e32", "_e64"))}
+  close = difflib.get_close_matches(mnemonic, sorted(names), n=4, cutoff=0.6)
+  hint = f"; did you mean {', '.join(close)}?" if close else ""
+  return f"unknown instruction {mnemonic!r} for {isa.arch}{hint}"
+
+
+def operand_value(token: str) -> Any:
+  """Assembly operand text -> the Python value the builder takes: Reg, Modified, number, or the text itself."""
+  t = token
+  neg = absm = False
+  if t.startswith("-") and len(t) > 1 and not t[1].isdigit() and t[1] != ".":
+    neg, t = True, t[1:]
+  if t.startswith("neg(") and t.endswith(")"): neg, t = True, t[4:-1]
+  if t.startswith("|") and t.endswith("|") and len(t) > 2: absm, t = True, t[1:-1]
+  elif t.startswith("abs(") and t.endswith(")"): absm, t = True, t[4:-1]
+  reg = parse_register(t)
+  value: Any = reg if reg is not None else parse_number(t)
+  if value is None: value = t
+  if neg and isinstance(value, (int, float)) and not absm and not token.startswith("neg("): return -value
+  return Modified(value, neg, absm) if neg or absm else value
+
+
+def parse_line(isa: ISA, text: str, line: int = 1, column: int = 1) -> Instruction:
+  """One instruction (no label or comment) -> Instruction; AsmError with line:column otherwise."""
+  body = text.strip()
+  lead = len(text) - len(text.lstrip())
+  mnemonic, _, rest = body.partition(" ")
+  rest_at = lead + len(mnemonic) + 1
+  opcodes = candidates(isa, mnemonic.lower())
+  if not opcodes: raise AsmError(unknown_mnemonic(isa, mnemonic), line, column + lead)
+  error: AsmError | None = None
+  for opc in opcodes:
+    try: return _parse_with(isa, opc, rest, rest_at, line, column)
+    except AsmError as e: error = error or e
+  raise error  # type: ignore[misc]
+
+
+def _parse_with(isa: ISA, opc: Opcode, rest: str, rest_at: int, line: int, column: int) -> Instruction:
+  if opc.fmt.name == "SOPP":
+    stripped = rest.strip()
+    toks = [("", stripped, rest.index(stripped))] if stripped else []
+  else:
+    toks = split_operands_at(rest)
+  npos = len(opc.operands) + (1 if ",ret:" in opc.mods.get("glc", "") and any(t.lower() == "glc" for _, t, _ in toks) else 0)
+  positional = [(t, at) for i, (sep, t, at) in enumerate(toks) if i == 0 or sep == ","]
+  # the positional operands are the comma-separated run from the start; the rest are modifiers
+  args = []
+  i = 0
+  while i < len(toks) and (i == 0 or toks[i][0] == "," or opc.fmt.name == "EXP" and i == 1) and len(args) < npos:
+    args.append(toks[i]); i += 1
+  mods_toks = toks[i:]
+  if opc.operands and opc.operands[-1] and len(args) < npos and mods_toks:
+    # SOPP/SOPK symbolic immediates such as 'vmcnt(0) lgkmcnt(0)' are one operand written with spaces
+    pass
+  mods: dict[str, Any] = {}
+  for sep, tok, at in mods_toks:
+    try: key, value = _modifier(opc, tok)
+    except OperandError as e: raise AsmError(str(e), line, column + rest_at + at) from None
+    mods[key] = value
+  values = [operand_value(t) for _, t, _ in args]
+  try:
+    return build(isa, opc, values, mods)
+  except OperandError as e:
+    at = args[e.index][2] if e.index is not None and e.index < len(args) else (args[-1][2] if args else 0)
+    raise AsmError(str(e), line, column + rest_at + at) from None
+
+
+def _modifier(opc: Opcode, tok: str) -> tuple[str, Any]:
+  """'offset:16' -> ('offset', 16); 'glc' -> ('glc', True); 'op_sel:[1,0]' -> ('op_sel', [1, 0]); 'mul:2' -> omod."""
+  t = tok.lower()
+  if t.startswith("format:"): return "format", tok
+  if any(syn == f"text:{t}" for syn in opc.mods.values()): return t, True
+  if t.startswith(("quad_perm:", "row_", "dpp8:")) and t.split(":")[0] not in ("row_mask",):
+    field = "dpp8" if t.startswith("dpp8:") else "dpp_ctrl"
+    if field in opc.mods: return field, tok
+  if t in OMOD_VALUES: return "omod", OMOD_VALUES[t]
+  if parse_number(t) is not None:  # a number with no keyword: s_endpgm 3
+    bare = [f for f, syn in opc.mods.items() if syn.startswith("{")]
+    if bare: return bare[0], t
+  key, colon, value = t.partition(":")
+  if not colon:
+    if key in modifier_names(opc): return key, True
+    valid = sorted(modifier_names(opc))
+    raise OperandError(f"unexpected {tok!r}" + (f"; {opc.mnemonic} takes {', '.join(valid)}" if valid else f"; {opc.mnemonic} takes no modifiers"))
+  if value.startswith("[") and value.endswith("]"):
+    try: return key, [int(x) for x in value[1:-1].split(",")]
+    except ValueError: raise OperandError(f"{key}: expected a list of 0/1, got {value}") from None
+  return key, value

@@ -1,0 +1,201 @@
+"""Instruction -> LLVM AMDGPU assembly text, driven by the opcode's operand and modifier specs."""
+from __future__ import annotations
+
+from hcq.asm import named
+from hcq.asm.instruction import DecodeError, Instruction
+from hcq.asm.numbers import number_text, signed, split_syntax
+from hcq.asm.operands import scalar_text, source_text, vgpr_text
+
+NULL = 124
+OMOD = {1: "mul:2", 2: "mul:4", 3: "div:2"}
+VALU = {"VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P"}
+
+
+def source_modifiers(opc, v: dict) -> tuple[int, int]:
+  """(neg, abs) bitmasks over the sources: VOP3's neg/abs fields, v_fma_mix's neg_hi-as-abs, DPP's neg0/abs1/..."""
+  neg = absm = 0
+  for f, syn in opc.mods.items():
+    if syn == "neg": neg |= v.get(f, 0) << (int(f[-1]) if f[-1].isdigit() else 0)
+    elif syn == "abs": absm |= v.get(f, 0) << (int(f[-1]) if f[-1].isdigit() else 0)
+  return neg, absm
+
+
+def check(inst: Instruction) -> None:
+  """Raise DecodeError if any operand of the instruction has no valid text (as llvm-mc would reject it)."""
+  render(inst)
+
+
+def _bad(inst: Instruction, what: str) -> DecodeError:
+  return DecodeError(f"{inst.opcode.mnemonic}: {what}")
+
+
+def render(inst: Instruction) -> str:
+  """The instruction as llvm-mc prints it."""
+  opc, v, isa = inst.opcode, inst.values, inst.isa
+  fmt = opc.fmt
+  fields = fmt.fields
+  mods = opc.mods
+  neg, absm = source_modifiers(opc, v)
+  valu = fmt.name in VALU
+  out: list[str] = []
+  src_index = 0
+  for spec in opc.operands:
+    if isinstance(spec, str): out.append(spec); continue
+    name, file, count = spec[0], spec[1], spec[2]
+    kind = fields[name].kind if name in fields else "literal"
+    value = v.get(name, 0)
+    if spec[4] is not None and value < 256 and not spec[4] >> value & 1 and not (fmt.name == "SMEM" and name == "soffset"):
+      raise _bad(inst, f"{name}={value} is not accepted by this operand")
+    if file == "i" and name != "literal": t = _number(inst, name, value, spec[3] or "{ihex}")
+    elif kind in ("src", "ssrc"):
+      if file == "v128" and value >= 256 + 128 and count != "l": raise _bad(inst, f"{name} takes v0..v127 only")
+      t = source_text(isa, value, spec, inst.literal, valu)
+      if t is None: raise _bad(inst, f"{name}={value} is not a valid operand")
+      i = int(name[-1]) if name.startswith("src") else src_index
+      if absm >> i & 1: t = f"|{t}|"
+      if neg >> i & 1:  # llvm-mc writes a negated constant as neg(0.5), a negated register or |constant| with '-'
+        t = f"neg({t})" if (128 <= value <= 248 or value == 255) and not absm >> i & 1 else f"-{t}"
+      src_index += 1
+    elif name == "literal": t = number_text(inst.literal, split_syntax(spec[3])[1], 32)
+    elif kind == "srsrc":
+      t = scalar_text(isa, value * 4, 4)
+      if t is None: raise _bad(inst, f"{name}={value} is not a valid SGPR quad")
+    elif fmt.name in ("MUBUF", "MTBUF") and name in ("vaddr", "vdata"): t = _buffer_vgprs(inst, name, count)
+    elif fmt.name == "EXP" and name.startswith("vsrc"): t = vgpr_text(value, 1) if v["en"] >> int(name[-1]) & 1 else "off"
+    elif kind == "sbase":
+      start = value * 2 & ~(count - 1 if count > 2 else 1)
+      t = scalar_text(isa, start, count)
+      if t is None: raise _bad(inst, f"{name}={value} is not a valid {count}-register base")
+    elif file[0] == "v" and name in ("src0", "vsrc1") and (neg or absm):  # DPP's sources carry neg/abs
+      t = vgpr_text(value, count)
+      i = int(name[-1])
+      if absm >> i & 1: t = f"|{t}|"
+      if neg >> i & 1: t = f"-{t}"
+    elif file[0] == "v":
+      if fmt.name in ("GLOBAL", "SCRATCH") and name == "addr":
+        t = _flat_addr(inst, count)
+      else:
+        if file == "v128" and value >= 128 and count != "l": raise _bad(inst, f"{name} takes v0..v127 only")
+        if count != "l" and value + count > 256: raise _bad(inst, f"{name}: v[{value}:{value + count - 1}] is past v255")
+        t = vgpr_text(value, count)
+    else:
+      if fmt.name in ("GLOBAL", "SCRATCH") and name == "saddr":
+        t = "off" if value == NULL else scalar_text(isa, value, 2 if fmt.name == "GLOBAL" else 1)
+      elif fmt.name == "SMEM" and name == "soffset":
+        t = _smem_offset(inst)
+      else:
+        t = scalar_text(isa, value, count)
+      if t is None: raise _bad(inst, f"{name}={value} is not a valid {count}-register scalar operand")
+    if t: out.append(t)
+  tail = _modifiers(inst)
+  head = opc.mnemonic
+  if opc.mods.get("glc", "").startswith("flag:glc,ret:") and v.get("glc"):
+    out.insert(0, vgpr_text(v["vdst"], int(opc.mods["glc"].rpartition(":")[2])))
+  if fmt.name == "EXP": text = f"{head} {out[0]} {', '.join(out[1:])}"  # exp mrt0 v0, v1, off, off
+  else: text = head + (" " + ", ".join(out) if out else "")
+  return text + ("" if not tail else (" " if out or True else "") + " ".join(tail))
+
+
+def _buffer_vgprs(inst: Instruction, name: str, count: int) -> str:
+  """Buffer vaddr: 'off', one VGPR (offen or idxen) or two (both); vdata has one more register with tfe."""
+  v = inst.values
+  if name == "vdata":
+    n = count + v.get("tfe", 0)
+    if v["vdata"] + n > 256: raise _bad(inst, f"vdata v[{v['vdata']}:{v['vdata'] + n - 1}] is past v255")
+    return vgpr_text(v["vdata"], n)
+  n = v["offen"] + v["idxen"]
+  if v["vaddr"] + n > 256: raise _bad(inst, "vaddr is past v255")
+  return vgpr_text(v["vaddr"], n) if n else "off"
+
+
+def _flat_addr(inst: Instruction, count: int) -> str:
+  v = inst.values
+  if inst.opcode.fmt.name == "GLOBAL": return vgpr_text(v["addr"], 2 if v["saddr"] == NULL else 1)
+  return vgpr_text(v["addr"], 1) if v["sve"] else "off"
+
+
+def _smem_offset(inst: Instruction) -> str:
+  """SMEM prints soffset, and the offset positionally when there is no soffset register."""
+  v = inst.values
+  bits = inst.opcode.fmt.fields["offset"].bits
+  if v["soffset"] == NULL:
+    return number_text(v["offset"], "shex", bits) if v["offset"] else "null"
+  t = scalar_text(inst.isa, v["soffset"], 1)
+  if t is None: raise _bad(inst, f"soffset={v['soffset']} is not a valid scalar register")
+  return t
+
+
+def _number(inst: Instruction, name: str, value: int, syntax: str) -> str:
+  if syntax.startswith("named:"):
+    t = named.render(syntax[6:], value, inst)
+    if t is None: raise _bad(inst, f"{name}={value:#x} has no {syntax[6:]} text")
+    return t
+  prefix, fmt, _ = split_syntax(syntax)
+  return prefix + number_text(value, fmt, inst.opcode.fmt.fields[name].bits)
+
+
+def _modifiers(inst: Instruction) -> list[str]:
+  """Trailing modifiers in the order llvm-mc prints them."""
+  opc, v = inst.opcode, inst.values
+  fields = opc.fmt.fields
+  out = []
+  if opc.fmt.name == "SMEM" and "offset" in opc.mods and v.get("offset") and v.get("soffset") != NULL:  # before glc/dlc
+    out.append("offset:" + number_text(v["offset"], "shex", fields["offset"].bits))
+  done_ds16 = False
+  for name, syn in opc.mods.items():
+    value = v.get(name, 0)
+    if syn.startswith("text:"): out.append(syn[5:])
+    elif syn.startswith("flag:"):
+      if value: out.append(syn[5:].split(",")[0])
+    elif syn == "omod":
+      if value: out.append(OMOD[value])
+    elif syn in ("neg", "abs"): continue
+    elif syn.startswith(("op_sel:", "op_sel_hi:", "neg_lo:", "neg_hi:")):
+      t = _bit_list(inst, name, syn)
+      if t: out.append(t)
+    elif "{ds16}" in syn:
+      if done_ds16: continue
+      done_ds16 = True
+      off = v.get("offset1", 0) << 8 | v.get("offset0", 0)
+      if off: out.append(f"offset:{off}")
+    elif syn.startswith("named:"):
+      t = named.render(syn[6:], value, inst)
+      if t is None: raise _bad(inst, f"{name}={value:#x} has no {syn[6:]} text")
+      if t: out.append(t)
+    elif inst.opcode.fmt.name == "SMEM" and name == "offset": continue
+    elif syn == "unknown":
+      if value: raise _bad(inst, f"{name}={value} has no text we know")
+    else:
+      prefix, fmt, omit_zero = split_syntax(syn)
+      if value or not omit_zero: out.append(prefix + number_text(value, fmt, fields[name].bits))
+  return out
+
+
+def opsel_positions(fmt: str, label: str, n: int, read: str) -> list[int] | None:
+  """Which op_sel bits the n printed entries are: the bits the opcode reads, in order, when there are n of them
+  (v_permlane16_b32's op_sel:[fi,bound_ctrl] are bits 0 and 1); None for the usual [src..., dst] layout."""
+  if label != "op_sel" or not read: return None
+  bits = [b for b in range(4) if int(read) >> b & 1]
+  return bits if len(bits) == n else None
+
+
+def _bit_list(inst: Instruction, name: str, syn: str) -> str:
+  """op_sel:[a,b,...] and friends; empty when every bit has its default."""
+  v = inst.values
+  syn, _, read = syn.partition(",bits:")
+  parts = syn.split(":")
+  label, n = parts[0], int(parts[1])
+  if label == "op_sel_hi":
+    bits = v.get("opsel_hi", 0) | v.get("opsel_hi2", 0) << 2
+    default = 0 if len(parts) > 2 else (1 << n) - 1
+    shown = [bits >> i & 1 for i in range(n)]
+    return "" if bits & ((1 << n) - 1) == default else f"op_sel_hi:[{','.join(map(str, shown))}]"
+  bits = v.get(name, 0) & (int(read) if read else -1)
+  positions = opsel_positions(inst.opcode.fmt.name, label, n, read)
+  if positions is not None:
+    shown = [bits >> p & 1 for p in positions]
+  elif label == "op_sel" and inst.opcode.fmt.name != "VOP3P":
+    shown = [bits >> i & 1 for i in range(n - 1)] + [bits >> 3 & 1]  # the last entry is the destination, bit 3
+  else:
+    shown = [bits >> i & 1 for i in range(n)]
+  return f"{label}:[{','.join(map(str, shown))}]" if any(shown) else ""

@@ -1,0 +1,1 @@
+"""Generated ISA tables, one module per arch (see hcq.asm.generator)."""

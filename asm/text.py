@@ -1,0 +1,96 @@
+"""Programs as text: assemble (labels, branches, comments) and disassemble."""
+from __future__ import annotations
+import re
+
+from hcq.asm.instruction import DecodeError, Instruction, decode
+from hcq.asm.isa import load
+from hcq.asm.operands import OperandError
+from hcq.asm.parser import AsmError, parse_line
+
+_LABEL = re.compile(r"^\s*([A-Za-z_.$][\w.$]*):")
+_BRANCH_SYNTAX = "{dec}"
+
+
+def _strip_comment(line: str) -> str:
+  for mark in (";", "//", "#"):
+    i = line.find(mark)
+    if i >= 0: line = line[:i]
+  return line
+
+
+def assemble(text: str, arch: str = "gfx1100") -> bytes:
+  """LLVM AMDGPU assembly -> machine code. Labels ('name:') may be branch targets; ';', '//' and '#' start comments;
+  lines starting with '.' (directives) are skipped. AsmError says line:column and what was expected."""
+  isa = load(arch)
+  items: list[tuple[int, int, str, str | None]] = []  # (line, column, instruction text, label it branches to)
+  labels: dict[str, int] = {}
+  pending: list[str] = []
+  for n, raw in enumerate(text.splitlines(), 1):
+    line = _strip_comment(raw)
+    while True:
+      m = _LABEL.match(line)
+      if not m: break
+      name = m.group(1)
+      if name in labels or name in pending: raise AsmError(f"label {name!r} is defined twice", n, m.start(1) + 1)
+      pending.append(name)
+      line = " " * m.end() + line[m.end():]
+    if not line.strip() or line.strip().startswith("."): continue
+    items.append((n, 1, line, None))
+    for name in pending: labels[name] = len(items) - 1
+    pending = []
+  # first pass: sizes (a branch to a label is a 4-byte SOPP); second pass: encode with offsets known
+  insts: list[Instruction | tuple] = []
+  for n, col, line, _ in items:
+    target = _branch_label(isa, line)
+    if target is not None: insts.append((n, col, line, target)); continue
+    insts.append(parse_line(isa, line, n, col))
+  offsets, pos = [], 0
+  for it in insts:
+    offsets.append(pos)
+    pos += 4 if isinstance(it, tuple) else it.size
+  end = pos
+  out = bytearray()
+  for i, it in enumerate(insts):
+    if isinstance(it, tuple):
+      n, col, line, target = it
+      if target not in labels and target not in pending:
+        raise AsmError(f"undefined label {target!r}", n, line.find(target) + 1)
+      dest = offsets[labels[target]] if target in labels else end
+      delta = (dest - offsets[i] - 4) // 4
+      if not -32768 <= delta < 32768: raise AsmError(f"branch to {target!r} is out of range ({delta} dwords)", n, line.find(target) + 1)
+      it = parse_line(isa, line.replace(target, str(delta & 0xffff), 1), n, col)
+    out += it.encode()
+  return bytes(out)
+
+
+def _branch_label(isa, line: str) -> str | None:
+  """The label a branch (s_branch, s_cbranch_*, s_call_b64) names, or None if its target is a number."""
+  parts = line.strip().split(None, 1)
+  if len(parts) < 2: return None
+  opc = isa.by_mnemonic.get(parts[0].lower())
+  if opc is None or not any(isinstance(o, tuple) and o[0] == "simm16" and o[3] == "{dec}" for o in opc.operands): return None
+  last = parts[1].split(",")[-1].strip()
+  return last if re.fullmatch(r"[A-Za-z_.$][\w.$]*", last) else None
+
+
+def disassemble(data: bytes, arch: str = "gfx1100") -> list[str]:
+  """Machine code -> one LLVM-syntax line per instruction. DecodeError names the byte offset it cannot decode."""
+  isa = load(arch)
+  out, pos = [], 0
+  while pos < len(data):
+    try: inst = decode(isa, data[pos:])
+    except DecodeError as e: raise DecodeError(f"at byte {pos}: {e}") from None
+    out.append(str(inst))
+    pos += inst.size
+  return out
+
+
+def decode_all(data: bytes, arch: str = "gfx1100") -> list[Instruction]:
+  """Machine code -> Instruction objects."""
+  isa = load(arch)
+  out, pos = [], 0
+  while pos < len(data):
+    inst = decode(isa, data[pos:])
+    out.append(inst)
+    pos += inst.size
+  return out

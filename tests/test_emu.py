@@ -1,0 +1,364 @@
+"""Per-instruction semantics of the wavefront emulator, written from the RDNA3 ISA's descriptions."""
+import math
+
+import numpy as np
+import pytest
+
+from hcq.asm.emu import IllegalInstruction, InstructionLimit, LDSFault, PageFault, TrapError, VirtualMemory, WaveError
+from hcq.asm.emu.snippet import run_snippet
+from hcq.asm.emu.wave import EXEC, VCC
+
+f32, u32, i32 = np.float32, np.uint32, np.int32
+LANES = np.arange(32)
+rng = np.random.default_rng(4)
+
+
+def fv(st, r, wave=0): return st.v[r, wave].view(f32)
+def uv(st, r, wave=0): return st.v[r, wave]
+def iv(st, r, wave=0): return st.v[r, wave].view(i32)
+
+
+def bits(x): return np.asarray(x, f32).view(u32)
+
+
+# ---- SALU -------------------------------------------------------------------------------------------------------
+def test_scalar_add_carry_chain():
+  st = run_snippet("s_add_u32 s2, s0, s1\ns_addc_u32 s3, s4, s5", s={0: 0xffffffff, 1: 2, 4: 7, 5: 1})
+  assert st.s[2, 0] == 1 and st.s[3, 0] == 9 and st.scc[0] == 0
+
+
+def test_scalar_signed_overflow_sets_scc():
+  st = run_snippet("s_add_i32 s2, s0, s1", s={0: 0x7fffffff, 1: 1})
+  assert st.s[2, 0] == 0x80000000 and st.scc[0] == 1
+
+
+def test_scalar_compare_and_cselect():
+  st = run_snippet("s_cmp_lt_i32 s0, s1\ns_cselect_b32 s2, 10, 20", s={0: (-5) & 0xffffffff, 1: 3})
+  assert st.s[2, 0] == 10
+  st = run_snippet("s_cmp_lt_u32 s0, s1\ns_cselect_b32 s2, 10, 20", s={0: (-5) & 0xffffffff, 1: 3})
+  assert st.s[2, 0] == 20
+
+
+@pytest.mark.parametrize("text,inputs,expected", [
+  ("s_lshl_b64 s[2:3], s[0:1], 36", {0: 5, 1: 0}, (0, 5 << 4)),
+  ("s_ashr_i32 s2, s0, 4", {0: 0x80000000}, (0xf8000000,)),
+  ("s_bfe_u32 s2, s0, 0x80004", {0: 0xabcd}, (0xbc,)),
+  ("s_bfe_i32 s2, s0, 0x40004", {0: 0x80}, (0xfffffff8,)),
+  ("s_ctz_i32_b32 s2, s0", {0: 0x50}, (4,)),
+  ("s_clz_i32_u32 s2, s0", {0: 0x00010000}, (15,)),
+  ("s_bcnt1_i32_b32 s2, s0", {0: 0xf0f0}, (8,)),
+  ("s_brev_b32 s2, s0", {0: 1}, (0x80000000,)),
+  ("s_mul_hi_u32 s2, s0, s1", {0: 0x80000000, 1: 4}, (2,)),
+  ("s_sext_i32_i16 s2, s0", {0: 0x8001}, (0xffff8001,)),
+  ("s_pack_ll_b32_b16 s2, s0, s1", {0: 0x1234abcd, 1: 0x5678}, (0x5678abcd,)),
+  ("s_movk_i32 s2, 0xfff0", {}, (0xfffffff0,)),
+  ("s_and_not1_b32 s2, s0, s1", {0: 0xff, 1: 0x0f}, (0xf0,)),
+  ("s_lshl2_add_u32 s2, s0, s1", {0: 3, 1: 1}, (13,)),
+])
+def test_salu_table(text, inputs, expected):
+  st = run_snippet(text, s=inputs)
+  assert tuple(int(x) for x in st.s[2:2 + len(expected), 0]) == expected
+
+
+def test_saveexec_and_restore():
+  st = run_snippet("v_cmp_gt_u32_e32 vcc_lo, 8, v0\ns_and_saveexec_b32 s2, vcc_lo\nv_mov_b32 v1, 7\ns_or_b32 exec_lo, exec_lo, s2",
+                   v={0: LANES})
+  assert st.s[2, 0] == 0xffffffff and st.s[EXEC, 0] == 0xffffffff
+  assert (uv(st, 1) == np.where(LANES < 8, 7, 0)).all()
+
+
+def test_scalar_loop_with_branch():
+  st = run_snippet("s_mov_b32 s0, 0\ns_mov_b32 s1, 10\nloop:\ns_add_u32 s0, s0, s1\ns_sub_u32 s1, s1, 1\ns_cmp_lg_u32 s1, 0\ns_cbranch_scc1 loop")
+  assert st.s[0, 0] == 55
+
+
+def test_getpc_and_setpc():
+  st = run_snippet("s_getpc_b64 s[0:1]\ns_add_u32 s0, s0, 16\ns_addc_u32 s1, s1, 0\ns_setpc_b64 s[0:1]\ns_mov_b32 s5, 1\ns_mov_b32 s6, 2")
+  assert st.s[5, 0] == 0 and st.s[6, 0] == 2
+
+
+def test_hwreg_mode_roundtrip():
+  st = run_snippet("s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 3\ns_getreg_b32 s2, hwreg(HW_REG_MODE, 0, 4)")
+  assert st.s[2, 0] == 3
+
+
+# ---- VALU f32 / f16 / f64 -------------------------------------------------------------------------------------
+def test_f32_add_mul_exact():
+  a, b = rng.standard_normal(32).astype(f32), rng.standard_normal(32).astype(f32)
+  st = run_snippet("v_add_f32_e32 v2, v0, v1\nv_mul_f32_e32 v3, v0, v1\nv_sub_f32_e32 v4, v0, v1\nv_subrev_f32_e32 v5, v0, v1", v={0: a, 1: b})
+  assert (bits(fv(st, 2)) == bits(a + b)).all() and (bits(fv(st, 3)) == bits(a * b)).all()
+  assert (bits(fv(st, 4)) == bits(a - b)).all() and (bits(fv(st, 5)) == bits(b - a)).all()
+
+
+def test_fma_is_fused():
+  # a*b+c where the unfused result rounds differently: a = 1+2^-12, b = 1-2^-12, c = -1 -> exact -2^-24
+  a, b = f32(1 + 2**-12), f32(1 - 2**-12)
+  st = run_snippet("v_fma_f32 v3, v0, v1, -1.0\nv_fmac_f32_e32 v4, v0, v1", v={0: np.full(32, a), 1: np.full(32, b), 4: np.full(32, -1, f32)})
+  assert fv(st, 3)[0] == f32(-2**-24) and fv(st, 4)[0] == f32(-2**-24)
+
+
+def test_vop3_modifiers_abs_neg_clamp_omod():
+  st = run_snippet("v_add_f32_e64 v2, -v0, |v1|\nv_mul_f32_e64 v3, v0, v1 clamp\nv_add_f32_e64 v4, v0, v1 mul:2",
+                   v={0: np.full(32, 3, f32), 1: np.full(32, -2, f32)})
+  assert fv(st, 2)[0] == -1 and fv(st, 3)[0] == 0 and fv(st, 4)[0] == 2
+
+
+def test_min_max_nan_and_signed_zero():
+  a = np.array([np.nan, 1, -0.0, 2] * 8, f32)
+  b = np.array([1, np.nan, 0.0, -3] * 8, f32)
+  st = run_snippet("v_min_f32_e32 v2, v0, v1\nv_max_f32_e32 v3, v0, v1", v={0: a, 1: b})
+  assert list(fv(st, 2)[:4]) == [1, 1, 0, -3] and np.signbit(fv(st, 2)[2])
+  assert list(fv(st, 3)[:4]) == [1, 1, 0, 2] and not np.signbit(fv(st, 3)[2])
+
+
+def test_f16_ops_and_opsel():
+  x = np.float16(1.5).view(np.uint16).astype(np.uint32) | (np.float16(-2.0).view(np.uint16).astype(np.uint32) << 16)
+  st = run_snippet("v_fma_f16 v1, v0, v0, v0 op_sel:[1,1,1,0]\nv_mul_f16_e32 v2, v0, v0\nv_cvt_f32_f16_e32 v3, v0",
+                   v={0: np.full(32, x, u32), 1: np.full(32, 0xabcd0000, u32), 2: np.full(32, 0x12340000, u32)})
+  assert (uv(st, 1)[0] & 0xffff) == np.float16(2.0).view(np.uint16) and uv(st, 1)[0] >> 16 == 0xabcd  # (-2*-2)+-2; high half kept
+  assert (uv(st, 2)[0] & 0xffff) == np.float16(2.25).view(np.uint16) and fv(st, 3)[0] == 1.5
+
+
+def test_f64_ops():
+  a, b = rng.standard_normal(32), rng.standard_normal(32)
+  lo = lambda x: (x.view(np.uint64) & 0xffffffff).astype(u32)
+  hi = lambda x: (x.view(np.uint64) >> 32).astype(u32)
+  st = run_snippet("v_add_f64 v[4:5], v[0:1], v[2:3]\nv_mul_f64 v[6:7], v[0:1], v[2:3]\nv_fma_f64 v[8:9], v[0:1], v[2:3], 1.0\nv_cvt_f32_f64_e32 v10, v[0:1]",
+                   v={0: lo(a), 1: hi(a), 2: lo(b), 3: hi(b)})
+  get = lambda r: (st.v[r, 0].astype(np.uint64) | (st.v[r + 1, 0].astype(np.uint64) << 32)).view(np.float64)
+  assert (get(4) == a + b).all() and (get(6) == a * b).all()
+  assert np.allclose(get(8), a * b + 1, rtol=1e-15) and (fv(st, 10) == a.astype(f32)).all()
+
+
+@pytest.mark.parametrize("op,fn,ulp", [("v_rcp_f32", lambda x: 1 / x, 1), ("v_sqrt_f32", np.sqrt, 1), ("v_rsq_f32", lambda x: 1 / np.sqrt(x), 1),
+                                       ("v_exp_f32", np.exp2, 1), ("v_log_f32", np.log2, 1),
+                                       ("v_sin_f32", lambda x: np.sin(2 * np.pi * x), 2), ("v_cos_f32", lambda x: np.cos(2 * np.pi * x), 2)])
+def test_transcendentals_within_ulp(op, fn, ulp):
+  x = rng.uniform(0.1, 4, 32).astype(f32)
+  st = run_snippet(f"{op}_e32 v1, v0", v={0: x})
+  ref = fn(x.astype(np.float64))
+  err = np.abs(fv(st, 1).astype(np.float64) - ref) / np.spacing(np.abs(ref).astype(f32)).astype(np.float64)
+  assert err.max() <= ulp
+
+
+@pytest.mark.parametrize("text,x,expected", [
+  ("v_cvt_i32_f32_e32 v1, v0", [1.9, -1.9, 3e9, np.nan], [1, -1, 0x7fffffff, 0]),
+  ("v_cvt_u32_f32_e32 v1, v0", [1.9, -1.9, 5e9, 7.0], [1, 0, 0xffffffff, 7]),
+  ("v_cvt_f32_i32_e32 v1, v0", [bits(0), 0xffffffff, 16777217, 5], [bits(0.0), bits(-1.0), bits(16777216.0), bits(5.0)]),
+  ("v_cvt_f32_u32_e32 v1, v0", [0xffffffff, 1, 0, 3], [bits(4294967296.0), bits(1.0), 0, bits(3.0)]),
+  ("v_cvt_f16_f32_e32 v1, v0", [1.0, 65520.0, 1e-8, -2.5], [0x3c00, 0x7c00, 0, np.float16(-2.5).view(np.uint16)]),
+  ("v_cvt_f32_ubyte2_e32 v1, v0", [0x00ab0000, 0, 0x01000000, 0x00010000], [bits(171.0), 0, 0, bits(1.0)]),
+  ("v_floor_f32_e32 v1, v0", [1.5, -1.5, -0.0, 2.0], [bits(1.0), bits(-2.0), bits(-0.0), bits(2.0)]),
+  ("v_rndne_f32_e32 v1, v0", [0.5, 1.5, 2.5, -0.5], [bits(0.0), bits(2.0), bits(2.0), bits(-0.0)]),
+  ("v_fract_f32_e32 v1, v0", [1.25, -0.25, 3.0, 0.5], [bits(0.25), bits(0.75), bits(0.0), bits(0.5)]),
+  ("v_frexp_exp_i32_f32_e32 v1, v0", [8.0, 0.75, 1.0, 0.0], [4, 0, 1, 0]),
+  ("v_cvt_pk_rtz_f16_f32_e64 v1, v0, v0", [1.0 + 2**-12, 1.0, -1.0 - 2**-12, 0.0], [0x3c003c00, 0x3c003c00, 0xbc00bc00, 0]),
+])
+def test_conversions(text, x, expected):
+  xs = np.array(x * 8)
+  st = run_snippet(text, v={0: xs.astype(f32) if xs.dtype.kind == "f" else xs.astype(np.int64)})
+  assert [int(y) for y in uv(st, 1)[:4]] == [int(e) & 0xffffffff for e in expected]
+
+
+# ---- VALU integer ---------------------------------------------------------------------------------------------
+def test_integer_ops():
+  a = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(u32)
+  b = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(u32)
+  st = run_snippet("\n".join(["v_mul_lo_u32 v2, v0, v1", "v_mul_hi_u32 v3, v0, v1", "v_mul_hi_i32 v4, v0, v1", "v_lshlrev_b32_e32 v5, v1, v0",
+                              "v_ashrrev_i32_e32 v6, v1, v0", "v_bfe_u32 v7, v0, 4, 8", "v_alignbit_b32 v8, v0, v1, 8", "v_xad_u32 v9, v0, v1, 5",
+                              "v_min_i32_e32 v10, v0, v1", "v_med3_u32 v11, v0, v1, 100", "v_perm_b32 v12, v0, v1, 0x07060504",
+                              "v_bcnt_u32_b32 v13, v0, 1", "v_lshl_or_b32 v14, v0, 3, v1", "v_sub_nc_u32_e32 v15, v0, v1"]), v={0: a, 1: b})
+  a64, b64 = a.astype(np.uint64), b.astype(np.uint64)
+  ai, bi = a.view(i32).astype(np.int64), b.view(i32).astype(np.int64)
+  assert (uv(st, 2) == (a64 * b64 & 0xffffffff)).all() and (uv(st, 3) == (a64 * b64) >> 32).all()
+  assert (iv(st, 4) == ((ai * bi) >> 32)).all() and (uv(st, 5) == a << (b & 31)).all()
+  assert (iv(st, 6) == a.view(i32) >> (b & 31).astype(i32)).all() and (uv(st, 7) == (a >> 4) & 0xff).all()
+  assert (uv(st, 8) == (((a64 << 32) | b64) >> 8) & 0xffffffff).all() and (uv(st, 9) == (a ^ b) + u32(5)).all()
+  assert (iv(st, 10) == np.minimum(a.view(i32), b.view(i32))).all()
+  assert (uv(st, 11) == np.sort(np.stack([a, b, np.full(32, 100, u32)]), axis=0)[1]).all()
+  assert (uv(st, 12) == a).all()
+  assert (uv(st, 13) == np.array([bin(int(x)).count("1") + 1 for x in a])).all()
+  assert (uv(st, 14) == (a << 3) | b).all() and (uv(st, 15) == a - b).all()
+
+
+def test_64bit_add_with_carry_through_vcc():
+  a = rng.integers(0, 2**64, 32, dtype=np.uint64); b = rng.integers(0, 2**64, 32, dtype=np.uint64)
+  st = run_snippet("v_add_co_u32 v4, vcc_lo, v0, v2\nv_add_co_ci_u32_e32 v5, vcc_lo, v1, v3, vcc_lo",
+                   v={0: (a & 0xffffffff).astype(u32), 1: (a >> 32).astype(u32), 2: (b & 0xffffffff).astype(u32), 3: (b >> 32).astype(u32)})
+  got = st.v[4, 0].astype(np.uint64) | (st.v[5, 0].astype(np.uint64) << 32)
+  assert (got == a + b).all()
+  carry = np.array([int(x) + int(y) >= 2**64 for x, y in zip(a, b)])
+  assert int(st.s[VCC, 0]) == sum(1 << i for i in range(32) if carry[i])
+
+
+def test_sub_borrow_and_mad_u64():
+  st = run_snippet("v_sub_co_u32 v2, s4, v0, v1\nv_mad_u64_u32 v[4:5], s6, v0, v1, v[6:7]",
+                   v={0: np.full(32, 3, u32), 1: LANES.astype(u32), 6: np.full(32, 0xffffffff, u32), 7: np.full(32, 0xffffffff, u32)})
+  assert (uv(st, 2) == (3 - LANES) & 0xffffffff).all() and st.s[4, 0] == sum(1 << i for i in range(4, 32))
+  full = 3 * LANES.astype(object) + (2**64 - 1)
+  assert [int(st.v[4, 0, i]) | int(st.v[5, 0, i]) << 32 for i in range(32)] == [x % 2**64 for x in full]
+  assert st.s[6, 0] == sum(1 << i for i in range(32) if full[i] >= 2**64)
+
+
+def test_64bit_shifts():
+  st = run_snippet("v_lshlrev_b64 v[2:3], 36, v[0:1]\nv_ashrrev_i64 v[4:5], 4, v[0:1]", v={0: np.full(32, 0x10, u32), 1: np.full(32, 0x80000000, u32)})
+  assert st.v[2, 0, 0] == 0 and st.v[3, 0, 0] == 0x100 and st.v[4, 0, 0] == 1 and st.v[5, 0, 0] == 0xf8000000
+
+
+def test_mbcnt_readlane_writelane_readfirstlane():
+  st = run_snippet("v_mbcnt_lo_u32_b32 v1, -1, 0\nv_readlane_b32 s2, v0, 5\nv_writelane_b32 v3, s2, 9\nv_readfirstlane_b32 s3, v0",
+                   v={0: LANES * 10}, exec_mask=0xfffffff0)
+  assert (uv(st, 1)[4:] == LANES[4:]).all() and st.s[2, 0] == 50 and uv(st, 3)[9] == 50 and uv(st, 3)[8] == 0 and st.s[3, 0] == 40
+
+
+def test_compare_writes_sgpr_and_cmpx_writes_exec():
+  st = run_snippet("v_cmp_lt_i32_e64 s4, v0, 10\nv_cmpx_gt_u32_e32 20, v0\nv_mov_b32 v1, 1", v={0: LANES})
+  assert st.s[4, 0] == (1 << 10) - 1 and st.s[EXEC, 0] == (1 << 20) - 1 and uv(st, 1).sum() == 20
+
+
+def test_cmp_class():
+  x = np.array([np.nan, -np.inf, -1.0, -1e-40, -0.0, 0.0, 1e-40, 1.0, np.inf, 2.0] + [1.0] * 22, f32)
+  st = run_snippet("v_cmp_class_f32_e64 s4, v0, 0x3fc\nv_cmp_class_f32_e64 s5, v0, 3", v={0: x})
+  assert st.s[4, 0] & 0x3ff == 0b1111111110 and st.s[5, 0] & 0x3ff == 1
+
+
+def test_cndmask_with_vcc_and_sgpr():
+  st = run_snippet("v_cmp_gt_u32_e32 vcc_lo, 16, v0\nv_cndmask_b32_e32 v1, 1, v0, vcc_lo\nv_cndmask_b32_e64 v2, 5, 6, s8", v={0: LANES}, s={8: 0xf})
+  assert (uv(st, 1) == np.where(LANES < 16, LANES, 1)).all() and (uv(st, 2) == np.where(LANES < 4, 6, 5)).all()
+
+
+def test_packed_f16_and_integer():
+  h = lambda a, b: np.uint32(np.float16(a).view(np.uint16)) | (np.uint32(np.float16(b).view(np.uint16)) << 16)
+  st = run_snippet("v_pk_fma_f16 v2, v0, v1, v1\nv_pk_add_u16 v3, v4, v4\nv_pk_mul_f16 v5, v0, v1 op_sel:[1,0] op_sel_hi:[0,1]",
+                   v={0: np.full(32, h(2, 3), u32), 1: np.full(32, h(0.5, -1), u32), 4: np.full(32, 0x8000ffff, u32)})
+  assert uv(st, 2)[0] == h(1.5, -4) and uv(st, 3)[0] == 0x0000fffe and uv(st, 5)[0] == h(1.5, -2)
+
+
+def test_vopd_dual_issue():
+  # v_dual_mov_b32 v2, 0 :: v_dual_mov_b32 v3, s2 (bytes as clang-19 emits them)
+  code = bytes.fromhex("800010ca") + bytes.fromhex("02000202")
+  st = run_snippet(code, v={2: LANES}, s={2: 77})
+  assert (uv(st, 2) == 0).all() and (uv(st, 3) == 77).all()
+
+
+def test_inactive_lanes_untouched():
+  st = run_snippet("v_mov_b32_e32 v1, 5", v={1: np.full(32, 9)}, exec_mask=0x0000ffff)
+  assert (uv(st, 1) == np.where(LANES < 16, 5, 9)).all()
+
+
+def test_wave64():
+  # the text is wave32 syntax: in wave64 the same encodings name the pairs s[4:5]
+  st = run_snippet("v_cmp_gt_u32_e64 s4, 40, v0\nv_cndmask_b32_e64 v1, 0, 1, s4\ns_and_saveexec_b64 s[6:7], s[4:5]\nv_mov_b32 v2, 3",
+                   v={0: np.arange(64)}, lanes=64, vgprs=8)
+  assert int(st.s[4, 0]) | int(st.s[5, 0]) << 32 == (1 << 40) - 1
+  assert (st.v[1, 0] == (np.arange(64) < 40)).all() and st.v[2, 0].sum() == 120 and st.s[6, 0] == 0xffffffff and st.s[7, 0] == 0xffffffff
+  assert st.s[EXEC + 1, 0] == (1 << 8) - 1
+
+
+def test_many_waves_in_lockstep_diverge_and_rejoin():
+  # each wave loops s0 (its own count) times: the batch diverges on the scalar branch and all finish
+  st = run_snippet("v_mov_b32 v1, 0\nloop:\nv_add_nc_u32_e32 v1, 1, v1\ns_sub_u32 s0, s0, 1\ns_cmp_lg_u32 s0, 0\ns_cbranch_scc1 loop",
+                   waves=4, s={0: [3, 1, 7, 2]})
+  assert list(st.v[1, :, 0]) == [3, 1, 7, 2] and st.done.all()
+
+
+# ---- memory ---------------------------------------------------------------------------------------------------
+def _buffer(mem, va, arr):
+  backing = np.ascontiguousarray(arr).view(np.uint8).reshape(-1).copy()
+  mem.map(va, backing.size, backing)
+  return backing
+
+
+def test_global_load_store_with_saddr_and_vaddr64():
+  mem = VirtualMemory()
+  data = _buffer(mem, 0x10000, np.arange(64, dtype=u32))
+  out = _buffer(mem, 0x20000, np.zeros(32, u32))
+  st = run_snippet("v_lshlrev_b32_e32 v1, 2, v0\nglobal_load_b32 v2, v1, s[0:1] offset:8\nv_add_nc_u32_e32 v2, 1, v2\n"
+                   "global_store_b32 v[4:5], v2, off", v={0: LANES, 4: 0x20000 + 4 * LANES, 5: 0}, s={0: 0x10000, 1: 0}, mem=mem)
+  assert (out.view(u32) == LANES + 3).all()
+
+
+def test_global_wide_and_subdword():
+  mem = VirtualMemory()
+  buf = _buffer(mem, 0x10000, np.arange(256, dtype=np.uint8))
+  st = run_snippet("global_load_b128 v[2:5], v0, s[0:1]\nglobal_load_i8 v6, v0, s[0:1] offset:255\nglobal_load_u16 v7, v0, s[0:1] offset:2\n"
+                   "global_store_b16 v0, v7, s[0:1] offset:100", v={0: 0}, s={0: 0x10000, 1: 0}, mem=mem)
+  assert st.v[2, 0, 0] == 0x03020100 and st.v[5, 0, 0] == 0x0f0e0d0c and st.v[6, 0, 0] == 0xffffffff and st.v[7, 0, 0] == 0x0302
+  assert buf[100] == 2 and buf[101] == 3
+
+
+def test_page_fault_names_address_and_pc():
+  mem = VirtualMemory()
+  _buffer(mem, 0x10000, np.zeros(16, u32))
+  with pytest.raises(PageFault) as e:
+    run_snippet("v_lshlrev_b32_e32 v1, 2, v0\nglobal_load_b32 v2, v1, s[0:1]", v={0: LANES}, s={0: 0x10000, 1: 0}, mem=mem)
+  assert e.value.address == 0x10040 and not e.value.write and e.value.pc is not None
+
+
+def test_store_to_readonly_faults():
+  mem = VirtualMemory()
+  mem.map(0x10000, 256, np.zeros(256, np.uint8), writable=False)
+  with pytest.raises(PageFault) as e:
+    run_snippet("global_store_b32 v0, v0, s[0:1]", v={0: 0}, s={0: 0x10000, 1: 0}, mem=mem)
+  assert e.value.write
+
+
+def test_global_atomics_return_old_values_in_lane_order():
+  mem = VirtualMemory()
+  buf = _buffer(mem, 0x10000, np.array([100, 0, 0, 0], u32))
+  st = run_snippet("global_atomic_add_u32 v1, v0, v2, s[0:1] glc\nglobal_atomic_max_u32 v0, v2, s[0:1] offset:4",
+                   v={0: 0, 2: LANES + 1}, s={0: 0x10000, 1: 0}, mem=mem)
+  assert buf.view(u32)[0] == 100 + sum(range(1, 33)) and buf.view(u32)[1] == 32
+  assert (uv(st, 1) == 100 + np.cumsum(LANES + 1) - (LANES + 1)).all()
+
+
+def test_global_cmpswap():
+  mem = VirtualMemory()
+  buf = _buffer(mem, 0x10000, np.array([5, 0], u32))
+  st = run_snippet("global_atomic_cmpswap_b32 v3, v0, v[1:2], s[0:1] glc", v={0: 0, 1: LANES + 100, 2: np.r_[5, 101, np.arange(30)]},
+                   s={0: 0x10000, 1: 0}, mem=mem, exec_mask=0x3)
+  assert buf.view(u32)[0] == 100 and list(uv(st, 3)[:2]) == [5, 100]
+
+
+def test_lds_store_load_and_2addr():
+  st = run_snippet("v_lshlrev_b32_e32 v1, 2, v0\nds_store_b32 v1, v0\nds_load_2addr_b32 v[2:3], v1 offset1:1\nds_load_b32 v4, v1 offset:8",
+                   v={0: LANES}, lds_bytes=256)
+  assert (uv(st, 2) == LANES).all() and (uv(st, 3)[:31] == LANES[1:] ).all() and (uv(st, 4)[:30] == LANES[2:]).all()
+
+
+def test_lds_atomic_and_bounds():
+  st = run_snippet("ds_add_rtn_u32 v1, v2, v0", v={0: 1, 2: 0}, lds_bytes=64)
+  assert (uv(st, 1) == LANES).all()
+  with pytest.raises(LDSFault):
+    run_snippet("ds_store_b32 v1, v0", v={1: 64}, lds_bytes=64)
+
+
+def test_scratch_is_private_per_lane():
+  st = run_snippet("scratch_store_b32 off, v0, off offset:4\nscratch_load_b32 v1, off, off offset:4", v={0: LANES * 3}, private_bytes=16)
+  assert (uv(st, 1) == LANES * 3).all()
+
+
+def test_smem_loads_and_soffset():
+  mem = VirtualMemory()
+  _buffer(mem, 0x10000, np.arange(32, dtype=u32))
+  st = run_snippet("s_load_b64 s[2:3], s[0:1], 0x8\ns_load_b128 s[4:7], s[0:1], s8 offset:0x10\ns_waitcnt lgkmcnt(0)", s={0: 0x10000, 1: 0, 8: 16}, mem=mem)
+  assert list(st.s[2:8, 0]) == [2, 3, 8, 9, 10, 11]
+
+
+# ---- faults -----------------------------------------------------------------------------------------------------
+def test_trap_is_an_exception_with_state():
+  with pytest.raises(TrapError) as e:
+    run_snippet("s_mov_b32 s3, 0x1234\ns_trap 2")
+  assert "s3" not in e.value.state or "00001234" in e.value.state
+  assert e.value.pc is not None
+
+
+def test_illegal_instruction():
+  with pytest.raises(IllegalInstruction):
+    run_snippet(bytes.fromhex("ffffffff"))
+
+
+def test_instruction_limit_stops_runaway_loop():
+  with pytest.raises(InstructionLimit) as e:
+    run_snippet("loop:\ns_branch loop", max_instructions=1000)
+  assert "pc=" in e.value.state

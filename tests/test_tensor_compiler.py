@@ -1,0 +1,98 @@
+"""The compiler's decisions, checked directly: what fuses into one kernel, how loops are planned (vector axis,
+register tile, threads), what the LLVM IR uses, and that kernels are cached by AST. These guard the speed the
+benchmarks measure without timing anything."""
+import numpy as np
+import pytest
+from hcq.tensor import Tensor, runtime
+from hcq.tensor.device import get_device
+from hcq.tensor.loops import THREADS, plan
+from hcq.tensor.schedule import Scheduler
+
+
+def schedule(t: Tensor):
+  """The schedule for t, without running it."""
+  sched = Scheduler(get_device("CPU"))
+  sched.realize(t.node)
+  return sched.items
+
+
+def f32(*shape): return Tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+
+
+def test_elementwise_chain_is_one_kernel():
+  a, b, c = f32(64, 64), f32(64), f32(64, 1)
+  items = schedule(((a * b + c).relu().exp() / 3).sqrt())
+  assert len(items) == 1 and items[0].kernel.reduce_axes == ()
+
+
+def test_reduce_fuses_producers_and_expand_consumers():
+  x = f32(32, 256)
+  items = schedule(x.softmax(-1))
+  assert len(items) == 1
+  k = items[0].kernel
+  assert k.reduce_axes == (1,) and k.out_shape == (32, 256) and k.full_shape == (32, 256)
+  assert sum(1 for n in k.ast.toposort() if n.op == "REDUCE") == 2  # max and sum, same loop space
+
+
+def test_reduce_of_different_axes_splits():
+  x = f32(8, 16, 32)
+  items = schedule(x.sum(axis=2, keepdim=True).max(axis=0))
+  assert len(items) == 2
+
+
+def test_keepdims_false_reshape_is_free():
+  x = f32(16, 32)
+  items = schedule(x.sum(axis=1))
+  assert len(items) == 1  # the reshape to (16,) aliases the reduced buffer
+
+
+def test_padded_computation_reads_zero_outside():
+  x = f32(4, 4)
+  items = schedule(x.exp().pad(((1, 1), (0, 0))))
+  assert any(n.op == "MASK" for n in items[0].kernel.ast.toposort())
+
+
+def test_matmul_plan_is_a_register_tile():
+  a, b = f32(256, 128), f32(128, 256)
+  items = schedule(a @ b)
+  assert len(items) == 2  # b packed into column panels, then the tiled kernel
+  lk = plan(items[-1].kernel, "mm")
+  assert lk.vec_width == 16 and lk.unroll[lk.vec_axis] == 2
+  tiled = [ax for ax in lk.unroll if ax != lk.vec_axis]
+  assert len(tiled) == 1 and lk.unroll[tiled[0]] == 8
+  if THREADS > 1: assert lk.thread_axis is not None and lk.thread_axis != tiled[0]
+  src = get_device().renderer.render(lk)
+  assert "<16 x float>" in src and "contract" in src
+
+
+def test_softmax_vectorizes_the_row():
+  lk = plan(schedule(f32(64, 512).softmax(-1))[0].kernel, "sm")
+  assert lk.vec_axis == 1 and lk.vec_width == 16
+  src = get_device().renderer.render(lk)
+  assert "llvm.vector.reduce.fmaximum" in src and "llvm.vector.reduce.fadd" in src
+  assert "@llvm.exp." not in src  # float32 exp is the inline polynomial
+
+
+def test_long_sum_is_split_for_threads():
+  items = schedule((f32(1 << 20) * 2).sum())
+  assert len(items) == 2
+  first = plan(items[0].kernel, "partial")
+  if THREADS > 1: assert first.thread_axis is not None
+
+
+def test_kernels_are_cached_by_ast():
+  x = f32(100, 30)
+  (x.exp() + 1).realize()
+  compiled = runtime.stats["kernels_compiled"]
+  y = f32(100, 30) * 1  # same AST over another buffer... with one more op: a new kernel
+  (y.exp() + 1).realize()
+  assert runtime.stats["kernels_compiled"] == compiled + 1
+  (f32(100, 30).exp() + 1).realize()
+  assert runtime.stats["kernels_compiled"] == compiled + 1
+
+
+def test_unbuilt_targets_say_so():
+  from hcq.tensor.render_llvm import AMDGCNRenderer, PTXRenderer
+  lk = plan(schedule(f32(4) + 1)[0].kernel, "k")
+  with pytest.raises(NotImplementedError, match="AMD"): AMDGCNRenderer().render(lk)
+  with pytest.raises(NotImplementedError, match="NV"): PTXRenderer().render(lk)
