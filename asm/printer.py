@@ -67,6 +67,7 @@ def render(inst: Instruction) -> str:
       t = scalar_text(isa, start, count)
       if t is None: raise _bad(inst, f"{name}={value} is not a valid {count}-register base")
     elif file[0] == "v" and name in ("src0", "vsrc1") and (neg or absm):  # DPP's sources carry neg/abs
+      if file == "v128" and value >= 128 and count != "l": raise _bad(inst, f"{name} takes v0..v127 only")
       t = vgpr_text(value, count)
       i = int(name[-1])
       if absm >> i & 1: t = f"|{t}|"

@@ -234,13 +234,14 @@ class Device(metaclass=_DeviceOpener):
 
   def _launch_queue(self, program, gs: tuple[int, int, int], ls: tuple[int, int, int], timed: bool):
     cache = program.__dict__.setdefault("_launch_queues", {})
-    q = cache.get((gs, ls, timed))
+    key = (gs, ls, timed, getattr(self, "scratch_generation", 0))  # device-wide state baked into the packets
+    q = cache.get(key)
     if q is None:
       q = self.compute_queue().wait(self.timeline_signal, Variable("wait"))
       if timed: q.timestamp(TimestampSlot(Variable("start")))
       q.exec(program, Variable("kernargs"), gs, ls)
       if timed: q.timestamp(TimestampSlot(Variable("end")))
-      cache[(gs, ls, timed)] = q = q.signal(self.timeline_signal, Variable("signal"))
+      cache[key] = q = q.signal(self.timeline_signal, Variable("signal"))
     return q
 
   def export_trace(self, path: str) -> int:

@@ -96,3 +96,28 @@ def test_unbuilt_targets_say_so():
   lk = plan(schedule(f32(4) + 1)[0].kernel, "k")
   with pytest.raises(NotImplementedError, match="AMD"): AMDGCNRenderer().render(lk)
   with pytest.raises(NotImplementedError, match="NV"): PTXRenderer().render(lk)
+
+
+def test_code_needs_only_libm_on_older_cpus():
+  """bf16 and f16 conversions must not call compiler-rt helpers (__truncsfbf2, __truncdfhf2), which a JIT in a
+  Python process cannot count on; only libm functions may be called. Checked for a Haswell-class target."""
+  import re
+  import llvmlite.binding as llvm
+  from hcq.tensor.device import _LLVM
+  _LLVM.get()
+  features = llvm.get_host_cpu_features()
+  for k in list(features.keys()):
+    if k.startswith(("avx512", "amx", "avxvnni", "avx10")): features[k] = False
+  tm = llvm.Target.from_default_triple().create_target_machine(cpu="haswell", features=features.flatten(), opt=2, codemodel="jitdefault")
+  x = np.random.default_rng(0).standard_normal((4, 64)).astype(np.float32)
+  graphs = []
+  for dt in ("bfloat16", "float16", "float64"):
+    t = Tensor(np.abs(x) + 0.5, dtype=dt)
+    graphs += [t.exp() * t, t.log2().sum(axis=1), t.cast("float16"), t.cast("bfloat16"), t.cast("int8"), t.softmax(), (t > 1).where(t, -t)]
+  graphs += [Tensor(x).cast("float64").cast("float16"), Tensor(x, dtype="bfloat16").bitcast("int16"), Tensor(x).cast("bfloat16").max(axis=0)]
+  called = set()
+  for g in graphs:
+    for item in schedule(g):
+      asm = tm.emit_assembly(llvm.parse_assembly(get_device().renderer.render(plan(item.kernel, "k"))))
+      called |= set(re.findall(r"movabsq\s+\$([A-Za-z_]\w*)", asm)) | set(re.findall(r"\b(__\w+)", asm))
+  assert called <= {"exp", "expf", "log", "logf", "log2", "log2f", "exp2", "exp2f", "pow", "powf", "sin", "sinf", "cos", "cosf", "fmod", "fmodf"}, called

@@ -3,7 +3,8 @@ emits for gfx11 (VOPD dual issue, the MUBUF cache invalidates). Each address is 
 from __future__ import annotations
 from dataclasses import dataclass, field
 
-from hcq.asm.instruction import DecodeError, Instruction
+from hcq.asm.instruction import DecodeError, Instruction, uses_literal
+from hcq.asm.isa import load
 
 _VOPD_OPS = ["v_dual_fmac_f32", "v_dual_fmaak_f32", "v_dual_fmamk_f32", "v_dual_mul_f32", "v_dual_add_f32", "v_dual_sub_f32",
              "v_dual_subrev_f32", "v_dual_mul_dx9_zero_f32", "v_dual_mov_b32", "v_dual_cndmask_b32", "v_dual_max_f32", "v_dual_min_f32",
@@ -54,12 +55,29 @@ def _vopd(data: bytes) -> ExtraInstruction:
   return ExtraInstruction(_Opcode("v_dual", _Fmt("VOPD")), {}, lit, 12 if need_lit else 8, parts, text)
 
 
+def _decode_unchecked(data: bytes, arch: str):
+  """hcq.asm's decode without the printer's check: fields the printer cannot spell yet (s_waitcnt_depctr values)
+  still execute."""
+  isa = load(arch)
+  first = int.from_bytes(data[:4], "little")
+  for fmt in isa.decode_order:
+    if first & fmt.fixed_mask != fmt.fixed_value or len(data) < fmt.size: continue
+    values = fmt.unpack(int.from_bytes(data[:fmt.size], "little"))
+    opcode = isa.by_op[fmt.name].get(values.pop("op", 0))
+    if opcode is None or any(values[f] != v for f, v in opcode.fixed.items()): continue
+    literal = int.from_bytes(data[fmt.size:fmt.size + 4], "little") if uses_literal(opcode, values) else None
+    return Instruction(isa, opcode, values, literal)
+  return None
+
+
 def decode(data: bytes, arch: str = "gfx1100"):
   """One instruction from `data` (at least 12 bytes where available): an hcq.asm Instruction or an ExtraInstruction."""
   try:
     return Instruction.decode(data, arch)
   except DecodeError:
     if len(data) < 4: raise
+    ins = _decode_unchecked(data, arch)
+    if ins is not None: return ins
     w0 = int.from_bytes(data[:4], "little")
     if w0 >> 26 == 0b110010 and len(data) >= 8: return _vopd(data)
     if w0 >> 26 == 0b111000 and len(data) >= 8 and (w0 >> 18) & 0xff in _MUBUF_NOPS:

@@ -66,7 +66,10 @@ class Program:
     except ValueError as e:
       return self._illegal(pc, f"cannot decode {data[:8].hex()}: {e}", data[:8].hex())
     fmt = ins.opcode.fmt.name
-    text = str(ins)
+    try:
+      text = str(ins)
+    except Exception:   # the printer cannot spell every field value yet
+      text = f"{ins.opcode.mnemonic} {data[:ins.size].hex()}"
     builder = _BUILDERS.get(fmt)
     fn = builder(ins, pc) if builder else None
     if fn is None: return self._illegal(pc, f"{ins.opcode.mnemonic} ({fmt}) is not implemented by the emulator", text, ins.size)

@@ -301,7 +301,7 @@ def build_ds(ins, pc: int):
   o0, o1 = v["offset0"], v["offset1"]
   base_off = o0 | (o1 << 8)
   def address(st, w, extra):
-    return st.v[addr_reg][w].astype(i64) + extra
+    return (st.v[addr_reg][w].astype(i64) + extra) & 0xffffffff   # 32-bit address arithmetic (LLVM folds negative bases into offsets)
   pieces = lambda st, w, a, ex, size: _lds_pieces(st, w, a, ex, size, pc)
   kind = name[3:]
   m = re.match(r"(load|store)_2addr_(stride64_)?b(32|64)$", kind)

@@ -68,7 +68,7 @@ class AMDDevice(Device):
     self.kfd = KFDInterface(self.os, self.node)
     self.timestamp_frequency = TIMESTAMP_HZ["gfx11"]
     self.dialect = gfx11_dialect(self._gc_bases())
-    self.tmpring_size, self.scratch_base = 0, 0
+    self.tmpring_size, self.scratch_base, self._scratch, self._scratch_per_wave, self.scratch_generation = 0, 0, None, 0, 0
     self._va_base = self.os.mmap(0, VA_SPACE, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE, -1, 0)
     self._va_next = self._va_base
     self._handles: dict[int, int] = {}
@@ -181,6 +181,19 @@ class AMDDevice(Device):
 
   def copy_queue(self) -> AMDCopyQueue:
     return AMDCopyQueue()
+
+  def ensure_scratch(self, bytes_per_lane: int, lanes: int) -> None:
+    """Scratch (private segment) for every wave the GPU can hold, at least `bytes_per_lane` per lane; grows, never shrinks.
+    COMPUTE_TMPRING_SIZE counts the space per wave in 256-byte units on gfx11."""
+    per_wave = (bytes_per_lane * lanes + 255) // 256 * 256
+    if per_wave <= self._scratch_per_wave: return
+    waves = min(self.node.properties["simd_count"] * self.node.properties["max_waves_per_simd"], 0xfff)
+    self.synchronize()
+    if self._scratch is not None: self._scratch.free()
+    self._scratch = self.alloc(per_wave * waves, "device")
+    self._scratch_per_wave, self.scratch_base = per_wave, self._scratch.addr
+    self.tmpring_size = self.dialect.regs.regCOMPUTE_TMPRING_SIZE.encode(waves=waves, wavesize=per_wave // 256)
+    self.scratch_generation += 1  # queues built for the old scratch are rebuilt
 
   def program(self, code_object: bytes, name: str | None = None) -> AMDProgram:
     """Load a kernel of a code object (ET_DYN from clang/lld or ROCm, or ET_REL from llvmlite)."""
