@@ -13,6 +13,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
   ("bindings_tour.py", ["AMDKFD_IOC_CREATE_QUEUE = 0xc0584b02", "PACKET3(PACKET3_SET_SH_REG, 2) = 0xc0027600"]),
   ("hcq_tour.py", ["matches numpy: True", "equal: True", "GPUFault", "the device works: [0, 1, 2, 3]", "emulated"]),
   ("smi_emulated.py", ["emulated"]),
+  ("vector_add_asm.py", ["equal to numpy: True"]),
+  ("llvm_ir_kernel.py", ["max error vs numpy 0.00e+00"]),
 ])
 def test_example(script, expect):
   out = subprocess.run([sys.executable, str(EXAMPLES / script)], capture_output=True, text=True, timeout=300)
