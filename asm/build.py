@@ -66,6 +66,11 @@ def build(isa: ISA, opc: Opcode, args: list, mods: dict[str, Any]) -> Instructio
   for key, value in mods.items():
     _modifier(opc, key, value, values)
   specs = opc.operands
+  fields_only = [sp for sp in specs if not isinstance(sp, str)]
+  if len(args) != len(specs) and len(args) == len(fields_only) and len(fields_only) < len(specs):
+    # the DSL may leave out implicit operands that assembly spells out (v_cmp_*_e32's vcc_lo)
+    it = iter(args)
+    args = [sp if isinstance(sp, str) else next(it) for sp in specs]
   if len(args) != len(specs):
     want = ", ".join(s if isinstance(s, str) else s[0] for s in specs)
     raise OperandError(f"{opc.mnemonic} takes {len(specs)} operand{'s' if len(specs) != 1 else ''} ({want}), got {len(args)}")
@@ -121,6 +126,11 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
     m = re.fullmatch(r"attr(\d+)\.([xyzw])", str(arg))
     if not m or int(m.group(1)) > 63: raise OperandError(f"{name}: expected attrN.x/y/z/w with N up to 63, got {arg!s}")
     values["attr"], values["attrchan"] = int(m.group(1)), "xyzw".index(m.group(2))
+    return
+  if fmt == "SMEM" and name == "offset" and "soffset" not in opc.operand_fields:
+    # gfx12: the offset's place holds the soffset register (then offset:X follows) or the offset itself
+    if isinstance(arg, int): values["soffset"], values["offset"] = NULL, arg & opc.fmt.fields["offset"].mask
+    else: values["soffset"] = _scalar(isa, arg, 1, name)
     return
   if file == "i" and name != "literal":
     values[name] = _number(opc, name, arg, extra or "{ihex}")
@@ -179,7 +189,12 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
   if kind == "srsrc":
     values[name] = _scalar(isa, arg, 4, name) // 4
     return
-  if fmt == "SMEM" and name == "soffset":
+  if kind == "vdsty":  # VOPD: the second destination's low bit must differ from the first's
+    r = _vgpr(arg, 1, name)
+    if (r ^ values["vdstx"]) & 1 == 0: raise OperandError(f"{name}: {arg} must be odd when vdstx is even, and even when it is odd")
+    values[name] = r >> 1
+    return
+  if fmt == "SMEM" and name == "soffset" and "offset" not in opc.operand_fields:  # gfx11: soffset or the offset
     if isinstance(arg, int): values["soffset"], values["offset"] = NULL, arg & opc.fmt.fields["offset"].mask
     else: values["soffset"] = _scalar(isa, arg, 1, name)
     return
@@ -202,7 +217,9 @@ def _source_modifier(opc: Opcode, name: str, neg: bool, absm: bool, values: dict
   i = int(name[-1]) if name[-1].isdigit() else 0
   for wanted, kinds in ((neg, ("neg", "neg_lo")), (absm, ("abs",))):
     if not wanted: continue
-    field = next((f for f, syn in opc.mods.items() if syn.split(":")[0] in kinds and (f == f"{kinds[0]}{i}" or not f[-1].isdigit())), None)
+    if kinds == ("abs",) and "only:" in opc.mods.get("abs", "") and not int(opc.mods["abs"].split("only:")[1]) >> i & 1:
+      raise OperandError(f"{name}: {opc.mnemonic} takes no abs modifier on this operand")
+    field = next((f for f, syn in opc.mods.items() if syn.split(":")[0].split(",")[0] in kinds and (f == f"{kinds[0]}{i}" or not f[-1].isdigit())), None)
     if field is None: raise OperandError(f"{name}: {opc.mnemonic} takes no {kinds[0]} modifier on this operand")
     values[field] |= 1 if field[-1].isdigit() else 1 << i
 
@@ -262,10 +279,19 @@ def _modifier(opc: Opcode, key: str, value: Any, values: dict) -> None:
     return
   for field, syn in mods.items():
     if syn.startswith("text:") and syn[5:] == key: return  # a fixed word, such as DPP8's fi:1
+    if syn.startswith("enum:") and field == key:
+      names = [t.partition(":")[2].lower() for t in syn[5:].split("|")]
+      text = str(value).lower()
+      if field == "th" and "th_scope" in opc.isa.names:  # a th name that only exists under some scope (TH_LOAD_BYPASS)
+        found = [k // 4 for k, t in opc.isa.names["th_scope"].items() if t.partition(":")[2].lower() == text]
+        if found and text not in names: values[field] = found[0]; return
+      if text not in names: raise OperandError(f"{key}: expected one of {', '.join(n for n in names if n)}, got {value}")
+      values[field] = names.index(text)
+      return
     if syn.startswith("flag:") and syn[5:].split(",")[0].split(":")[0] == key:
       values[field] = 1 if value not in (False, 0, "0") else 0
       return
-    if not syn.startswith(("flag:", "neg", "abs", "omod", "op_sel", "named:")) and split_syntax(syn)[0] == key + ":":
+    if not syn.startswith(("flag:", "neg", "abs", "omod", "op_sel", "named:", "text:")) and split_syntax(syn)[0] == key + ":":
       values[field] = parse_number_text(str(value), split_syntax(syn)[1], fields[field].bits)
       return
     if syn.startswith("{") and key == field:  # a number printed bare (s_endpgm 3)
@@ -289,9 +315,9 @@ def modifier_names(opc: Opcode) -> set[str]:
     if syn.startswith("text:"): out.add(syn[5:])
     elif syn.startswith("flag:"): out.add(syn[5:].split(",")[0].split(":")[0])
     elif syn == "omod": out.add("omod")
-    elif syn in ("neg", "abs"): continue
+    elif syn.split(",")[0] in ("neg", "abs"): continue
     elif syn.startswith(("op_sel", "neg_lo", "neg_hi")): out.add(syn.split(":")[0])
-    elif syn.startswith("named:"): out.add(field)
+    elif syn.startswith("named:") or syn.startswith("enum:"): out.add(field)
     else: out.add(split_syntax(syn)[0].rstrip(":") or field)
   if opc.fmt.name == "SMEM": out.add("offset")
   return out

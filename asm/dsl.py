@@ -73,11 +73,14 @@ def operands_of(inst: Instruction) -> tuple[list, dict]:
     elif fmt in ("MUBUF", "MTBUF") and name == "vdata": x = Reg("v", v["vdata"], count + v.get("tfe", 0))
     elif fmt == "EXP" and name.startswith("vsrc"): x = Reg("v", v[name]) if v["en"] >> int(name[-1]) & 1 else "off"
     elif kind == "srsrc": x = Reg("s", v[name] * 4, 4)
+    elif kind == "vdsty": x = Reg("v", v[name] << 1 | (v["vdstx"] & 1 ^ 1))
     elif fmt == "GLOBAL" and name == "addr": x = Reg("v", v["addr"], 2 if v["saddr"] == NULL else 1)
     elif fmt == "SCRATCH" and name == "addr": x = Reg("v", v["addr"]) if v["sve"] else "off"
     elif fmt in ("GLOBAL", "SCRATCH") and name == "saddr": x = "off" if v["saddr"] == NULL else Reg("s", v["saddr"], 2 if fmt == "GLOBAL" else 1)
-    elif fmt == "SMEM" and name == "soffset":
+    elif fmt == "SMEM" and name == "soffset" and "offset" not in opc.operand_fields:
       x = (signed(v["offset"], opc.fmt.fields["offset"].bits) if v["offset"] else Reg("s", NULL)) if v["soffset"] == NULL else Reg("s", v["soffset"])
+    elif fmt == "SMEM" and name == "offset":  # gfx12
+      x = signed(v["offset"], opc.fmt.fields["offset"].bits) if v["soffset"] == NULL else Reg("s", v["soffset"])
     elif file == "i": x = v[name]
     elif kind == "sbase": x = Reg("s", v[name] * 2 & ~(count - 1 if count > 2 else 1), count)
     elif file[0] == "v":
@@ -114,8 +117,12 @@ def operands_of(inst: Instruction) -> tuple[list, dict]:
     elif syn == "named:format":
       text = inst.isa.names["format"].get(value)
       if text: mods["format"] = f"format:{text}"
+    elif syn.startswith("enum:"):
+      if value: mods[name] = syn[5:].split("|")[value].partition(":")[2]
+      if value and name == "th" and "th_scope" in inst.isa.names:
+        mods[name] = inst.isa.names["th_scope"][value * 4 + v.get("scope", 0)].partition(":")[2]
     elif syn.startswith("named:") or fmt == "SMEM": continue
-    elif syn in ("neg", "abs"): continue
+    elif syn.split(",")[0] in ("neg", "abs"): continue
     elif value:
       prefix, nfmt, _ = split_syntax(syn)
       mods[prefix.rstrip(":") or name] = signed(value, opc.fmt.fields[name].bits) if nfmt.startswith("s") else value

@@ -4,7 +4,7 @@ import functools
 import importlib
 from dataclasses import dataclass, field
 
-ARCHS = ("gfx1100",)
+ARCHS = ("gfx1100", "gfx1201")
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Field:
   def bits(self) -> int: return self.hi - self.lo + 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Format:
   """An encoding format, e.g. Format("VOP2", size=4, fixed={(31, 31): 0}, fields={"op": (30, 25), ...})."""
   name: str
@@ -43,7 +43,12 @@ class Format:
     return w
 
   def unpack(self, word: int) -> dict[str, int]:
-    return {name: (word >> f.lo) & f.mask for name, f in self.fields.items()}
+    return {name: (word >> lo) & mask for name, lo, mask in self.layout}
+
+  @functools.cached_property
+  def layout(self) -> tuple[tuple[str, int, int], ...]:
+    """(name, lo, mask) of every field, for unpacking without attribute lookups."""
+    return tuple((name, f.lo, f.mask) for name, f in self.fields.items())
 
 
 @dataclass(frozen=True)
@@ -89,11 +94,13 @@ class ISA:
         operands = tuple(o[:4] + (None if o[4] is None else table.VALID[o[4]],) if isinstance(o, tuple) else o for o in operands)
         opc = Opcode(fmt, op, mnemonic, operands, dict(fixed), dict(mods), dict(defaults),
                      frozenset(o[0] for o in operands if isinstance(o, tuple)), self)
-        name = mnemonic
+        name = mnemonic.replace("::", "__")  # a VOPD pair v_dual_add_f32::v_dual_mul_f32 is v_dual_add_f32__v_dual_mul_f32
         if mnemonic in self.by_mnemonic:
           # encodings that print alike get DSL names of their own: v_nop's VOP3 twin is v_nop_e64 (llvm-mc's name
           # for it), DPP8 forms are <mnemonic>8 and <mnemonic>8_fi; text picks among them by operands and modifiers
-          name = mnemonic + ("8_fi" if fname.endswith("DPP8FI") else "8" if fname.endswith("DPP8") else "_e64")
+          stem = mnemonic[:-4] if mnemonic.endswith("_dpp") else mnemonic
+          name = stem + next((suffix for tail, suffix in (("DPP8FI", "_dpp8_fi"), ("DPP8", "_dpp8"), ("DPP16", "_dpp16"))
+                              if fname.endswith(tail)), "_e64")
         opc = Opcode(fmt, op, mnemonic, opc.operands, opc.fixed, opc.mods, opc.defaults, opc.operand_fields, self, name)
         ops[op] = opc
         self.by_mnemonic[name] = opc

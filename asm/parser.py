@@ -42,13 +42,13 @@ def operand_value(token: str) -> Any:
   neg = absm = False
   if t.startswith("-") and len(t) > 1 and not t[1].isdigit() and t[1] != ".":
     neg, t = True, t[1:]
-  if t.startswith("neg(") and t.endswith(")"): neg, t = True, t[4:-1]
+  if t.startswith(("neg(", "sext(")) and t.endswith(")"): neg, t = True, t[t.index("(") + 1:-1]
   if t.startswith("|") and t.endswith("|") and len(t) > 2: absm, t = True, t[1:-1]
   elif t.startswith("abs(") and t.endswith(")"): absm, t = True, t[4:-1]
   reg = parse_register(t)
   value: Any = reg if reg is not None else parse_number(t)
   if value is None: value = t
-  if neg and isinstance(value, (int, float)) and not absm and not token.startswith("neg("): return -value
+  if neg and isinstance(value, (int, float)) and not absm and not token.startswith(("neg(", "sext(")): return -value
   return Modified(value, neg, absm) if neg or absm else value
 
 
@@ -56,6 +56,11 @@ def parse_line(isa: ISA, text: str, line: int = 1, column: int = 1) -> Instructi
   """One instruction (no label or comment) -> Instruction; AsmError with line:column otherwise."""
   body = text.strip()
   lead = len(text) - len(text.lstrip())
+  if " :: " in body:  # a VOPD pair: one opcode 'x::y', X's operands, a '::' marker, then Y's
+    x, y = body.split(" :: ", 1)
+    mx, _, rx = x.partition(" ")
+    my, _, ry = y.partition(" ")
+    body = f"{mx.lower()}::{my.lower()} {rx.strip()}, ::, {ry.strip()}"
   mnemonic, _, rest = body.partition(" ")
   rest_at = lead + len(mnemonic) + 1
   opcodes = candidates(isa, mnemonic.lower())

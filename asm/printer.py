@@ -15,9 +15,16 @@ def source_modifiers(opc, v: dict) -> tuple[int, int]:
   """(neg, abs) bitmasks over the sources: VOP3's neg/abs fields, v_fma_mix's neg_hi-as-abs, DPP's neg0/abs1/..."""
   neg = absm = 0
   for f, syn in opc.mods.items():
-    if syn == "neg": neg |= v.get(f, 0) << (int(f[-1]) if f[-1].isdigit() else 0)
-    elif syn == "abs": absm |= v.get(f, 0) << (int(f[-1]) if f[-1].isdigit() else 0)
+    if syn.split(",")[0] == "neg": neg |= v.get(f, 0) << (int(f[-1]) if f[-1].isdigit() else 0)
+    elif syn.split(",")[0] == "abs":
+      read = int(syn.split("only:")[1]) if "only:" in syn else -1  # abs bits of integer sources print nothing
+      absm |= (v.get(f, 0) & read) << (int(f[-1]) if f[-1].isdigit() else 0)
   return neg, absm
+
+
+def sext_mask(opc) -> int:
+  """Sources whose neg bit means sign extension (integer operands of VOP3): printed sext(x)."""
+  return sum(int(syn.split("sext:")[1]) for syn in opc.mods.values() if "sext:" in syn)
 
 
 def check(inst: Instruction) -> None:
@@ -44,23 +51,28 @@ def render(inst: Instruction) -> str:
     name, file, count = spec[0], spec[1], spec[2]
     kind = fields[name].kind if name in fields else "literal"
     value = v.get(name, 0)
-    if spec[4] is not None and value < 256 and not spec[4] >> value & 1 and not (fmt.name == "SMEM" and name == "soffset"):
+    gfx11_soffset = fmt.name == "SMEM" and name == "soffset" and "offset" not in opc.operand_fields  # may print the offset
+    if spec[4] is not None and value < 256 and not spec[4] >> value & 1 and not gfx11_soffset:
       raise _bad(inst, f"{name}={value} is not accepted by this operand")
-    if file == "i" and name != "literal": t = _number(inst, name, value, spec[3] or "{ihex}")
+    if fmt.name == "SMEM" and name == "offset" and "soffset" not in opc.operand_fields: t = _smem_offset12(inst)
+    elif file == "i" and name != "literal": t = _number(inst, name, value, spec[3] or "{ihex}")
     elif kind in ("src", "ssrc"):
       if file == "v128" and value >= 256 + 128 and count != "l": raise _bad(inst, f"{name} takes v0..v127 only")
       t = source_text(isa, value, spec, inst.literal, valu)
       if t is None: raise _bad(inst, f"{name}={value} is not a valid operand")
-      i = int(name[-1]) if name.startswith("src") else src_index
+      i = int(name[-1]) if name[-1].isdigit() else src_index
       if absm >> i & 1: t = f"|{t}|"
-      if neg >> i & 1:  # llvm-mc writes a negated constant as neg(0.5), a negated register or |constant| with '-'
-        t = f"neg({t})" if (128 <= value <= 248 or value == 255) and not absm >> i & 1 else f"-{t}"
+      if neg >> i & 1 and sext_mask(opc) >> i & 1: t = f"sext({t})"  # the neg bit of an integer source
+      elif neg >> i & 1:  # llvm-mc writes a negated constant as neg(0.5), a negated register or |constant| with '-'
+        constant = 128 <= value <= 208 or 240 <= value <= 248 or value == 255
+        t = f"neg({t})" if constant and not absm >> i & 1 else f"-{t}"
       src_index += 1
     elif name == "literal": t = number_text(inst.literal, split_syntax(spec[3])[1], 32)
     elif kind == "srsrc":
       t = scalar_text(isa, value * 4, 4)
       if t is None: raise _bad(inst, f"{name}={value} is not a valid SGPR quad")
     elif fmt.name in ("MUBUF", "MTBUF") and name in ("vaddr", "vdata"): t = _buffer_vgprs(inst, name, count)
+    elif kind == "vdsty": t = vgpr_text(value << 1 | (v["vdstx"] & 1 ^ 1), 1)  # the low bit is the opposite of vdstx's
     elif fmt.name == "EXP" and name.startswith("vsrc"): t = vgpr_text(value, 1) if v["en"] >> int(name[-1]) & 1 else "off"
     elif kind == "sbase":
       start = value * 2 & ~(count - 1 if count > 2 else 1)
@@ -71,7 +83,7 @@ def render(inst: Instruction) -> str:
       t = vgpr_text(value, count)
       i = int(name[-1])
       if absm >> i & 1: t = f"|{t}|"
-      if neg >> i & 1: t = f"-{t}"
+      if neg >> i & 1: t = f"sext({t})" if sext_mask(opc) >> i & 1 else f"-{t}"
     elif file[0] == "v":
       if fmt.name in ("GLOBAL", "SCRATCH") and name == "addr":
         t = _flat_addr(inst, count)
@@ -82,8 +94,10 @@ def render(inst: Instruction) -> str:
     else:
       if fmt.name in ("GLOBAL", "SCRATCH") and name == "saddr":
         t = "off" if value == NULL else scalar_text(isa, value, 2 if fmt.name == "GLOBAL" else 1)
-      elif fmt.name == "SMEM" and name == "soffset":
+      elif fmt.name == "SMEM" and name == "soffset" and "offset" not in opc.operand_fields:
         t = _smem_offset(inst)
+      elif fmt.name == "SMEM" and name == "offset":
+        t = _smem_offset12(inst)
       else:
         t = scalar_text(isa, value, count)
       if t is None: raise _bad(inst, f"{name}={value} is not a valid {count}-register scalar operand")
@@ -93,6 +107,10 @@ def render(inst: Instruction) -> str:
   if opc.mods.get("glc", "").startswith("flag:glc,ret:") and v.get("glc"):
     out.insert(0, vgpr_text(v["vdst"], int(opc.mods["glc"].rpartition(":")[2])))
   if fmt.name == "EXP": text = f"{head} {out[0]} {', '.join(out[1:])}"  # exp mrt0 v0, v1, off, off
+  elif fmt.name == "VOPD":  # v_dual_add_f32 v1, v2, v3 :: v_dual_mul_f32 v4, v5, v6
+    x, y = head.split("::")
+    i = out.index("::")
+    text = f"{x} {', '.join(out[:i])} :: {y} {', '.join(out[i + 1:])}"
   else: text = head + (" " + ", ".join(out) if out else "")
   return text + ("" if not tail else (" " if out or True else "") + " ".join(tail))
 
@@ -126,6 +144,16 @@ def _smem_offset(inst: Instruction) -> str:
   return t
 
 
+def _smem_offset12(inst: Instruction) -> str:
+  """gfx12 SMEM: the offset in hex, or the soffset register followed by offset:X when there is one."""
+  v = inst.values
+  bits = inst.opcode.fmt.fields["offset"].bits
+  if v["soffset"] == NULL: return number_text(v["offset"], "shex", bits)
+  t = scalar_text(inst.isa, v["soffset"], 1)
+  if t is None: raise _bad(inst, f"soffset={v['soffset']} is not a valid scalar register")
+  return t + " offset:" + number_text(v["offset"], "shex", bits)  # gfx12 prints offset:0x0 too
+
+
 def _number(inst: Instruction, name: str, value: int, syntax: str) -> str:
   if syntax.startswith("named:"):
     t = named.render(syntax[6:], value, inst)
@@ -150,7 +178,7 @@ def _modifiers(inst: Instruction) -> list[str]:
       if value: out.append(syn[5:].split(",")[0])
     elif syn == "omod":
       if value: out.append(OMOD[value])
-    elif syn in ("neg", "abs"): continue
+    elif syn.split(",")[0] in ("neg", "abs"): continue
     elif syn.startswith(("op_sel:", "op_sel_hi:", "neg_lo:", "neg_hi:")):
       t = _bit_list(inst, name, syn)
       if t: out.append(t)
@@ -164,7 +192,11 @@ def _modifiers(inst: Instruction) -> list[str]:
       if t is None: raise _bad(inst, f"{name}={value:#x} has no {syn[6:]} text")
       if t: out.append(t)
     elif inst.opcode.fmt.name == "SMEM" and name == "offset": continue
-    elif syn == "unknown":
+    elif syn.startswith("enum:"):
+      t = syn[5:].split("|")[value]
+      if name == "th" and "th_scope" in inst.isa.names: t = inst.isa.names["th_scope"][value * 4 + v.get("scope", 0)]
+      if t: out.append(t)
+    elif syn.split(",")[0] == "unknown":
       if value: raise _bad(inst, f"{name}={value} has no text we know")
     else:
       prefix, fmt, omit_zero = split_syntax(syn)

@@ -21,6 +21,7 @@ class Report:
   checked: int = 0
   agreed: int = 0
   problems: list[str] = field(default_factory=list)
+  llvm_asymmetric: list[str] = field(default_factory=list)  # texts llvm-mc prints but its assembler refuses
 
   def fail(self, what: str) -> None:
     if len(self.problems) < 200: self.problems.append(what)
@@ -37,8 +38,11 @@ def _operand_for(opc: Opcode, spec: tuple, variant: int) -> object:
   if name == "literal": return 0x11
   if fmt in ("GLOBAL", "SCRATCH") and name == "saddr": return Reg("s", 2, 2 if fmt == "GLOBAL" else 1)
   if fmt == "GLOBAL" and name == "addr": return Reg("v", 3)
-  if fmt == "SMEM" and name == "soffset": return 0x40 if variant else Reg("s", 9)
+  if fmt == "SMEM" and name == "soffset" and "offset" not in opc.operand_fields: return 0x40 if variant else Reg("s", 9)
+  if fmt == "SMEM" and name == "offset": return 0x40 if variant else Reg("s", 9)
   if fmt in ("MUBUF", "MTBUF") and name == "vaddr": return "off"
+  if fmt == "VOPD" and name in ("vdstx", "src0x", "vsrc1x", "src0y", "vsrc1y") and not (variant and name == "src0x"):
+    return Reg("v", {"vdstx": 20, "src0x": 5, "vsrc1x": 10, "src0y": 6, "vsrc1y": 11}[name])  # X and Y in different VGPR banks
   if fmt == "EXP" and name.startswith("vsrc"): return "off" if name == "vsrc2" else Reg("v", 1 + int(name[-1]))
   if file == "i":
     if spec[3] == "named:attr": return "attr1.y"
@@ -46,10 +50,12 @@ def _operand_for(opc: Opcode, spec: tuple, variant: int) -> object:
   if kind in ("src", "ssrc"):
     if variant == 1 and name in ("src0", "ssrc0"): return 3 if spec[3] == "H" else 0.5  # llvm-mc reads '0x3800' back as a literal
     if variant == 2 and name in ("src0", "ssrc0") and not opc.has_literal_operand: return 0x1234
+    if variant == 3 and name in ("src0", "ssrc0") and spec[4] is not None and spec[4] >> 125 & 1 and count == 1: return Reg("s", 125)  # m0
     if kind == "ssrc" or file == "s": return Reg("s", 4 if count != "l" else 4, 1 if count == "l" else count)
     base = {"src0": 5, "src1": 9, "src2": 13}.get(name, 5)
     return Reg("v", base, 1, "l") if count == "l" else Reg("v", base, count)
   if kind == "sbase": return Reg("s", 8, count)
+  if kind == "vdsty": return Reg("v", 21)  # vdstx is v20: the pair's low bits differ
   if file[0] == "v":
     base = {"vdst": 20, "addr": 30, "data": 40, "data0": 40, "data1": 50, "vsrc1": 60}.get(name, 70)
     return Reg("v", base, 1, "h" if variant == 1 else "l") if count == "l" else Reg("v", base, count)
@@ -60,7 +66,7 @@ def _operand_for(opc: Opcode, spec: tuple, variant: int) -> object:
 def sample_instructions(isa: ISA, opc: Opcode) -> list[Instruction]:
   """Instructions that exercise one opcode: plain registers, a constant, a literal, and its modifiers."""
   out: list[Instruction] = []
-  for variant in (0, 1, 2):
+  for variant in (0, 1, 2, 3):
     try: out.append(build(isa, opc, [s if isinstance(s, str) else _operand_for(opc, s, variant) for s in opc.operands], {}))
     except OperandError: pass
   base = out[0] if out else None
@@ -97,12 +103,15 @@ def check_opcodes(arch: str, formats: set[str] | None = None) -> Report:
   isa = load(arch)
   rep = Report()
   insts = []
+  opcodes_checked = []
   for fmt, ops in isa.by_op.items():
     if formats is not None and fmt not in formats: continue
     for opc in ops.values():
       samples = sample_instructions(isa, opc)
       if not samples: rep.checked += 1; rep.fail(f"{opc.mnemonic}: no instruction could be built and printed")
+      else: opcodes_checked.append(opc)
       insts += samples
+  agreed_names = set()
   texts = [str(i) for i in insts]
   datas = [i.encode() for i in insts]
   decoded = llvm.disassemble_each(datas, arch)
@@ -114,9 +123,17 @@ def check_opcodes(arch: str, formats: set[str] | None = None) -> Report:
       ok = False; rep.fail(f"{data.hex()}: ours {text!r}, llvm-mc {d.text if d else 'rejects it'!r}")
     # a mnemonic two encodings print alike (v_nop as VOP1 and as VOP3) assembles to the first: only decoding is checked
     shadowed = inst.opcode.name != inst.mnemonic
+    if ok and isinstance(e, str):
+      # llvm-mc's disassembler prints this text for our bytes but its assembler refuses it (s_barrier_signal s4):
+      # nothing to compare the encoding with; reported apart, not counted against us
+      rep.llvm_asymmetric.append(f"{text!r}: {e}")
+      continue
     if e != data and not shadowed:
       ok = False; rep.fail(f"{text!r}: ours {data.hex()}, llvm-mc {e.hex() if isinstance(e, bytes) else e!r}")
     rep.agreed += ok
+    if ok: agreed_names.add(inst.opcode.name)
+  for opc in opcodes_checked:
+    if opc.name not in agreed_names: rep.fail(f"{opc.name}: no sample agrees with llvm-mc in both directions")
   return rep
 
 

@@ -19,3 +19,7 @@ before = runtime.stats["kernels_run"]
 total = (a * b + c).relu().sum().item()
 print(f"relu(a*b+c).sum() over 2^20 = {total:.1f} in {runtime.stats['kernels_run'] - before} kernels "
       f"({runtime.stats['kernels_compiled']} compiled so far, {runtime.stats['compile_seconds'] * 1e3:.0f} ms compiling)")
+
+# the same kernels through the HCQ core's CPU device: buffers from hcq.Device("CPU"), launches on its compute queue
+q = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4), device="HCQ:CPU")
+print("softmax through HCQ queues matches:", np.allclose(q.softmax(-1).numpy(), x.softmax(-1).numpy()))

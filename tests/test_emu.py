@@ -362,3 +362,78 @@ def test_instruction_limit_stops_runaway_loop():
   with pytest.raises(InstructionLimit) as e:
     run_snippet("loop:\ns_branch loop", max_instructions=1000)
   assert "pc=" in e.value.state
+
+
+# ---- DPP and buffers --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("ctrl,src", [("row_shr:1", lambda l: np.where(l % 16 >= 1, l - 1, -1)), ("row_shl:2", lambda l: np.where(l % 16 <= 13, l + 2, -1)),
+                                      ("row_ror:3", lambda l: (l & ~15) | ((l - 3) & 15)), ("row_mirror", lambda l: (l & ~15) | (15 - l % 16)),
+                                      ("quad_perm:[1,0,3,2]", lambda l: l ^ 1), ("row_xmask:5", lambda l: l ^ 5), ("row_share:2", lambda l: (l & ~15) | 2)])
+def test_dpp16_mov(ctrl, src):
+  st = run_snippet(f"v_mov_b32_dpp v1, v0 {ctrl} row_mask:0xf bank_mask:0xf", v={0: LANES + 100, 1: np.full(32, 7)})
+  s = src(LANES)
+  assert (uv(st, 1) == np.where(s >= 0, s + 100, 7)).all()   # an out-of-row source leaves the lane unwritten
+
+
+def test_dpp16_bound_ctrl_and_masks():
+  st = run_snippet("v_add_f32_dpp v1, v0, v0 row_shr:1 row_mask:0x1 bank_mask:0xf bound_ctrl:1", v={0: LANES.astype(f32), 1: np.full(32, -1, f32)})
+  exp = np.where(LANES < 16, np.where(LANES % 16 >= 1, LANES - 1, 0) + LANES, -1)
+  assert (fv(st, 1) == exp).all()
+
+
+def test_dpp8():
+  st = run_snippet("v_mov_b32_dpp v1, v0 dpp8:[7,6,5,4,3,2,1,0]", v={0: LANES})
+  assert (uv(st, 1) == (LANES & ~7) | (7 - LANES % 8)).all()
+
+
+def test_buffer_load_store_and_bounds():
+  mem = VirtualMemory()
+  buf = _buffer(mem, 0x10000, np.arange(16, dtype=u32))
+  # V#: base 0x10000, stride 0, num_records 32 bytes, OOB_SELECT 2 (raw offset check)
+  st = run_snippet("buffer_load_b32 v1, v0, s[4:7], 0 offen\nbuffer_store_b32 v2, v0, s[4:7], 0 offen offset:4",
+                   v={0: LANES * 4, 2: LANES + 1000}, s={4: 0x10000, 5: 0, 6: 32, 7: 2 << 28}, mem=mem)
+  assert (uv(st, 1) == np.where(LANES < 8, LANES, 0)).all()
+  assert (buf.view(u32)[1:8] == np.arange(1000, 1007)).all() and buf.view(u32)[8] == 8
+
+
+def test_denormal_modes():
+  tiny = np.full(32, 1e-39, f32)   # an f32 denormal
+  keep = run_snippet("v_mul_f32_e32 v1, 1.0, v0\nv_add_f32_e32 v2, v0, v0", v={0: tiny})
+  assert fv(keep, 1)[0] == tiny[0] and fv(keep, 2)[0] == tiny[0] * 2
+  flush = run_snippet("s_denorm_mode 0\nv_mul_f32_e32 v1, 1.0, v0\nv_add_f32_e32 v2, v0, v0\nv_cmp_class_f32_e64 s4, v0, 0x80", v={0: tiny})
+  assert fv(flush, 1)[0] == 0 and fv(flush, 2)[0] == 0 and flush.s[4, 0] == 0xffffffff   # class still sees the denormal
+  out_only = run_snippet("s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 1\nv_mul_f32_e32 v1, 0x7f000000, v0\nv_mul_f32_e32 v2, 0.5, v0",
+                         v={0: tiny})
+  assert fv(out_only, 1)[0] > 0 and fv(out_only, 2)[0] == 0   # inputs kept, denormal results flushed
+
+
+def test_buffer_atomic_returns_old_and_skips_out_of_range():
+  mem = VirtualMemory()
+  buf = _buffer(mem, 0x10000, np.array([10, 20, 0, 0], u32))
+  st = run_snippet("buffer_atomic_add_u32 v1, v0, s[4:7], 0 offen glc", v={0: np.where(LANES < 2, LANES * 4, 64), 1: np.full(32, 1)},
+                   s={4: 0x10000, 5: 0, 6: 16, 7: 2 << 28}, mem=mem)
+  assert list(buf.view(u32)[:2]) == [11, 21] and list(uv(st, 1)[:2]) == [10, 20]
+
+
+def test_movrel_indexes_vgprs_by_m0():
+  st = run_snippet("s_mov_b32 m0, 2\nv_movrels_b32_e32 v10, v0\nv_movreld_b32_e32 v4, v10", v={2: LANES + 5}, vgprs=16)
+  assert (uv(st, 10) == LANES + 5).all() and (uv(st, 6) == LANES + 5).all()
+
+
+def test_dot2acc_and_pk_fmac():
+  h = lambda a, b: np.uint32(np.float16(a).view(np.uint16)) | (np.uint32(np.float16(b).view(np.uint16)) << 16)
+  st = run_snippet("v_dot2acc_f32_f16 v2, v0, v1\nv_pk_fmac_f16 v3, v0, v1",
+                   v={0: np.full(32, h(2, 3), u32), 1: np.full(32, h(4, 5), u32), 2: np.full(32, 1, f32), 3: np.full(32, h(1, -1), u32)})
+  assert fv(st, 2)[0] == 2 * 4 + 3 * 5 + 1 and uv(st, 3)[0] == h(9, 14)
+
+
+def test_swizzle_and_wqm():
+  from hcq.asm.instruction import Instruction
+  from hcq.asm.isa import load
+  isa = load("gfx1100")
+  opc = isa.by_mnemonic["ds_swizzle_b32"]
+  swap = 0x1f | (1 << 10)   # bit-mask mode: and 0x1f, or 0, xor 1 -> neighbouring lanes swap
+  sw = Instruction(isa, opc, {f: 0 for f in opc.fmt.fields if f != "op"} | {"offset0": swap & 0xff, "offset1": swap >> 8, "addr": 0, "vdst": 1}).encode()
+  st = run_snippet(sw, v={0: LANES})
+  assert (uv(st, 1) == LANES ^ 1).all()
+  st = run_snippet("s_wqm_b32 s2, s3", s={3: 0x10})
+  assert st.s[2, 0] == 0xf0

@@ -553,3 +553,31 @@ done:
   prog(out, inp, global_size=(1000,), wait=True)
   dev.synchronize()
   np.testing.assert_array_equal(out.copyout(np.empty(1000, np.float32)), np.arange(1000, dtype=np.float32) + 1)
+
+
+# numpy's rules over every pair of dtypes and every kind of Python scalar: result dtype, value, and whether it raises
+SWEEP_DTYPES = ["bool"] + INTS + ["float16", "float32", "float64"]
+SWEEP_OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+             "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "lt": lambda a, b: a < b, "eq": lambda a, b: a == b,
+             "maximum": lambda a, b: (a.maximum(b) if isinstance(a, Tensor) else np.maximum(a, b))}
+
+
+@pytest.mark.parametrize("left", SWEEP_DTYPES)
+def test_numpy_rules_sweep(left):
+  rng = np.random.default_rng(SWEEP_DTYPES.index(left))
+  def values(dt):
+    if dt == "bool": return rng.random(8) < 0.5
+    return rng.integers(1, 9, 8).astype(dt) if dt in INTS else rng.uniform(0.5, 4, 8).astype(dt)
+  a = values(left)
+  for right in SWEEP_DTYPES + [2, 2.5, True, -3]:
+    b = values(right) if isinstance(right, str) else right
+    for name, op in SWEEP_OPS.items():
+      with np.errstate(all="ignore"):
+        try:
+          want = np.asarray(op(a, b))
+        except (TypeError, OverflowError) as e:
+          with pytest.raises(type(e)): op(Tensor(a), Tensor(b) if isinstance(b, np.ndarray) else b).realize()
+          continue
+      got = op(Tensor(a), Tensor(b) if isinstance(b, np.ndarray) else b).numpy()
+      assert got.dtype == want.dtype, (left, right, name, got.dtype, want.dtype)
+      np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-3, err_msg=f"{left} {name} {right}")

@@ -22,8 +22,8 @@ def factorizations(n: int) -> list[tuple[int, ...]]:
 class Program:
   """Pairs of (hcq Tensor, numpy array) built op by op from draws."""
 
-  def __init__(self, data, dtype: str, sizes=st.integers(1, 5), max_dims: int = 4):
-    self.data, self.dtype, self.sizes, self.max_dims = data, dtype, sizes, max_dims
+  def __init__(self, data, dtype: str, sizes=st.integers(1, 5), max_dims: int = 4, device: str = "CPU"):
+    self.data, self.dtype, self.sizes, self.max_dims, self.device = data, dtype, sizes, max_dims, device
     self.values: list[tuple[Tensor, np.ndarray]] = []
 
   def draw(self, strategy): return self.data.draw(strategy)
@@ -34,7 +34,7 @@ class Program:
     rng = np.random.default_rng(seed)
     if self.dtype.startswith("float"): x = rng.uniform(-2, 2, size=shape).astype(self.dtype)
     else: x = rng.integers(-20, 20, size=shape).astype(self.dtype)
-    self.values.append((Tensor(x), x))
+    self.values.append((Tensor(x, device=self.device), x))
 
   def pick(self) -> tuple[Tensor, np.ndarray]: return self.values[self.draw(st.integers(0, len(self.values) - 1))]
 
@@ -132,8 +132,8 @@ class Program:
       self.values.append((t @ other_t, x @ other_x))
 
 
-def run_program(data, dtype: str, sizes=st.integers(1, 5), max_dims: int = 4):
-  prog = Program(data, dtype, sizes, max_dims)
+def run_program(data, dtype: str, sizes=st.integers(1, 5), max_dims: int = 4, device: str = "CPU"):
+  prog = Program(data, dtype, sizes, max_dims, device)
   prog.new_input()
   for _ in range(data.draw(st.integers(1, 8))): prog.step()
   # check the final value and one intermediate (so that shared subgraphs are realized in both orders)

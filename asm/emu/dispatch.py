@@ -104,6 +104,7 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
       st.mem, st.first_wave = mem, g0 * wpg
       st.pc[:] = d.code
       st.mode[:] = _initial_mode(r1)
+      st.mode_changed()
       for i, val in enumerate(d.user_sgprs): st.s[i, :] = val & 0xffffffff
       s = len(d.user_sgprs)
       gid = np.repeat(g, wpg)

@@ -22,9 +22,11 @@ _BUILDERS = {
   "SMEM": ops_mem.build_smem, "VOP1": ops_valu.build, "VOP2": ops_valu.build, "VOP3": ops_valu.build, "VOP3SD": ops_valu.build,
   "VOPC": ops_valu.build, "VOP3P": ops_valu.build, "VOPD": ops_valu.build_vopd, "DS": ops_mem.build_ds,
   "GLOBAL": ops_mem.build_vmem, "FLAT": ops_mem.build_vmem, "SCRATCH": ops_mem.build_vmem,
-  "MUBUF": lambda ins, pc: (lambda st, w: None),   # only the cache invalidates decode: nothing to do in order
+  "MUBUF": ops_mem.build_mubuf,
 }
-VECTOR_FORMATS = frozenset({"VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC", "VOP3P", "VOPD"})
+for _f in ("VOP1", "VOP2", "VOPC"):
+  for _d in ("DPP16", "DPP8", "DPP8FI"): _BUILDERS[f"{_f}_{_d}"] = ops_valu.build_dpp
+VECTOR_FORMATS = frozenset({"VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC", "VOP3P", "VOPD"} | {f"{a}_{b}" for a in ("VOP1", "VOP2", "VOPC") for b in ("DPP16", "DPP8", "DPP8FI")})
 
 
 @dataclass
@@ -33,6 +35,11 @@ class Compiled:
   size: int
   text: str
   fmt: str
+  control: bool = False   # may change PCs, end or park waves: the scheduler must look again afterwards
+
+
+_SHARED: dict[tuple, Compiled] = {}   # (arch, pc, bytes) -> Compiled, across dispatches (closures depend on nothing else)
+_SHARED_MAX = 1 << 16
 
 
 @dataclass
@@ -61,6 +68,15 @@ class Program:
   def _compile(self, pc: int) -> Compiled:
     m, off = self.mem.find(pc, 4, False, pc)
     data = m.host[off:off + 16].tobytes()
+    key = (self.arch, pc, data)
+    c = _SHARED.get(key)
+    if c is None:
+      c = self._build(pc, data)
+      if len(_SHARED) >= _SHARED_MAX: _SHARED.clear()
+      _SHARED[key] = c
+    return c
+
+  def _build(self, pc: int, data: bytes) -> Compiled:
     try:
       ins = decode(data, self.arch)
     except ValueError as e:
@@ -73,13 +89,13 @@ class Program:
     builder = _BUILDERS.get(fmt)
     fn = builder(ins, pc) if builder else None
     if fn is None: return self._illegal(pc, f"{ins.opcode.mnemonic} ({fmt}) is not implemented by the emulator", text, ins.size)
-    return Compiled(fn, ins.size, text, fmt)
+    return Compiled(fn, ins.size, text, fmt, getattr(fn, "control", fmt == "SOPP" or hasattr(fn, "branch")))
 
   def _illegal(self, pc: int, reason: str, text: str, size: int = 4) -> Compiled:
     def illegal(st: Waves, w):
       wave = int(np.arange(st.count)[w][0])
       raise IllegalInstruction(reason, pc, st.first_wave + wave, st.dump(wave), text)
-    return Compiled(illegal, size, text, "ILLEGAL")
+    return Compiled(illegal, size, text, "ILLEGAL", True)
 
 
 def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None = None,
@@ -90,42 +106,54 @@ def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None
   executed = 0
   tw = None if trace_wave is None else trace_wave - st.first_wave
   if tw is not None and not 0 <= tw < count: tw = None
+  uniform, pc = False, 0   # uniform: every wave is live and at `pc` (straight-line code keeps it so)
   while True:
-    runnable = ~st.done & ~st.blocked
-    if not runnable.any():
-      if st.blocked.any():
-        st.blocked[:] = False   # every live wave reached s_barrier (or ended): release them all
-        continue
-      return
-    pcs = np.where(runnable, st.pc, np.iinfo(np.int64).max)
-    pc = int(pcs.min())
-    sel = pcs == pc
-    k = int(sel.sum())
-    w = all_waves if k == count else np.nonzero(sel)[0]
+    if not uniform:
+      runnable = ~st.done & ~st.blocked
+      if not runnable.any():
+        if st.blocked.any():
+          st.blocked[:] = False   # every live wave reached s_barrier (or ended): release them all
+          continue
+        return
+      pcs = np.where(runnable, st.pc, np.iinfo(np.int64).max)
+      pc = int(pcs.min())
+      sel = pcs == pc
+      k = int(sel.sum())
+      uniform = k == count
+      w = all_waves if uniform else np.nonzero(sel)[0]
+    else:
+      sel, k, w = None, count, all_waves
     c = prog.at(pc)
     if max_instructions is not None and executed + k > max_instructions:
-      first = int(np.nonzero(sel)[0][0])
+      first = _first(sel)
       raise InstructionLimit(f"stopped after {executed} wave-instructions (max_instructions={max_instructions})", pc,
                              st.first_wave + first, st.dump(first), c.text)
-    traced = tw is not None and bool(sel[tw])
+    traced = tw is not None and (sel is None or bool(sel[tw]))
     if traced: before = (st.s[:, tw].copy(), st.v[:, tw].copy(), int(st.scc[tw]))
     st.pc[w] = pc + c.size
     try:
       c.fn(st, w)
     except (WaveError, PageFault) as e:
       if isinstance(e, PageFault) and not hasattr(e, "state"):
-        first = int(np.nonzero(sel)[0][0])
+        first = _first(sel)
         e.pc = pc if e.pc is None else e.pc
         e.wave, e.state, e.instruction = st.first_wave + first, st.dump(first), c.text
       raise
     except Exception as e:   # a bug or an unsupported operand: say where, keep the cause
-      first = int(np.nonzero(sel)[0][0])
+      first = _first(sel)
       raise WaveError(f"emulator error in {c.text!r}: {type(e).__name__}: {e}", pc, st.first_wave + first, st.dump(first), c.text) from e
     executed += k
     stats.steps += 1
     stats.by_format[c.fmt] = stats.by_format.get(c.fmt, 0) + k
     if c.fmt in VECTOR_FORMATS: stats.valu_lane_ops += k * st.lanes
     if traced: trace(st.first_wave + tw, pc, c.text, _writes(st, tw, before))
+    if c.control: uniform = False
+    else: pc += c.size
+
+
+def _first(sel) -> int:
+  """The first wave of the running group (for messages): sel is None when every wave runs."""
+  return 0 if sel is None else int(np.nonzero(sel)[0][0])
 
 
 def _writes(st: Waves, wv: int, before) -> list[str]:
@@ -134,4 +162,34 @@ def _writes(st: Waves, wv: int, before) -> list[str]:
   for r in np.nonzero((st.v[:, wv] != v0).any(axis=1))[0]:
     out.append(f"v{r}=[" + " ".join(f"{int(x):x}" for x in st.v[r, wv, :8]) + (" ...]" if st.lanes > 8 else "]"))
   if int(st.scc[wv]) != scc0: out.append(f"scc={int(st.scc[wv])}")
+  return out
+
+
+def coverage(arch: str = "gfx1100") -> dict[str, tuple[int, int, list[str]]]:
+  """Per encoding format: (opcodes the emulator implements, opcodes in the table, the missing mnemonics)."""
+  from hcq.asm.instruction import Instruction
+  from hcq.asm.isa import load
+  isa = load(arch)
+  out = {}
+  for fmt, ops in isa.by_op.items():
+    builder = _BUILDERS.get(fmt)
+    missing = []
+    for opc in ops.values():
+      values = {f: 0 for f in opc.fmt.fields if f != "op"}
+      values.update(opc.fixed)
+      for f in ("src0", "src1", "src2", "ssrc0", "ssrc1"):
+        if f in values: values[f] = 256 if fmt.startswith("VOP") and f == "src0" else 1
+      values.update({f: v for f, v in opc.defaults.items() if f in values})
+      if "saddr" in values: values["saddr"] = 124
+      ok = False
+      for src0 in ((256, 1) if "src0" in values else (None,)):   # a VGPR first; ops that read an SGPR there (writelane) then
+        if src0 is not None: values["src0"] = src0
+        ins = Instruction(isa, opc, dict(values), 0 if opc.has_literal_operand else None)
+        try:
+          ok = builder is not None and builder(ins, 0) is not None
+        except Exception:
+          ok = False
+        if ok: break
+      if not ok: missing.append(opc.name)
+    out[fmt] = (len(ops) - len(missing), len(ops), sorted(missing))
   return out

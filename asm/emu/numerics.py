@@ -68,10 +68,19 @@ def round_to_odd_sum(p: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-  """IEEE fused multiply-add in f32: the f64 product is exact, the sum is rounded to odd, then rounded once to f32."""
+  """IEEE fused multiply-add in f32: the f64 product is exact; the f64 sum rounds to f32 correctly unless it landed
+  exactly on an f32 halfway point (or in f32's subnormal range), and only those lanes are redone with round-to-odd."""
   p = a.astype(np.float64) * b.astype(np.float64)
+  c = np.asarray(c, np.float64)
   with np.errstate(all="ignore"):
-    return round_to_odd_sum(p, np.asarray(c, np.float64)).astype(np.float32)
+    s = p + c
+    tie = (s.view(u64) & u64(0x1fffffff)) == u64(0x10000000)
+    suspect = tie | (np.abs(s) < 2.0 ** -125)
+    if suspect.any():
+      pb, cb = np.broadcast_arrays(p, c)
+      s = s.copy()
+      s[suspect] = round_to_odd_sum(pb[suspect], cb[suspect])
+    return s.astype(np.float32)
 
 
 def fma16(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -87,18 +96,38 @@ def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-  """f64 fused multiply-add: exact product by Dekker's TwoProduct, then p + (c + err). Correct except in rare
-  ties and near overflow (noted: no exact f64 fma in numpy)."""
-  a, b, c = (np.asarray(x, np.float64) for x in (a, b, c))
+  """f64 fused multiply-add, correctly rounded by Boldo and Melquiond's emulation with rounding to odd: the exact
+  product (Dekker) uh + ul, (th, tl) = TwoSum(c, uh), result = RN(th + RO(tl + ul)). Lanes whose result is subnormal
+  or non-finite are recomputed exactly with fractions (the algorithm assumes no underflow)."""
+  a, b, c = np.broadcast_arrays(*(np.asarray(x, np.float64) for x in (a, b, c)))
   with np.errstate(all="ignore"):
-    p = a * b
+    uh = a * b
     ah, al = _split(a); bh, bl = _split(b)
-    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    s = p + c
-    bp = s - c
-    e = (p - bp) + (c - (s - bp))
-    r = s + (e + err)
-    return np.where(np.isfinite(p) & np.isfinite(err), r, p + c)
+    ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl
+    th = c + uh
+    bp = th - uh
+    tl = (c - bp) + (uh - (th - bp))
+    r = th + round_to_odd_sum(tl, ul)
+    # Dekker's error term must be representable: products below 2^-969 (and results near underflow) go exact
+    odd = ~np.isfinite(r) | (np.abs(r) < 2.0 ** -1021) | ~np.isfinite(uh) | ((np.abs(uh) < 2.0 ** -969) & (a != 0) & (b != 0))
+    if odd.any():
+      r = np.array(r, copy=True)
+      for i in zip(*np.nonzero(odd)): r[i] = _exact_fma(float(a[i]), float(b[i]), float(c[i]))
+    return r
+
+
+def _exact_fma(a: float, b: float, c: float, scale: int = 0) -> float:
+  """a*b+c (times 2**scale) rounded once, with IEEE specials (fractions for the finite case)."""
+  import math
+  from fractions import Fraction
+  if not all(math.isfinite(x) for x in (a, b, c)) or (a * b == 0 and c == 0):
+    return (a * b + c) * 2.0 ** scale
+  x = (Fraction(a) * Fraction(b) + Fraction(c)) * Fraction(2) ** scale
+  if x == 0: return 0.0 if not (math.copysign(1, a * b) < 0 and math.copysign(1, c) < 0) else -0.0
+  try:
+    return float(x)
+  except OverflowError:
+    return math.copysign(math.inf, x)
 
 
 def ldexp(x: np.ndarray, e: np.ndarray, dtype) -> np.ndarray:
@@ -149,3 +178,14 @@ def float_class(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
   cls = np.select([nan & ~quiet, nan & quiet, inf & neg, norm & neg, den & neg, zero & neg, zero & ~neg, den & ~neg, norm & ~neg, inf & ~neg],
                   list(range(10)), 0)
   return ((np.asarray(mask).astype(np.int64) >> cls) & 1).astype(bool)
+
+
+def flush_denormals(x: np.ndarray) -> np.ndarray:
+  """Denormals to zero of the same sign (MODE.FP_DENORM flushing)."""
+  x = np.asarray(x)
+  return np.where(np.abs(x) < np.finfo(x.dtype).tiny, np.copysign(x.dtype.type(0), x), x).astype(x.dtype)
+
+
+def ftz_bits(t: str) -> tuple[int, int]:
+  """The Waves.ftz bits (inputs, outputs) that apply to float type t."""
+  return (1, 2) if t == "f32" else (4, 8) if t in ("f16", "f64") else (0, 0)

@@ -48,8 +48,12 @@ def constant_bits(enc: int, bits: int, fp: bool, literal: int | None) -> int | N
   return None
 
 
+DPP_SOURCE = 512   # pseudo encoding: the lane-permuted src0 a DPP instruction prepared in Waves.dpp
+
+
 def vector_reader(enc: int, bits: int = 32, fp: bool = False, literal: int | None = None) -> Reader:
   """A VALU source: VGPR, SGPR (broadcast over lanes) or constant."""
+  if enc == DPP_SOURCE: return lambda st, w: st.dpp[w]
   if enc >= 256:
     r = enc - 256
     if bits == 64:
@@ -90,14 +94,17 @@ def scalar_writer(enc: int, bits: int = 32) -> Callable[[Waves, object, np.ndarr
   """An SALU destination: writes (k,) values (uint64 split over a register pair for 64-bit)."""
   if enc == NULL: return lambda st, w, x: None
   if enc > 127: raise OperandError(f"scalar destination encoding {enc} is not writable")
+  touches_exec = enc >= EXEC - (1 if bits == 64 else 0)
   if bits == 64:
     def write64(st: Waves, w, x: np.ndarray) -> None:
       x = np.asarray(x).astype(u64, copy=False)
       st.s[enc, w] = (x & u64(0xffffffff)).astype(u32)
       st.s[enc + 1, w] = (x >> u64(32)).astype(u32)
+      if touches_exec: st.exec_written()
     return write64
   def write32(st: Waves, w, x: np.ndarray) -> None:
     st.s[enc, w] = np.asarray(x).astype(u32, copy=False)
+    if touches_exec: st.exec_written()
   return write32
 
 
@@ -105,7 +112,8 @@ def write_vgpr(st: Waves, r: int, w, x: np.ndarray, ex: np.ndarray) -> None:
   """Write (k, lanes) bits to VGPR r on the lanes whose EXEC bit is set."""
   x = np.asarray(x).astype(u32, copy=False)
   if isinstance(w, slice):
-    np.copyto(st.v[r], np.broadcast_to(x, st.v[r].shape), where=ex)
+    if st.exec_full(w, ex): st.v[r][...] = x
+    else: np.copyto(st.v[r], np.broadcast_to(x, st.v[r].shape), where=ex)
   else:
     cur = st.v[r][w]
     st.v[r][w] = np.where(ex, x, cur)

@@ -9,7 +9,7 @@ from hcq.asm.emu.wave import EXEC, VCC, Waves
 
 NOPS = {"s_nop", "s_waitcnt", "s_waitcnt_depctr", "s_delay_alu", "s_clause", "s_sleep", "s_setprio", "s_icache_inv", "s_wait_idle",
         "s_set_inst_prefetch_distance", "s_ttracedata", "s_ttracedata_imm", "s_incperflevel", "s_decperflevel", "s_wakeup",
-        "s_denorm_mode", "s_round_mode", "s_sethalt", "s_setkill", "s_wait_event"}
+        "s_sethalt", "s_setkill", "s_wait_event"}
 MSG_DEALLOC_VGPRS = 3
 
 
@@ -17,15 +17,23 @@ def build(ins, pc: int):
   name = ins.opcode.mnemonic
   k = ins.values.get("simm16", 0)
   target = pc + 4 + 4 * (k - 0x10000 if k & 0x8000 else k)
-  if name in NOPS: return lambda st, w: None
+  if name in NOPS or name == "s_sendmsg":   # no message has a visible effect in a compute dispatch
+    def nop(st: Waves, w): pass
+    nop.control = False
+    return nop
+  if name in ("s_denorm_mode", "s_round_mode"):   # MODE[7:4] / MODE[3:0] from the immediate
+    shift = 4 if name == "s_denorm_mode" else 0
+    def set_mode(st: Waves, w):
+      st.mode[w] = (st.mode[w] & np.uint32(~(0xf << shift) & 0xffffffff)) | np.uint32((k & 0xf) << shift)
+      st.mode_changed()
+    set_mode.control = False
+    return set_mode
   if name in ("s_endpgm", "s_endpgm_saved"):
     def endpgm(st: Waves, w): st.done[w] = True
     return endpgm
   if name == "s_barrier":
     def barrier(st: Waves, w): st.blocked[w] = True
     return barrier
-  if name == "s_sendmsg":
-    if k & 0xff == MSG_DEALLOC_VGPRS or True: return lambda st, w: None   # no message has a visible effect in a compute dispatch
   if name in ("s_trap", "s_sendmsghalt"):
     def trap(st: Waves, w):
       wave = int(np.arange(st.count)[w][0]) if not isinstance(w, slice) else 0

@@ -13,7 +13,7 @@ from hcq.asm.emu.errors import LDSFault, ScratchFault
 from hcq.asm.emu.memory import PageFault
 from hcq.asm.emu.operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, scalar_reader
 from hcq.asm.emu.operands import write_vgpr
-from hcq.asm.emu.wave import NULL, Waves
+from hcq.asm.emu.wave import EXEC, NULL, Waves
 
 u8, u16, u32, u64, i64 = np.uint8, np.uint16, np.uint32, np.uint64, np.int64
 
@@ -23,6 +23,7 @@ def gather(buf: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
   """(n, nbytes//4) uint32 for dword sizes, else (n, nbytes) uint8, read at byte offsets `offs` of a uint8 buffer."""
   if nbytes % 4 == 0 and offs.size and not np.any(offs & 3):
     u = buf[:buf.size // 4 * 4].view(u32)
+    if nbytes == 4: return u[offs >> 2][:, None]
     return u[(offs >> 2)[:, None] + np.arange(nbytes // 4)]
   b = buf[offs[:, None] + np.arange(nbytes)]
   return b.view(u32) if nbytes % 4 == 0 else b
@@ -32,7 +33,8 @@ def scatter(buf: np.ndarray, offs: np.ndarray, data: np.ndarray) -> None:
   """Write rows of `data` ((n, k) uint32 or uint8) at byte offsets; a later row wins where two overlap (lane order)."""
   if data.dtype == u32 and offs.size and not np.any(offs & 3):
     u = buf[:buf.size // 4 * 4].view(u32)
-    u[(offs >> 2)[:, None] + np.arange(data.shape[1])] = data
+    if data.shape[1] == 1: u[offs >> 2] = data[:, 0]
+    else: u[(offs >> 2)[:, None] + np.arange(data.shape[1])] = data
     return
   b = np.ascontiguousarray(data).view(u8).reshape(len(offs), -1)
   buf[offs[:, None] + np.arange(b.shape[1])] = b
@@ -50,7 +52,7 @@ ATOMIC_OPS = {
   "smin": lambda o, s, b: np.where(_as_int(o, True, b).astype(i64) < _as_int(s, True, b).astype(i64), o, s),
   "smax": lambda o, s, b: np.where(_as_int(o, True, b).astype(i64) > _as_int(s, True, b).astype(i64), o, s),
   "inc": lambda o, s, b: np.where(o >= s, u64(0), o + u64(1)), "dec": lambda o, s, b: np.where((o == 0) | (o > s), s, o - u64(1)),
-  "csub": lambda o, s, b: np.where(o >= s, o - s, u64(0)),
+  "csub": lambda o, s, b: np.where(o >= s, o - s, u64(0)), "rsub": lambda o, s, b: s - o,
 }
 
 
@@ -116,11 +118,14 @@ def _scratch_pieces(st: Waves, w, addr: np.ndarray, ex: np.ndarray, size: int, p
   return [(st.scratch, lane * st.private_bytes + a, None)]
 
 
+_APERTURES_LO, _APERTURES_HI = min(SHARED_APERTURE_HI, PRIVATE_APERTURE_HI) << 32, (max(SHARED_APERTURE_HI, PRIVATE_APERTURE_HI) + 1) << 32
+
+
 def _global_pieces(st: Waves, w, addr: np.ndarray, ex: np.ndarray, size: int, pc: int, write: bool):
-  a = addr[ex]
-  hi = (a >> u64(32)).astype(u32)
-  if a.size and (np.any(hi == SHARED_APERTURE_HI) or np.any(hi == PRIVATE_APERTURE_HI)):
-    return _flat_pieces(st, w, addr, ex, size, pc, write)
+  a = np.broadcast_to(addr, ex.shape).reshape(-1) if st.exec_full(w, ex) else addr[ex]
+  if a.size and (int(a.max()) >= _APERTURES_LO and int(a.min()) < _APERTURES_HI):
+    hi = (a >> u64(32)).astype(u32)
+    if np.any(hi == SHARED_APERTURE_HI) or np.any(hi == PRIVATE_APERTURE_HI): return _flat_pieces(st, w, addr, ex, size, pc, write)
   return st.mem.locate(a, size, write, pc)
 
 
@@ -176,6 +181,9 @@ def _shape(kind: str) -> tuple[int, bool, str]:
 
 
 def _write_loaded(st: Waves, w, vdst: int, ex: np.ndarray, data: np.ndarray, nbytes: int, signed: bool, mode: str) -> None:
+  if mode == "dword" and st.exec_full(w, ex):
+    for i in range(nbytes // 4): write_vgpr(st, vdst + i, w, data[:, i].reshape(ex.shape), ex)
+    return
   if mode == "dword":
     for i in range(nbytes // 4):
       col = np.zeros(ex.shape, u32); col[ex] = data[:, i]
@@ -191,6 +199,7 @@ def _write_loaded(st: Waves, w, vdst: int, ex: np.ndarray, data: np.ndarray, nby
 
 
 def _store_data(st: Waves, w, data: int, ex: np.ndarray, nbytes: int, mode: str) -> np.ndarray:
+  if nbytes >= 4 and st.exec_full(w, ex): return np.stack([st.v[data + i][w].reshape(-1) for i in range(nbytes // 4)], axis=1)
   if nbytes >= 4: return np.stack([st.v[data + i][w][ex] for i in range(nbytes // 4)], axis=1)
   x = st.v[data][w][ex]
   if mode == "d16_hi": x = x >> u32(16)
@@ -217,6 +226,7 @@ def build_smem(ins, pc: int):
     data = _load(st.mem.locate(a, 4 * ndw, False, pc), len(a), 4 * ndw)
     for i in range(ndw):
       if sdata + i < 128: st.s[sdata + i, w] = data[:, i]
+    if sdata + ndw > EXEC: st.exec_written()
   return smem
 
 
@@ -261,17 +271,18 @@ def build_vmem(ins, pc: int):
   if m:
     op, t = m.group(1), m.group(2)
     bits = 64 if t.endswith("64") else 32
-    if op in ("min", "max"): op = ("s" if t[0] == "i" else "u") + op
     if t[0] == "f": op = f"{op}_{t}" if op != "cmpswap" else op
+    elif op in ("min", "max"): op = ("s" if t[0] == "i" else "u") + op
     if op not in ATOMIC_OPS and op != "cmpswap": return None
     return _atomic_builder(op, bits, v["data"], v["vdst"], bool(v.get("glc", 0)), address, pieces)
   return None
 
 
-def _atomic_builder(op, bits, data, vdst, returns, address, pieces):
+def _atomic_builder(op, bits, data, vdst, returns, address, pieces, lanes_ok=None):
   nd = bits // 32
   def atom(st: Waves, w):
     ex = st.exec_lanes(w)
+    if lanes_ok is not None: ex = ex & lanes_ok(st, w, ex)
     if not ex.any(): return
     n = int(ex.sum())
     def val(r):
@@ -351,18 +362,18 @@ def build_ds(ins, pc: int):
           out[k[act, 0], idx[act, lane]] = src[act, lane]
       write_vgpr(st, vdst, w, out, ex)
     return perm
-  m = re.match(r"(cmpstore|add|sub|rsub|inc|dec|min_i32|max_i32|min_u32|max_u32|and|or|xor|min_i64|max_i64|min_u64|max_u64|"
-               r"add_f32|min_f32|max_f32|storexchg|add_u32|sub_u32|add_u64|sub_u64|inc_u32|dec_u32|and_b32|or_b32|xor_b32|"
-               r"and_b64|or_b64|xor_b64|inc_u64|dec_u64|cmpstore_b32|cmpstore_b64|storexchg_rtn_b32|storexchg_rtn_b64)"
-               r"(_rtn)?(_[a-z]\d+)?$", kind)
+  if kind == "swizzle_b32": return _ds_swizzle(v, pc)
+  if kind in ("append", "consume"): return _ds_append(kind, v, pc)
+  base = kind.replace("_rtn", "")
+  m = re.match(r"(cmpstore|storexchg|add|sub|rsub|inc|dec|min|max|and|or|xor)_(u32|i32|b32|f32|u64|i64|b64|f64)$", base)
   if m:
-    base = kind.replace("_rtn", "")
     returns = "_rtn" in kind
-    bits = 64 if base.endswith("64") else 32
-    core = re.sub(r"_(u32|i32|b32|u64|i64|b64)$", "", base)
-    op = {"storexchg": "swap", "cmpstore": "cmpswap"}.get(core, _DS_ATOM.get(core, core))
-    if core in ("min", "max"): op = "u" + core
-    if op == "rsub" or (op not in ATOMIC_OPS and op != "cmpswap"): return None
+    core, t = m.group(1), m.group(2)
+    bits = 64 if t.endswith("64") else 32
+    op = {"storexchg": "swap", "cmpstore": "cmpswap"}.get(core, core)
+    if t[0] == "f" and op not in ("swap", "cmpswap"): op = f"{op}_{t}"
+    elif op in ("min", "max"): op = ("s" if t[0] == "i" else "u") + op
+    if op not in ATOMIC_OPS and op != "cmpswap": return None
     nd = bits // 32
     def datom(st: Waves, w):
       ex = st.exec_lanes(w)
@@ -382,3 +393,93 @@ def build_ds(ins, pc: int):
           write_vgpr(st, vdst + i, w, col, ex)
     return datom
   return None
+
+
+def _ds_swizzle(v, pc):
+  """ds_swizzle_b32: offset[15] quad-permute mode (2 bits per lane of the quad), else bit-mask mode over groups of 32:
+  source lane = ((lane & and) | or) ^ xor."""
+  off, d0, vdst = v["offset0"] | (v["offset1"] << 8), v["addr"], v["vdst"]
+  def op(st: Waves, w):
+    lane = np.arange(st.lanes)
+    if off & 0x8000: src = (lane & ~3) | ((off >> (2 * (lane & 3))) & 3)
+    else: src = (lane & ~31) | ((((lane & 31) & (off & 31)) | ((off >> 5) & 31)) ^ ((off >> 10) & 31))
+    ex = st.exec_lanes(w)
+    x = np.where(ex, st.v[d0][w], u32(0))[:, src]
+    write_vgpr(st, vdst, w, x, ex)
+  return op
+
+
+def _ds_append(kind, v, pc):
+  """ds_append / ds_consume: the LDS dword at M0's base + offset grows / shrinks by the wave's active lane count;
+  every lane gets the old value."""
+  off, vdst = v["offset0"] | (v["offset1"] << 8), v["vdst"]
+  def op(st: Waves, w):
+    ex = st.exec_lanes(w)
+    waves = np.arange(st.count)[w]
+    n = ex.sum(axis=1).astype(u64)
+    addr = ((st.s[125, w].astype(i64) & 0xffff) + off)
+    for k, wave in enumerate(waves.tolist()):
+      if not n[k]: continue
+      pieces = _lds_pieces(st, np.array([wave]), addr[k:k + 1, None], np.ones((1, 1), bool), 4, pc)
+      buf, offs, _ = pieces[0]
+      old = atomic(buf, offs, np.array([n[k]]), None, "add" if kind == "append" else "sub", 32)
+      cur = st.v[vdst][wave]
+      st.v[vdst][wave] = np.where(ex[k], u32(old[0]), cur)
+  return op
+
+
+# ---- MUBUF (buffer resource V# in 4 SGPRs) -----------------------------------------------------------------------
+def build_mubuf(ins, pc: int):
+  """buffer_load/store (and the cache invalidates) with a V#: base, stride, num_records and its range check; an
+  out-of-range lane loads 0 and its store is dropped (AMDGPUUsage relies on this for buffer bounds)."""
+  name, v = ins.opcode.mnemonic, ins.values
+  if name in ("buffer_gl0_inv", "buffer_gl1_inv"): return lambda st, w: None   # caches: nothing to invalidate in order
+  m = re.match(r"buffer_(load|store)_(d16_hi_|d16_)?(b8|b16|b32|b64|b96|b128|u8|i8|u16|i16)$", name)
+  am = re.match(r"buffer_atomic_(\w+?)_(u32|i32|b32|f32|u64|i64|b64)$", name)
+  if (not m and not am) or v.get("lds", 0) or v.get("tfe", 0): return None
+  nbytes = _shape(name.split("_", 1)[1])[0] if m else (8 if am.group(2).endswith("64") else 4)
+  rsrc = scalar_reader(v["srsrc"] * 4, 64), scalar_reader(v["srsrc"] * 4 + 2, 64)
+  soff = scalar_reader(v["soffset"]) if v["soffset"] != NULL else None
+  offen, idxen, inst_off, vaddr = bool(v["offen"]), bool(v["idxen"]), v["offset"], v["vaddr"]
+  def address(st: Waves, w, ex):
+    d01, d23 = rsrc[0](st, w), rsrc[1](st, w)
+    base = (d01 & u64(0xffffffffffff))[:, None]
+    stride = ((d01 >> u64(48)) & u64(0x3fff)).astype(i64)[:, None]
+    num = (d23 & u64(0xffffffff)).astype(i64)[:, None]
+    oob_sel = ((d23 >> u64(60)) & u64(3)).astype(i64)[:, None]
+    index = st.v[vaddr][w].astype(i64) if idxen else np.zeros(ex.shape, i64)
+    voff = st.v[vaddr + (1 if idxen else 0)][w].astype(i64) if offen else np.zeros(ex.shape, i64)
+    off = voff + inst_off
+    so = soff(st, w).astype(i64)[:, None] if soff is not None else 0
+    # gfx10+ OOB_SELECT: 0 structured (index and offset vs stride), 1 index only, 2 raw offset, 3 no check
+    inside = np.where(oob_sel == 3, True, np.where(oob_sel == 2, off + nbytes <= num,
+             np.where(oob_sel == 1, index < num, (index < num) & (off + nbytes <= np.maximum(stride, 1)))))
+    if not idxen and not offen: inside = np.broadcast_to(np.where(oob_sel == 3, True, inst_off + nbytes <= num), ex.shape)
+    addr = base + (so + off + index * stride).astype(u64)
+    return addr, ex & inside
+  if am:
+    op, t = am.group(1), am.group(2)
+    if t[0] == "f": op = f"{op}_{t}" if op != "cmpswap" else op
+    elif op in ("min", "max"): op = ("s" if t[0] == "i" else "u") + op
+    if op not in ATOMIC_OPS and op != "cmpswap": return None
+    addr_only = lambda st, w: address(st, w, st.exec_lanes(w))[0]
+    in_range = lambda st, w, ex: address(st, w, ex)[1]
+    pieces = lambda st, w, a, ex, size, write: st.mem.locate(a[ex], size, write, pc)
+    return _atomic_builder(op, nbytes * 8, v["vdata"], v["vdata"], bool(v.get("glc", 0)), addr_only, pieces, in_range)
+  signed, mode = _shape(name.split("_", 1)[1])[1:]
+  if m.group(1) == "load":
+    vdst = v["vdata"]
+    def load(st: Waves, w):
+      ex = st.exec_lanes(w)
+      addr, ok = address(st, w, ex)
+      data = _load(st.mem.locate(addr[ok], nbytes, False, pc), int(ok.sum()), nbytes) if ok.any() else None
+      full = np.zeros((int(ex.sum()),) + ((nbytes // 4,) if nbytes % 4 == 0 else (nbytes,)), u32 if nbytes % 4 == 0 else u8)
+      if data is not None: full[ok[ex]] = data
+      _write_loaded(st, w, vdst, ex, full, nbytes, signed, mode)
+    return load
+  data_reg = v["vdata"]
+  def store(st: Waves, w):
+    ex = st.exec_lanes(w)
+    addr, ok = address(st, w, ex)
+    if ok.any(): _store(st.mem.locate(addr[ok], nbytes, True, pc), _store_data(st, w, data_reg, ok, nbytes, mode))
+  return store

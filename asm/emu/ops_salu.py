@@ -157,8 +157,40 @@ SOP1 = {
   "s_sext_i32_i16": (32, 32, lambda a, d, c: (_sext(a & u64(0xffff), 16).astype(u64) & M32, None)),
   "s_bitset0_b32": (32, 32, lambda a, d, c: (d & ~(u64(1) << (a & u64(31))), None)), "s_bitset0_b64": (64, 32, lambda a, d, c: (d & ~(u64(1) << (a & u64(63))), None)),
   "s_bitset1_b32": (32, 32, lambda a, d, c: (d | (u64(1) << (a & u64(31))), None)), "s_bitset1_b64": (64, 32, lambda a, d, c: (d | (u64(1) << (a & u64(63))), None)),
+  "s_cls_i32_i64": (32, 64, lambda a, d, c: (_cls64(a), None)),
+  "s_wqm_b32": (32, 32, lambda a, d, c: (lambda r: (r, _nz(r)))(_wqm(a, 32))), "s_wqm_b64": (64, 64, lambda a, d, c: (lambda r: (r, _nz(r)))(_wqm(a, 64))),
+  "s_quadmask_b32": (32, 32, lambda a, d, c: (lambda r: (r, _nz(r)))(_quadmask(a, 32))),
+  "s_quadmask_b64": (64, 64, lambda a, d, c: (lambda r: (r, _nz(r)))(_quadmask(a, 64))),
+  "s_bitreplicate_b64_b32": (64, 32, lambda a, d, c: (_bitrep(a), None)),
   "s_abs_i32": (32, 32, lambda a, d, c: (lambda r: (r, _nz(r)))(np.abs(_s32(a)).astype(u64) & M32)),
 }
+
+
+def _wqm(a, bits):
+  """Whole quad mode: a quad's 4 bits are all set if any is."""
+  r = np.zeros(np.shape(a), u64)
+  for q in range(bits // 4):
+    any_ = ((a >> u64(4 * q)) & u64(15)) != 0
+    r |= np.where(any_, u64(15) << u64(4 * q), u64(0))
+  return r
+
+
+def _quadmask(a, bits):
+  r = np.zeros(np.shape(a), u64)
+  for q in range(bits // 4): r |= (((a >> u64(4 * q)) & u64(15)) != 0).astype(u64) << u64(q)
+  return r
+
+
+def _bitrep(a):
+  r = np.zeros(np.shape(a), u64)
+  for k in range(32): r |= ((a >> u64(k)) & u64(1)) * (u64(3) << u64(2 * k))
+  return r
+
+
+def _cls64(a):
+  x = np.where((a >> u64(63)) == 1, ~a, a)
+  r = _clz(x, 64).view(i32).astype(i64)
+  return np.where(r < 0, -1, r - 1).astype(i32).view(u32)
 
 
 def _cls32(a):
@@ -221,6 +253,18 @@ def _build_sop1(ins, name, v, lit):
           wd(st, w, new if wrexec else old)
           st.scc[w] = _nz(new)
         return saveexec
+  if name in ("s_movrels_b32", "s_movrels_b64", "s_movreld_b32", "s_movreld_b64"):
+    bits = 64 if name.endswith("64") else 32
+    src, dst, reads = v["ssrc0"], v["sdst"], name.startswith("s_movrels")
+    ra = None if reads else scalar_reader(src, bits, False, lit)
+    def movrel(st: Waves, w):
+      waves = np.arange(st.count)[w]
+      m0 = st.s[125, w].astype(np.int64)
+      for j in range(bits // 32):
+        val = st.s[src + m0 + j, waves] if reads else ((ra(st, w).astype(u64) >> u64(32 * j)) & M32).astype(u32)
+        st.s[(dst + m0 + j) if not reads else np.full(len(waves), dst + j), waves] = val
+      st.exec_written()
+    return movrel
   if name == "s_getpc_b64":
     wd = scalar_writer(v["sdst"], 64)
     return lambda st, w: wd(st, w, st.pc[w].astype(u64))   # pc already points at the next instruction
@@ -284,6 +328,7 @@ def _build_sopk(ins, name, v, lit, pc):
       if hw_id == HW_REG_MODE:
         x = (ra(st, w).astype(u64) << u64(off)) & u64(fmask)
         st.mode[w] = ((st.mode[w].astype(u64) & ~u64(fmask)) | x).astype(u32)
+        st.mode_changed()
       # other hardware registers (FLAT_SCR, TRAPSTS...) are not modelled: writes are ignored
     return setreg
   if name == "s_call_b64":

@@ -5,12 +5,13 @@ the typed result; the builder reads the sources, applies VOP3 modifiers (abs, ne
 the active lanes. Ops that need lanes, masks or carries have their own builders (SPECIAL).
 """
 from __future__ import annotations
+import re
 
 import numpy as np
 
 from hcq.asm.emu import numerics as N
 from hcq.asm.emu.numerics import FLOATS, bits_to, to_bits, width
-from hcq.asm.emu.operands import scalar_reader, scalar_writer, vector_reader, write_vgpr, write_vgpr64
+from hcq.asm.emu.operands import DPP_SOURCE, scalar_reader, scalar_writer, vector_reader, write_vgpr, write_vgpr64
 from hcq.asm.emu.wave import EXEC, VCC, Waves
 
 u16, u32, u64, i32, i64 = np.uint16, np.uint32, np.uint64, np.int32, np.int64
@@ -92,6 +93,16 @@ def _cvt_pk_rtz(a, b):
   return rtz(a) | (rtz(b) << u32(16))
 
 
+def _absdiff(a, b): return np.where(a > b, a - b, b - a)
+def _pk16(a, b): return (np.asarray(a).astype(np.int64).astype(u32) & u32(0xffff)) | ((np.asarray(b).astype(np.int64).astype(u32) & u32(0xffff)) << u32(16))
+
+
+def _norm(x, signed):
+  """Float -> 16-bit normalized integer: clamp to [-1, 1] ([0, 1]) and scale by 32767 (65535), round to nearest even."""
+  x = np.nan_to_num(np.asarray(x).astype(f64), nan=0.0)
+  return np.rint(np.clip(x, -1.0, 1.0) * 32767) if signed else np.rint(np.clip(x, 0.0, 1.0) * 65535)
+
+
 def _f16_to_int(x, signed):
   lo, hi = (-32768, 32767) if signed else (0, 65535)
   t = np.trunc(np.nan_to_num(x.astype(f64), nan=0.0))
@@ -123,7 +134,8 @@ def _div_scale(s0, s1, s2, bits):
     c_q = ~c_nan & ~c_big & ~c_d1 & ~c_both & ~c_inv & qd
     c_tiny = ~c_nan & ~c_big & ~c_d1 & ~c_both & ~c_inv & ~c_q & (exp(s2) <= mant)
     d = np.where(c_nan, dt.type(np.nan), d)
-    d = np.where((c_big | c_both) & (s0 == s1), up(s0), d)
+    d = np.where(c_big & (s0 == s1), up(s0), d)
+    d = np.where(c_both & (s0 == s1), down(s0), d)   # 1/d and n/d subnormal: d is huge, scale it down
     d = np.where(c_d1 | c_tiny, up(s0), d)
     d = np.where(c_inv, down(s0), d)
     d = np.where(c_q & (s0 == s2), up(s0), d)
@@ -132,23 +144,47 @@ def _div_scale(s0, s1, s2, bits):
 
 
 def _div_fmas(a, b, c, vcc, bits):
-  fma = N.fma32 if bits == 32 else N.fma64
-  r = fma(a, b, c)
+  """v_div_fmas: fma(a, b, c), times 2^+-64 (f32) / 2^+-128 (f64) where VCC is set (the sign from c's exponent: the
+  scaled quotient's), rounded once: the scale is applied before the rounding, so a subnormal quotient is exact."""
   ut, mant, bias, scale = (u32, 23, 127, 64) if bits == 32 else (u64, 52, 1023, 128)
   e = ((np.asarray(c).view(ut) >> ut(mant)) & ut(0xff if bits == 32 else 0x7ff)).astype(np.int64)
-  k = np.where(e > bias, scale, -scale)
-  return np.where(vcc, N.ldexp(r, np.broadcast_to(k, r.shape), r.dtype), r)
+  k = np.where(vcc, np.where(e > bias, scale, -scale), 0)
+  if bits == 32:
+    with np.errstate(all="ignore"):
+      s = N.round_to_odd_sum(a.astype(f64) * b.astype(f64), c.astype(f64))
+      return N.ldexp(s, k, f64).astype(np.float32)
+  r = N.fma64(a, b, c)
+  r = np.where(k != 0, N.ldexp(r, k, f64), r)
+  tiny = vcc & (np.abs(r) < 2.0 ** -1021)
+  if tiny.any():
+    r = np.array(r, copy=True)
+    a, b, c = np.broadcast_arrays(a, b, c)
+    for i in zip(*np.nonzero(tiny)): r[i] = N._exact_fma(float(a[i]), float(b[i]), float(c[i]), int(k[i]))
+  return r
 
 
 def _div_fixup(q, d, n):
-  """v_div_fixup: the special cases of n/d (NaN, inf, 0) and the sign; otherwise the quotient's magnitude."""
+  """v_div_fixup: the special cases of n/d (NaN, inf, 0), an exponent gap too wide for the scaled quotient
+  (underflow -> 0), an infinite or NaN scaled quotient (overflow -> inf), and the sign; else the quotient's magnitude."""
+  dt = np.asarray(q).dtype
+  ebits, mant = {2: (5, 10), 4: (8, 23), 8: (11, 52)}[dt.itemsize]
+  ut = {2: np.uint16, 4: u32, 8: u64}[dt.itemsize]
+  exp = lambda x: ((np.asarray(x).view(ut) >> ut(mant)) & ut((1 << ebits) - 1)).astype(np.int64)
+  top = (1 << ebits) - 1
+  gap = {2: -25, 4: -150, 8: -1075}[dt.itemsize]
+  q, d, n = np.broadcast_arrays(q, d, n)
   with np.errstate(all="ignore"):
-    direct = (n.astype(f64) / d.astype(f64)).astype(q.dtype)
-    special = np.isnan(n) | np.isnan(d) | (d == 0) | np.isinf(d) | np.isinf(n) | (n == 0)
     sign = np.signbit(n) ^ np.signbit(d)
+    inf, zero = np.where(sign, -np.inf, np.inf).astype(dt), np.where(sign, -0.0, 0.0).astype(dt)
     mag = np.abs(q)
-    res = np.where(np.isnan(q), q, np.where(sign, -mag, mag))
-    return np.where(special, direct, res).astype(q.dtype)
+    out = np.where(sign, -mag, mag).astype(dt)
+    out = np.where(exp(q) == top, inf, out)                             # overflow
+    out = np.where(exp(n) - exp(d) < gap, zero, out)                    # underflow
+    out = np.where(np.isinf(d) | (n == 0), zero, out)
+    out = np.where((d == 0) | np.isinf(n), inf, out)
+    out = np.where(((d == 0) & (n == 0)) | (np.isinf(d) & np.isinf(n)), dt.type(np.nan), out)
+    out = np.where(np.isnan(d), d, out)
+    return np.where(np.isnan(n), n, out).astype(dt)
 
 
 def _trig_preop(x, sel):
@@ -245,6 +281,18 @@ OPS: dict[str, tuple] = {
   "v_cvt_pk_i16_i32": (U, (I, I), lambda a, b: (np.clip(a, -32768, 32767).astype(u32) & u32(0xffff)) | ((np.clip(b, -32768, 32767).astype(u32) & u32(0xffff)) << u32(16))),
   "v_cvt_pk_u8_f32": (U, (F, U, U), lambda a, b, c: (c & ~(u32(0xff) << ((b & u32(3)) * u32(8)))) | ((N.f32_to_int(np.rint(a), False).clip(0, 255).astype(u32)) << ((b & u32(3)) * u32(8)))),
   "v_pack_b32_f16": (U, ("b16", "b16"), lambda a, b: a.astype(u32) | (b.astype(u32) << u32(16))),
+  "v_cvt_pk_norm_i16_f32": (U, (F, F), lambda a, b: _pk16(_norm(a, True), _norm(b, True))),
+  "v_cvt_pk_norm_u16_f32": (U, (F, F), lambda a, b: _pk16(_norm(a, False), _norm(b, False))),
+  "v_cvt_pk_norm_i16_f16": (U, ("f16", "f16"), lambda a, b: _pk16(_norm(a, True), _norm(b, True))),
+  "v_cvt_pk_norm_u16_f16": (U, ("f16", "f16"), lambda a, b: _pk16(_norm(a, False), _norm(b, False))),
+  "v_cvt_norm_i16_f16": ("i16", ("f16",), lambda a: _norm(a, True).astype(np.int16)),
+  "v_cvt_norm_u16_f16": ("u16", ("f16",), lambda a: _norm(a, False).astype(np.uint16)),
+  "v_cvt_pk_u16_f32": (U, (F, F), lambda a, b: _pk16(_f16_to_int(a, False), _f16_to_int(b, False))),
+  "v_cvt_pk_i16_f32": (U, (F, F), lambda a, b: _pk16(_f16_to_int(a, True), _f16_to_int(b, True))),
+  "v_sad_u8": (U, (U, U, U), lambda a, b, c: sum(_absdiff((a >> u32(8 * k)) & u32(255), (b >> u32(8 * k)) & u32(255)) for k in range(4)) + c),
+  "v_sad_hi_u8": (U, (U, U, U), lambda a, b, c: (sum(_absdiff((a >> u32(8 * k)) & u32(255), (b >> u32(8 * k)) & u32(255)) for k in range(4)) << u32(16)) + c),
+  "v_sad_u16": (U, (U, U, U), lambda a, b, c: sum(_absdiff((a >> u32(16 * k)) & u32(0xffff), (b >> u32(16 * k)) & u32(0xffff)) for k in range(2)) + c),
+  "v_msad_u8": (U, (U, U, U), lambda a, b, c: sum(np.where(((b >> u32(8 * k)) & u32(255)) == 0, u32(0), _absdiff((a >> u32(8 * k)) & u32(255), (b >> u32(8 * k)) & u32(255))) for k in range(4)) + c),
   "v_sat_pk_u8_i16": ("u16", (U,), lambda a: (np.clip((a & u32(0xffff)).astype(u16).view(np.int16), 0, 255).astype(u16) | (np.clip((a >> u32(16)).astype(u16).view(np.int16), 0, 255).astype(u16) << u16(8)))),
   # 32-bit integer
   "v_mov_b32": (U, (U,), lambda a: a), "v_not_b32": (U, (U,), np.invert), "v_bfrev_b32": (U, (U,), _bitrev),
@@ -339,17 +387,41 @@ def _sources(ins) -> list[int]:
   return [v["src0"], v["src1"], v["src2"]]
 
 
-def _typed_reader(enc: int, t: str, lit, hi: bool, absv: bool, neg: bool):
+# True16 (how the hardware reads 16-bit VOP1/VOP2/VOPC operands; LLVM >= 20 emits it, LLVM 19's "fake16" keeps to
+# the low halves of v0-v127 so it reads the same): bit 7 of an 8-bit VGPR field selects the high half of v0-v127.
+def _is_hi16(enc: int, t: str) -> bool:
+  return width(t) == 16 and enc >= 256 + 128
+
+
+def _true16_sources(srcs: list[int], types) -> list[int]:
+  return [e - 128 if _is_hi16(e, t) else e for e, t in zip(srcs, types)] + srcs[len(types):]
+
+
+def _true16_dst(vdst: int, t: str) -> tuple[int, bool]:
+  return (vdst - 128, True) if width(t) == 16 and vdst >= 128 else (vdst, False)
+
+
+def _typed_reader(enc: int, t: str, lit, hi: bool, absv: bool, neg: bool, flush: bool = True):
   bits = width(t)
   raw = vector_reader(enc, 64 if bits == 64 else 32, t in FLOATS, lit)
   fp = t in FLOATS
-  if t == "bf16": fp = True
+  ftz_in = N.ftz_bits(t)[0] if flush else 0
   def read(st, w):
     x = bits_to(raw(st, w), t, hi)
+    if st.ftz & ftz_in: x = N.flush_denormals(x)
     if fp and absv: x = np.abs(x)
     if fp and neg: x = -x
     return x
   return read
+
+
+def _saturating(fn, dt: str):
+  """Integer clamp: the op computed wide (int64) and saturated to the destination's range (v_add_nc_i32 clamp ...)."""
+  info = np.iinfo(N.TYPES[dt][1])
+  def sat(*xs):
+    r = fn(*(np.asarray(x).astype(np.int64) for x in xs))
+    return np.clip(r, info.min, info.max).astype(N.TYPES[dt][1])
+  return sat
 
 
 def _output(t: str, clamp: bool, omod: int):
@@ -363,7 +435,17 @@ def _output(t: str, clamp: bool, omod: int):
 
 
 def _dst_writer(t: str, vdst: int, hi: bool):
-  """Write typed results to VGPR vdst on the active lanes: 64-bit over a pair, 16-bit into one half (the other kept)."""
+  """Write typed results to VGPR vdst on the active lanes: 64-bit over a pair, 16-bit into one half (the other kept);
+  float results are flushed when MODE says so."""
+  inner = _dst_writer_raw(t, vdst, hi)
+  ftz_out = N.ftz_bits(t)[1]
+  if not ftz_out: return inner
+  def write(st, w, x, ex):
+    inner(st, w, N.flush_denormals(x) if st.ftz & ftz_out else x, ex)
+  return write
+
+
+def _dst_writer_raw(t: str, vdst: int, hi: bool):
   bits = width(t)
   if bits == 64: return lambda st, w, x, ex: write_vgpr64(st, vdst, w, to_bits(x, t), ex)
   if bits == 16:
@@ -387,10 +469,17 @@ def build(ins, pc: int):
   srcs = _sources(ins)
   lit = ins.literal
   absm, negm, opsel = v.get("abs", 0), v.get("neg", 0), v.get("opsel", 0)
-  if name in ("v_fmac_f32", "v_fmac_f16", "v_fmac_dx9_zero_f32"): srcs = srcs[:2] + [v["vdst"] + 256]
-  readers = [_typed_reader(srcs[i], t, lit, bool(opsel >> i & 1), bool(absm >> i & 1), bool(negm >> i & 1)) for i, t in enumerate(sts)]
+  vdst, dst_hi = v["vdst"], bool(opsel >> 3 & 1)
+  his = [bool(opsel >> i & 1) for i in range(3)]
+  if fmt in ("VOP1", "VOP2"):
+    srcs, his[:len(srcs)], (vdst, dst_hi) = _true16_sources(srcs, sts), [_is_hi16(e, t) for e, t in zip(srcs, sts)], _true16_dst(vdst, dt)
+  if name in ("v_fmac_f32", "v_fmac_f16", "v_fmac_dx9_zero_f32"):
+    srcs, his = srcs[:2] + [vdst + 256], his[:2] + [dst_hi]
+  readers = [_typed_reader(srcs[i], t, lit, his[i], bool(absm >> i & 1), bool(negm >> i & 1)) for i, t in enumerate(sts)]
   post = _output(dt, bool(v.get("clamp", 0)), v.get("omod", 0))
-  write = _dst_writer(dt, v["vdst"], bool(opsel >> 3 & 1))
+  if v.get("clamp", 0) and dt not in FLOATS and width(dt) <= 32:
+    fn = _saturating(fn, dt)
+  write = _dst_writer(dt, vdst, dst_hi)
   if len(readers) == 1:
     r0, = readers
     def op1(st: Waves, w):
@@ -415,8 +504,11 @@ def _build_cmp(ins, name):
   v, fmt = ins.values, ins.opcode.fmt.name
   srcs = _sources(ins)
   absm, negm, opsel = v.get("abs", 0), v.get("neg", 0), v.get("opsel", 0)
-  ra = _typed_reader(srcs[0], ta, ins.literal, bool(opsel & 1), bool(absm & 1), bool(negm & 1))
-  rb = _typed_reader(srcs[1], tb, ins.literal, bool(opsel & 2), bool(absm & 2), bool(negm & 2))
+  his = [bool(opsel & 1), bool(opsel & 2)]
+  if fmt == "VOPC": srcs, his = _true16_sources(srcs, (ta, tb)), [_is_hi16(e, t) for e, t in zip(srcs, (ta, tb))]
+  flush = "class" not in name   # v_cmp_class reports denormals whatever the mode
+  ra = _typed_reader(srcs[0], ta, ins.literal, his[0], bool(absm & 1), bool(negm & 1), flush)
+  rb = _typed_reader(srcs[1], tb, ins.literal, his[1], bool(absm & 2), bool(negm & 2), flush)
   cmpx = name.startswith("v_cmpx")
   sdst = EXEC if cmpx else (VCC if fmt == "VOPC" else v["vdst"])
   def op(st: Waves, w):
@@ -441,22 +533,26 @@ def _sdst_of(ins) -> int:
 def _build_cndmask(ins, name):
   srcs = _sources(ins)
   v = ins.values
-  absm, negm = v.get("abs", 0), v.get("neg", 0)
+  absm, negm, opsel = v.get("abs", 0), v.get("neg", 0), v.get("opsel", 0)
   sel = _lane_mask_reader(ins, 2)
   bits16 = name == "v_cndmask_b16"
   def rd(i):
     r = vector_reader(srcs[i], 32, False, ins.literal)
+    if bits16 and opsel >> i & 1: r = (lambda r: lambda st, w: r(st, w) >> u32(16))(r)   # op_sel: the high half
     sign = u32(0x8000) if bits16 else u32(0x80000000)
     a, n = bool(absm >> i & 1), bool(negm >> i & 1)
     if not (a or n): return r
     return lambda st, w: ((r(st, w) & ~sign) if a else r(st, w)) ^ (sign if n else u32(0))
   r0, r1 = rd(0), rd(1)
-  vdst = v["vdst"]
+  vdst, hi = v["vdst"], bool(opsel >> 3 & 1)
   def op(st: Waves, w):
     ex = st.exec_lanes(w)
     m = st.lanes_of(sel(st, w))
     x = np.where(m, r1(st, w), r0(st, w))
-    if bits16: x = (st.v[vdst][w] & u32(0xffff0000)) | (x & u32(0xffff))
+    if bits16:
+      x = x & u32(0xffff)
+      cur = st.v[vdst][w]
+      x = (cur & u32(0xffff)) | (x << u32(16)) if hi else (cur & u32(0xffff0000)) | x
     write_vgpr(st, vdst, w, x, ex)
   return op
 
@@ -471,19 +567,23 @@ def _build_carry(ins, name):
   clamp = bool(ins.values.get("clamp", 0))
   def op(st: Waves, w):
     ex = st.exec_lanes(w)
-    a, b = ra(st, w).astype(u64), rb(st, w).astype(u64)
+    a, b = ra(st, w), rb(st, w)
     if rev: a, b = b, a
-    c = st.lanes_of(cin(st, w)).astype(u64) if cin is not None else u64(0)
+    if cin is not None:
+      c = st.lanes_of(cin(st, w))
+      ci = c.view(np.uint8).astype(u32)
     if sub:
-      r = a - b - c
-      carry = (b + c) > a
+      r = a - b
+      carry = a < b
+      if cin is not None: carry = carry | ((a == b) & c); r = r - ci
     else:
-      r = a + b + c
-      carry = r > u64(0xffffffff)
-    r = r & u64(0xffffffff)
-    if clamp: r = np.where(carry, u64(0) if sub else u64(0xffffffff), r)
-    write_vgpr(st, vdst, w, r.astype(u32), ex)
-    st.set_mask(sdst, w, st.mask_of(np.broadcast_to(carry, ex.shape) & ex))
+      r = a + b
+      carry = r < a
+      if cin is not None: r = r + ci; carry = carry | ((r == 0) & c)   # a+b wrapped to 0xffffffff, +1 carries
+    carry = np.broadcast_to(carry, ex.shape)
+    if clamp: r = np.where(carry, u32(0) if sub else u32(0xffffffff), r)
+    write_vgpr(st, vdst, w, r, ex)
+    st.set_mask(sdst, w, st.mask_of(carry & ex))
   return op
 
 
@@ -547,11 +647,12 @@ def _build_fmak(ins, name):
   t = "f16" if name.endswith("f16") else "f32"
   v = ins.values
   fma = N.fma16 if t == "f16" else N.fma32
-  r0 = _typed_reader(v["src0"], t, ins.literal, False, False, False)
-  r1 = _typed_reader(v["vsrc1"] + 256, t, ins.literal, False, False, False)
+  (s0, s1), (vdst, dst_hi) = _true16_sources([v["src0"], v["vsrc1"] + 256], (t, t)), _true16_dst(v["vdst"], t)
+  r0 = _typed_reader(s0, t, ins.literal, _is_hi16(v["src0"], t), False, False)
+  r1 = _typed_reader(s1, t, ins.literal, _is_hi16(v["vsrc1"] + 256, t), False, False)
   k = bits_to(np.array(ins.literal & (0xffff if t == "f16" else 0xffffffff), u32), t)
   mk = "fmamk" in name
-  write = _dst_writer(t, v["vdst"], False)
+  write = _dst_writer(t, vdst, dst_hi)
   def op(st: Waves, w):
     a, b = r0(st, w), r1(st, w)
     write(st, w, fma(a, k, b) if mk else fma(a, b, k), st.exec_lanes(w))
@@ -632,7 +733,85 @@ def _build_permlane64(ins, name):
   return op
 
 
+def _build_permlane16(ins, name):
+  """v_permlane16 / v_permlanex16: lane i of each row of 16 reads lane sel[i] (a nibble of src2:src1) of the same row,
+  or of the other row of its 32 for x16. op_sel[0] fetches inactive lanes, op_sel[1] is bound_ctrl."""
+  v = ins.values
+  src, vdst = v["src0"] - 256, v["vdst"]
+  lo, hi = scalar_reader(v["src1"], 32, False, ins.literal), scalar_reader(v["src2"], 32, False, ins.literal)
+  fi, bound = bool(v.get("opsel", 0) & 1), bool(v.get("opsel", 0) & 2)
+  cross = "x16" in name
+  def op(st: Waves, w):
+    ex = st.exec_lanes(w)
+    sel = (lo(st, w).astype(u64) | (hi(st, w).astype(u64) << u64(32)))[:, None]
+    lane = np.arange(st.lanes)
+    nib = ((sel >> (u64(4) * (lane & 15).astype(u64))[None, :]) & u64(15)).astype(np.int64)
+    row = (lane & ~15) ^ (16 if cross else 0)
+    srcl = row[None, :] + nib
+    k = np.arange(ex.shape[0])[:, None]
+    val = st.v[src][w][k, srcl]
+    ok = np.ones(ex.shape, bool) if fi else ex[k, srcl]
+    if bound: val, write = np.where(ok, val, u32(0)), ex
+    else: write = ex & ok
+    write_vgpr(st, vdst, w, val, write)
+  return op
+
+
+def _build_movrel(ins, name):
+  """v_movrels (read v[src + M0]), v_movreld (write v[dst + M0]), v_movrelsd (both): per-wave register indexing."""
+  v = ins.values
+  src, dst = v["src0"], v["vdst"]
+  rel_s, rel_d = name in ("v_movrels_b32", "v_movrelsd_b32"), name in ("v_movreld_b32", "v_movrelsd_b32")
+  rd = None if rel_s else vector_reader(src, 32, False, ins.literal)
+  def op(st: Waves, w):
+    ex = st.exec_lanes(w)
+    waves = np.arange(st.count)[w]
+    m0 = st.s[125, w].astype(np.int64)
+    if rel_s: x = st.v[(src - 256) + m0, waves]
+    else: x = np.broadcast_to(rd(st, w), ex.shape)
+    regs = dst + m0 if rel_d else np.full(len(waves), dst)
+    if regs.max() >= st.v.shape[0] or (rel_s and (src - 256 + m0).max() >= st.v.shape[0]):
+      raise IndexError(f"{name}: M0 indexes past the {st.v.shape[0]} VGPRs the kernel allocated")
+    cur = st.v[regs, waves]
+    st.v[regs, waves] = np.where(ex, x, cur)
+  return op
+
+
+def _build_dot2_16(ins, name):
+  """v_dot2_f16_f16 / v_dot2_bf16_bf16 (VOP3): a.lo*b.lo + a.hi*b.hi + c.lo into a 16-bit result."""
+  v = ins.values
+  t = "f16" if "f16" in name else "bf16"
+  ra, rb, rc = (vector_reader(v[f], 32, True, ins.literal) for f in ("src0", "src1", "src2"))
+  write = _dst_writer(t, v["vdst"], bool(v.get("opsel", 0) >> 3 & 1))
+  def op(st: Waves, w):
+    a, b, c = ra(st, w), rb(st, w), rc(st, w)
+    r = sum(bits_to(a, t, h).astype(f64) * bits_to(b, t, h).astype(f64) for h in (False, True)) + bits_to(c, t, False).astype(f64)
+    write(st, w, r.astype(f16) if t == "f16" else r.astype(np.float32), st.exec_lanes(w))
+  return op
+
+
+def _build_vop2_packed_acc(ins, name):
+  """v_dot2acc_f32_f16 (D += a.lo*b.lo + a.hi*b.hi) and v_pk_fmac_f16 (D.lo/hi = fma(a, b, D) per half)."""
+  v = ins.values
+  ra, rb = vector_reader(v["src0"], 32, True, ins.literal), vector_reader(v["vsrc1"] + 256, 32, True, ins.literal)
+  vdst = v["vdst"]
+  def op(st: Waves, w):
+    a, b, d = ra(st, w), rb(st, w), st.v[vdst][w]
+    if name == "v_dot2acc_f32_f16":
+      r = sum(bits_to(a, "f16", h).astype(f64) * bits_to(b, "f16", h).astype(f64) for h in (False, True)) + d.view(np.float32).astype(f64)
+      out = r.astype(np.float32).view(u32)
+    else:
+      lo, hi = (N.fma16(bits_to(a, "f16", h), bits_to(b, "f16", h), bits_to(d, "f16", h)) for h in (False, True))
+      out = to_bits(lo, "f16") | (to_bits(hi, "f16") << u32(16))
+    write_vgpr(st, vdst, w, out, st.exec_lanes(w))
+  return op
+
+
 SPECIAL = {
+  "v_dot2acc_f32_f16": _build_vop2_packed_acc, "v_pk_fmac_f16": _build_vop2_packed_acc,
+  "v_movrels_b32": _build_movrel, "v_movreld_b32": _build_movrel, "v_movrelsd_b32": _build_movrel,
+  "v_dot2_f16_f16": _build_dot2_16, "v_dot2_bf16_bf16": _build_dot2_16,
+  "v_permlane16_b32": _build_permlane16, "v_permlanex16_b32": _build_permlane16,
   "v_cndmask_b32": _build_cndmask, "v_cndmask_b16": _build_cndmask,
   "v_add_co_u32": _build_carry, "v_sub_co_u32": _build_carry, "v_subrev_co_u32": _build_carry,
   "v_add_co_ci_u32": _build_carry, "v_sub_co_ci_u32": _build_carry, "v_subrev_co_ci_u32": _build_carry,
@@ -701,6 +880,20 @@ def _build_vop3p(ins, name):
       r = (pa[0] * pb[0] + pa[1] * pb[1] + c.view(f32).astype(f64)).astype(f32)
       write_vgpr(st, vdst, w, r.view(u32), ex)
     return op
+  if name.startswith("v_wmma_"): return _build_wmma(ins, name)
+  if name in ("v_dot8_i32_iu4", "v_dot8_u32_u4"):
+    signed = name == "v_dot8_i32_iu4"
+    def op8(st: Waves, w):
+      ex = st.exec_lanes(w)
+      a, b, c = (np.broadcast_to(raws[i](st, w), ex.shape) for i in range(3))
+      acc = c.view(i32).astype(i64)
+      for k in range(8):
+        x, y = ((a >> u32(4 * k)) & u32(15)).astype(i64), ((b >> u32(4 * k)) & u32(15)).astype(i64)
+        if signed and neg & 1: x = np.where(x > 7, x - 16, x)
+        if signed and neg & 2: y = np.where(y > 7, y - 16, y)
+        acc = acc + x * y
+      write_vgpr(st, vdst, w, acc.astype(u32), ex)
+    return op8
   if name in ("v_dot4_i32_iu8", "v_dot4_u32_u8"):
     signed = name == "v_dot4_i32_iu8"
     def op(st: Waves, w):
@@ -720,7 +913,7 @@ def _build_vop3p(ins, name):
 def build_vopd(ins, pc: int):
   """VOPD: two VOP2-style ops (X and Y) that read their sources before either writes."""
   halves = []
-  for opname, s0, s1, d in ins.parts:
+  for opname, s0, s1, d in vopd_parts(ins):
     halves.append(_vopd_half(opname, s0, s1, d, ins.literal))
   if any(h is None for h in halves): return None
   (cx, wx), (cy, wy) = halves
@@ -729,6 +922,15 @@ def build_vopd(ins, pc: int):
     x, y = cx(st, w), cy(st, w)
     wx(st, w, x, ex); wy(st, w, y, ex)
   return op
+
+
+def vopd_parts(ins) -> list[tuple[str, int, int, int]]:
+  """(mnemonic, src0, vsrc1, vdst) of the X and Y halves, from hcq.asm's VOPD decode or the emulator's own."""
+  if hasattr(ins, "parts"): return ins.parts
+  v = ins.values
+  nx, ny = ins.opcode.mnemonic.split("::")
+  vdsty = (v["vdsty"] << 1) | ((v["vdstx"] & 1) ^ 1)   # the encoding drops vdsty's low bit: it is the opposite of vdstx's
+  return [(nx, v["src0x"], v["vsrc1x"], v["vdstx"]), (ny, v["src0y"], v["vsrc1y"], vdsty)]
 
 
 def _vopd_half(name, s0, s1, d, lit):
@@ -755,3 +957,120 @@ def _vopd_half(name, s0, s1, d, lit):
   if base not in OPS: return None
   dt, sts, fn = OPS[base]
   return (lambda st, w: to_bits(fn(*(bits_to(r(st, w), t) for r, t in zip((r0, r1), sts))), dt)), write
+
+
+# ---- DPP: src0 read from another lane of the row (DPP16) or of the group of 8 (DPP8) ------------------------------
+def dpp16_lanes(ctrl: int, lanes: int) -> tuple[np.ndarray, np.ndarray]:
+  """(source lane, source in range) for every lane under a DPP16 dpp_ctrl (gfx10+ encodings)."""
+  lane = np.arange(lanes)
+  row, r = lane & ~15, lane & 15
+  if ctrl <= 0xff: src = (lane & ~3) | ((ctrl >> (2 * (lane & 3))) & 3); return src, np.ones(lanes, bool)
+  if 0x101 <= ctrl <= 0x10f: s = r + (ctrl & 15); return row | (s & 15), s <= 15           # row_shl: read the lane n above
+  if 0x111 <= ctrl <= 0x11f: s = r - (ctrl & 15); return row | (s & 15), s >= 0            # row_shr: read the lane n below
+  if 0x121 <= ctrl <= 0x12f: return row | ((r - (ctrl & 15)) & 15), np.ones(lanes, bool)  # row_ror
+  if ctrl == 0x140: return row | (15 - r), np.ones(lanes, bool)                              # row_mirror
+  if ctrl == 0x141: return row | (r & 8) | (7 - (r & 7)), np.ones(lanes, bool)               # row_half_mirror
+  if 0x150 <= ctrl <= 0x15f: return row | (ctrl & 15), np.ones(lanes, bool)                  # row_share
+  if 0x160 <= ctrl <= 0x16f: return row | (r ^ (ctrl & 15)), np.ones(lanes, bool)           # row_xmask
+  raise ValueError(f"dpp_ctrl {ctrl:#x} is reserved on gfx11")
+
+
+def build_dpp(ins, pc: int):
+  """VOP1/VOP2/VOPC with DPP16 or DPP8: permute src0 across lanes into a scratch register, narrow EXEC to the lanes
+  that may be written (row/bank masks, bound_ctrl), run the plain op on it, restore EXEC."""
+  from hcq.asm.emu.decode import ExtraInstruction, _Fmt, _Opcode
+  fmt, v = ins.opcode.fmt.name, ins.values
+  base_fmt = fmt.split("_")[0]
+  name = re.sub(r"_dpp(16|8)?(_fi)?$", "", ins.opcode.mnemonic.replace("_e32", ""))
+  values = {k: v[k] for k in ("vdst", "vsrc1") if k in v}
+  values["src0"] = DPP_SOURCE
+  values["abs"] = v.get("abs0", 0) | (v.get("abs1", 0) << 1)
+  values["neg"] = v.get("neg0", 0) | (v.get("neg1", 0) << 1)
+  inner = build(ExtraInstruction(_Opcode(name, _Fmt(base_fmt)), values, None, ins.size), pc)
+  if inner is None: return None
+  src0 = v["src0"] - 256 if v["src0"] >= 256 else v["src0"]
+  if "dpp8" in v:
+    sel = v["dpp8"]
+    fetch_inactive, bound_zero = fmt.endswith("FI"), False
+    row_bank = None
+    def lanes_for(n):
+      lane = np.arange(n)
+      return (lane & ~7) | ((sel >> (3 * (lane & 7))) & 7), np.ones(n, bool)
+  else:
+    ctrl, fetch_inactive, bound_zero = v["dpp_ctrl"], bool(v.get("fi", 0)), bool(v.get("bound_ctrl", 0))
+    rm, bm = v.get("row_mask", 0xf), v.get("bank_mask", 0xf)
+    lanes_for = lambda n: dpp16_lanes(ctrl, n)
+    row_bank = lambda n: np.array([(rm >> (l // 16) & 1) and (bm >> ((l & 15) // 4) & 1) for l in range(n)], bool)
+  cache = {}
+  def op(st: Waves, w):
+    if st.lanes not in cache: cache[st.lanes] = (*lanes_for(st.lanes), None if row_bank is None else row_bank(st.lanes))
+    idx, valid, enable = cache[st.lanes]
+    ex = st.exec_lanes(w)
+    src = st.v[src0][w][:, idx]
+    ok = valid[None, :] & (True if fetch_inactive else ex[:, idx])
+    if bound_zero: src = np.where(ok, src, u32(0)); write = ex
+    else: write = ex & ok
+    if enable is not None: write = write & enable[None, :]
+    dpp = st.dpp
+    if isinstance(w, slice): dpp[...] = src
+    else: dpp[w] = src
+    saved = st.mask(EXEC, w).copy()
+    st.set_mask(EXEC, w, st.mask_of(write))
+    try:
+      inner(st, w)
+    finally:
+      st.set_mask(EXEC, w, saved)
+  return op
+
+
+def _build_wmma(ins, name):
+  """gfx11 WMMA 16x16x16 (wave32): lane l holds row l%16 of A and column l%16 of B (both half-waves hold the same
+  data); D/C register k holds row 2k + l//16, column l%16 (f16/bf16 results in the half opsel[2] picks).
+  Products are exact and summed in f64 (the hardware's summation order is not specified), then rounded once."""
+  v = ins.values
+  a_reg, b_reg, c_enc, vdst = v["src0"] - 256, v["src1"] - 256, v["src2"], v["vdst"]
+  m = re.match(r"v_wmma_(\w+?)_16x16x16_(\w+)$", name)
+  out_t, in_t = m.group(1), m.group(2)
+  neg, opsel, clamp = v.get("neg", 0), v.get("opsel", 0), bool(v.get("clamp", 0))
+  hi_half = bool(opsel & 4)
+  per_reg = {"f16": 2, "bf16": 2, "iu8": 4, "iu4": 8}[in_t]
+  nregs = 16 // per_reg
+  def elems(st, w, reg, signed):
+    """(k, 32 lanes, 16) values of A rows / B columns."""
+    words = np.stack([st.v[reg + i][w] for i in range(nregs)], axis=-1)   # (k, L, nregs)
+    if in_t in ("f16", "bf16"):
+      lo, hi = bits_to(words, in_t, False), bits_to(words, in_t, True)
+      return np.stack([lo, hi], axis=-1).reshape(words.shape[:2] + (16,)).astype(f64)
+    bits = 8 if in_t == "iu8" else 4
+    parts = [((words >> u32(bits * j)) & u32((1 << bits) - 1)).astype(i64) for j in range(per_reg)]
+    x = np.stack(parts, axis=-1).reshape(words.shape[:2] + (16,))
+    return np.where(x >= (1 << (bits - 1)), x - (1 << bits), x) if signed else x
+  def op(st: Waves, w):
+    if st.lanes != 32: raise NotImplementedError("WMMA in wave64 is not modelled yet")
+    ex = st.exec_lanes(w)
+    A = elems(st, w, a_reg, bool(neg & 1))[:, :16, :]          # (k, row, kdim)
+    B = elems(st, w, b_reg, bool(neg & 2))[:, :16, :]          # (k, col, kdim)
+    D = np.einsum("wrk,wck->wrc", A, B)                         # exact for these sizes in f64 / int64
+    k = D.shape[0]
+    rows = 2 * np.arange(8)[:, None] + (np.arange(32) // 16)[None, :]   # (reg, lane) -> row
+    cols = np.broadcast_to(np.arange(32) % 16, (8, 32))
+    if out_t in ("f32", "i32"):
+      Cr = np.stack([vector_reader(c_enc + i if c_enc >= 256 else c_enc, 32)(st, w) for i in range(8)], axis=1) if True else None
+      Cr = np.broadcast_to(Cr, (k, 8, 32))
+      Cv = Cr.view(np.float32).astype(f64) if out_t == "f32" else Cr.view(i32).astype(i64)
+      res = D[:, rows, cols] + Cv
+      if out_t == "f32": bits = res.astype(np.float32).view(u32)
+      else:
+        if clamp: res = np.clip(res, -2**31, 2**31 - 1)
+        bits = res.astype(i64).astype(u32)
+      for i in range(8): write_vgpr(st, vdst + i, w, bits[:, i], ex)
+    else:
+      Cr = np.broadcast_to(np.stack([vector_reader(c_enc + i if c_enc >= 256 else c_enc, 32)(st, w) for i in range(8)], axis=1), (k, 8, 32))
+      Cv = bits_to(Cr, out_t, hi_half).astype(f64)
+      res = D[:, rows, cols] + Cv
+      b16 = to_bits(res.astype(f16) if out_t == "f16" else res.astype(np.float32), out_t) & u32(0xffff)
+      for i in range(8):
+        cur = st.v[vdst + i][w]
+        new = (cur & u32(0xffff)) | (b16[:, i] << u32(16)) if hi_half else (cur & u32(0xffff0000)) | b16[:, i]
+        write_vgpr(st, vdst + i, w, new, ex)
+  return op

@@ -27,6 +27,8 @@ def run_snippet(code: "str | bytes", s: dict[int, int] | None = None, v: dict[in
   st.mem = mem
   st.pc[:] = SNIPPET_BASE
   st.scc[:] = scc
+  st.mode[:] = 0xf0   # as LLVM's gfx11 kernels start: round to nearest even, denormals kept
+  st.mode_changed()
   st.set_mask(EXEC, slice(None), np.full(waves, (1 << lanes) - 1 if exec_mask is None else exec_mask, np.uint64))
   for r, val in (s or {}).items(): st.s[r, :] = np.asarray(val, np.int64) & 0xffffffff   # one value, or one per wave
   for r, val in (v or {}).items():

@@ -32,6 +32,25 @@ class Waves:
     self.lane_ids = np.arange(lanes, dtype=np.uint32)
     self.first_wave = 0   # index of wave 0 of this batch in the dispatch (for messages)
     self.mem = None       # the VirtualMemory every global access goes through
+    self._exec_cache = None   # (lanes bools, all set?) for the whole batch; dropped whenever EXEC is written
+    self._dpp = None
+    self.ftz = 0   # denormal flushing from MODE.FP_DENORM: bit 0/1 f32 inputs/outputs, bit 2/3 f16+f64 inputs/outputs
+
+  def mode_changed(self) -> None:
+    """Recompute the flush flags from MODE (of the first wave: a dispatch's waves share their MODE in practice)."""
+    m = int(self.mode[0]) if self.count else 0
+    flags = 0
+    for shift, bit in ((4, 0), (6, 2)):
+      d = (m >> shift) & 3   # 0 flush in+out, 1 flush out, 2 flush in, 3 keep denormals (amdgpu_kd FLOAT_DENORM_MODE_*)
+      if d in (0, 2): flags |= 1 << bit
+      if d in (0, 1): flags |= 2 << bit
+    self.ftz = flags
+
+  @property
+  def dpp(self) -> np.ndarray:
+    """Scratch register for a DPP instruction's permuted src0 (allocated on first use)."""
+    if self._dpp is None: self._dpp = np.zeros((self.count, self.lanes), np.uint32)
+    return self._dpp
 
   def next_pc(self, w, target) -> None:
     """Branch: the engine has already advanced pc past the instruction; a branch overrides it."""
@@ -39,30 +58,50 @@ class Waves:
 
   # lane masks (EXEC, VCC, compare results) as uint64 per wave, bools per lane
   def mask(self, reg: int, w) -> np.ndarray:
-    lo = self.s[reg, w].astype(np.uint64)
+    """A lane mask per wave: uint32 in wave32, uint64 (register pair) in wave64."""
+    lo = self.s[reg, w]
     if self.lanes == 32: return lo
-    return lo | (self.s[reg + 1, w].astype(np.uint64) << np.uint64(32))
+    return lo.astype(np.uint64) | (self.s[reg + 1, w].astype(np.uint64) << np.uint64(32))
 
   def set_mask(self, reg: int, w, m: np.ndarray) -> None:
     if reg == NULL: return
-    m = np.asarray(m, np.uint64)
+    if reg >= EXEC - 1: self._exec_cache = None
+    m = np.asarray(m)
+    if self.lanes == 32:
+      self.s[reg, w] = m.astype(np.uint32) if m.dtype != np.uint64 else (m & np.uint64(0xffffffff)).astype(np.uint32)
+      return
+    m = m.astype(np.uint64)
     self.s[reg, w] = (m & np.uint64(0xffffffff)).astype(np.uint32)
-    if self.lanes == 64 and reg + 1 != NULL: self.s[reg + 1, w] = (m >> np.uint64(32)).astype(np.uint32)
+    if reg + 1 != NULL: self.s[reg + 1, w] = (m >> np.uint64(32)).astype(np.uint32)
 
   def lanes_of(self, m: np.ndarray) -> np.ndarray:
-    """(k,) uint64 masks -> (k, lanes) bools."""
-    m = np.ascontiguousarray(np.asarray(m, np.uint64).reshape(-1))
-    b = np.unpackbits(m.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-    return b[:, :self.lanes].astype(bool)
+    """(k,) masks -> (k, lanes) bools."""
+    dt = np.uint32 if self.lanes == 32 else np.uint64
+    m = np.ascontiguousarray(np.asarray(m).astype(dt, copy=False).reshape(-1))
+    return np.unpackbits(m.view(np.uint8).reshape(-1, self.lanes // 8), axis=1, bitorder="little").view(bool)
 
   def mask_of(self, b: np.ndarray) -> np.ndarray:
-    """(k, lanes) bools -> (k,) uint64 masks."""
+    """(k, lanes) bools -> (k,) masks (uint32 in wave32, uint64 in wave64)."""
     packed = np.packbits(b, axis=1, bitorder="little")
-    if self.lanes == 32: return packed.view(np.uint32).reshape(-1).astype(np.uint64)
-    return packed.view(np.uint64).reshape(-1)
+    return packed.view(np.uint32 if self.lanes == 32 else np.uint64).reshape(-1)
 
   def exec_lanes(self, w) -> np.ndarray:
+    """EXEC as (k, lanes) bools (cached for the whole batch until EXEC is written)."""
+    if isinstance(w, slice):
+      c = self._exec_cache
+      if c is None:
+        ex = self.lanes_of(self.mask(EXEC, w))
+        self._exec_cache = c = (ex, bool(ex.all()))
+      return c[0]
     return self.lanes_of(self.mask(EXEC, w))
+
+  def exec_full(self, w, ex: np.ndarray) -> bool:
+    """Whether `ex` is this batch's cached EXEC with every lane of every wave set (writes may skip masking)."""
+    c = self._exec_cache
+    return c is not None and c[0] is ex and c[1] and isinstance(w, slice)
+
+  def exec_written(self) -> None:
+    self._exec_cache = None
 
   def dump(self, wave: int, vgprs: int = 16) -> str:
     """A readable dump of one wave's state (for fault messages and traces)."""

@@ -88,6 +88,15 @@ def symbol_names(layouts: dict, opcodes: dict, arch: str) -> dict[str, dict[int,
   out["exp_target"] = {t_: t.split()[0] for t_, t in enumerate(got) if t}
   got = texts("MTBUF", "tbuffer_load_format_x", "format", list(range(128)))
   out["format"] = {f: t.split("format:")[1].split()[0] if "format:" in t else "" for f, t in enumerate(got) if t}
+  if "SMEM" in layouts and any(f == "scope" for f, *_ in layouts["SMEM"][2]):
+    # gfx12's th names depend on scope (TH_LOAD_LU is TH_LOAD_BYPASS under SCOPE_SYS): every pair, as s_load_b32 prints it
+    op = next(r[0] for r in opcodes["SMEM"] if r[1] == "s_load_b32")
+    pairs = [(th, sc) for th in range(4) for sc in range(4)]
+    cases = [probe.word(layouts["SMEM"], op, {**layouts["SMEM"][3][0], "th": th, "scope": sc}) for th, sc in pairs]
+    out["th_scope"] = {}
+    for (th, sc), d in zip(pairs, llvm.disassemble_each(cases, arch)):
+      tok = next((t for t in (d.text.split() if d else []) if t.startswith("th:")), "")
+      out["th_scope"][th * 4 + sc] = tok
   got = texts("SOPP", "s_delay_alu", "simm16", list(range(16)) + [i << 4 for i in range(8)])
   out["instid"] = {i: t[8:-1] for i, t in enumerate(got[:16]) if t and t.startswith("instid0(")}
   out["instskip"] = {i: t[9:-1] for i, t in enumerate(got[16:]) if t and t.startswith("instskip(")}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 # Field kinds: op (opcode), vgpr (8-bit VGPR), src (9-bit VGPR/SGPR/constant), ssrc (8-bit SGPR/constant),
 # sdst (7-bit SGPR), sbase (SGPR pair index), srsrc (SGPR quad index), simm16, imm (plain number), bit (1-bit flag), mod (VOP modifier bits),
-# unused (bits no field names).
+# vdsty (VOPD's second destination), unused (bits no field names).
 Layout = tuple[int, tuple[tuple[int, int, int], ...], tuple[tuple[str, int, int, str], ...], tuple[dict[str, int], ...]]
 
 
@@ -62,6 +62,11 @@ GFX11: dict[str, Layout] = {
   "FLAT": layout(8, {(31, 26): 0b110111, (17, 16): 0}, _FLAT, {"saddr": 124}),
   "SCRATCH": layout(8, {(31, 26): 0b110111, (17, 16): 1}, _FLAT, {"saddr": 124}),
   "GLOBAL": layout(8, {(31, 26): 0b110111, (17, 16): 2}, _FLAT, {"saddr": 124}),
+  # VOPD: two opcodes (opx 25:22, opy 21:17) read as one 9-bit op; vdsty holds vdst_y >> 1 (its low bit is the
+  # opposite of vdst_x's)
+  "VOPD": layout(8, {(31, 26): 0b110010}, {"op": (25, 17, "op"), "vsrc1x": (16, 9, "vgpr"), "src0x": (8, 0, "src"),
+                                          "vdstx": (63, 56, "vgpr"), "vdsty": (55, 49, "vdsty"), "vsrc1y": (48, 41, "vgpr"),
+                                          "src0y": (40, 32, "src")}, {"src0x": 256, "src0y": 256}),
   "VINTERP": layout(8, {(31, 24): 0b11001101}, {"op": (22, 16, "op"), "clamp": (15, 15, "mod"), "opsel": (14, 11, "mod"),
                                                "waitexp": (10, 8, "imm"), "vdst": (7, 0, "vgpr"), "src0": (40, 32, "src"),
                                                "src1": (49, 41, "src"), "src2": (58, 50, "src"), "neg": (63, 61, "mod")}, _VGPR_SRC),
@@ -97,4 +102,10 @@ for _name in ("VOP1", "VOP2", "VOPC"): GFX11.update(_dpp(_name, GFX11[_name]))
 # Formats that share their fixed bits: the prober assigns each opcode to the one its probes fit.
 ALTERNATIVES = {"VOP3SD": "VOP3"}
 
-ARCHS: dict[str, dict[str, Layout]] = {"gfx1100": GFX11}
+# RDNA4 keeps RDNA3's SALU, VALU and DS encodings; SMEM moved its fields (cache policy th/scope, 24-bit offset)
+GFX12: dict[str, Layout] = {name: GFX11[name] for name in GFX11 if name.startswith(("SOP", "VOP")) or name == "DS"}
+GFX12["SMEM"] = layout(8, {(31, 26): 0b111101}, {"th": (24, 23, "imm"), "scope": (22, 21, "imm"), "op": (19, 13, "op"),
+                                                 "sdata": (12, 6, "sdst"), "sbase": (5, 0, "sbase"), "soffset": (63, 57, "sdst"),
+                                                 "offset": (55, 32, "imm")}, {"soffset": 124})
+
+ARCHS: dict[str, dict[str, Layout]] = {"gfx1100": GFX11, "gfx1201": GFX12}

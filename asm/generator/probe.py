@@ -14,11 +14,11 @@ from hcq.asm.generator.layouts import ALTERNATIVES, Layout
 
 # Probe values per field kind: plain registers whose printed range gives the operand width.
 # A 9-bit source is tried as v10, then as s10 (operands such as a carry-in take SGPRs only).
-ALT = {"vgpr": (10,), "src": (256 + 10, 10), "ssrc": (10,), "sdst": (10,), "sbase": (5,), "srsrc": (1,), "simm16": (0x1234,), "bit": (1,), "mod": (1,),
+ALT = {"vgpr": (10,), "vdsty": (5,), "src": (256 + 10, 10), "ssrc": (10,), "sdst": (10,), "sbase": (5,), "srsrc": (1,), "simm16": (0x1234,), "bit": (1,), "mod": (1,),
        "imm": (0x123,), "unused": (-1, 1)}
 ALT_NAMED = {"offset0": (0x12,), "offset1": (0x34,), "opsel": (15, 1)}  # every op_sel bit: some opcodes use only the dst's
 # Extra values for number fields: how they print (hex/decimal, signed, omitted at zero) is read from these.
-NUMBER_PROBES = (0, 0x1234, -16, 7, 1, 64, 65, 0xe000)
+NUMBER_PROBES = (0, 0x1234, -16, 7, 1, 64, 65, 0xe000, 2, 5, 6)
 # v200: 16-bit operands of 32-bit encodings only reach v0..v127
 HIGH_VGPR = {"vgpr": 200, "src": 256 + 200}
 # Source values whose printing depends on the operand's type: 0.5, 1/(2*pi) and a literal.
@@ -47,6 +47,8 @@ class RawShape:
   canonical: dict = field(default_factory=dict)   # unprinted field -> the value llvm-mc's assembler puts there (if not 0)
   small_literal: str | None = None                # how a literal operand of 0x11 prints ('17' or '0x11')
   opsel_bits: int = 0                             # the op_sel bits that change the text
+  sext: int = 0                                   # sources whose neg bit prints as sext(...)
+  abs_read: int = 0                               # sources whose abs bit prints
 
 
 def field_mask(hi: int, lo: int) -> int:
@@ -72,6 +74,11 @@ def fixed_bit_count(lay: Layout) -> int:
 
 def split(text: str, fmt: str = "") -> tuple[str, list[tuple[str, str]]]:
   """Mnemonic and operand tokens; SOPP's one immediate (e.g. 'vmcnt(0) lgkmcnt(0)') is one token."""
+  if fmt == "VOPD" and " :: " in text:  # one mnemonic X::Y; X's operands, a '::' marker, then Y's
+    x, y = text.split(" :: ")
+    mx, _, rx = x.partition(" ")
+    my, _, ry = y.partition(" ")
+    return f"{mx}::{my}", split_operands(rx.strip()) + [(",", "::")] + [(",", t) for _, t in split_operands(ry.strip())]
   mnemonic, _, rest = text.partition(" ")
   rest = rest.strip()
   if fmt == "SOPP": return mnemonic, [("", rest)] if rest else []
@@ -121,6 +128,7 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
       values += list(NUMBER_PROBES) if k == "ssrc" else []  # s_sendmsg_rtn reads its ssrc0 as a message number
       values += [HIGH_VGPR[k]] if k in HIGH_VGPR else []
       values += [1 << b for b in range(4)] if f == "opsel" else []  # which op_sel bits an opcode reads
+      values += [2, 4] if f in ("neg", "abs") else []  # neg of an integer source prints sext(...); abs is ignored
       for v in values:
         cases.append(word(lay, op, {**base, f: v}) + LITERAL); keys.append((op, f, v))
   probed = dict(zip(keys, llvm.disassemble_each(cases, mcpu)))
@@ -130,6 +138,10 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
     s = RawShape(name, op, mnemonic, base, toks, [t for _, t in toks])
     for f, k in fields:
       if k in HIGH_VGPR and not _accepted(probed[(op, f, HIGH_VGPR[k])]): s.low_vgprs.add(f)
+      if f == "neg":
+        s.sext = sum(1 << b for b in range(3) if _accepted(probed.get((op, f, 1 << b))) and "sext(" in probed[(op, f, 1 << b)].text)
+      if f == "abs":
+        s.abs_read = sum(1 << b for b in range(3) if _accepted(probed.get((op, f, 1 << b))) and probed[(op, f, 1 << b)].text != text)
       if f == "opsel":
         s.opsel_bits = sum(1 << b for b in range(4) if _accepted(probed[(op, f, 1 << b)]) and probed[(op, f, 1 << b)].text != text)
       if k in ("src", "ssrc"):
@@ -197,15 +209,16 @@ def _valid_values(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> N
 def _canonical_values(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
   """Fields that print nothing still get a value from llvm-mc's assembler (v_cmpx_*_e64 puts exec_lo in vdst,
   v_pk_* set op_sel_hi bits of absent sources): assemble each base text and read those fields back."""
-  encoded = llvm.assemble_each([f"{s.mnemonic} {', '.join(t for _, t in s.tokens)}" if fmt != "SOPP" else
-                                f"{s.mnemonic} {s.tokens[0][1] if s.tokens else ''}" for s in shapes], mcpu)
+  encoded = llvm.assemble_each([_text_of(s, fmt) for s in shapes], mcpu)
   for s, data in zip(shapes, encoded):
     if not isinstance(data, bytes) or len(data) < lay[0]: continue
     w = int.from_bytes(data[:lay[0]], "little")
     printed = {o[0] for o in s.operands if isinstance(o, tuple)} | set(s.mods) | set(s.zero)
+    if "opsel_hi" in s.mods: printed.add("opsel_hi2")  # printed within op_sel_hi:[...]
     for f, hi, lo, k in lay[2]:
       v = (w >> lo) & field_mask(hi, lo)
-      if k != "op" and f not in printed and v != s.base.get(f, 0) and v: s.canonical[f] = v
+      # fields the probe base sets (MUBUF's offen) keep the base; VOP3P's opsel_hi2 is the base's guess at llvm-mc's default
+      if k != "op" and f not in printed and v and (v != s.base.get(f, 0) or f == "opsel_hi2"): s.canonical[f] = v
 
 
 def _small_literals(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
@@ -214,3 +227,14 @@ def _small_literals(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) ->
   with_literal = [s for s in shapes if any(t == literal_text for _, t in s.tokens)]
   for s, d in zip(with_literal, llvm.disassemble_each([word(lay, s.op, s.base) + bytes([0x11, 0, 0, 0]) for s in with_literal], mcpu)):
     if _accepted(d): s.small_literal = "17" if "17" in [t for _, t in split(d.text, fmt)[1]] else "0x11"
+
+
+def _text_of(s: RawShape, fmt: str) -> str:
+  """The base text of a probe again, from its tokens."""
+  if fmt == "SOPP": return f"{s.mnemonic} {s.tokens[0][1] if s.tokens else ''}"
+  if fmt == "VOPD":
+    toks = [t for _, t in s.tokens]
+    i = toks.index("::")
+    x, y = s.mnemonic.split("::")
+    return f"{x} {', '.join(toks[:i])} :: {y} {', '.join(toks[i + 1:])}"
+  return f"{s.mnemonic} {', '.join(t for _, t in s.tokens)}"

@@ -25,6 +25,14 @@ def number_syntax(raw: RawShape, f: str, bits: int) -> str | None:
     return new[0] if len(new) == 1 else None
 
   if "|" in (token_for(0xe000) or "") and "(" not in (token_for(0x1234) or "("): return "named:bits"  # s_version 72|UC_VERSION_MDP_BIT
+  if bits <= 3:  # a small field printed by name (gfx12's th:TH_LOAD_NT, scope:SCOPE_SE): every value's token, in order
+    texts = {}
+    for v in sorted(seen, key=lambda v: v & mask):
+      if seen[v] is None: continue
+      t = token_for(v) if v & mask else ""
+      texts.setdefault(v & mask, t or "")
+    if len(texts) == 1 << bits and any(t and not re.fullmatch(r"[\w]*:?-?(0x)?[0-9a-f]+", t) for t in texts.values()):
+      return "enum:" + "|".join(texts[i] for i in range(1 << bits))
   for v in (0x1234, 0, 1, 7):
     t = token_for(v) if v else next((x for x in base or [] if "(" in x), None)
     m = _NAMED.match(t or "")
@@ -53,7 +61,7 @@ def modifier_syntax(f: str, tokens: list[tuple[str, str]], grew: int) -> str:
   words = [t for _, t in tokens]
   if not words: return "unknown"
   w = words[-1]
-  if w.startswith("-"): return "neg"
+  if w.startswith(("-", "sext(")): return "neg"
   if w.startswith("|"): return "abs"
   if w.startswith(("op_sel:", "op_sel_hi:", "neg_lo:", "neg_hi:")):
     name, _, lst = w.partition(":")
@@ -103,6 +111,12 @@ def record(raw: RawShape, fields: dict[str, tuple[int, int, str]]) -> tuple:
   mods = [(f, "abs" if syn.startswith("neg_hi") and raw.mods.get(f, [("", "")])[-1][1].startswith("|") else syn) for f, syn in mods]
   mods += [(f, syn) for f, syn in numbers.items() if not any(isinstance(o, tuple) and o[0] == f for o in operands)]
   # op_sel bits an opcode ignores (v_dot2_f16_f16 reads only the destination's): ',bits:<mask>' of those it reads
+  mods = [(f, f"neg,sext:{raw.sext}" if syn == "neg" and f == "neg" and raw.sext else syn) for f, syn in mods]
+  # DPP's per-source neg0/neg1: an integer source prints sext(v1)
+  mods = [(f, f"neg,sext:{1 << int(f[-1])}" if syn == "neg" and f[-1].isdigit() and raw.mods[f][-1][1].startswith("sext(") else syn)
+          for f, syn in mods]
+  sources = sum(1 for o in operands if isinstance(o, tuple) and o[0] in ("src0", "src1", "src2"))
+  mods = [(f, f"abs,only:{raw.abs_read}" if syn == "abs" and f == "abs" and raw.abs_read != (1 << sources) - 1 else syn) for f, syn in mods]
   full = (1 << 4) - 1 if raw.fmt != "VOP3P" else (1 << 3) - 1
   mods = [(f, syn + f",bits:{raw.opsel_bits}" if f == "opsel" and raw.opsel_bits & full != full else syn) for f, syn in mods]
   operands = [(*o, numbers[o[0]]) if isinstance(o, tuple) and o[0] in numbers else o for o in operands]
@@ -155,6 +169,8 @@ def _special(raw: RawShape, operands: list, mods: list) -> tuple[list, list]:
   keyed = [(o[0], o[3]) for o in operands if isinstance(o, tuple) and o[1] == "i" and _keyword(o[3])]
   operands = [o for o in operands if not (isinstance(o, tuple) and o[1] == "i" and _keyword(o[3]))]
   mods = mods + keyed
+  if raw.fmt == "SMEM" and any(isinstance(o, tuple) and o[0] == "offset" for o in operands):
+    mods = [m for m in mods if m[0] != "soffset"]  # gfx12 prints soffset in the offset's place: the printer's SMEM rule
   if raw.fmt == "EXP":
     operands = [(o[0], o[1], o[2], "named:exp_target", o[4]) if isinstance(o, tuple) and o[0] == "target" else o for o in operands]
     mods = [m for m in mods if m[0] != "en"]

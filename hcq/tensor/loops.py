@@ -51,6 +51,28 @@ class LoopKernel:
     """How far one loop iteration advances `axis`."""
     return self.unroll.get(axis, 1) * (self.vec_width if axis == self.vec_axis else 1)
 
+  def describe(self) -> str:
+    """The loop nest as text (HCQ_TENSOR_DEBUG=3 prints it)."""
+    F = self.spec.full_shape
+    def head(axis: int, depth: int) -> str:
+      notes = []
+      if axis == self.thread_axis: notes.append("split across threads")
+      if axis == self.vec_axis: notes.append(f"{self.vec_width} SIMD lanes")
+      if self.unroll.get(axis, 1) > 1: notes.append(f"x{self.unroll[axis]} unrolled")
+      rng = "[start, end)" if axis == self.thread_axis else f"[0, {F[axis]})"
+      return "  " * depth + f"for a{axis} in {rng} step {self.step(axis)}" + (f"   # {', '.join(notes)}" if notes else "")
+    lines = [head(a, d) for d, a in enumerate(self.global_axes)]
+    depth = len(self.global_axes)
+    reduces = [n for n in self.spec.ast.toposort() if n.op == "REDUCE"]
+    for r in reduces:
+      lines += [head(a, depth + d) for d, a in enumerate(self.reduce_axes)]
+      lines.append("  " * (depth + len(self.reduce_axes)) + f"acc_{r.key[:6]} {'+' if r.arg[0] == 'SUM' else r.arg[0].lower()}= ...")
+    if self.store_in_reduce_loop:
+      lines += [head(a, depth + d) for d, a in enumerate(self.reduce_axes)]
+      depth += len(self.reduce_axes)
+    lines.append("  " * depth + f"out[...] = ...   # {self.spec.out_dtype.name} {self.spec.out_shape}")
+    return "\n".join(lines)
+
   @property
   def store_in_reduce_loop(self) -> bool:
     """Whether the output keeps the reduce axes (stored inside loops over them, after the reductions)."""

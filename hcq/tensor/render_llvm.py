@@ -198,7 +198,25 @@ class _KernelWriter:
     params = ", ".join([f"ptr noalias align 16 %b{i}" for i in range(nbufs)] + ["i64 %start", "i64 %end"])
     head = [f"define void @{lk.name}({params}) #0 {{"] + self.lines[:body_start] + self.allocas
     out = "\n".join(sorted(self.decls)) + "\n\n" + "\n".join(head + self.lines[body_start:] + ["}"])
+    out += "\n\n" + self.hcq_entry(nbufs)
     return out + '\n\nattributes #0 = { nounwind "min-legal-vector-width"="512" "prefer-vector-width"="512" }\n'
+
+  def hcq_entry(self, nbufs: int) -> str:
+    """`void NAME_hcq(ptr kernargs, i32 gid_x, gid_y, gid_z, local_x, local_y, local_z)`: the HCQ CPU device's
+    kernel ABI (hcq.drivers.cpu). kernargs hold the buffer addresses, then i64 chunk and i64 extent; workgroup
+    gid_x runs [gid_x*chunk, min((gid_x+1)*chunk, extent)) of the thread axis. So the same source also launches
+    through hcq.Device("CPU") and its queues: args=["buffer"]*n + ["i64", "i64"], vals=(chunk, extent)."""
+    name = self.lk.name
+    lines = [f"define void @{name}_hcq(ptr %kernargs, i32 %gx, i32 %gy, i32 %gz, i32 %lx, i32 %ly, i32 %lz) #0 {{", "entry:"]
+    for i in range(nbufs + 2):
+      lines.append(f"  %a{i}.p = getelementptr i8, ptr %kernargs, i64 {8 * i}")
+      lines.append(f"  %a{i} = load {'ptr' if i < nbufs else 'i64'}, ptr %a{i}.p, align 8")
+    chunk, extent = f"%a{nbufs}", f"%a{nbufs + 1}"
+    lines += [f"  %g = zext i32 %gx to i64", f"  %start = mul i64 %g, {chunk}", f"  %end0 = add i64 %start, {chunk}",
+              f"  %end = call i64 @llvm.umin.i64(i64 %end0, i64 {extent})",
+              f"  call void @{name}({', '.join(f'ptr %a{i}' for i in range(nbufs))}, i64 %start, i64 %end)", "  ret void", "}"]
+    if "declare i64 @llvm.umin.i64(i64, i64)" not in self.decls: lines.append("declare i64 @llvm.umin.i64(i64, i64)")
+    return "\n".join(lines)
 
   def combos(self) -> list[dict[int, int]]:
     """Offsets of every unrolled copy of the global axes."""
@@ -285,7 +303,7 @@ class _KernelWriter:
     elif d.is_float: name = {"SUM": "fadd", "MAX": "fmaximum", "MIN": "fminimum"}[op]
     else: name = {"SUM": "add", "MAX": "umax" if d.is_unsigned else "smax", "MIN": "umin" if d.is_unsigned else "smin"}[op]
     args = [(self.ty(d, v.width), v.name)]
-    if name == "fadd": args = [(d.llvm, self.const(0.0 if False else -0.0, d))] + args
+    if name == "fadd": args = [(d.llvm, self.const(-0.0, d))] + args  # -0.0 is the identity of fadd
     return Value(self.call(f"llvm.vector.reduce.{name}.{s}", d.llvm, args, "reassoc" if name == "fadd" else ""), d, 1)
 
   def store(self, combo: dict[int, int], inner_offset: int, with_reduce: bool) -> None:

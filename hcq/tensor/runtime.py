@@ -35,6 +35,7 @@ def get_kernel(spec: KernelSpec, device) -> CompiledKernel:
     seconds = time.perf_counter() - t0
     stats["kernels_compiled"] += 1
     stats["compile_seconds"] += seconds
+    if DEBUG >= 3: print(loop.describe())
     if DEBUG >= 2: print(src)
     _cache[key] = CompiledKernel(loop, src, prog, seconds)
   return _cache[key]

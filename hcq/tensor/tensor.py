@@ -86,18 +86,32 @@ class Tensor:
 
   # basic properties
   @property
-  def shape(self) -> tuple[int, ...]: return self.node.shape
+  def shape(self) -> tuple[int, ...]:
+    """The dimensions."""
+    return self.node.shape
   @property
-  def dtype(self) -> DType: return self.node.dtype
+  def dtype(self) -> DType:
+    """The element type."""
+    return self.node.dtype
   @property
-  def ndim(self) -> int: return len(self.node.shape)
+  def ndim(self) -> int:
+    """The number of dimensions."""
+    return len(self.node.shape)
   @property
-  def size(self) -> int: return self.node.size
-  def numel(self) -> int: return self.node.size
+  def size(self) -> int:
+    """The number of elements."""
+    return self.node.size
+  def numel(self) -> int:
+    """The number of elements."""
+    return self.node.size
   @property
-  def device(self) -> str: return self.node.device
+  def device(self) -> str:
+    """The device name ("CPU" or "HCQ:CPU")."""
+    return self.node.device
   @property
-  def T(self) -> Tensor: return self.transpose()
+  def T(self) -> Tensor:
+    """The axes reversed (numpy's .T)."""
+    return self.transpose()
   def __len__(self) -> int:
     if not self.shape: raise TypeError("len() of unsized object")
     return self.shape[0]
@@ -161,20 +175,18 @@ class Tensor:
 
   def numpy(self) -> np.ndarray:
     """The values as a numpy array (bfloat16 comes back as float32, numpy having no bfloat16)."""
-    t = self.contiguous() if not self.node.realized else self
-    t.realize()
+    self.realize()  # every realized node is a contiguous buffer of its shape
     host = np.empty(self.shape, self.dtype.np)
-    if host.size:
-      buf = t.node.buffer
-      # a buffer can be larger than the view of it (buffers of empty tensors hold one element)
-      host.reshape(-1).view(np.uint8)[:] = buf.host[:host.nbytes]
+    if host.size: self.node.buffer.copyout(host)  # a buffer may be larger (empty tensors still get one element)
     return bf16_to_f32(host) if self.dtype == dtypes.bfloat16 else host
 
   def item(self):
     """The single value as a Python scalar."""
     if self.size != 1: raise ValueError("can only convert an array of size 1 to a Python scalar")
     return self.numpy().reshape(()).item()
-  def tolist(self): return self.numpy().tolist()
+  def tolist(self):
+    """The values as nested Python lists."""
+    return self.numpy().tolist()
   def __bool__(self) -> bool:
     if self.size != 1: raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()")
     return bool(self.item())
@@ -216,7 +228,10 @@ class Tensor:
 
   # elementwise
   def _operand(self, other):
-    if isinstance(other, Tensor): return other
+    if isinstance(other, Tensor):
+      if other.device != self.device:
+        raise ValueError(f"tensors on different devices ({self.device} and {other.device}): move one with .to()")
+      return other
     if isinstance(other, (np.ndarray, np.generic)): return Tensor(other, device=self.device)
     if isinstance(other, (list, tuple)): return Tensor(np.asarray(other), device=self.device)
     if isinstance(other, Scalar) or isinstance(other, numbers.Number): return other
@@ -256,9 +271,12 @@ class Tensor:
     """x + y (bool + bool is logical or, like numpy)."""
     return self._binary("ADD", other, np.add, reverse)
   def sub(self, other, reverse=False) -> Tensor:
+    """x - y (not for two bools, like numpy)."""
     self._no_bool("subtract", other)
     return self._binary("SUB", other, np.subtract, reverse)
-  def mul(self, other, reverse=False) -> Tensor: return self._binary("MUL", other, np.multiply, reverse)
+  def mul(self, other, reverse=False) -> Tensor:
+    """x * y."""
+    return self._binary("MUL", other, np.multiply, reverse)
   def div(self, other, reverse=False) -> Tensor:
     """True division (ints divide as float64, like numpy)."""
     return self._binary("DIV", other, np.true_divide, reverse)
@@ -314,7 +332,9 @@ class Tensor:
   def __invert__(self) -> Tensor:
     if self.dtype.is_float: raise TypeError("ufunc 'invert' not supported for float inputs")
     return Tensor(self.node.alu("NOT"))
-  def logical_not(self) -> Tensor: return ~self.cast(dtypes.bool)
+  def logical_not(self) -> Tensor:
+    """numpy.logical_not: a bool tensor."""
+    return ~self.cast(dtypes.bool)
 
   def __add__(self, o) -> Tensor: return self.add(o)
   def __radd__(self, o) -> Tensor: return self.add(o, True)
@@ -331,7 +351,7 @@ class Tensor:
   def __pow__(self, o) -> Tensor: return self.pow(o)
   def __rpow__(self, o) -> Tensor: return self.pow(o, True)
   def __matmul__(self, o) -> Tensor: return self.matmul(o)
-  def __rmatmul__(self, o) -> Tensor: return Tensor(o).matmul(self) if not isinstance(o, Tensor) else o.matmul(self)
+  def __rmatmul__(self, o) -> Tensor: return Tensor(o, device=self.device).matmul(self) if not isinstance(o, Tensor) else o.matmul(self)
   def __neg__(self) -> Tensor: return self.neg()
   def __pos__(self) -> Tensor: return self
   def __abs__(self) -> Tensor: return self.abs()
@@ -341,22 +361,45 @@ class Tensor:
     if self.dtype == dtypes.bool:
       raise TypeError("The numpy boolean negative, the `-` operator, is not supported, use the `~` operator or the logical_not function instead.")
     return Tensor(self.node.alu("NEG"))
-  def abs(self) -> Tensor: return self if self.dtype == dtypes.bool else Tensor(self.node.alu("ABS"))
+  def abs(self) -> Tensor:
+    """|x| (unsigned and bool unchanged)."""
+    return self if self.dtype == dtypes.bool else Tensor(self.node.alu("ABS"))
 
   def _float_unary(self, op: str) -> Tensor:
     x = self.cast(least_float(self.dtype))
     return Tensor(x.node.alu(op))
-  def exp(self) -> Tensor: return self._float_unary("EXP")
-  def log(self) -> Tensor: return self._float_unary("LOG")
-  def exp2(self) -> Tensor: return self._float_unary("EXP2")
-  def log2(self) -> Tensor: return self._float_unary("LOG2")
-  def sqrt(self) -> Tensor: return self._float_unary("SQRT")
-  def sin(self) -> Tensor: return self._float_unary("SIN")
-  def cos(self) -> Tensor: return self._float_unary("COS")
-  def rsqrt(self) -> Tensor: return Tensor(self.sqrt().node.alu("RECIP"))
-  def reciprocal(self) -> Tensor: return Tensor(self._float_unary("RECIP").node) if not self.dtype.is_float else Tensor(self.node.alu("RECIP"))
-  def relu(self) -> Tensor: return self.maximum(0)
+  def exp(self) -> Tensor:
+    """e**x (ints and bool give numpy's float type)."""
+    return self._float_unary("EXP")
+  def log(self) -> Tensor:
+    """Natural logarithm (nan below 0, -inf at 0)."""
+    return self._float_unary("LOG")
+  def exp2(self) -> Tensor:
+    """2**x."""
+    return self._float_unary("EXP2")
+  def log2(self) -> Tensor:
+    """Base-2 logarithm (exact at powers of two)."""
+    return self._float_unary("LOG2")
+  def sqrt(self) -> Tensor:
+    """Square root."""
+    return self._float_unary("SQRT")
+  def sin(self) -> Tensor:
+    """Sine (radians)."""
+    return self._float_unary("SIN")
+  def cos(self) -> Tensor:
+    """Cosine (radians)."""
+    return self._float_unary("COS")
+  def rsqrt(self) -> Tensor:
+    """1 / sqrt(x)."""
+    return Tensor(self.sqrt().node.alu("RECIP"))
+  def reciprocal(self) -> Tensor:
+    """1 / x (ints give numpy's float type)."""
+    return Tensor(self._float_unary("RECIP").node) if not self.dtype.is_float else Tensor(self.node.alu("RECIP"))
+  def relu(self) -> Tensor:
+    """max(x, 0) (NaN stays NaN)."""
+    return self.maximum(0)
   def sigmoid(self) -> Tensor:
+    """1 / (1 + exp(-x))."""
     x = self.cast(least_float(self.dtype))
     return 1 / (1 + (-x).exp())
   def tanh(self) -> Tensor:
@@ -370,9 +413,15 @@ class Tensor:
     small = ax * series  # Taylor to x^13: below 1e-17 relative error for |x| < 1/16
     r = (ax < 0.0625).where(small, (1 - e) / (1 + e))
     return (x < 0).where(-r, r)
-  def floor(self) -> Tensor: return Tensor(self.node.alu("FLOOR")) if self.dtype.is_float else self
-  def trunc(self) -> Tensor: return Tensor(self.node.alu("TRUNC")) if self.dtype.is_float else self
-  def isnan(self) -> Tensor: return self != self if self.dtype.is_float else self._const_like(False, dtypes.bool, self.shape)
+  def floor(self) -> Tensor:
+    """Round down (ints unchanged)."""
+    return Tensor(self.node.alu("FLOOR")) if self.dtype.is_float else self
+  def trunc(self) -> Tensor:
+    """Round toward zero (ints unchanged)."""
+    return Tensor(self.node.alu("TRUNC")) if self.dtype.is_float else self
+  def isnan(self) -> Tensor:
+    """Where x is NaN (a bool tensor)."""
+    return self != self if self.dtype.is_float else self._const_like(False, dtypes.bool, self.shape)
 
   def where(self, x, y) -> Tensor:
     """Elementwise `x if self else y` (numpy.where(self, x, y))."""
@@ -438,7 +487,7 @@ class Tensor:
     if self.size == 0:  # numpy: False over nothing
       axes, keep = _normalize_axes(axis, self.ndim), keepdims if keepdims is not None else keepdim
       shape = tuple(1 if a in axes else s for a, s in enumerate(self.shape)) if keep else tuple(s for a, s in enumerate(self.shape) if a not in axes)
-      return Tensor.full(shape, False)
+      return Tensor.full(shape, False, device=self.device)
     return self.cast(dtypes.bool)._reduce_api("MAX", axis, keepdim, keepdims, dtypes.bool)
   def all(self, axis=None, keepdim: bool = False, keepdims=None) -> Tensor:
     """Whether every element along the axes is true (nonzero)."""
@@ -462,7 +511,9 @@ class Tensor:
     if min is not None: out = out.maximum(min)
     if max is not None: out = out.minimum(max)
     return out
-  def square(self) -> Tensor: return self * self
+  def square(self) -> Tensor:
+    """x * x."""
+    return self * self
 
   def _arg_reduce(self, op: str, axis, keepdim: bool, keepdims) -> Tensor:
     keep = keepdims if keepdims is not None else keepdim
@@ -476,7 +527,7 @@ class Tensor:
     best = self._reduce_api(op, ax, True, None, self.dtype)
     hit = self == best
     if self.dtype.is_float: hit = hit | self.isnan()  # numpy returns the first NaN
-    idx = Tensor.arange(n, 0, -1, dtype="int64").reshape(tuple(n if a == ax else 1 for a in range(self.ndim)))
+    idx = Tensor.arange(n, 0, -1, dtype="int64", device=self.device).reshape(tuple(n if a == ax else 1 for a in range(self.ndim)))
     first = hit.where(idx, 0)._reduce_api("MAX", ax, True, None, dtypes.int64)
     out = n - first
     return out if keep else out.reshape(tuple(s for a, s in enumerate(self.shape) if a != ax))
@@ -502,7 +553,9 @@ class Tensor:
     if tuple(shape) == self.shape: return self
     if self.size == 0: return self._const_like(0, self.dtype, tuple(shape))
     return Tensor(self.node.movement("reshape", tuple(shape)))
-  def flatten(self) -> Tensor: return self.reshape(-1)
+  def flatten(self) -> Tensor:
+    """The elements as one axis (free: a view)."""
+    return self.reshape(-1)
 
   def permute(self, *order) -> Tensor:
     """Reorder axes: order[i] is the old axis that becomes axis i."""
@@ -516,6 +569,7 @@ class Tensor:
     if not axes or axes == (None,): return self.permute(*reversed(range(self.ndim)))
     return self.permute(*axes)
   def swapaxes(self, a: int, b: int) -> Tensor:
+    """numpy.swapaxes."""
     order = list(range(self.ndim))
     a, b = _normalize_axes(a, self.ndim)[0], _normalize_axes(b, self.ndim)[0]
     order[a], order[b] = order[b], order[a]
@@ -534,10 +588,12 @@ class Tensor:
   broadcast_to = expand
 
   def unsqueeze(self, axis: int) -> Tensor:
+    """A new size-1 axis at `axis` (numpy.expand_dims)."""
     axis = axis if axis >= 0 else axis + self.ndim + 1
     return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
   expand_dims = unsqueeze
   def squeeze(self, axis=None) -> Tensor:
+    """Drop size-1 axes (all, or those given)."""
     axes = _normalize_axes(axis, self.ndim) if axis is not None else tuple(a for a, s in enumerate(self.shape) if s == 1)
     for a in axes:
       if self.shape[a] != 1: raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
@@ -625,7 +681,9 @@ class Tensor:
     """numpy.concatenate along `axis` (types promoted like numpy)."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)): tensors = tuple(tensors[0])
     if not tensors: raise ValueError("need at least one array to concatenate")
-    ts = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+    device = next((t.device for t in tensors if isinstance(t, Tensor)), "CPU")
+    ts = [t if isinstance(t, Tensor) else Tensor(t, device=device) for t in tensors]
+    if any(t.device != device for t in ts): raise ValueError(f"tensors on different devices ({', '.join(sorted({t.device for t in ts}))}): move them with .to()")
     if any(t.ndim == 0 for t in ts): raise ValueError("zero-dimensional arrays cannot be concatenated")
     ndim = ts[0].ndim
     for k, t in enumerate(ts):
@@ -652,13 +710,15 @@ class Tensor:
 
   @staticmethod
   def stack(tensors, axis: int = 0) -> Tensor:
-    ts = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+    """numpy.stack: join along a new axis."""
+    device = next((t.device for t in tensors if isinstance(t, Tensor)), "CPU")
+    ts = [t if isinstance(t, Tensor) else Tensor(t, device=device) for t in tensors]
     return Tensor.cat(*[t.unsqueeze(axis) for t in ts], axis=axis)
 
   # compound ops
   def matmul(self, other) -> Tensor:
     """numpy.matmul: 1-D operands are promoted and the added axis removed; leading axes broadcast."""
-    other = other if isinstance(other, Tensor) else Tensor(other)
+    other = self._operand(other) if isinstance(other, Tensor) else Tensor(other, device=self.device)
     if self.ndim == 0 or other.ndim == 0: raise ValueError("matmul: Input operand does not have enough dimensions (has 0)")
     a = self.reshape(1, self.shape[0]) if self.ndim == 1 else self
     b = other.reshape(other.shape[0], 1) if other.ndim == 1 else other
@@ -700,6 +760,7 @@ class Tensor:
     return e / e.sum(axis, keepdim=True)
 
   def log_softmax(self, axis: int = -1) -> Tensor:
+    """x - max - log(sum(exp(x - max))) along `axis`, stable for large inputs."""
     x = self.cast(least_float(self.dtype))
     m = x - x.max(axis, keepdim=True)
     return m - m.exp().sum(axis, keepdim=True).log()
