@@ -79,11 +79,11 @@ class AMDDevice(Device):
 
   def _gc_bases(self) -> tuple[int, ...]:
     """GC register segment bases from the IP discovery table the amdgpu driver exposes in sysfs."""
-    for card in sorted(p for p in self.os.listdir("/sys/class/drm") if p.startswith("renderD")):
-      if card != f"renderD{self.node.properties['drm_render_minor']}": continue
-      path = f"/sys/class/drm/{card}/device/ip_discovery/die/0/GC/0/base_addr"
+    path = f"/sys/class/drm/renderD{self.node.properties['drm_render_minor']}/device/ip_discovery/die/0/GC/0/base_addr"
+    try:
       return tuple(int(x, 16) for x in self.os.read_text(path).split())
-    raise HCQError("no IP discovery table for the GC block in sysfs: cannot place the compute registers")
+    except OSError as e:
+      raise HCQError(f"cannot read the GC block's IP discovery table ({path}: {e.strerror}): the compute registers cannot be placed") from None
 
   # ---- memory ----
   def _reserve(self, nbytes: int, align: int = 1 << 16) -> int:
