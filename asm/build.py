@@ -9,7 +9,7 @@ from hcq.asm import named
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import ISA, Opcode
 from hcq.asm.numbers import parse_number_text, split_syntax
-from hcq.asm.operands import LITERAL, OperandError, constant_value
+from hcq.asm.operands import OperandError, constant_value
 from hcq.asm.registers import Reg, parse_register
 
 NULL = 124
@@ -270,6 +270,11 @@ def _modifier(opc: Opcode, key: str, value: Any, values: dict) -> None:
       return
     values[field] = word
     return
+  if key == "offset" and opc.fmt.name == "DS" and mods.get("offset0") == "named:swizzle":
+    off = named.swizzle_value(str(value))
+    if off is None: raise OperandError(f"offset: expected swizzle(QUAD_PERM|BITMASK_PERM|BROADCAST|SWAP|REVERSE,...) or a number, got {value}")
+    values["offset0"], values["offset1"] = off & 0xff, off >> 8
+    return
   if key == "offset" and opc.fmt.name == "DS" and mods.get("offset0", "").startswith("offset:{ds16}"):
     off = _int(value, 16, key)
     values["offset0"], values["offset1"] = off & 0xff, off >> 8
@@ -317,6 +322,7 @@ def modifier_names(opc: Opcode) -> set[str]:
     elif syn == "omod": out.add("omod")
     elif syn.split(",")[0] in ("neg", "abs"): continue
     elif syn.startswith(("op_sel", "neg_lo", "neg_hi")): out.add(syn.split(":")[0])
+    elif syn == "named:swizzle": out.add("offset")
     elif syn.startswith("named:") or syn.startswith("enum:"): out.add(field)
     else: out.add(split_syntax(syn)[0].rstrip(":") or field)
   if opc.fmt.name == "SMEM": out.add("offset")

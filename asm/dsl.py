@@ -35,7 +35,7 @@ def _scalar(value: int, count: int | str) -> Any:
 
 
 def _source(inst: Instruction, name: str, spec: tuple) -> Any:
-  value, count, ctype = inst.values[name], spec[2], spec[3] if len(spec) > 3 else ""
+  value, count = inst.values[name], spec[2]
   if value >= 256:
     i = value - 256
     return Reg("v", i & 127, 1, "h" if i >> 7 else "l") if count == "l" else Reg("v", i, count)
@@ -61,7 +61,11 @@ def operands_of(inst: Instruction) -> tuple[list, dict]:
     name, file, count = spec[0], spec[1], spec[2]
     kind = opc.fmt.fields[name].kind if name in opc.fmt.fields else "literal"
     if len(spec) > 3 and spec[3] == "named:attr": x = f"attr{v['attr']}.{'xyzw'[v['attrchan']]}"
-    elif file == "i" and name != "literal": x = v[name]
+    elif file == "i" and name != "literal":
+      x = v[name]
+      if spec[3].startswith("named:"):  # s_waitcnt("vmcnt(0) lgkmcnt(0)") reads better than s_waitcnt(7)
+        from hcq.asm import named
+        x = named.render(spec[3][6:], v[name], inst) or v[name]
     elif kind in ("src", "ssrc"):
       x = _source(inst, name, spec)
       i = int(name[-1]) if name[-1].isdigit() else 0
@@ -121,6 +125,14 @@ def operands_of(inst: Instruction) -> tuple[list, dict]:
       if value: mods[name] = syn[5:].split("|")[value].partition(":")[2]
       if value and name == "th" and "th_scope" in inst.isa.names:
         mods[name] = inst.isa.names["th_scope"][value * 4 + v.get("scope", 0)].partition(":")[2]
+    elif syn == "named:swizzle":
+      from hcq.asm import named
+      off = v.get("offset1", 0) << 8 | v.get("offset0", 0)
+      if off: mods["offset"] = named.swizzle_text(off)
+    elif syn.startswith("named:") and not (fmt == "SMEM"):
+      from hcq.asm import named
+      text = named.render(syn[6:], value, inst)
+      if text: mods[name] = text
     elif syn.startswith("named:") or fmt == "SMEM": continue
     elif syn.split(",")[0] in ("neg", "abs"): continue
     elif value:
@@ -132,5 +144,9 @@ def operands_of(inst: Instruction) -> tuple[list, dict]:
 def instruction_repr(inst: Instruction) -> str:
   """DSL code that builds an equal instruction, e.g. "v_add_f32_e64(v[0], -v[1], abs(v[2]), clamp=True)"."""
   args, mods = operands_of(inst)
-  parts = [repr(a) if not isinstance(a, float) else repr(a) for a in args] + [f"{k}={val!r}" for k, val in mods.items()]
+  # implicit operands that assembly spells out (vcc_lo, VOPD's '::') are left for the callable to fill in
+  spec_text = [s for s in inst.opcode.operands if isinstance(s, str)]
+  if spec_text and len(args) == len(inst.opcode.operands): args = [a for a, s in zip(args, inst.opcode.operands) if not isinstance(s, str)]
+  parts = [hex(a) if isinstance(a, int) and not isinstance(a, bool) and a > 64 else repr(a) for a in args] + \
+          [f"{k}={val!r}" for k, val in mods.items()]
   return f"{inst.opcode.name}({', '.join(parts)})"

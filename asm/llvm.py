@@ -1,5 +1,7 @@
 """Batch front end to llvm-mc 19: many instructions per process, since process start dominates a single call."""
 from __future__ import annotations
+import concurrent.futures
+import os
 import re
 import shutil
 import subprocess
@@ -47,11 +49,23 @@ _MARKER_TEXT = "s_nop 0x3d5a"
 _MARKER = bytes.fromhex("5a3d80bf")
 
 
-def disassemble_each(cases: list[bytes], mcpu: str) -> list[Decoded | None]:
+def disassemble_each(cases: list[bytes], mcpu: str, pad: int = 4) -> list[Decoded | None]:
   """Disassemble the first instruction of each byte string; None where llvm-mc rejects it.
 
-  Decoded.data is llvm-mc's re-encoding of what it decoded (canonical bytes, which can differ from the input)."""
-  tail = ",".join(f"0x{b:02x}" for b in _PAD + _MARKER) + "\n"
+  Decoded.data is llvm-mc's re-encoding of what it decoded (canonical bytes, which can differ from the input).
+  `pad` s_nop words follow each case to absorb an over-read (random words); a case that still over-reads
+  swallows the marker and raises RuntimeError. Large batches run as parallel llvm-mc processes, one per CPU."""
+  workers = min(os.cpu_count() or 1, len(cases) // 20000)
+  if workers > 1:
+    step = -(-len(cases) // workers)
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+      parts = pool.map(lambda i: _disassemble_batch(cases[i:i + step], mcpu, pad), range(0, len(cases), step))
+    return [d for part in parts for d in part]
+  return _disassemble_batch(cases, mcpu, pad)
+
+
+def _disassemble_batch(cases: list[bytes], mcpu: str, pad: int) -> list[Decoded | None]:
+  tail = ",".join(f"0x{b:02x}" for b in _PAD[:4 * pad] + _MARKER) + "\n"
   text = "".join(",".join(f"0x{b:02x}" for b in c) + "\n" + tail for c in cases)
   stdout, stderr = _run(["--disassemble", "-show-encoding", f"-mcpu={mcpu}"], text)
   rejected = set()

@@ -7,6 +7,11 @@ import re
 # s_waitcnt (gfx11): vmcnt 15:10, lgkmcnt 9:4, expcnt 2:0
 WAITCNT = {"vmcnt": (10, 6), "expcnt": (0, 3), "lgkmcnt": (4, 6)}
 WAITCNT_ORDER = ("vmcnt", "expcnt", "lgkmcnt")
+# s_waitcnt_depctr / s_wait_alu (RDNA3/4): hold_cnt 7, sa_sdst 0, va_vdst 15:12, va_sdst 11:9, va_ssrc 8, va_vcc 1,
+# vm_vsrc 4:2, in the order llvm-mc prints them; bits 6:5 are unused (set, the value prints as a number)
+DEPCTR = (("depctr_hold_cnt", 7, 1), ("depctr_sa_sdst", 0, 1), ("depctr_va_vdst", 12, 4), ("depctr_va_sdst", 9, 3),
+          ("depctr_va_ssrc", 8, 1), ("depctr_va_vcc", 1, 1), ("depctr_vm_vsrc", 2, 3))
+DEPCTR_UNUSED = 0b1100000
 # hwreg: id 5:0, offset 10:6, size-1 15:11
 # s_delay_alu: instid0 3:0, instskip 6:4, instid1 10:7
 DELAY_ALU = (("instid0", 0, 4, "instid"), ("instskip", 4, 3, "instskip"), ("instid1", 7, 4, "instid"))
@@ -28,6 +33,11 @@ def render(kind: str, value: int, inst) -> str | None:
       parts.append((name, n, n == (1 << bits) - 1))
       all_max &= n == (1 << bits) - 1
     return " ".join(f"{name}({n})" for name, n, at_max in parts if all_max or not at_max)
+  if kind == "depctr_hold_cnt":
+    if value & DEPCTR_UNUSED: return str(value) if value <= 64 else f"0x{value:x}"
+    parts = [(name, value >> lo & ((1 << bits) - 1), bits) for name, lo, bits in DEPCTR]
+    every = all(n == (1 << bits) - 1 for _, n, bits in parts)  # all at their maximum: all print
+    return " ".join(f"{name}({n})" for name, n, bits in parts if every or n != (1 << bits) - 1)
   if kind == "hwreg":
     reg, offset, size = value & 63, value >> 6 & 31, (value >> 11 & 31) + 1
     name = names["hwreg"].get(reg, str(reg))
@@ -67,6 +77,47 @@ def render(kind: str, value: int, inst) -> str | None:
 # DPP16 dpp_ctrl (RDNA): quad_perm 0x00-0xff; row_shl/row_shr/row_ror 0x101+/0x111+/0x121+ (1..15);
 # row_mirror 0x140, row_half_mirror 0x141; row_share 0x150+ and row_xmask 0x160+ (0..15)
 _DPP_ROWS = {"row_shl": 0x100, "row_shr": 0x110, "row_ror": 0x120, "row_share": 0x150, "row_xmask": 0x160}
+
+
+def swizzle_text(value: int) -> str:
+  """ds_swizzle_b32's 16-bit offset: QUAD_PERM (bit 15, lanes in 7:0), else and/or/xor lane masks (4:0, 9:5, 14:10)
+  shown as SWAP, REVERSE, BROADCAST or BITMASK_PERM as llvm-mc does; anything else as a number."""
+  if value >> 8 == 0x80: return "swizzle(QUAD_PERM," + ",".join(str(value >> (2 * i) & 3) for i in range(4)) + ")"
+  if value >> 15: return str(value)
+  and_m, or_m, xor_m = value & 31, value >> 5 & 31, value >> 10 & 31
+  if and_m == 31 and or_m == 0 and xor_m and xor_m & (xor_m - 1) == 0: return f"swizzle(SWAP,{xor_m})"
+  if and_m == 31 and or_m == 0 and xor_m and (xor_m + 1) & xor_m == 0: return f"swizzle(REVERSE,{xor_m + 1})"
+  size = 32 - and_m  # BROADCAST keeps the high lane bits: and_mask = ~(size - 1)
+  if xor_m == 0 and size >= 2 and size & (size - 1) == 0 and and_m == (~(size - 1)) & 31 and or_m < size:
+    return f"swizzle(BROADCAST,{size},{or_m})"
+  chars = []
+  for bit in range(4, -1, -1):
+    a, o, x = and_m >> bit & 1, or_m >> bit & 1, xor_m >> bit & 1
+    chars.append(str(o ^ x) if not a or o else "pi"[x])
+  return f'swizzle(BITMASK_PERM,"{"".join(chars)}")'
+
+
+def swizzle_value(text: str) -> int | None:
+  t = text.replace(" ", "")
+  if t.isdigit(): return int(t) if int(t) < 1 << 16 else None
+  m = re.fullmatch(r"swizzle\((\w+),?(.*)\)", t)
+  if not m: return None
+  mode, args = m.group(1), [a.strip('"') for a in m.group(2).split(",")] if m.group(2) else []
+  try:
+    if mode == "QUAD_PERM" and len(args) == 4: return 0x8000 | sum(int(a) << (2 * i) for i, a in enumerate(args))
+    if mode == "SWAP" and len(args) == 1: return 31 | int(args[0]) << 10
+    if mode == "REVERSE" and len(args) == 1: return 31 | (int(args[0]) - 1) << 10
+    if mode == "BROADCAST" and len(args) == 2: size, lane = int(args[0]), int(args[1]); return (~(size - 1) & 31) | lane << 5
+    if mode == "BITMASK_PERM" and len(args) == 1 and len(args[0]) == 5:
+      and_m = or_m = xor_m = 0
+      for i, ch in enumerate(args[0]):
+        bit = 4 - i
+        if ch in "pi": and_m |= 1 << bit; xor_m |= (ch == "i") << bit
+        elif ch == "1": or_m |= 1 << bit
+        elif ch != "0": return None
+      return and_m | or_m << 5 | xor_m << 10
+  except ValueError: return None
+  return None
 
 
 def dpp_ctrl_text(value: int) -> str | None:
@@ -111,6 +162,18 @@ def parse(kind: str, text: str, opcode) -> int | None:
     for name, arg in found:
       if name not in WAITCNT: return None
       lo, bits = WAITCNT[name]
+      n = int(arg, 0)
+      if not 0 <= n < 1 << bits: return None
+      value = value & ~(((1 << bits) - 1) << lo) | n << lo
+    return value
+  if kind == "depctr_hold_cnt":
+    value = sum(((1 << bits) - 1) << lo for _, lo, bits in DEPCTR)
+    found = _CALL.findall(t)
+    if not found or _CALL.sub("", t).strip(): return None
+    fields = {name: (lo, bits) for name, lo, bits in DEPCTR}
+    for name, arg in found:
+      if name not in fields: return None
+      lo, bits = fields[name]
       n = int(arg, 0)
       if not 0 <= n < 1 << bits: return None
       value = value & ~(((1 << bits) - 1) << lo) | n << lo

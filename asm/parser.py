@@ -79,16 +79,12 @@ def _parse_with(isa: ISA, opc: Opcode, rest: str, rest_at: int, line: int, colum
   else:
     toks = split_operands_at(rest)
   npos = len(opc.operands) + (1 if ",ret:" in opc.mods.get("glc", "") and any(t.lower() == "glc" for _, t, _ in toks) else 0)
-  positional = [(t, at) for i, (sep, t, at) in enumerate(toks) if i == 0 or sep == ","]
   # the positional operands are the comma-separated run from the start; the rest are modifiers
   args = []
   i = 0
   while i < len(toks) and (i == 0 or toks[i][0] == "," or opc.fmt.name == "EXP" and i == 1) and len(args) < npos:
     args.append(toks[i]); i += 1
   mods_toks = toks[i:]
-  if opc.operands and opc.operands[-1] and len(args) < npos and mods_toks:
-    # SOPP/SOPK symbolic immediates such as 'vmcnt(0) lgkmcnt(0)' are one operand written with spaces
-    pass
   mods: dict[str, Any] = {}
   for sep, tok, at in mods_toks:
     try: key, value = _modifier(opc, tok)
@@ -106,6 +102,7 @@ def _modifier(opc: Opcode, tok: str) -> tuple[str, Any]:
   """'offset:16' -> ('offset', 16); 'glc' -> ('glc', True); 'op_sel:[1,0]' -> ('op_sel', [1, 0]); 'mul:2' -> omod."""
   t = tok.lower()
   if t.startswith("format:"): return "format", tok
+  if t.startswith("offset:swizzle("): return "offset", tok[len("offset:"):]
   if any(syn == f"text:{t}" for syn in opc.mods.values()): return t, True
   if t.startswith(("quad_perm:", "row_", "dpp8:")) and t.split(":")[0] not in ("row_mask",):
     field = "dpp8" if t.startswith("dpp8:") else "dpp_ctrl"

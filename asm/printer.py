@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from hcq.asm import named
 from hcq.asm.instruction import DecodeError, Instruction
-from hcq.asm.numbers import number_text, signed, split_syntax
+from hcq.asm.numbers import number_text, split_syntax
 from hcq.asm.operands import scalar_text, source_text, vgpr_text
 
 NULL = 124
@@ -41,7 +41,6 @@ def render(inst: Instruction) -> str:
   opc, v, isa = inst.opcode, inst.values, inst.isa
   fmt = opc.fmt
   fields = fmt.fields
-  mods = opc.mods
   neg, absm = source_modifiers(opc, v)
   valu = fmt.name in VALU
   out: list[str] = []
@@ -182,6 +181,11 @@ def _modifiers(inst: Instruction) -> list[str]:
     elif syn.startswith(("op_sel:", "op_sel_hi:", "neg_lo:", "neg_hi:")):
       t = _bit_list(inst, name, syn)
       if t: out.append(t)
+    elif syn == "named:swizzle":  # ds_swizzle_b32: offset1:offset0 as one 16-bit pattern
+      if done_ds16: continue
+      done_ds16 = True
+      off = v.get("offset1", 0) << 8 | v.get("offset0", 0)
+      if off: out.append("offset:" + named.swizzle_text(off))
     elif "{ds16}" in syn:
       if done_ds16: continue
       done_ds16 = True

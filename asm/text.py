@@ -4,11 +4,9 @@ import re
 
 from hcq.asm.instruction import DecodeError, Instruction, decode
 from hcq.asm.isa import load
-from hcq.asm.operands import OperandError
 from hcq.asm.parser import AsmError, parse_line
 
 _LABEL = re.compile(r"^\s*([A-Za-z_.$][\w.$]*):")
-_BRANCH_SYNTAX = "{dec}"
 
 
 def _strip_comment(line: str) -> str:

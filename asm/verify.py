@@ -83,6 +83,7 @@ def sample_instructions(isa: ISA, opc: Opcode) -> list[Instruction]:
         mods[syn.split(":")[0]] = [0] * (n - 1) + [1] if ",bits:" in syn and bin(int(syn.split(",bits:")[1])).count("1") != n \
           else [1] + [0] * (n - 1)
       elif "{ds16}" in syn: mods["offset"] = 0x1234
+      elif syn == "named:swizzle": mods["offset"] = 'swizzle(BITMASK_PERM,"01pi0")' 
       elif syn.startswith("offset0") or syn.startswith("offset1"): mods[syn.split(":")[0]] = 7
       elif syn.startswith("offset:"): mods["offset"] = -8 if "{s" in syn else 8
       else: continue

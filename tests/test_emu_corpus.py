@@ -1,4 +1,4 @@
-"""Differential corpus: OpenCL C kernels (tests/emu_kernels.cl) compiled by clang-19 for gfx1100, run in the
+"""Differential corpus: OpenCL C kernels (tests/test_emu_kernels.py) compiled by clang-19 for gfx1100, run in the
 emulator, compared with numpy. Exact where the ISA result is exact; within the documented ulp for approximations."""
 from __future__ import annotations
 import os
@@ -12,10 +12,20 @@ import pytest
 
 from tests.tools import require_tool
 
-HERE = os.path.dirname(__file__)
 f16, f32, f64, i32, u32, i64, u64 = np.float16, np.float32, np.float64, np.int32, np.uint32, np.int64, np.uint64
 SEED_OFFSET = int(os.environ.get("EMU_CORPUS_SEED", "0"))   # vary to draw other inputs
 CLANG_FLAGS = ["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-nogpulib", "-O2"]
+
+
+def _llvmlite():
+  """llvmlite.binding (a project dependency): fails under CI when missing, skips otherwise (tests.tools.require)."""
+  from tests.tools import require
+  try:
+    import llvmlite.binding as llvm
+  except ImportError:
+    llvm = None
+  require(llvm is not None, "python package llvmlite")
+  return llvm
 
 
 def compile_cl(path: str, out_dir: str, extra: list[str] = ()) -> bytes:
@@ -27,10 +37,18 @@ def compile_cl(path: str, out_dir: str, extra: list[str] = ()) -> bytes:
   return open(so, "rb").read()
 
 
+def corpus_source(tmp_path_factory) -> str:
+  """The corpus written out as a .cl file (once per session)."""
+  from tests.test_emu_kernels import SOURCE
+  path = tmp_path_factory.getbasetemp() / "emu_kernels.cl"
+  if not path.exists(): path.write_text(SOURCE)
+  return str(path)
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
   from hcq.asm.codeobject import read_code_object
-  return read_code_object(compile_cl(os.path.join(HERE, "emu_kernels.cl"), str(tmp_path_factory.mktemp("emu"))))
+  return read_code_object(compile_cl(corpus_source(tmp_path_factory), str(tmp_path_factory.mktemp("emu"))))
 
 
 @dataclass
@@ -123,6 +141,7 @@ CASES = [
   Case("atom_ret", lambda r: [np.zeros(N, u32), np.zeros(1, u32)], lambda a: {1: np.array([N], u32)}),
   Case("atom_cas_float", lambda r: [np.zeros(1, f32), (ints(r, N, -64, 64) / 4).astype(f32)], lambda a: {0: np.array([a[1].sum()], f32)}),
   Case("atom_lds_hist", lambda r: [np.zeros(16, u32), ints(r, N, 0, 2**32, u32)], lambda a: {0: np.bincount(a[1] & 15, minlength=16).astype(u32)}),
+  Case("atom_lds_cas", lambda r: [np.zeros(4, u32), ints(r, N, 0, 1000, u32)], lambda a: {0: a[1].reshape(4, 64).sum(1).astype(u32)}),
   Case("mem_private", lambda r: [np.zeros(N, i32), ints(r, N, 0, 2**10)],
        lambda a: {0: (a[1][a[1] & 31] + a[1][(a[1] >> 5) & 31]) * (np.arange(N) + 1)}),
   Case("mem_float4", lambda r: [np.zeros(4 * N, f32), rnd(r, 4 * N)],
@@ -253,7 +272,7 @@ def test_corpus_size():
 @pytest.fixture(scope="module")
 def corpus64(tmp_path_factory):
   from hcq.asm.codeobject import read_code_object
-  return read_code_object(compile_cl(os.path.join(HERE, "emu_kernels.cl"), str(tmp_path_factory.mktemp("emu64")), ["-mwavefrontsize64"]))
+  return read_code_object(compile_cl(corpus_source(tmp_path_factory), str(tmp_path_factory.mktemp("emu64")), ["-mwavefrontsize64"]))
 
 
 WAVE64 = ["f32_ops", "i32_div", "i64_div", "cf_collatz", "cf_nested", "lds_reduce", "lds_scan", "lds_matmul", "atom_hist", "atom_ret",
@@ -271,7 +290,7 @@ def test_corpus_wave64(corpus64, name):
 def corpus_dpp(tmp_path_factory):
   """The corpus with LLVM's DPP atomic optimizer: wave reductions through DPP row ops and v_permlanex16."""
   from hcq.asm.codeobject import read_code_object
-  return read_code_object(compile_cl(os.path.join(HERE, "emu_kernels.cl"), str(tmp_path_factory.mktemp("emudpp")),
+  return read_code_object(compile_cl(corpus_source(tmp_path_factory), str(tmp_path_factory.mktemp("emudpp")),
                                      ["-mllvm", "-amdgpu-atomic-optimizer-strategy=DPP"]))
 
 
@@ -284,12 +303,12 @@ def test_corpus_dpp_atomics(corpus_dpp, name):
 def corpus_llvmlite(tmp_path_factory):
   """The same kernels through clang-19's IR and llvmlite's newer LLVM (true16 code, an ET_REL object)."""
   from hcq.asm.codeobject import read_code_object
-  llvm = pytest.importorskip("llvmlite.binding")
+  llvm = _llvmlite()
   for init in ("initialize_all_targets", "initialize_all_asmprinters"):
     if hasattr(llvm, init): getattr(llvm, init)()
   clang = require_tool("clang-19")
   ll = str(tmp_path_factory.mktemp("emull") / "k.ll")
-  subprocess.run([clang, *CLANG_FLAGS, "-S", "-emit-llvm", os.path.join(HERE, "emu_kernels.cl"), "-o", ll], check=True, capture_output=True)
+  subprocess.run([clang, *CLANG_FLAGS, "-S", "-emit-llvm", corpus_source(tmp_path_factory), "-o", ll], check=True, capture_output=True)
   mod = llvm.parse_assembly(open(ll).read())
   tm = llvm.Target.from_triple("amdgcn-amd-amdhsa").create_target_machine(cpu="gfx1100", opt=2)
   return read_code_object(tm.emit_object(mod))
@@ -330,3 +349,27 @@ def test_correctly_rounded_div_sqrt_full_range(tmp_path, kernel):
   with np.errstate(all="ignore"): exp = np.sqrt(a) if kernel.endswith("sqrt") else a / b
   bad = np.nonzero(~((o == exp) | (np.isnan(o) & np.isnan(exp))))[0]
   assert bad.size == 0, f"{kernel}: {bad.size} wrong, e.g. {[(a[i], b[i], o[i], exp[i]) for i in bad[:4]]}"
+
+
+FLAT_SRC = r"""
+__attribute__((noinline)) int sum3(int* p, int k) { return p[k] + p[k + 1] + p[k + 2]; }
+__kernel void flat(__global int* out, __global int* in) {
+  __local int lds[64]; int priv[8]; int l = __builtin_amdgcn_workitem_id_x();
+  lds[l] = in[l] * 2; for (int i = 0; i < 8; i++) priv[i] = in[i] + l;
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup"); __builtin_amdgcn_s_barrier(); __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+  int* g = (l & 1) ? (int*)lds : (l & 2) ? (int*)priv : (int*)in;
+  out[l] = sum3(g, l & 3); }
+"""
+
+
+def test_generic_pointers_and_calls(tmp_path):
+  """OpenCL 2.0 generic pointers into LDS, private memory and global memory (flat_* through the apertures
+  src_shared_base / src_private_base), read in a real function call (s_swappc_b64 / s_setpc_b64, stack in scratch)."""
+  from hcq.asm.codeobject import read_code_object
+  from hcq.asm.emu import run
+  (tmp_path / "f.cl").write_text(FLAT_SRC)
+  co = read_code_object(compile_cl(str(tmp_path / "f.cl"), str(tmp_path), ["-cl-std=CL2.0"]))
+  inp, out = np.arange(64, dtype=i32) * 3 + 1, np.zeros(64, i32)
+  run(co, [out, inp], (1,), (64,), kernel="flat")
+  srcs = [inp * 2 if l & 1 else inp[:8] + l if l & 2 else inp for l in range(64)]
+  assert (out == [s[l & 3] + s[(l & 3) + 1] + s[(l & 3) + 2] for l, s in enumerate(srcs)]).all()

@@ -1,11 +1,9 @@
 """The emulator as a shader core: dispatch() from the mock CP's DispatchState, the mock device end to end, and the
 debugging hooks (trace one wave, state dump on a fault, instruction limit)."""
-import os
-
 import numpy as np
 import pytest
 
-from tests.test_emu_corpus import HERE, compile_cl
+from tests.test_emu_corpus import compile_cl
 
 SRC = r"""
 __kernel void scale(__global float* a, float s) { int i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x(); a[i] = a[i] * s; }
@@ -92,3 +90,22 @@ def test_trace_of_a_finished_kernel(co):
   texts = [t for _, t, _ in lines]
   assert texts[-1] == "s_endpgm" and any(t.startswith("global_store") for t in texts)
   assert any(any(x.startswith("v") for x in writes) for _, t, writes in lines if t.startswith("v_mul_f32"))
+
+
+def test_run_without_metadata_uses_natural_alignment(co):
+  import copy
+  from hcq.asm.emu import run
+  bare = copy.deepcopy(co)
+  k = bare.kernels["scale"]
+  k.args, k.metadata = [], {}
+  a = np.arange(64, dtype=np.float32)
+  run(bare, [a, np.float32(3)], (1,), (64,), kernel="scale")   # pointer at 0, float at 8: as the metadata says
+  assert (a == np.arange(64) * 3).all()
+
+
+def test_run_argument_errors(co):
+  from hcq.asm.emu import run
+  with pytest.raises(TypeError, match="takes 2 arguments"):
+    run(co, [np.zeros(4, np.float32)], (1,), (4,), kernel="scale")
+  with pytest.raises(ValueError, match="pass kernel="):
+    run(co, [], (1,), (1,))

@@ -11,8 +11,19 @@ T = {"float": np.float32, "double": np.float64, "half": np.float16, "i32": np.in
 N = 256
 
 
+def _llvmlite():
+  """llvmlite.binding (a project dependency): fails under CI when missing, skips otherwise (tests.tools.require)."""
+  from tests.tools import require
+  try:
+    import llvmlite.binding as llvm
+  except ImportError:
+    llvm = None
+  require(llvm is not None, "python package llvmlite")
+  return llvm
+
+
 def _llvm():
-  llvm = pytest.importorskip("llvmlite.binding")
+  llvm = _llvmlite()
   for init in ("initialize_all_targets", "initialize_all_asmprinters", "initialize_native_target", "initialize_native_asmprinter"):
     if hasattr(llvm, init): getattr(llvm, init)()
   return llvm

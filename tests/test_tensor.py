@@ -242,6 +242,18 @@ def test_tanh_small_values_are_relative():
   np.testing.assert_allclose(Tensor(y).tanh().numpy(), np.tanh(y), rtol=1e-12, atol=1e-15)
 
 
+def test_sin_cos_polynomials():
+  """float32 sin/cos are vector polynomials below |x| = 8192 and libm above (and for inf/nan): both within an ulp."""
+  x = np.concatenate([np.linspace(-20, 20, 20001), [0, -0.0, 1e-30, np.pi, -np.pi / 2, 8191.9, 8192.5, 1e6, 3e38,
+                                                    np.inf, -np.inf, np.nan]]).astype(np.float32)
+  for op in ("sin", "cos"):
+    with np.errstate(invalid="ignore"): want = getattr(np, op)(x.astype(np.float64))
+    got = getattr(Tensor(x), op)().numpy()
+    np.testing.assert_allclose(got, want, rtol=0, atol=1.2e-7, equal_nan=True)
+  tiny = np.array([1e-30, -3e-20, 1e-8] * 6, np.float32)
+  np.testing.assert_allclose(Tensor(tiny).sin().numpy(), np.sin(tiny), rtol=1e-7, atol=0)
+
+
 def test_where(rng):
   c = rng.random((4, 5)) < 0.5
   a = sample((4, 5), "float32", rng)

@@ -5,6 +5,7 @@ which: dispatch ptr, queue ptr, kernarg ptr, ...), then the system SGPRs RSRC2 e
 Z, workgroup info, private segment wave offset), and v0 = workitem id x | y << 10 | z << 20 (gfx11 packs them).
 """
 from __future__ import annotations
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -18,6 +19,8 @@ SH_BASE = 0x1260   # absolute dword offset of GC register segment 0 (what SET_SH
 LDS_GRANULE = 512  # RSRC2.LDS_SIZE unit on gfx11 (128 dwords)
 SCRATCH_GRANULE = 256  # TMPRING_SIZE.WAVESIZE unit on gfx11 (bytes per wave)
 MAX_LDS = 64 * 1024
+# a runaway kernel on the mock GPU stops with InstructionLimit after this many wave-instructions (0: no limit)
+DEFAULT_MAX_INSTRUCTIONS = int(os.environ.get("HCQ_EMU_MAX_INSTRUCTIONS", "0")) or None
 
 
 @dataclass
@@ -61,9 +64,10 @@ def from_state(state) -> Dispatch:
                   None, private)
 
 
-def dispatch(mem: VirtualMemory, state) -> Stats:
-  """Run the grid a DISPATCH_DIRECT describes (the mock GPU's shader core). Raises PageFault / WaveError on faults."""
-  return launch(mem, from_state(state))
+def dispatch(mem: VirtualMemory, state, max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS) -> Stats:
+  """Run the grid a DISPATCH_DIRECT describes (the mock GPU's shader core). Raises PageFault / WaveError on faults;
+  HCQ_EMU_MAX_INSTRUCTIONS bounds a runaway kernel."""
+  return launch(mem, from_state(state), max_instructions)
 
 
 def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None, trace: Callable | None = None,

@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from hcq.asm.emu import ops_flow, ops_mem, ops_salu, ops_valu
+from hcq.asm.emu import ops_flow, ops_mem, ops_salu, ops_valu, ops_vdpp, ops_vpacked
 from hcq.asm.emu.decode import decode
 from hcq.asm.emu.errors import IllegalInstruction, InstructionLimit, WaveError
 from hcq.asm.emu.memory import PageFault, VirtualMemory
@@ -20,12 +20,12 @@ from hcq.asm.emu.wave import Waves
 _BUILDERS = {
   "SOP1": ops_salu.build, "SOP2": ops_salu.build, "SOPC": ops_salu.build, "SOPK": ops_salu.build, "SOPP": ops_flow.build,
   "SMEM": ops_mem.build_smem, "VOP1": ops_valu.build, "VOP2": ops_valu.build, "VOP3": ops_valu.build, "VOP3SD": ops_valu.build,
-  "VOPC": ops_valu.build, "VOP3P": ops_valu.build, "VOPD": ops_valu.build_vopd, "DS": ops_mem.build_ds,
+  "VOPC": ops_valu.build, "VOP3P": ops_vpacked.build, "VOPD": ops_vdpp.build_vopd, "DS": ops_mem.build_ds,
   "GLOBAL": ops_mem.build_vmem, "FLAT": ops_mem.build_vmem, "SCRATCH": ops_mem.build_vmem,
   "MUBUF": ops_mem.build_mubuf,
 }
 for _f in ("VOP1", "VOP2", "VOPC"):
-  for _d in ("DPP16", "DPP8", "DPP8FI"): _BUILDERS[f"{_f}_{_d}"] = ops_valu.build_dpp
+  for _d in ("DPP16", "DPP8", "DPP8FI"): _BUILDERS[f"{_f}_{_d}"] = ops_vdpp.build_dpp
 VECTOR_FORMATS = frozenset({"VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC", "VOP3P", "VOPD"} | {f"{a}_{b}" for a in ("VOP1", "VOP2", "VOPC") for b in ("DPP16", "DPP8", "DPP8FI")})
 
 
@@ -87,7 +87,10 @@ class Program:
     except Exception:   # the printer cannot spell every field value yet
       text = f"{ins.opcode.mnemonic} {data[:ins.size].hex()}"
     builder = _BUILDERS.get(fmt)
-    fn = builder(ins, pc) if builder else None
+    try:
+      fn = builder(ins, pc) if builder else None
+    except (ValueError, KeyError, NotImplementedError) as e:   # an operand or field value the emulator cannot run
+      return self._illegal(pc, f"{ins.opcode.mnemonic}: {e}", text, ins.size)
     if fn is None: return self._illegal(pc, f"{ins.opcode.mnemonic} ({fmt}) is not implemented by the emulator", text, ins.size)
     return Compiled(fn, ins.size, text, fmt, getattr(fn, "control", fmt == "SOPP" or hasattr(fn, "branch")))
 

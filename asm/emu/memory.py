@@ -119,12 +119,27 @@ class VirtualMemory:
       for k, a in enumerate(addrs.tolist()): self.view(a, size, True, pc)[:] = data[k]
 
   # --- vectorised access for the wavefront emulator -------------------------------------------------------
-  def locate(self, addrs: np.ndarray, size: int, write: bool = False, pc: int | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
-    """Where each of `addrs` (n,) lives: a list of (host uint8 array, byte offsets, lane indices or None for all),
-    one entry per mapping touched; PageFault (first bad address) if any [addr, addr+size) is not mapped."""
+  def locate_fast(self, addrs: np.ndarray, size: int, write: bool = False) -> "list | None":
+    """locate() for the common case, every address in the mapping of the first one (two passes over the lanes: an
+    address below the mapping wraps to a huge offset, so one max checks both ends); None when it does not apply."""
     addrs = np.asarray(addrs, np.uint64).reshape(-1)
     if addrs.size == 0: return []
-    lo, hi = int(addrs.min()), int(addrs.max())
+    i = bisect.bisect_right(self._starts, int(addrs[0])) - 1
+    if i < 0: return None
+    m = self._maps[i]
+    if write and not m.writable: return None
+    offs = addrs - np.uint64(m.va)
+    if int(offs.max()) + size > m.size: return None
+    return [(m.host, offs.view(np.int64), None)]
+
+  def locate(self, addrs: np.ndarray, size: int, write: bool = False, pc: int | None = None,
+             bounds: tuple[int, int] | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """Where each of `addrs` (n,) lives: a list of (host uint8 array, byte offsets, lane indices or None for all),
+    one entry per mapping touched; PageFault (first bad address) if any [addr, addr+size) is not mapped.
+    `bounds` is (min, max) of addrs when the caller has it already."""
+    addrs = np.asarray(addrs, np.uint64).reshape(-1)
+    if addrs.size == 0: return []
+    lo, hi = bounds if bounds is not None else (int(addrs.min()), int(addrs.max()))
     i = bisect.bisect_right(self._starts, lo) - 1
     if i >= 0:
       m = self._maps[i]

@@ -70,14 +70,14 @@ def round_to_odd_sum(p: np.ndarray, c: np.ndarray) -> np.ndarray:
 def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
   """IEEE fused multiply-add in f32: the f64 product is exact; the f64 sum rounds to f32 correctly unless it landed
   exactly on an f32 halfway point (or in f32's subnormal range), and only those lanes are redone with round-to-odd."""
-  p = a.astype(np.float64) * b.astype(np.float64)
-  c = np.asarray(c, np.float64)
   with np.errstate(all="ignore"):
-    s = p + c
-    tie = (s.view(u64) & u64(0x1fffffff)) == u64(0x10000000)
-    suspect = tie | (np.abs(s) < 2.0 ** -125)
+    p = np.multiply(a, b, dtype=np.float64)
+    s = np.add(p, c, dtype=np.float64)
+    suspect = (s.view(u64) & u64(0x1fffffff)) == u64(0x10000000)
+    if s.size and np.abs(s).min() < 2.0 ** -125:   # rare: only then look for f32-subnormal results
+      suspect |= (np.abs(s) < 2.0 ** -125) & (s != 0)   # an exact 0 needs no care (p == -c exactly)
     if suspect.any():
-      pb, cb = np.broadcast_arrays(p, c)
+      pb, cb = np.broadcast_arrays(p, np.asarray(c, np.float64))
       s = s.copy()
       s[suspect] = round_to_odd_sum(pb[suspect], cb[suspect])
     return s.astype(np.float32)
@@ -189,3 +189,20 @@ def flush_denormals(x: np.ndarray) -> np.ndarray:
 def ftz_bits(t: str) -> tuple[int, int]:
   """The Waves.ftz bits (inputs, outputs) that apply to float type t."""
   return (1, 2) if t == "f32" else (4, 8) if t in ("f16", "f64") else (0, 0)
+
+
+# x86's default NaN (what numpy produces for inf-inf, 0*inf, sqrt(-1)) has the sign bit set; the ISA's is positive
+_X86_DEFAULT_NAN = {2: (np.uint16(0xfe00), np.uint16(0x7e00)), 4: (u32(0xffc00000), u32(0x7fc00000)),
+                    8: (u64(0xfff8000000000000), u64(0x7ff8000000000000))}
+
+
+def canonical_nan(x: np.ndarray) -> np.ndarray:
+  """Replace the host's default NaN by the ISA's quiet NaN (0x7fc00000 / 0x7e00 / 0x7ff8...): results of invalid
+  operations then carry the hardware's bits; NaNs propagated from inputs keep theirs."""
+  x = np.asarray(x)
+  if x.dtype.kind != "f" or x.dtype.itemsize not in _X86_DEFAULT_NAN: return x
+  host, isa = _X86_DEFAULT_NAN[x.dtype.itemsize]
+  b = x.view(host.dtype)
+  hit = b == host
+  if not hit.any(): return x
+  return np.where(hit, isa, b).view(x.dtype)

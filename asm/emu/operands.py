@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from hcq.asm.emu.wave import EXEC, M0, NULL, VCC, Waves
+from hcq.asm.emu.wave import EXEC, NULL, VCC, Waves
 
 u32, u64 = np.uint32, np.uint64
 Reader = Callable[[Waves, object], np.ndarray]

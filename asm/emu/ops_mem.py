@@ -10,7 +10,6 @@ import re
 import numpy as np
 
 from hcq.asm.emu.errors import LDSFault, ScratchFault
-from hcq.asm.emu.memory import PageFault
 from hcq.asm.emu.operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, scalar_reader
 from hcq.asm.emu.operands import write_vgpr
 from hcq.asm.emu.wave import EXEC, NULL, Waves
@@ -86,6 +85,7 @@ def atomic(buf: np.ndarray, offs: np.ndarray, src: np.ndarray, cmp: np.ndarray |
     cur = gather(buf, offs[sel], nbytes).view(u32 if bits == 32 else u64).reshape(-1).astype(u64)
     s = src[sel]
     if op == "cmpswap": new = np.where(cur == cmp[sel], s, cur)
+    elif op == "mskor": new = (cur & ~s) | cmp[sel]   # ds_mskor: clear data0's bits, set data1's
     else: new = fn(cur, s, bits) & m
     scatter(buf, offs[sel], new.astype(u32 if bits == 32 else u64).reshape(-1, 1).view(u32))
     old[sel] = cur
@@ -93,10 +93,6 @@ def atomic(buf: np.ndarray, offs: np.ndarray, src: np.ndarray, cmp: np.ndarray |
 
 
 # ---- address spaces -----------------------------------------------------------------------------------------
-class _Space:
-  """Resolves the active lanes' addresses of one instruction to (buffer, byte offsets, lane positions) pieces."""
-
-
 def _lds_pieces(st: Waves, w, addr: np.ndarray, ex: np.ndarray, size: int, pc: int):
   """addr: (k, L) LDS byte addresses; the pieces of the workgroup-shared LDS array for the active lanes."""
   a = addr[ex].astype(i64)
@@ -123,10 +119,14 @@ _APERTURES_LO, _APERTURES_HI = min(SHARED_APERTURE_HI, PRIVATE_APERTURE_HI) << 3
 
 def _global_pieces(st: Waves, w, addr: np.ndarray, ex: np.ndarray, size: int, pc: int, write: bool):
   a = np.broadcast_to(addr, ex.shape).reshape(-1) if st.exec_full(w, ex) else addr[ex]
-  if a.size and (int(a.max()) >= _APERTURES_LO and int(a.min()) < _APERTURES_HI):
-    hi = (a >> u64(32)).astype(u32)
-    if np.any(hi == SHARED_APERTURE_HI) or np.any(hi == PRIVATE_APERTURE_HI): return _flat_pieces(st, w, addr, ex, size, pc, write)
-  return st.mem.locate(a, size, write, pc)
+  if not a.size: return []
+  fast = st.mem.locate_fast(a, size, write)
+  if fast is not None: return fast
+  lo, hi = int(a.min()), int(a.max())
+  if hi >= _APERTURES_LO and lo < _APERTURES_HI:
+    top = (a >> u64(32)).astype(u32)
+    if np.any(top == SHARED_APERTURE_HI) or np.any(top == PRIVATE_APERTURE_HI): return _flat_pieces(st, w, addr, ex, size, pc, write)
+  return st.mem.locate(a, size, write, pc, (lo, hi))
 
 
 def _flat_pieces(st, w, addr, ex, size, pc, write):
@@ -149,6 +149,7 @@ def _flat_pieces(st, w, addr, ex, size, pc, write):
 # ---- data movement between lanes and pieces -----------------------------------------------------------------
 def _load(pieces, n: int, nbytes: int) -> np.ndarray:
   """Gather the pieces into one (n, ...) array in active-lane order."""
+  if len(pieces) == 1 and pieces[0][2] is None: return gather(pieces[0][0], pieces[0][1], nbytes)   # one mapping, every lane
   out = np.zeros((n, nbytes // 4) if nbytes % 4 == 0 else (n, nbytes), u32 if nbytes % 4 == 0 else u8)
   for buf, offs, lanes in pieces:
     if lanes is None: out[:] = gather(buf, offs, nbytes)
@@ -223,7 +224,7 @@ def build_smem(ins, pc: int):
     if buffer: b = b & u64(0xffffffffffff)
     a = b.astype(i64) + off + (soff(st, w).astype(i64) if soff is not None else 0)
     a = (a & ~3).astype(u64)
-    data = _load(st.mem.locate(a, 4 * ndw, False, pc), len(a), 4 * ndw)
+    data = _load(st.mem.locate_fast(a, 4 * ndw) or st.mem.locate(a, 4 * ndw, False, pc), len(a), 4 * ndw)
     for i in range(ndw):
       if sdata + i < 128: st.s[sdata + i, w] = data[:, i]
     if sdata + ndw > EXEC: st.exec_written()
@@ -335,6 +336,9 @@ def build_ds(ins, pc: int):
       _store(pieces(st, w, address(st, w, o1 * scale), ex, size), _store_data(st, w, d1, ex, size, "dword"))
     return store2
   if kind.startswith(("load_", "store_")) and "addtid" not in kind:
+    # DS spells d16 as a suffix (ds_load_u16_d16_hi, ds_store_b8_d16_hi): the GLOBAL order for _shape
+    m16 = re.match(r"(load|store)_(\w+?)_(d16_hi|d16)$", kind)
+    if m16: kind = f"{m16.group(1)}_{m16.group(3)}_{m16.group(2)}"
     nbytes, signed, mode = _shape(kind)
     if kind.startswith("load_"):
       def load(st: Waves, w):
@@ -362,10 +366,11 @@ def build_ds(ins, pc: int):
           out[k[act, 0], idx[act, lane]] = src[act, lane]
       write_vgpr(st, vdst, w, out, ex)
     return perm
+  if kind == "nop": return lambda st, w: None
   if kind == "swizzle_b32": return _ds_swizzle(v, pc)
   if kind in ("append", "consume"): return _ds_append(kind, v, pc)
   base = kind.replace("_rtn", "")
-  m = re.match(r"(cmpstore|storexchg|add|sub|rsub|inc|dec|min|max|and|or|xor)_(u32|i32|b32|f32|u64|i64|b64|f64)$", base)
+  m = re.match(r"(cmpstore|storexchg|mskor|add|sub|rsub|inc|dec|min|max|and|or|xor)_(u32|i32|b32|f32|u64|i64|b64|f64)$", base)
   if m:
     returns = "_rtn" in kind
     core, t = m.group(1), m.group(2)
@@ -373,18 +378,16 @@ def build_ds(ins, pc: int):
     op = {"storexchg": "swap", "cmpstore": "cmpswap"}.get(core, core)
     if t[0] == "f" and op not in ("swap", "cmpswap"): op = f"{op}_{t}"
     elif op in ("min", "max"): op = ("s" if t[0] == "i" else "u") + op
-    if op not in ATOMIC_OPS and op != "cmpswap": return None
+    if op not in ATOMIC_OPS and op not in ("cmpswap", "mskor"): return None
     nd = bits // 32
     def datom(st: Waves, w):
       ex = st.exec_lanes(w)
       if not ex.any(): return
-      n = int(ex.sum())
       def val(r):
         lo = st.v[r][w][ex].astype(u64)
         return lo | (st.v[r + 1][w][ex].astype(u64) << u64(32)) if bits == 64 else lo
       src = val(d0)
-      cmp = val(d1) if op == "cmpswap" else None
-      if op == "cmpswap": src, cmp = src, cmp   # gfx11 ds_cmpstore: data0 is the new value, data1 the compare value
+      cmp = val(d1) if op in ("cmpswap", "mskor") else None   # gfx11 ds_cmpstore: data0 is the new value, data1 the compare value
       (buf, offs, _), = pieces(st, w, address(st, w, base_off), ex, bits // 8)
       old = atomic(buf, offs, src, cmp, op, bits)
       if returns:

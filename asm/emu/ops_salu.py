@@ -152,7 +152,7 @@ SOP1 = {
   "s_bcnt1_i32_b64": (32, 64, lambda a, d, c: (lambda r: (r, _nz(r)))(_popc64(a).astype(u64))),
   "s_ctz_i32_b32": (32, 32, lambda a, d, c: (_ctz(a, 32), None)), "s_ctz_i32_b64": (32, 64, lambda a, d, c: (_ctz(a, 64), None)),
   "s_clz_i32_u32": (32, 32, lambda a, d, c: (_clz(a, 32), None)), "s_clz_i32_u64": (32, 64, lambda a, d, c: (_clz(a, 64), None)),
-  "s_cls_i32": (32, 32, lambda a, d, c: (_clz(np.where(a >> u64(31) == 1, ~a & M32, a), 32).view(i32).astype(i64).__sub__(1).clip(-1).astype(i32).view(u32) if False else _cls32(a), None)),
+  "s_cls_i32": (32, 32, lambda a, d, c: (_cls32(a), None)),
   "s_sext_i32_i8": (32, 32, lambda a, d, c: (_sext(a & u64(0xff), 8).astype(u64) & M32, None)),
   "s_sext_i32_i16": (32, 32, lambda a, d, c: (_sext(a & u64(0xffff), 16).astype(u64) & M32, None)),
   "s_bitset0_b32": (32, 32, lambda a, d, c: (d & ~(u64(1) << (a & u64(31))), None)), "s_bitset0_b64": (64, 32, lambda a, d, c: (d & ~(u64(1) << (a & u64(63))), None)),
@@ -265,6 +265,15 @@ def _build_sop1(ins, name, v, lit):
         st.s[(dst + m0 + j) if not reads else np.full(len(waves), dst + j), waves] = val
       st.exec_written()
     return movrel
+  if name in ("s_sendmsg_rtn_b32", "s_sendmsg_rtn_b64"):
+    msg, bits = v["ssrc0"], 64 if name.endswith("64") else 32
+    wd = scalar_writer(v["sdst"], bits)
+    def sendmsg_rtn(st: Waves, w):
+      import time
+      # MSG_RTN_GET_REALTIME (131): the 100 MHz timestamp the mock GPU also uses; other messages return 0
+      val = (time.perf_counter_ns() // 10) if msg == 131 else 0
+      wd(st, w, np.full(st.scc[w].shape, val & ((1 << bits) - 1), u64))
+    return sendmsg_rtn
   if name == "s_getpc_b64":
     wd = scalar_writer(v["sdst"], 64)
     return lambda st, w: wd(st, w, st.pc[w].astype(u64))   # pc already points at the next instruction

@@ -6,7 +6,6 @@ arguments (block counts, group sizes, offsets) are filled in, and a dispatch pac
 ask for the dispatch pointer.
 """
 from __future__ import annotations
-import ctypes
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence

@@ -39,4 +39,5 @@ def run_snippet(code: "str | bytes", s: dict[int, int] | None = None, v: dict[in
     execute(st, Program(mem, arch), Stats(), max_instructions)
   finally:
     np.seterr(**old)
+    mem.unmap(SNIPPET_BASE)   # the caller's map is left as it was given
   return st

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 VCC, NULL, M0, EXEC = 106, 124, 125, 126
-_BITS = {32: np.uint32, 64: np.uint64}
 
 
 class Waves:

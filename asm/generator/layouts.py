@@ -76,7 +76,7 @@ GFX11: dict[str, Layout] = {
                                           "vsrc0": (39, 32, "vgpr"), "vsrc1": (47, 40, "vgpr"), "vsrc2": (55, 48, "vgpr"),
                                           "vsrc3": (63, 56, "vgpr")}, {"en": 15}),
   "MUBUF": layout(8, {(31, 26): 0b111000}, {"op": (25, 18, "op"), "lds": (16, 16, "bit"), "glc": (14, 14, "bit"), "dlc": (13, 13, "bit"),
-                                            "slc": (12, 12, "bit"), "offset": (11, 0, "imm"), **_BUF}, {"soffset": 124, "offen": 1}),
+                                            "slc": (12, 12, "bit"), "offset": (11, 0, "imm"), **_BUF}, {"soffset": 124, "offen": 1}, {}),
   "MTBUF": layout(8, {(31, 26): 0b111010}, {"format": (25, 19, "imm"), "op": (18, 15, "op"), "glc": (14, 14, "bit"), "dlc": (13, 13, "bit"),
                                             "slc": (12, 12, "bit"), "offset": (11, 0, "imm"), **_BUF}, {"soffset": 124, "offen": 1, "format": 1}),
 }

@@ -131,7 +131,7 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
       values += [2, 4] if f in ("neg", "abs") else []  # neg of an integer source prints sext(...); abs is ignored
       for v in values:
         cases.append(word(lay, op, {**base, f: v}) + LITERAL); keys.append((op, f, v))
-  probed = dict(zip(keys, llvm.disassemble_each(cases, mcpu)))
+  probed = dict(zip(keys, llvm.disassemble_each(cases, mcpu, pad=1)))
   out = []
   for op, (base, text) in found.items():
     mnemonic, toks = split(text, name)
@@ -202,7 +202,7 @@ def _valid_values(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> N
       if kinds.get(f) not in SCALAR_KINDS and not (kinds.get(f) == "vgpr" and o[1] == "s"): continue
       for v in range(width[f]):
         cases.append(word(lay, s.op, {**s.base, f: v}) + LITERAL); keys.append((s, f, v))
-  for (s, f, v), d in zip(keys, llvm.disassemble_each(cases, mcpu)):
+  for (s, f, v), d in zip(keys, llvm.disassemble_each(cases, mcpu, pad=1)):  # whole words: little to over-read
     if _accepted(d) and split(d.text, fmt)[0] == s.mnemonic: s.valid[f] = s.valid.get(f, 0) | 1 << v
 
 

@@ -148,7 +148,8 @@ def _special(raw: RawShape, operands: list, mods: list) -> tuple[list, list]:
     fmt_mod = [(o[0], o[3]) for o in operands if isinstance(o, tuple) and o[0] == "format"]
     operands = [o for o in operands if not (o == "offen" or isinstance(o, tuple) and o[0] == "format")]
     tfe = [("tfe", "flag:tfe")] if any(m[0] == "tfe" for m in mods) else []  # tfe widens vdata by one register
-    mods = fmt_mod + [("idxen", "flag:idxen"), ("offen", "flag:offen")] + [m for m in mods if m[0] not in ("idxen", "offen", "tfe")] + tfe
+    addressing = [("idxen", "flag:idxen"), ("offen", "flag:offen")] if any(isinstance(o, tuple) and o[0] == "vaddr" for o in operands) else []
+    mods = fmt_mod + addressing + [m for m in mods if m[0] not in ("idxen", "offen", "tfe")] + tfe
   # what prints after a space is a modifier (DPP's quad_perm:[...], dpp8:[...], fi:1), not a positional operand
   spaced = []
   for i, (sep, tok) in enumerate(raw.tokens):
@@ -169,6 +170,9 @@ def _special(raw: RawShape, operands: list, mods: list) -> tuple[list, list]:
   keyed = [(o[0], o[3]) for o in operands if isinstance(o, tuple) and o[1] == "i" and _keyword(o[3])]
   operands = [o for o in operands if not (isinstance(o, tuple) and o[1] == "i" and _keyword(o[3]))]
   mods = mods + keyed
+  if raw.fmt == "DS":  # ds_swizzle_b32's offset:swizzle(...) is a modifier (it prints nothing at zero)
+    mods += [(o[0], o[3]) for o in operands if isinstance(o, tuple) and o[3] == "named:swizzle"]
+    operands = [o for o in operands if not (isinstance(o, tuple) and o[3] == "named:swizzle")]
   if raw.fmt == "SMEM" and any(isinstance(o, tuple) and o[0] == "offset" for o in operands):
     mods = [m for m in mods if m[0] != "soffset"]  # gfx12 prints soffset in the offset's place: the printer's SMEM rule
   if raw.fmt == "EXP":

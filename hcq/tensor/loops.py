@@ -129,8 +129,10 @@ def plan(spec: KernelSpec, name: str) -> LoopKernel:
     if best is not None: break
   if best is not None and best[0] > 0:
     _, lk.vec_axis, lk.vec_width = best
+  # transcendental bodies are long already: fewer copies keep compile time under budget at the same speed
+  heavy = any(n.op == "ALU" and n.arg in ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW") for n in nodes)
   if has_reduce and lk.vec_axis is not None:
-    if lk.vec_axis in global_axes:
+    if lk.vec_axis in global_axes and not heavy:
       # register tiling: unroll another output axis whose loads reuse the vector loads (matmul's rows)
       vector_loads = [n for n in loads if n.op == "LOAD" and access_kind(n, spec, lk.vec_axis) == "contig"]
       for axis in reversed(global_axes):
@@ -145,9 +147,7 @@ def plan(spec: KernelSpec, name: str) -> LoopKernel:
         if F[lk.vec_axis] % (vectors * lk.vec_width) == 0:
           lk.unroll[lk.vec_axis] = vectors
           break
-    else:
-      # transcendental bodies are long already: fewer copies keep compile time under budget at the same speed
-      heavy = any(n.op == "ALU" and n.arg in ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW") for n in nodes)
+    elif lk.vec_axis not in global_axes:
       for factor in [f for f in REDUCE_UNROLL if not heavy or f <= 2]:
         if F[lk.vec_axis] % (factor * lk.vec_width) == 0:
           lk.unroll[lk.vec_axis] = factor

@@ -554,6 +554,8 @@ class _KernelWriter:
               "ABS": "fabs", "TRUNC": "trunc", "FLOOR": "floor"}
       if d in (dtypes.float32, dtypes.bfloat16) and op in ("EXP", "EXP2", "LOG", "LOG2"):
         return Value(getattr(self, f"poly_{op.lower()}")(a, w), out, w)
+      if d in (dtypes.float32, dtypes.bfloat16) and op in ("SIN", "COS"):
+        return Value(self.poly_sincos(a, w, op), out, w)
       intr.update({"EXP": "exp", "EXP2": "exp2", "LOG": "log", "LOG2": "log2"})
       if op in intr: return Value(self.intrinsic(intr[op], d, w, [x.name for x in srcs]), out, w)
       if op == "IDIV":
@@ -696,3 +698,45 @@ class _KernelWriter:
     e, logm = self.log_parts(x, w)
     r = self.fma(logm, self.f(1.4426950408889634, w), e, w)
     return self.log_specials(x, r, w)
+
+  def poly_sincos(self, x: str, w: int, op: str) -> str:
+    """float32 sin/cos: Cody-Waite reduction by pi/4 and the Cephes sinf/cosf polynomials (~1 ulp for |x| < 8192).
+    Larger, infinite or NaN inputs take libm for the whole vector (a branch, rarely taken)."""
+    ft, it, bt = self.ty(dtypes.float32, w), self.ty(dtypes.int32, w), self.ty(dtypes.bool, w)
+    ax = self.intrinsic("fabs", dtypes.float32, w, [x])
+    j = self.emit(f"fptosi {ft} {self.emit(f'fmul {ft} {ax}, {self.f(4 / math.pi, w)}')} to {it}")
+    j = self.emit(f"and {it} {self.emit(f'add {it} {j}, {self.i(1, w)}')}, {self.i(-2, w)}")  # round up to even
+    y = self.emit(f"sitofp {it} {j} to {ft}")
+    r = ax
+    for c in (0.78515625, 2.4187564849853515625e-4, 3.77489497744594108e-8):
+      r = self.fma(y, self.f(-c, w), r, w)
+    z = self.emit(f"fmul {ft} {r}, {r}")
+    sp = self.fma(self.fma(self.f(-1.9515295891e-4, w), z, self.f(8.3321608736e-3, w), w), z, self.f(-1.6666654611e-1, w), w)
+    sin_r = self.fma(self.emit(f"fmul {ft} {sp}, {z}"), r, r, w)
+    cp = self.fma(self.fma(self.f(2.443315711809948e-5, w), z, self.f(-1.388731625493765e-3, w), w), z, self.f(4.166664568298827e-2, w), w)
+    cos_r = self.fma(self.emit(f"fmul {ft} {cp}, {z}"), z, self.fma(z, self.f(-0.5, w), self.f(1.0, w), w), w)
+    octant = self.emit(f"and {it} {j}, {self.i(7, w)}")
+    flip = self.emit(f"icmp ugt {it} {octant}, {self.i(3, w)}")  # octants 4..7: the negative half-turn
+    octant = self.emit(f"and {it} {octant}, {self.i(3, w)}")
+    mid = self.emit(f"or {bt} {self.emit(f'icmp eq {it} {octant}, {self.i(1, w)}')}, {self.emit(f'icmp eq {it} {octant}, {self.i(2, w)}')}")
+    if op == "SIN":
+      val = self.emit(f"select {bt} {mid}, {ft} {cos_r}, {ft} {sin_r}")
+      neg = self.emit(f"xor {bt} {flip}, {self.emit(f'fcmp olt {ft} {x}, {self.f(0.0, w)}')}")
+    else:
+      val = self.emit(f"select {bt} {mid}, {ft} {sin_r}, {ft} {cos_r}")
+      neg = self.emit(f"xor {bt} {flip}, {self.emit(f'icmp ugt {it} {octant}, {self.i(1, w)}')}")
+    result = self.emit(f"select {bt} {neg}, {ft} {self.emit(f'fneg {ft} {val}')}, {ft} {val}")
+    # out of the polynomial's range (or inf/nan): libm for this vector
+    slot = f"%sincos{self.count}"
+    self.count += 1
+    self.allocas.append(f"  {slot} = alloca {ft}")
+    self.lines.append(f"  store {ft} {result}, ptr {slot}")
+    big = self.emit(f"fcmp ugt {ft} {ax}, {self.f(8192.0, w)}")
+    anybig = self.call(f"llvm.vector.reduce.or.v{w}i1", "i1", [(bt, big)]) if w > 1 else big
+    tag = self.count
+    self.lines.append(f"  br i1 {anybig}, label %sincos_slow{tag}, label %sincos_done{tag}")
+    self.label(f"sincos_slow{tag}")
+    self.lines.append(f"  store {ft} {self.intrinsic(op.lower(), dtypes.float32, w, [x])}, ptr {slot}")
+    self.lines.append(f"  br label %sincos_done{tag}")
+    self.label(f"sincos_done{tag}")
+    return self.emit(f"load {ft}, ptr {slot}")

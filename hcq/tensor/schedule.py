@@ -125,17 +125,21 @@ HEAVY_OPS = ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW", "SQRT", "DIV", "
 
 
 def _expensive(node: LazyNode, budget: int = 8) -> bool:
-  """Whether the unrealized elementwise graph under `node` has a transcendental/division op or `budget` ops."""
+  """Whether the unrealized elementwise graph under `node` has a transcendental/division op or `budget` ops, and
+  no reduction: a value computed from a reduction (layernorm's 1/sqrt(var)) is better recomputed per element than
+  split off, which would read the reduction's input a second time."""
   stack, seen, count = [node], set(), 0
+  heavy = False
   while stack:
     n = stack.pop()
+    if n.op == "REDUCE": return False
     if id(n) in seen or n.op not in ("ALU", "CAST", "BITCAST", "VIEW"): continue
     seen.add(id(n))
     if n.op == "ALU":
       count += 1
-      if n.arg in HEAVY_OPS or count >= budget: return True
+      heavy = heavy or n.arg in HEAVY_OPS or count >= budget
     stack.extend(n.srcs)
-  return False
+  return heavy
 
 
 def _find_context(node: LazyNode, out_shape: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -21,7 +21,24 @@ def _shape_from(args) -> tuple[int, ...]:
   return tuple(int(a) for a in args)
 
 
+_dtype_cache: dict[tuple, DType] = {}
+
+
+def _where_values(a, b):
+  """numpy.where's value promotion, as a ufunc-like function (module level so dtype results cache by it)."""
+  return np.where(True, a, b)
+
+
 def _np_dtype_of(ufunc, *operands) -> DType:
+  """Cached _resolve_dtype for tensor-only operands (Python scalars need their value: it may overflow)."""
+  if all(isinstance(o, DType) for o in operands):
+    key = (ufunc, operands)
+    if key not in _dtype_cache: _dtype_cache[key] = _resolve_dtype(ufunc, *operands)
+    return _dtype_cache[key]
+  return _resolve_dtype(ufunc, *operands)
+
+
+def _resolve_dtype(ufunc, *operands) -> DType:
   """numpy's result dtype of `ufunc` over DTypes and Python scalars (NEP 50: Python scalars are weak); bfloat16
   follows float16's rules, promoting to float32 against float16."""
   if any(isinstance(o, DType) and o == dtypes.bfloat16 for o in operands):
@@ -426,7 +443,7 @@ class Tensor:
   def where(self, x, y) -> Tensor:
     """Elementwise `x if self else y` (numpy.where(self, x, y))."""
     x, y = self._operand(x), self._operand(y)
-    dt = _np_dtype_of(lambda a, b: np.where(True, a, b), *(v.dtype if isinstance(v, Tensor) else v for v in (x, y)))
+    dt = _np_dtype_of(_where_values, *(v.dtype if isinstance(v, Tensor) else v for v in (x, y)))
     shape = broadcast_shapes(self.shape, *(v.shape for v in (x, y) if isinstance(v, Tensor)))
     vals = [(v.cast(dt)._broadcast_to(shape) if isinstance(v, Tensor) else self._const_like(v, dt, shape)) for v in (x, y)]
     cond = self.cast(dtypes.bool)._broadcast_to(shape)

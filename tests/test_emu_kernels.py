@@ -1,4 +1,6 @@
-// Differential corpus for the wavefront emulator (tests/test_emu_corpus.py): OpenCL C compiled by clang-19 for gfx1100.
+"""The differential corpus's OpenCL C source (test_emu_corpus.py compiles it with clang-19 for gfx1100); no tests here."""
+
+SOURCE = r"""// Differential corpus for the wavefront emulator (tests/test_emu_corpus.py): OpenCL C compiled by clang-19 for gfx1100.
 // There is no device library: ids come from the amdgcn builtins, barriers from s_barrier plus workgroup fences.
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -109,6 +111,11 @@ __kernel void atom_lds_hist(__global uint* bins, __global const uint* in) {
   __local uint h[16]; int l = LID(); if (l < 16) h[l] = 0; BARRIER();
   __atomic_fetch_add(&h[in[GID()] & 15], 1u, __ATOMIC_RELAXED); BARRIER();
   if (l < 16) __atomic_fetch_add(&bins[l], h[l], __ATOMIC_RELAXED); }
+__kernel void atom_lds_cas(__global uint* out, __global const uint* in) {
+  __local uint acc; int l = LID(); if (l == 0) acc = 0; BARRIER();
+  uint old = acc, seen;
+  do { seen = old; old = __sync_val_compare_and_swap(&acc, seen, seen + in[GID()]); } while (old != seen);
+  BARRIER(); if (l == 0) out[GRP()] = acc; }
 // ---- memory shapes
 __kernel void mem_private(__global int* o, __global const int* in) {
   int p[32]; int l = GID(); for (int i = 0; i < 32; i++) p[i] = in[i] * (l + 1); o[l] = p[in[l] & 31] + p[(in[l] >> 5) & 31]; }
@@ -143,3 +150,4 @@ __kernel void wmma_iu8(__global int* d, __global const char* a, __global const c
   int8v r = __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32(true, av, true, bv, cv, false);
   for (int i = 0; i < 8; i++) d[(2 * i + l / 16) * 16 + (l % 16)] = r[i]; }
 #endif
+"""
