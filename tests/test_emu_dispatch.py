@@ -109,3 +109,26 @@ def test_run_argument_errors(co):
     run(co, [np.zeros(4, np.float32)], (1,), (4,), kernel="scale")
   with pytest.raises(ValueError, match="pass kernel="):
     run(co, [], (1,), (1,))
+
+
+def test_small_batches_give_the_same_results(tmp_path):
+  """Workgroups split over many lockstep batches (one per batch here): LDS, barriers and the trace's wave numbering hold."""
+  from hcq.asm.codeobject import read_code_object
+  from hcq.asm.emu import run
+  from tests.test_emu_corpus import compile_cl
+  (tmp_path / "r.cl").write_text(r"""
+__kernel void reduce(__global float* out, __global const float* in) {
+  __local float s[64]; int l = __builtin_amdgcn_workitem_id_x();
+  s[l] = in[__builtin_amdgcn_workgroup_id_x() * 64 + l];
+  for (int k = 32; k > 0; k >>= 1) { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup"); __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup"); if (l < k) s[l] += s[l + k]; }
+  if (l == 0) out[__builtin_amdgcn_workgroup_id_x()] = s[0]; }""")
+  co = read_code_object(compile_cl(str(tmp_path / "r.cl"), str(tmp_path)))
+  x = np.arange(64 * 8, dtype=np.float32)
+  outs, seen = [], []
+  for batch in (256 << 20, 1):
+    out = np.zeros(8, np.float32)
+    r = run(co, [out, x], (8,), (64,), batch_bytes=batch, trace=lambda w, *a: seen.append(w), trace_wave=13)
+    outs.append(out)
+  assert (outs[0] == outs[1]).all() and (outs[0] == x.reshape(8, 64).sum(1)).all()
+  assert set(seen) == {13} and r.stats.instructions > 0

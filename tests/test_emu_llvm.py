@@ -68,6 +68,11 @@ CASES = {
   "mulhi_i128": ("i64", ("i64", "i64"), "%a = zext i64 %x0 to i128\n%b = sext i64 %x1 to i128\n%m = mul i128 %a, %b\n%h = lshr i128 %m, 64\n%r = trunc i128 %h to i64", "int"),
   "i16_i8": ("i32", ("i16", "i8"), "%a = sext i16 %x0 to i32\n%b = zext i8 %x1 to i32\n%c = mul i16 %x0, %x0\n%d = sext i16 %c to i32\n%e = mul i32 %a, %b\n%r = sub i32 %e, %d", "int"),
   "exp_log": ("float", ("float",), "%a = call float @llvm.exp2.f32(float %x0)\n%b = call float @llvm.log2.f32(float %a)\n%r = fsub float %b, %x0", "small"),
+  "ldexp_frexp": ("float", ("float", "i32"), "%e = and i32 %x1, 63\n%s = sub i32 %e, 32\n%l = call float @llvm.ldexp.f32.i32(float %x0, i32 %s)\n%fr = call { float, i32 } @llvm.frexp.f32.i32(float %l)\n%m = extractvalue { float, i32 } %fr, 0\n%x = extractvalue { float, i32 } %fr, 1\n%xf = sitofp i32 %x to float\n%r = fadd float %m, %xf", "any"),
+  "fpclass_minimum": ("float", ("float", "float"), "%c = call i1 @llvm.is.fpclass.f32(float %x0, i32 516)\n%m = call float @llvm.minimum.f32(float %x0, float %x1)\n%n = call float @llvm.maximum.f32(float %x0, float %x1)\n%s = fsub float %n, %m\n%r = select i1 %c, float 1.0, float %s", "any"),
+  "overflow_flags": ("i32", ("i32", "i32"), "%a = call { i32, i1 } @llvm.umul.with.overflow.i32(i32 %x0, i32 %x1)\n%b = call { i32, i1 } @llvm.sadd.with.overflow.i32(i32 %x0, i32 %x1)\n%av = extractvalue { i32, i1 } %a, 0\n%ao = extractvalue { i32, i1 } %a, 1\n%bo = extractvalue { i32, i1 } %b, 1\n%az = zext i1 %ao to i32\n%bz = zext i1 %bo to i32\n%s = shl i32 %bz, 1\n%t = or i32 %az, %s\n%r = xor i32 %av, %t", "int"),
+  "i64_bits": ("i64", ("i64", "i64"), "%a = call i64 @llvm.ctlz.i64(i64 %x0, i1 false)\n%b = call i64 @llvm.bitreverse.i64(i64 %x1)\n%c = call i64 @llvm.fshr.i64(i64 %x0, i64 %x1, i64 %a)\n%d = add i64 %b, %c\n%r = xor i64 %d, %a", "int"),
+  "f64_round_cvt": ("i64", ("double",), "%a = call double @llvm.floor.f64(double %x0)\n%b = call double @llvm.rint.f64(double %x0)\n%s = fadd double %a, %b\n%r = call i64 @llvm.fptosi.sat.i64.f64(double %s)", "any"),
 }
 DECLS = """declare float @llvm.sqrt.f32(float)
 declare double @llvm.sqrt.f64(double)
@@ -95,6 +100,19 @@ declare i32 @llvm.usub.sat.i32(i32, i32)
 declare i32 @llvm.smin.i32(i32, i32)
 declare i32 @llvm.umax.i32(i32, i32)
 declare i32 @llvm.abs.i32(i32, i1)
+declare float @llvm.ldexp.f32.i32(float, i32)
+declare { float, i32 } @llvm.frexp.f32.i32(float)
+declare i1 @llvm.is.fpclass.f32(float, i32)
+declare float @llvm.minimum.f32(float, float)
+declare float @llvm.maximum.f32(float, float)
+declare { i32, i1 } @llvm.umul.with.overflow.i32(i32, i32)
+declare { i32, i1 } @llvm.sadd.with.overflow.i32(i32, i32)
+declare i64 @llvm.ctlz.i64(i64, i1)
+declare i64 @llvm.bitreverse.i64(i64)
+declare i64 @llvm.fshr.i64(i64, i64, i64)
+declare double @llvm.floor.f64(double)
+declare double @llvm.rint.f64(double)
+declare i64 @llvm.fptosi.sat.i64.f64(double)
 """
 
 

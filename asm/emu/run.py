@@ -62,11 +62,12 @@ def _natural_size(value: Any) -> int:
 
 def run(code_object: bytes | Any, args: Sequence[Any], global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] = (1, 1, 1),
         arch: str = "gfx1100", kernel: str | None = None, max_instructions: int | None = None, trace: Callable | None = None,
-        trace_wave: int | None = None, dynamic_lds: int = 0) -> RunResult:
+        trace_wave: int | None = None, dynamic_lds: int = 0, batch_bytes: int = 256 << 20) -> RunResult:
   """Run `kernel` (default: the only one) of `code_object` over `global_size` workgroups of `local_size` work-items.
 
   `trace(wave, pc, text, writes)` is called for each instruction wave `trace_wave` executes; `max_instructions` stops a
-  runaway dispatch with InstructionLimit (a WaveError with the wave's state)."""
+  runaway dispatch with InstructionLimit (a WaveError with the wave's state). Workgroups run in lockstep batches of
+  about `batch_bytes` of register state."""
   from hcq.asm.codeobject import CodeObject, read_code_object
   from hcq.autogen import amdgpu_kd as kd
   from hcq.autogen import hsa
@@ -138,7 +139,7 @@ def run(code_object: bytes | Any, args: Sequence[Any], global_size: Sequence[int
   lds = desc.group_segment_fixed_size + dynamic_lds
   d = Dispatch(CODE_BASE + k.code_offset, desc.compute_pgm_rsrc1, desc.compute_pgm_rsrc2, desc.compute_pgm_rsrc3, user, gs, ls,
                k.wavefront_size == 32, (lds + 3) // 4 * 4, (desc.private_segment_fixed_size + 3) // 4 * 4, arch)
-  stats = launch(mem, d, max_instructions, trace, trace_wave)
+  stats = launch(mem, d, max_instructions, trace, trace_wave, batch_bytes)
   for arr, backing in buffers:
     out = backing[:arr.nbytes].view(arr.dtype).reshape(arr.shape)
     if arr.flags.writeable: np.copyto(arr, out)
