@@ -42,7 +42,7 @@ def main() -> None:
   buf = dev.alloc(64)
   rows = []
 
-  gpu.shader_core = lambda g, state: None  # the CP consumes the dispatch packets; nothing runs
+  gpu.shader_core = lambda g, state, cancel=None: None  # the CP consumes the dispatch packets; nothing runs
   for _ in range(2 * BATCH): prg(buf, global_size=4, local_size=64)
   dev.synchronize()
   host = []

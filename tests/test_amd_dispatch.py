@@ -136,3 +136,11 @@ s_endpgm""")
     prg(global_size=1, local_size=32, vals=(address,), wait=True)
   assert e.value.queue == "compute"
   test_dispatch_shapes(dev, code_object, (2, 1, 1), (64, 1, 1))
+
+
+def test_kernel_that_never_ends_times_out_and_the_device_recovers(dev, code_object):
+  forever = dev.program(Kernel("forever").add("loop:", "s_branch loop").to_elf())
+  with pytest.raises(hcq.GPUTimeout, match=r"compute rptr \d+ wptr \d+"):
+    forever(global_size=1, local_size=32)
+    dev.synchronize(timeout=1.0)
+  test_dispatch_shapes(dev, code_object, (3, 1, 1), (32, 1, 1))

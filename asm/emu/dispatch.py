@@ -64,14 +64,15 @@ def from_state(state) -> Dispatch:
                   None, private)
 
 
-def dispatch(mem: VirtualMemory, state, max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS) -> Stats:
+def dispatch(mem: VirtualMemory, state, max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS,
+             cancel: Callable[[], bool] | None = None) -> Stats:
   """Run the grid a DISPATCH_DIRECT describes (the mock GPU's shader core). Raises PageFault / WaveError on faults;
-  HCQ_EMU_MAX_INSTRUCTIONS bounds a runaway kernel."""
-  return launch(mem, from_state(state), max_instructions)
+  HCQ_EMU_MAX_INSTRUCTIONS bounds a runaway kernel; `cancel()` true stops it with Cancelled."""
+  return launch(mem, from_state(state), max_instructions, cancel=cancel)
 
 
 def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None, trace: Callable | None = None,
-           trace_wave: int | None = None, max_batch_bytes: int = 256 << 20) -> Stats:
+           trace_wave: int | None = None, max_batch_bytes: int = 256 << 20, cancel: Callable[[], bool] | None = None) -> Stats:
   """Run every workgroup of `d` to completion, in batches of workgroups whose waves run in lockstep."""
   from hcq.autogen.am import gc_11_0_0 as gc
   r1 = gc.regCOMPUTE_PGM_RSRC1.decode(d.rsrc1)
@@ -120,7 +121,7 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
       st.v[0] = np.tile(packed, (len(g), 1))
       m = np.tile(exec_mask, len(g))
       st.set_mask(EXEC, slice(None), m)
-      execute(st, prog, stats, None if max_instructions is None else max_instructions - stats.instructions, trace, trace_wave)
+      execute(st, prog, stats, None if max_instructions is None else max_instructions - stats.instructions, trace, trace_wave, cancel)
   finally:
     np.seterr(**old)
   return stats

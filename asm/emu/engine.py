@@ -13,7 +13,7 @@ import numpy as np
 
 from hcq.asm.emu import ops_flow, ops_mem, ops_salu, ops_valu, ops_vdpp, ops_vpacked
 from hcq.asm.emu.decode import decode
-from hcq.asm.emu.errors import IllegalInstruction, InstructionLimit, WaveError
+from hcq.asm.emu.errors import Cancelled, IllegalInstruction, InstructionLimit, WaveError
 from hcq.asm.emu.memory import PageFault, VirtualMemory
 from hcq.asm.emu.wave import Waves
 
@@ -102,8 +102,9 @@ class Program:
 
 
 def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None = None,
-            trace: Callable | None = None, trace_wave: int | None = None) -> None:
-  """Run every wave of `st` to s_endpgm. `trace(wave, pc, text, writes)` is called for `trace_wave` (a dispatch index)."""
+            trace: Callable | None = None, trace_wave: int | None = None, cancel: Callable[[], bool] | None = None) -> None:
+  """Run every wave of `st` to s_endpgm. `trace(wave, pc, text, writes)` is called for `trace_wave` (a dispatch index);
+  `cancel()`, asked every 4096 steps, stops the run with Cancelled (a queue reset ending a kernel that never ends)."""
   count = st.count
   all_waves = slice(None)
   executed = 0
@@ -147,6 +148,7 @@ def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None
       raise WaveError(f"emulator error in {c.text!r}: {type(e).__name__}: {e}", pc, st.first_wave + first, st.dump(first), c.text) from e
     executed += k
     stats.steps += 1
+    if cancel is not None and not stats.steps & 4095 and cancel(): raise Cancelled(f"dispatch cancelled at pc {pc:#x}")
     stats.by_format[c.fmt] = stats.by_format.get(c.fmt, 0) + k
     if c.fmt in VECTOR_FORMATS: stats.valu_lane_ops += k * st.lanes
     if traced: trace(st.first_wave + tw, pc, c.text, _writes(st, tw, before))

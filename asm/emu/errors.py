@@ -30,3 +30,7 @@ class LDSFault(WaveError):
 
 class ScratchFault(WaveError):
   """A scratch access outside the lane's private segment."""
+
+
+class Cancelled(Exception):
+  """The dispatch was called off from outside (its queue was destroyed or reset): not the kernel's fault."""

@@ -11,7 +11,7 @@ from typing import Callable
 
 from hcq.asm.emu.memory import PageFault, VirtualMemory
 from hcq.drivers.mock.amdgpu.cp import ComputeCP, DispatchState
-from hcq.drivers.mock.amdgpu.engine import Engine
+from hcq.drivers.mock.amdgpu.engine import Engine, QueueStopped
 from hcq.drivers.mock.amdgpu.ring import QueueError, Ring
 from hcq.drivers.mock.amdgpu.sdma import SDMAEngine
 
@@ -40,7 +40,7 @@ def default_shader_core():
     from hcq.asm.emu import dispatch
   except ImportError:
     return None
-  return lambda gpu, state: dispatch(gpu.mem, state)
+  return lambda gpu, state, cancel=None: dispatch(gpu.mem, state, cancel=cancel)
 
 
 class MockAMDGPU:
@@ -84,7 +84,11 @@ class MockAMDGPU:
     if self.shader_core is None:
       raise QueueError("DISPATCH_DIRECT reached a GPU with no shader core attached (the wavefront emulator)", cp.ring.rptr * 4 % cp.ring.size)
     self.dispatches += 1
-    self.shader_core(self, state)
+    from hcq.asm.emu.errors import Cancelled
+    try:
+      self.shader_core(self, state, cancel=lambda: cp.ring.stopped)
+    except Cancelled:
+      raise QueueStopped() from None
 
 
 __all__ = ["MockAMDGPU", "BoardSpec", "PageFault", "QueueError", "Ring"]
