@@ -5,6 +5,7 @@ which: dispatch ptr, queue ptr, kernarg ptr, ...), then the system SGPRs RSRC2 e
 Z, workgroup info, private segment wave offset), and v0 = workitem id x | y << 10 | z << 20 (gfx11 packs them).
 """
 from __future__ import annotations
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -84,7 +85,7 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
   lx, ly, lz = d.local
   threads = lx * ly * lz
   if threads > 1024: raise ValueError(f"workgroup of {threads} work-items exceeds 1024")
-  wpg = -(-threads // lanes)
+  wpg, packed, exec_mask = _workgroup_layout(d.local, lanes, r2["tidig_comp_cnt"])
   gx, gy, gz = d.grid
   groups = gx * gy * gz
   per_wave = vgprs * lanes * 4 + 128 * 4 + lanes * d.private_bytes + 64
@@ -92,13 +93,6 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
   batch = max(1, min(groups, max_batch_bytes // max(per_group, 1), max(1, 65536 // wpg)))
   prog = Program(mem, d.arch)
   stats = Stats()
-  # thread ids within a workgroup, x fastest, split into waves
-  tid = np.arange(wpg * lanes)
-  tx, ty, tz = tid % lx, (tid // lx) % ly, tid // (lx * ly)
-  valid = (tid < threads).reshape(wpg, lanes)
-  packed = (tx | (ty << 10 if r2["tidig_comp_cnt"] >= 1 else 0) | (tz << 20 if r2["tidig_comp_cnt"] >= 2 else 0)).astype(np.uint32)
-  packed = np.where(tid < threads, packed, 0).reshape(wpg, lanes)
-  exec_mask = np.packbits(np.pad(valid, ((0, 0), (0, 64 - lanes))), axis=1, bitorder="little").view(np.uint64).reshape(-1)
   old = np.seterr(all="ignore")
   try:
     for g0 in range(0, groups, batch):
@@ -125,6 +119,23 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
   finally:
     np.seterr(**old)
   return stats
+
+
+@functools.lru_cache(maxsize=64)
+def _workgroup_layout(local: tuple[int, int, int], lanes: int, tidig: int) -> tuple[int, np.ndarray, np.ndarray]:
+  """Waves per workgroup, v0 of every lane (workitem ids packed the gfx11 way, x fastest) and each wave's EXEC.
+  The same for every dispatch of a shape, so it is computed once (read-only arrays)."""
+  lx, ly, lz = local
+  threads = lx * ly * lz
+  wpg = -(-threads // lanes)
+  tid = np.arange(wpg * lanes)
+  tx, ty, tz = tid % lx, (tid // lx) % ly, tid // (lx * ly)
+  valid = (tid < threads).reshape(wpg, lanes)
+  packed = (tx | (ty << 10 if tidig >= 1 else 0) | (tz << 20 if tidig >= 2 else 0)).astype(np.uint32)
+  packed = np.where(tid < threads, packed, 0).reshape(wpg, lanes)
+  exec_mask = np.packbits(np.pad(valid, ((0, 0), (0, 64 - lanes))), axis=1, bitorder="little").view(np.uint64).reshape(-1)
+  packed.flags.writeable = exec_mask.flags.writeable = False
+  return wpg, packed, exec_mask
 
 
 def _initial_mode(r1: dict) -> int:
