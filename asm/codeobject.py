@@ -32,6 +32,7 @@ class Kernel:
   descriptor_offset: int   # where the 64-byte kernel descriptor sits in the image
   code_offset: int         # the entry point in the image
   descriptor: Any          # hcq.autogen.amdgpu_kd.struct_kernel_descriptor_t (a copy)
+  code_size: int = 0       # bytes of code (the function symbol's size; 0 when the symbol does not say)
   args: list[KernelArgument] = field(default_factory=list)
   metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -90,7 +91,7 @@ def read_code_object(data: bytes) -> CodeObject:
   if eh.e_type == E.ET_DYN: image, addr_of_section, relocs = _layout_dyn(data, eh, shdrs)
   elif eh.e_type == E.ET_REL: image, addr_of_section, relocs = _layout_rel(data, shdrs)
   else: raise CodeObjectError(f"ELF type {eh.e_type} is neither ET_DYN (linked) nor ET_REL (object)")
-  symbols = _symbols(data, shdrs, addr_of_section)
+  symbols, sizes = _symbols(data, shdrs, addr_of_section)
   metadata = _metadata(data, shdrs)
   kernels = {}
   meta_by_symbol = {k.get(".symbol"): k for k in metadata.get("amdhsa.kernels", [])}
@@ -102,7 +103,7 @@ def read_code_object(data: bytes) -> CodeObject:
     args = [KernelArgument(a.get(".name", f"arg{i}"), a[".offset"], a[".size"], a[".value_kind"]) for i, a in enumerate(meta.get(".args", []))]
     code = addr + desc.kernel_code_entry_byte_offset
     if not 0 <= code < len(image): raise CodeObjectError(f"{name}: entry point {code:#x} outside the image ({len(image):#x} bytes)")
-    kernels[name[:-3]] = Kernel(name[:-3], addr, code, desc, args, meta)
+    kernels[name[:-3]] = Kernel(name[:-3], addr, code, desc, sizes.get(name[:-3], 0), args, meta)
   if not kernels: raise CodeObjectError("the code object defines no kernel (no <name>.kd symbol)")
   return CodeObject(arch, image, relocs, kernels, metadata)
 
@@ -160,21 +161,22 @@ def _layout_rel(data: bytes, shdrs) -> tuple[bytearray, dict[int, int], list]:
   return image, addr, relocs
 
 
-def _symbols(data: bytes, shdrs, addr_of_section: dict[int, int]) -> dict[str, int]:
+def _symbols(data: bytes, shdrs, addr_of_section: dict[int, int]) -> tuple[dict[str, int], dict[str, int]]:
   """Defined symbols (of .symtab, else .dynsym) -> their offset in the image: the value plus its section's base
   (the section's place in the image for ET_REL; 0 for ET_DYN, whose values are already image addresses)."""
   from hcq.autogen import amdgpu_elf as E
   tab = next((s for s in shdrs if s.sh_type == E.SHT_SYMTAB), None) or next((s for s in shdrs if s.sh_type == E.SHT_DYNSYM), None)
-  if tab is None: return {}
+  if tab is None: return {}, {}
   strtab = shdrs[tab.sh_link]
-  out = {}
+  out, sizes = {}, {}
   for k in range(tab.sh_size // ctypes.sizeof(E.struct_Elf64_Sym)):
     sym = _struct(E.struct_Elf64_Sym, data, tab.sh_offset + k * ctypes.sizeof(E.struct_Elf64_Sym), "symbol")
     if sym.st_shndx in (E.SHN_UNDEF, E.SHN_ABS) or sym.st_shndx not in addr_of_section or not sym.st_name: continue
     end = data.index(b"\0", strtab.sh_offset + sym.st_name)
     name = data[strtab.sh_offset + sym.st_name:end].decode()
     out[name] = addr_of_section[sym.st_shndx] + sym.st_value
-  return out
+    sizes[name] = sym.st_size
+  return out, sizes
 
 
 def _metadata(data: bytes, shdrs) -> dict[str, Any]:

@@ -61,6 +61,8 @@ def operands_of(inst: Instruction) -> tuple[list, dict]:
     name, file, count = spec[0], spec[1], spec[2]
     kind = opc.fmt.fields[name].kind if name in opc.fmt.fields else "literal"
     if len(spec) > 3 and spec[3] == "named:attr": x = f"attr{v['attr']}.{'xyzw'[v['attrchan']]}"
+    elif fmt == "SMEM" and name == "offset" and "soffset" not in opc.operand_fields:  # gfx12: soffset, or the offset itself
+      x = signed(v["offset"], opc.fmt.fields["offset"].bits) if v["soffset"] == NULL else Reg("s", v["soffset"])
     elif file == "i" and name != "literal":
       x = v[name]
       if spec[3].startswith("named:"):  # s_waitcnt("vmcnt(0) lgkmcnt(0)") reads better than s_waitcnt(7)
@@ -83,8 +85,6 @@ def operands_of(inst: Instruction) -> tuple[list, dict]:
     elif fmt in ("GLOBAL", "SCRATCH") and name == "saddr": x = "off" if v["saddr"] == NULL else Reg("s", v["saddr"], 2 if fmt == "GLOBAL" else 1)
     elif fmt == "SMEM" and name == "soffset" and "offset" not in opc.operand_fields:
       x = (signed(v["offset"], opc.fmt.fields["offset"].bits) if v["offset"] else Reg("s", NULL)) if v["soffset"] == NULL else Reg("s", v["soffset"])
-    elif fmt == "SMEM" and name == "offset":  # gfx12
-      x = signed(v["offset"], opc.fmt.fields["offset"].bits) if v["soffset"] == NULL else Reg("s", v["soffset"])
     elif file == "i": x = v[name]
     elif kind == "sbase": x = Reg("s", v[name] * 2 & ~(count - 1 if count > 2 else 1), count)
     elif file[0] == "v":

@@ -30,6 +30,10 @@ def candidates(isa: ISA, mnemonic: str) -> list[Opcode]:
 
 
 def unknown_mnemonic(isa: ISA, mnemonic: str) -> str:
+  """The error for a mnemonic the arch lacks: the archs that have it, or the closest names this arch has."""
+  from hcq.asm.isa import ARCHS, load
+  elsewhere = [a for a in ARCHS if a != isa.arch and candidates(load(a), mnemonic.lower())]
+  if elsewhere: return f"{mnemonic!r} is not a {isa.arch} instruction (it is on {', '.join(elsewhere)})"
   names = set(isa.by_mnemonic) | {m[:-4] for m in isa.by_mnemonic if m.endswith(("_e32", "_e64"))}
   close = difflib.get_close_matches(mnemonic, sorted(names), n=4, cutoff=0.6)
   hint = f"; did you mean {', '.join(close)}?" if close else ""

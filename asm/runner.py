@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
   ap.add_argument("--seed", type=int, default=0, help="seed for rand buffers")
   ap.add_argument("--show", type=int, default=8, help="elements of each buffer to print (default 8)")
   ap.add_argument("--save", type=Path, default=None, help="write every buffer after the run to DIR/NAME.npy")
+  dbg = ap.add_argument_group("debugging (the emulated GPU only: no hardware gives these)")
+  dbg.add_argument("--trace", type=int, default=None, metavar="WAVE", help="print every instruction wave WAVE runs: PC, text, registers written")
+  dbg.add_argument("--max-instructions", type=int, default=None, metavar="N", help="stop the kernel after N wave-instructions "
+                   "(a runaway loop) and show where it was; a fault always shows the faulting wave's registers")
   return ap
 
 
@@ -111,6 +115,7 @@ def _run(args) -> int:
   except AsmError as e:
     raise RunError(f"{args.kernel}:{e}") from None
   dev = hcq.Device(args.dev or "AMD")
+  if args.trace is not None or args.max_instructions is not None: _debug_core(dev, args)
   prg = dev.program(co, name)
   bufs, vals = [], []
   for n, kind, v in specs:
@@ -127,6 +132,21 @@ def _run(args) -> int:
       np.save(args.save / f"{n}.npy", out)
   print(f"  GPU time: {secs * 1e6:.1f} us")
   return 0
+
+
+def _debug_core(dev, args) -> None:
+  """Run this device's dispatches with tracing and an instruction limit (its emulated GPU's shader core, replaced)."""
+  from hcq.asm.emu.dispatch import from_state, launch
+  if not getattr(getattr(dev, "os", None), "emulated", False):
+    raise RunError(f"--trace and --max-instructions need the emulated GPU (--dev MOCKKFD+AMD); {dev} is real hardware")
+
+  def trace(wave: int, pc: int, text: str, writes: list[str]) -> None:
+    print(f"  wave {wave} pc {pc:#06x}: {text:<48s} {' '.join(writes)}")
+
+  def core(gpu, state, cancel=None):
+    return launch(gpu.mem, from_state(state), args.max_instructions, trace=trace if args.trace is not None else None,
+                  trace_wave=args.trace, cancel=cancel)
+  dev.os.kfd.nodes[dev.kfd.gpu_id].gpu.shader_core = core
 
 
 if __name__ == "__main__":

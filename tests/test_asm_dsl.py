@@ -13,8 +13,12 @@ from hcq.asm.rdna3 import (EXEC, EXEC_LO, M0, NULL, OFF, SCC, VCC, VCC_LO, globa
                            v_pk_add_f16)
 from hcq.asm.verify import sample_instructions
 
+import hcq.asm.rdna4 as rdna4
+
 ISA = load("gfx1100")
-SAMPLES = [(opc.mnemonic, i) for ops in ISA.by_op.values() for opc in ops.values() for i in sample_instructions(ISA, opc)]
+DSL = {"gfx1100": rdna3, "gfx1201": rdna4}
+SAMPLES = [(opc.mnemonic, i) for arch in DSL for ops in load(arch).by_op.values() for opc in ops.values()
+           for i in sample_instructions(load(arch), opc)]
 
 
 def test_table_is_generated_and_covers_formats():
@@ -52,17 +56,19 @@ def test_constants_inline_or_literal():
   assert v_add_f64(v[0:1], 0x3ff00000, v[2:3]) == v_add_f64(v[0:1], 1.0, v[2:3])  # a literal that is an inline constant
 
 
-@pytest.mark.parametrize("mnemonic,inst", SAMPLES, ids=[f"{m}-{i}" for i, (m, _) in enumerate(SAMPLES)])
+@pytest.mark.parametrize("mnemonic,inst", SAMPLES, ids=[f"{i.isa.arch}-{m}-{n}" for n, (m, i) in enumerate(SAMPLES)])
 def test_every_opcode_agrees_with_itself(mnemonic: str, inst: Instruction):
+  """Encode, decode, print, parse and repr agree with each other on every opcode of both archs."""
+  isa = inst.isa
   data = inst.encode()
-  back = decode(ISA, data)
+  back = decode(isa, data)
   assert back == inst and str(back) == str(inst) and back.size == len(data)
   text = str(inst)
-  parsed = parse_line(ISA, text)
+  parsed = parse_line(isa, text)
   if parsed.encode() != data:  # v_nop's VOP3 form prints as VOP1's: its own name (v_nop_e64) picks it
-    parsed = parse_line(ISA, inst.opcode.name + text[len(mnemonic):])
+    parsed = parse_line(isa, inst.opcode.name + text[len(mnemonic):])
   assert parsed.encode() == data
-  assert eval(repr(inst), vars(rdna3)) == inst
+  assert eval(repr(inst), vars(DSL[isa.arch])) == inst
 
 
 def test_errors_have_line_column_and_reason():
@@ -78,6 +84,10 @@ def test_errors_have_line_column_and_reason():
   assert "clamp" in str(e.value)
   with pytest.raises(AsmError) as e: assemble("s_branch nowhere")
   assert "undefined label" in str(e.value)
+  with pytest.raises(AsmError) as e: assemble("s_add_co_u32 s0, s1, s2", "gfx1100")
+  assert "not a gfx1100 instruction" in str(e.value) and "gfx1201" in str(e.value)
+  with pytest.raises(AsmError) as e: assemble("s_add_u32 s0, s1, s2", "gfx1201")
+  assert "gfx1100" in str(e.value)
   with pytest.raises(OperandError): v_add_f32_e32(v[0], v[1])
   with pytest.raises(OperandError): s_load_b128(s[4:7], s[1:2], 0)
   with pytest.raises(ValueError): load("gfx9999")
@@ -95,3 +105,22 @@ def test_assemble_labels_and_disassemble():
   """)
   assert disassemble(code) == ["v_add_f32_e32 v0, v1, v2", "s_cbranch_scc0 65534", "s_branch 1", "s_nop 0", "s_endpgm"]
   with pytest.raises(DecodeError): disassemble(b"\x00\x00\x00\x00")  # v_illegal is not in our table: rejected, not guessed
+
+
+def test_rdna4_dsl():
+  import hcq.asm.rdna4 as rdna4
+  inst = rdna4.s_load_b32(rdna4.s[5], rdna4.s[2:3], rdna4.s[4], offset=16)
+  assert str(inst) == "s_load_b32 s5, s[2:3], s4 offset:0x10" and inst.encode().hex() == "410100f410000008"
+  assert eval(repr(inst), vars(rdna4)) == inst
+  assert str(rdna4.s_add_co_u32(rdna4.s[1], rdna4.s[2], rdna4.s[3])) == "s_add_co_u32 s1, s2, s3"
+
+
+def test_cli_round_trip(tmp_path):
+  from hcq.asm.__main__ import main
+  src = tmp_path / "k.s"
+  src.write_text("start:\n  v_add_f32 v0, v1, v2\n  s_cbranch_scc0 start\n  s_endpgm\n")
+  assert main(["asm", str(src), "--raw", "-o", str(tmp_path / "k.bin")]) == 0
+  assert (tmp_path / "k.bin").read_bytes().hex() == "01050006feffa1bf0000b0bf"
+  assert main(["disasm", str(tmp_path / "k.bin")]) == 0
+  src.write_text("v_bogus v0\n")
+  assert main(["asm", str(src)]) == 1
