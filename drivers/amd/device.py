@@ -142,15 +142,30 @@ class AMDDevice(Device):
     self._staged(raw.nbytes, step)
 
   # ---- queues ----
+  def _cwsr_sizes(self) -> tuple[int, int]:
+    """(context save area bytes, control stack bytes) a gfx11 compute queue needs so the scheduler can preempt it
+    (compute-wave save/restore), sized as amdkfd sizes it (kfd_queue.c, Linux 6.7+): per CU the VGPRs, SGPRs, LDS and
+    hardware registers of its waves, plus a 12-byte control stack entry per wave and a 40-byte header."""
+    props = self.node.properties
+    cus = props["simd_count"] // props["simd_per_cu"]
+    vgpr_bytes_per_cu = 0x60000 if self.arch in ("gfx1100", "gfx1101", "gfx1151") else 0x40000
+    wg_data = (cus * (vgpr_bytes_per_cu + 0x4000 + 0x10000 + 0x1000) + PAGE - 1) // PAGE * PAGE
+    waves = cus * 32
+    ctl_stack = (40 + waves * 12 + 8 + PAGE - 1) // PAGE * PAGE
+    return wg_data + ctl_stack, ctl_stack
+
   def _queue(self, queue_type: int, unit: int) -> dict:
     ring = self.alloc(RING_BYTES, "host")
     pointers = self.alloc(PAGE, "host")  # rptr at +0, wptr at +8: one page, GPU-mapped, as MES requires of the wptr
-    eop = self.alloc(PAGE, "device") if queue_type == K.KFD_IOC_QUEUE_TYPE_COMPUTE else None
+    compute = queue_type == K.KFD_IOC_QUEUE_TYPE_COMPUTE
+    eop = self.alloc(PAGE, "device") if compute else None
+    cwsr_size, ctl_stack = self._cwsr_sizes() if compute else (0, 0)
+    cwsr = self.alloc(cwsr_size, "device") if compute else None
     qid, doorbell = self.kfd.create_queue(queue_type, ring.addr, RING_BYTES, pointers.addr, pointers.addr + 8,
-                                          eop.addr if eop else 0, PAGE if eop else 0)
+                                          eop.addr if eop else 0, PAGE if eop else 0, cwsr.addr if cwsr else 0, cwsr_size, ctl_stack)
     return {"id": qid, "ring": ring, "rptr": ctypes.c_uint64.from_address(pointers.host_addr),
             "wptr": ctypes.c_uint64.from_address(pointers.host_addr + 8), "put": 0, "doorbell": doorbell, "unit": unit,
-            "buffers": (ring, pointers, eop), "type": queue_type}
+            "buffers": (ring, pointers, eop, cwsr), "type": queue_type}
 
   def _write_ring(self, name: str, words) -> None:
     """Copy dwords into a ring after the write pointer, wait for space if the engine is behind, then ring the doorbell."""

@@ -113,11 +113,13 @@ class KFDInterface:
     self.os.mmap(va, size, libc.PROT_READ | libc.PROT_WRITE, libc.MAP_SHARED | libc.MAP_FIXED, self.drm, mmap_offset)
 
   # ---- queues ----
-  def create_queue(self, queue_type: int, ring: int, ring_size: int, rptr: int, wptr: int, eop: int = 0, eop_size: int = 0) -> tuple[int, int]:
+  def create_queue(self, queue_type: int, ring: int, ring_size: int, rptr: int, wptr: int, eop: int = 0, eop_size: int = 0,
+                   cwsr: int = 0, cwsr_size: int = 0, ctl_stack_size: int = 0) -> tuple[int, int]:
     """CREATE_QUEUE; returns (queue id, CPU address of its doorbell)."""
     q = self.ioctl("CREATE_QUEUE", ring_base_address=ring, ring_size=ring_size, gpu_id=self.gpu_id, queue_type=queue_type,
                    queue_percentage=100, queue_priority=7, write_pointer_address=wptr, read_pointer_address=rptr,
-                   eop_buffer_address=eop, eop_buffer_size=eop_size)
+                   eop_buffer_address=eop, eop_buffer_size=eop_size, ctx_save_restore_address=cwsr,
+                   ctx_save_restore_size=cwsr_size, ctl_stack_size=ctl_stack_size)
     if self.doorbell_page is None:
       self.doorbell_page = self.os.mmap(0, DOORBELL_SLICE, libc.PROT_READ | libc.PROT_WRITE, libc.MAP_SHARED, self.kfd,
                                         q.doorbell_offset & ~(DOORBELL_SLICE - 1))
