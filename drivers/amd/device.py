@@ -17,7 +17,7 @@ from hcq.device import Device
 from hcq.devstring import DevSpec
 from hcq.drivers import libc
 from hcq.drivers.amd.kfd import KFDInterface, gpu_nodes
-from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx11_dialect
+from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue
 from hcq.drivers.amd.program import AMDProgram
 from hcq.drivers.amd.sdma import AMDCopyQueue
 from hcq.errors import GPUFault, HCQError
@@ -26,7 +26,7 @@ PAGE = 4096
 VA_SPACE = 1 << 40            # reserved once; every buffer gets its GPU and CPU address in it
 RING_BYTES = 1 << 16
 STAGING_BYTES = 16 << 20
-TIMESTAMP_HZ = {"gfx11": 100_000_000}  # the global timestamp counter RELEASE_MEM and SDMA write
+TIMESTAMP_HZ = {"gfx11": 100_000_000, "gfx9": 100_000_000}  # the global timestamp counter RELEASE_MEM and SDMA write
 _F = K.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | K.KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE | K.KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
 MEMORY_FLAGS = {
   "device": K.KFD_IOC_ALLOC_MEM_FLAGS_VRAM | _F,
@@ -64,10 +64,12 @@ class AMDDevice(Device):
                      " (/sys/devices/virtual/kfd/kfd/topology); MOCKKFD+AMD gives the emulated gfx1100")
     self.node = nodes[0]
     self.arch = self.node.arch
-    if not self.arch.startswith("gfx11"): raise HCQError(f"{self.arch}: this driver builds gfx11 PM4 (gfx9/gfx12 dialects are not in yet)")
+    family = f"gfx{self.node.properties['gfx_target_version'] // 10000}"
+    if family not in DIALECTS or family not in TIMESTAMP_HZ:
+      raise HCQError(f"{self.arch}: no PM4 dialect for {family}; this driver has {', '.join(DIALECTS)}")
     self.kfd = KFDInterface(self.os, self.node)
-    self.timestamp_frequency = TIMESTAMP_HZ["gfx11"]
-    self.dialect = gfx11_dialect(self._gc_bases())
+    self.timestamp_frequency = TIMESTAMP_HZ[family]
+    self.dialect = DIALECTS[family](self._gc_bases())
     self.tmpring_size, self.scratch_base, self._scratch, self._scratch_per_wave, self.scratch_generation = 0, 0, None, 0, 0
     self._va_base = self.os.mmap(0, VA_SPACE, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE, -1, 0)
     self._va_next = self._va_base

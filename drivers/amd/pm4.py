@@ -18,27 +18,56 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PM4Dialect:
-  """What a GPU family changes in the compute PM4 stream."""
+  """What a GPU family changes in the compute PM4 stream: its tables, and the three packets whose fields differ."""
   name: str
   pkt: ModuleType                        # PACKET3_* opcodes and field macros
   regs: ModuleType                       # the GC register module (regCOMPUTE_*)
   events: ModuleType                     # VGT event types (CS_PARTIAL_FLUSH, CACHE_FLUSH_AND_INV_TS_EVENT, ...)
   gc_base: tuple[int, ...]               # dword base of each GC register segment (from IP discovery)
-  acquire_mem: Callable[[int], list[int]]  # GCR_CNTL -> the ACQUIRE_MEM body (every dword after the header)
+  acquire_mem: Callable[[], list[int]]   # the ACQUIRE_MEM body (every dword after the header) invalidating the shader caches
+  release_event: int                     # RELEASE_MEM dword 1: cache actions, end-of-pipe event type and index
+  release_select: Callable[[int, int], int]  # RELEASE_MEM dword 2 from (DATA_SEL, INT_SEL)
+  initiator: Callable[[bool], int]       # DISPATCH_INITIATOR for wave32 or wave64
 
   def sh_reg(self, reg) -> int:
     """A register's index for SET_SH_REG: its absolute dword offset less the SH window's start."""
     return self.gc_base[reg.segment] + reg.offset - self.pkt.PACKET3_SET_SH_REG_START
 
 
-def _gfx11_acquire_mem(gcr_cntl: int) -> list[int]:
-  # CP_COHER_CNTL, CP_COHER_SIZE (lo, hi: everything), CP_COHER_BASE (lo, hi), POLL_INTERVAL, GCR_CNTL
-  return [0, 0xffffffff, 0xffffff, 0, 0, 0x0000000A, gcr_cntl]
-
-
 def gfx11_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
-  from hcq.autogen.am import gc_11_0_0, nvd, soc21_enum
-  return PM4Dialect("gfx11", nvd, gc_11_0_0, soc21_enum, gc_base, _gfx11_acquire_mem)
+  """gfx11 (gfx_v11_0.c): ACQUIRE_MEM carries a GCR_CNTL, RELEASE_MEM GCR bits, and wave32 is a DISPATCH_INITIATOR bit."""
+  from hcq.autogen.am import gc_11_0_0 as gc, nvd as p, soc21_enum
+  gcr = (p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLK_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLV_INV(1) |
+         p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL1_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_WB(1) |
+         p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLM_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLM_WB(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_SEQ(1))
+  # CP_COHER_CNTL, CP_COHER_SIZE (lo, hi: everything), CP_COHER_BASE (lo, hi), POLL_INTERVAL, GCR_CNTL
+  body = [0, 0xffffffff, 0xffffff, 0, 0, 0x0000000A, gcr]
+  release = (p.PACKET3_RELEASE_MEM_GCR_SEQ | p.PACKET3_RELEASE_MEM_GCR_GL2_WB | p.PACKET3_RELEASE_MEM_GCR_GLM_INV |
+             p.PACKET3_RELEASE_MEM_GCR_GLM_WB | p.PACKET3_RELEASE_MEM_CACHE_POLICY(3) |
+             p.PACKET3_RELEASE_MEM_EVENT_TYPE(soc21_enum.CACHE_FLUSH_AND_INV_TS_EVENT) | p.PACKET3_RELEASE_MEM_EVENT_INDEX(5))
+  return PM4Dialect("gfx11", p, gc, soc21_enum, gc_base, lambda: body, release,
+                    lambda data, intr: p.PACKET3_RELEASE_MEM_DATA_SEL(data) | p.PACKET3_RELEASE_MEM_INT_SEL(intr),
+                    lambda wave32: gc.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1, force_start_at_000=1, cs_w32_en=int(wave32)))
+
+
+def gfx9_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
+  """gfx9 / CDNA (gfx_v9_0.c): ACQUIRE_MEM's actions are CP_COHER_CNTL bits and it has no GCR_CNTL; RELEASE_MEM takes
+  EOP_* cache actions; there is no wave32."""
+  from hcq.autogen.am import gc_9_4_2 as gc, soc15d as p, vega10_enum
+  coher = (p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_ICACHE_ACTION_ENA(1) | p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_KCACHE_ACTION_ENA(1) |
+           p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_ACTION_ENA(1) | p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TCL1_ACTION_ENA(1) |
+           p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_WB_ACTION_ENA(1))
+  body = [coher, 0xffffffff, 0xffffff, 0, 0, 0x0000000A]  # CP_COHER_CNTL, SIZE (lo, hi), BASE (lo, hi), POLL_INTERVAL
+
+  def initiator(wave32: bool) -> int:
+    if wave32: raise ValueError("gfx9 runs wave64 only: a wave32 kernel cannot be dispatched")
+    return gc.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1, force_start_at_000=1)
+  release = (p.EOP_TCL1_ACTION_EN | p.EOP_TC_ACTION_EN | p.EOP_TC_WB_ACTION_EN | p.EOP_TC_MD_ACTION_EN |
+             p.EVENT_TYPE(vega10_enum.CACHE_FLUSH_AND_INV_TS_EVENT) | p.EVENT_INDEX(5))
+  return PM4Dialect("gfx9", p, gc, vega10_enum, gc_base, lambda: body, release, lambda data, intr: p.DATA_SEL(data) | p.INT_SEL(intr), initiator)
+
+
+DIALECTS = {"gfx11": gfx11_dialect, "gfx9": gfx9_dialect}  # by family (gfx12 is one more entry here)
 
 
 # WAIT_REG_MEM compare functions and RELEASE_MEM selectors (PM4 packet reference; the kernel uses the same values)
@@ -76,23 +105,15 @@ class AMDComputeQueue(DwordQueue):
                      lo32(signal.value_addr), hi32(signal.value_addr), lo32(value), 0xffffffff, 4)
 
   def acquire_mem(self) -> "AMDComputeQueue":
-    """Invalidate the shader caches (GL0/GL1/GL2, K$, I$) and write back GL2 before the next dispatch reads memory."""
-    p = self.d.pkt
-    gcr = (p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLK_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLV_INV(1) |
-           p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL1_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_WB(1) |
-           p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLM_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLM_WB(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_SEQ(1))
-    return self.pkt3(p.PACKET3_ACQUIRE_MEM, *self.d.acquire_mem(gcr))
+    """Invalidate the shader caches (and write back L2) before the next dispatch reads memory."""
+    return self.pkt3(self.d.pkt.PACKET3_ACQUIRE_MEM, *self.d.acquire_mem())
 
   def memory_barrier(self) -> "AMDComputeQueue":
     return self.acquire_mem()
 
   def release_mem(self, addr, value, data_sel: int, int_sel: int = INT_SEL_NONE, ctxid: int = 0) -> "AMDComputeQueue":
     """RELEASE_MEM at end of pipe: flush and write back caches, then write `value` (or the GPU clock) to `addr`."""
-    p, e = self.d.pkt, self.d.events
-    flags = (p.PACKET3_RELEASE_MEM_GCR_SEQ | p.PACKET3_RELEASE_MEM_GCR_GL2_WB | p.PACKET3_RELEASE_MEM_GCR_GLM_INV |
-             p.PACKET3_RELEASE_MEM_GCR_GLM_WB | p.PACKET3_RELEASE_MEM_CACHE_POLICY(3) |
-             p.PACKET3_RELEASE_MEM_EVENT_TYPE(e.CACHE_FLUSH_AND_INV_TS_EVENT) | p.PACKET3_RELEASE_MEM_EVENT_INDEX(5))
-    return self.pkt3(p.PACKET3_RELEASE_MEM, flags, p.PACKET3_RELEASE_MEM_DATA_SEL(data_sel) | p.PACKET3_RELEASE_MEM_INT_SEL(int_sel),
+    return self.pkt3(self.d.pkt.PACKET3_RELEASE_MEM, self.d.release_event, self.d.release_select(data_sel, int_sel),
                      lo32(addr), hi32(addr), lo32(value), hi32(value), ctxid)
 
   def signal(self, signal: "Signal", value) -> "AMDComputeQueue":
@@ -117,8 +138,7 @@ class AMDComputeQueue(DwordQueue):
     if user: self.set_sh_reg(r.regCOMPUTE_USER_DATA_0, *user)
     self.set_sh_reg(r.regCOMPUTE_START_X, 0, 0, 0, *local_size)  # START_X/Y/Z, then NUM_THREAD_X/Y/Z
     self.set_sh_reg(r.regCOMPUTE_RESOURCE_LIMITS, 0)
-    initiator = r.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1, force_start_at_000=1, cs_w32_en=int(program.wave32))
-    self.pkt3(p.PACKET3_DISPATCH_DIRECT, *global_size, initiator)
+    self.pkt3(p.PACKET3_DISPATCH_DIRECT, *global_size, self.d.initiator(program.wave32))
     return self.pkt3(p.PACKET3_EVENT_WRITE, p.EVENT_TYPE(self.d.events.CS_PARTIAL_FLUSH) | p.EVENT_INDEX(4))
 
   def indirect_buffer(self, addr, ndwords: int) -> "AMDComputeQueue":

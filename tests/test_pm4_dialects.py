@@ -1,0 +1,55 @@
+"""The compute queue's PM4 per GPU family: one builder, a table entry per family (gfx11, gfx9)."""
+from __future__ import annotations
+
+import pytest
+
+from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue
+
+
+class FakeProgram:
+  def __init__(self, wave32: bool):
+    self.code_addr, self.rsrc1, self.rsrc2, self.rsrc3, self.wave32 = 0x7f0000001000, 1, 2, 3, wave32
+    self.device = type("D", (), {"tmpring_size": 0, "scratch_base": 0})()
+
+  def user_sgprs(self, kernargs):
+    return [kernargs & 0xffffffff, kernargs >> 32]
+
+
+class FakeSignal:
+  value_addr, timestamp_addr = 0x1000, 0x1008
+
+
+def packets(words: list[int]) -> list[tuple[int, list[int]]]:
+  out, i = [], 0
+  while i < len(words):
+    h = words[i]
+    assert h >> 30 == 3, f"not a type-3 header: {h:#x}"
+    n = ((h >> 16) & 0x3fff) + 1
+    out.append(((h >> 8) & 0xff, words[i + 1:i + 1 + n]))
+    i += 1 + n
+  return out
+
+
+@pytest.mark.parametrize("family,bases,wave32,acquire_len", [("gfx11", (0x1260, 0xA000), True, 7), ("gfx9", (0x2000, 0xA000), False, 6)])
+def test_same_builder_each_family(family, bases, wave32, acquire_len):
+  d = DIALECTS[family](bases)
+  q = AMDComputeQueue(d).wait(FakeSignal(), 5).exec(FakeProgram(wave32), 0x7f0000200000, (4, 2, 1), (64, 1, 1)).signal(FakeSignal(), 9)
+  pk = packets(list(q.words()))
+  ops = [op for op, _ in pk]
+  assert ops[0] == d.pkt.PACKET3_WAIT_REG_MEM and ops[-1] == d.pkt.PACKET3_RELEASE_MEM and d.pkt.PACKET3_DISPATCH_DIRECT in ops
+  assert [len(b) for op, b in pk if op == d.pkt.PACKET3_ACQUIRE_MEM] == [acquire_len]
+  for op, body in pk:
+    if op == d.pkt.PACKET3_SET_SH_REG:  # every register lands in the SH window of this family's register map
+      assert 0 <= body[0] and d.pkt.PACKET3_SET_SH_REG_START + body[0] + len(body) - 1 <= d.pkt.PACKET3_SET_SH_REG_END
+  pgm = d.sh_reg(d.regs.regCOMPUTE_PGM_LO)
+  assert [b[1:3] for op, b in pk if op == d.pkt.PACKET3_SET_SH_REG and b[0] == pgm] == [[(0x7f0000001000 >> 8) & 0xffffffff, 0x7f0000001000 >> 40]]
+  dispatch = next(b for op, b in pk if op == d.pkt.PACKET3_DISPATCH_DIRECT)
+  assert dispatch[:3] == [4, 2, 1] and d.regs.regCOMPUTE_DISPATCH_INITIATOR.decode(dispatch[3])["compute_shader_en"] == 1
+  release = pk[-1][1]
+  assert release[0] & 0x3f == d.events.CACHE_FLUSH_AND_INV_TS_EVENT and (release[0] >> 8) & 0xf == 5
+  assert (release[1] >> 29) & 7 == 2 and release[4:6] == [9, 0]
+
+
+def test_gfx9_has_no_wave32():
+  with pytest.raises(ValueError, match="gfx9 runs wave64 only"):
+    AMDComputeQueue(DIALECTS["gfx9"]((0x2000, 0xA000))).exec(FakeProgram(True), 0, (1, 1, 1), (64, 1, 1))
