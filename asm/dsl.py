@@ -29,6 +29,19 @@ def namespace(isa: ISA) -> dict[str, Callable[..., Instruction]]:
   return {m: instruction_function(isa, opc) for m, opc in isa.by_mnemonic.items()}
 
 
+REGISTER_NAMES = ("v", "s", "ttmp", "Reg", "VCC", "VCC_LO", "VCC_HI", "EXEC", "EXEC_LO", "EXEC_HI", "NULL", "NULL64", "M0", "SCC", "VCCZ",
+                  "EXECZ", "LDS_DIRECT", "OFF", "SRC_SHARED_BASE", "SRC_SHARED_LIMIT", "SRC_PRIVATE_BASE", "SRC_PRIVATE_LIMIT",
+                  "SRC_POPS_EXITING_WAVE_ID")
+
+
+def arch_namespace(arch: str) -> dict[str, Any]:
+  """What `from hcq.asm.<family> import *` gives: ARCH, ISA, the register names and every instruction of `arch`."""
+  from hcq.asm import registers
+  from hcq.asm.isa import load
+  isa = load(arch)
+  return {"ARCH": arch, "ISA": isa, **{n: getattr(registers, n) for n in REGISTER_NAMES}, **namespace(isa)}
+
+
 def _scalar(value: int, count: int | str) -> Any:
   n = 1 if count == "l" else count
   return Reg("s", value, n if value < 128 else 1)

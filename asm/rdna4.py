@@ -4,17 +4,7 @@ files v, s, ttmp (v[0], s[4:7] inclusive) and the special registers VCC, EXEC, E
   >>> v_add_f32_e32(v[0], v[1], v[2]).encode().hex()
   '01050006'
 """
-from hcq.asm.dsl import namespace as _namespace
-from hcq.asm.isa import load as _load
-from hcq.asm.registers import (EXEC, EXEC_HI, EXEC_LO, EXECZ, LDS_DIRECT, M0, NULL, NULL64, OFF, SCC, SRC_POPS_EXITING_WAVE_ID,
-                               SRC_PRIVATE_BASE, SRC_PRIVATE_LIMIT, SRC_SHARED_BASE, SRC_SHARED_LIMIT, VCC, VCC_HI, VCC_LO, VCCZ, Reg, s,
-                               ttmp, v)
+from hcq.asm.dsl import arch_namespace as _arch_namespace
 
-ARCH = "gfx1201"
-ISA = _load(ARCH)
-_instructions = _namespace(ISA)
-globals().update(_instructions)
-
-__all__ = ["v", "s", "ttmp", "Reg", "VCC", "VCC_LO", "VCC_HI", "EXEC", "EXEC_LO", "EXEC_HI", "NULL", "NULL64", "M0", "SCC", "VCCZ",
-           "EXECZ", "LDS_DIRECT", "OFF", "SRC_SHARED_BASE", "SRC_SHARED_LIMIT", "SRC_PRIVATE_BASE", "SRC_PRIVATE_LIMIT",
-           "SRC_POPS_EXITING_WAVE_ID", *sorted(_instructions)]
+globals().update(_arch_namespace("gfx1201"))
+__all__ = sorted(k for k in globals() if not k.startswith("_") and k not in ("ARCH", "ISA"))

@@ -5,7 +5,6 @@ wavefront emulator, exactly as on a real GPU except the last step.
 """
 from __future__ import annotations
 import os
-import subprocess
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ import hcq
 from hcq.asm.kernel import Kernel
 from hcq.errors import GPUFault, HCQError, ProgramArgumentError
 from hcq.sym import Variable
-from tests.tools import require_tool
+from tests.tools import compile_opencl
 
 IDS = r"""
 __kernel void ids(__global uint *out, uint ngx, uint ngy, uint lx, uint ly, uint lz) {
@@ -38,12 +37,7 @@ def dev():
 
 @pytest.fixture(scope="module")
 def code_object(tmp_path_factory):
-  clang, lld = require_tool("clang-19"), require_tool("ld.lld-19")
-  d = tmp_path_factory.mktemp("k")
-  (d / "k.cl").write_text(IDS)
-  subprocess.run([clang, "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-nogpulib", "-O2", "-c", str(d / "k.cl"), "-o", str(d / "k.o")], check=True)
-  subprocess.run([lld, "-shared", str(d / "k.o"), "-o", str(d / "k.so")], check=True)
-  return (d / "k.so").read_bytes()
+  return compile_opencl(IDS, tmp_path_factory.mktemp("k"))
 
 
 @pytest.mark.parametrize("grid,block", [((1, 1, 1), (1, 1, 1)), ((7, 1, 1), (64, 1, 1)), ((33, 1, 1), (32, 1, 1)), ((1, 1, 1), (1024, 1, 1)),

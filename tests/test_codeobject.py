@@ -7,7 +7,7 @@ import pytest
 
 from hcq.asm.codeobject import CodeObjectError, read_code_object
 from hcq.asm.msgpack import pack, unpack
-from tests.tools import require_tool
+from tests.tools import compile_opencl, require_tool
 
 KERNELS = r"""
 __kernel void add(__global float *a, __global const float *b, float k, int n) {
@@ -21,11 +21,8 @@ __kernel void lookup(__global int *out) { out[__builtin_amdgcn_workitem_id_x()] 
 
 @pytest.fixture(scope="module")
 def objects(tmp_path_factory):
-  clang, lld = require_tool("clang-19"), require_tool("ld.lld-19")
   d = tmp_path_factory.mktemp("co")
-  (d / "k.cl").write_text(KERNELS)
-  subprocess.run([clang, "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-nogpulib", "-O2", "-c", str(d / "k.cl"), "-o", str(d / "k.o")], check=True)
-  subprocess.run([lld, "-shared", str(d / "k.o"), "-o", str(d / "k.so")], check=True)
+  compile_opencl(KERNELS, d)
   return d
 
 

@@ -10,22 +10,13 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from tests.tools import require_tool
+from tests.tools import require_module, require_tool
 
 f16, f32, f64, i32, u32, i64, u64 = np.float16, np.float32, np.float64, np.int32, np.uint32, np.int64, np.uint64
 SEED_OFFSET = int(os.environ.get("EMU_CORPUS_SEED", "0"))   # vary to draw other inputs
 CLANG_FLAGS = ["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-nogpulib", "-O2"]
 
 
-def _llvmlite():
-  """llvmlite.binding (a project dependency): fails under CI when missing, skips otherwise (tests.tools.require)."""
-  from tests.tools import require
-  try:
-    import llvmlite.binding as llvm
-  except ImportError:
-    llvm = None
-  require(llvm is not None, "python package llvmlite")
-  return llvm
 
 
 def compile_cl(path: str, out_dir: str, extra: list[str] = ()) -> bytes:
@@ -303,7 +294,7 @@ def test_corpus_dpp_atomics(corpus_dpp, name):
 def corpus_llvmlite(tmp_path_factory):
   """The same kernels through clang-19's IR and llvmlite's newer LLVM (true16 code, an ET_REL object)."""
   from hcq.asm.codeobject import read_code_object
-  llvm = _llvmlite()
+  llvm = require_module("llvmlite.binding")
   for init in ("initialize_all_targets", "initialize_all_asmprinters"):
     if hasattr(llvm, init): getattr(llvm, init)()
   clang = require_tool("clang-19")

@@ -7,23 +7,16 @@ import ctypes
 import numpy as np
 import pytest
 
+from tests.tools import require_module
+
 T = {"float": np.float32, "double": np.float64, "half": np.float16, "i32": np.int32, "i64": np.int64, "i16": np.int16, "i8": np.int8}
 N = 256
 
 
-def _llvmlite():
-  """llvmlite.binding (a project dependency): fails under CI when missing, skips otherwise (tests.tools.require)."""
-  from tests.tools import require
-  try:
-    import llvmlite.binding as llvm
-  except ImportError:
-    llvm = None
-  require(llvm is not None, "python package llvmlite")
-  return llvm
 
 
 def _llvm():
-  llvm = _llvmlite()
+  llvm = require_module("llvmlite.binding")
   for init in ("initialize_all_targets", "initialize_all_asmprinters", "initialize_native_target", "initialize_native_asmprinter"):
     if hasattr(llvm, init): getattr(llvm, init)()
   return llvm

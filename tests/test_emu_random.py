@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.test_emu_randprog import N, PRELUDE, program
-from tests.tools import require_tool
+from tests.tools import require_module, require_tool
 
 COUNT = int(os.environ.get("EMU_RANDOM_PROGRAMS", "40"))
 FLAGS = ["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-nogpulib", "-ffp-contract=off", "-cl-fp32-correctly-rounded-divide-sqrt"]
@@ -106,9 +106,8 @@ def test_llvm19_udiv_all_ones_miscompile(tmp_path):
 @pytest.mark.parametrize("start", range(0, COUNT, BATCH))
 def test_random_programs_llvm22(tmp_path, start):
   """The same programs through clang-19's IR and llvmlite's LLVM (true16 code, ET_REL objects)."""
-  from tests.test_emu_corpus import _llvmlite
   from hcq.asm.codeobject import read_code_object
-  llvm = _llvmlite()
+  llvm = require_module("llvmlite.binding")
   for init in ("initialize_all_targets", "initialize_all_asmprinters"):
     if hasattr(llvm, init): getattr(llvm, init)()
   seeds = range(start, min(COUNT, start + BATCH))
