@@ -82,7 +82,8 @@ def pack_kernargs(name: str, layout: Sequence[KernelArg], bufs: Sequence["Buffer
   return out
 
 
-def _dims(v: "int | Sequence[int]", what: str) -> tuple[int, int, int]:
+def launch_dims(v: "int | Sequence[int]", what: str) -> tuple[int, int, int]:
+  """A grid or workgroup size as (x, y, z): an int or 1 to 3 positive ints, padded with 1s; ProgramArgumentError otherwise."""
   t = (v,) if isinstance(v, int) else tuple(v)
   if not 1 <= len(t) <= 3 or not all(isinstance(x, int) and x >= 1 for x in t):
     raise ProgramArgumentError(f"{what} must be 1 to 3 positive ints, got {v!r}")
@@ -102,6 +103,6 @@ class Program:
   def __call__(self, *bufs: "Buffer", global_size: "int | Sequence[int]" = 1, local_size: "int | Sequence[int]" = 1,
                vals: Sequence[Any] = (), wait: bool = False) -> float | None:
     """Launch over `global_size` workgroups of `local_size` threads; with wait=True, the GPU seconds it took."""
-    gs, ls = _dims(global_size, "global_size"), _dims(local_size, "local_size")
+    gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
     args = pack_kernargs(self.name, self.layout, bufs, tuple(vals), self.kernarg_size)
     return self.device.launch(self, args, gs, ls, wait)

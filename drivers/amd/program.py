@@ -13,7 +13,7 @@ from hcq.asm.codeobject import CodeObjectError, read_code_object
 from hcq.autogen import amdgpu_kd as kd
 from hcq.autogen import hsa
 from hcq.errors import HCQError, ProgramArgumentError
-from hcq.program import KernelArg, Program, _dims, natural_layout, pack_kernargs
+from hcq.program import KernelArg, Program, launch_dims, natural_layout, pack_kernargs
 from hcq.sym import hi32, lo32
 
 if TYPE_CHECKING:
@@ -106,6 +106,6 @@ class AMDProgram(Program):
     return out
 
   def __call__(self, *bufs, global_size=1, local_size=1, vals=(), wait: bool = False) -> float | None:
-    gs, ls = _dims(global_size, "global_size"), _dims(local_size, "local_size")
+    gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
     if ls[0] * ls[1] * ls[2] > 1024: raise ProgramArgumentError(f"{self.name}: a workgroup of {ls} threads exceeds 1024")
     return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls), gs, ls, wait)
