@@ -10,10 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import statistics
-import subprocess
 import sys
-import time
 
 # (label, code run with python -c, module that must exist or None, target added ms or None)
 CASES: list[tuple[str, str, str | None, float | None]] = [
@@ -25,32 +22,15 @@ CASES: list[tuple[str, str, str | None, float | None]] = [
 ]
 
 
+from timing import median_interpreter_ms  # noqa: E402  (bench/ is the script's folder)
+
+
 def exists(module: str) -> bool:
   """Whether `module` can be imported, without importing it (its parent packages are imported; they are small)."""
   try:
     return importlib.util.find_spec(module) is not None
   except ModuleNotFoundError:
     return False
-
-
-def child_env() -> dict[str, str]:
-  """The environment for the timed interpreters: bytecode writing on, so that the warm-up run leaves .pyc files
-  (PYTHONDONTWRITEBYTECODE, set on some machines, would make every run compile every module)."""
-  env = dict(os.environ)
-  env.pop("PYTHONDONTWRITEBYTECODE", None)
-  return env
-
-
-def median_ms(code: str, runs: int) -> float:
-  """Median wall time in ms of `python -c code` in a fresh interpreter, after one warm-up run."""
-  env = child_env()
-  subprocess.run([sys.executable, "-c", code], check=True, env=env)
-  times = []
-  for _ in range(runs):
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, env=env)
-    times.append((time.perf_counter() - t0) * 1e3)
-  return statistics.median(times)
 
 
 def main() -> None:
@@ -65,7 +45,7 @@ def main() -> None:
     if module is not None and not exists(module):
       print(f"  {label:<44} {'missing':>8}")
       continue
-    ms = median_ms(code, args.runs)
+    ms = median_interpreter_ms(["-c", code], args.runs)
     if base is None:
       base = ms
       print(f"  {label:<44} {ms:8.1f} {'-':>8} {'-':>8}")

@@ -10,14 +10,13 @@ GPU's row is informative only (it starts the mock GPU, numpy included).
 from __future__ import annotations
 import argparse
 import os
-import statistics
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "sysfs")
 TARGET_MS = 200.0
+
+from timing import median_interpreter_ms  # noqa: E402  (bench/ is the script's folder)
 
 # (label, argv after the interpreter, extra environment, target ms or None)
 CASES: list[tuple[str, list[str], dict[str, str], float | None]] = [
@@ -32,20 +31,6 @@ CASES: list[tuple[str, list[str], dict[str, str], float | None]] = [
 ]
 
 
-def median_ms(argv: list[str], env: dict[str, str], runs: int) -> float:
-  """Median wall time in ms of `python *argv` in a fresh interpreter, after one warm-up run. smi's exit
-  code is not checked: on a machine without a GPU it is 3 by design."""
-  full_env = {**os.environ, **env}
-  cmd = [sys.executable, *argv]
-  subprocess.run(cmd, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  times = []
-  for _ in range(runs):
-    t0 = time.perf_counter()
-    subprocess.run(cmd, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    times.append((time.perf_counter() - t0) * 1e3)
-  return statistics.median(times)
-
-
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--runs", type=int, default=15, help="fresh interpreters per case (median taken; at least 10)")
@@ -54,7 +39,7 @@ def main() -> None:
   print(f"  {'case':<42} {'ms':>8} {'added':>8} {'target':>8}  verdict")
   base, failed = None, False
   for label, argv, env, target in CASES:
-    ms = median_ms(argv, env, args.runs)
+    ms = median_interpreter_ms(argv, args.runs, env, check=False)  # smi exits 3 on a machine without a GPU, by design
     if base is None: base = ms
     added = "-" if ms is base else f"{ms - base:8.1f}"
     verdict, tgt = "", "-"

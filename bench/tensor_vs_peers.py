@@ -91,8 +91,8 @@ def main():
   parser.add_argument("--repeat", type=int, default=10)
   args = parser.parse_args()
   tiny = setup_tinygrad()
-  from hcq.tensor.device import _LLVM
-  print(f"llvmlite JIT set-up (once per process): {timed(_LLVM.get) * 1e3:.0f} ms; threads: {get_device('CPU').threads}")
+  from hcq.drivers.cpu.jit import host_jit
+  print(f"llvmlite JIT set-up (once per process): {timed(host_jit) * 1e3:.0f} ms; threads: {get_device('CPU').threads}")
   cases, refs, builders = workloads(tiny)
   print(f"{'workload':38} {'numpy':>9} {'hcq':>9} {'tinygrad':>9} {'hcq/np':>7} {'hcq/tiny':>8} {'queued':>9}  first run: hcq (compile) | tinygrad")
   for (name, np_fn, hcq_fn, tiny_fn), ref, build, queued_fn in zip(cases, refs, builders["hcq"], builders["queued"]):

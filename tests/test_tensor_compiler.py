@@ -103,8 +103,8 @@ def test_code_needs_only_libm_on_older_cpus():
   Python process cannot count on; only libm functions may be called. Checked for a Haswell-class target."""
   import re
   import llvmlite.binding as llvm
-  from hcq.tensor.device import _LLVM
-  _LLVM.get()
+  from hcq.drivers.cpu.jit import host_jit
+  host_jit()
   features = llvm.get_host_cpu_features()
   for k in list(features.keys()):
     if k.startswith(("avx512", "amx", "avxvnni", "avx10")): features[k] = False

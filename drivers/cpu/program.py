@@ -1,9 +1,9 @@
 """CPU programs: LLVM IR compiled for the host with llvmlite's MCJIT, or a ctypes function, run per workgroup."""
 from __future__ import annotations
 import ctypes
-import threading
 from typing import TYPE_CHECKING, Any, Sequence
 
+from hcq.drivers.cpu.jit import jit_module
 from hcq.errors import HCQError
 from hcq.program import Program, natural_layout
 
@@ -13,51 +13,10 @@ if TYPE_CHECKING:
 KERNEL_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, *[ctypes.c_uint32] * 6)
 
 
-class _JIT:
-  """llvmlite set up once per process: the host's target machine for O3 passes, and one MCJIT engine every program's
-  module is added to (machine code lives as long as the engine; an engine owns its own target machine)."""
-  lock = threading.Lock()
-  ready = None
-  names: set[str] = set()  # functions in the shared engine: a second module defining one gets an engine of its own
-
-  @classmethod
-  def get(cls):
-    with cls.lock:
-      if cls.ready is None:
-        import llvmlite.binding as llvm
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-
-        def machine():
-          return llvm.Target.from_default_triple().create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, codemodel="jitdefault")
-        cls.ready = (llvm, machine(), llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine()))
-      return cls.ready
-
-
 def compile_llvm_ir(ir: str, name: str) -> tuple[Any, int]:
   """Compile LLVM IR for this CPU with the O3 pipeline; returns (what keeps the code alive, the function's address)."""
-  try:
-    llvm, tm, engine = _JIT.get()
-  except ImportError as e:
-    raise HCQError("compiling LLVM IR for the CPU needs llvmlite: pip install llvmlite (or pip install -e '.[compile]')") from e
-  try:
-    mod = llvm.parse_assembly(ir)
-    mod.verify()
-  except RuntimeError as e:
-    raise HCQError(f"invalid LLVM IR for CPU kernel {name!r}: {e}") from None
-  with _JIT.lock:
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
-    pb.getModulePassManager().run(mod, pb)
-    defined = {f.name for f in mod.functions if not f.is_declaration}
-    if defined & _JIT.names:
-      engine = llvm.create_mcjit_compiler(mod, llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, codemodel="jitdefault"))
-    else:
-      engine.add_module(mod)
-      _JIT.names |= defined
-    engine.finalize_object()
-    addr = engine.get_function_address(name)
+  engine, mod = jit_module(ir, f"CPU kernel {name!r}")
+  addr = engine.get_function_address(name)
   if not addr: raise HCQError(f"LLVM IR defines no function {name!r}")
   return (engine, mod), addr
 

@@ -110,30 +110,6 @@ class CompiledLibrary:
     self.engine, self.module, self.seconds = engine, module, seconds
 
 
-class _LLVM:
-  """llvmlite set up once per process: a target machine for the host CPU (O3 passes) and one MCJIT engine
-  that every kernel module is added to (an engine owns its target machine, so they cannot share one)."""
-  lock = threading.Lock()
-  _ready = None
-
-  @classmethod
-  def get(cls):
-    with cls.lock:
-      if cls._ready is None:
-        try:
-          import llvmlite.binding as llvm
-        except ImportError:
-          raise ImportError("hcq.tensor compiles kernels with llvmlite: pip install llvmlite (or pip install -e '.[compile]')") from None
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        def machine():
-          return llvm.Target.from_default_triple().create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, codemodel="jitdefault")
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine())
-        cls._ready = (llvm, machine(), engine)
-      return cls._ready
-
-
 class Program:
   """A compiled kernel: call it with buffers; global_size[0] is the thread axis extent (1 when none)."""
 
@@ -183,18 +159,13 @@ class CPUJITDevice:
 
   def compile(self, src: str) -> CompiledLibrary:
     """LLVM IR text → machine code in memory (O3, host CPU features)."""
+    from hcq.drivers.cpu.jit import jit_module  # the process's one JIT, shared with the core's CPU device
+    from hcq.errors import HCQError
     t0 = time.perf_counter()
-    llvm, tm, engine = _LLVM.get()
     try:
-      module = llvm.parse_assembly(src)
-      module.verify()
-    except RuntimeError as e:
+      engine, module = jit_module(src, "a generated tensor kernel")
+    except HCQError as e:
       raise RuntimeError(f"generated LLVM IR does not verify: {e}\n{src}") from None
-    with _LLVM.lock:
-      pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
-      pb.getModulePassManager().run(module, pb)
-      engine.add_module(module)
-      engine.finalize_object()
     return CompiledLibrary(engine, module, time.perf_counter() - t0)
 
   def program(self, name: str, lib: CompiledLibrary) -> Program: return Program(self, name, lib)

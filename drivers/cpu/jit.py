@@ -1,0 +1,53 @@
+"""The process's LLVM JIT for the host CPU (llvmlite MCJIT), shared by every CPU program and by hcq.tensor's kernels."""
+from __future__ import annotations
+import threading
+from typing import Any
+
+from hcq.errors import HCQError
+
+_lock = threading.Lock()
+_ready: tuple | None = None
+_names: set[str] = set()  # functions in the shared engine: a second module defining one gets an engine of its own
+
+
+def _machine(llvm):
+  return llvm.Target.from_default_triple().create_target_machine(
+    cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, codemodel="jitdefault")
+
+
+def host_jit() -> tuple[Any, Any, Any]:
+  """(llvmlite.binding, a target machine for O3 passes, the shared MCJIT engine), set up once per process. An engine owns
+  its target machine, so the passes get one of their own."""
+  global _ready
+  with _lock:
+    if _ready is None:
+      try:
+        import llvmlite.binding as llvm
+      except ImportError as e:
+        raise HCQError("compiling LLVM IR for the CPU needs llvmlite: pip install llvmlite (or pip install -e '.[compile]')") from e
+      llvm.initialize_native_target()
+      llvm.initialize_native_asmprinter()
+      _ready = (llvm, _machine(llvm), llvm.create_mcjit_compiler(llvm.parse_assembly(""), _machine(llvm)))
+    return _ready
+
+
+def jit_module(ir: str, what: str) -> tuple[Any, Any]:
+  """Verify, optimise (O3) and compile LLVM IR into the shared engine; returns (engine, module), which keep the code
+  alive. HCQError names `what` when the IR is invalid."""
+  llvm, tm, engine = host_jit()
+  try:
+    mod = llvm.parse_assembly(ir)
+    mod.verify()
+  except RuntimeError as e:
+    raise HCQError(f"invalid LLVM IR for {what}: {e}") from None
+  with _lock:
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+    pb.getModulePassManager().run(mod, pb)
+    defined = {f.name for f in mod.functions if not f.is_declaration}
+    if defined & _names:
+      engine = llvm.create_mcjit_compiler(mod, _machine(llvm))
+    else:
+      engine.add_module(mod)
+      _names.update(defined)
+    engine.finalize_object()
+  return engine, mod
