@@ -9,8 +9,8 @@ from hcq.asm import named
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import ISA, Opcode
 from hcq.asm.numbers import parse_number_text, split_syntax
-from hcq.asm.operands import OperandError, constant_value
-from hcq.asm.registers import Reg, parse_register
+from hcq.asm.operands import OperandError, _inline_of_bits, constant_value, parse_number
+from hcq.asm.registers import SPECIAL_NAMES, Reg, parse_register
 
 NULL = 124
 OMOD_VALUES = {"mul:2": 1, "mul:4": 2, "div:2": 3}
@@ -48,24 +48,44 @@ def _vop3p_opsel_hi_default(opc: Opcode, values: dict[str, int]) -> None:
 
 def build(isa: ISA, opc: Opcode, args: list, mods: dict[str, Any]) -> Instruction:
   """An instruction from positional operands in assembly order and modifiers by name (see MODIFIER_NAMES).
-  OperandError names the operand (by position) that does not fit."""
-  fmt = opc.fmt
-  values = {f: 0 for f in fmt.fields if f != "op"}
+  OperandError names the operand (by position) that does not fit. Per-opcode builders (hcq.asm.fast_build) do
+  the common operands; they hand anything else to build_generic."""
+  from hcq.asm.fast_build import builder_of
+  return builder_of(isa).build(opc, args, mods)
+
+
+def initial_values(isa: ISA, opc: Opcode) -> dict[str, int]:
+  """Every field's value before operands and modifiers: zero, or what the opcode fixes or defaults to."""
+  values = {f: 0 for f in opc.fmt.fields if f != "op"}
   values.update(opc.fixed)
   _vop3p_opsel_hi_default(opc, values)
   values.update(opc.defaults)
-  literal: list[int | None] = [None]
-  args = list(args)
-  ret = opc.mods.get("glc", "")
-  if ",ret:" in ret and mods.get("glc"):
-    if not args: raise OperandError("missing the returned-value register (glc returns the old value)")
-    values["vdst"] = _vgpr(args.pop(0), int(ret.rpartition(":")[2]), "vdst")
   if "format" in opc.mods:  # MTBUF: the format that prints nothing
     values["format"] = next((k for k, n in isa.names["format"].items() if n == ""), 0)
-  # modifiers first: tfe, offen and idxen decide how many registers buffer operands take
+  return values
+
+
+def build_generic(isa: ISA, opc: Opcode, args: list, mods: dict[str, Any]) -> Instruction:
+  """The reference builder, for every operand and modifier the table describes."""
+  values = initial_values(isa, opc)
+  literal: list[int | None] = [None]
+  args = list(args)
+  # modifiers first: tfe, offen and idxen decide how many registers buffer operands take; glc (gfx11) or th's bit 0
+  # (gfx12) whether an atomic's returned value comes first (one operand more than the opcode lists)
+  returning = opc.returned is not None and len(args) == len(opc.operands) + 1
   for key, value in mods.items():
-    _modifier(opc, key, value, values)
+    _modifier(opc, key, value, values, returning)
+  if opc.returned is not None and opc.returns(values) != returning:
+    asks = "glc" if opc.returned[0] == "glc" else "th:TH_ATOMIC_RETURN (or another odd th)"
+    if returning: raise OperandError(f"{opc.mnemonic}: {len(args)} operands means a returned value first, which needs {asks}")
+    raise OperandError(f"{opc.mnemonic}: {opc.returned[0]} asks for the old value: give the returned-value register first "
+                       f"({len(opc.operands) + 1} operands, got {len(args)})")
+  if opc.returns(values):  # the returned value is an AGPR when the data is (one acc bit)
+    values["vdst"] = _vgpr_or_agpr(opc, "vdst", args.pop(0), opc.returned[1], values, acc=_acc_field(opc, "data") or _acc_field(opc, "vdata"))
   specs = opc.operands
+  if opc.fmt.name == "MUBUF" and values.get("lds") and "lds" in opc.mods and len(args) == len(specs) - 1:
+    # gfx9 'lds' loads into LDS (M0 addresses it): no vdata operand, the field stays 0
+    args.insert(next(i for i, sp in enumerate(specs) if not isinstance(sp, str) and sp[0] == "vdata"), Reg("v", 0, specs[0][2]))
   fields_only = [sp for sp in specs if not isinstance(sp, str)]
   if len(args) != len(specs) and len(args) == len(fields_only) and len(fields_only) < len(specs):
     # the DSL may leave out implicit operands that assembly spells out (v_cmp_*_e32's vcc_lo)
@@ -80,13 +100,34 @@ def build(isa: ISA, opc: Opcode, args: list, mods: dict[str, Any]) -> Instructio
       if not isinstance(spec, str) and spec[4] is not None and values[spec[0]] < 256 and not spec[4] >> values[spec[0]] & 1:
         raise OperandError(f"{spec[0]}: {arg} is not allowed in this operand of {opc.mnemonic}")
     except OperandError as e: raise OperandError(str(e), i) from None
+  if any(syn.startswith("acc:") for syn in opc.mods.values()): _check_acc(opc, specs, args)
   return Instruction(isa, opc, values, literal[0])
 
 
-def _vgpr(arg: Any, count: int | str, name: str, low: bool = False) -> int:
+def _acc_field(opc: Opcode, name: str) -> str | None:
+  """The gfx90a+ bit that makes operand `name` an AGPR (DS/FLAT/buffer acc, MFMA acc_cd/acc0/acc1), if any."""
+  return next((f for f, syn in opc.mods.items() if syn.startswith("acc:") and name in syn[4:].split("+")), None)
+
+
+def _check_acc(opc: Opcode, specs: tuple, args: list) -> None:
+  """One acc bit covers several operands (ds_add_rtn_u32's vdst and data0): they must all be AGPRs or all VGPRs."""
+  groups: dict[str, dict[str, int]] = {}
+  for i, (spec, arg) in enumerate(zip(specs, args)):
+    if isinstance(spec, str) or not (f := _acc_field(opc, spec[0])): continue
+    reg = arg.operand if isinstance(arg, Modified) else parse_register(arg) if isinstance(arg, str) else arg
+    if isinstance(reg, Reg) and reg.file in ("v", "a"): groups.setdefault(f, {}).setdefault(reg.file, i)
+  for f, files in groups.items():
+    if len(files) > 1:
+      names = "/".join(s[0] for s in specs if not isinstance(s, str) and _acc_field(opc, s[0]) == f)
+      raise OperandError(f"{names} of {opc.mnemonic} must be all VGPRs or all AGPRs (one acc bit)", max(files.values()))
+
+
+def _vgpr(arg: Any, count: int | str, name: str, low: bool = False, files: str = "v") -> int:
+  """A VGPR operand's index; `files` 'a' (AGPRs only) or 'va' (either) for gfx90a+ accumulation registers."""
   if isinstance(arg, str): arg = parse_register(arg) or arg
-  if not isinstance(arg, Reg) or arg.file != "v":
-    raise OperandError(f"{name}: expected a VGPR{'' if count in (1, 'l') else f' range of {count}'}, got {arg!s}")
+  if not isinstance(arg, Reg) or arg.file not in files:
+    what = {"v": "a VGPR", "a": "an AGPR", "va": "a VGPR or AGPR"}[files]
+    raise OperandError(f"{name}: expected {what}{'' if count in (1, 'l') else f' range of {count}'}, got {arg!s}")
   if count == "l":
     if arg.half is None: raise OperandError(f"{name}: expected a 16-bit VGPR half (v{arg.value}.l or v{arg.value}.h), got {arg}")
     if arg.value > 127: raise OperandError(f"{name}: 16-bit halves reach v127 at most, got {arg}")
@@ -99,10 +140,24 @@ def _vgpr(arg: Any, count: int | str, name: str, low: bool = False) -> int:
 
 
 def _scalar(isa: ISA, arg: Any, count: int, name: str) -> int:
-  if isinstance(arg, str): arg = parse_register(arg) or arg
+  if isinstance(arg, str):
+    named = _arch_name(isa, arg, count)  # flat_scratch, xnack_mask (gfx9)
+    if named is not None: return named
+    arg = parse_register(arg) or arg
   if not isinstance(arg, Reg) or arg.file != "s":
     raise OperandError(f"{name}: expected {'a scalar register' if count == 1 else f'{count} scalar registers'}, got {arg!s}")
+  if isa.sgprs < 106:  # gfx9 numbers some special registers apart (m0 is 124) and has no null
+    special = SPECIAL_NAMES.get((arg.value, arg.count))
+    if special is not None:
+      v = isa.scalar_values[2 if count == 2 and special[1] == "null" else 2 if arg.count == 2 else 1].get(special[1])
+      if v is None: raise OperandError(f"{name}: {special[1]} does not exist on {isa.arch}")
+      if arg.count != count and not (arg.count == 1 and count == "l") and special[1] != "null":
+        raise OperandError(f"{name}: expected {count} scalar register{'s' if count != 1 else ''}, got {special[1]}")
+      return v
+    if arg.count <= 2 and (isa.sgprs <= arg.value < 106 or arg.value < isa.sgprs < arg.value + arg.count):
+      raise OperandError(f"{name}: {arg} is past s{isa.sgprs - 1} (the last SGPR on {isa.arch})")
   if arg.value == NULL: return NULL
+  if arg.value >= 128 and arg.count == 1 and count > 2: return arg.value  # src_shared_base in a resource's place: llvm-mc prints it so
   if arg.count != count: raise OperandError(f"{name}: expected {count} scalar register{'s' if count != 1 else ''}, got {arg}")
   if arg.value < 124 and count > 1 and arg.value % (2 if count == 2 else 4) and arg.value not in (106, 126):
     raise OperandError(f"{name}: {arg} must start at a multiple of {2 if count == 2 else 4}")
@@ -127,6 +182,13 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
     if not m or int(m.group(1)) > 63: raise OperandError(f"{name}: expected attrN.x/y/z/w with N up to 63, got {arg!s}")
     values["attr"], values["attrchan"] = int(m.group(1)), "xyzw".index(m.group(2))
     return
+  if extra == "smem9":  # gfx9: a number (imm), an SGPR in the offset field, or with offset:X the soffset SGPR (soe)
+    if isinstance(arg, int) and not isinstance(arg, bool):
+      if values["soe"]: raise OperandError(f"{name}: offset:X goes with a register operand, got the number {arg}")
+      values["imm"], values["offset"] = 1, parse_number_text(str(arg), "shex", opc.fmt.fields["offset"].bits)
+    elif values["soe"]: values["soffset"] = _scalar(isa, arg, 1, name)
+    else: values["imm"], values["offset"] = 0, _scalar(isa, arg, 1, name)
+    return
   if fmt == "SMEM" and name == "offset" and "soffset" not in opc.operand_fields:
     # gfx12: the offset's place holds the soffset register (then offset:X follows) or the offset itself
     if isinstance(arg, int): values["soffset"], values["offset"] = NULL, arg & opc.fmt.fields["offset"].mask
@@ -135,17 +197,29 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
   if file == "i" and name != "literal":
     values[name] = _number(opc, name, arg, extra or "{ihex}")
     return
-  if kind in ("src", "ssrc"):
+  if fmt.endswith("_SDWA") and name == "sdst":  # VOPC SDWA: vcc, or an SGPR pair with sd set
+    if str(arg).lower() == "vcc": values["sd"] = 0
+    else: values["sd"], values["sdst"] = 1, _scalar(isa, arg, 2, name)
+    return
+  if kind in ("src", "ssrc", "avsrc", "sdwa_src", "sdwa_vsrc1"):
     neg = absm = False
     if isinstance(arg, Modified): arg, neg, absm = arg.operand, arg.neg, arg.abs
+    named = _arch_name(isa, arg, 1 if count == "l" else count) if isinstance(arg, str) else None
     if isinstance(arg, str): arg = parse_register(arg) or arg
-    if isinstance(arg, Reg) and arg.file == "v":
+    acc = _acc_field(opc, name)
+    if kind == "avsrc" and not (isinstance(arg, Reg) and arg.file in "va"):
+      raise OperandError(f"{name}: expected a VGPR or AGPR range of {count}, got {arg!s}")
+    if named is not None: values[name] = named
+    elif isinstance(arg, Reg) and arg.file in ("v", "a"):
       if kind == "ssrc": raise OperandError(f"{name}: a scalar operand, got the VGPR {arg}")
-      values[name] = 256 + _vgpr(arg, count, name, file == "v128")
+      values[name] = 256 + _vgpr(arg, count, name, file == "v128", "a" if file == "a" else "va" if acc else "v")
+      if acc and arg.file == "a": values[acc] = 1
     elif isinstance(arg, Reg):
       values[name] = _scalar(isa, arg, 1 if count == "l" else count, name) if arg.value < 128 else arg.value
     elif isinstance(arg, (int, float)) and not isinstance(arg, bool):
       code, lit = constant_value(arg, extra)
+      if lit is not None and extra == "H" and spec[4] is not None and not spec[4] >> 255 & 1:
+        code, lit = (_inline_of_bits(lit, "h"), None) if _inline_of_bits(lit, "h") is not None else (code, lit)  # gfx9 VOP3: no literal
       if lit is not None:
         if literal[0] is not None and literal[0] != lit: raise OperandError(f"{name}: only one literal per instruction")
         literal[0] = lit
@@ -153,16 +227,19 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
     else: raise OperandError(f"{name}: expected a register or a number, got {arg!s}")
     if neg or absm:
       _source_modifier(opc, name, neg, absm, values)
+    if kind.startswith("sdwa"):  # SDWA: an 8-bit field, and s0/s1 set for a scalar source
+      if values[name] == 255: raise OperandError(f"{name}: SDWA takes no literal, got {arg!s}")
+      values["s0" if name == "src0" else "s1"], values[name] = int(values[name] < 256), values[name] & 0xff
     return
   if name == "literal":
     if not isinstance(arg, int): raise OperandError(f"expected a 32-bit literal number, got {arg!s}")
     literal[0] = arg & 0xffffffff
     return
   if fmt == "GLOBAL" and name == "saddr":
-    values["saddr"] = NULL if _is_off(arg) else _scalar(isa, arg, 2, name)
+    values["saddr"] = isa.saddr_off if _is_off(arg) else _scalar(isa, arg, 2, name)
     return
   if fmt == "SCRATCH" and name == "saddr":
-    values["saddr"] = NULL if _is_off(arg) else _scalar(isa, arg, 1, name)
+    values["saddr"] = isa.saddr_off if _is_off(arg) else _scalar(isa, arg, 1, name)
     return
   if fmt == "SCRATCH" and name == "addr":
     if _is_off(arg): values["addr"] = values["sve"] = 0
@@ -172,7 +249,10 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
     values["addr"] = _vgpr(arg, (parse_register(str(arg)) or arg).count if isinstance(arg, (Reg, str)) and (parse_register(str(arg)) or arg) else 2, name)
     return
   if fmt in ("MUBUF", "MTBUF") and name == "vdata":
-    values[name] = _vgpr(arg, count + values["tfe"], name)
+    values[name] = _vgpr_or_agpr(opc, name, arg, count + values.get("tfe", 0), values)
+    return
+  if fmt.startswith("MIMG") and name in ("vdata", "vaddr"):
+    _image_vgprs(opc, name, arg, values)
     return
   if fmt in ("MUBUF", "MTBUF") and name == "vaddr":
     n = values["offen"] + values["idxen"]
@@ -187,7 +267,7 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
     else: values["en"] |= bit; values[name] = _vgpr(arg, 1, name)
     return
   if kind == "srsrc":
-    values[name] = _scalar(isa, arg, 4, name) // 4
+    values[name] = _scalar(isa, arg, count, name) // 4
     return
   if kind == "vdsty":  # VOPD: the second destination's low bit must differ from the first's
     r = _vgpr(arg, 1, name)
@@ -204,12 +284,35 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
   if kind == "sbase":
     values[name] = _scalar(isa, arg, count, name) // 2
     return
-  if file[0] == "v":
+  if file[0] == "v" or file == "a":
     if isinstance(arg, Modified) and name in ("src0", "vsrc1"):  # DPP sources
       _source_modifier(opc, name, arg.neg, arg.abs, values)
       arg = arg.operand
-    values[name] = _vgpr(arg, count, name, file == "v128")
+    values[name] = _vgpr_or_agpr(opc, name, arg, count, values, file)
   else: values[name] = _scalar(isa, arg, count, name)
+
+
+def _vgpr_or_agpr(opc: Opcode, name: str, arg: Any, count: int | str, values: dict, file: str = "v", acc: str | None = None) -> int:
+  """A VGPR operand, or on gfx90a+ an AGPR where the operand's file is 'a' or an acc bit covers it (then set)."""
+  acc = acc or _acc_field(opc, name)
+  index = _vgpr(arg, count, name, file == "v128", "a" if file == "a" else "va" if acc else "v")
+  if acc and (parse_register(arg) if isinstance(arg, str) else arg).file == "a": values[acc] = 1
+  return index
+
+
+def _image_vgprs(opc: Opcode, name: str, arg: Any, values: dict) -> None:
+  """MIMG vdata/vaddr: widths follow dmask/d16/tfe/lwe and dim/a16 (set by the modifiers); the NSA form's vaddr is a
+  list of VGPRs ([v0, v5] in text, a Python list in the DSL)."""
+  widths = opc.image_widths(name, values)
+  if widths is None: raise OperandError(f"{name}: {opc.mnemonic} has no encoding with these dmask/d16/tfe/lwe/dim/a16 modifiers")
+  from hcq.asm.printer import NSA_ADDRESSES, image_address_list
+  if name == "vdata" or not image_address_list(opc.fmt.name, widths):
+    values[name] = _vgpr(arg, widths[0], name)
+    return
+  if isinstance(arg, str) and arg.startswith("[") and arg.endswith("]"): arg = [x.strip() for x in arg[1:-1].split(",")]
+  if not isinstance(arg, (list, tuple)) or len(arg) != len(widths):
+    raise OperandError(f"{name}: expected a list of {len(widths)} address VGPRs ({', '.join(map(str, widths))} wide), got {arg!s}")
+  for f, a, w in zip(NSA_ADDRESSES, arg, widths): values[f] = _vgpr(a, w, f)
 
 
 def _source_modifier(opc: Opcode, name: str, neg: bool, absm: bool, values: dict) -> None:
@@ -219,9 +322,15 @@ def _source_modifier(opc: Opcode, name: str, neg: bool, absm: bool, values: dict
     if not wanted: continue
     if kinds == ("abs",) and "only:" in opc.mods.get("abs", "") and not int(opc.mods["abs"].split("only:")[1]) >> i & 1:
       raise OperandError(f"{name}: {opc.mnemonic} takes no abs modifier on this operand")
-    field = next((f for f, syn in opc.mods.items() if syn.split(":")[0].split(",")[0] in kinds and (f == f"{kinds[0]}{i}" or not f[-1].isdigit())), None)
+    field = next((f for f, syn in opc.mods.items() if syn.split(":")[0].split(",")[0] in kinds and (f in (f"{kinds[0]}{i}", f"sext{i}") or not f[-1].isdigit())), None)
     if field is None: raise OperandError(f"{name}: {opc.mnemonic} takes no {kinds[0]} modifier on this operand")
     values[field] |= 1 if field[-1].isdigit() else 1 << i
+
+
+def _arch_name(isa: ISA, text: str, count: int | str) -> int | None:
+  """A scalar register name only some archs have (gfx9's flat_scratch, xnack_mask): its value there."""
+  if parse_register(text) is not None: return None
+  return isa.scalar_values.get(2 if count == 2 else 1, {}).get(text.lower())
 
 
 def _is_off(arg: Any) -> bool:
@@ -242,12 +351,18 @@ def _number(opc: Opcode, name: str, arg: Any, syntax: str) -> int:
 
 
 # modifier spellings: DSL keyword or assembly word -> field handling
-def _modifier(opc: Opcode, key: str, value: Any, values: dict) -> None:
+def _modifier(opc: Opcode, key: str, value: Any, values: dict, returning: bool = False) -> None:
   mods = opc.mods
   fields = opc.fmt.fields
   if key in ("omod",):
     if "omod" not in mods: raise OperandError(f"{opc.mnemonic} takes no output modifier (mul:/div:)")
     values["omod"] = OMOD_VALUES.get(value, value) if isinstance(value, str) else int(value)
+    return
+  if key == "neg" and any(syn.startswith("neg:") for syn in mods.values()):  # gfx940 f64 MFMA neg:[a,b,c] (blgp's bits)
+    field = next(f for f, syn in mods.items() if syn.startswith("neg:"))
+    bits = list(value)
+    if len(bits) != int(mods[field][4:]): raise OperandError(f"neg takes {mods[field][4:]} entries, got {len(bits)}")
+    values[field] = sum((1 if b else 0) << i for i, b in enumerate(bits))
     return
   if key in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi"):
     field = {"op_sel": "opsel", "op_sel_hi": "opsel_hi", "neg_lo": "neg", "neg_hi": "neg_hi"}[key]
@@ -262,7 +377,7 @@ def _modifier(opc: Opcode, key: str, value: Any, values: dict) -> None:
     from hcq.asm.printer import opsel_positions
     positions = opsel_positions(opc.fmt.name, key, n, read)
     if positions is not None: word = sum((1 if b else 0) << p for b, p in zip(bits, positions))
-    elif key == "op_sel" and opc.fmt.name != "VOP3P": word = (word & ((1 << (n - 1)) - 1)) | (word >> (n - 1) & 1) << 3
+    elif key == "op_sel" and opc.fmt.family != "VOP3P": word = (word & ((1 << (n - 1)) - 1)) | (word >> (n - 1) & 1) << 3
     if read and word & ~int(read): raise OperandError(f"{opc.mnemonic}: op_sel may set only bits {int(read):#b} (as [src..., dst])")
     if key == "op_sel_hi":
       values["opsel_hi"] = word & 3
@@ -281,6 +396,17 @@ def _modifier(opc: Opcode, key: str, value: Any, values: dict) -> None:
     return
   if key == "offset" and opc.fmt.name == "SMEM":
     values["offset"] = parse_number_text(str(value), "shex", fields["offset"].bits)
+    if "soe" in fields: values["imm"] = values["soe"] = 1  # gfx9: 'sN offset:X' uses soffset and the offset
+    return
+  if any(syn.startswith("sel:") for syn in mods.values()) and key in mods and mods[key].startswith("sel:"):
+    names = [t.partition(":")[2].lower() for t in mods[key][4:].split("|")]  # SDWA dst_sel:WORD_1 (or its number)
+    text = str(value).lower()
+    if text.isdigit() and int(text) < len(names) and names[int(text)]: values[key] = int(text); return
+    if text not in names or not text: raise OperandError(f"{key}: expected one of {', '.join(n.upper() for n in names if n)}, got {value}")
+    values[key] = names.index(text)
+    return
+  if key == "th" and mods.get("th", "").startswith("thscope:"):
+    values["th"] = _th_value(opc, value, returning)
     return
   for field, syn in mods.items():
     if syn.startswith("text:") and syn[5:] == key: return  # a fixed word, such as DPP8's fi:1
@@ -309,6 +435,21 @@ def _modifier(opc: Opcode, key: str, value: Any, values: dict) -> None:
   raise OperandError(f"{opc.mnemonic} takes no modifier {key!r}" + (f"; valid: {', '.join(valid)}" if valid else ""))
 
 
+def _th_value(opc: Opcode, value: Any, returning: bool) -> int:
+  """gfx12 VMEM th: a name (TH_LOAD_NT; TH_LOAD_BYPASS, which is TH_LOAD_LU's value under SCOPE_SYS) or a number.
+  Some names stand for two values, with and without an atomic's return bit: `returning` picks."""
+  syn = opc.mods["th"]
+  table = opc.isa.names[syn[8:].split(",")[0]]
+  text = str(value).lower()
+  found = sorted({k // 4 for k, t in table.items() if t and t.partition(":")[2].lower() == text})
+  if found:
+    return next((th for th in found if th & 1 == returning), found[0]) if opc.returned else found[0]
+  if parse_number(text) is not None and not isinstance(value, bool):
+    return parse_number_text(text, "hex", opc.fmt.fields["th"].bits)
+  names = sorted({t.partition(":")[2] for t in table.values() if t and not t.partition(":")[2].startswith(("0x", "TH_ATOMIC_0x"))})
+  raise OperandError(f"th: expected one of {', '.join(names)} or a number, got {value}")
+
+
 def _int(value: Any, bits: int, name: str) -> int:
   return parse_number_text(str(value), "dec", bits)
 
@@ -321,9 +462,10 @@ def modifier_names(opc: Opcode) -> set[str]:
     elif syn.startswith("flag:"): out.add(syn[5:].split(",")[0].split(":")[0])
     elif syn == "omod": out.add("omod")
     elif syn.split(",")[0] in ("neg", "abs"): continue
-    elif syn.startswith(("op_sel", "neg_lo", "neg_hi")): out.add(syn.split(":")[0])
+    elif syn.startswith(("op_sel", "neg_lo", "neg_hi", "neg:")): out.add(syn.split(":")[0])
     elif syn == "named:swizzle": out.add("offset")
-    elif syn.startswith("named:") or syn.startswith("enum:"): out.add(field)
+    elif syn.startswith(("named:", "enum:", "thscope:", "sel:")): out.add(field)
+    elif syn.startswith("acc:"): continue
     else: out.add(split_syntax(syn)[0].rstrip(":") or field)
   if opc.fmt.name == "SMEM": out.add("offset")
   return out

@@ -24,22 +24,35 @@ def _set(value: int, mask: int, shift: int, field_value: int, what: str) -> int:
 def kernel_descriptor(*, vgprs: int, sgprs: int = 0, kernarg_size: int = 0, lds_size: int = 0, scratch_size: int = 0,
                       wave32: bool = True, workgroup_ids: tuple[bool, bool, bool] = (True, False, False), workitem_id_dims: int = 1,
                       kernarg_ptr: bool = True, dispatch_ptr: bool = False, queue_ptr: bool = False, ieee_mode: bool = True,
-                      dx10_clamp: bool = True, denorms: bool = True):
-  """A gfx10/gfx11 kernel descriptor (hcq.autogen.amdgpu_kd.struct_kernel_descriptor_t) for code that uses `vgprs`
-  VGPRs and takes its arguments in user SGPRs (dispatch pointer, queue pointer, kernarg pointer, in that order)."""
+                      dx10_clamp: bool = True, denorms: bool = True, arch: str = "gfx1100", agprs: int = 0):
+  """A gfx10/gfx11 (or gfx90a+ with arch="gfx942") kernel descriptor (hcq.autogen.amdgpu_kd.struct_kernel_descriptor_t)
+  for code that uses `vgprs` VGPRs (and `agprs` AGPRs on gfx90a+) and takes its arguments in user SGPRs (dispatch
+  pointer, queue pointer, kernarg pointer, in that order)."""
   from hcq.autogen import amdgpu_kd as kd
+  gfx9 = arch.startswith("gfx9")
+  if gfx9 and wave32: raise ValueError(f"{arch} runs wave64 only: pass wave32=False")
   d = kd.struct_kernel_descriptor_t()
   d.group_segment_fixed_size, d.private_segment_fixed_size, d.kernarg_size = lds_size, scratch_size, kernarg_size
-  granule = 8 if wave32 else 4  # VGPR allocation granule on gfx10+
+  granule = 8 if wave32 or gfx9 else 4  # VGPR allocation granule on gfx10+; gfx90a+ allocates VGPRs and AGPRs in 8s
+  total = vgprs
+  if gfx9:  # AGPRs follow the VGPRs at accum_offset (a multiple of 4), both in one allocation
+    accum_offset = (max(vgprs, 1) + 3) // 4 * 4
+    total = accum_offset + agprs if agprs else vgprs
+    d.compute_pgm_rsrc3 = _set(0, kd.COMPUTE_PGM_RSRC3_GFX90A_ACCUM_OFFSET, kd.COMPUTE_PGM_RSRC3_GFX90A_ACCUM_OFFSET_SHIFT,
+                               accum_offset // 4 - 1, "accum_offset")
   r1 = _set(0, kd.COMPUTE_PGM_RSRC1_GRANULATED_WORKITEM_VGPR_COUNT, kd.COMPUTE_PGM_RSRC1_GRANULATED_WORKITEM_VGPR_COUNT_SHIFT,
-            max(0, (max(vgprs, 1) + granule - 1) // granule - 1), "VGPR granules")
+            max(0, (max(total, 1) + granule - 1) // granule - 1), "VGPR granules")
+  if gfx9:  # SGPRs are allocated on gfx9 (in 8s): the kernel's, then VCC and XNACK's mask
+    r1 = _set(r1, kd.COMPUTE_PGM_RSRC1_GRANULATED_WAVEFRONT_SGPR_COUNT, kd.COMPUTE_PGM_RSRC1_GRANULATED_WAVEFRONT_SGPR_COUNT_SHIFT,
+              max(0, (sgprs + 4 + 7) // 8 - 1), "SGPR granules")
   denorm = kd.FLOAT_DENORM_MODE_FLUSH_NONE if denorms else kd.FLOAT_DENORM_MODE_FLUSH_SRC_DST
   r1 = _set(r1, kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_32, kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_32_SHIFT, denorm, "denorm mode")
   r1 = _set(r1, kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64, kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64_SHIFT, kd.FLOAT_DENORM_MODE_FLUSH_NONE, "denorm mode")
   r1 = _set(r1, kd.COMPUTE_PGM_RSRC1_GFX6_GFX11_ENABLE_DX10_CLAMP, kd.COMPUTE_PGM_RSRC1_GFX6_GFX11_ENABLE_DX10_CLAMP_SHIFT, int(dx10_clamp), "dx10 clamp")
   r1 = _set(r1, kd.COMPUTE_PGM_RSRC1_GFX6_GFX11_ENABLE_IEEE_MODE, kd.COMPUTE_PGM_RSRC1_GFX6_GFX11_ENABLE_IEEE_MODE_SHIFT, int(ieee_mode), "IEEE mode")
-  r1 = _set(r1, kd.COMPUTE_PGM_RSRC1_GFX10_PLUS_WGP_MODE, kd.COMPUTE_PGM_RSRC1_GFX10_PLUS_WGP_MODE_SHIFT, 1, "WGP mode")
-  r1 = _set(r1, kd.COMPUTE_PGM_RSRC1_GFX10_PLUS_MEM_ORDERED, kd.COMPUTE_PGM_RSRC1_GFX10_PLUS_MEM_ORDERED_SHIFT, 1, "memory ordered")
+  if not gfx9:
+    r1 = _set(r1, kd.COMPUTE_PGM_RSRC1_GFX10_PLUS_WGP_MODE, kd.COMPUTE_PGM_RSRC1_GFX10_PLUS_WGP_MODE_SHIFT, 1, "WGP mode")
+    r1 = _set(r1, kd.COMPUTE_PGM_RSRC1_GFX10_PLUS_MEM_ORDERED, kd.COMPUTE_PGM_RSRC1_GFX10_PLUS_MEM_ORDERED_SHIFT, 1, "memory ordered")
   user = 2 * dispatch_ptr + 2 * queue_ptr + 2 * kernarg_ptr
   r2 = _set(0, kd.COMPUTE_PGM_RSRC2_USER_SGPR_COUNT, kd.COMPUTE_PGM_RSRC2_USER_SGPR_COUNT_SHIFT, user, "user SGPRs")
   r2 = _set(r2, kd.COMPUTE_PGM_RSRC2_ENABLE_PRIVATE_SEGMENT, kd.COMPUTE_PGM_RSRC2_ENABLE_PRIVATE_SEGMENT_SHIFT, int(scratch_size > 0), "scratch")
@@ -123,6 +136,7 @@ def write_code_object(arch: str, kernels: list[KernelImage]) -> bytes:
   out = bytearray(sh_off + 9 * shdr)
   h = E.struct_Elf64_Ehdr()
   h.e_ident[:16] = list(b"\x7fELF") + [E.ELFCLASS64, E.ELFDATA2LSB, 1, E.ELFOSABI_AMDGPU_HSA, E.ELFABIVERSION_AMDGPU_HSA_V5] + [0] * 7
+  if arch.startswith("gfx9"): mach |= E.EF_AMDGPU_FEATURE_XNACK_ANY_V4 | E.EF_AMDGPU_FEATURE_SRAMECC_ANY_V4  # as llvm-mc marks gfx942
   h.e_type, h.e_machine, h.e_version, h.e_flags = E.ET_DYN, E.EM_AMDGPU, 1, mach
   h.e_phoff, h.e_shoff, h.e_ehsize, h.e_phentsize, h.e_phnum, h.e_shentsize, h.e_shnum, h.e_shstrndx = ehdr, sh_off, ehdr, phdr, nph, shdr, 9, 8
   out[0:ehdr] = bytes(h)

@@ -27,14 +27,15 @@ class Instruction:
     """The instruction's bytes: its format's words, then the literal dword if it has one."""
     fmt = self.opcode.fmt
     word = fmt.pack(self.values)
-    if "op" in fmt.fields: word |= (self.opcode.op & fmt.fields["op"].mask) << fmt.fields["op"].lo
+    op = fmt.places.get("op")
+    if op is not None: word |= (self.opcode.op & op[1]) << op[0]
     data = word.to_bytes(fmt.size, "little")
     return data + self.literal.to_bytes(4, "little") if self.literal is not None else data
 
   def __bytes__(self) -> bytes: return self.encode()
 
   def __str__(self) -> str:
-    from hcq.asm.printer import render
+    from hcq.asm.fast_print import render
     return render(self)
 
   def __repr__(self) -> str:
@@ -60,10 +61,21 @@ def uses_literal(opcode: Opcode, values: dict[str, int]) -> bool:
 
 
 def decode(isa: ISA, data: bytes) -> Instruction:
+  """The first instruction in `data` (DecodeError if llvm-mc would reject it): per-opcode plans where they cover
+  the opcode (hcq.asm.fast_decode), else decode_generic."""
+  from hcq.asm.fast_decode import decoder
+  return decoder(isa).decode_at(data)
+
+
+def decode_generic(isa: ISA, data: bytes) -> Instruction:
+  """The reference decoder: unpack the word and prove it valid by rendering it."""
   if len(data) < 4: raise DecodeError(f"need at least 4 bytes, got {len(data)}")
   first = int.from_bytes(data[:4], "little")
   for fmt in isa.decode_order:
-    if first & fmt.fixed_mask != fmt.fixed_value: continue
+    if first & fmt.fixed_mask & 0xffffffff != fmt.fixed_value & 0xffffffff: continue
+    # fixed bits past the first dword (VOP3 DPP's src0 = 250/233/234), as far as the bytes go
+    seen = (1 << 8 * min(len(data), fmt.size)) - 1
+    if int.from_bytes(data[:fmt.size], "little") & fmt.fixed_mask & seen != fmt.fixed_value & seen: continue
     if len(data) < fmt.size: raise DecodeError(f"{fmt.name} needs {fmt.size} bytes, got {len(data)}")
     word = int.from_bytes(data[:fmt.size], "little")
     values = fmt.unpack(word)

@@ -4,7 +4,7 @@ import functools
 import importlib
 from dataclasses import dataclass, field
 
-ARCHS = ("gfx1100", "gfx1201")
+ARCHS = ("gfx1100", "gfx1201", "gfx942")
 
 
 @dataclass(frozen=True)
@@ -31,16 +31,38 @@ class Format:
   fixed_value: int
   fields: dict[str, Field]
 
+  @property
+  def family(self) -> str:
+    """The encoding a DPP form extends: VOP3P for VOP3P_DPP16, VOP1 for VOP1_DPP8FI; else the name itself."""
+    return self.name.split("_DPP")[0]
+
   def matches(self, word: int) -> bool:
     return word & self.fixed_mask == self.fixed_value
 
   def pack(self, values: dict[str, int]) -> int:
     """The instruction word with the fixed bits and the given field values (masked to their widths)."""
+    packer, n = self.packer
+    if len(values) == n:  # every field but op, as build makes them: one expression, compiled per format
+      try: return packer(values)
+      except KeyError: pass  # the same count of other names: the loop below says which is unknown
     w = self.fixed_value
+    places = self.places
     for name, v in values.items():
-      f = self.fields[name]
-      w |= (v & f.mask) << f.lo
+      lo, mask = places[name]
+      w |= (v & mask) << lo
     return w
+
+  @functools.cached_property
+  def packer(self) -> tuple:
+    """(fn(values) -> word, how many fields it reads): the loop of pack unrolled over every field but op."""
+    names = [n for n in self.fields if n != "op"]
+    terms = "".join(f" | (v[{n!r}] & {self.fields[n].mask}) << {self.fields[n].lo}" for n in names)
+    return eval(f"lambda v: {self.fixed_value}{terms}"), len(names)  # noqa: S307 - from the table's names and numbers
+
+  @functools.cached_property
+  def places(self) -> dict[str, tuple[int, int]]:
+    """name -> (lo, mask) of every field, for packing without attribute lookups."""
+    return {name: (f.lo, f.mask) for name, f in self.fields.items()}
 
   def unpack(self, word: int) -> dict[str, int]:
     return {name: (word >> lo) & mask for name, lo, mask in self.layout}
@@ -65,6 +87,29 @@ class Opcode:
   operand_fields: frozenset = field(default=frozenset())
   isa: "ISA | None" = field(default=None, compare=False, repr=False)
   name: str = ""           # the unique name the DSL and assembler use (mnemonic, or mnemonic_e64 for a VOP3 twin)
+
+  @property
+  def returned(self) -> tuple[str, int] | None:
+    """(field, VGPR count) of an atomic's returned value, which prints first when the field's bit 0 is set:
+    glc on gfx11, th (TH_ATOMIC_RETURN) on gfx12; None for opcodes that return nothing."""
+    for f in ("glc", "th", "sc0"):  # sc0 on gfx940+
+      syn = self.mods.get(f, "")
+      if ",ret:" in syn: return f, int(syn.rpartition(":")[2])
+    return None
+
+  def returns(self, values: dict[str, int]) -> bool:
+    """Whether these field values make the atomic return its old value (and print the vdst in front)."""
+    ret = self.returned
+    return ret is not None and bool(values.get(ret[0], 0) & 1)
+
+  def image_widths(self, name: str, values: dict[str, int]) -> tuple[int, ...] | None:
+    """MIMG: the VGPR count of vdata, or of vaddr (one count, or one per address of the NSA form), for these dmask,
+    d16, tfe, dim and a16 values, from the opcode's probed table; None where llvm-mc has no encoding."""
+    spec = next(o for o in self.operands if isinstance(o, tuple) and o[0] == name)
+    v = values.get
+    key = v("dmask", 0) | v("d16", 0) << 4 | v("tfe", 0) << 5 | v("dim", 0) << 6 | v("a16", 0) << 9
+    widths = _image_table(self.isa.names[spec[3][6:]])[key]
+    return None if widths == "0" else tuple(int(w) for w in widths.split(","))
 
   @property
   def has_literal_operand(self) -> bool:
@@ -92,26 +137,36 @@ class ISA:
       for op, mnemonic, operands, fixed, mods, defaults in recs:
         # the last element of an operand spec indexes VALID: keep the bitmask itself
         operands = tuple(o[:4] + (None if o[4] is None else table.VALID[o[4]],) if isinstance(o, tuple) else o for o in operands)
-        opc = Opcode(fmt, op, mnemonic, operands, dict(fixed), dict(mods), dict(defaults),
-                     frozenset(o[0] for o in operands if isinstance(o, tuple)), self)
-        name = mnemonic.replace("::", "__")  # a VOPD pair v_dual_add_f32::v_dual_mul_f32 is v_dual_add_f32__v_dual_mul_f32
-        if mnemonic in self.by_mnemonic:
+        name = mnemonic.strip().replace("::", "__")  # a VOPD pair v_dual_add_f32::v_dual_mul_f32 is v_dual_add_f32__v_dual_mul_f32
+        if name in self.by_mnemonic:  # (image_sample's NSA form prints its mnemonic with a second space: stripped here)
           # encodings that print alike get DSL names of their own: v_nop's VOP3 twin is v_nop_e64 (llvm-mc's name
           # for it), DPP8 forms are <mnemonic>8 and <mnemonic>8_fi; text picks among them by operands and modifiers
-          stem = mnemonic[:-4] if mnemonic.endswith("_dpp") else mnemonic
-          name = stem + next((suffix for tail, suffix in (("DPP8FI", "_dpp8_fi"), ("DPP8", "_dpp8"), ("DPP16", "_dpp16"))
+          stem = name[:-4] if name.endswith("_dpp") else name
+          name = stem + next((suffix for tail, suffix in (("DPP8FI", "_dpp8_fi"), ("DPP8", "_dpp8"), ("DPP16", "_dpp16"), ("NSA", "_nsa"), ("SDWA", "_sdwa"))
                               if fname.endswith(tail)), "_e64")
-        opc = Opcode(fmt, op, mnemonic, opc.operands, opc.fixed, opc.mods, opc.defaults, opc.operand_fields, self, name)
+        opc = Opcode(fmt, op, mnemonic, operands, dict(fixed), dict(mods), dict(defaults),
+                     frozenset(o[0] for o in operands if isinstance(o, tuple)), self, name)  # made once: import time
         ops[op] = opc
         self.by_mnemonic[name] = opc
-        self.variants.setdefault(mnemonic, []).append(opc)
-        if name != mnemonic: self.variants.setdefault(name, []).append(opc)
+        self.variants.setdefault(mnemonic.strip(), []).append(opc)
+        if name != mnemonic.strip(): self.variants.setdefault(name, []).append(opc)
     self.scalars: dict = table.SCALARS
     self.names: dict = table.NAMES
     self.scalar_values: dict = {k: {t: v for v, t in names.items()} for k, names in table.SCALARS.items()}
+    # gfx9 (GCN/CDNA): s0..s101 (then flat_scratch, xnack_mask, vcc), m0 at 124, no null; "off" in a global or
+    # scratch saddr is 0x7f
+    self.sgprs = next(n for n in range(107) if table.SCALARS[1].get(n) != f"s{n}")
+    self.saddr_off = 0x7f if arch.startswith("gfx9") else 124
+    self.absent: dict = getattr(table, "ABSENT", {})
     # decode tries the formats with the most fixed bits first (SOPP before SOPK before SOP2)
     order = sorted(self.formats.values(), key=lambda f: -bin(f.fixed_mask).count("1"))
     self.decode_order = [f for f in order if f.name in self.by_op]
+
+
+@functools.cache
+def _image_table(text: str) -> list[str]:
+  """A generated MIMG width table ('1|2|0|...', one entry per key) as a list, split once."""
+  return text.split("|")
 
 
 @functools.cache

@@ -21,6 +21,7 @@ from hcq.asm.elf_writer import KernelImage, kernel_descriptor, write_code_object
 ARG_SIZES = {"buffer": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "i32": 4, "u32": 4, "f32": 4, "i64": 8, "u64": 8, "f64": 8}
 _VREG = re.compile(r"\bv(?:(\d+)|\[(\d+):(\d+)\])")
 _SREG = re.compile(r"\bs(?:(\d+)|\[(\d+):(\d+)\])")
+_AREG = re.compile(r"\ba(?:(\d+)|\[(\d+):(\d+)\])")  # gfx90a+ accumulation registers
 
 
 def registers_used(lines: Sequence[str]) -> tuple[int, int]:
@@ -38,10 +39,11 @@ class Kernel:
   """A kernel under construction; see the module docstring. `args` are (name, kind) with kind "buffer" or a value
   type (i8..u64, f16, f32, f64), laid out one after another at natural alignment, and named in the metadata."""
 
-  def __init__(self, name: str, arch: str = "gfx1100", *, args: Sequence[tuple[str, str]] = (), lds_size: int = 0, wave32: bool = True,
+  def __init__(self, name: str, arch: str = "gfx1100", *, args: Sequence[tuple[str, str]] = (), lds_size: int = 0, wave32: bool | None = None,
                workgroup_ids: tuple[bool, bool, bool] = (True, False, False), workitem_id_dims: int = 1, dispatch_ptr: bool = False):
     for n, kind in args:
       if kind not in ARG_SIZES: raise ValueError(f"argument {n!r}: unknown kind {kind!r}; valid: {', '.join(ARG_SIZES)}")
+    wave32 = not arch.startswith("gfx9") if wave32 is None else wave32  # wave32 by default on gfx10+, wave64 on gfx9 (CDNA)
     self.name, self.arch, self.args, self.lds_size, self.wave32 = name, arch, list(args), lds_size, wave32
     self.workgroup_ids, self.workitem_id_dims, self.dispatch_ptr = workgroup_ids, workitem_id_dims, dispatch_ptr
     self.lines: list[str] = []
@@ -80,10 +82,13 @@ class Kernel:
     """A loadable HSA code object (code object v5) with this one kernel."""
     from hcq.asm import disassemble
     code = self.code()
-    vgprs, sgprs = registers_used(disassemble(code, self.arch))
+    text = disassemble(code, self.arch)
+    vgprs, sgprs = registers_used(text)
+    agprs = max((int(m.group(1) or m.group(3)) + 1 for m in _AREG.finditer("\n".join(text))), default=0)
     args, kernarg_size = self.layout()
     desc = kernel_descriptor(vgprs=max(vgprs, self.workitem_id_dims, 1), kernarg_size=kernarg_size, lds_size=self.lds_size, wave32=self.wave32,
-                             workgroup_ids=self.workgroup_ids, workitem_id_dims=self.workitem_id_dims, dispatch_ptr=self.dispatch_ptr)
+                             workgroup_ids=self.workgroup_ids, workitem_id_dims=self.workitem_id_dims, dispatch_ptr=self.dispatch_ptr,
+                             arch=self.arch, agprs=agprs, sgprs=sgprs)
     meta = {".args": args, ".vgpr_count": vgprs, ".sgpr_count": sgprs}
     return write_code_object(self.arch, [KernelImage(self.name, code, desc, meta)])
 

@@ -64,20 +64,67 @@ def disassemble_each(cases: list[bytes], mcpu: str, pad: int = 4) -> list[Decode
   return _disassemble_batch(cases, mcpu, pad)
 
 
+# Words llvm-mc 19 crashes on (it segfaults on some gfx942 VOP3P words): each counts as rejected, and is kept here
+# so that differential checks can report them apart.
+CRASHED: set[bytes] = set()
+
+
 def _disassemble_batch(cases: list[bytes], mcpu: str, pad: int) -> list[Decoded | None]:
   tail = ",".join(f"0x{b:02x}" for b in _PAD[:4 * pad] + _MARKER) + "\n"
   text = "".join(",".join(f"0x{b:02x}" for b in c) + "\n" + tail for c in cases)
-  stdout, stderr = _run(["--disassemble", "-show-encoding", f"-mcpu={mcpu}"], text)
+  args = [LLVM_MC, "-arch=amdgcn", "--disassemble", "-show-encoding", f"-mcpu={mcpu}"]
+  p = subprocess.run(args, input=text, capture_output=True, text=True, env={**os.environ, "LLVM_DISABLE_SYMBOLIZATION": "1"})
+  if p.returncode < 0:
+    # a crash loses the buffered output: run again on a terminal, where llvm-mc writes unbuffered, to see how
+    # many cases came through; the next one crashed it
+    done = _groups(_on_terminal(args, text))[:-1]
+    k = len(done) if len(done) < len(cases) else len(cases) - 1
+    CRASHED.add(cases[k])
+    return _disassemble_batch(cases[:k], mcpu, pad) + [None] + _disassemble_batch(cases[k + 1:], mcpu, pad) if len(cases) > 1 else [None]
+  stdout, stderr = p.stdout, p.stderr
   rejected = set()
   for line in stderr.splitlines():
     m = _DIAG.match(line)
     if m and m.group(2) == "1": rejected.add((int(m.group(1)) - 1) // 2)
+  groups = _groups(stdout)
+  if len(groups) != len(cases) + 1: raise RuntimeError(f"llvm-mc gave {len(groups) - 1} groups for {len(cases)} cases")
+  return [None if i in rejected or not groups[i] else Decoded(*groups[i][0]) for i in range(len(cases))]
+
+
+def _groups(stdout: str) -> list[list[tuple[str, bytes]]]:
+  """The (text, encoding) lines of each case, split at the marker instruction."""
   groups: list[list[tuple[str, bytes]]] = [[]]
   for t, d in _encoded_lines(stdout):
     if t == _MARKER_TEXT: groups.append([])
     else: groups[-1].append((t, d))
-  if len(groups) != len(cases) + 1: raise RuntimeError(f"llvm-mc gave {len(groups) - 1} groups for {len(cases)} cases")
-  return [None if i in rejected or not groups[i] else Decoded(*groups[i][0]) for i in range(len(cases))]
+  return groups
+
+
+def _on_terminal(args: list[str], text: str) -> str:
+  """llvm-mc's stdout when it is a pseudo-terminal (unbuffered), up to wherever the process ended."""
+  import pty
+  import tempfile
+  import threading
+  master, slave = pty.openpty()
+  with tempfile.TemporaryFile() as err:  # diagnostics: a file, so that they never block the process
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=slave, stderr=err, env={**os.environ, "LLVM_DISABLE_SYMBOLIZATION": "1"})
+    os.close(slave)
+
+    def feed() -> None:
+      try: proc.stdin.write(text.encode()); proc.stdin.close()
+      except BrokenPipeError: pass
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    chunks = []
+    while True:
+      try: chunk = os.read(master, 1 << 16)
+      except OSError: break  # EIO: the process closed the terminal
+      if not chunk: break
+      chunks.append(chunk)
+    os.close(master)
+    proc.wait()
+    writer.join()
+  return b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
 
 
 def assemble_each(lines: list[str], mcpu: str) -> list[bytes | str]:

@@ -13,6 +13,16 @@ DEPCTR = (("depctr_hold_cnt", 7, 1), ("depctr_sa_sdst", 0, 1), ("depctr_va_vdst"
           ("depctr_va_ssrc", 8, 1), ("depctr_va_vcc", 1, 1), ("depctr_vm_vsrc", 2, 3))
 DEPCTR_UNUSED = 0b1100000
 # hwreg: id 5:0, offset 10:6, size-1 15:11
+# s_waitcnt (gfx9): vmcnt 3:0 with its high bits in 15:14, expcnt 6:4, lgkmcnt 11:8; bits 7, 13:12 are unused
+WAITCNT9_BITS = {"vmcnt": 6, "expcnt": 3, "lgkmcnt": 4}
+
+
+def _waitcnt9(value: int) -> dict[str, int]:
+  return {"vmcnt": value & 15 | (value >> 14 & 3) << 4, "expcnt": value >> 4 & 7, "lgkmcnt": value >> 8 & 15}
+
+
+# s_set_gpr_idx_on/_mode (gfx9): which operands are indexed, bits 0-3
+GPR_IDX_MODES = ("SRC0", "SRC1", "SRC2", "DST")
 # s_delay_alu: instid0 3:0, instskip 6:4, instid1 10:7
 DELAY_ALU = (("instid0", 0, 4, "instid"), ("instskip", 4, 3, "instskip"), ("instid1", 7, 4, "instid"))
 
@@ -25,6 +35,10 @@ def load_names(opcode) -> dict:
 def render(kind: str, value: int, inst) -> str | None:
   """Text of a symbolic immediate as llvm-mc prints it, or None where there is none (llvm-mc rejects it)."""
   names = inst.isa.names
+  if kind == "vmcnt" and inst.isa.sgprs < 106:  # gfx9: vmcnt 3:0 and 15:14, expcnt 6:4, lgkmcnt 11:8
+    counts = _waitcnt9(value)
+    every = all(n == (1 << WAITCNT9_BITS[name]) - 1 for name, n in counts.items())
+    return " ".join(f"{name}({n})" for name, n in counts.items() if every or n != (1 << WAITCNT9_BITS[name]) - 1)
   if kind == "vmcnt":
     parts, all_max = [], True
     for name in WAITCNT_ORDER:
@@ -43,7 +57,10 @@ def render(kind: str, value: int, inst) -> str | None:
     name = names["hwreg"].get(reg, str(reg))
     return f"hwreg({name})" if offset == 0 and size == 32 else f"hwreg({name}, {offset}, {size})"
   if kind == "sendmsg":
-    msg = names[_sendmsg_table(inst.opcode)].get(value & 0xff)
+    msg = names[_sendmsg_table(inst.opcode)].get(value & (0x3ff if inst.isa.sgprs < 106 else 0xff))  # gfx9: the stream in 9:8
+    if msg is None and inst.isa.sgprs < 106:  # an unknown id prints as numbers; a known one with a bad op/stream as the value
+      known = value & 0xf in names[_sendmsg_table(inst.opcode)]
+      return str(value) if known or value >> 10 else f"sendmsg({value & 0xf}, {value >> 4 & 7}, {value >> 8 & 3})"
     if msg is not None: return f"sendmsg({msg})"
     return f"sendmsg({value}, 0, 0)" if value < 256 else str(value)
   if kind == "bits":  # s_version: the number, then each flag bit or-ed on: (69|A)|B
@@ -54,9 +71,12 @@ def render(kind: str, value: int, inst) -> str | None:
     text = names["version"].get(low) or str(low)
     for name in flags: text = f"({text})|{name}" if "|" in text else f"{text}|{name}"
     return text
-  if kind == "dpp_ctrl": return dpp_ctrl_text(value)
+  if kind == "dpp_ctrl": return names["dpp_ctrl"].get(value) if "dpp_ctrl" in names else dpp_ctrl_text(value)  # gfx9: probed
   if kind == "dpp8": return "dpp8:[" + ",".join(str(value >> (3 * i) & 7) for i in range(8)) + "]"
   if kind == "exp_target": return names["exp_target"].get(value)
+  if kind == "gpr_idx":  # gfx9 s_set_gpr_idx_on/_mode: the enabled index modes, bits 0-3
+    if value > 15: return f"0x{value:x}"
+    return "gpr_idx(" + ",".join(m for i, m in enumerate(GPR_IDX_MODES) if value >> i & 1) + ")"
   if kind == "format":
     name = names["format"].get(value)
     return None if name is None else (f"format:{name}" if name else "")
@@ -154,6 +174,14 @@ def parse(kind: str, text: str, opcode) -> int | None:
   """A symbolic immediate's text -> its 16-bit value; None if it is not in this syntax."""
   names = load_names(opcode)
   t = text.strip()
+  if kind == "vmcnt" and opcode.isa.sgprs < 106:
+    found = _CALL.findall(t)
+    if not found or _CALL.sub("", t).replace("&", "").replace(",", "").strip(): return None
+    counts = {name: (1 << bits) - 1 for name, bits in WAITCNT9_BITS.items()}
+    for name, arg in found:
+      if name not in counts or not 0 <= int(arg, 0) <= counts[name]: return None
+      counts[name] = int(arg, 0)
+    return counts["vmcnt"] & 15 | counts["vmcnt"] >> 4 << 14 | counts["expcnt"] << 4 | counts["lgkmcnt"] << 8
   if kind == "vmcnt":
     value = 0
     for name, (lo, bits) in WAITCNT.items(): value |= ((1 << bits) - 1) << lo
@@ -188,9 +216,11 @@ def parse(kind: str, text: str, opcode) -> int | None:
     if not (0 <= reg < 64 and 0 <= offset < 32 and 1 <= size <= 32): return None
     return reg | offset << 6 | (size - 1) << 11
   if kind == "sendmsg":
+    by_name = {n.replace(" ", ""): i for i, n in sorted(names[_sendmsg_table(opcode)].items(), reverse=True)}  # the least value
+    whole = re.fullmatch(r"sendmsg\((.*)\)", t)
+    if whole and whole.group(1).replace(" ", "") in by_name: return by_name[whole.group(1).replace(" ", "")]  # gfx9 MSG_GS_DONE, GS_OP_NOP
     m = re.fullmatch(r"sendmsg\(\s*(\w+)\s*(?:,\s*(\w+)\s*,\s*(\w+)\s*)?\)", t)
-    if not m: return None
-    by_name = {n: i for i, n in names[_sendmsg_table(opcode)].items()}
+    if not m or not all(g is None or g in by_name or re.fullmatch(r"(0x)?[0-9a-fA-F]+", g) for g in m.groups()): return None
     msg = by_name.get(m.group(1))
     if msg is None: msg = int(m.group(1), 0)
     op, stream = (int(m.group(2), 0), int(m.group(3), 0)) if m.group(2) else (0, 0)
@@ -205,10 +235,18 @@ def parse(kind: str, text: str, opcode) -> int | None:
       if p not in by_name: return None
       value |= 1 << by_name[p]
     return value if 0 <= value < 1 << 16 else None
-  if kind == "dpp_ctrl": return dpp_ctrl_value(t)
+  if kind == "dpp_ctrl":
+    if "dpp_ctrl" in names: return next((c for c, n in names["dpp_ctrl"].items() if n == t.replace(" ", "")), None)
+    return dpp_ctrl_value(t)
   if kind == "dpp8":
     m = re.fullmatch(r"dpp8:\[([0-7](?:,[0-7]){7})\]", t.replace(" ", ""))
     return None if not m else sum(int(x) << (3 * i) for i, x in enumerate(m.group(1).split(",")))
+  if kind == "gpr_idx":
+    m = re.fullmatch(r"gpr_idx\(([\w,\s]*)\)", t)
+    if not m: return None
+    modes = [x.strip().upper() for x in m.group(1).split(",") if x.strip()]
+    if any(x not in GPR_IDX_MODES for x in modes) or len(set(modes)) != len(modes): return None
+    return sum(1 << GPR_IDX_MODES.index(x) for x in modes)
   if kind == "exp_target":
     return next((i for i, n in names["exp_target"].items() if n == t), None)
   if kind == "format":

@@ -44,7 +44,7 @@ def scalar_text(isa: ISA, value: int, count: int | str, ctype: str = "", valu: b
   if count == "l" or count == 1:
     return isa.scalars["v" if valu else 1].get(value)
   if count == 2: return isa.scalars[2].get(value)
-  if value == 124: return "null"  # a null buffer resource or base of any width
+  if value == 124 and isa.scalars[1].get(124) == "null": return "null"  # a null buffer resource or base of any width (gfx10+)
   for file, first in _SGPR_FIRST.items():
     if first <= value < _SGPR_LIMIT[file]:
       start = (value - first) & ~(_alignment(count) - 1)

@@ -57,7 +57,14 @@ def operand_value(token: str) -> Any:
 
 
 def parse_line(isa: ISA, text: str, line: int = 1, column: int = 1) -> Instruction:
-  """One instruction (no label or comment) -> Instruction; AsmError with line:column otherwise."""
+  """One instruction (no label or comment) -> Instruction; AsmError with line:column otherwise. Lines the fast
+  parser (hcq.asm.fast_parse) covers go through it; the rest, and every error, through parse_line_generic."""
+  from hcq.asm.fast_parse import line_parser
+  return line_parser(isa).parse(text, line, column)
+
+
+def parse_line_generic(isa: ISA, text: str, line: int = 1, column: int = 1) -> Instruction:
+  """The reference parser: tokens -> operand values and modifiers -> build."""
   body = text.strip()
   lead = len(text) - len(text.lstrip())
   if " :: " in body:  # a VOPD pair: one opcode 'x::y', X's operands, a '::' marker, then Y's
@@ -82,7 +89,7 @@ def _parse_with(isa: ISA, opc: Opcode, rest: str, rest_at: int, line: int, colum
     toks = [("", stripped, rest.index(stripped))] if stripped else []
   else:
     toks = split_operands_at(rest)
-  npos = len(opc.operands) + (1 if ",ret:" in opc.mods.get("glc", "") and any(t.lower() == "glc" for _, t, _ in toks) else 0)
+  npos = len(opc.operands) + (1 if opc.returned else 0)  # an atomic's returned value comes first when glc/th asks for it
   # the positional operands are the comma-separated run from the start; the rest are modifiers
   args = []
   i = 0
@@ -108,7 +115,7 @@ def _modifier(opc: Opcode, tok: str) -> tuple[str, Any]:
   if t.startswith("format:"): return "format", tok
   if t.startswith("offset:swizzle("): return "offset", tok[len("offset:"):]
   if any(syn == f"text:{t}" for syn in opc.mods.values()): return t, True
-  if t.startswith(("quad_perm:", "row_", "dpp8:")) and t.split(":")[0] not in ("row_mask",):
+  if t.startswith(("quad_perm:", "row_", "dpp8:", "wave_")) and t.split(":")[0] not in ("row_mask",):
     field = "dpp8" if t.startswith("dpp8:") else "dpp_ctrl"
     if field in opc.mods: return field, tok
   if t in OMOD_VALUES: return "omod", OMOD_VALUES[t]

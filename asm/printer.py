@@ -42,18 +42,29 @@ def render(inst: Instruction) -> str:
   fmt = opc.fmt
   fields = fmt.fields
   neg, absm = source_modifiers(opc, v)
-  valu = fmt.name in VALU
+  valu = fmt.family in VALU
   out: list[str] = []
   src_index = 0
+  agprs = acc_fields(opc, v)
   for spec in opc.operands:
     if isinstance(spec, str): out.append(spec); continue
     name, file, count = spec[0], spec[1], spec[2]
     kind = fields[name].kind if name in fields else "literal"
     value = v.get(name, 0)
+    agpr = file == "a" or name in agprs
+    if file == "a": file = "v"  # an AGPR-only operand (v_accvgpr_read's source) reads like a VGPR, printed a<N>
+    if kind in ("sdwa_src", "sdwa_vsrc1"):  # SDWA: s0/s1 say whether the 8-bit field is a scalar source or a VGPR
+      value, kind = v[name] if v["s0" if name == "src0" else "s1"] else 256 + v[name], "src"
+      if value == 255: raise _bad(inst, f"{name}: SDWA takes no literal")
+    if kind == "avsrc":  # MFMA's A and B: VGPRs or AGPRs only
+      if value < 256: raise _bad(inst, f"{name}={value}: takes VGPRs or AGPRs only")
+      kind = "src"
     gfx11_soffset = fmt.name == "SMEM" and name == "soffset" and "offset" not in opc.operand_fields  # may print the offset
     if spec[4] is not None and value < 256 and not spec[4] >> value & 1 and not gfx11_soffset:
       raise _bad(inst, f"{name}={value} is not accepted by this operand")
-    if fmt.name == "SMEM" and name == "offset" and "soffset" not in opc.operand_fields: t = _smem_offset12(inst)
+    if spec[3] == "smem9": t = _smem9_offset(inst)
+    elif fmt.name.endswith("_SDWA") and name == "sdst": t = scalar_text(isa, value, 2) if v["sd"] else "vcc"
+    elif fmt.name == "SMEM" and name == "offset" and "soffset" not in opc.operand_fields: t = _smem_offset12(inst)
     elif file == "i" and name != "literal": t = _number(inst, name, value, spec[3] or "{ihex}")
     elif kind in ("src", "ssrc"):
       if file == "v128" and value >= 256 + 128 and count != "l": raise _bad(inst, f"{name} takes v0..v127 only")
@@ -67,10 +78,11 @@ def render(inst: Instruction) -> str:
         t = f"neg({t})" if constant and not absm >> i & 1 else f"-{t}"
       src_index += 1
     elif name == "literal": t = number_text(inst.literal, split_syntax(spec[3])[1], 32)
-    elif kind == "srsrc":
-      t = scalar_text(isa, value * 4, 4)
+    elif kind == "srsrc":  # a quad index: s[8:11] (buffers) or s[8:15] (MIMG's 256-bit resource)
+      t = scalar_text(isa, value * 4, count)
       if t is None: raise _bad(inst, f"{name}={value} is not a valid SGPR quad")
     elif fmt.name in ("MUBUF", "MTBUF") and name in ("vaddr", "vdata"): t = _buffer_vgprs(inst, name, count)
+    elif fmt.name.startswith("MIMG") and name in ("vaddr", "vdata"): t = _image_vgprs(inst, name)
     elif kind == "vdsty": t = vgpr_text(value << 1 | (v["vdstx"] & 1 ^ 1), 1)  # the low bit is the opposite of vdstx's
     elif fmt.name == "EXP" and name.startswith("vsrc"): t = vgpr_text(value, 1) if v["en"] >> int(name[-1]) & 1 else "off"
     elif kind == "sbase":
@@ -92,7 +104,7 @@ def render(inst: Instruction) -> str:
         t = vgpr_text(value, count)
     else:
       if fmt.name in ("GLOBAL", "SCRATCH") and name == "saddr":
-        t = "off" if value == NULL else scalar_text(isa, value, 2 if fmt.name == "GLOBAL" else 1)
+        t = "off" if value == isa.saddr_off else scalar_text(isa, value, 2 if fmt.name == "GLOBAL" else 1)
       elif fmt.name == "SMEM" and name == "soffset" and "offset" not in opc.operand_fields:
         t = _smem_offset(inst)
       elif fmt.name == "SMEM" and name == "offset":
@@ -100,11 +112,11 @@ def render(inst: Instruction) -> str:
       else:
         t = scalar_text(isa, value, count)
       if t is None: raise _bad(inst, f"{name}={value} is not a valid {count}-register scalar operand")
+    if agpr and t and t[0] in "v-|": t = t.replace("v", "a", 1)
     if t: out.append(t)
   tail = _modifiers(inst)
   head = opc.mnemonic
-  if opc.mods.get("glc", "").startswith("flag:glc,ret:") and v.get("glc"):
-    out.insert(0, vgpr_text(v["vdst"], int(opc.mods["glc"].rpartition(":")[2])))
+  if opc.returns(v): out.insert(0, ("a" if agprs else "v") + vgpr_text(v["vdst"], opc.returned[1])[1:])  # with the data
   if fmt.name == "EXP": text = f"{head} {out[0]} {', '.join(out[1:])}"  # exp mrt0 v0, v1, off, off
   elif fmt.name == "VOPD":  # v_dual_add_f32 v1, v2, v3 :: v_dual_mul_f32 v4, v5, v6
     x, y = head.split("::")
@@ -117,6 +129,9 @@ def render(inst: Instruction) -> str:
 def _buffer_vgprs(inst: Instruction, name: str, count: int) -> str:
   """Buffer vaddr: 'off', one VGPR (offen or idxen) or two (both); vdata has one more register with tfe."""
   v = inst.values
+  if name == "vdata" and v.get("lds") and "lds" in inst.opcode.mods:  # gfx9: loads into LDS, no vdata
+    if v.get("acc"): raise _bad(inst, "acc with lds")
+    return ""
   if name == "vdata":
     n = count + v.get("tfe", 0)
     if v["vdata"] + n > 256: raise _bad(inst, f"vdata v[{v['vdata']}:{v['vdata'] + n - 1}] is past v255")
@@ -126,10 +141,52 @@ def _buffer_vgprs(inst: Instruction, name: str, count: int) -> str:
   return vgpr_text(v["vaddr"], n) if n else "off"
 
 
+NSA_ADDRESSES = ("vaddr", "vaddr1", "vaddr2", "vaddr3", "vaddr4")
+
+
+def _image_vgprs(inst: Instruction, name: str) -> str:
+  """MIMG vdata (width from dmask, d16, tfe, lwe) and vaddr (a range, or the NSA form's [v0, v5, v[6:8]] list)."""
+  widths = inst.opcode.image_widths(name, inst.values)
+  if widths is None: raise _bad(inst, f"{name}: no encoding for these dmask/d16/tfe/lwe/dim/a16 values")
+  fields = (name,) if name == "vdata" or not image_address_list(inst.opcode.fmt.name, widths) else NSA_ADDRESSES[:len(widths)]
+  for f, w in zip(fields, widths):
+    if inst.values[f] + w > 256: raise _bad(inst, f"{f}: v[{inst.values[f]}:{inst.values[f] + w - 1}] is past v255")
+  texts = [vgpr_text(inst.values[f], w) for f, w in zip(fields, widths)]
+  return f"[{', '.join(texts)}]" if name == "vaddr" and image_address_list(inst.opcode.fmt.name, widths) else texts[0]
+
+
+def image_address_list(fmt: str, widths: tuple) -> bool:
+  """Whether vaddr is a list of address VGPRs: gfx11's NSA form always, gfx12's images when there is more than one."""
+  return fmt == "MIMG_NSA" or fmt.startswith("MIMG_V") and len(widths) > 1
+
+
 def _flat_addr(inst: Instruction, count: int) -> str:
   v = inst.values
-  if inst.opcode.fmt.name == "GLOBAL": return vgpr_text(v["addr"], 2 if v["saddr"] == NULL else 1)
+  if inst.opcode.fmt.name == "GLOBAL": return vgpr_text(v["addr"], 2 if v["saddr"] == inst.isa.saddr_off else 1)
   return vgpr_text(v["addr"], 1) if v["sve"] else "off"
+
+
+def acc_fields(opc, v: dict) -> frozenset:
+  """gfx90a+: the operand fields an acc bit that is set turns into AGPRs (DS/FLAT/buffer data, MFMA's C/D, A, B)."""
+  out: set = set()
+  for f, syn in opc.mods.items():
+    if syn.startswith("acc:") and v.get(f): out.update(syn[4:].split("+"))
+  return frozenset(out)
+
+
+def _smem9_offset(inst: Instruction) -> str:
+  """gfx9 SMEM: imm says the offset field is a number (else its low bits name the soffset SGPR); soe adds the
+  soffset field's SGPR, printed 'sN offset:X' (with imm) or 'sN' (the offset field is then ignored)."""
+  v = inst.values
+  bits = inst.opcode.fmt.fields["offset"].bits
+  if v["soe"]:
+    reg = scalar_text(inst.isa, v["soffset"], 1)
+    if reg is None: raise _bad(inst, f"soffset={v['soffset']} is not a valid scalar register")
+    return reg + (" offset:" + number_text(v["offset"], "shex", bits) if v["imm"] else "")
+  if v["imm"]: return number_text(v["offset"], "shex", bits)
+  reg = scalar_text(inst.isa, v["offset"] & 0x7f, 1)  # llvm-mc reads the low 7 bits: an SGPR number
+  if reg is None: raise _bad(inst, f"offset={v['offset'] & 0x7f:#x} is not a valid soffset register")
+  return reg
 
 
 def _smem_offset(inst: Instruction) -> str:
@@ -173,12 +230,17 @@ def _modifiers(inst: Instruction) -> list[str]:
   for name, syn in opc.mods.items():
     value = v.get(name, 0)
     if syn.startswith("text:"): out.append(syn[5:])
+    elif syn.startswith("acc:"): continue  # shown by the operands' a<N> registers
+    elif syn.startswith("sel:"):  # SDWA dst_sel:WORD_1; '!' marks values llvm-mc rejects
+      t = syn[4:].split("|")[value]
+      if t == "!": raise _bad(inst, f"{name}={value} is not a valid select")
+      out.append(t)
     elif syn.startswith("flag:"):
       if value: out.append(syn[5:].split(",")[0])
     elif syn == "omod":
       if value: out.append(OMOD[value])
     elif syn.split(",")[0] in ("neg", "abs"): continue
-    elif syn.startswith(("op_sel:", "op_sel_hi:", "neg_lo:", "neg_hi:")):
+    elif syn.startswith(("op_sel:", "op_sel_hi:", "neg_lo:", "neg_hi:", "neg:")):
       t = _bit_list(inst, name, syn)
       if t: out.append(t)
     elif syn == "named:swizzle":  # ds_swizzle_b32: offset1:offset0 as one 16-bit pattern
@@ -196,6 +258,9 @@ def _modifiers(inst: Instruction) -> list[str]:
       if t is None: raise _bad(inst, f"{name}={value:#x} has no {syn[6:]} text")
       if t: out.append(t)
     elif inst.opcode.fmt.name == "SMEM" and name == "offset": continue
+    elif syn.startswith("thscope:"):  # gfx12 VMEM: th's name depends on scope and on the access kind
+      t = inst.isa.names[syn[8:].split(",")[0]][value * 4 + v.get("scope", 0)]
+      if t: out.append(t)
     elif syn.startswith("enum:"):
       t = syn[5:].split("|")[value]
       if name == "th" and "th_scope" in inst.isa.names: t = inst.isa.names["th_scope"][value * 4 + v.get("scope", 0)]
@@ -231,7 +296,7 @@ def _bit_list(inst: Instruction, name: str, syn: str) -> str:
   positions = opsel_positions(inst.opcode.fmt.name, label, n, read)
   if positions is not None:
     shown = [bits >> p & 1 for p in positions]
-  elif label == "op_sel" and inst.opcode.fmt.name != "VOP3P":
+  elif label == "op_sel" and inst.opcode.fmt.family != "VOP3P":
     shown = [bits >> i & 1 for i in range(n - 1)] + [bits >> 3 & 1]  # the last entry is the destination, bit 3
   else:
     shown = [bits >> i & 1 for i in range(n)]

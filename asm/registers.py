@@ -19,12 +19,10 @@ class Reg:
   def h(self) -> "Reg": return Reg(self.file, self.value, 1, "h")
 
   def __neg__(self):
-    from hcq.asm.build import Modified
-    return Modified(self, neg=True)
+    return _modified()(self, neg=True)
 
   def __abs__(self):
-    from hcq.asm.build import Modified
-    return Modified(self, abs=True)
+    return _modified()(self, abs=True)
 
   def __eq__(self, other: object) -> bool:
     return isinstance(other, Reg) and (self.file, self.value, self.count, self.half) == (other.file, other.value, other.count, other.half)
@@ -32,17 +30,19 @@ class Reg:
   def __hash__(self) -> int: return hash((self.file, self.value, self.count, self.half))
 
   def __str__(self) -> str:
-    if self.file == "v":
+    if self.file in ("v", "a"):
       if self.half: return f"v{self.value}.{self.half}"
-      return f"v{self.value}" if self.count == 1 else f"v[{self.value}:{self.value + self.count - 1}]"
+      f = self.file
+      return f"{f}{self.value}" if self.count == 1 else f"{f}[{self.value}:{self.value + self.count - 1}]"
     name = SPECIAL_NAMES.get((self.value, self.count))
     if name: return name[1]
     file, first = ("ttmp", self.value - 108) if 108 <= self.value < 124 else ("s", self.value)
     return f"{file}{first}" if self.count == 1 else f"{file}[{first}:{first + self.count - 1}]"
 
   def __repr__(self) -> str:
-    if self.file == "v":
-      base = f"v[{self.value}]" if self.count == 1 else f"v[{self.value}:{self.value + self.count - 1}]"
+    if self.file in ("v", "a"):
+      f = self.file
+      base = f"{f}[{self.value}]" if self.count == 1 else f"{f}[{self.value}:{self.value + self.count - 1}]"
       return base + (f".{self.half}" if self.half else "")
     name = SPECIAL_NAMES.get((self.value, self.count))
     if name: return name[0]
@@ -50,25 +50,40 @@ class Reg:
     return f"{file}[{first}]" if self.count == 1 else f"{file}[{first}:{first + self.count - 1}]"
 
 
+_MODIFIED: list = []
+
+
+def _modified():
+  """hcq.asm.build.Modified, imported on first use (build imports this module), then kept: -v[1] is hot DSL code."""
+  if not _MODIFIED:
+    from hcq.asm.build import Modified
+    _MODIFIED.append(Modified)
+  return _MODIFIED[0]
+
+
 class RegFile:
   """v[3] is one register; v[4:7] is four (inclusive, as assembly writes it)."""
 
   def __init__(self, file: str, first: int, size: int) -> None:
     self.file, self.first, self.size = file, first, size
+    # one Reg per register, made once: v[i] is the hot path of DSL code (Reg objects are never changed)
+    self.singles = tuple(Reg(file if file in ("v", "a") else "s", first + i, 1) for i in range(size))
 
   def __getitem__(self, key: int | slice) -> Reg:
+    if type(key) is int and 0 <= key < self.size: return self.singles[key]
     if isinstance(key, slice):
       if key.step is not None or key.start is None or key.stop is None:
         raise IndexError(f"{self.file}[a:b] takes an inclusive range a:b, got {key}")
       lo, hi = key.start, key.stop
     else: lo = hi = key
     if not 0 <= lo <= hi < self.size: raise IndexError(f"{self.file}[{lo}:{hi}] is out of range ({self.file}0..{self.file}{self.size - 1})")
-    return Reg("v" if self.file == "v" else "s", self.first + lo, hi - lo + 1)
+    return Reg(self.file if self.file in ("v", "a") else "s", self.first + lo, hi - lo + 1)
 
 
 v = RegFile("v", 0, 256)
 s = RegFile("s", 0, 106)
 ttmp = RegFile("ttmp", 108, 16)
+a = RegFile("a", 0, 256)  # gfx90a+ accumulation registers (AGPRs): MFMA operands, DS/FLAT/buffer data
 
 # (encoding, count) -> (DSL name, assembly name)
 SPECIAL_NAMES = {(106, 1): ("VCC_LO", "vcc_lo"), (107, 1): ("VCC_HI", "vcc_hi"), (106, 2): ("VCC", "vcc"),
@@ -87,7 +102,7 @@ SRC_POPS_EXITING_WAVE_ID = Reg("s", 239)
 NULL64 = Reg("s", 124, 2)
 OFF = "off"
 
-_REG = re.compile(r"^(v|s|ttmp)(?:(\d+)(\.[lh])?|\[(\d+):(\d+)\])$")
+_REG = re.compile(r"^(v|s|ttmp|a)(?:(\d+)(\.[lh])?|\[(\d+):(\d+)\])$")
 _BY_NAME = {asm: (value, count) for (value, count), (_, asm) in SPECIAL_NAMES.items() if count == 1 or asm not in ("null",)}
 _BY_NAME.update({"vcc": (106, 2), "exec": (126, 2), "null": (124, 1)})
 _BY_NAME.update({"scc": (253, 1), "vccz": (251, 1), "execz": (252, 1), "lds_direct": (254, 1), "shared_base": (235, 1),
@@ -104,6 +119,7 @@ def parse_register(token: str) -> Reg | None:
     else: first, count = int(m.group(4)), int(m.group(5)) - int(m.group(4)) + 1
     if count < 1: return None
     if file == "v": return Reg("v", first, count, m.group(3)[1] if m.group(3) else None)
+    if file == "a": return None if m.group(3) else Reg("a", first, count)
     if m.group(3): return None
     return Reg("s", first + (108 if file == "ttmp" else 0), count)
   if t in _BY_NAME:

@@ -2,7 +2,9 @@
 from __future__ import annotations
 import re
 
-from hcq.asm.instruction import DecodeError, Instruction, decode
+from hcq.asm.fast_decode import decode_all_at
+from hcq.asm.fast_parse import line_parser
+from hcq.asm.instruction import Instruction
 from hcq.asm.isa import load
 from hcq.asm.parser import AsmError, parse_line
 
@@ -25,23 +27,25 @@ def assemble(text: str, arch: str = "gfx1100") -> bytes:
   pending: list[str] = []
   for n, raw in enumerate(text.splitlines(), 1):
     line = _strip_comment(raw)
-    while True:
+    while ":" in line:
       m = _LABEL.match(line)
       if not m: break
       name = m.group(1)
       if name in labels or name in pending: raise AsmError(f"label {name!r} is defined twice", n, m.start(1) + 1)
       pending.append(name)
       line = " " * m.end() + line[m.end():]
-    if not line.strip() or line.strip().startswith("."): continue
+    stripped = line.strip()
+    if not stripped or stripped[0] == ".": continue
     items.append((n, 1, line, None))
     for name in pending: labels[name] = len(items) - 1
     pending = []
   # first pass: sizes (a branch to a label is a 4-byte SOPP); second pass: encode with offsets known
   insts: list[Instruction | tuple] = []
+  parse = line_parser(isa).parse  # parse_line, without its per-line lookup
   for n, col, line, _ in items:
     target = _branch_label(isa, line)
     if target is not None: insts.append((n, col, line, target)); continue
-    insts.append(parse_line(isa, line, n, col))
+    insts.append(parse(line, n, col))
   offsets, pos = [], 0
   for it in insts:
     offsets.append(pos)
@@ -63,32 +67,30 @@ def assemble(text: str, arch: str = "gfx1100") -> bytes:
 
 def _branch_label(isa, line: str) -> str | None:
   """The label a branch (s_branch, s_cbranch_*, s_call_b64) names, or None if its target is a number."""
-  parts = line.strip().split(None, 1)
-  if len(parts) < 2: return None
-  opc = isa.by_mnemonic.get(parts[0].lower())
-  if opc is None or not any(isinstance(o, tuple) and o[0] == "simm16" and o[3] == "{dec}" for o in opc.operands): return None
+  parts = line.split(None, 1)  # split(None) skips leading blanks itself
+  if len(parts) < 2 or parts[0].lower() not in _branches(isa): return None
   last = parts[1].split(",")[-1].strip()
   return last if re.fullmatch(r"[A-Za-z_.$][\w.$]*", last) else None
 
 
+_BRANCHES: dict[int, tuple] = {}  # id(isa) -> (the ISA, kept alive so that its id is not reused; the names)
+
+
+def _branches(isa) -> frozenset[str]:
+  """The DSL names of the opcodes whose decimal simm16 operand is a branch offset (a label in text), per ISA."""
+  found = _BRANCHES.get(id(isa))
+  if found is None:
+    found = _BRANCHES[id(isa)] = (isa, frozenset(m for m, opc in isa.by_mnemonic.items()
+                                                  if any(isinstance(o, tuple) and o[0] == "simm16" and o[3] == "{dec}" for o in opc.operands)))
+  return found[1]
+
+
 def disassemble(data: bytes, arch: str = "gfx1100") -> list[str]:
   """Machine code -> one LLVM-syntax line per instruction. DecodeError names the byte offset it cannot decode."""
-  isa = load(arch)
-  out, pos = [], 0
-  while pos < len(data):
-    try: inst = decode(isa, data[pos:])
-    except DecodeError as e: raise DecodeError(f"at byte {pos}: {e}") from None
-    out.append(str(inst))
-    pos += inst.size
-  return out
+  from hcq.asm.fast_print import render_all
+  return render_all(decode_all_at(load(arch), data))
 
 
 def decode_all(data: bytes, arch: str = "gfx1100") -> list[Instruction]:
-  """Machine code -> Instruction objects."""
-  isa = load(arch)
-  out, pos = [], 0
-  while pos < len(data):
-    inst = decode(isa, data[pos:])
-    out.append(inst)
-    pos += inst.size
-  return out
+  """Machine code -> Instruction objects. DecodeError names the byte offset it cannot decode."""
+  return decode_all_at(load(arch), data)

@@ -13,7 +13,7 @@ from hcq.asm.isa import load
 from hcq.asm.parser import parse_line
 from tests.tools import require
 
-ARCHS = ("gfx1100",)  # gfx1201's VGLOBAL/VFLAT encodings are not in its table yet (docs/asm.md)
+ARCHS = ("gfx1100", "gfx1201", "gfx942")
 # kernels chosen for instruction variety: scalar and vector ALU, f16/f64, conversions, loops and branches,
 # global/LDS memory, atomics, barriers, cross-lane moves
 SOURCE = r"""
@@ -37,6 +37,10 @@ __kernel void lds(__global float* o, __global const float* a) {
   o[GID()] = t[255 - l] + t[(l + 1) & 255]; }
 __kernel void atomics(__global int* c, __global const int* a) { __atomic_fetch_add(&c[0], a[GID()], __ATOMIC_RELAXED); __atomic_fetch_max(&c[1], a[GID()], __ATOMIC_RELAXED); }
 __kernel void lanes(__global int* o, __global const int* a) { int i = GID(); o[i] = __builtin_amdgcn_ds_bpermute(4 * ((i + 1) & 31), a[i]) + __builtin_amdgcn_readfirstlane(a[i]); }
+#if defined(__gfx942__)
+__kernel void mfma(__global float16* o, __global const half4* a, __global const half4* b) { int i = GID(); o[i] = __builtin_amdgcn_mfma_f32_32x32x8f16(a[i], b[i], o[i], 1, 2, 3); }
+__kernel void mfma_i8(__global int4* o, __global const long* a) { int i = GID(); o[i] = __builtin_amdgcn_mfma_i32_16x16x32_i8(a[i], a[i + 1], o[i], 0, 0, 0); }
+#endif
 """
 _BRANCH = re.compile(r"^(s_branch|s_cbranch_\w+)\s+(\.?[A-Za-z_][\w.$]*)$")
 

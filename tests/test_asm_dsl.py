@@ -124,3 +124,60 @@ def test_cli_round_trip(tmp_path):
   assert main(["disasm", str(tmp_path / "k.bin")]) == 0
   src.write_text("v_bogus v0\n")
   assert main(["asm", str(src)]) == 1
+
+
+def _round_trips(inst: Instruction, text: str, dsl) -> None:
+  """The instruction prints as `text`, decodes from its bytes, parses back from `text`, and its repr rebuilds it."""
+  assert str(inst) == text
+  assert decode(inst.isa, inst.encode()) == inst
+  assert parse_line(inst.isa, text).encode() == inst.encode()
+  assert eval(repr(inst), vars(dsl)) == inst
+
+
+def test_rdna4_memory_formats():
+  """gfx1201 VFLAT/VGLOBAL/VSCRATCH, VBUFFER, export and VDSDIR: th/scope keywords (th names depend on the access kind
+  and the scope), an atomic's returned value first under th:TH_ATOMIC_RETURN."""
+  r = rdna4
+  _round_trips(r.global_load_b32(r.v[1], r.v[2], r.s[4:5], offset=-16, th="TH_LOAD_NT", scope="SCOPE_SYS"),
+               "global_load_b32 v1, v2, s[4:5] offset:-16 th:TH_LOAD_NT scope:SCOPE_SYS", r)
+  _round_trips(r.global_atomic_add_u32(r.v[1], r.v[2:3], r.v[4], r.OFF, th="TH_ATOMIC_RETURN"),
+               "global_atomic_add_u32 v1, v[2:3], v4, off th:TH_ATOMIC_RETURN", r)
+  _round_trips(r.scratch_store_b32(r.OFF, r.v[1], r.s[4], offset=8), "scratch_store_b32 off, v1, s4 offset:8", r)
+  _round_trips(r.flat_load_b64(r.v[2:3], r.v[4:5], offset=64, th="TH_LOAD_HT"), "flat_load_b64 v[2:3], v[4:5] offset:64 th:TH_LOAD_HT", r)
+  # TH_LOAD_LU is TH_LOAD_BYPASS under SCOPE_SYS: same bits, the name follows the scope
+  inst = r.buffer_load_b32(r.v[1], r.v[2], r.s[8:11], r.s[3], offen=True, offset=16, th="TH_LOAD_LU", scope="SCOPE_SYS")
+  _round_trips(inst, "buffer_load_b32 v1, v2, s[8:11], s3 offen offset:16 th:TH_LOAD_BYPASS scope:SCOPE_SYS", r)
+  _round_trips(r.buffer_load_b32(r.v[1:2], r.OFF, r.s[8:11], r.NULL, tfe=True), "buffer_load_b32 v[1:2], off, s[8:11], null tfe", r)
+  _round_trips(r.tbuffer_load_format_x(r.v[1], r.OFF, r.s[8:11], r.s[3], format="format:[BUF_FMT_32_FLOAT]"),
+               "tbuffer_load_format_x v1, off, s[8:11], s3 format:[BUF_FMT_32_FLOAT]", r)
+  _round_trips(r.export("mrt0", r.v[1], r.OFF, r.v[3], r.OFF, done=True), "export mrt0 v1, off, v3, off done", r)
+  _round_trips(r.ds_param_load(r.v[1], "attr2.y", wait_va_vdst=3), "ds_param_load v1, attr2.y wait_va_vdst:3 wait_vm_vsrc:0", r)
+  with pytest.raises(OperandError, match="TH_LOAD_NT"): r.global_load_b32(r.v[1], r.v[2:3], r.OFF, th="TH_STORE_NT")
+  with pytest.raises(OperandError, match="returned-value register first"): r.global_atomic_add_u32(r.v[2:3], r.v[4], r.OFF, th="TH_ATOMIC_RETURN")
+  with pytest.raises(OperandError, match="needs th:TH_ATOMIC_RETURN"): r.global_atomic_add_u32(r.v[1], r.v[2:3], r.v[4], r.OFF)
+  with pytest.raises(AsmError, match="expected 2 VGPRs"): assemble("buffer_load_b32 v1, off, s[8:11], s3 tfe", "gfx1201")
+  # VIMAGE/VSAMPLE: every address a field of its own, a list when there are several
+  _round_trips(r.image_load(r.v[0:3], r.v[4], r.s[8:15], dmask=0xf, dim="SQ_RSRC_IMG_1D", th="TH_LOAD_NT"),
+               "image_load v[0:3], v4, s[8:15] dmask:0xf dim:SQ_RSRC_IMG_1D th:TH_LOAD_NT", r)
+  _round_trips(r.image_sample(r.v[0:3], [r.v[4], r.v[9]], r.s[8:15], r.s[16:19], dmask=0xf, dim="SQ_RSRC_IMG_2D"),
+               "image_sample v[0:3], [v4, v9], s[8:15], s[16:19] dmask:0xf dim:SQ_RSRC_IMG_2D", r)
+
+
+def test_mimg_and_vop3_dpp():
+  """gfx1100 MIMG (vdata as wide as dmask/d16/tfe ask, vaddr as dim/a16 ask, the NSA form's address list) and VOP3 DPP."""
+  r = rdna3
+  _round_trips(r.image_load(v[0:3], v[4], s[8:15], dmask=0xf, dim="SQ_RSRC_IMG_1D"), "image_load v[0:3], v4, s[8:15] dmask:0xf dim:SQ_RSRC_IMG_1D", r)
+  _round_trips(r.image_load(v[0:1], v[4:5], s[8:15], dmask=0xf, dim="SQ_RSRC_IMG_2D", d16=True),
+               "image_load v[0:1], v[4:5], s[8:15] dmask:0xf dim:SQ_RSRC_IMG_2D d16", r)
+  _round_trips(r.image_sample_nsa(v[0:3], [v[4], v[9]], s[8:15], s[16:19], dmask=0xf, dim="SQ_RSRC_IMG_2D"),
+               "image_sample  v[0:3], [v4, v9], s[8:15], s[16:19] dmask:0xf dim:SQ_RSRC_IMG_2D", r)
+  _round_trips(r.image_store(v[1], v[2], s[0:7], dmask=1, dim="SQ_RSRC_IMG_1D", glc=True), "image_store v1, v2, s[0:7] dmask:0x1 dim:SQ_RSRC_IMG_1D glc", r)
+  with pytest.raises(OperandError, match="expected 4 VGPRs"): r.image_load(v[0:1], v[4], s[8:15], dmask=0xf, dim="SQ_RSRC_IMG_1D")
+  with pytest.raises(OperandError, match="list of 3 address VGPRs"): r.image_load_nsa(v[0], [v[1], v[2]], s[8:15], dmask=1, dim="SQ_RSRC_IMG_3D")
+  _round_trips(r.v_add_f32_e64_dpp(v[0], -v[1], abs(v[2]), clamp=True, dpp_ctrl="row_shl:1", row_mask=0xa, bank_mask=5, bound_ctrl=True),
+               "v_add_f32_e64_dpp v0, -v1, |v2| clamp row_shl:1 row_mask:0xa bank_mask:0x5 bound_ctrl:1", r)
+  _round_trips(r.v_fma_f32_e64_dpp8(v[0], v[1], v[2], v[3], dpp8="dpp8:[7,6,5,4,3,2,1,0]"),
+               "v_fma_f32_e64_dpp v0, v1, v2, v3 dpp8:[7,6,5,4,3,2,1,0]", r)
+  _round_trips(r.v_dot2_f32_f16_e64_dpp(v[0], v[1], v[2], v[3], op_sel_hi=[0, 0, 1], dpp_ctrl="quad_perm:[0,1,2,3]",
+                                        row_mask=0xf, bank_mask=0xf),
+               "v_dot2_f32_f16_e64_dpp v0, v1, v2, v3 op_sel_hi:[0,0,1] quad_perm:[0,1,2,3] row_mask:0xf bank_mask:0xf", r)

@@ -15,10 +15,12 @@ FORMATS = [(arch, fmt) for arch in ARCHS for fmt in sorted(load(arch).by_op)]
 UNPRINTABLE: set[str] = set()
 
 
-# words llvm-mc rejects that we accept (gfx1201: s_prefetch_*/s_atc_probe* operand limits not yet derived) and
-# texts that differ, per 20,000 words: ceilings the tests hold us to, reported in docs/asm.md
-REJECT_RATE = {"gfx1100": 0.999, "gfx1201": 0.994}
-KNOWN_MISMATCHES = {"gfx1100": 1, "gfx1201": 3}
+# words llvm-mc rejects that we accept (a few VOP3 DPP and MIMG operand limits: docs/asm.md) and texts that differ
+# (gfx1201: llvm-mc prints v_cndmask_b32_dpp's |src1| around the vcc_lo after it, twice in the forced-format run, and
+# s_cmp_nlg_f16's inline 1.0 as 0x3c00, which we read back as a second literal), per 20,000 words: ceilings the
+# tests hold us to, reported in docs/asm.md
+REJECT_RATE = {"gfx1100": 0.999, "gfx1201": 0.999}
+KNOWN_MISMATCHES = {"gfx1100": 0, "gfx1201": 3}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -33,6 +35,8 @@ def test_every_opcode_matches_llvm_mc(arch: str, fmt: str):
   rep = check_opcodes(arch, {fmt})
   problems = [p for p in rep.problems if p.split(":")[0] not in UNPRINTABLE]
   assert not problems, "\n".join(problems[:30])
+  # opcodes all of whose texts llvm-mc prints but cannot assemble: only image_get_resinfo's NSA form (one address)
+  assert set(rep.llvm_only_asymmetric) <= {"image_get_resinfo_nsa"}, rep.llvm_only_asymmetric
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -55,7 +59,7 @@ def test_random_words_match_llvm_mc(arch: str, capsys):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_random_words_in_covered_formats(arch: str, capsys):
   """Random words forced into each covered format's fixed bits: every word llvm-mc decodes, we decode the same."""
-  fmts = set(load(arch).by_op) - {"VOP3SD"}  # VOP3SD shares VOP3's fixed bits
+  fmts = {f for f in load(arch).by_op if not f.startswith("VOP3SD")}  # VOP3SD (and its DPP forms) share VOP3's fixed bits
   rep = random_words(arch, 20000, seed=7, formats=fmts)
   with capsys.disabled():
     print(f"\n{arch} covered formats: llvm-mc decodes {rep.accepted.checked}, we agree on {rep.accepted.agreed} "

@@ -81,6 +81,18 @@ GFX11: dict[str, Layout] = {
                                             "slc": (12, 12, "bit"), "offset": (11, 0, "imm"), **_BUF}, {"soffset": 124, "offen": 1, "format": 1}),
 }
 
+# MIMG: vdata's width follows dmask/d16/tfe/lwe and vaddr's follows dim/a16 per opcode (the prober tabulates both);
+# bit 0 set is the NSA form, whose third dword holds four more address VGPRs
+_MIMG = {"dim": (4, 2, "imm"), "unorm": (7, 7, "bit"), "dmask": (11, 8, "imm"), "slc": (12, 12, "bit"), "dlc": (13, 13, "bit"),
+         "glc": (14, 14, "bit"), "r128": (15, 15, "bit"), "a16": (16, 16, "bit"), "d16": (17, 17, "bit"), "op": (25, 18, "op"),
+         "vaddr": (39, 32, "vgpr"), "vdata": (47, 40, "vgpr"), "srsrc": (52, 48, "srsrc"), "tfe": (53, 53, "bit"), "lwe": (54, 54, "bit"),
+         "ssamp": (62, 58, "srsrc")}
+_MIMG_BASES = ({"dmask": 1}, {"dmask": 15, "unorm": 1}, {"dmask": 15})  # image_bvh_* want dmask 0xf and unorm
+GFX11["MIMG"] = layout(8, {(31, 26): 0b111100, (0, 0): 0}, _MIMG, *_MIMG_BASES)
+GFX11["MIMG_NSA"] = layout(12, {(31, 26): 0b111100, (0, 0): 1},
+                           {**_MIMG, "vaddr1": (71, 64, "vgpr"), "vaddr2": (79, 72, "vgpr"), "vaddr3": (87, 80, "vgpr"), "vaddr4": (95, 88, "vgpr")},
+                           *({**b, "dim": 1} for b in _MIMG_BASES))
+
 
 def _dpp(name: str, base: Layout) -> dict[str, Layout]:
   """DPP forms of a 32-bit VOP encoding: src0 (bits 8:0) holds 250 (DPP16) or 233/234 (DPP8, DPP8 with fi:1) and a
@@ -99,13 +111,62 @@ def _dpp(name: str, base: Layout) -> dict[str, Layout]:
 
 for _name in ("VOP1", "VOP2", "VOPC"): GFX11.update(_dpp(_name, GFX11[_name]))
 
+
+def _dpp3(name: str, base: Layout) -> dict[str, Layout]:
+  """DPP forms of a 64-bit VOP3/VOP3SD/VOP3P encoding (`_e64_dpp`): its src0 (bits 40:32) holds 250 (DPP16) or
+  233/234 (DPP8, DPP8 with fi:1) and a third dword carries the real src0 (a VGPR) and the lane controls; neg/abs stay
+  in the VOP3 fields."""
+  size, fixed, fields, bases = base
+  kept = {f: (hi, lo, k) for f, hi, lo, k in fields if f != "src0" and k != "unused"}
+  fixed0 = {(hi, lo): v for hi, lo, v in fixed}
+  dpp16 = {"src0": (71, 64, "vgpr"), "dpp_ctrl": (80, 72, "imm"), "fi": (82, 82, "bit"), "bound_ctrl": (83, 83, "bit"),
+           "bank_mask": (91, 88, "imm"), "row_mask": (95, 92, "imm")}
+  dpp8 = {"src0": (71, 64, "vgpr"), "dpp8": (95, 72, "imm")}
+  rest = [{f: v for f, v in b.items() if f != "src0"} for b in bases]
+  return {f"{name}_DPP16": layout(12, {**fixed0, (40, 32): 250}, {**kept, **dpp16}, *({**b, "row_mask": 15, "bank_mask": 15} for b in rest)),
+          f"{name}_DPP8": layout(12, {**fixed0, (40, 32): 233}, {**kept, **dpp8}, *rest),
+          f"{name}_DPP8FI": layout(12, {**fixed0, (40, 32): 234}, {**kept, **dpp8}, *rest)}
+
+
+for _name in ("VOP3", "VOP3SD", "VOP3P"): GFX11.update(_dpp3(_name, GFX11[_name]))
+
 # Formats that share their fixed bits: the prober assigns each opcode to the one its probes fit.
-ALTERNATIVES = {"VOP3SD": "VOP3"}
+ALTERNATIVES = {"VOP3SD": "VOP3", **{f"VOP3SD_{d}": f"VOP3_{d}" for d in ("DPP16", "DPP8", "DPP8FI")}, "VOP3P_MAI": "VOP3P"}
 
 # RDNA4 keeps RDNA3's SALU, VALU and DS encodings; SMEM moved its fields (cache policy th/scope, 24-bit offset)
 GFX12: dict[str, Layout] = {name: GFX11[name] for name in GFX11 if name.startswith(("SOP", "VOP")) or name == "DS"}
 GFX12["SMEM"] = layout(8, {(31, 26): 0b111101}, {"th": (24, 23, "imm"), "scope": (22, 21, "imm"), "op": (19, 13, "op"),
                                                  "sdata": (12, 6, "sdst"), "sbase": (5, 0, "sbase"), "soffset": (63, 57, "sdst"),
                                                  "offset": (55, 32, "imm")}, {"soffset": 124})
+# VINTERP and export keep RDNA3's encodings (export is exp renamed); VDSDIR is LDSDIR with a wait_vm_vsrc bit
+GFX12["EXP"] = GFX11["EXP"]
+GFX12["VINTERP"] = layout(8, {(31, 24): 0b11001101}, {"op": (20, 16, "op"), **{f: v for f, *v in GFX11["VINTERP"][2] if f != "op" and v[2] != "unused"}},
+                          _VGPR_SRC)
+GFX12["LDSDIR"] = layout(4, {(31, 24): 0b11001110}, {"waitvmvsrc": (23, 23, "imm"), "op": (21, 20, "op"), "waitvdst": (19, 16, "imm"),
+                                                    "attr": (15, 10, "imm"), "attrchan": (9, 8, "imm"), "vdst": (7, 0, "vgpr")})
+# VFLAT/VGLOBAL/VSCRATCH: three dwords; the segment (bits 25:24) tells them apart. Field names follow RDNA3's FLAT
+# (addr = vaddr, data = vsrc) so that the printer's and builder's address rules serve both. th is 3 bits, its names
+# depend on the access kind (load/store/atomic) and scope; an atomic with th bit 0 set returns the old value.
+_VFLAT = {"saddr": (6, 0, "sdst"), "op": (21, 14, "op"), "vdst": (39, 32, "vgpr"), "sve": (49, 49, "bit"), "scope": (51, 50, "imm"),
+          "th": (54, 52, "imm"), "data": (62, 55, "vgpr"), "addr": (71, 64, "vgpr"), "offset": (95, 72, "imm")}
+for _name, _seg in (("FLAT", 0), ("SCRATCH", 1), ("GLOBAL", 2)):
+  GFX12[_name] = layout(12, {(31, 26): 0b111011, (25, 24): _seg}, _VFLAT, {"saddr": 124})
+# VIMAGE/VSAMPLE: MIMG's successors, named MIMG_* so that the image rules (width tables) apply: every address has a
+# field of its own (vaddr in bits 71:64, vaddr1..3 after it, vaddr4 in 63:56); rsrc/ssamp hold the first SGPR
+_VIMG = {"dim": (2, 0, "imm"), "r128": (4, 4, "bit"), "d16": (5, 5, "bit"), "a16": (6, 6, "bit"), "op": (21, 14, "op"),
+         "dmask": (25, 22, "imm"), "vdata": (39, 32, "vgpr"), "srsrc": (49, 41, "sdst"), "scope": (51, 50, "imm"), "th": (54, 52, "imm"),
+         "vaddr": (71, 64, "vgpr"), "vaddr1": (79, 72, "vgpr"), "vaddr2": (87, 80, "vgpr"), "vaddr3": (95, 88, "vgpr")}
+GFX12["MIMG_VIMAGE"] = layout(12, {(31, 26): 0b110100}, {**_VIMG, "tfe": (55, 55, "bit"), "vaddr4": (63, 56, "vgpr")},
+                              {"dmask": 1}, {"dmask": 15}, {"dmask": 15, "r128": 1})
+GFX12["MIMG_VSAMPLE"] = layout(12, {(31, 26): 0b111001}, {**_VIMG, "tfe": (3, 3, "bit"), "unorm": (13, 13, "bit"), "lwe": (40, 40, "bit"),
+                                                          "ssamp": (63, 55, "sdst")}, {"dmask": 1}, {"dmask": 15})
+# VBUFFER: buffer and tbuffer opcodes share one encoding (tbuffer's format in bits 61:55); srsrc holds the first SGPR
+GFX12["MUBUF"] = layout(12, {(31, 26): 0b110001}, {"soffset": (6, 0, "sdst"), "op": (21, 14, "op"), "tfe": (22, 22, "bit"),
+                                                   "vdata": (39, 32, "vgpr"), "srsrc": (47, 41, "sdst"), "scope": (51, 50, "imm"),
+                                                   "th": (54, 52, "imm"), "format": (61, 55, "imm"), "offen": (62, 62, "bit"),
+                                                   "idxen": (63, 63, "bit"), "vaddr": (71, 64, "vgpr"), "offset": (95, 72, "imm")},
+                        {"soffset": 124, "offen": 1}, {})
 
-ARCHS: dict[str, dict[str, Layout]] = {"gfx1100": GFX11, "gfx1201": GFX12}
+from hcq.asm.generator.layouts_gfx9 import GFX9  # noqa: E402 - it builds on GFX11's layouts above
+
+ARCHS: dict[str, dict[str, Layout]] = {"gfx1100": GFX11, "gfx1201": GFX12, "gfx942": GFX9}

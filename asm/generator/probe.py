@@ -15,7 +15,8 @@ from hcq.asm.generator.layouts import ALTERNATIVES, Layout
 # Probe values per field kind: plain registers whose printed range gives the operand width.
 # A 9-bit source is tried as v10, then as s10 (operands such as a carry-in take SGPRs only).
 ALT = {"vgpr": (10,), "vdsty": (5,), "src": (256 + 10, 10), "ssrc": (10,), "sdst": (10,), "sbase": (5,), "srsrc": (1,), "simm16": (0x1234,), "bit": (1,), "mod": (1,),
-       "imm": (0x123,), "unused": (-1, 1)}
+       "imm": (0x123,), "unused": (-1, 1), "acc": (1,), "smem": (1,), "sel": (1,), "sdwa_src": (10,), "sdwa_vsrc1": (10,), "sdwa_s": (1,),
+       "avsrc": (256 + 10,)}
 ALT_NAMED = {"offset0": (0x12,), "offset1": (0x34,), "opsel": (15, 1)}  # every op_sel bit: some opcodes use only the dst's
 # Extra values for number fields: how they print (hex/decimal, signed, omitted at zero) is read from these.
 NUMBER_PROBES = (0, 0x1234, -16, 7, 1, 64, 65, 0xe000, 2, 5, 6)
@@ -49,6 +50,10 @@ class RawShape:
   opsel_bits: int = 0                             # the op_sel bits that change the text
   sext: int = 0                                   # sources whose neg bit prints as sext(...)
   abs_read: int = 0                               # sources whose abs bit prints
+  acc: dict = field(default_factory=dict)         # acc-kind field -> operand fields it turns into AGPRs (gfx90a+)
+  th_names: tuple = ()                            # gfx12 memory: the th token for each th*4+scope ('' prints nothing)
+  th_ret: int | str | None = None                 # registers an atomic returns (put in front) when th bit 0 is set
+  image: dict = field(default_factory=dict)       # MIMG: vdata/vaddr widths per dmask.../dim..., dim names, wide mnemonic
 
 
 def field_mask(hi: int, lo: int) -> int:
@@ -82,7 +87,15 @@ def split(text: str, fmt: str = "") -> tuple[str, list[tuple[str, str]]]:
   mnemonic, _, rest = text.partition(" ")
   rest = rest.strip()
   if fmt == "SOPP": return mnemonic, [("", rest)] if rest else []
+  if fmt.startswith("MIMG"):  # vdata and vaddr by their first VGPR: their widths follow other fields (see _image_shapes)
+    return mnemonic, [(sep, _first_vgpr(t) if i < 2 else t) for i, (sep, t) in enumerate(split_operands(rest))]
   return mnemonic, split_operands(rest)
+
+
+def _first_vgpr(token: str) -> str:
+  """'v[4:7]' -> 'v4', '[v0, v5]' -> 'v0'; other tokens unchanged."""
+  m = re.match(r"^\[?v\[?(\d+)", token)
+  return f"v{m.group(1)}" if m else token
 
 
 def register_shape(token: str) -> tuple[str, int | str] | None:
@@ -97,15 +110,16 @@ def _accepted(d: llvm.Decoded | None) -> bool:
   return d is not None and "/*" not in d.text  # llvm-mc comments out operands it finds invalid
 
 
-def sweep(name: str, layouts: dict[str, Layout], mcpu: str) -> dict[int, tuple[dict, str]]:
-  """op -> (base field values, llvm-mc text) for every opcode value llvm-mc decodes in this format."""
+def sweep(name: str, layouts: dict[str, Layout], mcpu: str, bases: tuple[dict, ...] | None = None) -> dict[int, tuple[dict, str]]:
+  """op -> (base field values, llvm-mc text) for every opcode value llvm-mc decodes in this format (from `bases`,
+  an alternative's own probe bases, or the format's)."""
   lay = layouts[name]
   op_hi, op_lo = next(((hi, lo) for f, hi, lo, k in lay[2] if k == "op"), (-1, 0))  # EXP has no opcode field: one "opcode" 0
   # a word that a format with more fixed bits also matches belongs to that format
   others = [l for n, l in layouts.items() if n != name and ALTERNATIVES.get(n) != name and ALTERNATIVES.get(name) != n
             and fixed_bit_count(l) > fixed_bit_count(lay)]
   found: dict[int, tuple[dict, str]] = {}
-  for base in lay[3]:
+  for base in bases or lay[3]:
     ops = [op for op in range(1 << (op_hi - op_lo + 1)) if op not in found
            and not any(matches(o, word(lay, op, base)) for o in others)]
     for op, d in zip(ops, llvm.disassemble_each([word(lay, op, base) + LITERAL for op in ops], mcpu)):
@@ -113,22 +127,24 @@ def sweep(name: str, layouts: dict[str, Layout], mcpu: str) -> dict[int, tuple[d
   return dict(sorted(found.items()))
 
 
-def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int] | None = None) -> list[RawShape]:
-  """Every opcode of a format with its raw shape, derived by one-field-at-a-time probes."""
+def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int] | None = None,
+                 exclude: set[int] = frozenset()) -> list[RawShape]:
+  """Every opcode of a format (or those in `only`, less those in `exclude`) with its raw shape, derived by
+  one-field-at-a-time probes."""
   lay = layouts[name]
-  found = sweep(ALTERNATIVES.get(name, name), layouts, mcpu) if only is None else None
-  if found is None:
-    found = {op: v for op, v in sweep(ALTERNATIVES.get(name, name), layouts, mcpu).items() if op in only}
+  found = {op: v for op, v in sweep(ALTERNATIVES.get(name, name), layouts, mcpu, lay[3]).items()
+           if (only is None or op in only) and op not in exclude}
   fields = [(f, k) for f, hi, lo, k in lay[2] if k != "op"]
   cases, keys = [], []
   for op, (base, _) in found.items():
     for f, k in fields:
-      values = list(ALT_NAMED.get(f, ALT[k])) + (list(NUMBER_PROBES) if k in ("simm16", "imm") else [])
+      values = list(_alternatives(name, f, k, base)) + (list(NUMBER_PROBES) if k in ("simm16", "imm") else [])
       values += list(CONST_PROBES) if k in ("src", "ssrc") else []
       values += list(NUMBER_PROBES) if k == "ssrc" else []  # s_sendmsg_rtn reads its ssrc0 as a message number
       values += [HIGH_VGPR[k]] if k in HIGH_VGPR else []
       values += [1 << b for b in range(4)] if f == "opsel" else []  # which op_sel bits an opcode reads
       values += [2, 4] if f in ("neg", "abs") else []  # neg of an integer source prints sext(...); abs is ignored
+      values += list(range(8)) if k == "sel" else []  # SDWA selects: every value's name
       for v in values:
         cases.append(word(lay, op, {**base, f: v}) + LITERAL); keys.append((op, f, v))
   probed = dict(zip(keys, llvm.disassemble_each(cases, mcpu, pad=1)))
@@ -146,20 +162,24 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
         s.opsel_bits = sum(1 << b for b in range(4) if _accepted(probed[(op, f, 1 << b)]) and probed[(op, f, 1 << b)].text != text)
       if k in ("src", "ssrc"):
         s.consts[f] = tuple(_operand_at(probed[(op, f, v)], name, mnemonic, toks) for v in CONST_PROBES)
-      if k in ("simm16", "imm", "ssrc"):
+      if k in ("simm16", "imm", "ssrc", "sel"):
         s.numbers[f] = {v: ([t for _, t in split(probed[(op, f, v)].text, name)[1]] if _accepted(probed[(op, f, v)]) else None)
-                        for v in NUMBER_PROBES}
-      tries = [probed[(op, f, v)] for v in ALT_NAMED.get(f, ALT[k])]
+                        for v in (range(8) if k == "sel" else NUMBER_PROBES)}
+      tries = [probed[(op, f, v)] for v in _alternatives(name, f, k, base)]
       d = next((t for t in tries if _accepted(t) and split(t.text, name)[0] == mnemonic), tries[0])
       if not _accepted(d) or split(d.text, name)[0] != mnemonic: s.zero.append(f); continue
       toks2 = split(d.text, name)[1]
       if toks2 == toks: continue
+      if k == "acc" and len(toks2) == len(toks):  # v0 -> a0: which operands the bit moves to the AGPR file
+        s.acc[f] = [i for i, ((_, a), (_, b)) in enumerate(zip(toks, toks2)) if a != b and (register_shape(b) or ("",))[0] == "a"]
+        continue
       if len(toks2) == len(toks):
         changed = [i for i, (a, b) in enumerate(zip(toks, toks2)) if a != b]
         if len(changed) == 1 and isinstance(s.operands[changed[0]], str):
           i = changed[0]
           old, new = toks[i][1], toks2[i][1]
-          if not (new[:1] in "-|" and old[:1] not in "-|"):  # '-v1'/'|v1|' decorate an operand: a modifier, not a value
+          decorated = new.startswith(("-", "|", "sext(", "neg(")) and not old.startswith(("-", "|", "sext(", "neg("))
+          if not decorated:  # '-v1', '|v1|', 'sext(v1)' decorate an operand: a modifier, not a value
             s.operands[i] = (f, *(register_shape(new) or ("i", 1)))
             continue
       s.mods[f] = [t for t in toks2 if t not in toks]
@@ -169,13 +189,23 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
     out.append(s)
   _valid_values(lay, out, name, mcpu)
   _canonical_values(lay, out, name, mcpu)
+  if any(k == "sel" for _, k in fields): _sel_defaults(lay, out, name, mcpu)
   _small_literals(lay, out, name, mcpu)
+  _th_names(lay, out, name, mcpu)
+  if name.startswith("MIMG"): _image_shapes(lay, out, name, mcpu)
   # one more probe per opcode sets every modifier it accepts at once: the order they print in
   every = [word(lay, s.op, {**s.base, **{f: ALT_NAMED.get(f, ALT[k])[-1] for f, k in fields
                                          if f in s.mods and k in ("bit", "mod", "imm")}}) + LITERAL for s in out]
   for s, d in zip(out, llvm.disassemble_each(every, mcpu)):
     s.all_mods = [t for _, t in split(d.text, name)[1]] if _accepted(d) else []
   return out
+
+
+def _alternatives(fmt: str, f: str, k: str, base: dict) -> tuple:
+  """The values a field is changed to, one at a time; a flag an image's base word had to set (gfx12 image_bvh_*'s
+  r128) is cleared instead, to find whether llvm-mc requires it."""
+  if k == "bit" and base.get(f) and fmt.startswith("MIMG"): return (0,)
+  return ALT_NAMED.get(f, ALT[k])
 
 
 def _operand_at(d: llvm.Decoded | None, fmt: str, mnemonic: str, base: list) -> str | None:
@@ -191,19 +221,41 @@ SCALAR_KINDS = ("src", "ssrc", "sdst")
 
 
 def _valid_values(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
-  """For each operand field that can hold a scalar encoding, which values below 256 llvm-mc accepts there."""
+  """For each operand field that can hold a scalar encoding (and SMEM's sbase, and a number in an SGPR field), which
+  values below 256 llvm-mc accepts there."""
   kinds = {f: k for f, hi, lo, k in lay[2]}
   width = {f: min(256, 1 << (hi - lo + 1)) for f, hi, lo, k in lay[2]}
   cases, keys = [], []
+  # the DPP16, DPP8 and DPP8-with-fi forms of an opcode take the same scalar operands: probed once, in whichever comes first
+  family = re.sub(r"_DPP(16|8FI|8)$", "_DPP", fmt)
   for s in shapes:
     for o in s.operands:
-      if not isinstance(o, tuple) or o[1] == "i": continue
+      if not isinstance(o, tuple): continue
       f = o[0]
-      if kinds.get(f) not in SCALAR_KINDS and not (kinds.get(f) == "vgpr" and o[1] == "s"): continue
+      if o[1] == "i" and kinds.get(f) != "sdst": continue  # numbers, except one in a register field (s_prefetch_data's sdata)
+      if kinds.get(f) not in (*SCALAR_KINDS, "sbase") and not (kinds.get(f) == "vgpr" and o[1] == "s"): continue
+      if (mcpu, family, s.mnemonic, f) in _VALID_SEEN:
+        if _VALID_SEEN[(mcpu, family, s.mnemonic, f)] is not None: s.valid[f] = _VALID_SEEN[(mcpu, family, s.mnemonic, f)]
+        continue
       for v in range(width[f]):
         cases.append(word(lay, s.op, {**s.base, f: v}) + LITERAL); keys.append((s, f, v))
   for (s, f, v), d in zip(keys, llvm.disassemble_each(cases, mcpu, pad=1)):  # whole words: little to over-read
     if _accepted(d) and split(d.text, fmt)[0] == s.mnemonic: s.valid[f] = s.valid.get(f, 0) | 1 << v
+  if family != fmt:
+    for s, f, _ in keys: _VALID_SEEN[(mcpu, family, s.mnemonic, f)] = s.valid.get(f)
+
+
+_VALID_SEEN: dict[tuple, int | None] = {}  # (mcpu, DPP family, mnemonic, field) -> bitmask, see _valid_values
+
+
+def _sel_defaults(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
+  """SDWA selects always print, but text may leave them out: the values llvm-mc's assembler then writes."""
+  texts = [f"{s.mnemonic} {', '.join(t for sep, t in s.tokens if sep != ' ')}" for s in shapes]
+  for s, data in zip(shapes, llvm.assemble_each(texts, mcpu)):
+    if not isinstance(data, bytes) or len(data) < lay[0]: continue
+    w = int.from_bytes(data[:lay[0]], "little")
+    for f, hi, lo, k in lay[2]:
+      if k == "sel" and f in s.numbers: s.canonical[f] = (w >> lo) & field_mask(hi, lo)
 
 
 def _canonical_values(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
@@ -214,11 +266,62 @@ def _canonical_values(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) 
     if not isinstance(data, bytes) or len(data) < lay[0]: continue
     w = int.from_bytes(data[:lay[0]], "little")
     printed = {o[0] for o in s.operands if isinstance(o, tuple)} | set(s.mods) | set(s.zero)
-    if "opsel_hi" in s.mods: printed.add("opsel_hi2")  # printed within op_sel_hi:[...]
+    if "opsel_hi" in s.mods or any(isinstance(o, tuple) and o[0] == "opsel_hi" for o in s.operands):
+      printed.add("opsel_hi2")  # printed within op_sel_hi:[...] (a modifier, or v_fma_mix's positional token)
     for f, hi, lo, k in lay[2]:
       v = (w >> lo) & field_mask(hi, lo)
       # fields the probe base sets (MUBUF's offen) keep the base; VOP3P's opsel_hi2 is the base's guess at llvm-mc's default
       if k != "op" and f not in printed and v and (v != s.base.get(f, 0) or f == "opsel_hi2"): s.canonical[f] = v
+
+
+def _th_names(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
+  """gfx12 VMEM cache policy: the th token printed for every th and scope pair (names depend on the opcode's access
+  kind and on scope: TH_LOAD_LU is TH_LOAD_BYPASS under SCOPE_SYS), and whether th bit 0 makes an atomic return."""
+  fields = {f: (hi, lo) for f, hi, lo, k in lay[2]}
+  if fmt == "SMEM" or "th" not in fields or "scope" not in fields: return
+  ths, scopes = 1 << (fields["th"][0] - fields["th"][1] + 1), 1 << (fields["scope"][0] - fields["scope"][1] + 1)
+  pairs = [(th, sc) for th in range(ths) for sc in range(scopes)]
+  cases = [word(lay, s.op, {**s.base, "th": th, "scope": sc}) + LITERAL for s in shapes for th, sc in pairs]
+  got = iter(llvm.disassemble_each(cases, mcpu, pad=1))
+  for s in shapes:
+    names = []
+    for th, sc in pairs:
+      d = next(got)
+      toks = [t for _, t in split(d.text, fmt)[1]] if _accepted(d) else []
+      names.append(next((t for t in toks if t.startswith("th:")), ""))
+      if (th, sc) == (1, 0) and len(toks) == len(s.tokens) + 2 and toks[1:len(s.tokens) + 1] == [t for _, t in s.tokens]:
+        s.th_ret = (register_shape(toks[0]) or (None, None))[1]
+    s.th_names = tuple(names)
+
+
+def _image_shapes(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
+  """MIMG register widths, per opcode, for every dmask, d16, tfe, dim and a16 (index dmask | d16 << 4 | tfe << 5 |
+  dim << 6 | a16 << 9): vdata's count and vaddr's (a count, or the NSA list's widths '1,1,3'), '0' where llvm-mc
+  rejects. Both depend on all five: where a size pair has no encoding llvm-mc falls back to the opcode's first one.
+  lwe does not change them (llvm-mc widens vdata for tfe only). Also the dim names, and whether llvm-mc pads the
+  mnemonic with a second space (image_sample's NSA form)."""
+  keys = [(dm, d16, tfe, dim, a16) for a16 in range(2) for dim in range(8) for tfe in range(2) for d16 in range(2) for dm in range(16)]
+  cases = []
+  for s in shapes:
+    cases += [word(lay, s.op, {**s.base, "dmask": dm, "d16": d16, "tfe": tfe, "dim": dim, "a16": a16}) for dm, d16, tfe, dim, a16 in keys]
+    cases.append(word(lay, s.op, s.base))
+  got = iter(llvm.disassemble_each(cases, mcpu, pad=1))
+
+  def width(t: str) -> str:
+    if t.startswith("["): return ",".join(str((register_shape(x.strip()) or (None, 0))[1]) for x in t[1:-1].split(","))
+    return str((register_shape(t) or (None, 0))[1])
+
+  for s in shapes:
+    data, addr, dims = [], [], [""] * 8
+    for dm, d16, tfe, dim, a16 in keys:
+      d = next(got)
+      toks = split_operands(d.text.partition(" ")[2].strip()) if _accepted(d) and d.text.split()[0] == s.mnemonic else []
+      data.append(width(toks[0][1]) if len(toks) > 1 else "0")
+      addr.append(width(toks[1][1]) if len(toks) > 1 else "0")
+      if toks and not dims[dim]: dims[dim] = next((t for _, t in toks if t.startswith("dim:")), "")
+    base = next(got)
+    s.image = {"vdata": "|".join(data), "vaddr": "|".join(addr), "dims": dims,
+               "wide": _accepted(base) and base.text.startswith(s.mnemonic + "  ")}
 
 
 def _small_literals(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 import re
 
+from hcq.asm.generator.shapes_gfx9 import gcn_special
 from hcq.asm.generator.probe import LITERAL, RawShape, register_shape
 
 _NAMED = re.compile(r"^(?:[a-z_0-9]+:)?([a-z_0-9]+)\(")
@@ -37,13 +38,15 @@ def number_syntax(raw: RawShape, f: str, bits: int) -> str | None:
     t = token_for(v) if v else next((x for x in base or [] if "(" in x), None)
     m = _NAMED.match(t or "")
     if m: return f"named:{m.group(1)}"
-  t = token_for(0x1234)
+  # a value the field can hold: 0x1234 masks to 0 in a 1-bit field (gfx12's wait_vm_vsrc), 7 does not
+  probe_value = next((v for v in (0x1234, 7) if v & mask and token_for(v) is not None), 0x1234)
+  t = token_for(probe_value)
   if t is None: return None
   prefix = t[:t.index(":") + 1] if ":" in t else ""
   body = t[len(prefix):]
   neg = token_for(-16)
   small = token_for(7)
-  value = 0x1234 & mask
+  value = probe_value & mask
   signed = value - (1 << bits) if value >> (bits - 1) else value
   if body in (f"0x{value:x}", f"-0x{-signed:x}"):
     fmt = "hex" if small is not None and small.endswith("0x7") else "ihex"
@@ -53,6 +56,8 @@ def number_syntax(raw: RawShape, f: str, bits: int) -> str | None:
   else: return f"named:{body.split('(')[0]}"
   zero_printed = base is not None and any(x == f"{prefix}0" or x == f"{prefix}0x0" for x in base)
   positional = any(isinstance(o, tuple) and o[0] == f for o in raw.operands)
+  if prefix and base is not None and not any(x.startswith(prefix) for x in base):
+    positional = False  # a keyword that vanishes at zero (MIMG's dmask:0x1 in the base word) is no positional operand
   return f"{prefix}{{{fmt}}}" + ("" if zero_printed or positional else ",z")
 
 
@@ -95,7 +100,7 @@ def record(raw: RawShape, fields: dict[str, tuple[int, int, str]]) -> tuple:
   numbers: dict[str, str] = {}
   for f in raw.numbers:
     hi, lo, kind = fields[f]
-    if f in raw.zero: continue
+    if f in raw.zero or f == "th" and raw.th_names: continue
     if kind == "ssrc" and not any(isinstance(o, tuple) and o[0] == f and o[1] == "i" for o in operands): continue
     syn = "offset:{ds16},z" if f in ("offset0", "offset1") and _ds_offset16(raw) else number_syntax(raw, f, hi - lo + 1)
     if syn is None: continue
@@ -103,8 +108,10 @@ def record(raw: RawShape, fields: dict[str, tuple[int, int, str]]) -> tuple:
     if syn.startswith("named:") and not any(isinstance(o, tuple) and o[0] == f for o in operands):
       # a symbolic immediate such as depctr_...(0) owns the operand text printed for its default value
       operands = [o for o in operands if not isinstance(o, str)] + [(f, "i", 1)]
+  if raw.th_names:  # gfx12 VMEM th: names per (th, scope), interned into NAMES by the generator
+    numbers["th"] = "thscope:" + "|".join(raw.th_names) + ("" if raw.th_ret is None else f",ret:{raw.th_ret}")
   for i, o in enumerate(operands):
-    if isinstance(o, tuple) and o[0] == "opsel_hi" and raw.fmt == "VOP3P":
+    if isinstance(o, tuple) and o[0] == "opsel_hi" and raw.fmt.split("_DPP")[0] == "VOP3P":
       # v_fma_mix*: op_sel_hi defaults to all zeros, so the base word's all-ones printed as a positional token
       mods.append(("opsel_hi", f"op_sel_hi:{raw.tokens[i][1].count(',') + 1}:0")); operands[i] = None
   operands = [o for o in operands if o is not None]
@@ -117,7 +124,7 @@ def record(raw: RawShape, fields: dict[str, tuple[int, int, str]]) -> tuple:
           for f, syn in mods]
   sources = sum(1 for o in operands if isinstance(o, tuple) and o[0] in ("src0", "src1", "src2"))
   mods = [(f, f"abs,only:{raw.abs_read}" if syn == "abs" and f == "abs" and raw.abs_read != (1 << sources) - 1 else syn) for f, syn in mods]
-  full = (1 << 4) - 1 if raw.fmt != "VOP3P" else (1 << 3) - 1
+  full = (1 << 4) - 1 if raw.fmt.split("_DPP")[0] != "VOP3P" else (1 << 3) - 1
   mods = [(f, syn + f",bits:{raw.opsel_bits}" if f == "opsel" and raw.opsel_bits & full != full else syn) for f, syn in mods]
   operands = [(*o, numbers[o[0]]) if isinstance(o, tuple) and o[0] in numbers else o for o in operands]
   literal = ("literal", "i", 1, "{ihex}" if raw.small_literal == "17" else "{hex}")
@@ -131,9 +138,16 @@ def record(raw: RawShape, fields: dict[str, tuple[int, int, str]]) -> tuple:
               for o in _addressing(raw.fmt, operands)]
   fixed = tuple((f, raw.base.get(f, 0)) for f in raw.zero)
   operands, mods = _special(raw, operands, mods)
+  operands, mods = gcn_special(raw, fields, operands, mods)
+  if raw.image:  # MIMG: widths from the per-opcode tables (interned into NAMES by the generator), dim by name
+    operands = [(*o[:3], f"image:{raw.image[o[0]]}", o[4]) if isinstance(o, tuple) and o[0] in ("vdata", "vaddr") else o for o in operands]
+    if any(raw.image["dims"]):
+      mods = [(f, "enum:" + "|".join(raw.image["dims"]) if f == "dim" else syn) for f, syn in mods]
+      if "dim" not in dict(mods): mods.append(("dim", "enum:" + "|".join(raw.image["dims"])))
   order = {f: _print_position(raw, f, syn) for f, syn in mods}
   mods.sort(key=lambda m: order[m[0]])
-  return (raw.op, raw.mnemonic, tuple(operands), fixed, tuple(mods), tuple(sorted(raw.canonical.items())))
+  mnemonic = raw.mnemonic + (" " if raw.image.get("wide") else "")  # llvm-mc prints 'image_sample  v0, [v0, v1], ...'
+  return (raw.op, mnemonic, tuple(operands), fixed, tuple(mods), tuple(sorted(raw.canonical.items())))
 
 
 def _keyword(syntax: str) -> bool:
@@ -186,12 +200,20 @@ def _special(raw: RawShape, operands: list, mods: list) -> tuple[list, list]:
 
 def _print_position(raw: RawShape, f: str, syn: str) -> int:
   """Where a modifier prints among the others, from the probe that set them all."""
+  if syn in ("named:dpp_ctrl", "named:dpp8") and raw.fmt.split("_DPP")[0] in ("VOP3", "VOP3SD", "VOP3P"):
+    # VOP3 DPP: clamp, mul:2, op_sel:[...] print before the lane controls
+    return next((i for i, t in enumerate(raw.all_mods) if t.startswith(("quad_perm:", "row_", "dpp8:"))), -1)
   if syn.startswith("named:"): return -1  # quad_perm:[...], dpp8:[...], format:[...] print first
+  if syn.startswith("sel:"): syn = syn.split(":")[1] + ":"  # SDWA dst_sel:WORD_1
   if syn.startswith("text:"): return next((i for i, t in enumerate(raw.all_mods) if t == syn[5:]), len(raw.all_mods))
   head = syn.split(":")[0] if not syn.startswith("flag:") else syn.split(":")[1].split(",")[0]
-  head = {"omod": "mul", "neg_lo": "neg_lo", "neg": "-", "abs": "|"}.get(head, head)
+  head = {"omod": "mul", "neg_lo": "neg_lo", "neg": "-", "abs": "|", "thscope": "th:"}.get(head, head)
+  if syn.startswith("enum:"): head = next((t for t in syn[5:].split("|") if t), ":").split(":")[0] + ":"  # scope:SCOPE_SE
   for i, t in enumerate(raw.all_mods):
     if t.startswith(head) or (head == "{ds16}" and t.startswith("offset")): return i
+  if raw.fmt.split("_DPP")[0] in ("VOP3", "VOP3SD", "VOP3P") and "_DPP" in raw.fmt and f not in ("row_mask", "bank_mask", "bound_ctrl", "fi"):
+    # a VOP3 modifier the all-modifier probe did not show (v_dot2_f16_f16's op_sel reads only the dst bit): before the lane controls
+    return _print_position(raw, "dpp8" if raw.fmt.endswith(("DPP8", "DPP8FI")) else "dpp_ctrl", "named:dpp8") - 0.5
   return len(raw.all_mods)
 
 

@@ -1,0 +1,330 @@
+"""Printing without re-reading the table: per-opcode printers, made on first use from the opcode's operand and
+modifier specs, with each operand's text memoised per field value through the printer's own helpers.
+
+A printer covers the opcodes whose operands and modifiers it knows; for any other opcode, and whenever a field
+value has no memoised text (llvm-mc would reject it), it hands the instruction to hcq.asm.printer.render, which
+prints it or raises its own error. A decoded instruction whose fields were not read yet is printed by a function
+compiled once per opcode from the same printers, straight from the word. tests/test_asm_fast.py checks that all
+of these give render's text on random words and every opcode's samples.
+"""
+from __future__ import annotations
+
+from hcq.asm import named, printer
+from hcq.asm.fast_decode import NULL, NUMBER_FORMATS, VALU, DecodedInstruction, _Probe, covered
+from hcq.asm.instruction import Instruction
+from hcq.asm.isa import ISA, Opcode
+from hcq.asm.numbers import number_text, split_syntax
+from hcq.asm.operands import literal_text, scalar_text, source_text, vgpr_text
+
+
+class _Texts(dict):
+  """value -> an operand's text, or None where the printer rejects the value (computed once by `text`)."""
+  __slots__ = ("text",)
+
+  def __init__(self, text) -> None:
+    super().__init__()
+    self.text = text
+
+  def __missing__(self, value: int) -> str | None:
+    try: t = self.text(value)
+    except Exception: t = None  # the generic printer raises its own error
+    self[value] = t
+    return t
+
+
+class _Fallback(Exception):
+  """This instruction needs the generic printer."""
+
+
+class Printer:
+  """Per-arch printers, one per opcode, made on first use."""
+
+  def __init__(self, isa: ISA) -> None:
+    self.isa = isa
+    self.texts: dict[tuple, _Texts] = {}
+    self.plans: dict[int, tuple | None] = {}  # by id(opcode): opcodes live as long as their ISA
+    self.word_printers: dict[int, object] = {}  # by id(opcode): _compile_word_printer's, or None
+
+  def render(self, inst: Instruction) -> str:
+    opc = inst.opcode
+    plan = self.plans.get(id(opc), False)
+    if plan is False:
+      plan = self.plans[id(opc)] = self._plan(opc)
+      self.word_printers[id(opc)] = plan and _compile_word_printer(opc, plan)
+    if plan is None: return printer.render(inst)
+    if type(inst) is DecodedInstruction and inst._values is None:  # straight from the word, when it can
+      wp = self.word_printers[id(opc)]
+      if wp:
+        t = wp(inst.word, inst.literal, inst)
+        if t is not None: return t
+    operands, mods, head, vopd = plan
+    v = inst.values
+    try:
+      out = []
+      for f in operands:
+        t = f(v, inst)
+        if t: out.append(t)
+      tail = []
+      for f in mods:
+        t = f(v)
+        if t: tail.append(t)
+    except (_Fallback, KeyError):
+      return printer.render(inst)
+    if vopd:
+      i = out.index("::")
+      x, y = head
+      text = f"{x} {', '.join(out[:i])} :: {y} {', '.join(out[i + 1:])}"
+    else: text = head + " " + ", ".join(out) if out else head
+    return text + " " + " ".join(tail) if tail else text
+
+  def _table(self, key: tuple, text) -> _Texts:
+    t = self.texts.get(key)
+    if t is None: t = self.texts[key] = _Texts(text)
+    return t
+
+  # --- plans ------------------------------------------------------------------------------------------------
+
+  def _plan(self, opc: Opcode) -> tuple | None:
+    fmt = opc.fmt
+    if not covered(opc) or fmt.name == "EXP" or opc.returned is not None: return None  # returned vdst: generic
+    neg_abs = [(f, syn.split(",")[0], int(f[-1]) if f[-1].isdigit() else 0, int(syn.split("only:")[1]) if "only:" in syn else -1)
+               for f, syn in opc.mods.items() if syn.split(",")[0] in ("neg", "abs")]
+    sext = printer.sext_mask(opc)
+    operands = []
+    src_index = 0
+    for spec in opc.operands:
+      if isinstance(spec, str):
+        operands.append(_word(lambda v, inst, s=spec: s, ("const", spec)))
+        continue
+      f = self._operand(opc, spec, src_index, neg_abs, sext)
+      if f is None: return None
+      operands.append(f)
+      if spec[0] in fmt.fields and fmt.fields[spec[0]].kind in ("src", "ssrc"): src_index += 1
+    mods = []
+    if fmt.name == "SMEM" and "offset" in opc.mods:  # before glc/dlc
+      bits = fmt.fields["offset"].bits
+      mods.append(lambda v: "offset:" + number_text(v["offset"], "shex", bits) if v.get("offset") and v.get("soffset") != NULL else "")
+    ds16 = False
+    for name, syn in opc.mods.items():
+      if ("{ds16}" in syn or syn == "named:swizzle") and ds16: continue
+      m = self._modifier(opc, name, syn)
+      if m is None: return None
+      if m is not _NOTHING: mods.append(m)
+      ds16 = ds16 or "{ds16}" in syn
+    vopd = fmt.name == "VOPD"
+    head = tuple(opc.mnemonic.split("::")) if vopd else opc.mnemonic
+    return tuple(operands), tuple(mods), head, vopd
+
+  def _operand(self, opc: Opcode, spec: tuple, src_index: int, neg_abs: list, sext: int):
+    """fn(values, inst) -> the operand's text, mirroring hcq.asm.printer.render's branch for it; None if not covered."""
+    isa, fmt = self.isa, opc.fmt
+    name, file, count, ctype, valid = spec[0], spec[1], spec[2], spec[3], spec[4]
+    fields = fmt.fields
+    if name == "literal":
+      if valid is not None: return None
+      nfmt = split_syntax(ctype)[1]
+      return _word(lambda v, inst: number_text(inst.literal, nfmt, 32), ("literal", nfmt))
+    if name not in fields: return None
+    kind = fields[name].kind
+    smem_gfx11 = fmt.name == "SMEM" and name == "soffset" and "offset" not in opc.operand_fields
+    if fmt.name == "SMEM" and name in ("offset", "soffset"):
+      if smem_gfx11: return lambda v, inst: printer._smem_offset(inst)  # the printer skips the valid mask here
+      if name == "offset" and "soffset" not in opc.operand_fields and valid is None: return lambda v, inst: printer._smem_offset12(inst)
+      return None
+
+    def table(key, text):
+      t = self._table(key + (valid,), lambda x: None if valid is not None and x < 256 and not valid >> x & 1 else text(x))
+
+      def f(v, inst):
+        s = t[v[name]]
+        if s is None: raise _Fallback
+        return s
+      f.word = ("table", name, t)
+      return f, t
+    if file == "i":
+      syntax = ctype or "{ihex}"
+      bits = fields[name].bits
+      if syntax.startswith("named:"):
+        what = syntax[6:]
+        if what == "attr": return None
+        probe = _Probe(isa, opc)
+        return table(("named", what, opc.name), lambda x: named.render(what, x, probe))[0]
+      prefix, nfmt, _ = split_syntax(syntax)
+      if nfmt not in NUMBER_FORMATS: return None
+      return table(("number", prefix, nfmt, bits), lambda x: prefix + number_text(x, nfmt, bits))[0]
+    if kind in ("src", "ssrc"):
+      valu = getattr(fmt, "family", fmt.name) in VALU  # as the printer: a DPP form reads like its base encoding
+      v128 = file == "v128" and count != "l"
+      _, t = table(("src", count, ctype, valu, v128),
+                   lambda x: None if v128 and x >= 384 else source_text(isa, x, spec, None, valu))
+      i = int(name[-1]) if name[-1].isdigit() else src_index
+      is_sext = sext >> i & 1
+      literal_ok = valid is None or valid >> 255 & 1
+
+      def src(v, inst):
+        x = v[name]
+        if x == 255:
+          if inst.literal is None or not literal_ok: raise _Fallback
+          s = literal_text(inst.literal, ctype)
+        else:
+          s = t[x]
+          if s is None: raise _Fallback
+        if not neg_abs: return s
+        neg = absm = 0  # as printer.source_modifiers: each field shifted to its source
+        for f, k, shift, read in neg_abs:
+          if k == "neg": neg |= v.get(f, 0) << shift
+          else: absm |= (v.get(f, 0) & read) << shift
+        if absm >> i & 1: s = f"|{s}|"
+        if neg >> i & 1:
+          if is_sext: s = f"sext({s})"
+          else:
+            constant = 128 <= x <= 208 or 240 <= x <= 248 or x == 255
+            s = f"neg({s})" if constant and not absm >> i & 1 else f"-{s}"
+        return s
+      src.word = ("src", name, t, ctype, literal_ok, i, is_sext, neg_abs)
+      return src
+    if kind == "srsrc": return table(("srsrc",), lambda x: scalar_text(isa, x * 4, 4))[0]
+    if valid is not None and (kind == "vdsty" or fmt.name in ("GLOBAL", "SCRATCH") and name == "addr"): return None
+    if kind == "vdsty": return lambda v, inst: vgpr_text(v[name] << 1 | (v["vdstx"] & 1 ^ 1), 1)
+    if kind == "sbase": return table(("sbase", count), lambda x: scalar_text(isa, x * 2 & ~(count - 1 if count > 2 else 1), count))[0]
+    if file[0] == "v":
+      if name in ("src0", "vsrc1") and neg_abs: return None  # DPP sources with neg/abs: the generic printer
+      if fmt.name in ("GLOBAL", "SCRATCH") and name == "addr": return lambda v, inst: printer._flat_addr(inst, count)
+      v128 = file == "v128" and count != "l"
+      return table(("vgpr", count, v128),
+                   lambda x: None if v128 and x >= 128 or count != "l" and x + count > 256 else vgpr_text(x, count))[0]
+    if fmt.name in ("GLOBAL", "SCRATCH") and name == "saddr":
+      n = 2 if fmt.name == "GLOBAL" else 1
+      return table(("saddr", n), lambda x: "off" if x == NULL else scalar_text(isa, x, n))[0]
+    return table(("scalar", count), lambda x: scalar_text(isa, x, count))[0]
+
+  def _modifier(self, opc: Opcode, name: str, syn: str):
+    """fn(values) -> the modifier's text ('' for none), mirroring hcq.asm.printer._modifiers; None if not covered."""
+    head = syn.split(",")[0]
+    fields = opc.fmt.fields
+    if syn.startswith("text:"):
+      word = syn[5:]
+      return _word(lambda v: word, ("const", word))
+    if syn.startswith("flag:"):
+      word = syn[5:].split(",")[0]
+      return _word(lambda v: word if v.get(name, 0) else "", ("flag", name, word))
+    if syn == "omod": return _word(lambda v: printer.OMOD[v["omod"]] if v.get("omod") else "", ("omod", "omod"))
+    if head in ("neg", "abs"): return _NOTHING
+    if syn.startswith(("op_sel:", "op_sel_hi:", "neg_lo:", "neg_hi:")):
+      return lambda v: printer._bit_list(_Values(v, opc), name, syn)
+    if syn == "named:swizzle": return None
+    if "{ds16}" in syn: return lambda v: (lambda off: f"offset:{off}" if off else "")(v.get("offset1", 0) << 8 | v.get("offset0", 0))
+    if syn.startswith("named:"):
+      what = syn[6:]
+      if what == "attr": return None
+      probe = _Probe(self.isa, opc)
+      t = self.texts.get(("named", what, opc.name, None))
+      if t is None: t = self.texts[("named", what, opc.name, None)] = _Texts(lambda x: named.render(what, x, probe))
+      return _word(lambda v: _or_fallback(t[v.get(name, 0)]), ("table", name, t))
+    if opc.fmt.name == "SMEM" and name == "offset": return _NOTHING
+    if syn.startswith("enum:"):
+      if name == "th" and "th_scope" in self.isa.names: return None
+      words = syn[5:].split("|")
+      return _word(lambda v: words[v.get(name, 0)] if v.get(name, 0) < len(words) else _or_fallback(None), ("enum", name, words))
+    if head == "unknown": return _word(lambda v: _or_fallback(None) if v.get(name, 0) else "", ("zero", name))
+    prefix, nfmt, omit_zero = split_syntax(syn)
+    if name not in fields or nfmt not in NUMBER_FORMATS: return None
+    bits = fields[name].bits
+    return _word(lambda v: prefix + number_text(v.get(name, 0), nfmt, bits) if v.get(name, 0) or not omit_zero else "",
+                 ("number", name, prefix, nfmt, bits, omit_zero))
+
+
+_NOTHING = object()  # a modifier that prints nothing of its own
+
+
+def _word(f, how: tuple):
+  """f, labelled with how a word printer does the same from the instruction word (see _compile_word_printer)."""
+  f.word = how
+  return f
+
+
+def _compile_word_printer(opc: Opcode, plan: tuple):
+  """fn(word, literal) -> the text render gives, or None (the caller then renders from the values), compiled once
+  per opcode from its plan when every part of the plan says how to work from the word: the fields are read by
+  shift and mask, no values dict is made. None when some part needs the values."""
+  operands, mods, head, vopd = plan
+  fields = opc.fmt.fields
+  env: dict = {"literal_text": literal_text, "number_text": number_text, "OMOD": printer.OMOD, "HEAD": head, "_Fallback": _Fallback}
+  code = ["def word_text(w, lit, inst):", "  ops = []", "  tail = []"]
+
+  def field(name: str) -> str | None:
+    f = fields.get(name)
+    return None if f is None else f"(w >> {f.lo} & {f.mask})"
+  for k, (part, out) in enumerate([(f, "ops") for f in operands] + [(f, "tail") for f in mods]):
+    how = getattr(part, "word", None)
+    if how is None:  # this part reads the values (and the printer's helpers): unpacked for it alone
+      env[f"F{k}"] = part
+      code += ["  try:", f"    t = F{k}(inst.values, inst)" if out == "ops" else f"    t = F{k}(inst.values)",
+               "  except (_Fallback, KeyError): return None", f"  if t: {out}.append(t)"]
+      continue
+    kind, name = how[0], how[1]
+    x = None if kind in ("const", "literal", "omod") and kind != "omod" else field(name)
+    if kind not in ("const", "literal") and x is None: return None
+    env[f"A{k}"] = how[2] if len(how) > 2 else None
+    if kind == "const": code.append(f"  {out}.append({name!r})" if name else "  pass")
+    elif kind == "table": code += [f"  t = A{k}[{x}]", "  if t is None: return None", f"  if t: {out}.append(t)"]
+    elif kind == "src":
+      _, _, _, ctype, literal_ok, i, is_sext, neg_abs = how
+      env[f"B{k}"], env[f"C{k}"] = ctype, literal_ok
+      code += [f"  x = {x}", "  if x == 255:", f"    if lit is None or not C{k}: return None", f"    t = literal_text(lit, B{k})",
+               "  else:", f"    t = A{k}[x]", "    if t is None: return None"]
+      if neg_abs:  # as printer.source_modifiers: each neg/abs field shifted to its source
+        negs = [f"{field(f)} << {shift}" for f, kd, shift, _ in neg_abs if kd == "neg" and field(f)] or ["0"]
+        abss = [f"({field(f)} & {read}) << {shift}" for f, kd, shift, read in neg_abs if kd == "abs" and field(f)] or ["0"]
+        code += [f"  neg = {' | '.join(negs)}", f"  absm = {' | '.join(abss)}", f"  if absm >> {i} & 1: t = '|' + t + '|'",
+                 f"  if neg >> {i} & 1:"]
+        if is_sext: code.append("    t = 'sext(' + t + ')'")
+        else: code.append(f"    t = 'neg(' + t + ')' if (128 <= x <= 208 or 240 <= x <= 248 or x == 255) and not absm >> {i} & 1 else '-' + t")
+      code.append(f"  if t: {out}.append(t)")
+    elif kind == "literal": code += ["  if lit is None: return None", f"  {out}.append(number_text(lit, {name!r}, 32))"]
+    elif kind == "flag": code.append(f"  if {x}: {out}.append({how[2]!r})")
+    elif kind == "omod": code += [f"  x = {x}", f"  if x: {out}.append(OMOD[x])"]
+    elif kind == "enum": code += [f"  x = {x}", f"  if x >= {len(how[2])}: return None", f"  if A{k}[x]: {out}.append(A{k}[x])"]
+    elif kind == "zero": code.append(f"  if {x}: return None")
+    elif kind == "number":
+      _, _, prefix, nfmt, bits, omit_zero = how
+      code += [f"  x = {x}", f"  if x{'' if omit_zero else ' or True'}: {out}.append({prefix!r} + number_text(x, {nfmt!r}, {bits}))"]
+    else: return None
+  if vopd: code += ["  i = ops.index('::')", "  text = f\"{HEAD[0]} {', '.join(ops[:i])} :: {HEAD[1]} {', '.join(ops[i + 1:])}\""]
+  else: code.append("  text = HEAD + ' ' + ', '.join(ops) if ops else HEAD")
+  code.append("  return text + ' ' + ' '.join(tail) if tail else text")
+  exec("\n".join(code), env)  # noqa: S102 - code made above from the opcode's plan; names and numbers only
+  return env["word_text"]
+
+
+def _or_fallback(t: str | None) -> str:
+  if t is None: raise _Fallback
+  return t
+
+
+class _Values:
+  """What printer._bit_list reads of an instruction: its values and opcode."""
+  __slots__ = ("values", "opcode")
+
+  def __init__(self, values: dict, opcode: Opcode) -> None: self.values, self.opcode = values, opcode
+
+
+_PRINTERS: dict[str, Printer] = {}
+
+
+def printer_of(isa: ISA) -> Printer:
+  """The fast printer of an arch (made once per process)."""
+  p = _PRINTERS.get(isa.arch)
+  if p is None or p.isa is not isa: p = _PRINTERS[isa.arch] = Printer(isa)
+  return p
+
+
+def render(inst: Instruction) -> str:
+  """The instruction as llvm-mc prints it (hcq.asm.printer.render's text, or its DecodeError)."""
+  return printer_of(inst.isa).render(inst)
+
+
+def render_all(insts: list[Instruction]) -> list[str]:
+  if not insts: return []
+  p = printer_of(insts[0].isa)
+  return [p.render(i) for i in insts]
