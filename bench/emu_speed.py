@@ -5,6 +5,8 @@ Lane-ops are VALU wave-instructions x lanes per wave (32), as executed by the em
 lane-ops per result (its matmul about 8x fewer), so both ratios are printed: lane-ops/s (issue 4's target) and time. Peer: tinygrad's emulated AMD GPU (DEV=MOCKKFD+AMD) on this
 machine, as recorded in the issue (it is not installed here to rerun).
 
+The last line is the per-dispatch setup: CPU time of launch() for a kernel that only ends, best of 5 batches.
+
   python bench/emu_speed.py [--repeat 3]
 """
 from __future__ import annotations
@@ -77,6 +79,27 @@ def main() -> None:
     peer, peer_t = PEER[name]
     if peer is None: print(f"{what:34s} {best:7.3f}s {rate / 1e6:10.1f}M")
     else: print(f"{what:34s} {best:7.3f}s {rate / 1e6:10.1f}M {peer / 1e6:14.1f}M {rate / peer:6.1f}x {peer_t:9.2f}s {peer_t / best:6.1f}x")
+  print(f"{'per-dispatch setup (empty kernel)':34s} {dispatch_setup():7.1f}us CPU")
+
+
+def dispatch_setup(repeat: int = 2000) -> float:
+  """CPU microseconds per launch() of a one-workgroup kernel that only ends (s_endpgm): the emulator's per-dispatch
+  setup (register decode, wave state, scheduling), without the mock GPU's queues and threads around it. CPU time,
+  because on the shared machine wall time moves with the load."""
+  from hcq.asm.emu import Dispatch, VirtualMemory, launch
+  from hcq.asm.text import assemble
+  code = assemble("s_endpgm", "gfx1100") + bytes(16)
+  mem = VirtualMemory()
+  mem.map(0x10000, len(code), np.frombuffer(code, np.uint8).copy())
+  d = Dispatch(0x10000, 0x60af0001, 0x9c, 0, [1, 2, 3, 4], (1, 1, 1), (64, 1, 1), True)   # 4 user SGPRs, workgroup id X
+  for _ in range(100): launch(mem, d)
+  best = None
+  for _ in range(5):
+    t0 = time.process_time()
+    for _ in range(repeat // 5): launch(mem, d)
+    dt = (time.process_time() - t0) / (repeat // 5)
+    best = dt if best is None or dt < best else best
+  return best * 1e6
 
 
 if __name__ == "__main__":

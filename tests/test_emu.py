@@ -494,3 +494,164 @@ def test_unsupported_operand_is_an_illegal_instruction():
   with pytest.raises(IllegalInstruction) as e:
     run_snippet(code)
   assert "v_add_f32" in str(e.value)
+
+
+# ---- the remaining gfx1100 compute opcodes (ISA pseudo-code) --------------------------------------------------------
+def _cube_ref(x, y, z):
+  if abs(z) >= abs(x) and abs(z) >= abs(y): return (5 if z < 0 else 4), (-x if z < 0 else x), -y, 2 * z
+  if abs(y) >= abs(x): return (3 if y < 0 else 2), x, (-z if y < 0 else z), 2 * y
+  return (1 if x < 0 else 0), (z if x < 0 else -z), -y, 2 * x
+
+
+def test_cube_map_ops():
+  x, y, z = (rng.uniform(-2, 2, 32).astype(f32) for _ in range(3))
+  x[:3], y[:3], z[:3] = [1, 0, -1], [1, 2, 0], [1, 2, -1]   # ties: z before y before x
+  st = run_snippet("v_cubeid_f32 v3, v0, v1, v2\nv_cubesc_f32 v4, v0, v1, v2\nv_cubetc_f32 v5, v0, v1, v2\nv_cubema_f32 v6, v0, v1, v2",
+                   v={0: x, 1: y, 2: z})
+  want = np.array([_cube_ref(*map(float, t)) for t in zip(x, y, z)], f32)
+  assert (np.stack([fv(st, r) for r in (3, 4, 5, 6)], 1) == want).all()
+
+
+def test_mullit():
+  big = np.finfo(f32).max
+  a, b, c = f32(3), np.array([2, -big, 2, 2, np.nan, -np.inf] + [2] * 26, f32), np.array([1, 1, 0, -1, 1, 1] + [1] * 26, f32)
+  st = run_snippet("v_mullit_f32 v3, v0, v1, v2", v={0: np.full(32, a), 1: b, 2: c})
+  assert fv(st, 3)[:6].tolist() == [6, -big, -big, -big, -big, -big]
+
+
+def _sad(a, b, masked=False): return sum(0 if masked and (b >> 8 * k) & 255 == 0 else abs(((a >> 8 * k) & 255) - ((b >> 8 * k) & 255)) for k in range(4))
+
+
+def test_quad_sads():
+  s0 = rng.integers(0, 2**64, 32, dtype=np.uint64)
+  s1 = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(u32)
+  s1[0] = 0x00ff0000   # zero bytes: masked out by mqsad
+  acc = rng.integers(0, 2**32, (4, 32), dtype=np.uint64).astype(u32)
+  v = {0: (s0 & 0xffffffff).astype(u32), 1: (s0 >> np.uint64(32)).astype(u32), 2: s1, 6: acc[0], 7: acc[1], 8: acc[0], 9: acc[1], 10: acc[2], 11: acc[3]}
+  st = run_snippet("v_qsad_pk_u16_u8 v[12:13], v[0:1], v2, v[6:7]\nv_mqsad_pk_u16_u8 v[14:15], v[0:1], v2, v[6:7]\n"
+                   "v_mqsad_u32_u8 v[16:19], v[0:1], v2, v[8:11]", v=v)
+  for l in range(32):
+    q, b = int(s0[l]), int(s1[l])
+    accs16 = [(int(acc[i // 2, l]) >> (16 * (i % 2))) & 0xffff for i in range(4)]
+    for masked, r in ((False, 12), (True, 14)):
+      res = [(_sad((q >> 8 * i) & 0xffffffff, b, masked) + accs16[i]) & 0xffff for i in range(4)]
+      assert int(uv(st, r)[l]) == res[0] | res[1] << 16 and int(uv(st, r + 1)[l]) == res[2] | res[3] << 16
+    assert [int(uv(st, 16 + i)[l]) for i in range(4)] == [(_sad((q >> 8 * i) & 0xffffffff, b, True) + int(acc[i, l])) & 0xffffffff for i in range(4)]
+
+
+def test_movrelsd_2_and_swaprel():
+  st = run_snippet("v_movrelsd_2_b32 v1, v2\nv_swaprel_b32 v10, v12\ns_movrelsd_2_b32 s1, s2", s={125: (3 << 16) | 2, **{r: 50 + r for r in range(8)}},
+                   v={r: np.full(32, r) for r in range(16)})
+  assert uv(st, 4)[0] == 4 and uv(st, 13)[0] == 14 and uv(st, 14)[0] == 13   # v[1+3] = v[2+2]; swap v[10+3], v[12+2]
+  assert st.s[4, 0] == 54
+
+
+def test_ds_wrap_condxchg_storexchg2_addtid():
+  st = run_snippet("v_mov_b32 v3, 0\nds_store_b32 v3, v0\nds_wrap_rtn_b32 v4, v3, v1, v2\nds_load_b32 v5, v3\n"
+                   "ds_wrap_rtn_b32 v6, v3, v1, v2\nds_load_b32 v7, v3",
+                   v={0: np.full(32, 10), 1: np.full(32, 7), 2: np.full(32, 100)}, lds_bytes=16, exec_mask=1)
+  assert (uv(st, 4)[0], uv(st, 5)[0], uv(st, 6)[0], uv(st, 7)[0]) == (10, 3, 3, 103)   # 10 >= 7: -7; 3 < 7: +100
+  st = run_snippet("v_mov_b32 v3, 0\nds_store_2addr_b32 v3, v0, v1 offset1:1\nds_condxchg32_rtn_b64 v[4:5], v3, v[6:7]\n"
+                   "ds_load_2addr_b32 v[8:9], v3 offset1:1\nds_storexchg_2addr_rtn_b32 v[10:11], v3, v12, v13 offset1:1\n"
+                   "ds_load_2addr_b32 v[14:15], v3 offset1:1",
+                   v={0: np.full(32, 5), 1: np.full(32, 6), 6: np.full(32, 0x80000009), 7: np.full(32, 0x0000000a), 12: np.full(32, 1), 13: np.full(32, 2)},
+                   lds_bytes=16, exec_mask=1)
+  assert [int(uv(st, r)[0]) for r in (4, 5, 8, 9, 10, 11, 14, 15)] == [5, 6, 9, 6, 9, 6, 1, 2]   # bit 31 set: stored (without it)
+  st = run_snippet("ds_store_addtid_b32 v0 offset:4\nds_load_addtid_b32 v1 offset:8", s={125: 4}, v={0: LANES * 3}, lds_bytes=256)
+  assert (uv(st, 1)[:31] == LANES[1:] * 3).all()   # lane l stored at 8 + 4l, loaded from 12 + 4l
+
+
+def test_global_addtid():
+  mem = VirtualMemory()
+  buf = np.zeros(64 * 4 + 8, np.uint8)
+  mem.map(0x20000, buf.size, buf)
+  st = run_snippet("global_store_addtid_b32 v0, s[0:1] offset:8\nglobal_load_addtid_b32 v1, s[0:1] offset:4", s={0: 0x20000, 1: 0},
+                   v={0: LANES + 100}, mem=mem)
+  assert (buf[8:8 + 128].view(u32) == LANES + 100).all() and (uv(st, 1)[1:] == LANES[:-1] + 100).all() and uv(st, 1)[0] == 0
+
+
+@pytest.mark.parametrize("text", ["exp mrt0 v0, v0, v0, v0", "v_interp_p10_f32 v0, v1, v2, v3", "lds_param_load v1, attr0.x",
+                                  "image_load v[0:3], v[4:5], s[8:15] dmask:0xf dim:SQ_RSRC_IMG_2D"])
+def test_graphics_only_formats_fault_clearly(text):
+  from hcq.asm.llvm import assemble_each
+  from tests.tools import require_tool
+  require_tool("llvm-mc-19")
+  code, = assemble_each([text], "gfx1100")   # llvm-mc-19's encoding
+  with pytest.raises(IllegalInstruction, match="graphics-only .*not emulated"):
+    run_snippet(code)
+
+
+def test_coverage_of_gfx1100():
+  """Every gfx1100 opcode runs except the graphics-only formats (image, export, interpolation, LDS-direct), LDS DMA
+  buffer loads, trap return, subvector loops and ds_bvh_stack_rtn_b32 (coverage() lists them)."""
+  from hcq.asm.emu.engine import GRAPHICS_ONLY, coverage
+  cov = coverage("gfx1100")
+  missing = sorted(m for f, (_, _, ms) in cov.items() if f not in GRAPHICS_ONLY for m in ms)
+  allowed = {"s_rfe_b64", "s_subvector_loop_begin", "s_subvector_loop_end", "ds_bvh_stack_rtn_b32"}
+  # M0-relative reads cannot take DPP's permuted source
+  assert all(m in allowed or m.startswith(("buffer_load_lds_", "v_movrels")) for m in missing), missing
+  assert all(cov[f][0] == 0 for f in GRAPHICS_ONLY if f in cov)
+
+
+def test_vop3_dpp():
+  """gfx11's VOP3 encodings with DPP: src0 from another lane, then the VOP3 op with its modifiers and extra sources."""
+  a, b, c = (rng.uniform(-4, 4, 32).astype(f32) for _ in range(3))
+  shr = np.where(LANES % 16 >= 1, LANES - 1, LANES)   # row_shr:1 with bound_ctrl off: lane 0 of a row keeps its old value
+  from hcq.asm.llvm import assemble_each
+  from tests.tools import require_tool
+  require_tool("llvm-mc-19")
+  lines = ["v_mov_b32 v3, 0", "v_mov_b32 v4, 0", "v_fma_f32_e64_dpp v3, -v0, v1, v2 row_shr:1", "v_add_f32_e64_dpp v4, |v0|, v1 row_shr:1 bound_ctrl:1",
+           "v_cmp_gt_f32_e64_dpp s10, v0, v1 quad_perm:[1,0,3,2]", "v_fma_mix_f32_e64_dpp v5, v0, v1, v2 row_shr:1 bound_ctrl:1"]
+  code = assemble_each(lines, "gfx1100")   # llvm-mc-19's encodings (its defaults: row_mask/bank_mask 0xf, op_sel_hi 0)
+  assert all(isinstance(c, bytes) for c in code), code
+  st = run_snippet(b"".join(code), v={0: a, 1: b, 2: c})
+  a_shr = a[shr]
+  moved = LANES % 16 >= 1
+  want3 = np.where(moved, (-(a_shr.astype(np.float64)) * b + c).astype(f32), 0)
+  assert (fv(st, 3) == want3).all()
+  assert (fv(st, 4) == np.where(moved, np.abs(a_shr), 0) + b).all()   # bound_ctrl: an out-of-row source reads 0
+  quad = LANES ^ 1
+  assert int(st.s[10, 0]) == int(sum(1 << l for l in range(32) if a[quad[l]] > b[l]))
+  assert (fv(st, 5) == (np.where(moved, a_shr, 0).astype(np.float64) * b + c).astype(f32)).all()
+
+
+def _wmma_regs(M, per_reg, bits, rows_of_lane):
+  """gfx11 wave32 A (or B transposed) registers: lane l holds row l % 16, element k in register k // per_reg."""
+  regs = np.zeros((16 // per_reg, 32), np.uint64)
+  for l in range(32):
+    for k in range(16): regs[k // per_reg, l] |= np.uint64(int(M[rows_of_lane(l), k]) & ((1 << bits) - 1)) << np.uint64(bits * (k % per_reg))
+  return regs.astype(u32)
+
+
+def test_wmma_modifiers_f16_result_and_iu4():
+  """WMMA's NEG (float: negate A/B register halves, subtract C; neg_hi[2]: |C|), a 16-bit result in the op_sel[2] half,
+  and signed 4-bit integers; llvm-mc-19 encodes the instructions."""
+  from hcq.asm.llvm import assemble_each
+  from tests.tools import require_tool
+  require_tool("llvm-mc-19")
+  f16 = np.float16
+  A, B = rng.uniform(-2, 2, (16, 16)).astype(f16), rng.uniform(-2, 2, (16, 16)).astype(f16)
+  C = rng.uniform(-4, 4, (16, 16)).astype(f32)
+  bits16 = lambda M: M.view(np.uint16)
+  a_regs, b_regs = _wmma_regs(bits16(A), 2, 16, lambda l: l % 16), _wmma_regs(bits16(B.T.copy()), 2, 16, lambda l: l % 16)
+  c_rows = lambda i: 2 * i + LANES // 16
+  v = {r: a_regs[r] for r in range(8)} | {8 + r: b_regs[r] for r in range(8)}
+  v |= {16 + i: C[c_rows(i), LANES % 16] for i in range(8)} | {24 + i: C[c_rows(i), LANES % 16] for i in range(8)}
+  v |= {32 + i: (np.full(32, 0x1234, u32) | (C[c_rows(i), LANES % 16].astype(f16).view(np.uint16).astype(u32) << u32(16))) for i in range(8)}
+  Ai, Bi = rng.integers(-8, 8, (16, 16)), rng.integers(-8, 8, (16, 16))
+  ai, bi = _wmma_regs(Ai, 8, 4, lambda l: l % 16), _wmma_regs(Bi.T.copy(), 8, 4, lambda l: l % 16)
+  v |= {40: ai[0], 41: ai[1], 42: bi[0], 43: bi[1]} | {44 + i: np.zeros(32, u32) for i in range(8)}
+  code = assemble_each(["v_wmma_f32_16x16x16_f16 v[16:23], v[0:7], v[8:15], v[16:23] neg_lo:[1,0,1] neg_hi:[1,0,0]",
+                        "v_wmma_f32_16x16x16_f16 v[24:31], v[0:7], v[8:15], v[24:31] neg_hi:[0,0,1]",
+                        "v_wmma_f16_16x16x16_f16 v[32:39], v[0:7], v[8:15], v[32:39] op_sel:[0,0,1]",
+                        "v_wmma_i32_16x16x16_iu4 v[44:51], v[40:41], v[42:43], v[44:51] neg_lo:[1,1,0]"], "gfx1100")
+  assert all(isinstance(c, bytes) for c in code), code
+  st = run_snippet(b"".join(code), v=v, vgprs=64)
+  AB = A.astype(np.float64) @ B.astype(np.float64)
+  for i in range(8):
+    r, col = c_rows(i), LANES % 16
+    assert (fv(st, 16 + i) == (-AB[r, col] - C[r, col]).astype(f32)).all()
+    assert (fv(st, 24 + i) == (AB[r, col] + np.abs(C[r, col])).astype(f32)).all()
+    hi = (uv(st, 32 + i) >> u32(16)).astype(np.uint16).view(f16)
+    assert (uv(st, 32 + i) & u32(0xffff) == 0x1234).all() and (hi == (AB[r, col] + C[r, col].astype(f16)).astype(f16)).all()
+    assert (iv(st, 44 + i) == (Ai @ Bi)[r, col]).all()

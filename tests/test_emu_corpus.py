@@ -267,14 +267,20 @@ def corpus64(tmp_path_factory):
 
 
 WAVE64 = ["f32_ops", "i32_div", "i64_div", "cf_collatz", "cf_nested", "lds_reduce", "lds_scan", "lds_matmul", "atom_hist", "atom_ret",
-          "atom_cas_float", "mem_private", "mem_2d", "f16_vec2", "f64_div_sqrt"]
+          "atom_cas_float", "mem_private", "mem_2d", "f16_vec2", "f64_div_sqrt", "wmma_f16", "wmma_iu8"]
+
+
+def wave64_case(name: str) -> Case:
+  """A corpus case for wave64 code: the WMMA kernels need one full wave of 64 lanes."""
+  import dataclasses
+  case = next(c for c in CASES if c.name == name)
+  return dataclasses.replace(case, local=(64,)) if name.startswith("wmma") else case
 
 
 @pytest.mark.parametrize("name", WAVE64)
 def test_corpus_wave64(corpus64, name):
-  case = next(c for c in CASES if c.name == name)
   assert corpus64.kernels[name].wavefront_size == 64
-  test_corpus(corpus64, case)
+  test_corpus(corpus64, wave64_case(name))
 
 
 @pytest.fixture(scope="module")

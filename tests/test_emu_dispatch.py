@@ -109,6 +109,24 @@ def test_run_argument_errors(co):
     run(co, [np.zeros(4, np.float32)], (1,), (4,), kernel="scale")
   with pytest.raises(ValueError, match="pass kernel="):
     run(co, [], (1,), (1,))
+  with pytest.raises(ValueError, match="code object is for gfx1100, not gfx1201"):
+    run(co, [np.zeros(64, np.float32), np.float32(2)], (1,), (64,), kernel="scale", arch="gfx1201")
+
+
+def test_arch_comes_from_the_code_object(tmp_path):
+  """run() takes the architecture from EF_AMDGPU_MACH: the same source built for gfx1201 runs as gfx1201 code (TTMP9
+  workgroup ids, s_wait_* counters), and an architecture the emulator does not run is refused by name."""
+  from hcq.asm.codeobject import read_code_object
+  from hcq.asm.emu import run
+  (tmp_path / "k.cl").write_text(SRC)
+  co12 = read_code_object(compile_cl(str(tmp_path / "k.cl"), str(tmp_path), ["-mcpu=gfx1201"]))
+  assert co12.arch == "gfx1201"
+  a = np.arange(256, dtype=np.float32)
+  run(co12, [a, np.float32(3)], (4,), (64,), kernel="scale")
+  assert (a == np.arange(256) * 3).all()
+  co9 = read_code_object(compile_cl(str(tmp_path / "k.cl"), str(tmp_path), ["-mcpu=gfx90a"]))
+  with pytest.raises(ValueError, match="runs gfx1100, gfx1201, gfx942, not gfx90a"):
+    run(co9, [a, np.float32(3)], (4,), (64,), kernel="scale")
 
 
 def test_small_batches_give_the_same_results(tmp_path):

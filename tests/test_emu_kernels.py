@@ -128,8 +128,8 @@ __kernel void mem_2d(__global int* o) {
   int y = __builtin_amdgcn_workgroup_id_y() * 4 + __builtin_amdgcn_workitem_id_y();
   o[y * gsx + x] = y * 1000 + x; }
 __kernel void mem_gather(__global float* o, __global const float* a, __global const int* idx) { int i = GID(); o[i] = a[idx[i]]; }
-#if __AMDGCN_WAVEFRONT_SIZE == 32
-// ---- WMMA (wave32): lane l holds row l%16 of A and column l%16 of B; C/D register i holds row 2i + l/16
+#if __AMDGCN_WAVEFRONT_SIZE == 32 && defined(__GFX11__)
+// ---- WMMA (wave32, gfx11's layout): lane l holds row l%16 of A and column l%16 of B; C/D register i holds row 2i + l/16
 typedef half half16v __attribute__((ext_vector_type(16)));
 typedef float float8v __attribute__((ext_vector_type(8)));
 typedef int int4v __attribute__((ext_vector_type(4)));
@@ -149,5 +149,57 @@ __kernel void wmma_iu8(__global int* d, __global const char* a, __global const c
   for (int i = 0; i < 8; i++) cv[i] = c[(2 * i + l / 16) * 16 + (l % 16)];
   int8v r = __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32(true, av, true, bv, cv, false);
   for (int i = 0; i < 8; i++) d[(2 * i + l / 16) * 16 + (l % 16)] = r[i]; }
+#elif __AMDGCN_WAVEFRONT_SIZE == 64 && defined(__GFX11__)
+// ---- WMMA (gfx11 wave64): A/B as in wave32 (lanes 16-63 repeat lanes 0-15); C/D register i holds row 4i + l/16
+typedef half half16v __attribute__((ext_vector_type(16)));
+typedef float float4v __attribute__((ext_vector_type(4)));
+typedef int int4v __attribute__((ext_vector_type(4)));
+__kernel void wmma_f16(__global float* d, __global const half* a, __global const half* b, __global const float* c) {
+  int l = LID(); half16v av, bv; float4v cv;
+  for (int k = 0; k < 16; k++) { av[k] = a[(l % 16) * 16 + k]; bv[k] = b[k * 16 + (l % 16)]; }
+  for (int i = 0; i < 4; i++) cv[i] = c[(4 * i + l / 16) * 16 + (l % 16)];
+  float4v r = __builtin_amdgcn_wmma_f32_16x16x16_f16_w64(av, bv, cv);
+  for (int i = 0; i < 4; i++) d[(4 * i + l / 16) * 16 + (l % 16)] = r[i]; }
+__kernel void wmma_iu8(__global int* d, __global const char* a, __global const char* b, __global const int* c) {
+  int l = LID(); int4v av, bv, cv;
+  for (int k = 0; k < 4; k++) {
+    uint x = 0, y = 0;
+    for (int j = 0; j < 4; j++) { x |= (uint)(uchar)a[(l % 16) * 16 + 4 * k + j] << (8 * j); y |= (uint)(uchar)b[(4 * k + j) * 16 + (l % 16)] << (8 * j); }
+    av[k] = x; bv[k] = y; }
+  for (int i = 0; i < 4; i++) cv[i] = c[(4 * i + l / 16) * 16 + (l % 16)];
+  int4v r = __builtin_amdgcn_wmma_i32_16x16x16_iu8_w64(true, av, true, bv, cv, false);
+  for (int i = 0; i < 4; i++) d[(4 * i + l / 16) * 16 + (l % 16)] = r[i]; }
+#elif defined(__GFX12__)
+// ---- WMMA (gfx12): lane group g = l/16 of a wave32 holds K in 64-bit blocks of B elements (K = (j/B)*2B + g*B + j%B);
+// a wave64 group g is wave32's group g&1 with the second half of its elements when g >= 2; C/D element e of lane l
+// is row e + 8*(g&1) + 4*(g>>1) (AMD's matrix instruction calculator, RDNA4)
+#define W __AMDGCN_WAVEFRONT_SIZE
+#define KOF(j, l, J, B) ({ int g_ = (l) / 16, j32_ = (g_ >> 1) * (J) + (j); (j32_ / (B)) * 2 * (B) + (g_ & 1) * (B) + j32_ % (B); })
+#define CROW(e, l) ((e) + 8 * (((l) / 16) & 1) + 4 * ((l) / 32))
+typedef half halfJv __attribute__((ext_vector_type(256 / W)));
+typedef float floatEv __attribute__((ext_vector_type(256 / W)));
+typedef int intEv __attribute__((ext_vector_type(256 / W)));
+__kernel void wmma_f16(__global float* d, __global const half* a, __global const half* b, __global const float* c) {
+  int l = LID(); halfJv av, bv; floatEv cv;
+  for (int j = 0; j < 256 / W; j++) { int k = KOF(j, l, 256 / W, 4); av[j] = a[(l % 16) * 16 + k]; bv[j] = b[k * 16 + (l % 16)]; }
+  for (int e = 0; e < 256 / W; e++) cv[e] = c[CROW(e, l) * 16 + (l % 16)];
+#if W == 32
+  floatEv r = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(av, bv, cv);
+#else
+  floatEv r = __builtin_amdgcn_wmma_f32_16x16x16_f16_w64_gfx12(av, bv, cv);
+#endif
+  for (int e = 0; e < 256 / W; e++) d[CROW(e, l) * 16 + (l % 16)] = r[e]; }
+__kernel void wmma_iu8(__global int* d, __global const char* a, __global const char* b, __global const int* c) {
+  int l = LID(); uint av[2] = {0, 0}, bv[2] = {0, 0}; intEv cv;
+  for (int j = 0; j < 256 / W; j++) {
+    int k = KOF(j, l, 256 / W, 8);
+    av[j / 4] |= (uint)(uchar)a[(l % 16) * 16 + k] << (8 * (j % 4)); bv[j / 4] |= (uint)(uchar)b[k * 16 + (l % 16)] << (8 * (j % 4)); }
+  for (int e = 0; e < 256 / W; e++) cv[e] = c[CROW(e, l) * 16 + (l % 16)];
+#if W == 32
+  intEv r = __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32_gfx12(true, (int2)(av[0], av[1]), true, (int2)(bv[0], bv[1]), cv, false);
+#else
+  intEv r = __builtin_amdgcn_wmma_i32_16x16x16_iu8_w64_gfx12(true, (int)av[0], true, (int)bv[0], cv, false);
+#endif
+  for (int e = 0; e < 256 / W; e++) d[CROW(e, l) * 16 + (l % 16)] = r[e]; }
 #endif
 """

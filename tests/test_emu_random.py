@@ -1,5 +1,5 @@
-"""Random programs (tests/test_emu_randprog.py) compiled by clang-19 and run in the emulator, compared with numpy.
-EMU_RANDOM_PROGRAMS sets how many (default 40; the issue's bar is 0 mismatches over 1,000).
+"""Random programs (tests/test_emu_randprog.py) compiled by clang-19 for gfx1100, gfx1201 and gfx942 and run in the emulator,
+compared with numpy. EMU_RANDOM_PROGRAMS sets how many (default 40; the issue's bar is 0 mismatches over 1,000).
 
 Found on the way: clang-19 -O2 miscompiles some 64-bit divisions whose operands LLVM partly knows (IR
 `udiv i64 -1, (zext x)` becomes a 32-bit divide; `udiv i64 (or (zext x), 0xffffffff00000000), 0xffffffff` loses its
@@ -17,19 +17,21 @@ from tests.test_emu_randprog import N, PRELUDE, program
 from tests.tools import require_module, require_tool
 
 COUNT = int(os.environ.get("EMU_RANDOM_PROGRAMS", "40"))
-FLAGS = ["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-nogpulib", "-ffp-contract=off", "-cl-fp32-correctly-rounded-divide-sqrt"]
+FLAGS = ["-target", "amdgcn-amd-amdhsa", "-nogpulib", "-ffp-contract=off", "-cl-fp32-correctly-rounded-divide-sqrt"]
 BATCH = 50
+ARCHS = ("gfx1100", "gfx1201", "gfx942")   # RDNA3, RDNA4 and CDNA3 (wave64 GCN code): the same programs, each arch's code
 
 
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("start", range(0, COUNT, BATCH))
-def test_random_programs(tmp_path, start):
+def test_random_programs(tmp_path, start, arch):
   from hcq.asm.codeobject import read_code_object
   clang, lld = require_tool("clang-19"), require_tool("ld.lld-19")
   seeds = range(start, min(COUNT, start + BATCH))
   progs = {s: program(s) for s in seeds}
   cl = tmp_path / "rand.cl"
   cl.write_text(PRELUDE + "\n\n".join(src for src, _ in progs.values()))
-  subprocess.run([clang, *FLAGS, "-O2", "-c", str(cl), "-o", str(tmp_path / "r.o")], check=True, capture_output=True)
+  subprocess.run([clang, *FLAGS, f"-mcpu={arch}", "-O2", "-c", str(cl), "-o", str(tmp_path / "r.o")], check=True, capture_output=True)
   subprocess.run([lld, "-shared", str(tmp_path / "r.o"), "-o", str(tmp_path / "r.so")], check=True, capture_output=True)
   co = read_code_object((tmp_path / "r.so").read_bytes())
   failures, clang19 = [], []
@@ -42,22 +44,22 @@ def test_random_programs(tmp_path, start):
     bad = _mismatch(co, s, ia, fa, expected)
     if bad is None: continue
     (tmp_path / "one.cl").write_text(PRELUDE + src)
-    others = [_compile(tmp_path, "one", ["-O0"])] + ([] if _llvm22(tmp_path) is None else [_llvm22(tmp_path)])
+    others = [_compile(tmp_path, "one", ["-O0"], arch)] + ([] if _llvm22(tmp_path, arch) is None else [_llvm22(tmp_path, arch)])
     if all(_mismatch(o, s, ia, fa, expected) is None for o in others): clang19.append(s); continue
     failures.append(f"seed {s}: {bad}\n{src}")
   if clang19: print(f"clang-19 -O2 miscompiles (the emulator agrees with -O0 and LLVM 22): seeds {clang19}")
   assert not failures, f"{len(failures)} of {len(progs)} programs differ:\n" + "\n\n".join(failures[:2])
 
 
-def _compile(tmp_path, stem: str, opt: list[str]):
+def _compile(tmp_path, stem: str, opt: list[str], arch: str):
   from hcq.asm.codeobject import read_code_object
   clang, lld = require_tool("clang-19"), require_tool("ld.lld-19")
-  subprocess.run([clang, *FLAGS, *opt, "-c", str(tmp_path / f"{stem}.cl"), "-o", str(tmp_path / f"{stem}.o")], check=True, capture_output=True)
+  subprocess.run([clang, *FLAGS, f"-mcpu={arch}", *opt, "-c", str(tmp_path / f"{stem}.cl"), "-o", str(tmp_path / f"{stem}.o")], check=True, capture_output=True)
   subprocess.run([lld, "-shared", str(tmp_path / f"{stem}.o"), "-o", str(tmp_path / f"{stem}.so")], check=True, capture_output=True)
   return read_code_object((tmp_path / f"{stem}.so").read_bytes())
 
 
-def _llvm22(tmp_path):
+def _llvm22(tmp_path, arch: str):
   """tmp_path/one.cl's clang-19 -O2 IR compiled by llvmlite's LLVM (None without llvmlite)."""
   try:
     import llvmlite.binding as llvm
@@ -66,9 +68,9 @@ def _llvm22(tmp_path):
   from hcq.asm.codeobject import read_code_object
   for init in ("initialize_all_targets", "initialize_all_asmprinters"):
     if hasattr(llvm, init): getattr(llvm, init)()
-  subprocess.run([require_tool("clang-19"), *FLAGS, "-O2", "-S", "-emit-llvm", str(tmp_path / "one.cl"), "-o", str(tmp_path / "one.ll")],
+  subprocess.run([require_tool("clang-19"), *FLAGS, f"-mcpu={arch}", "-O2", "-S", "-emit-llvm", str(tmp_path / "one.cl"), "-o", str(tmp_path / "one.ll")],
                  check=True, capture_output=True)
-  tm = llvm.Target.from_triple("amdgcn-amd-amdhsa").create_target_machine(cpu="gfx1100", opt=2)
+  tm = llvm.Target.from_triple("amdgcn-amd-amdhsa").create_target_machine(cpu=arch, opt=2)
   return read_code_object(tm.emit_object(llvm.parse_assembly((tmp_path / "one.ll").read_text())))
 
 
@@ -103,8 +105,9 @@ def test_llvm19_udiv_all_ones_miscompile(tmp_path):
   assert (out["-O2"] == ((np.uint32(0xffffffff) // (a | np.uint32(1))) >> np.uint32(13))).all()   # clang-19's 32-bit divide
 
 
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("start", range(0, COUNT, BATCH))
-def test_random_programs_llvm22(tmp_path, start):
+def test_random_programs_llvm22(tmp_path, start, arch):
   """The same programs through clang-19's IR and llvmlite's LLVM (true16 code, ET_REL objects)."""
   from hcq.asm.codeobject import read_code_object
   llvm = require_module("llvmlite.binding")
@@ -113,9 +116,9 @@ def test_random_programs_llvm22(tmp_path, start):
   seeds = range(start, min(COUNT, start + BATCH))
   progs = {s: program(s) for s in seeds}
   (tmp_path / "r.cl").write_text(PRELUDE + "\n\n".join(src for src, _ in progs.values()))
-  subprocess.run([require_tool("clang-19"), *FLAGS, "-O2", "-S", "-emit-llvm", str(tmp_path / "r.cl"), "-o", str(tmp_path / "r.ll")],
+  subprocess.run([require_tool("clang-19"), *FLAGS, f"-mcpu={arch}", "-O2", "-S", "-emit-llvm", str(tmp_path / "r.cl"), "-o", str(tmp_path / "r.ll")],
                  check=True, capture_output=True)
-  tm = llvm.Target.from_triple("amdgcn-amd-amdhsa").create_target_machine(cpu="gfx1100", opt=2)
+  tm = llvm.Target.from_triple("amdgcn-amd-amdhsa").create_target_machine(cpu=arch, opt=2)
   co = read_code_object(tm.emit_object(llvm.parse_assembly((tmp_path / "r.ll").read_text())))
   failures = []
   for s, (src, evaluate) in progs.items():

@@ -1,5 +1,5 @@
 """Decoding for the emulator: hcq.asm's decoder, plus the few encodings its table does not hold yet that LLVM
-emits for gfx11 (VOPD dual issue, the MUBUF cache invalidates). Each address is decoded once per program."""
+emits for gfx11 (VOPD dual issue, the MUBUF cache invalidates; gfx11 only). Each address is decoded once per program."""
 from __future__ import annotations
 from dataclasses import dataclass, field
 
@@ -59,10 +59,11 @@ def _decode_unchecked(data: bytes, arch: str):
   """hcq.asm's decode without the printer's check: fields the printer cannot spell yet (s_waitcnt_depctr values)
   still execute."""
   isa = load(arch)
-  first = int.from_bytes(data[:4], "little")
   for fmt in isa.decode_order:
-    if first & fmt.fixed_mask != fmt.fixed_value or len(data) < fmt.size: continue
-    values = fmt.unpack(int.from_bytes(data[:fmt.size], "little"))
+    if len(data) < fmt.size: continue
+    word = int.from_bytes(data[:fmt.size], "little")   # fixed bits may lie past the first dword (VOP3 DPP's src0 = 0xfa/0xe9)
+    if word & fmt.fixed_mask != fmt.fixed_value: continue
+    values = fmt.unpack(word)
     opcode = isa.by_op[fmt.name].get(values.pop("op", 0))
     if opcode is None or any(values[f] != v for f, v in opcode.fixed.items()): continue
     literal = int.from_bytes(data[fmt.size:fmt.size + 4], "little") if uses_literal(opcode, values) else None
@@ -74,10 +75,11 @@ def decode(data: bytes, arch: str = "gfx1100"):
   """One instruction from `data` (at least 12 bytes where available): an hcq.asm Instruction or an ExtraInstruction."""
   try:
     return Instruction.decode(data, arch)
-  except DecodeError:
+  except Exception:   # DecodeError, or the printer's check failing on a field it cannot spell yet: decode unchecked
     if len(data) < 4: raise
     ins = _decode_unchecked(data, arch)
     if ins is not None: return ins
+    if not arch.startswith("gfx11"): raise   # the encodings below are gfx11's
     w0 = int.from_bytes(data[:4], "little")
     if w0 >> 26 == 0b110010 and len(data) >= 8: return _vopd(data)
     if w0 >> 26 == 0b111000 and len(data) >= 8 and (w0 >> 18) & 0xff in _MUBUF_NOPS:

@@ -3,6 +3,9 @@
 Initial state follows LLVM's AMDGPUUsage for gfx11: user SGPRs from COMPUTE_USER_DATA (the kernel descriptor says
 which: dispatch ptr, queue ptr, kernarg ptr, ...), then the system SGPRs RSRC2 enables in order (workgroup id X, Y,
 Z, workgroup info, private segment wave offset), and v0 = workitem id x | y << 10 | z << 20 (gfx11 packs them).
+gfx12 also has the workgroup ids in TTMP9 (X) and TTMP7 (Y | Z << 16), where LLVM reads them. gfx942 (gfx90a+) packs
+the workitem ids into v0 as gfx11 does, has architected flat scratch (no private segment buffer), counts VGPRs and
+AGPRs together in granules of 8 and puts the AGPRs at RSRC3.ACCUM_OFFSET.
 """
 from __future__ import annotations
 import functools
@@ -13,8 +16,9 @@ from typing import Callable
 import numpy as np
 
 from hcq.asm.emu.engine import Program, Stats, execute
+from hcq.asm.emu.gfx9 import GFX9_ARCHS
 from hcq.asm.emu.memory import VirtualMemory
-from hcq.asm.emu.wave import EXEC, Waves
+from hcq.asm.emu.wave import EXEC, TTMP0, Waves
 
 SH_BASE = 0x1260   # absolute dword offset of GC register segment 0 (what SET_SH_REG offsets are relative to)
 LDS_GRANULE = 512  # RSRC2.LDS_SIZE unit on gfx11 (128 dwords)
@@ -47,8 +51,9 @@ def _field(value: int, reg, name: str) -> int:
   return reg.decode(value)[name]
 
 
-def from_state(state) -> Dispatch:
-  """A Dispatch from the mock command processor's DispatchState (grid, DISPATCH_INITIATOR, SET_SH_REG values)."""
+def from_state(state, arch: str = "gfx1100") -> Dispatch:
+  """A Dispatch from the mock command processor's DispatchState (grid, DISPATCH_INITIATOR, SET_SH_REG values); the
+  COMPUTE_* registers sit at gfx11's offsets (gfx12 keeps them)."""
   from hcq.autogen.am import gc_11_0_0 as gc
   sh = state.sh
   reg = lambda r: sh.get(SH_BASE + r.offset, 0)
@@ -62,60 +67,94 @@ def from_state(state) -> Dispatch:
   tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(reg(gc.regCOMPUTE_TMPRING_SIZE))
   private = tmpring["wavesize"] * SCRATCH_GRANULE // (32 if wave32 else 64)
   return Dispatch(code, reg(gc.regCOMPUTE_PGM_RSRC1), rsrc2, reg(gc.regCOMPUTE_PGM_RSRC3), user, tuple(state.grid), local, wave32,
-                  None, private)
+                  None, private, arch)
 
 
 def dispatch(mem: VirtualMemory, state, max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS,
-             cancel: Callable[[], bool] | None = None) -> Stats:
-  """Run the grid a DISPATCH_DIRECT describes (the mock GPU's shader core). Raises PageFault / WaveError on faults;
-  HCQ_EMU_MAX_INSTRUCTIONS bounds a runaway kernel; `cancel()` true stops it with Cancelled."""
-  return launch(mem, from_state(state), max_instructions, cancel=cancel)
+             cancel: Callable[[], bool] | None = None, arch: str = "gfx1100") -> Stats:
+  """Run the grid a DISPATCH_DIRECT describes (the mock GPU's shader core, whose board says `arch`). Raises
+  PageFault / WaveError on faults; HCQ_EMU_MAX_INSTRUCTIONS bounds a runaway kernel; `cancel()` true stops it with
+  Cancelled."""
+  return launch(mem, from_state(state, arch), max_instructions, cancel=cancel)
+
+
+@dataclass(frozen=True, eq=False)   # hashed by identity: _plan returns one object per register set
+class _Plan:
+  """What a dispatch's registers say, decoded once per distinct set of values (the same kernel launched again
+  costs a dictionary lookup, not a register decode)."""
+  vgprs: int
+  lds: int
+  wpg: int                 # waves per workgroup
+  packed: np.ndarray       # v0 of every lane of a workgroup's waves
+  exec_mask: np.ndarray    # EXEC of each wave of a workgroup
+  mode: int
+  system: tuple[str, ...]  # the system SGPRs after the user SGPRs, in order
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(rsrc1: int, rsrc2: int, local: tuple[int, int, int], wave32: bool, lds_bytes: int | None, vgpr_granule: int | None = None) -> _Plan:
+  from hcq.autogen.am import gc_11_0_0 as gc
+  r1 = gc.regCOMPUTE_PGM_RSRC1.decode(rsrc1)
+  r2 = gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)
+  lds = lds_bytes if lds_bytes is not None else r2["lds_size"] * LDS_GRANULE
+  if lds > MAX_LDS: raise ValueError(f"LDS of {lds} bytes exceeds the {MAX_LDS} a gfx11 workgroup can have")
+  threads = local[0] * local[1] * local[2]
+  if threads > 1024: raise ValueError(f"workgroup of {threads} work-items exceeds 1024")
+  wpg, packed, exec_mask = _workgroup_layout(local, 32 if wave32 else 64, r2["tidig_comp_cnt"])
+  system = tuple(n for n, en in (("x", "tgid_x_en"), ("y", "tgid_y_en"), ("z", "tgid_z_en"), ("tg", "tg_size_en"), ("scratch", "scratch_en")) if r2[en])
+  return _Plan((r1["vgprs"] + 1) * (vgpr_granule or (8 if wave32 else 4)), lds, wpg, packed, exec_mask, _initial_mode(r1), system)
+
+
+@functools.lru_cache(maxsize=256)
+def _batch(plan: _Plan, g0: int, count: int, grid: tuple[int, int, int]):
+  """Per-wave arrays of a batch of `count` workgroups from `g0` (read-only, shared by every launch of that shape):
+  workgroup within the batch, workgroup ids X/Y/Z, v0 and EXEC."""
+  gx, gy, _ = grid
+  gid = np.repeat(np.arange(g0, g0 + count), plan.wpg)
+  out = (np.repeat(np.arange(count), plan.wpg), (gid % gx, (gid // gx) % gy, gid // (gx * gy)),
+         np.tile(plan.packed, (count, 1)), np.tile(plan.exec_mask, count))
+  for a in (out[0], *out[1], out[2], out[3]): a.flags.writeable = False
+  return out
 
 
 def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None, trace: Callable | None = None,
            trace_wave: int | None = None, max_batch_bytes: int = 256 << 20, cancel: Callable[[], bool] | None = None) -> Stats:
   """Run every workgroup of `d` to completion, in batches of workgroups whose waves run in lockstep."""
-  from hcq.autogen.am import gc_11_0_0 as gc
-  r1 = gc.regCOMPUTE_PGM_RSRC1.decode(d.rsrc1)
-  r2 = gc.regCOMPUTE_PGM_RSRC2.decode(d.rsrc2)
-  lanes = d.lanes
-  vgprs = (r1["vgprs"] + 1) * (8 if d.wave32 else 4)
-  lds = d.lds_bytes if d.lds_bytes is not None else r2["lds_size"] * LDS_GRANULE
-  if lds > MAX_LDS: raise ValueError(f"LDS of {lds} bytes exceeds the {MAX_LDS} a gfx11 workgroup can have")
-  lx, ly, lz = d.local
-  threads = lx * ly * lz
-  if threads > 1024: raise ValueError(f"workgroup of {threads} work-items exceeds 1024")
-  wpg, packed, exec_mask = _workgroup_layout(d.local, lanes, r2["tidig_comp_cnt"])
+  gfx9 = d.arch in GFX9_ARCHS
+  # gfx90a+: VGPRs and AGPRs share one file counted in granules of 8; AGPRs start at RSRC3.ACCUM_OFFSET (AMDGPUUsage)
+  plan = _plan(d.rsrc1, d.rsrc2, tuple(d.local), d.wave32, d.lds_bytes, 8 if gfx9 else None)
+  agpr_base = ((d.rsrc3 & 0x3f) + 1) * 4 if gfx9 else 0
+  lanes, vgprs, lds, wpg = d.lanes, plan.vgprs, plan.lds, plan.wpg
   gx, gy, gz = d.grid
   groups = gx * gy * gz
   per_wave = vgprs * lanes * 4 + 128 * 4 + lanes * d.private_bytes + 64
   per_group = wpg * per_wave + lds
   batch = max(1, min(groups, max_batch_bytes // max(per_group, 1), max(1, 65536 // wpg)))
-  prog = Program(mem, d.arch)
+  prog = Program(mem, d.arch, agpr_base)
   stats = Stats()
+  nuser = len(d.user_sgprs)
+  user = np.array(d.user_sgprs, np.int64).astype(np.uint32)[:, None] if nuser else None
+  gfx12 = d.arch.startswith("gfx12")
   old = np.seterr(all="ignore")
   try:
     for g0 in range(0, groups, batch):
-      g = np.arange(g0, min(groups, g0 + batch))
-      n = len(g) * wpg
-      wg_of_wave = np.repeat(np.arange(len(g)), wpg)
-      st = Waves(n, lanes, vgprs, wg_of_wave, lds, len(g), d.private_bytes)
+      count = min(groups, g0 + batch) - g0
+      wg_of_wave, ids, v0, exec_mask = _batch(plan, g0, count, (gx, gy, gz)) if count * wpg <= 4096 else _batch.__wrapped__(plan, g0, count, (gx, gy, gz))
+      n = count * wpg
+      st = Waves(n, lanes, vgprs, wg_of_wave, lds, count, d.private_bytes)
       st.mem, st.first_wave = mem, g0 * wpg
       st.pc[:] = d.code
-      st.mode[:] = _initial_mode(r1)
+      st.mode[:] = plan.mode
       st.mode_changed()
-      for i, val in enumerate(d.user_sgprs): st.s[i, :] = val & 0xffffffff
-      s = len(d.user_sgprs)
-      gid = np.repeat(g, wpg)
-      ids = (gid % gx, (gid // gx) % gy, gid // (gx * gy))
-      for en, ident in zip(("tgid_x_en", "tgid_y_en", "tgid_z_en"), ids):
-        if r2[en]: st.s[s, :] = ident; s += 1
-      if r2["tg_size_en"]: st.s[s, :] = wpg; s += 1
-      if r2["scratch_en"]: st.s[s, :] = 0; s += 1   # private segment wave offset: scratch is addressed per lane here
-      st.v[0] = np.tile(packed, (len(g), 1))
-      m = np.tile(exec_mask, len(g))
-      st.set_mask(EXEC, slice(None), m)
-      execute(st, prog, stats, None if max_instructions is None else max_instructions - stats.instructions, trace, trace_wave, cancel)
+      if nuser: st.s[:nuser] = user
+      for k, what in enumerate(plan.system, nuser):
+        st.s[k] = ids["xyz".index(what)] if what in ("x", "y", "z") else (wpg if what == "tg" else 0)   # scratch: wave offset 0 (per-lane scratch)
+      if gfx12:   # architected SGPRs: TTMP9 = workgroup id X, TTMP7 = Y | Z << 16
+        st.s[TTMP0 + 9] = ids[0]
+        st.s[TTMP0 + 7] = (ids[1] & 0xffff) | (ids[2] << 16)
+      st.v[0] = v0
+      st.set_mask(EXEC, slice(None), exec_mask)
+      execute(st, prog, stats, None if max_instructions is None else max_instructions - stats.instructions, trace, trace_wave, cancel, d.code)
   finally:
     np.seterr(**old)
   return stats

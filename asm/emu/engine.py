@@ -11,7 +11,8 @@ from typing import Callable
 
 import numpy as np
 
-from hcq.asm.emu import ops_flow, ops_mem, ops_salu, ops_valu, ops_vdpp, ops_vpacked
+from hcq.asm.emu import gfx9, ops_flow, ops_mai, ops_mem, ops_salu, ops_valu, ops_vdpp, ops_vpacked
+from hcq.asm.emu.gfx9 import GFX9_ARCHS
 from hcq.asm.emu.decode import decode
 from hcq.asm.emu.errors import Cancelled, IllegalInstruction, InstructionLimit, WaveError
 from hcq.asm.emu.memory import PageFault, VirtualMemory
@@ -22,11 +23,27 @@ _BUILDERS = {
   "SMEM": ops_mem.build_smem, "VOP1": ops_valu.build, "VOP2": ops_valu.build, "VOP3": ops_valu.build, "VOP3SD": ops_valu.build,
   "VOPC": ops_valu.build, "VOP3P": ops_vpacked.build, "VOPD": ops_vdpp.build_vopd, "DS": ops_mem.build_ds,
   "GLOBAL": ops_mem.build_vmem, "FLAT": ops_mem.build_vmem, "SCRATCH": ops_mem.build_vmem,
-  "MUBUF": ops_mem.build_mubuf,
+  "MUBUF": ops_mem.build_mubuf, "MTBUF": ops_mem.build_mubuf,
+  # gfx12's VMEM encodings (field names differ; ops_mem picks either)
+  "VGLOBAL": ops_mem.build_vmem, "VFLAT": ops_mem.build_vmem, "VSCRATCH": ops_mem.build_vmem, "VBUFFER": ops_mem.build_mubuf,
 }
-for _f in ("VOP1", "VOP2", "VOPC"):
+_DPP_BASES = ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P")   # VOP3*: gfx11's e64 encodings with DPP
+for _f in _DPP_BASES:
   for _d in ("DPP16", "DPP8", "DPP8FI"): _BUILDERS[f"{_f}_{_d}"] = ops_vdpp.build_dpp
-VECTOR_FORMATS = frozenset({"VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC", "VOP3P", "VOPD"} | {f"{a}_{b}" for a in ("VOP1", "VOP2", "VOPC") for b in ("DPP16", "DPP8", "DPP8FI")})
+for _f in ("VOP1", "VOP2", "VOPC"): _BUILDERS[f"{_f}_SDWA"] = ops_vdpp.build_sdwa   # gfx9
+_BUILDERS["VOP3P_MAI"] = ops_mai.build   # gfx9 (CDNA) matrix ops
+
+
+def _graphics_only(ins, pc):
+  """Exports, parameter interpolation, LDS-direct parameter loads and image ops feed the graphics pipeline, which a
+  compute dispatch does not have: a clear fault rather than a guess."""
+  raise NotImplementedError(f"graphics-only ({ins.opcode.fmt.name}), not emulated")
+
+
+GRAPHICS_ONLY = ("EXP", "VINTERP", "LDSDIR", "MIMG", "MIMG_NSA", "VIMAGE", "VSAMPLE", "VEXPORT", "VDSDIR")   # gfx11 and gfx12 names
+for _f in GRAPHICS_ONLY: _BUILDERS[_f] = _graphics_only
+VECTOR_FORMATS = frozenset({"VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC", "VOP3P", "VOPD", "VOP3P_MAI", "VOP1_SDWA", "VOP2_SDWA", "VOPC_SDWA"} |
+                           {f"{a}_{b}" for a in _DPP_BASES for b in ("DPP16", "DPP8", "DPP8FI")})
 
 
 @dataclass
@@ -56,8 +73,9 @@ class Stats:
 class Program:
   """Decoded-and-compiled instructions of the code at some addresses of a VirtualMemory, each compiled once."""
 
-  def __init__(self, mem: VirtualMemory, arch: str = "gfx1100"):
-    self.mem, self.arch = mem, arch
+  def __init__(self, mem: VirtualMemory, arch: str = "gfx1100", agpr_base: int = 0):
+    self.mem, self.arch, self.agpr_base = mem, arch, agpr_base   # agpr_base: gfx9's accum_offset (AGPR a0 = v[agpr_base])
+    self.gfx9 = arch in GFX9_ARCHS
     self.cache: dict[int, Compiled] = {}
 
   def at(self, pc: int) -> Compiled:
@@ -68,7 +86,7 @@ class Program:
   def _compile(self, pc: int) -> Compiled:
     m, off = self.mem.find(pc, 4, False, pc)
     data = m.host[off:off + 16].tobytes()
-    key = (self.arch, pc, data)
+    key = (self.arch, self.agpr_base, pc, data)
     c = _SHARED.get(key)
     if c is None:
       c = self._build(pc, data)
@@ -79,13 +97,18 @@ class Program:
   def _build(self, pc: int, data: bytes) -> Compiled:
     try:
       ins = decode(data, self.arch)
-    except ValueError as e:
+    except Exception as e:   # DecodeError, or a decoder bug: either way these bytes cannot run
       return self._illegal(pc, f"cannot decode {data[:8].hex()}: {e}", data[:8].hex())
-    fmt = ins.opcode.fmt.name
     try:
       text = str(ins)
     except Exception:   # the printer cannot spell every field value yet
       text = f"{ins.opcode.mnemonic} {data[:ins.size].hex()}"
+    if self.gfx9:
+      try:
+        ins = gfx9.translate(ins, self.agpr_base)
+      except (ValueError, KeyError, NotImplementedError) as e:
+        return self._illegal(pc, f"{ins.opcode.mnemonic}: {e}", text, ins.size)
+    fmt = ins.opcode.fmt.name
     builder = _BUILDERS.get(fmt)
     try:
       fn = builder(ins, pc) if builder else None
@@ -101,16 +124,21 @@ class Program:
     return Compiled(illegal, size, text, "ILLEGAL", True)
 
 
+_NO_PC = np.iinfo(np.int64).max
+
+
 def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None = None,
-            trace: Callable | None = None, trace_wave: int | None = None, cancel: Callable[[], bool] | None = None) -> None:
+            trace: Callable | None = None, trace_wave: int | None = None, cancel: Callable[[], bool] | None = None,
+            start_pc: int | None = None) -> None:
   """Run every wave of `st` to s_endpgm. `trace(wave, pc, text, writes)` is called for `trace_wave` (a dispatch index);
-  `cancel()`, asked every 4096 steps, stops the run with Cancelled (a queue reset ending a kernel that never ends)."""
+  `cancel()`, asked every 4096 steps, stops the run with Cancelled (a queue reset ending a kernel that never ends).
+  `start_pc`: every wave is live and starts there (a fresh launch), which spares the first scheduling pass."""
   count = st.count
   all_waves = slice(None)
   executed = 0
   tw = None if trace_wave is None else trace_wave - st.first_wave
   if tw is not None and not 0 <= tw < count: tw = None
-  uniform, pc = False, 0   # uniform: every wave is live and at `pc` (straight-line code keeps it so)
+  uniform, pc = (False, 0) if start_pc is None or not count else (True, start_pc)   # uniform: every wave is live and at `pc`
   while True:
     if not uniform:
       runnable = ~st.done & ~st.blocked
@@ -119,7 +147,7 @@ def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None
           st.blocked[:] = False   # every live wave reached s_barrier (or ended): release them all
           continue
         return
-      pcs = np.where(runnable, st.pc, np.iinfo(np.int64).max)
+      pcs = np.where(runnable, st.pc, _NO_PC)
       pc = int(pcs.min())
       sel = pcs == pc
       k = int(sel.sum())
@@ -186,12 +214,18 @@ def coverage(arch: str = "gfx1100") -> dict[str, tuple[int, int, list[str]]]:
         if f in values: values[f] = 256 if fmt.startswith("VOP") and f == "src0" else 1
       values.update({f: v for f, v in opc.defaults.items() if f in values})
       if "saddr" in values: values["saddr"] = 124
+      if fmt == "VOP3P_MAI": values.update(src1=257, src2=258)   # matrix ops take registers only
+      if "format" in values: values["format"] = 1   # BUF_FMT_8_UNORM, the assembler's default (0 is INVALID)
       ok = False
       for src0 in ((256, 1) if "src0" in values else (None,)):   # a VGPR first; ops that read an SGPR there (writelane) then
         if src0 is not None: values["src0"] = src0
         ins = Instruction(isa, opc, dict(values), 0 if opc.has_literal_operand else None)
         try:
-          ok = builder is not None and builder(ins, 0) is not None
+          b = builder
+          if arch in GFX9_ARCHS:
+            ins = gfx9.translate(ins, 0)
+            b = _BUILDERS.get(ins.opcode.fmt.name)
+          ok = b is not None and b(ins, 0) is not None
         except Exception:
           ok = False
         if ok: break

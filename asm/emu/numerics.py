@@ -126,8 +126,8 @@ def _exact_fma(a: float, b: float, c: float, scale: int = 0) -> float:
   if x == 0: return 0.0 if not (math.copysign(1, a * b) < 0 and math.copysign(1, c) < 0) else -0.0
   try:
     return float(x)
-  except OverflowError:
-    return math.copysign(math.inf, x)
+  except OverflowError:   # beyond f64's range (copysign would convert the Fraction and overflow again)
+    return math.inf if x > 0 else -math.inf
 
 
 def ldexp(x: np.ndarray, e: np.ndarray, dtype) -> np.ndarray:
@@ -206,3 +206,82 @@ def canonical_nan(x: np.ndarray) -> np.ndarray:
   hit = b == host
   if not hit.any(): return x
   return np.where(hit, isa, b).view(x.dtype)
+
+
+# ---- directed rounding (MODE.FP_ROUND: 0 nearest even, 1 toward +inf, 2 toward -inf, 3 toward zero) ----------------
+def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """f64 a + b as hi + err exactly (Knuth's TwoSum); err is 0 where an input is not finite."""
+  with np.errstate(all="ignore"):
+    s = a + b
+    ap = s - b
+    bp = s - ap
+    err = (a - ap) + (b - bp)
+    return s, np.where(np.isfinite(a) & np.isfinite(b), err, 0.0)
+
+
+def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """f64 a * b as hi + err (Dekker); where the product is near underflow (Dekker's error term is not representable)
+  err is only the sign of the exact error, from fractions."""
+  with np.errstate(all="ignore"):
+    p = a * b
+    ah, al = _split(a); bh, bl = _split(b)
+    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    err = np.where(np.isfinite(a) & np.isfinite(b), err, 0.0)
+    # near underflow, or an operand so large that Veltkamp's split overflows: the sign from fractions instead
+    tiny = (((np.abs(p) < 2.0 ** -969) & (a != 0) & (b != 0)) | (np.maximum(np.abs(a), np.abs(b)) > 2.0 ** 995) | ~np.isfinite(err)) \
+        & np.isfinite(a) & np.isfinite(b)
+    if tiny.any():
+      a_, b_, p_ = np.broadcast_arrays(a, b, p)
+      err = np.array(np.broadcast_to(err, p_.shape))
+      err[tiny] = fma64_residual_sign(a_[tiny], b_[tiny], np.zeros(int(tiny.sum())), p_[tiny])
+    return p, err
+
+
+def fma64_residual_sign(a: np.ndarray, b: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
+  """sign(a*b + c - r) for the f64 fma result r (exact, with fractions: only the directed-rounding path uses it);
+  NaN where the exact value is infinite and r is not (overflow), 0 where an input is not finite."""
+  import math
+  from fractions import Fraction
+  a, b, c, r = np.broadcast_arrays(*(np.asarray(x, np.float64) for x in (a, b, c, r)))
+  out = np.zeros(r.shape)
+  for i in np.ndindex(r.shape):
+    x, y, z, v = float(a[i]), float(b[i]), float(c[i]), float(r[i])
+    if not all(math.isfinite(t) for t in (x, y, z)): continue
+    if not math.isfinite(v): out[i] = np.nan; continue
+    d = Fraction(x) * Fraction(y) + Fraction(z) - Fraction(v)
+    out[i] = (d > 0) - (d < 0)
+  return out
+
+
+def round_directed(hi: np.ndarray, err: np.ndarray, dtype, mode: int) -> np.ndarray:
+  """The exact value hi + err (f64 pair) rounded to `dtype` under round mode `mode` (1 up, 2 down, 3 toward zero):
+  round to nearest, then step one ulp where that went the wrong way. An exact value that overflowed f64 comes as
+  hi = +-inf with err NaN (it lies below +inf / above -inf)."""
+  with np.errstate(all="ignore"):
+    hi, err = np.broadcast_arrays(np.asarray(hi, np.float64), np.asarray(err, np.float64))
+    r = hi.astype(dtype)
+    d = r.astype(np.float64) - hi
+    ovf = np.isinf(hi) & np.isnan(err)
+    err = np.where(np.isnan(err), 0.0, err)
+    below = (d < 0) | ((d == 0) & (err > 0)) | (ovf & (hi < 0))   # r < exact
+    above = (d > 0) | ((d == 0) & (err < 0)) | (ovf & (hi > 0))   # r > exact
+    t = np.dtype(dtype).type
+    up, down = np.nextafter(r, t(np.inf)), np.nextafter(r, t(-np.inf))
+    if mode == 1: r = np.where(below, up, r)
+    elif mode == 2: r = np.where(above, down, r)
+    elif mode == 3: r = np.where(above & (hi > 0), down, np.where(below & (hi < 0), up, r))
+    return np.asarray(r, dtype)
+
+
+def fp8_to_f32(b: np.ndarray, kind: str) -> np.ndarray:
+  """OCP 8-bit floats (gfx12's fp8 = E4M3FN: bias 7, no infinities, S.1111.111 is NaN; bf8 = E5M2: bias 15, IEEE
+  infinities and NaNs) -> f32, exactly."""
+  b = np.asarray(b).astype(np.int64) & 0xff
+  ebits, mbits, bias = (4, 3, 7) if kind == "fp8" else (5, 2, 15)
+  s, e, m = b >> 7, (b >> mbits) & ((1 << ebits) - 1), b & ((1 << mbits) - 1)
+  with np.errstate(all="ignore"):
+    v = np.where(e == 0, np.ldexp(m.astype(np.float64), 1 - bias - mbits), np.ldexp((m | (1 << mbits)).astype(np.float64), e - bias - mbits))
+    top = e == (1 << ebits) - 1
+    if kind == "fp8": v = np.where(top & (m == 7), np.nan, v)
+    else: v = np.where(top, np.where(m == 0, np.inf, np.nan), v)
+    return np.where(s == 1, -v, v).astype(np.float32)

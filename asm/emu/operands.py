@@ -49,11 +49,13 @@ def constant_bits(enc: int, bits: int, fp: bool, literal: int | None) -> int | N
 
 
 DPP_SOURCE = 512   # pseudo encoding: the lane-permuted src0 a DPP instruction prepared in Waves.dpp
+SDWA_SOURCE1 = 513   # pseudo encoding: SDWA's selected src1 (Waves.dpp1); src0 goes through DPP_SOURCE
 
 
 def vector_reader(enc: int, bits: int = 32, fp: bool = False, literal: int | None = None) -> Reader:
   """A VALU source: VGPR, SGPR (broadcast over lanes) or constant."""
   if enc == DPP_SOURCE: return lambda st, w: st.dpp[w]
+  if enc == SDWA_SOURCE1: return lambda st, w: st.dpp1[w]
   if enc >= 256:
     r = enc - 256
     if bits == 64:   # interleave the pair and view it as uint64 (little-endian): one pass instead of four

@@ -63,8 +63,35 @@ def _fop(fn):
   return f
 
 
+def _pk_add(t):
+  """Two 16-bit float adds in one dword (ds_pk_add_f16 / _bf16), each rounded to nearest even."""
+  from hcq.asm.emu.numerics import bits_to, to_bits
+  def f(o, s, b):
+    o32, s32 = o.astype(u32), s.astype(u32)
+    lo, hi = (bits_to(o32, t, h).astype(np.float32) + bits_to(s32, t, h).astype(np.float32) for h in (False, True))
+    lo, hi = (x.astype(np.float16) if t == "f16" else x for x in (lo, hi))
+    return ((to_bits(lo, t) & u32(0xffff)) | (to_bits(hi, t) << u32(16))).astype(u64)
+  return f
+
+
+ATOMIC_OPS.update({"cond_sub": lambda o, s, b: np.where(o >= s, o - s, o), "pk_add_f16": _pk_add("f16"), "pk_add_bf16": _pk_add("bf16")})
 ATOMIC_OPS.update({"add_f32": _fop(np.add), "min_f32": _fop(np.fmin), "max_f32": _fop(np.fmax), "add_f64": _fop(np.add),
                    "min_f64": _fop(np.fmin), "max_f64": _fop(np.fmax), "add_rtn_f32": _fop(np.add)})
+
+
+_ATOMIC_TYPES = r"(u32|i32|b32|f32|u64|i64|b64|f64|f16|bf16)"
+_RENAMED = {"storexchg": "swap", "cmpstore": "cmpswap", "min_num": "min", "max_num": "max", "sub_clamp": "csub", "clamp_sub": "csub"}
+
+
+def atomic_op(core: str, t: str) -> str | None:
+  """An atomic mnemonic's operation and type (global_atomic_min_i32 -> 'min', 'i32') as an ATOMIC_OPS key (or cmpswap,
+  mskor, wrap); None for what is not modelled. gfx12 renames: min_num/max_num (f32), sub_clamp; pk_add on f16/bf16."""
+  op = _RENAMED.get(core, core)
+  if op == "pk_add": op = f"pk_add_{t}"
+  elif t[0] == "f" or t == "bf16":
+    if op not in ("swap", "cmpswap"): op = f"{op}_{t}"
+  elif op in ("min", "max"): op = ("s" if t[0] == "i" else "u") + op
+  return op if op in ATOMIC_OPS or op in ("cmpswap", "mskor", "wrap") else None
 
 
 def atomic(buf: np.ndarray, offs: np.ndarray, src: np.ndarray, cmp: np.ndarray | None, op: str, bits: int) -> np.ndarray:
@@ -86,6 +113,7 @@ def atomic(buf: np.ndarray, offs: np.ndarray, src: np.ndarray, cmp: np.ndarray |
     s = src[sel]
     if op == "cmpswap": new = np.where(cur == cmp[sel], s, cur)
     elif op == "mskor": new = (cur & ~s) | cmp[sel]   # ds_mskor: clear data0's bits, set data1's
+    elif op == "wrap": new = np.where(cur >= s, cur - s, cur + cmp[sel]) & m   # ds_wrap: down by data0 or up by data1
     else: new = fn(cur, s, bits) & m
     scatter(buf, offs[sel], new.astype(u32 if bits == 32 else u64).reshape(-1, 1).view(u32))
     old[sel] = cur
@@ -208,23 +236,35 @@ def _store_data(st: Waves, w, data: int, ex: np.ndarray, nbytes: int, mode: str)
 
 
 # ---- SMEM ---------------------------------------------------------------------------------------------------
+_SMEM_SUBDWORD = {"u8": (1, False), "i8": (1, True), "u16": (2, False), "i16": (2, True)}
+
+
 def build_smem(ins, pc: int):
-  name, v = ins.opcode.mnemonic, ins.values
-  if name in ("s_dcache_inv", "s_gl1_inv", "s_atc_probe", "s_atc_probe_buffer"): return lambda st, w: None
-  m = re.match(r"s_(buffer_)?load_b(\d+)$", name)
+  """s_load / s_buffer_load (gfx11: b32-b512; gfx12 adds u8/i8/u16/i16), the offset a signed immediate as wide as the
+  encoding's field (21 bits on gfx11, 24 on gfx12); cache and prefetch ops do nothing."""
+  name, v = ins.opcode.mnemonic.removesuffix("_e64"), ins.values
+  if name in ("s_dcache_inv", "s_gl1_inv", "s_atc_probe", "s_atc_probe_buffer") or "prefetch" in name: return lambda st, w: None
+  m = re.match(r"s_(buffer_)?load_(b\d+|u8|i8|u16|i16)$", name)
   if not m: return None
-  ndw = int(m.group(2)) // 32
+  sub = _SMEM_SUBDWORD.get(m.group(2))
+  ndw = 1 if sub else int(m.group(2)[1:]) // 32
   buffer = m.group(1) is not None
   sbase, sdata = v["sbase"] * 2, v["sdata"]
-  off = v["offset"] - (1 << 21) if v["offset"] & (1 << 20) else v["offset"]
+  f = ins.opcode.fmt.fields["offset"]
+  bits = f.hi - f.lo + 1
+  off = v["offset"] - (1 << bits) if v["offset"] >> (bits - 1) & 1 else v["offset"]
   soff = scalar_reader(v["soffset"]) if v["soffset"] != NULL else None
   base = scalar_reader(sbase, 64)
   def smem(st: Waves, w):
     b = base(st, w)
     if buffer: b = b & u64(0xffffffffffff)
     a = b.astype(i64) + off + (soff(st, w).astype(i64) if soff is not None else 0)
-    a = (a & ~3).astype(u64)
-    data = _load(st.mem.locate_fast(a, 4 * ndw) or st.mem.locate(a, 4 * ndw, False, pc), len(a), 4 * ndw)
+    if sub:   # a byte or short at its own (aligned to its size) address, zero- or sign-extended
+      a = (a & ~(sub[0] - 1)).astype(u64)
+      data = _extend(_load(st.mem.locate(a, sub[0], False, pc), len(a), sub[0]), sub[1])[:, None]
+    else:
+      a = (a & ~3).astype(u64)
+      data = _load(st.mem.locate_fast(a, 4 * ndw) or st.mem.locate(a, 4 * ndw, False, pc), len(a), 4 * ndw)
     for i in range(ndw):
       if sdata + i < 128: st.s[sdata + i, w] = data[:, i]
     if sdata + ndw > EXEC: st.exec_written()
@@ -232,10 +272,35 @@ def build_smem(ins, pc: int):
 
 
 # ---- GLOBAL / FLAT / SCRATCH ------------------------------------------------------------------------------------
+def _pick(v: dict, *names: str):
+  """The first of `names` the encoding has: gfx12's VMEM encodings rename fields (addr -> vaddr, data -> vsrc,
+  offset -> ioffset)."""
+  for n in names:
+    if n in v: return v[n]
+  raise KeyError(f"none of the fields {names}")
+
+
+def _signed_offset(ins, v: dict) -> int:
+  """The instruction's immediate offset, signed, as wide as its field (13 bits on gfx11 GLOBAL, 24 on gfx12)."""
+  name = "ioffset" if "ioffset" in v else "offset"
+  f = ins.opcode.fmt.fields[name]
+  bits = f.hi - f.lo + 1
+  return v[name] - (1 << bits) if v[name] >> (bits - 1) & 1 else v[name]
+
+
+_VMEM_KIND = {"GLOBAL": "GLOBAL", "FLAT": "FLAT", "SCRATCH": "SCRATCH", "VGLOBAL": "GLOBAL", "VFLAT": "FLAT", "VSCRATCH": "SCRATCH"}
+
+
 def build_vmem(ins, pc: int):
-  name, fmt, v = ins.opcode.mnemonic, ins.opcode.fmt.name, ins.values
-  off = v["offset"] - (1 << 13) if v["offset"] & (1 << 12) else v["offset"]
-  saddr, vaddr = v["saddr"], v["addr"]
+  name, v = ins.opcode.mnemonic, ins.values
+  fmt = _VMEM_KIND[ins.opcode.fmt.name]
+  if name.split("_", 1)[1] in ("inv", "wb", "wbinv"): return lambda st, w: None   # gfx12 cache control: nothing cached here
+  off = _signed_offset(ins, v)
+  saddr, vaddr = v.get("saddr", NULL), _pick(v, "addr", "vaddr")
+  if "data" not in v and "vsrc" in v: v = {**v, "data": v["vsrc"]}
+  if "glc" not in v and "th" in v: v = {**v, "glc": v["th"] & 1}   # gfx12 atomics return the old value with TH_ATOMIC_RETURN
+  kind = name.split("_", 1)[1]
+  addtid = kind in ("load_addtid_b32", "store_addtid_b32")
   if fmt == "SCRATCH":
     use_v = bool(v.get("sve", 0))
     rs = scalar_reader(saddr) if saddr != NULL else None
@@ -247,11 +312,16 @@ def build_vmem(ins, pc: int):
     pieces = lambda st, w, a, ex, size, write: _scratch_pieces(st, w, a, ex, size, pc)
   else:
     rs = scalar_reader(saddr, 64) if (fmt == "GLOBAL" and saddr not in (NULL, 0x7d)) else None
-    def address(st, w):
-      if rs is not None: return rs(st, w)[:, None] + st.v[vaddr][w].astype(u64) + u64(off & 0xffffffffffffffff)
-      return (st.v[vaddr][w].astype(u64) | (st.v[vaddr + 1][w].astype(u64) << u64(32))) + u64(off & 0xffffffffffffffff)
+    if addtid:   # saddr (0 with off) + offset + lane * 4; no VGPR address
+      def address(st, w):
+        base = rs(st, w)[:, None] if rs is not None else np.zeros((1, 1), u64)
+        return base + (st.lane_ids[None, :].astype(u64) * u64(4)) + u64(off & 0xffffffffffffffff)
+      kind = kind.replace("addtid_", "")
+    else:
+      def address(st, w):
+        if rs is not None: return rs(st, w)[:, None] + st.v[vaddr][w].astype(u64) + u64(off & 0xffffffffffffffff)
+        return (st.v[vaddr][w].astype(u64) | (st.v[vaddr + 1][w].astype(u64) << u64(32))) + u64(off & 0xffffffffffffffff)
     pieces = lambda st, w, a, ex, size, write: _global_pieces(st, w, a, ex, size, pc, write)
-  kind = name.split("_", 1)[1]
   if kind.startswith(("load_", "store_")) and "lds" not in kind:
     nbytes, signed, mode = _shape(kind)
     if kind.startswith("load_"):
@@ -268,13 +338,11 @@ def build_vmem(ins, pc: int):
       if not ex.any(): return
       _store(pieces(st, w, address(st, w), ex, nbytes, True), _store_data(st, w, data_reg, ex, nbytes, mode))
     return store
-  m = re.match(r"atomic_(\w+?)_(u32|i32|b32|f32|u64|i64|b64|f64)$", kind)
+  m = re.match(r"atomic_(\w+?)_" + _ATOMIC_TYPES + "$", kind)
   if m:
-    op, t = m.group(1), m.group(2)
+    op, t = atomic_op(m.group(1), m.group(2)), m.group(2)
     bits = 64 if t.endswith("64") else 32
-    if t[0] == "f": op = f"{op}_{t}" if op != "cmpswap" else op
-    elif op in ("min", "max"): op = ("s" if t[0] == "i" else "u") + op
-    if op not in ATOMIC_OPS and op != "cmpswap": return None
+    if op is None or op in ("mskor", "wrap"): return None
     return _atomic_builder(op, bits, v["data"], v["vdst"], bool(v.get("glc", 0)), address, pieces)
   return None
 
@@ -335,6 +403,45 @@ def build_ds(ins, pc: int):
       _store(pieces(st, w, address(st, w, o0 * scale), ex, size), _store_data(st, w, d0, ex, size, "dword"))
       _store(pieces(st, w, address(st, w, o1 * scale), ex, size), _store_data(st, w, d1, ex, size, "dword"))
     return store2
+  if kind in ("load_addtid_b32", "store_addtid_b32"):   # LDS[M0[15:0] + offset + lane * 4]
+    def addtid(st: Waves, w):
+      ex = st.exec_lanes(w)
+      if not ex.any(): return
+      a = (st.s[125, w].astype(i64) & 0xffff)[:, None] + base_off + st.lane_ids[None, :].astype(i64) * 4
+      a = np.broadcast_to(a, ex.shape)
+      if kind.startswith("load"): _write_loaded(st, w, vdst, ex, _load(pieces(st, w, a, ex, 4), int(ex.sum()), 4), 4, False, "dword")
+      else: _store(pieces(st, w, a, ex, 4), _store_data(st, w, d0, ex, 4, "dword"))
+    return addtid
+  m = re.match(r"storexchg_2addr_(stride64_)?rtn_b(32|64)$", kind)
+  if m:   # two exchanges: data0 at offset0, data1 at offset1; the old values come back in vdst (then vdst + size)
+    size = int(m.group(2)) // 8
+    scale = size * (64 if m.group(1) else 1)
+    nd = size // 4
+    def xchg2(st: Waves, w):
+      ex = st.exec_lanes(w)
+      if not ex.any(): return
+      n = int(ex.sum())
+      olds = []
+      for o, d in ((o0, d0), (o1, d1)):
+        p = pieces(st, w, address(st, w, o * scale), ex, size)
+        olds.append(_load(p, n, size))
+        _store(p, _store_data(st, w, d, ex, size, "dword"))
+      _write_loaded(st, w, vdst, ex, np.concatenate(olds, axis=1), 2 * size, False, "dword")
+    return xchg2
+  if kind == "condxchg32_rtn_b64":   # per dword of data: bit 31 set -> store its low 31 bits; the old dwords return
+    def condxchg(st: Waves, w):
+      ex = st.exec_lanes(w)
+      if not ex.any(): return
+      a = address(st, w, base_off) & 0xfff8
+      olds = []
+      for half in range(2):
+        p = pieces(st, w, a + 4 * half, ex, 4)
+        old = _load(p, int(ex.sum()), 4)
+        new = st.v[d0 + half][w][ex]
+        _store(p, np.where((new >> u32(31)) == 1, new & u32(0x7fffffff), old[:, 0])[:, None])
+        olds.append(old)
+      _write_loaded(st, w, vdst, ex, np.concatenate(olds, axis=1), 8, False, "dword")
+    return condxchg
   if kind.startswith(("load_", "store_")) and "addtid" not in kind:
     # DS spells d16 as a suffix (ds_load_u16_d16_hi, ds_store_b8_d16_hi): the GLOBAL order for _shape
     m16 = re.match(r"(load|store)_(\w+?)_(d16_hi|d16)$", kind)
@@ -370,15 +477,13 @@ def build_ds(ins, pc: int):
   if kind == "swizzle_b32": return _ds_swizzle(v, pc)
   if kind in ("append", "consume"): return _ds_append(kind, v, pc)
   base = kind.replace("_rtn", "")
-  m = re.match(r"(cmpstore|storexchg|mskor|add|sub|rsub|inc|dec|min|max|and|or|xor)_(u32|i32|b32|f32|u64|i64|b64|f64)$", base)
+  m = re.match(r"(cmpstore|storexchg|mskor|wrap|add|sub|rsub|inc|dec|min|max|min_num|max_num|and|or|xor|cond_sub|sub_clamp|pk_add)_"
+               r"(u32|i32|b32|f32|u64|i64|b64|f64|f16|bf16)$", base)
   if m:
     returns = "_rtn" in kind
-    core, t = m.group(1), m.group(2)
+    op, t = atomic_op(m.group(1), m.group(2)), m.group(2)
     bits = 64 if t.endswith("64") else 32
-    op = {"storexchg": "swap", "cmpstore": "cmpswap"}.get(core, core)
-    if t[0] == "f" and op not in ("swap", "cmpswap"): op = f"{op}_{t}"
-    elif op in ("min", "max"): op = ("s" if t[0] == "i" else "u") + op
-    if op not in ATOMIC_OPS and op not in ("cmpswap", "mskor"): return None
+    if op is None: return None
     nd = bits // 32
     def datom(st: Waves, w):
       ex = st.exec_lanes(w)
@@ -387,7 +492,7 @@ def build_ds(ins, pc: int):
         lo = st.v[r][w][ex].astype(u64)
         return lo | (st.v[r + 1][w][ex].astype(u64) << u64(32)) if bits == 64 else lo
       src = val(d0)
-      cmp = val(d1) if op in ("cmpswap", "mskor") else None   # gfx11 ds_cmpstore: data0 is the new value, data1 the compare value
+      cmp = val(d1) if op in ("cmpswap", "mskor", "wrap") else None   # gfx11 ds_cmpstore: data0 is the new value, data1 the compare value
       (buf, offs, _), = pieces(st, w, address(st, w, base_off), ex, bits // 8)
       old = atomic(buf, offs, src, cmp, op, bits)
       if returns:
@@ -431,20 +536,15 @@ def _ds_append(kind, v, pc):
   return op
 
 
-# ---- MUBUF (buffer resource V# in 4 SGPRs) -----------------------------------------------------------------------
-def build_mubuf(ins, pc: int):
-  """buffer_load/store (and the cache invalidates) with a V#: base, stride, num_records and its range check; an
-  out-of-range lane loads 0 and its store is dropped (AMDGPUUsage relies on this for buffer bounds)."""
-  name, v = ins.opcode.mnemonic, ins.values
-  if name in ("buffer_gl0_inv", "buffer_gl1_inv"): return lambda st, w: None   # caches: nothing to invalidate in order
-  m = re.match(r"buffer_(load|store)_(d16_hi_|d16_)?(b8|b16|b32|b64|b96|b128|u8|i8|u16|i16)$", name)
-  am = re.match(r"buffer_atomic_(\w+?)_(u32|i32|b32|f32|u64|i64|b64)$", name)
-  if (not m and not am) or v.get("lds", 0) or v.get("tfe", 0): return None
-  nbytes = _shape(name.split("_", 1)[1])[0] if m else (8 if am.group(2).endswith("64") else 4)
-  rsrc = scalar_reader(v["srsrc"] * 4, 64), scalar_reader(v["srsrc"] * 4 + 2, 64)
+# ---- MUBUF / MTBUF (buffer resource V# in 4 SGPRs) -----------------------------------------------------------------
+def _buffer_address(v, pc: int):
+  """address(st, w, ex, nbytes) -> (addresses, lanes in range) for a MUBUF/MTBUF instruction: V# base, stride and
+  num_records with gfx10+'s OOB_SELECT range check; an out-of-range lane loads 0 and its store is dropped."""
+  rs = _pick(v, "srsrc", "rsrc")
+  rsrc = scalar_reader(rs * 4, 64), scalar_reader(rs * 4 + 2, 64)
   soff = scalar_reader(v["soffset"]) if v["soffset"] != NULL else None
-  offen, idxen, inst_off, vaddr = bool(v["offen"]), bool(v["idxen"]), v["offset"], v["vaddr"]
-  def address(st: Waves, w, ex):
+  offen, idxen, inst_off, vaddr = bool(v["offen"]), bool(v["idxen"]), _pick(v, "offset", "ioffset"), v["vaddr"]
+  def address(st: Waves, w, ex, nbytes):
     d01, d23 = rsrc[0](st, w), rsrc[1](st, w)
     base = (d01 & u64(0xffffffffffff))[:, None]
     stride = ((d01 >> u64(48)) & u64(0x3fff)).astype(i64)[:, None]
@@ -460,21 +560,41 @@ def build_mubuf(ins, pc: int):
     if not idxen and not offen: inside = np.broadcast_to(np.where(oob_sel == 3, True, inst_off + nbytes <= num), ex.shape)
     addr = base + (so + off + index * stride).astype(u64)
     return addr, ex & inside
+  return address
+
+
+_FORMAT_OP = re.compile(r"t?buffer_(load|store)_(d16_)?(hi_)?format_(x|xy|xyz|xyzw)$")
+
+
+def build_mubuf(ins, pc: int):
+  """buffer_load/store (and the cache invalidates) with a V#: base, stride, num_records and its range check; an
+  out-of-range lane loads 0 and its store is dropped (AMDGPUUsage relies on this for buffer bounds). Formatted
+  loads/stores (buffer_*_format_*, MTBUF's tbuffer_*) convert through the buffer format (buffer_formats.py): the
+  V#'s FORMAT (dword 3 bits 18:12) for MUBUF, the instruction's for MTBUF."""
+  name, v = ins.opcode.mnemonic, ins.values
+  if name in ("buffer_gl0_inv", "buffer_gl1_inv"): return lambda st, w: None   # caches: nothing to invalidate in order
+  if v.get("lds", 0) or v.get("tfe", 0): return None
+  fm = _FORMAT_OP.match(name)
+  if fm: return _build_format(ins, fm, pc)
+  m = re.match(r"buffer_(load|store)_(d16_hi_|d16_)?(b8|b16|b32|b64|b96|b128|u8|i8|u16|i16)$", name)
+  am = re.match(r"buffer_atomic_(\w+?)_" + _ATOMIC_TYPES + "$", name)
+  if not m and not am: return None
+  nbytes = _shape(name.split("_", 1)[1])[0] if m else (8 if am.group(2).endswith("64") else 4)
+  address = _buffer_address(v, pc)
   if am:
-    op, t = am.group(1), am.group(2)
-    if t[0] == "f": op = f"{op}_{t}" if op != "cmpswap" else op
-    elif op in ("min", "max"): op = ("s" if t[0] == "i" else "u") + op
-    if op not in ATOMIC_OPS and op != "cmpswap": return None
-    addr_only = lambda st, w: address(st, w, st.exec_lanes(w))[0]
-    in_range = lambda st, w, ex: address(st, w, ex)[1]
+    op = atomic_op(am.group(1), am.group(2))
+    if op is None or op in ("mskor", "wrap"): return None
+    addr_only = lambda st, w: address(st, w, st.exec_lanes(w), nbytes)[0]
+    in_range = lambda st, w, ex: address(st, w, ex, nbytes)[1]
     pieces = lambda st, w, a, ex, size, write: st.mem.locate(a[ex], size, write, pc)
-    return _atomic_builder(op, nbytes * 8, v["vdata"], v["vdata"], bool(v.get("glc", 0)), addr_only, pieces, in_range)
+    returns = bool(v.get("glc", 0)) or bool(v.get("th", 0) & 1)   # gfx12: TH_ATOMIC_RETURN
+    return _atomic_builder(op, nbytes * 8, v["vdata"], v["vdata"], returns, addr_only, pieces, in_range)
   signed, mode = _shape(name.split("_", 1)[1])[1:]
   if m.group(1) == "load":
     vdst = v["vdata"]
     def load(st: Waves, w):
       ex = st.exec_lanes(w)
-      addr, ok = address(st, w, ex)
+      addr, ok = address(st, w, ex, nbytes)
       data = _load(st.mem.locate(addr[ok], nbytes, False, pc), int(ok.sum()), nbytes) if ok.any() else None
       full = np.zeros((int(ex.sum()),) + ((nbytes // 4,) if nbytes % 4 == 0 else (nbytes,)), u32 if nbytes % 4 == 0 else u8)
       if data is not None: full[ok[ex]] = data
@@ -483,6 +603,59 @@ def build_mubuf(ins, pc: int):
   data_reg = v["vdata"]
   def store(st: Waves, w):
     ex = st.exec_lanes(w)
-    addr, ok = address(st, w, ex)
+    addr, ok = address(st, w, ex, nbytes)
     if ok.any(): _store(st.mem.locate(addr[ok], nbytes, True, pc), _store_data(st, w, data_reg, ok, nbytes, mode))
   return store
+
+
+def _build_format(ins, fm, pc: int):
+  """Formatted buffer load/store of 1-4 components (d16: two 16-bit components per VGPR; d16_hi: the high half)."""
+  from hcq.asm.emu import buffer_formats as BF
+  v = ins.values
+  load, d16, hi, ncomp = fm.group(1) == "load", bool(fm.group(2)), bool(fm.group(3)), len(fm.group(4))
+  address = _buffer_address(v, pc)
+  vdata = v["vdata"]
+  # tbuffer_*: the format is in the instruction (checked when built); buffer_*_format_*: in each wave's V#
+  fixed = BF.buffer_format(v["format"]) if ins.opcode.mnemonic.startswith("tbuffer") else None
+  rsrc_hi = scalar_reader(_pick(v, "srsrc", "rsrc") * 4 + 3)
+  def formats(st: Waves, w):
+    """(format, waves) groups: MTBUF has one; MUBUF reads each wave's V# FORMAT."""
+    if fixed is not None: return [(fixed, w)]
+    nums = (rsrc_hi(st, w) >> u32(12)) & u32(0x7f)
+    waves = np.arange(st.count)[w]
+    return [(BF.buffer_format(int(n)), waves[nums == n]) for n in np.unique(nums).tolist()]
+  def regs_of(component: int) -> tuple[int, int]:   # (VGPR, 16-bit half or -1 for the whole dword)
+    if not d16: return vdata + component, -1
+    if hi: return vdata, 1
+    return vdata + component // 2, component & 1
+  def run(st: Waves, w):
+    for fmt, ws in formats(st, w):
+      ex = st.exec_lanes(ws)
+      if not ex.any(): continue
+      addr, ok = address(st, ws, ex, fmt.size)
+      n = int(ex.sum())
+      if load:
+        raw = np.zeros((n, fmt.size), u8)
+        if ok.any(): raw[ok[ex]] = _load(st.mem.locate(addr[ok], fmt.size, False, pc), int(ok.sum()), fmt.size).view(u8).reshape(-1, fmt.size)
+        comps = BF.unpack(fmt, raw)
+        for c in range(ncomp):
+          val = BF.to_value(fmt, comps[c], fmt.bits[c], d16) if c < len(fmt.bits) else np.full(n, BF.default(fmt, c, d16), u32)
+          val = np.where(ok[ex], val, u32(0))   # out of range: 0 (the format's defaults do not apply)
+          reg, half = regs_of(c)
+          col = st.v[reg][ws].copy()
+          if half < 0: col[ex] = val
+          else:
+            sh = u32(16 * half)
+            col[ex] = (col[ex] & ~(u32(0xffff) << sh)) | ((val & u32(0xffff)) << sh)
+          write_vgpr(st, reg, ws, col, ex)
+      else:
+        if not ok.any(): continue
+        comps = []
+        for c in range(len(fmt.bits)):
+          if c >= ncomp: comps.append(np.zeros(int(ok.sum()), u64)); continue
+          reg, half = regs_of(c)
+          x = st.v[reg][ws][ok]
+          if half >= 0: x = (x >> u32(16 * half)) & u32(0xffff)
+          comps.append(BF.from_value(fmt, x, fmt.bits[c], d16))
+        _store(st.mem.locate(addr[ok], fmt.size, True, pc), BF.pack(fmt, comps))
+  return run

@@ -118,6 +118,11 @@ for _bits in (32, 64):
     SOP2[f"s_{_n}_b{_bits}"] = (_bits, _logic(_f, _bits))
   SOP2[f"s_lshl_b{_bits}"] = (_bits, _logic(lambda a, b, bb=_bits: a << (b & u64(bb - 1)), _bits))
   SOP2[f"s_lshr_b{_bits}"] = (_bits, _logic(lambda a, b, bb=_bits: a >> (b & u64(bb - 1)), _bits))
+# gfx12 spellings of gfx11 ops, and its 64-bit adds and multiply
+SOP2.update({"s_add_co_u32": SOP2["s_add_u32"], "s_sub_co_u32": SOP2["s_sub_u32"], "s_add_co_ci_u32": SOP2["s_addc_u32"],
+             "s_sub_co_ci_u32": SOP2["s_subb_u32"], "s_add_co_i32": SOP2["s_add_i32"], "s_sub_co_i32": SOP2["s_sub_i32"],
+             "s_add_nc_u64": (64, lambda a, b, c: (a + b, None)), "s_sub_nc_u64": (64, lambda a, b, c: (a - b, None)),
+             "s_mul_u64": (64, lambda a, b, c: (a * b, None))})
 SOP2["s_ashr_i32"] = (32, _logic(lambda a, b: (_s32(a) >> (b & u64(31)).astype(i64)).astype(u64), 32))
 SOP2["s_ashr_i64"] = (64, _logic(lambda a, b: (a.astype(i64) >> (b & u64(63)).astype(i64)).astype(u64), 64))
 
@@ -205,6 +210,7 @@ def _exec_bits(st: Waves) -> int: return st.lanes
 def build(ins, pc: int):
   name, fmt, v = ins.opcode.mnemonic, ins.opcode.fmt.name, ins.values
   lit = ins.literal
+  if name in SALU_FLOAT: return _build_float(ins, name, fmt, v, lit)
   if fmt == "SOP2" and name in SOP2:
     bits, fn = SOP2[name]
     ra, rb = scalar_reader(v["ssrc0"], bits, False, lit), scalar_reader(v["ssrc1"], bits, False, lit)
@@ -265,6 +271,21 @@ def _build_sop1(ins, name, v, lit):
         st.s[(dst + m0 + j) if not reads else np.full(len(waves), dst + j), waves] = val
       st.exec_written()
     return movrel
+  if name == "s_barrier_signal": return lambda st, w: None   # gfx12: the wave parks at s_barrier_wait (ops_flow)
+  if name == "s_barrier_signal_isfirst":   # SCC = 1 for the first wave of its workgroup to signal (the lowest, in lockstep)
+    def isfirst(st: Waves, w):
+      waves = np.arange(st.count)[w]
+      wg = st.wg[waves]
+      st.scc[waves] = np.r_[True, wg[1:] != wg[:-1]].astype(u32)
+    return isfirst
+  if name == "s_movrelsd_2_b32":   # s[sdst + M0[25:16]] = s[ssrc0 + M0[9:0]]
+    src, dst = v["ssrc0"], v["sdst"]
+    def movrel2(st: Waves, w):
+      waves = np.arange(st.count)[w]
+      m0 = st.s[125, w].astype(np.int64)
+      st.s[dst + ((m0 >> 16) & 0x3ff), waves] = st.s[src + (m0 & 0x3ff), waves]
+      st.exec_written()
+    return movrel2
   if name in ("s_sendmsg_rtn_b32", "s_sendmsg_rtn_b64"):
     msg, bits = v["ssrc0"], 64 if name.endswith("64") else 32
     wd = scalar_writer(v["sdst"], bits)
@@ -318,6 +339,7 @@ def _build_sopk(ins, name, v, lit, pc):
       r, scc = _add_i32(a, u64(ks & 0xffffffff), None)
       wd(st, w, r); st.scc[w] = scc
     return addk
+  if name == "s_addk_co_i32": return _build_sopk(ins, "s_addk_i32", v, lit, pc)
   if name == "s_mulk_i32":
     ra, wd = scalar_reader(sd), scalar_writer(sd)
     return lambda st, w: wd(st, w, (ra(st, w).astype(u64) * u64(ks & 0xffffffff)) & M32)
@@ -348,3 +370,54 @@ def _build_sopk(ins, name, v, lit, pc):
     call.branch = True
     return call
   return None
+
+
+# ---- gfx12 SALU float ops: the VALU's semantics (ops_valu.OPS, MODE's denormal flushing) on one value per wave ----
+_SALU_FROM_VALU = {f"s_{op}_{t}": f"v_{op}_{t}" for t in ("f32", "f16") for op in ("add", "sub", "mul", "min_num", "max_num", "minimum",
+                                                                                      "maximum", "ceil", "floor", "trunc", "rndne")}
+_SALU_FROM_VALU.update({"s_cvt_f32_i32": "v_cvt_f32_i32", "s_cvt_f32_u32": "v_cvt_f32_u32", "s_cvt_i32_f32": "v_cvt_i32_f32",
+                        "s_cvt_u32_f32": "v_cvt_u32_f32", "s_cvt_f16_f32": "v_cvt_f16_f32", "s_cvt_f32_f16": "v_cvt_f32_f16",
+                        "s_cvt_pk_rtz_f16_f32": "v_cvt_pk_rtz_f16_f32", "s_cvt_hi_f32_f16": "v_cvt_f32_f16",
+                        "s_fmac_f32": "v_fma_f32", "s_fmac_f16": "v_fma_f16", "s_fmaak_f32": "v_fma_f32", "s_fmamk_f32": "v_fma_f32"})
+_SCMP = {f"s_cmp_{c}_{t}": (f"v_cmp_{c}_{t}") for t in ("f32", "f16") for c in ("lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge",
+                                                                                 "nlg", "ngt", "nle", "neq", "nlt")}
+SALU_FLOAT = set(_SALU_FROM_VALU) | set(_SCMP)
+
+
+def _build_float(ins, name, fmt, v, lit):
+  from hcq.asm.emu import numerics as N
+  from hcq.asm.emu.ops_valu import CMPS, OPS, ROUNDED, directed, round_shift
+  if name in _SCMP:
+    (ta, tb), fn = CMPS[_SCMP[name]]
+    ra, rb = _float_reader(v["ssrc0"], ta, lit), _float_reader(v["ssrc1"], tb, lit)
+    def scmp(st: Waves, w): st.scc[w] = fn(ra(st, w), rb(st, w)).astype(u32)
+    return scmp
+  vname = _SALU_FROM_VALU[name]
+  dt, sts, fn = OPS[vname]
+  hi = name == "s_cvt_hi_f32_f16"
+  shift = round_shift(dt)
+  rmask, dfn = (3 << shift, directed(vname, dt, fn)) if vname in ROUNDED else (0, None)
+  rfn = lambda st, *xs: fn(*xs) if not st.round & rmask else dfn((st.round >> shift) & 3, *xs)
+  k = N.bits_to(np.array((lit or 0) & (0xffffffff if sts[0] == "f32" else 0xffff), u32), sts[0]) if name in ("s_fmaak_f32", "s_fmamk_f32") else None
+  srcs = [v["ssrc0"]] + ([v["ssrc1"]] if "ssrc1" in v else [])
+  readers = [_float_reader(e, t, lit, hi) for e, t in zip(srcs, sts)]
+  if name.startswith("s_fmac"): readers.append(_float_reader(v["sdst"], sts[0], None))
+  if name == "s_fmaak_f32": readers.append(lambda st, w: k)
+  if name == "s_fmamk_f32": readers = [readers[0], lambda st, w: k, readers[1]]
+  wd = scalar_writer(v["sdst"])
+  ftz_out = N.ftz_bits(dt)[1]
+  def sfloat(st: Waves, w):
+    x = N.canonical_nan(rfn(st, *(r(st, w) for r in readers)))
+    if st.ftz & ftz_out: x = N.flush_denormals(x)
+    wd(st, w, np.broadcast_to(N.to_bits(x, dt), np.shape(st.scc[w])).astype(u32))   # 16-bit results: high half zero
+  return sfloat
+
+
+def _float_reader(enc, t, lit, hi=False):
+  from hcq.asm.emu import numerics as N
+  raw = scalar_reader(enc, 32, t in N.FLOATS, lit)
+  ftz_in = N.ftz_bits(t)[0]
+  def read(st: Waves, w):
+    x = N.bits_to(raw(st, w), t, hi)
+    return N.flush_denormals(x) if st.ftz & ftz_in else x
+  return read

@@ -12,10 +12,11 @@ import numpy as np
 from hcq.asm.emu import numerics as N
 from hcq.asm.emu.numerics import FLOATS, width
 from hcq.asm.emu.ops_vspecial import SPECIAL
+from hcq.asm.emu.operands import write_vgpr
 from hcq.asm.emu.valu_common import (base_name, dst_writer, is_hi16, output_modifiers, saturating, sources, true16_dst,
                                      true16_sources, typed_reader)
-from hcq.asm.emu.valu_math import (I24, U24, absdiff, bfe, bitreverse, clz, cls, ctz, cvt_pk_rtz, div_fixup, float_to_int16, fmax, fmin,
-                                   med3, norm16, pack16, perm, popcount, rcp, rsq, shift_mask, trig_preop, via_f64)
+from hcq.asm.emu.valu_math import (I24, U24, absdiff, bfe, cubeid, cubema, cubesc, cubetc, mullit, bitreverse, clz, cls, ctz, cvt_pk_rtz, div_fixup, float_to_int16, fmax, fmin,
+                                   fmaximum, fminimum, med3, norm16, pack16, perm, popcount, rcp, rsq, shift_mask, trig_preop, via_f64)
 from hcq.asm.emu.wave import EXEC, VCC, Waves
 
 u16, u32, u64, i32, i64 = np.uint16, np.uint32, np.uint64, np.int32, np.int64
@@ -41,6 +42,8 @@ OPS: dict[str, tuple] = {
   "v_sin_f32": (F, (F,), via_f64(lambda x: np.sin(x * 2 * np.pi), f32)), "v_cos_f32": (F, (F,), via_f64(lambda x: np.cos(x * 2 * np.pi), f32)),
   "v_frexp_mant_f32": (F, (F,), N.frexp_mant), "v_frexp_exp_i32_f32": (I, (F,), N.frexp_exp),
   "v_div_fixup_f32": (F, (F, F, F), div_fixup),
+  "v_cubeid_f32": (F, (F, F, F), cubeid), "v_cubesc_f32": (F, (F, F, F), cubesc), "v_cubetc_f32": (F, (F, F, F), cubetc),
+  "v_cubema_f32": (F, (F, F, F), cubema), "v_mullit_f32": (F, (F, F, F), mullit),
   # f16
   "v_add_f16": ("f16", ("f16", "f16"), np.add), "v_sub_f16": ("f16", ("f16", "f16"), np.subtract),
   "v_subrev_f16": ("f16", ("f16", "f16"), lambda a, b: b - a), "v_mul_f16": ("f16", ("f16", "f16"), np.multiply),
@@ -153,6 +156,28 @@ OPS: dict[str, tuple] = {
   "v_med3_i16": ("i16", ("i16",) * 3, lambda a, b, c: med3(a, b, c, np.minimum, np.maximum)), "v_med3_u16": ("u16", ("u16",) * 3, lambda a, b, c: med3(a, b, c, np.minimum, np.maximum)),
 }
 
+# gfx9 (GCN): the unfused multiply-adds (product rounded, then the sum), the f64 fmac, and gfx940's 64-bit shift-add
+OPS.update({
+  "v_mad_f32": (F, (F, F, F), lambda a, b, c: (a * b) + c), "v_mac_f32": (F, (F, F, F), lambda a, b, c: (a * b) + c),
+  "v_mad_f16": ("f16", ("f16",) * 3, lambda a, b, c: (a * b) + c), "v_mac_f16": ("f16", ("f16",) * 3, lambda a, b, c: (a * b) + c),
+  "v_fmac_f64": ("f64", ("f64",) * 3, N.fma64),
+  "v_mov_b64": ("u64", ("u64",), lambda a: a), "v_subrev_u16": ("u16", ("u16", "u16"), lambda a, b: b - a),
+  "v_lshl_add_u64": ("u64", ("u64", U, "u64"), lambda a, b, c: (a << (b & u32(7)).astype(u64)) + c),
+})
+
+# gfx12: min/max renamed _num (IEEE maximumNumber, as gfx11's IEEE-mode min/max), and NaN-propagating minimum/maximum
+for _t in ("f16", "f32", "f64"):
+  OPS[f"v_min_num_{_t}"], OPS[f"v_max_num_{_t}"] = OPS[f"v_min_{_t}"], OPS[f"v_max_{_t}"]
+  OPS[f"v_minimum_{_t}"], OPS[f"v_maximum_{_t}"] = (_t, (_t, _t), fminimum), (_t, (_t, _t), fmaximum)
+for _t in ("f16", "f32"):
+  _3 = (_t,) * 3
+  OPS.update({f"v_min3_num_{_t}": OPS[f"v_min3_{_t}"], f"v_max3_num_{_t}": OPS[f"v_max3_{_t}"], f"v_med3_num_{_t}": OPS[f"v_med3_{_t}"],
+              f"v_minmax_num_{_t}": OPS[f"v_minmax_{_t}"], f"v_maxmin_num_{_t}": OPS[f"v_maxmin_{_t}"],
+              f"v_minimum3_{_t}": (_t, _3, lambda a, b, c: fminimum(fminimum(a, b), c)),
+              f"v_maximum3_{_t}": (_t, _3, lambda a, b, c: fmaximum(fmaximum(a, b), c)),
+              f"v_minimummaximum_{_t}": (_t, _3, lambda a, b, c: fmaximum(fminimum(a, b), c)),
+              f"v_maximumminimum_{_t}": (_t, _3, lambda a, b, c: fminimum(fmaximum(a, b), c))})
+
 # compares: VOPC (to VCC), VOP3 (to an SGPR), v_cmpx (to EXEC)
 _FCMP = {"f": lambda a, b: np.zeros(np.broadcast(a, b).shape, bool), "lt": np.less, "eq": np.equal, "le": np.less_equal, "gt": np.greater,
          "lg": lambda a, b: (a < b) | (a > b), "ge": np.greater_equal, "o": lambda a, b: ~np.isnan(a) & ~np.isnan(b),
@@ -169,6 +194,56 @@ for _t in ("i16", "u16", "i32", "u32", "i64", "u64"):
   for _k, _f in _ICMP.items(): CMPS[f"v_cmp_{_k}_{_t}"] = ((_t, _t), _f)
 CMPS.update({"v_cmpx" + k[5:]: v for k, v in list(CMPS.items())})
 
+# ops MODE.FP_ROUND applies to (the f32 field for f32 results, the f16/f64 field for the others): name -> the exact
+# result as an f64 pair (hi, err) from the typed sources; round_directed rounds it. Round to nearest even (mode 0)
+# keeps the plain OPS path.
+def _f64s(*xs): return [np.asarray(x).astype(f64) for x in xs]
+def _x_add(a, b): return N.two_sum(*_f64s(a, b))
+def _x_sub(a, b): return N.two_sum(*_f64s(a, -b))
+def _x_mul(a, b):   # f32/f16: the f64 product is exact
+  a, b = _f64s(a, b)
+  p = a * b
+  return p, np.zeros_like(p)
+def _x_mul64(a, b): return N.two_prod(a, b)
+def _x_fma(a, b, c): a, b, c = _f64s(a, b, c); return N.two_sum(a * b, c)   # f32/f16: the f64 product is exact
+def _x_fma64(a, b, c):
+  r = N.fma64(a, b, c)
+  return r, N.fma64_residual_sign(a, b, c, r)
+def _x_exact(a): return np.asarray(a).astype(f64), np.zeros(np.shape(a))
+ROUNDED = {
+  "v_add_f32": _x_add, "v_sub_f32": _x_sub, "v_subrev_f32": lambda a, b: _x_sub(b, a), "v_mul_f32": _x_mul,
+  "v_fma_f32": _x_fma, "v_fmac_f32": _x_fma, "v_add_f16": _x_add, "v_sub_f16": _x_sub, "v_subrev_f16": lambda a, b: _x_sub(b, a),
+  "v_mul_f16": _x_mul, "v_fma_f16": _x_fma, "v_fmac_f16": _x_fma,
+  "v_add_f64": lambda a, b: N.two_sum(a, b), "v_mul_f64": _x_mul64, "v_fma_f64": _x_fma64,
+  "v_cvt_f32_f64": _x_exact, "v_cvt_f32_i32": _x_exact, "v_cvt_f32_u32": _x_exact, "v_cvt_f16_f32": _x_exact,
+  "v_cvt_f16_i16": _x_exact, "v_cvt_f16_u16": _x_exact,
+}
+
+
+# an exact zero sum is -0 when rounding toward -inf (IEEE 754 6.3) unless every addend is +0: -(RN(-x + -y)) gives that
+_NEGATED = {"add": lambda a, b: (-a, -b), "sub": lambda a, b: (-a, -b), "subrev": lambda a, b: (-a, -b), "fma": lambda a, b, c: (-a, b, -c),
+            "fmac": lambda a, b, c: (-a, b, -c)}
+
+
+def round_shift(dt: str) -> int:
+  """Where MODE.FP_ROUND keeps the mode for results of type dt: bits 1:0 for f32, 3:2 for f16 and f64."""
+  return 0 if dt == "f32" else 2
+
+
+def directed(name: str, dt: str, fn):
+  """fn under a MODE.FP_ROUND other than nearest even: (mode, *typed sources) -> typed result."""
+  exact, npt = ROUNDED[name], N.TYPES[dt][1]
+  negated = _NEGATED.get(name.split("_")[1])
+  def f(mode, *xs):
+    hi, err = exact(*xs)
+    r = N.round_directed(hi, err, npt, mode)
+    if mode == 2 and negated is not None:
+      zero = (hi == 0) & (err == 0)
+      if zero.any(): r = np.where(zero, -fn(*negated(*xs)), r).astype(npt)
+    return r
+  return f
+
+
 def build(ins, pc: int):
   """A closure running one VALU instruction on waves `w` of a Waves batch."""
   name, fmt, v = base_name(ins.opcode.mnemonic), ins.opcode.fmt.name, ins.values
@@ -181,32 +256,49 @@ def build(ins, pc: int):
   absm, negm, opsel = v.get("abs", 0), v.get("neg", 0), v.get("opsel", 0)
   vdst, dst_hi = v["vdst"], bool(opsel >> 3 & 1)
   his = [bool(opsel >> i & 1) for i in range(3)]
-  if fmt in ("VOP1", "VOP2"):
+  gfx9 = getattr(ins, "gfx9", False)
+  if fmt in ("VOP1", "VOP2") and not gfx9:   # gfx9 has no true16: v128-v255 are whole registers
     srcs, his[:len(srcs)], (vdst, dst_hi) = true16_sources(srcs, sts), [is_hi16(e, t) for e, t in zip(srcs, sts)], true16_dst(vdst, dt)
-  if name in ("v_fmac_f32", "v_fmac_f16", "v_fmac_dx9_zero_f32"):
+  if name in ("v_fmac_f32", "v_fmac_f16", "v_fmac_dx9_zero_f32", "v_fmac_f64", "v_mac_f32", "v_mac_f16"):
     srcs, his = srcs[:2] + [vdst + 256], his[:2] + [dst_hi]
   readers = [typed_reader(srcs[i], t, lit, his[i], bool(absm >> i & 1), bool(negm >> i & 1)) for i, t in enumerate(sts)]
   post = output_modifiers(dt, bool(v.get("clamp", 0)), v.get("omod", 0))
   if v.get("clamp", 0) and dt not in FLOATS and width(dt) <= 32:
     fn = saturating(fn, dt)
   write = dst_writer(dt, vdst, dst_hi)
+  if gfx9 and width(dt) == 16 and not dst_hi: write = _zero_high(write, vdst)
+  # MODE.FP_ROUND: one test per call (rmask is 0 for ops it does not apply to); the directed path is separate
+  shift = round_shift(dt)
+  rmask, rfn = (3 << shift, directed(name, dt, fn)) if name in ROUNDED else (0, None)
   if len(readers) == 1:
     r0, = readers
     def op1(st: Waves, w):
-      x = fn(r0(st, w))
+      a = r0(st, w)
+      x = fn(a) if not st.round & rmask else rfn((st.round >> shift) & 3, a)
       write(st, w, post(x) if post else x, st.exec_lanes(w))
     return op1
   if len(readers) == 2:
     r0, r1 = readers
     def op2(st: Waves, w):
-      x = fn(r0(st, w), r1(st, w))
+      a, b = r0(st, w), r1(st, w)
+      x = fn(a, b) if not st.round & rmask else rfn((st.round >> shift) & 3, a, b)
       write(st, w, post(x) if post else x, st.exec_lanes(w))
     return op2
   r0, r1, r2 = readers
   def op3(st: Waves, w):
-    x = fn(r0(st, w), r1(st, w), r2(st, w))
+    a, b, c = r0(st, w), r1(st, w), r2(st, w)
+    x = fn(a, b, c) if not st.round & rmask else rfn((st.round >> shift) & 3, a, b, c)
     write(st, w, post(x) if post else x, st.exec_lanes(w))
   return op3
+
+
+def _zero_high(write, vdst: int):
+  """gfx9: a 16-bit VALU result (no SDWA, no op_sel to the high half) zeroes bits 31:16 of its VGPR (gfx10+ keep
+  them; LLVM's GCNSubtarget::zeroesHigh16BitsOfDest)."""
+  def w(st, wv, x, ex):
+    write(st, wv, x, ex)
+    write_vgpr(st, vdst, wv, st.v[vdst][wv] & u32(0xffff), ex)
+  return w
 
 
 def _build_cmp(ins, name):
@@ -215,14 +307,17 @@ def _build_cmp(ins, name):
   srcs = sources(ins)
   absm, negm, opsel = v.get("abs", 0), v.get("neg", 0), v.get("opsel", 0)
   his = [bool(opsel & 1), bool(opsel & 2)]
-  if fmt == "VOPC": srcs, his = true16_sources(srcs, (ta, tb)), [is_hi16(e, t) for e, t in zip(srcs, (ta, tb))]
+  gfx9 = getattr(ins, "gfx9", False)
+  if fmt == "VOPC" and not gfx9: srcs, his = true16_sources(srcs, (ta, tb)), [is_hi16(e, t) for e, t in zip(srcs, (ta, tb))]
   flush = "class" not in name   # v_cmp_class reports denormals whatever the mode
   ra = typed_reader(srcs[0], ta, ins.literal, his[0], bool(absm & 1), bool(negm & 1), flush)
   rb = typed_reader(srcs[1], tb, ins.literal, his[1], bool(absm & 2), bool(negm & 2), flush)
   cmpx = name.startswith("v_cmpx")
   sdst = EXEC if cmpx else (VCC if fmt == "VOPC" else v["vdst"])
+  also = (VCC if fmt == "VOPC" else v["vdst"]) if cmpx and gfx9 else None   # gfx9's v_cmpx writes VCC/sdst and EXEC
   def op(st: Waves, w):
     ex = st.exec_lanes(w)
-    res = np.broadcast_to(fn(ra(st, w), rb(st, w)), ex.shape) & ex
-    st.set_mask(sdst, w, st.mask_of(res))
+    res = st.mask_of(np.broadcast_to(fn(ra(st, w), rb(st, w)), ex.shape) & ex)
+    if also is not None: st.set_mask(also, w, res)
+    st.set_mask(sdst, w, res)
   return op

@@ -138,9 +138,13 @@ def _build_fmak(ins, name):
   k = bits_to(np.array(ins.literal & (0xffff if t == "f16" else 0xffffffff), u32), t)
   mk = "fmamk" in name
   write = dst_writer(t, vdst, dst_hi)
+  from hcq.asm.emu.ops_valu import directed, round_shift   # MODE.FP_ROUND as for v_fma_*
+  shift, dfn = round_shift(t), directed(f"v_fma_{t}", t, fma)
   def op(st: Waves, w):
     a, b = r0(st, w), r1(st, w)
-    write(st, w, fma(a, k, b) if mk else fma(a, b, k), st.exec_lanes(w))
+    x, y, z = (a, k, b) if mk else (a, b, k)
+    mode = (st.round >> shift) & 3
+    write(st, w, fma(x, y, z) if not mode else dfn(mode, x, y, z), st.exec_lanes(w))
   return op
 
 
@@ -223,14 +227,19 @@ def _build_permlane16(ins, name):
   or of the other row of its 32 for x16. op_sel[0] fetches inactive lanes, op_sel[1] is bound_ctrl."""
   v = ins.values
   src, vdst = v["src0"] - 256, v["vdst"]
-  lo, hi = scalar_reader(v["src1"], 32, False, ins.literal), scalar_reader(v["src2"], 32, False, ins.literal)
+  lo = hi = None
+  if not name.endswith("_var_b32"): lo, hi = scalar_reader(v["src1"], 32, False, ins.literal), scalar_reader(v["src2"], 32, False, ins.literal)
   fi, bound = bool(v.get("opsel", 0) & 1), bool(v.get("opsel", 0) & 2)
   cross = "x16" in name
+  var = name.endswith("_var_b32")   # gfx12: each lane's selector is bits 3:0 of its own lane of VGPR src1
+  sel_reg = v["src1"] - 256 if var else None
   def op(st: Waves, w):
     ex = st.exec_lanes(w)
-    sel = (lo(st, w).astype(u64) | (hi(st, w).astype(u64) << u64(32)))[:, None]
     lane = np.arange(st.lanes)
-    nib = ((sel >> (u64(4) * (lane & 15).astype(u64))[None, :]) & u64(15)).astype(np.int64)
+    if var: nib = (st.v[sel_reg][w] & u32(15)).astype(np.int64)
+    else:
+      sel = (lo(st, w).astype(u64) | (hi(st, w).astype(u64) << u64(32)))[:, None]
+      nib = ((sel >> (u64(4) * (lane & 15).astype(u64))[None, :]) & u64(15)).astype(np.int64)
     row = (lane & ~15) ^ (16 if cross else 0)
     srcl = row[None, :] + nib
     k = np.arange(ex.shape[0])[:, None]
@@ -247,6 +256,7 @@ def _build_movrel(ins, name):
   v = ins.values
   src, dst = v["src0"], v["vdst"]
   rel_s, rel_d = name in ("v_movrels_b32", "v_movrelsd_b32"), name in ("v_movreld_b32", "v_movrelsd_b32")
+  if rel_s and src >= 512: return None   # DPP's permuted copy cannot be indexed by M0
   rd = None if rel_s else vector_reader(src, 32, False, ins.literal)
   def op(st: Waves, w):
     ex = st.exec_lanes(w)
@@ -259,6 +269,44 @@ def _build_movrel(ins, name):
       raise IndexError(f"{name}: M0 indexes past the {st.v.shape[0]} VGPRs the kernel allocated")
     cur = st.v[regs, waves]
     st.v[regs, waves] = np.where(ex, x, cur)
+  return op
+
+
+def _build_movrel2(ins, name):
+  """v_movrelsd_2_b32 (v[dst + M0[25:16]] = v[src + M0[9:0]]) and v_swaprel_b32 (swap those two), per wave."""
+  v = ins.values
+  if v["src0"] < 256 or v["src0"] >= 512: return None   # a VGPR source only (not DPP's permuted copy)
+  src, dst, swap = v["src0"] - 256, v["vdst"], name == "v_swaprel_b32"
+  def op(st: Waves, w):
+    ex = st.exec_lanes(w)
+    waves = np.arange(st.count)[w]
+    m0 = st.s[125, w].astype(np.int64)
+    rs, rd = src + (m0 & 0x3ff), dst + ((m0 >> 16) & 0x3ff)
+    if max(rs.max(), rd.max()) >= st.v.shape[0]: raise IndexError(f"{name}: M0 indexes past the {st.v.shape[0]} VGPRs the kernel allocated")
+    a, b = st.v[rs, waves].copy(), st.v[rd, waves].copy()
+    st.v[rd, waves] = np.where(ex, a, b)
+    if swap: st.v[rs, waves] = np.where(ex, b, st.v[rs, waves])
+  return op
+
+
+def _build_qsad(ins, name):
+  """v_qsad_pk_u16_u8, v_mqsad_pk_u16_u8 (64-bit result of four 16-bit SADs) and v_mqsad_u32_u8 (128-bit, four 32-bit)."""
+  from hcq.asm.emu.valu_math import quad_sad
+  v = ins.values
+  wide = name == "v_mqsad_u32_u8"
+  r0, r1 = vector_reader(v["src0"], 64, False, ins.literal), vector_reader(v["src1"], 32, False, ins.literal)
+  rc = [vector_reader(v["src2"] + i if v["src2"] >= 256 else v["src2"], 32, False, ins.literal) for i in range(4 if wide else 2)]
+  vdst, clamp = v["vdst"], bool(v.get("clamp", 0))
+  def op(st: Waves, w):
+    ex = st.exec_lanes(w)
+    a, b = np.broadcast_to(r0(st, w), ex.shape), np.broadcast_to(r1(st, w), ex.shape)
+    c = [np.broadcast_to(r(st, w), ex.shape).astype(u64) for r in rc]
+    acc = c if wide else [c[0] & u64(0xffff), c[0] >> u64(16), c[1] & u64(0xffff), c[1] >> u64(16)]
+    bits = 32 if wide else 16
+    res = quad_sad(a, b, acc, name != "v_qsad_pk_u16_u8", 62)
+    res = [np.minimum(x, (1 << bits) - 1) if clamp else x & ((1 << bits) - 1) for x in res]
+    words = res if wide else [res[0] | (res[1] << 16), res[2] | (res[3] << 16)]
+    for i, x in enumerate(words): write_vgpr(st, vdst + i, w, x.astype(u32), ex)
   return op
 
 
@@ -292,7 +340,54 @@ def _build_vop2_packed_acc(ins, name):
   return op
 
 
+def _build_scalar_trans(ins, name):
+  """gfx12 v_s_exp/log/rcp/rsq/sqrt_f32/f16: the VALU transcendental on an SGPR source, written to an SGPR."""
+  from hcq.asm.emu.ops_valu import OPS
+  dt, (t,), fn = OPS["v_" + name[4:]]
+  v = ins.values
+  rd = scalar_reader(v["src0"], 32, True, ins.literal)
+  wd = scalar_writer(v["vdst"])
+  absm, negm = v.get("abs", 0) & 1, v.get("neg", 0) & 1
+  fin, fout = N.ftz_bits(t)
+  def op(st: Waves, w):
+    x = bits_to(rd(st, w), t, bool(v.get("opsel", 0) & 1))
+    if st.ftz & fin: x = N.flush_denormals(x)
+    if absm: x = np.abs(x)
+    if negm: x = -x
+    r = N.canonical_nan(fn(x))
+    if st.ftz & fout: r = N.flush_denormals(r)
+    wd(st, w, to_bits(r, dt))
+  return op
+
+
+def _build_cvt_from_fp8(ins, name):
+  """gfx12 v_cvt_f32_fp8/bf8 (one byte: VOP3 byte_sel is op_sel[0] << 1 | op_sel[1]) and v_cvt_pk_f32_fp8/bf8 (two
+  bytes of the word op_sel[0] picks, into a VGPR pair); byte 0 / word 0 in the VOP1 and DPP forms."""
+  v = ins.values
+  kind = "fp8" if name.endswith("_fp8") else "bf8"
+  rd = vector_reader(v["src0"], 32, False, ins.literal)
+  opsel, vdst = v.get("opsel", 0), v["vdst"]
+  pk = name.startswith("v_cvt_pk_")
+  first = 2 * (opsel & 1) if pk else ((opsel & 1) << 1) | ((opsel >> 1) & 1)
+  def op(st: Waves, w):
+    ex = st.exec_lanes(w)
+    x = np.broadcast_to(rd(st, w), ex.shape)
+    out = [N.fp8_to_f32(x >> u32(8 * (first + i)), kind).view(u32) for i in range(2 if pk else 1)]   # before vdst (may be src) is written
+    for i, r in enumerate(out): write_vgpr(st, vdst + i, w, r, ex)
+  return op
+
+
 SPECIAL = {
+  "v_cvt_f32_fp8": _build_cvt_from_fp8, "v_cvt_f32_bf8": _build_cvt_from_fp8, "v_cvt_pk_f32_fp8": _build_cvt_from_fp8,
+  "v_cvt_pk_f32_bf8": _build_cvt_from_fp8,
+  "v_movrelsd_2_b32": _build_movrel2, "v_swaprel_b32": _build_movrel2,
+  "v_qsad_pk_u16_u8": _build_qsad, "v_mqsad_pk_u16_u8": _build_qsad, "v_mqsad_u32_u8": _build_qsad,
+  "v_s_exp_f32": _build_scalar_trans, "v_s_log_f32": _build_scalar_trans, "v_s_rcp_f32": _build_scalar_trans,
+  "v_s_rsq_f32": _build_scalar_trans, "v_s_sqrt_f32": _build_scalar_trans, "v_s_exp_f16": _build_scalar_trans,
+  "v_s_log_f16": _build_scalar_trans, "v_s_rcp_f16": _build_scalar_trans, "v_s_rsq_f16": _build_scalar_trans,
+  "v_s_sqrt_f16": _build_scalar_trans,
+  "v_permlane16_var_b32": _build_permlane16, "v_permlanex16_var_b32": _build_permlane16,
+  "v_mad_co_u64_u32": _build_mad64, "v_mad_co_i64_i32": _build_mad64,
   "v_dot2acc_f32_f16": _build_vop2_packed_acc, "v_pk_fmac_f16": _build_vop2_packed_acc,
   "v_movrels_b32": _build_movrel, "v_movreld_b32": _build_movrel, "v_movrelsd_b32": _build_movrel,
   "v_dot2_f16_f16": _build_dot2_16, "v_dot2_bf16_bf16": _build_dot2_16,

@@ -20,6 +20,7 @@ from hcq.asm.emu.operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI
 CODE_BASE = 0x7f0000000000   # where the code object image is mapped
 HEAP_BASE = 0x100000000      # buffers, kernargs and the dispatch packet, 4 GiB up
 ALIGN = 256
+EMULATED = ("gfx1100", "gfx1201", "gfx942")   # the architectures whose instructions the emulator runs
 
 
 @dataclass
@@ -61,9 +62,10 @@ def _natural_size(value: Any) -> int:
 
 
 def run(code_object: bytes | Any, args: Sequence[Any], global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] = (1, 1, 1),
-        arch: str = "gfx1100", kernel: str | None = None, max_instructions: int | None = None, trace: Callable | None = None,
+        arch: str | None = None, kernel: str | None = None, max_instructions: int | None = None, trace: Callable | None = None,
         trace_wave: int | None = None, dynamic_lds: int = 0, batch_bytes: int = 256 << 20) -> RunResult:
-  """Run `kernel` (default: the only one) of `code_object` over `global_size` workgroups of `local_size` work-items.
+  """Run `kernel` (default: the only one) of `code_object` over `global_size` workgroups of `local_size` work-items,
+  on the architecture the code object is for (`arch` checks it).
 
   `trace(wave, pc, text, writes)` is called for each instruction wave `trace_wave` executes; `max_instructions` stops a
   runaway dispatch with InstructionLimit (a WaveError with the wave's state). Workgroups run in lockstep batches of
@@ -72,7 +74,9 @@ def run(code_object: bytes | Any, args: Sequence[Any], global_size: Sequence[int
   from hcq.autogen import amdgpu_kd as kd
   from hcq.autogen import hsa
   co = code_object if isinstance(code_object, CodeObject) else read_code_object(bytes(code_object))
+  arch = arch or co.arch   # the code object's EF_AMDGPU_MACH
   if co.arch != arch: raise ValueError(f"code object is for {co.arch}, not {arch}")
+  if arch not in EMULATED: raise ValueError(f"the emulator runs {', '.join(EMULATED)}, not {arch}")
   if kernel is None:
     if len(co.kernels) != 1: raise ValueError(f"code object has kernels {sorted(co.kernels)}: pass kernel=")
     kernel = next(iter(co.kernels))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hcq.asm.emu.engine import Program, Stats, execute
+from hcq.asm.emu.gfx9 import GFX9_ARCHS
 from hcq.asm.emu.memory import VirtualMemory
 from hcq.asm.emu.wave import EXEC, Waves
 
@@ -18,7 +19,8 @@ def run_snippet(code: "str | bytes", s: dict[int, int] | None = None, v: dict[in
   """Assemble `code` (text, or machine code bytes), append s_endpgm, run it on `waves` waves and return their state.
 
   `s` maps SGPR number (operand encoding: 106 VCC_LO, 125 M0, ...) to a value for every wave (or a list, one per wave); `v` maps a VGPR to one
-  value or one per lane (the same for every wave)."""
+  value or one per lane (the same for every wave). gfx942: the AGPRs are the upper half of the `vgprs` registers
+  (a0 = v[vgprs // 2], as a kernel descriptor's accum_offset would put them)."""
   from hcq.asm.text import assemble
   data = (assemble(code, arch) if isinstance(code, str) else bytes(code)) + assemble("s_endpgm", arch)
   mem = mem or VirtualMemory()
@@ -36,7 +38,7 @@ def run_snippet(code: "str | bytes", s: dict[int, int] | None = None, v: dict[in
     st.v[r] = (arr.astype(np.int64) & 0xffffffff).astype(np.uint32) if arr.dtype.kind in "iub" else arr.astype(np.float32).view(np.uint32) if arr.dtype.kind == "f" and arr.dtype.itemsize == 4 else arr
   old = np.seterr(all="ignore")
   try:
-    execute(st, Program(mem, arch), Stats(), max_instructions)
+    execute(st, Program(mem, arch, vgprs // 2 if arch in GFX9_ARCHS else 0), Stats(), max_instructions)
   finally:
     np.seterr(**old)
     mem.unmap(SNIPPET_BASE)   # the caller's map is left as it was given

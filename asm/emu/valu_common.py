@@ -40,7 +40,8 @@ def true16_dst(vdst: int, t: str) -> tuple[int, bool]:
 
 def typed_reader(enc: int, t: str, lit, hi: bool, absv: bool, neg: bool, flush: bool = True):
   bits = width(t)
-  raw = vector_reader(enc, 64 if bits == 64 else 32, t in FLOATS, lit)
+  # a 16-bit operand's inline float constant is the f16 value (1.0 = 0x3c00); the high half keeps the 32-bit read
+  raw = vector_reader(enc, bits if bits == 64 or (bits == 16 and not hi) else 32, t in FLOATS, lit)
   fp = t in FLOATS
   ftz_in = N.ftz_bits(t)[0] if flush else 0
   def read(st, w):

@@ -16,6 +16,8 @@ U24 = lambda x: x & u32(0xffffff)
 
 def fmin(a, b): return np.where((a == 0) & (b == 0), np.where(np.signbit(a), a, b), np.fmin(a, b))
 def fmax(a, b): return np.where((a == 0) & (b == 0), np.where(np.signbit(a), b, a), np.fmax(a, b))
+def fminimum(a, b): return np.where(np.isnan(a) | np.isnan(b), a + b, fmin(a, b))   # IEEE 754-2019 minimum: NaN wins
+def fmaximum(a, b): return np.where(np.isnan(a) | np.isnan(b), a + b, fmax(a, b))
 def med3(a, b, c, mn, mx): return mx(mn(a, b), mn(mx(a, b), c))
 def shift_mask(b, bits): return b & b.dtype.type(bits - 1)
 
@@ -210,3 +212,59 @@ def _two_over_pi(bits: int = 1200) -> int:
 
 
 _TWO_OVER_PI = _two_over_pi()
+
+
+# ---- cube maps (the ISA's V_CUBE* pseudo-code): the major axis is z if |z| >= |x|, |y|; else y if |y| >= |x|; else x --
+def _cube_axis(x, y, z):
+  ax, ay, az = np.abs(x), np.abs(y), np.abs(z)
+  zmaj = (az >= ax) & (az >= ay)
+  return zmaj, ~zmaj & (ay >= ax)
+
+
+def cubeid(x, y, z):
+  zmaj, ymaj = _cube_axis(x, y, z)
+  return np.where(zmaj, np.where(z < 0, 5.0, 4.0), np.where(ymaj, np.where(y < 0, 3.0, 2.0), np.where(x < 0, 1.0, 0.0))).astype(f32)
+
+
+def cubesc(x, y, z):
+  zmaj, ymaj = _cube_axis(x, y, z)
+  return np.where(zmaj, np.where(z < 0, -x, x), np.where(ymaj, x, np.where(x < 0, z, -z))).astype(f32)
+
+
+def cubetc(x, y, z):
+  zmaj, ymaj = _cube_axis(x, y, z)
+  return np.where(zmaj, -y, np.where(ymaj, np.where(y < 0, -z, z), -y)).astype(f32)
+
+
+def cubema(x, y, z):
+  zmaj, ymaj = _cube_axis(x, y, z)
+  return (f32(2) * np.where(zmaj, z, np.where(ymaj, y, x))).astype(f32)
+
+
+def mullit(a, b, c):
+  """v_mullit_f32: -MAX_FLOAT where S1 is -MAX_FLOAT, -inf or NaN or S2 <= 0 or NaN; else S0 * S1."""
+  lowest = f32(-np.finfo(f32).max)
+  bad = (b == lowest) | (b == -np.inf) | np.isnan(b) | ~(c > 0)
+  return np.where(bad, lowest, a * b).astype(f32)
+
+
+def _sad_bytes(a, b, masked):
+  """Sum over 4 bytes of |a - b| (masked: skip bytes where b's byte is 0), as int64."""
+  total = 0
+  for k in range(4):
+    x, y = (a >> u64(8 * k)) & u64(255), (b >> u64(8 * k)) & u64(255)
+    d = np.where(x > y, x - y, y - x).astype(i64)
+    total = total + (np.where(y == 0, 0, d) if masked else d)
+  return total
+
+
+def quad_sad(src0, src1, acc, masked, lane_bits):
+  """v_qsad_pk_u16_u8 / v_mqsad_pk_u16_u8 (4 x 16-bit results, accumulators from S2's halves) and v_mqsad_u32_u8
+  (4 x 32-bit, S2 a 128-bit quad): result i is the (masked) SAD of S0's bytes i..i+3 against S1 plus accumulator i,
+  truncated to its width."""
+  out = []
+  m = (1 << lane_bits) - 1
+  for i in range(4):
+    window = (src0 >> u64(8 * i)) & u64(0xffffffff)
+    out.append((_sad_bytes(window, src1.astype(u64), masked) + acc[i].astype(i64)) & m)
+  return out

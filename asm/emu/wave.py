@@ -1,14 +1,15 @@
 """The state of a batch of waves run in lockstep: register files as numpy arrays with one column per wave.
 
 SGPRs are indexed by their operand encoding (0-105 SGPRs, 106/107 VCC, 108-123 TTMP, 124 NULL, 125 M0,
-126/127 EXEC), so a decoded source field indexes the file directly. VGPRs are (register, wave, lane), so one
+126/127 EXEC), so a decoded source field indexes the file directly (gfx9's M0, operand 124, is renumbered to 125 when
+its instructions are translated: hcq.asm.emu.gfx9). VGPRs are (register, wave, lane), so one
 register across every wave of the batch is one contiguous (waves, lanes) array.
 """
 from __future__ import annotations
 
 import numpy as np
 
-VCC, NULL, M0, EXEC = 106, 124, 125, 126
+VCC, TTMP0, NULL, M0, EXEC = 106, 108, 124, 125, 126
 
 
 class Waves:
@@ -32,12 +33,15 @@ class Waves:
     self.first_wave = 0   # index of wave 0 of this batch in the dispatch (for messages)
     self.mem = None       # the VirtualMemory every global access goes through
     self._exec_cache = None   # (lanes bools, all set?) for the whole batch; dropped whenever EXEC is written
-    self._dpp = None
+    self._dpp = self._dpp1 = None
     self.ftz = 0   # denormal flushing from MODE.FP_DENORM: bit 0/1 f32 inputs/outputs, bit 2/3 f16+f64 inputs/outputs
+    self.round = 0   # MODE.FP_ROUND: bits 1:0 f32, 3:2 f16+f64 (0 nearest even, 1 toward +inf, 2 toward -inf, 3 toward 0)
 
   def mode_changed(self) -> None:
-    """Recompute the flush flags from MODE (of the first wave: a dispatch's waves share their MODE in practice)."""
+    """Recompute the flush flags and round modes from MODE (of the first wave: a dispatch's waves share their MODE in
+    practice, as LLVM sets it uniformly)."""
     m = int(self.mode[0]) if self.count else 0
+    self.round = m & 0xf
     flags = 0
     for shift, bit in ((4, 0), (6, 2)):
       d = (m >> shift) & 3   # 0 flush in+out, 1 flush out, 2 flush in, 3 keep denormals (amdgpu_kd FLOAT_DENORM_MODE_*)
@@ -50,6 +54,12 @@ class Waves:
     """Scratch register for a DPP instruction's permuted src0 (allocated on first use)."""
     if self._dpp is None: self._dpp = np.zeros((self.count, self.lanes), np.uint32)
     return self._dpp
+
+  @property
+  def dpp1(self) -> np.ndarray:
+    """Scratch register for an SDWA instruction's selected src1 (gfx9; allocated on first use)."""
+    if self._dpp1 is None: self._dpp1 = np.zeros((self.count, self.lanes), np.uint32)
+    return self._dpp1
 
   def next_pc(self, w, target) -> None:
     """Branch: the engine has already advanced pc past the instruction; a branch overrides it."""
