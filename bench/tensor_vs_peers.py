@@ -3,8 +3,8 @@
 Workloads (issue 7): fused relu(a*b+c).sum() over 2^24 float32; 1024x1024 float32 matmul; softmax over
 4096x4096 float32 rows. Each figure is the best of REPEAT runs, in two alternating blocks per library so that
 machine noise hits them alike; "first" is the first run in this process (compile included). Ratios > 1 mean hcq is
-faster. "queued" runs hcq's kernels through hcq.Device("CPU")'s queues (device="HCQ:CPU"). tinygrad is optional
-and never imported by hcq itself:
+faster. hcq's kernels run the one runtime path: loaded as programs of hcq.Device("CPU") and launched on its compute
+queue, waited for on its timeline signal. tinygrad is optional and never imported by hcq itself:
 
   pip install --target /tmp/tinygrad-bench tinygrad==0.14.0      # or into a bench-only virtualenv
   TINYGRAD_PATH=/tmp/tinygrad-bench python bench/tensor_vs_peers.py [--repeat N]
@@ -64,7 +64,7 @@ def workloads(tiny):
     e = np.exp(x - x.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
 
-  ha, hb, hc, hm1, hm2, hs = (Tensor(x) for x in (a, b, c, m1, m2, s))
+  ha, hb, hc, hm1, hm2, hs = (Tensor(x, device="CPU") for x in (a, b, c, m1, m2, s))  # DEV may name tinygrad's device
   out = [
     ("fused relu(a*b+c).sum(), 2^24 f32", lambda: np.maximum(a * b + c, 0).sum(),
      lambda: (ha * hb + hc).relu().sum().realize(), None),
@@ -77,13 +77,7 @@ def workloads(tiny):
     out[0] = out[0][:3] + (lambda: (ta * tb + tc).relu().sum().realize(),)
     out[1] = out[1][:3] + (lambda: (tm1 @ tm2).realize(),)
     out[2] = out[2][:3] + (lambda: ts.softmax(-1).realize(),)
-  queued = [None, None, None]
-  try:  # the same kernels launched through hcq.Device("CPU")'s compute queue and timeline
-    qa, qb, qc, qm1, qm2, qs = (Tensor(x, device="HCQ:CPU") for x in (a, b, c, m1, m2, s))
-    queued = [lambda: (qa * qb + qc).relu().sum().realize(), lambda: (qm1 @ qm2).realize(), lambda: qs.softmax(-1).realize()]
-  except Exception as e:
-    print(f"hcq via HCQ queues: skipped ({e})")
-  return out, refs, {"hcq": [lambda: (ha * hb + hc).relu().sum(), lambda: hm1 @ hm2, lambda: hs.softmax(-1)], "queued": queued}
+  return out, refs, [lambda: (ha * hb + hc).relu().sum(), lambda: hm1 @ hm2, lambda: hs.softmax(-1)]
 
 
 def main():
@@ -92,33 +86,32 @@ def main():
   args = parser.parse_args()
   tiny = setup_tinygrad()
   from hcq.drivers.cpu.jit import host_jit
-  print(f"llvmlite JIT set-up (once per process): {timed(host_jit) * 1e3:.0f} ms; threads: {get_device('CPU').threads}")
+  print(f"llvmlite JIT set-up (once per process): {timed(host_jit) * 1e3:.0f} ms; device: {get_device('CPU')!r}, "
+        f"{get_device('CPU').threads} workgroups per kernel")
   cases, refs, builders = workloads(tiny)
-  print(f"{'workload':38} {'numpy':>9} {'hcq':>9} {'tinygrad':>9} {'hcq/np':>7} {'hcq/tiny':>8} {'queued':>9}  first run: hcq (compile) | tinygrad")
-  for (name, np_fn, hcq_fn, tiny_fn), ref, build, queued_fn in zip(cases, refs, builders["hcq"], builders["queued"]):
+  print(f"{'workload':38} {'numpy':>9} {'hcq':>9} {'tinygrad':>9} {'hcq/np':>7} {'hcq/tiny':>8}  first run: hcq (compile) | tinygrad")
+  for (name, np_fn, hcq_fn, tiny_fn), ref, build in zip(cases, refs, builders):
     compiled_before = runtime.stats["compile_seconds"]
     first_hcq = timed(hcq_fn)
     compile_s = runtime.stats["compile_seconds"] - compiled_before
     got = build().numpy()
     err = float(np.max(np.abs(got - ref)) / max(1.0, float(np.max(np.abs(ref)))))
     first_tiny = timed(tiny_fn) if tiny_fn else None
-    best = {"numpy": [], "hcq": [], "tinygrad": [], "queued": []}
+    best = {"numpy": [], "hcq": [], "tinygrad": []}
     # blocks of runs per library, alternated: interleaving single runs lets OpenBLAS's and tinygrad's worker
     # threads (which spin for a while after a call) steal the second core from whoever runs next
     for _ in range(2):
-      for lib, fn in (("numpy", np_fn), ("hcq", hcq_fn), ("tinygrad", tiny_fn), ("queued", queued_fn)):
+      for lib, fn in (("numpy", np_fn), ("hcq", hcq_fn), ("tinygrad", tiny_fn)):
         if fn is None: continue
         fn()
         best[lib].extend(timed(fn) for _ in range(max(1, args.repeat // 2)))
     t_np, t_hcq = min(best["numpy"]), min(best["hcq"])
     t_tiny = min(best["tinygrad"]) if best["tinygrad"] else None
-    t_queued = min(best["queued"]) if best["queued"] else None
     fmt = lambda t: f"{t * 1e3:7.1f}ms" if t is not None else "    n/a  "
     ratio_tiny = f"{t_tiny / t_hcq:7.2f}x" if t_tiny else "    n/a "
-    print(f"{name:38} {fmt(t_np):>9} {fmt(t_hcq):>9} {fmt(t_tiny):>9} {t_np / t_hcq:6.2f}x {ratio_tiny} {fmt(t_queued):>9}  "
+    print(f"{name:38} {fmt(t_np):>9} {fmt(t_hcq):>9} {fmt(t_tiny):>9} {t_np / t_hcq:6.2f}x {ratio_tiny}  "
           f"{first_hcq * 1e3:.0f} ms ({compile_s * 1e3:.0f} ms) | {fmt(first_tiny).strip()}   [max rel err {err:.1e}]")
-  print("ratios: numpy time / hcq time and tinygrad time / hcq time (higher is better for hcq); queued: the same hcq kernels")
-  print("launched through hcq.Device('CPU')'s compute queue and timeline (device='HCQ:CPU') instead of called directly")
+  print("ratios: numpy time / hcq time and tinygrad time / hcq time (higher is better for hcq)")
   print("targets (issue 7): fused >= 1.5x numpy; matmul >= 5x tinygrad and >= 0.33x numpy; softmax >= 1x numpy")
 
 

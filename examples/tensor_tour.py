@@ -1,4 +1,4 @@
-"""A tour of hcq.tensor: lazy numpy-like arrays compiled into fused CPU kernels.
+"""A tour of hcq.tensor: lazy numpy-like arrays compiled into fused kernels, run on HCQ devices (the CPU, AMD GPUs).
 
   python examples/tensor_tour.py
 """
@@ -20,6 +20,10 @@ total = (a * b + c).relu().sum().item()
 print(f"relu(a*b+c).sum() over 2^20 = {total:.1f} in {runtime.stats['kernels_run'] - before} kernels "
       f"({runtime.stats['kernels_compiled']} compiled so far, {runtime.stats['compile_seconds'] * 1e3:.0f} ms compiling)")
 
-# the same kernels through the HCQ core's CPU device: buffers from hcq.Device("CPU"), launches on its compute queue
-q = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4), device="HCQ:CPU")
-print("softmax through HCQ queues matches:", np.allclose(q.softmax(-1).numpy(), x.softmax(-1).numpy()))
+# indexing like numpy: integer arrays and boolean masks gather; item assignment
+x[x > 6] = 0
+print("x[[2, 0], 1:] after x[x > 6] = 0:\n", x[[2, 0], 1:].numpy())
+
+# the same program on an AMD GPU (gfx11 code objects from llvmlite's amdgcn target); without one, the emulated gfx1100
+g = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4), device="MOCKKFD+AMD")
+print("softmax on the emulated gfx1100 matches the CPU:", np.allclose(g.softmax(-1).numpy(), g.to("CPU").softmax(-1).numpy()))

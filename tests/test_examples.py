@@ -15,6 +15,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
   ("smi_emulated.py", ["emulated"]),
   ("vector_add_asm.py", ["equal to numpy: True"]),
   ("llvm_ir_kernel.py", ["max error vs numpy 0.00e+00"]),
+  ("tensor_tour.py", ["in 2 kernels", "matches the CPU: True"]),
 ])
 def test_example(script, expect):
   out = subprocess.run([sys.executable, str(EXAMPLES / script)], capture_output=True, text=True, timeout=300)

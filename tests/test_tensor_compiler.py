@@ -61,14 +61,14 @@ def test_matmul_plan_is_a_register_tile():
   tiled = [ax for ax in lk.unroll if ax != lk.vec_axis]
   assert len(tiled) == 1 and lk.unroll[tiled[0]] == 8
   if THREADS > 1: assert lk.thread_axis is not None and lk.thread_axis != tiled[0]
-  src = get_device().renderer.render(lk)
+  src = get_device("CPU").renderer.render(lk)
   assert "<16 x float>" in src and "contract" in src
 
 
 def test_softmax_vectorizes_the_row():
   lk = plan(schedule(f32(64, 512).softmax(-1))[0].kernel, "sm")
   assert lk.vec_axis == 1 and lk.vec_width == 16
-  src = get_device().renderer.render(lk)
+  src = get_device("CPU").renderer.render(lk)
   assert "llvm.vector.reduce.fmaximum" in src and "llvm.vector.reduce.fadd" in src
   assert "@llvm.exp." not in src  # float32 exp is the inline polynomial
 
@@ -92,9 +92,8 @@ def test_kernels_are_cached_by_ast():
 
 
 def test_unbuilt_targets_say_so():
-  from hcq.tensor.render_llvm import AMDGCNRenderer, PTXRenderer
+  from hcq.tensor.render_llvm import PTXRenderer
   lk = plan(schedule(f32(4) + 1)[0].kernel, "k")
-  with pytest.raises(NotImplementedError, match="AMD"): AMDGCNRenderer().render(lk)
   with pytest.raises(NotImplementedError, match="NV"): PTXRenderer().render(lk)
 
 
@@ -118,7 +117,7 @@ def test_code_needs_only_libm_on_older_cpus():
   called = set()
   for g in graphs:
     for item in schedule(g):
-      asm = tm.emit_assembly(llvm.parse_assembly(get_device().renderer.render(plan(item.kernel, "k"))))
+      asm = tm.emit_assembly(llvm.parse_assembly(get_device("CPU").renderer.render(plan(item.kernel, "k"))))
       called |= set(re.findall(r"movabsq\s+\$([A-Za-z_]\w*)", asm)) | set(re.findall(r"\b(__\w+)", asm))
   called.discard("k")  # the HCQ-ABI entry point calling the kernel itself
   assert called <= {"exp", "expf", "log", "logf", "log2", "log2f", "exp2", "exp2f", "pow", "powf", "sin", "sinf", "cos", "cosf", "fmod", "fmodf"}, called
@@ -131,19 +130,16 @@ def test_loop_nest_description():
 
 
 def test_kernels_launch_through_the_hcq_cpu_device():
-  """The rendered source carries an entry point with the HCQ CPU device's kernel ABI, so the runtime can move onto
-  hcq.Device("CPU") and its queues: here a fused softmax runs there and matches numpy."""
-  try:
-    import hcq
-    dev = hcq.Device("CPU")
-  except Exception as e:  # the core is another layer, built alongside; without it there is nothing to check
-    pytest.skip(f"hcq.Device('CPU') is not available: {e}")
+  """The rendered source's `NAME_hcq` entry point is the HCQ CPU device's kernel ABI: loaded and launched by hand on
+  hcq.Device("CPU") with four workgroups (the runtime picks one per core), a fused softmax matches numpy."""
+  import hcq
+  dev = hcq.Device("CPU")
   x = np.random.default_rng(1).standard_normal((64, 512)).astype(np.float32)
   item = schedule(Tensor(x).softmax(-1))[0]
   lk = plan(item.kernel, "tensor_softmax_abi_test")
-  src = get_device().renderer.render(lk)
+  src = get_device("CPU").renderer.render(lk)
   bufs = [dev.alloc(b.nbytes) for b in item.buffers]
-  for core_buf, ours in zip(bufs[1:], item.buffers[1:]): core_buf.copyin(ours.host)
+  for core_buf, ours in zip(bufs[1:], item.buffers[1:]): core_buf.copyin(ours.copyout(np.empty(ours.nbytes, np.uint8)))
   prog = dev.program(src, name=f"{lk.name}_hcq", args=["buffer"] * len(bufs) + ["i64", "i64"])
   extent = item.kernel.full_shape[lk.thread_axis] if lk.thread_axis is not None else 1
   step = lk.step(lk.thread_axis) if lk.thread_axis is not None else 1

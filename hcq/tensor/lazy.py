@@ -7,6 +7,8 @@ Node ops:
   CAST        value conversion to node.dtype; BITCAST reinterprets bits of the same width
   REDUCE      arg = (op, axes) with op in SUM/MAX/MIN; reduced axes keep size 1
   VIEW        arg = ShapeTracker from srcs[0].shape to node.shape (movement ops; free until loaded)
+  GATHER      srcs (data, index): data.reshape(-1)[index], node.shape = index.shape (data is realized first;
+              indices are checked on the host before they get here)
   CONTIGUOUS  forces srcs[0] into its own buffer
 When a node is realized it turns into a BUFFER node in place, so every user sees the data."""
 from __future__ import annotations
@@ -75,6 +77,11 @@ class LazyNode:
     if not axes: return self
     shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape))
     return LazyNode("REDUCE", (self,), (op, axes), shape, self.dtype, device=self.device)
+
+  def gather(self, index: LazyNode) -> LazyNode:
+    """This node's elements (in row-major order) at the integer positions in `index`."""
+    assert index.dtype.is_int, index.dtype
+    return LazyNode("GATHER", (self, index), None, index.shape, self.dtype, device=self.device)
 
   def contiguous(self) -> LazyNode:
     return LazyNode("CONTIGUOUS", (self,), None, self.shape, self.dtype, device=self.device)

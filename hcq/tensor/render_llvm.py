@@ -1,4 +1,4 @@
-"""Renderer: a LoopKernel as LLVM IR text for the host CPU.
+"""Renderer: a LoopKernel as LLVM IR text for the host CPU (render_amd.py reuses the writer for AMD gfx11).
 
 The function is `void NAME(ptr out, ptr in1, ..., i64 start, i64 end)`; [start, end) is the range of the
 thread axis (the outermost loop). Loop counters and accumulators live in allocas that LLVM's SROA turns into
@@ -15,17 +15,16 @@ from hcq.tensor.symbolic import Expr, Num, Var, Sum, Mul, Div, Mod, Valid, linea
 
 
 class Renderer:
-  """The seam between the loop IR and a target. A renderer turns a LoopKernel into source its device compiles.
-  Targets: LLVMCPURenderer (here); AMD gfx11 (llvmlite's amdgcn target) and NVIDIA PTX (nvptx) plug in here."""
+  """The seam between the loop IR and a target. A renderer turns a LoopKernel into source its device compiles, and
+  says how to launch it. Targets: LLVMCPURenderer (here), AMDGCNRenderer (render_amd.py); NVIDIA PTX (nvptx) plugs in here."""
   target = "abstract"
+  def adapt(self, lk: LoopKernel) -> LoopKernel:
+    """The loop plan as this target runs it (the CPU's plan as is; a GPU may drop SIMD lanes, unrolls, threads)."""
+    return lk
   def render(self, lk: LoopKernel) -> str: raise NotImplementedError
-
-
-class AMDGCNRenderer(Renderer):
-  """AMD gfx11 through llvmlite's amdgcn target: loops over global axes become workgroup/workitem ids."""
-  target = "amdgcn"
-  def render(self, lk: LoopKernel) -> str:
-    raise NotImplementedError("the AMD renderer is not built yet (issue 7, AMD part); use the CPU device")
+  def launch(self, lk: LoopKernel) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...]]:
+    """(global_size, local_size, vals) of one run of the rendered kernel."""
+    raise NotImplementedError
 
 
 class PTXRenderer(Renderer):
@@ -78,8 +77,19 @@ class LLVMCPURenderer(Renderer):
   def render(self, lk: LoopKernel) -> str:
     return _KernelWriter(lk).write()
 
+  def launch(self, lk: LoopKernel):
+    """The thread axis's extent, cut by the device into chunks on multiples of its loop step (vals[0])."""
+    if lk.thread_axis is None: return (1,), None, (1,)
+    return (lk.spec.full_shape[lk.thread_axis],), None, (lk.step(lk.thread_axis),)
+
 
 class _KernelWriter:
+  """LoopKernel -> LLVM IR for the host CPU. Target hooks (overridden by _AMDKernelWriter): `gptr`/`pptr`/`alloca_space`,
+  the pointer types of buffers and of allocas and the allocas' address space; `write`, the function around `global_body`; `alu`, ops a target lowers itself."""
+  gptr = "ptr"  # buffers
+  pptr = "ptr"  # allocas (loop counters, accumulators)
+  alloca_space = ""
+
   def __init__(self, lk: LoopKernel):
     self.lk, self.spec = lk, lk.spec
     self.lines: list[str] = []
@@ -162,12 +172,12 @@ class _KernelWriter:
   def loop(self, var: str, start: str, end: str, step: int, body) -> None:
     slot = f"%slot_{var}_{self.count}"
     self.count += 1
-    self.allocas.append(f"  {slot} = alloca i64")
+    self.allocas.append(f"  {slot} = alloca i64{self.alloca_space}")
     tag = f"{var}_{self.count}"
-    self.lines.append(f"  store i64 {start}, ptr {slot}")
+    self.lines.append(f"  store i64 {start}, {self.pptr} {slot}")
     self.lines.append(f"  br label %cond_{tag}")
     self.label(f"cond_{tag}")
-    value = self.emit(f"load i64, ptr {slot}")
+    value = self.emit(f"load i64, {self.pptr} {slot}")
     more = self.emit(f"icmp slt i64 {value}, {end}")
     self.lines.append(f"  br i1 {more}, label %body_{tag}, label %exit_{tag}")
     self.label(f"body_{tag}")
@@ -176,7 +186,7 @@ class _KernelWriter:
     body()
     self.regions.pop()
     nxt = self.emit(f"add i64 {value}, {step}")
-    self.lines.append(f"  store i64 {nxt}, ptr {slot}")
+    self.lines.append(f"  store i64 {nxt}, {self.pptr} {slot}")
     self.lines.append(f"  br label %cond_{tag}")
     self.label(f"exit_{tag}")
 
@@ -256,9 +266,23 @@ class _KernelWriter:
       def store_body():
         for combo in combos:
           for u in range(self.inner_unroll()): self.store(combo, u * self.W, True)
-      self.nested_loops(lk.reduce_axes, store_body)
+      self.reduce_loops(store_body)
     else:
-      for combo in combos: self.store(combo, 0, False)
+      def store_once():
+        for combo in combos: self.store(combo, 0, False)
+      self.once(store_once)
+
+  def reduce_loops(self, body) -> None:
+    """The loops over the reduce axes around `body` (a GPU target may share them between the workgroup's lanes)."""
+    self.nested_loops(self.lk.reduce_axes, body)
+
+  def once(self, body) -> None:
+    """Run `body` once per output (a GPU target whose lanes share an output lets one lane do it)."""
+    body()
+
+  def combine_lanes(self, op: str, acc: Value) -> Value:
+    """A reduction's value from this thread's part (a GPU target combines the parts of the workgroup's lanes)."""
+    return acc
 
   def render_reduce(self, red: KOp, combos: list[dict[int, int]]) -> None:
     op = red.arg[0]
@@ -273,8 +297,8 @@ class _KernelWriter:
       for u in range(copies):
         slot = f"%acc{self.count}_{ci}_{u}"
         self.count += 1
-        self.allocas.append(f"  {slot} = alloca {t}")
-        self.lines.append(f"  store {t} {ident}, ptr {slot}")
+        self.allocas.append(f"  {slot} = alloca {t}{self.alloca_space}")
+        self.lines.append(f"  store {t} {ident}, {self.pptr} {slot}")
         slots[(ci, u)] = slot
 
     def body():
@@ -282,16 +306,16 @@ class _KernelWriter:
         for u in range(copies):
           ctx = self.context(combo, u * self.W if vec_in_reduce else 0, True)
           x = self.splat(self.render(red.srcs[0], ctx, width, (ci, u)), width)
-          acc = self.emit(f"load {t}, ptr {slots[(ci, u)]}")
+          acc = self.emit(f"load {t}, {self.pptr} {slots[(ci, u)]}")
           new = self.combine(op, Value(acc, dtype, width), x)
-          self.lines.append(f"  store {t} {new.name}, ptr {slots[(ci, u)]}")
-    self.nested_loops(self.lk.reduce_axes, body)
+          self.lines.append(f"  store {t} {new.name}, {self.pptr} {slots[(ci, u)]}")
+    self.reduce_loops(body)
     for ci in range(len(combos)):
-      acc = Value(self.emit(f"load {t}, ptr {slots[(ci, 0)]}"), dtype, width)
+      acc = Value(self.emit(f"load {t}, {self.pptr} {slots[(ci, 0)]}"), dtype, width)
       for u in range(1, copies):
-        acc = self.combine(op, acc, Value(self.emit(f"load {t}, ptr {slots[(ci, u)]}"), dtype, width))
+        acc = self.combine(op, acc, Value(self.emit(f"load {t}, {self.pptr} {slots[(ci, u)]}"), dtype, width))
       if vec_in_reduce and width > 1: acc = self.horizontal(op, acc)
-      self.reduce_results[(red.key, ci)] = acc
+      self.reduce_results[(red.key, ci)] = self.combine_lanes(op, acc)
 
   def combine(self, op: str, a: Value, b: Value) -> Value:
     if op == "SUM": return self.alu("ADD", [a, b], a.dtype, reassoc=True)
@@ -327,8 +351,8 @@ class _KernelWriter:
     val = v.name
     if dtype == dtypes.bool: val = self.emit(f"zext {self.ty(dtype, v.width)} {val} to {mem_t}")
     if dtype == dtypes.bfloat16: val = self.bf16_bits(v)
-    ptr = self.emit(f"getelementptr inbounds {dtype.llvm_mem}, ptr %b{buf}, i64 {self.expr(idx)}")
-    self.lines.append(f"  store {mem_t} {val}, ptr {ptr}, align {dtype.itemsize}")
+    ptr = self.emit(f"getelementptr inbounds {dtype.llvm_mem}, {self.gptr} %b{buf}, i64 {self.expr(idx)}")
+    self.lines.append(f"  store {mem_t} {val}, {self.gptr} {ptr}, align {dtype.itemsize}")
 
   # values
   def render(self, op: KOp, ctx: dict[int, Expr], width: int, copy_key) -> Value:
@@ -358,6 +382,7 @@ class _KernelWriter:
       if st is None: return c
       _, valid = self.index_of(st, ctx)
       return self.masked(c, valid, width)
+    if op.op == "GATHER": return self.gather(op, self.render(op.srcs[0], ctx, width, copy_key))
     if op.op == "MASK":
       inner = self.render(op.srcs[0], ctx, width, copy_key)
       _, valid = self.index_of(op.arg, ctx)
@@ -442,13 +467,31 @@ class _KernelWriter:
       return Value(vec, dtype, width)
     return self.masked(self.read(buf, dtype, idx, valid, 1), valid, 1)
 
+  def gather(self, op: KOp, idx: Value) -> Value:
+    """Buffer elements at computed positions: one scalar load per lane. The host checked the indices; the clamp to
+    the buffer keeps a wrong one from reading outside it all the same."""
+    (buf, size), dtype, w = op.arg, op.dtype, idx.width
+    pos = self.cast(idx, dtypes.uint64 if idx.dtype.is_unsigned else dtypes.int64)
+    it = self.ty(dtypes.int64, w)
+    pos = Value(self.call(f"llvm.umin.{suffix(dtypes.int64, w)}", it, [(it, pos.name), (it, self.const(max(size - 1, 0), dtypes.int64, w))]), dtypes.int64, w)
+    if w == 1: return self.read_at(buf, dtype, pos.name, 1)
+    vec = "poison"
+    for lane in range(w):
+      x = self.read_at(buf, dtype, self.emit(f"extractelement {it} {pos.name}, i64 {lane}"), 1)
+      vec = self.emit(f"insertelement {self.ty(dtype, w)} {vec}, {dtype.llvm} {x.name}, i64 {lane}")
+    return Value(vec, dtype, w)
+
   def read(self, buf: int, dtype: DType, idx: Expr, valid: Valid, width: int) -> Value:
     i = self.expr(idx)
     ok = self.valid(valid)
     if ok is not None: i = self.emit(f"select i1 {ok}, i64 {i}, i64 0")  # never touch memory outside the mask
-    ptr = self.emit(f"getelementptr inbounds {dtype.llvm_mem}, ptr %b{buf}, i64 {i}")
+    return self.read_at(buf, dtype, i, width)
+
+  def read_at(self, buf: int, dtype: DType, i: str, width: int) -> Value:
+    """`width` elements of buffer `buf` from element `i` (an i64 value)."""
+    ptr = self.emit(f"getelementptr inbounds {dtype.llvm_mem}, {self.gptr} %b{buf}, i64 {i}")
     mem_t = self.ty(dtype, width, mem=True)
-    v = self.emit(f"load {mem_t}, ptr {ptr}, align {dtype.itemsize}")
+    v = self.emit(f"load {mem_t}, {self.gptr} {ptr}, align {dtype.itemsize}")
     return Value(self.from_memory(v, dtype, width), dtype, width)
 
   def from_memory(self, v: str, dtype: DType, width: int) -> str:
@@ -729,14 +772,14 @@ class _KernelWriter:
     # out of the polynomial's range (or inf/nan): libm for this vector
     slot = f"%sincos{self.count}"
     self.count += 1
-    self.allocas.append(f"  {slot} = alloca {ft}")
-    self.lines.append(f"  store {ft} {result}, ptr {slot}")
+    self.allocas.append(f"  {slot} = alloca {ft}{self.alloca_space}")
+    self.lines.append(f"  store {ft} {result}, {self.pptr} {slot}")
     big = self.emit(f"fcmp ugt {ft} {ax}, {self.f(8192.0, w)}")
     anybig = self.call(f"llvm.vector.reduce.or.v{w}i1", "i1", [(bt, big)]) if w > 1 else big
     tag = self.count
     self.lines.append(f"  br i1 {anybig}, label %sincos_slow{tag}, label %sincos_done{tag}")
     self.label(f"sincos_slow{tag}")
-    self.lines.append(f"  store {ft} {self.intrinsic(op.lower(), dtypes.float32, w, [x])}, ptr {slot}")
+    self.lines.append(f"  store {ft} {self.intrinsic(op.lower(), dtypes.float32, w, [x])}, {self.pptr} {slot}")
     self.lines.append(f"  br label %sincos_done{tag}")
     self.label(f"sincos_done{tag}")
-    return self.emit(f"load {ft}, ptr {slot}")
+    return self.emit(f"load {ft}, {self.pptr} {slot}")

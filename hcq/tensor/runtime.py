@@ -1,4 +1,5 @@
-"""Runtime: schedule → loop IR → source → compiled program (cached by kernel AST) → run on the device."""
+"""Runtime: schedule → loop IR → source → compiled program (cached by kernel AST and device) → launched on the device's
+queue (hcq.tensor.device: one path through the HCQ core for the CPU and AMD)."""
 from __future__ import annotations
 from dataclasses import dataclass
 import os
@@ -28,10 +29,10 @@ def get_kernel(spec: KernelSpec, device) -> CompiledKernel:
   if key not in _cache:
     name = f"k_{spec.key[:12]}"
     t0 = time.perf_counter()
-    loop = plan(spec, name)
+    loop = device.renderer.adapt(plan(spec, name))
     src = device.renderer.render(loop)
     lib = device.compile(src)
-    prog = device.program(name, lib)
+    prog = device.program(name, lib, len(spec.buf_dtypes))
     seconds = time.perf_counter() - t0
     stats["kernels_compiled"] += 1
     stats["compile_seconds"] += seconds
@@ -46,9 +47,8 @@ def run_item(item: ScheduleItem, device) -> None:
   if any(s == 0 for s in spec.out_shape): return
   ck = get_kernel(spec, device)
   lk = ck.loop
-  extent = spec.full_shape[lk.thread_axis] if lk.thread_axis is not None else 1
-  step = lk.step(lk.thread_axis) if lk.thread_axis is not None else 1
-  t = ck.program(*item.buffers, global_size=(extent,), vals=(step,), wait=DEBUG >= 1)
+  global_size, local_size, vals = device.renderer.launch(lk)
+  t = ck.program(*item.buffers, global_size=global_size, local_size=local_size, vals=vals, wait=DEBUG >= 1)
   stats["kernels_run"] += 1
   if DEBUG >= 1:
     print(f"{ck.loop.name} out={spec.out_shape} full={spec.full_shape} reduce={spec.reduce_axes} vec={lk.vec_axis}x{lk.vec_width} "
@@ -58,7 +58,11 @@ def run_item(item: ScheduleItem, device) -> None:
 def realize(nodes: list[LazyNode], device) -> list[ScheduleItem]:
   """Compute every node (turning each into a BUFFER node); returns the schedule that was run."""
   sched = Scheduler(device)
-  for n in nodes: sched.realize(n)
-  for item in sched.items: run_item(item, device)
-  device.synchronize()
+  try:
+    for n in nodes: sched.realize(n)
+    for item in sched.items: run_item(item, device)
+    device.synchronize()  # a fault on the device is raised here
+  except BaseException:  # nothing may look computed that was not (a compile error, a fault): the graph stays lazy
+    sched.undo()
+    raise
   return sched.items

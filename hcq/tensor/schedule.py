@@ -20,7 +20,8 @@ CHAIN_LIMIT = 64  # ops in a chain before a kernel boundary is forced
 
 class KOp:
   """A node of a kernel's AST. op: LOAD (arg (buffer index, tracker)), CONST (arg (value, tracker or None for
-  mask)), ALU (arg op name), CAST, BITCAST, REDUCE (arg (op, axes)), MASK (arg tracker: zero outside its mask).
+  mask)), ALU (arg op name), CAST, BITCAST, REDUCE (arg (op, axes)), MASK (arg tracker: zero outside its mask),
+  GATHER (arg (buffer index, buffer elements): the buffer at the integer positions srcs[0] computes).
   `shape` is the index space it is evaluated in: the kernel's full shape or that shape with reduce axes 1."""
   __slots__ = ("op", "srcs", "arg", "dtype", "shape", "key")
 
@@ -81,6 +82,16 @@ class Scheduler:
   def __init__(self, device):
     self.device = device
     self.items: list[ScheduleItem] = []
+    self.done: list[tuple[LazyNode, tuple]] = []  # nodes turned into buffers, with what they were
+
+  def _become_buffer(self, node: LazyNode, buffer) -> None:
+    self.done.append((node, (node.op, node.srcs, node.arg)))
+    node.become_buffer(buffer)
+
+  def undo(self) -> None:
+    """Turn the nodes scheduled so far back into what they were (their kernels did not all run: a compile error)."""
+    for node, (op, srcs, arg) in reversed(self.done): node.op, node.srcs, node.arg, node.buffer = op, srcs, arg, None
+    self.done.clear()
 
   def realize(self, node: LazyNode) -> None:
     """Schedule whatever `node` needs so that afterwards it is a BUFFER node."""
@@ -92,7 +103,7 @@ class Scheduler:
         self._kernel(node, src)  # a copy kernel gathers the view into a new buffer
         return
       self.realize(src)
-      node.become_buffer(src.buffer)
+      self._become_buffer(node, src.buffer)
       return
     self._kernel(node, node)
 
@@ -118,7 +129,7 @@ class Scheduler:
     spec = KernelSpec(ast, node.shape, node.dtype, full_shape, reduce_axes,
                       (node.dtype,) + tuple(d for _, d in builder.buffers))
     self.items.append(ScheduleItem(spec, [out] + [b for b, _ in builder.buffers]))
-    node.become_buffer(out)
+    self._become_buffer(node, out)
 
 
 HEAVY_OPS = ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW", "SQRT", "DIV", "IDIV", "MOD", "RECIP")
@@ -204,6 +215,11 @@ class _KernelBuilder:
       srcs = tuple(self.build(s, st) for s in node.srcs)
       out = KOp(node.op, srcs, node.arg, node.dtype, shape)
       # a masked view (pad) over computed values must read 0 outside, not f(0)
+      return KOp("MASK", (out,), st, node.dtype, shape) if masked else out
+    if node.op == "GATHER":
+      data = node.srcs[0]
+      self.scheduler.realize(data)  # loaded at computed positions: it must be a buffer in row-major order
+      out = KOp("GATHER", (self.build(node.srcs[1], st),), (self.buffer_index(data.buffer, data.dtype), data.size), node.dtype, shape)
       return KOp("MASK", (out,), st, node.dtype, shape) if masked else out
     if node.op == "REDUCE" and self._can_fuse_reduce(node, st):
       self.fused_reduce = True

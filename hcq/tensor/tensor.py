@@ -75,13 +75,23 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
   return tuple(out)
 
 
+INDEX_TYPES = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are "
+               "valid indices")
+
+
+def _is_advanced(index) -> bool:
+  """Whether a numpy index has an advanced part (an integer or boolean array, a list, a Tensor or a bool)."""
+  parts = index if isinstance(index, tuple) else (index,)
+  return any(isinstance(i, (Tensor, np.ndarray, list, bool, np.bool_)) for i in parts)
+
+
 class Tensor:
   """A lazy array. Create from numpy arrays, lists or scalars (numpy's dtype rules), or with zeros/ones/full/
   arange/empty/rand/randn; combine with numpy-style operators; get results with .numpy()."""
   __slots__ = ("node",)
   __array_priority__ = 1000  # numpy defers to our operators (np_array + tensor -> Tensor)
 
-  def __init__(self, data, dtype=None, device: str = "CPU"):
+  def __init__(self, data, dtype=None, device: str | None = None):
     if isinstance(data, LazyNode):
       self.node = data
       return
@@ -123,7 +133,7 @@ class Tensor:
     return self.node.size
   @property
   def device(self) -> str:
-    """The device name ("CPU" or "HCQ:CPU")."""
+    """The device name: "CPU", "AMD", "MOCKKFD+AMD", ... (see hcq.tensor.device.get_device)."""
     return self.node.device
   @property
   def T(self) -> Tensor:
@@ -137,27 +147,27 @@ class Tensor:
 
   # creation
   @staticmethod
-  def full(shape, fill_value, dtype=None, device: str = "CPU") -> Tensor:
+  def full(shape, fill_value, dtype=None, device: str | None = None) -> Tensor:
     """A tensor of `shape` filled with `fill_value` (dtype from the value like numpy, unless given)."""
     shape = _shape_from((shape,)) if not isinstance(shape, int) else (shape,)
     dt = to_dtype(dtype) if dtype is not None else to_dtype(np.asarray(fill_value).dtype)
     return Tensor(LazyNode.const(fill_value, dt, shape, get_device(device).name))
   @staticmethod
-  def zeros(*shape, dtype="float64", device: str = "CPU") -> Tensor:
+  def zeros(*shape, dtype="float64", device: str | None = None) -> Tensor:
     """Zeros (float64 by default, like numpy)."""
     return Tensor.full(_shape_from(shape), 0, dtype, device)
   @staticmethod
-  def ones(*shape, dtype="float64", device: str = "CPU") -> Tensor:
+  def ones(*shape, dtype="float64", device: str | None = None) -> Tensor:
     """Ones (float64 by default, like numpy)."""
     return Tensor.full(_shape_from(shape), 1, dtype, device)
   @staticmethod
-  def empty(*shape, dtype="float64", device: str = "CPU") -> Tensor:
+  def empty(*shape, dtype="float64", device: str | None = None) -> Tensor:
     """An uninitialized tensor."""
     dt, shape = to_dtype(dtype), _shape_from(shape)
     dev = get_device(device)
     return Tensor(LazyNode.from_buffer(dev.alloc(max(math.prod(shape), 1) * dt.itemsize), shape, dt, dev.name))
   @staticmethod
-  def arange(start, stop=None, step=1, dtype=None, device: str = "CPU") -> Tensor:
+  def arange(start, stop=None, step=1, dtype=None, device: str | None = None) -> Tensor:
     """numpy.arange: [start, stop) by step."""
     arr = np.arange(start, stop, step) if stop is not None else np.arange(0, start, step)
     return Tensor(arr, dtype=dtype, device=device)
@@ -173,13 +183,13 @@ class Tensor:
       Tensor._seed += 1
     return np.random.default_rng(seed)
   @staticmethod
-  def rand(*shape, seed: int | None = None, dtype="float32", device: str = "CPU") -> Tensor:
+  def rand(*shape, seed: int | None = None, dtype="float32", device: str | None = None) -> Tensor:
     """Uniform [0, 1) samples, reproducible from `seed` (or the manual_seed sequence)."""
     dt = to_dtype(dtype)
     arr = Tensor._rng(seed).random(_shape_from(shape), dtype=np.float64)
     return Tensor(arr, dtype=dt, device=device)
   @staticmethod
-  def randn(*shape, seed: int | None = None, dtype="float32", device: str = "CPU") -> Tensor:
+  def randn(*shape, seed: int | None = None, dtype="float32", device: str | None = None) -> Tensor:
     """Standard normal samples, reproducible from `seed` (or the manual_seed sequence)."""
     arr = Tensor._rng(seed).standard_normal(_shape_from(shape))
     return Tensor(arr, dtype=to_dtype(dtype), device=device)
@@ -212,9 +222,9 @@ class Tensor:
   def __array__(self, dtype=None, copy=None): return self.numpy() if dtype is None else self.numpy().astype(dtype)
 
   def to(self, device: str) -> Tensor:
-    """This tensor on `device` (only the CPU exists for now)."""
+    """This tensor on `device` (a DEV string: "CPU", "AMD", "MOCKKFD+AMD", ...), copied through the host."""
     dev = get_device(device)
-    return self if dev.name == self.device else Tensor(self.numpy(), device=device)
+    return self if dev.name == self.device else Tensor(self.numpy(), dtype=self.dtype, device=dev.name)
 
   def contiguous(self) -> Tensor:
     """A tensor with its own contiguous buffer (a kernel boundary)."""
@@ -647,12 +657,12 @@ class Tensor:
     return Tensor(self.node.movement("flip", axes)) if axes else self
 
   def __getitem__(self, index) -> Tensor:
-    """Basic numpy indexing: ints, slices with steps (also negative), None and Ellipsis."""
+    """numpy indexing. Basic (ints, slices with steps, None, Ellipsis) is a free view; advanced (integer arrays,
+    boolean masks, lists or Tensors of them, mixed with basic parts by numpy's rules) gathers the elements in a kernel."""
+    if _is_advanced(index): return self._gather(index)
     if not isinstance(index, tuple): index = (index,)
     for i in index:
-      if isinstance(i, (Tensor, np.ndarray, list)) or (not isinstance(i, (int, np.integer, slice)) and i is not None and i is not Ellipsis):
-        raise IndexError("only integers, slices (`:`), ellipsis (`...`) and None (`numpy.newaxis`) are valid indices here "
-                         "(advanced indexing with arrays is not supported yet)")
+      if not isinstance(i, (int, np.integer, slice)) and i is not None and i is not Ellipsis: raise IndexError(INDEX_TYPES)
     if sum(1 for i in index if i is Ellipsis) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
     n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
     if n_real > self.ndim:
@@ -693,12 +703,61 @@ class Tensor:
       else: x = x._const_like(0, x.dtype, tuple((s + k - 1) // k for s, k in zip(x.shape, steps)))
     return x.reshape(tuple(final_shape))
 
+  def _positions(self, index) -> np.ndarray:
+    """Where each element of self[index] sits in self (row-major), by numpy's own indexing rules and errors, applied to
+    the positions on the host (index arrays on a device are brought to the host: their bounds are checked there)."""
+    def host(i):
+      if isinstance(i, Tensor): return i.numpy()
+      if isinstance(i, (list, np.ndarray)) and np.asarray(i).dtype.kind not in "biu" and np.asarray(i).size:
+        raise IndexError("arrays used as indices must be of integer (or boolean) type")
+      return np.asarray(i) if isinstance(i, list) else i
+    index = tuple(host(i) for i in index) if isinstance(index, tuple) else host(index)
+    # each axis's coordinate as a broadcast (copy-free) view of an arange, indexed: host memory of the result's size
+    pos = np.broadcast_to(np.zeros((), np.int64), self.shape)[index]
+    stride = 1
+    for d in reversed(range(self.ndim)):
+      coord = np.arange(self.shape[d], dtype=np.int64).reshape([-1 if a == d else 1 for a in range(self.ndim)])
+      pos = pos + np.broadcast_to(coord, self.shape)[index] * stride
+      stride *= self.shape[d]
+    return pos
+
+  def _gather(self, index) -> Tensor:
+    pos = self._positions(index)
+    if pos.size == 0: return self._const_like(0, self.dtype, pos.shape)
+    return Tensor(self.node.gather(Tensor(pos, device=self.device).node))
+
+  def __setitem__(self, index, value) -> None:
+    """numpy's item assignment, any index (basic or advanced): `value` is cast to this dtype (numpy's errors for Python
+    scalars that do not fit) and broadcast to the selection; a repeated position takes the last value, like numpy.
+    The tensor gets the new value in place of the old; tensors computed from it before keep the old one (nothing
+    aliases: there are no views to write through)."""
+    pos = self._positions(index)
+    if isinstance(value, Tensor):
+      v = self._operand(value).cast(self.dtype)
+    elif isinstance(value, (np.ndarray, list, tuple)):
+      v = Tensor(np.asarray(value), device=self.device).cast(self.dtype)
+    else:
+      probe = np.empty((), np.float32 if self.dtype == dtypes.bfloat16 else self.dtype.np)
+      probe[()] = value  # numpy's OverflowError / ValueError for a scalar that does not fit
+      v = self._const_like(probe.item() if self.dtype != dtypes.bfloat16 else float(value), self.dtype, ())
+    try:
+      fits = broadcast_shapes(v.shape, pos.shape) == pos.shape
+    except ValueError:
+      fits = False
+    if not fits: raise ValueError(f"could not broadcast input array from shape {v.shape} into shape {pos.shape}")
+    if pos.size == 0: return
+    src = np.full(self.size, -1, np.int32 if pos.size < 1 << 31 else np.int64)  # which value lands where
+    src[pos.reshape(-1)] = np.arange(pos.size)  # numpy assigns in order: the last write to a position wins
+    picked = Tensor(v._broadcast_to(pos.shape).reshape(-1).node.gather(Tensor(np.maximum(src, 0), device=self.device).node))
+    new = Tensor(src >= 0, device=self.device).where(picked, self.reshape(-1))
+    self.node = new.reshape(self.shape).node
+
   @staticmethod
   def cat(*tensors, axis: int = 0) -> Tensor:
     """numpy.concatenate along `axis` (types promoted like numpy)."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)): tensors = tuple(tensors[0])
     if not tensors: raise ValueError("need at least one array to concatenate")
-    device = next((t.device for t in tensors if isinstance(t, Tensor)), "CPU")
+    device = next((t.device for t in tensors if isinstance(t, Tensor)), None)
     ts = [t if isinstance(t, Tensor) else Tensor(t, device=device) for t in tensors]
     if any(t.device != device for t in ts): raise ValueError(f"tensors on different devices ({', '.join(sorted({t.device for t in ts}))}): move them with .to()")
     if any(t.ndim == 0 for t in ts): raise ValueError("zero-dimensional arrays cannot be concatenated")
@@ -728,7 +787,7 @@ class Tensor:
   @staticmethod
   def stack(tensors, axis: int = 0) -> Tensor:
     """numpy.stack: join along a new axis."""
-    device = next((t.device for t in tensors if isinstance(t, Tensor)), "CPU")
+    device = next((t.device for t in tensors if isinstance(t, Tensor)), None)
     ts = [t if isinstance(t, Tensor) else Tensor(t, device=device) for t in tensors]
     return Tensor.cat(*[t.unsqueeze(axis) for t in ts], axis=axis)
 
