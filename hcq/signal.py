@@ -57,5 +57,6 @@ class Signal:
       if spins > 200:  # spin briefly for short work, then back off and look for faults
         device.check_faults()
         time.sleep(min(1e-4, 1e-6 * spins))
+      else: time.sleep(0)  # let go of the GIL: the CPU device and the emulated GPU run in this process's threads
       if time.monotonic() > deadline:
         raise GPUTimeout(f"{device}: {self.name} is {self.value}, waited {timeout:g}s for {value}. {device.queue_state()}")
