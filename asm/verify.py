@@ -71,7 +71,8 @@ def _operand_any(opc: Opcode, spec: tuple, variant: int) -> object:
   if file[0] == "v":
     base = {"vdst": 20, "addr": 30, "data": 40, "data0": 40, "data1": 50, "vsrc1": 60}.get(name, 70)
     return Reg("v", base, 1, "h" if variant == 1 else "l") if count == "l" else Reg("v", base, count)
-  if fmt == "SOPK" and spec[4] is not None and spec[4] >> 124 & 1: return Reg("s", 124)  # s_waitcnt_vscnt wants null
+  if fmt == "SOPK" and not opc.isa.arch.startswith("gfx9") and spec[4] is not None and spec[4] >> 124 & 1:
+    return Reg("s", 124)  # gfx10+: s_waitcnt_vscnt & co. want null (124; on gfx9 124 is m0 and SOPK takes plain SGPRs)
   return Reg("s", 12 if count != 1 else 13, 1 if count == "l" else count) if count not in (1, "l") else Reg("s", 13)
 
 

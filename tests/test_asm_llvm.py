@@ -9,7 +9,7 @@ from hcq.asm.isa import load
 from hcq.asm.verify import check_opcodes, random_words
 from tests.tools import require
 
-ARCHS = ("gfx1100", "gfx1201")
+ARCHS = ("gfx1100", "gfx1201", "gfx942")
 FORMATS = [(arch, fmt) for arch in ARCHS for fmt in sorted(load(arch).by_op)]
 # syntaxes we cannot print yet: llvm-mc decodes these opcodes, we reject them (see docs/asm.md)
 UNPRINTABLE: set[str] = set()
@@ -19,8 +19,8 @@ UNPRINTABLE: set[str] = set()
 # (gfx1201: llvm-mc prints v_cndmask_b32_dpp's |src1| around the vcc_lo after it, twice in the forced-format run, and
 # s_cmp_nlg_f16's inline 1.0 as 0x3c00, which we read back as a second literal), per 20,000 words: ceilings the
 # tests hold us to, reported in docs/asm.md
-REJECT_RATE = {"gfx1100": 0.999, "gfx1201": 0.999}
-KNOWN_MISMATCHES = {"gfx1100": 0, "gfx1201": 3}
+REJECT_RATE = {"gfx1100": 0.999, "gfx1201": 0.999, "gfx942": 0.999}
+KNOWN_MISMATCHES = {"gfx1100": 0, "gfx1201": 3, "gfx942": 0}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -42,7 +42,7 @@ def test_every_opcode_matches_llvm_mc(arch: str, fmt: str):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_random_words_match_llvm_mc(arch: str, capsys):
   """20,000 seeded random words: where llvm-mc decodes, our text and re-encoding equal its own; where it rejects,
-  we reject. Words in formats we do not cover yet are counted and reported, not hidden."""
+  (or crashes), we reject. Words in formats we do not cover yet are counted and reported, not hidden."""
   t0 = time.perf_counter()
   rep = random_words(arch, 20000, seed=20240)
   mismatched = [p for p in rep.accepted.problems if "we reject" not in p]
@@ -53,13 +53,14 @@ def test_random_words_match_llvm_mc(arch: str, capsys):
           f"{rep.llvm_unassemblable} print as text llvm-mc cannot assemble back")
   assert len(mismatched) <= KNOWN_MISMATCHES[arch], "\n".join(mismatched[:30])
   assert rep.rejected.rate >= REJECT_RATE[arch], "\n".join(rep.rejected.problems[:30])
-  assert rep.accepted.rate >= 0.95
+  assert rep.accepted.rate >= 0.99, "\n".join(rep.accepted.problems[:30])
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_random_words_in_covered_formats(arch: str, capsys):
   """Random words forced into each covered format's fixed bits: every word llvm-mc decodes, we decode the same."""
-  fmts = {f for f in load(arch).by_op if not f.startswith("VOP3SD")}  # VOP3SD (and its DPP forms) share VOP3's fixed bits
+  # VOP3SD (and its DPP forms) and gfx942's MFMA share VOP3's and VOP3P's fixed bits
+  fmts = {f for f in load(arch).by_op if not f.startswith("VOP3SD") and f != "VOP3P_MAI"}
   rep = random_words(arch, 20000, seed=7, formats=fmts)
   with capsys.disabled():
     print(f"\n{arch} covered formats: llvm-mc decodes {rep.accepted.checked}, we agree on {rep.accepted.agreed} "

@@ -296,19 +296,22 @@ def test_corpus_dpp_atomics(corpus_dpp, name):
   test_corpus(corpus_dpp, next(c for c in CASES if c.name == name))
 
 
-@pytest.fixture(scope="module")
-def corpus_llvmlite(tmp_path_factory):
-  """The same kernels through clang-19's IR and llvmlite's newer LLVM (true16 code, an ET_REL object)."""
+def llvmlite_corpus(tmp_path_factory, mcpu: str):
+  """The corpus through clang-19's IR and llvmlite's newer LLVM for `mcpu` (an ET_REL object; true16 code on gfx11+)."""
   from hcq.asm.codeobject import read_code_object
   llvm = require_module("llvmlite.binding")
   for init in ("initialize_all_targets", "initialize_all_asmprinters"):
     if hasattr(llvm, init): getattr(llvm, init)()
-  clang = require_tool("clang-19")
-  ll = str(tmp_path_factory.mktemp("emull") / "k.ll")
-  subprocess.run([clang, *CLANG_FLAGS, "-S", "-emit-llvm", corpus_source(tmp_path_factory), "-o", ll], check=True, capture_output=True)
-  mod = llvm.parse_assembly(open(ll).read())
-  tm = llvm.Target.from_triple("amdgcn-amd-amdhsa").create_target_machine(cpu="gfx1100", opt=2)
-  return read_code_object(tm.emit_object(mod))
+  ll = str(tmp_path_factory.mktemp(f"emull_{mcpu}") / "k.ll")
+  subprocess.run([require_tool("clang-19"), *CLANG_FLAGS, f"-mcpu={mcpu}", "-S", "-emit-llvm", corpus_source(tmp_path_factory), "-o", ll],
+                 check=True, capture_output=True)
+  tm = llvm.Target.from_triple("amdgcn-amd-amdhsa").create_target_machine(cpu=mcpu, opt=2)
+  return read_code_object(tm.emit_object(llvm.parse_assembly(open(ll).read())))
+
+
+@pytest.fixture(scope="module")
+def corpus_llvmlite(tmp_path_factory):
+  return llvmlite_corpus(tmp_path_factory, "gfx1100")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

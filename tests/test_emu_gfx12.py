@@ -138,18 +138,8 @@ def test_corpus_gfx1201_wave64(corpus12_w64, name):
 @pytest.fixture(scope="module")
 def corpus12_llvmlite(tmp_path_factory):
   """clang-19's gfx1201 IR through llvmlite's newer LLVM (true16 gfx12 code, an ET_REL object)."""
-  import subprocess
-  from hcq.asm.codeobject import read_code_object
-  from tests.test_emu_corpus import CLANG_FLAGS, corpus_source
-  from tests.tools import require_module, require_tool
-  llvm = require_module("llvmlite.binding")
-  for init in ("initialize_all_targets", "initialize_all_asmprinters"):
-    if hasattr(llvm, init): getattr(llvm, init)()
-  ll = str(tmp_path_factory.mktemp("emu12ll") / "k.ll")
-  subprocess.run([require_tool("clang-19"), *CLANG_FLAGS, "-mcpu=gfx1201", "-S", "-emit-llvm", corpus_source(tmp_path_factory), "-o", ll],
-                 check=True, capture_output=True)
-  tm = llvm.Target.from_triple("amdgcn-amd-amdhsa").create_target_machine(cpu="gfx1201", opt=2)
-  return read_code_object(tm.emit_object(llvm.parse_assembly(open(ll).read())))
+  from tests.test_emu_corpus import llvmlite_corpus
+  return llvmlite_corpus(tmp_path_factory, "gfx1201")
 
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: c.name)
