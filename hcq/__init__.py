@@ -1,7 +1,7 @@
 """hcq: user-space GPU driver and kernel-launch toolkit.
 
 `hcq.Device(dev_string)` opens a device (AMD, NV, CPU; see hcq.devstring); `hcq.Variable` names a value
-filled in at submit time. Names load on first use, so `python -m hcq.smi` and the bindings stay cheap.
+filled in at submit time; `hcq.Tensor` is the tensor compiler's lazy array (hcq.tensor). Names load on first use, so `python -m hcq.smi` and the bindings stay cheap.
 """
 from __future__ import annotations
 import importlib
@@ -10,7 +10,7 @@ _LAZY = {
   "Device": "hcq.device", "Buffer": "hcq.buffer", "Signal": "hcq.signal", "HWQueue": "hcq.queue", "Program": "hcq.program",
   "Variable": "hcq.sym", "parse_dev": "hcq.devstring",
   "HCQError": "hcq.errors", "DevStringError": "hcq.errors", "GPUFault": "hcq.errors", "GPUTimeout": "hcq.errors",
-  "ProgramArgumentError": "hcq.errors",
+  "ProgramArgumentError": "hcq.errors", "Tensor": "hcq.tensor",
 }
 __all__ = list(_LAZY)
 

@@ -18,6 +18,11 @@ def test_kernels_run_on_the_core_devices_queue():
   assert Tensor(x).node.buffer.buf.device is dev.core  # memory from the core's allocator
 
 
+def test_tensor_is_hcq_api():
+  assert hcq.Tensor is Tensor and "Tensor" in dir(hcq)
+  np.testing.assert_array_equal((hcq.Tensor([1, 2, 3]) * 2).numpy(), [2, 4, 6])
+
+
 def test_dev_strings_name_devices():
   assert tdev.get_device("CPU:LLVM") is tdev.get_device("CPU")  # LLVM is the CPU's only renderer: one device
   assert tdev.get_device("cpu").name == "CPU"

@@ -84,8 +84,6 @@ class HCQBuffer:
       pass
 
 
-
-
 class CPUKernel:
   """A kernel on the core's CPU device, loaded through its `NAME_hcq` entry point (kernargs: the buffers, then i64
   chunk and i64 extent): the thread axis is cut into one workgroup per core, each a whole number of loop steps."""
