@@ -310,10 +310,326 @@ def test_corpus_gfx942_llvmlite(corpus942_llvmlite, case):
 
 def test_coverage_of_gfx942():
   """What of the gfx942 table runs (coverage() lists the rest): every compare, the 20 MFMA shapes above (not fp8/bf8,
-  xf32, f64, sparse smfmac), every DS and FLAT opcode; gfx9 buffer instructions are refused (V# not modelled)."""
+  xf32, f64, sparse smfmac), every DS and FLAT opcode, every MUBUF and MTBUF opcode."""
   from hcq.asm.emu.engine import coverage
   cov = coverage(ARCH)
   assert cov["VOPC"][2] == [] and cov["DS"][2] == [] and cov["FLAT"][2] == [] and cov["VOP3SD"][2] == []
   assert cov["VOP3P_MAI"][0] == len(MFMA)
   assert all(any(k in m for k in ("fp8", "bf8", "xf32", "f64", "smfmac")) for m in cov["VOP3P_MAI"][2])
-  assert sum(c[0] for c in cov.values()) >= 1612   # of 1,844 opcodes
+  assert cov["MUBUF"][2] == [] and cov["MTBUF"][2] == []
+  assert sum(c[0] for c in cov.values()) >= 1699   # of 1,844 opcodes
+
+
+# ---- buffer instructions (MUBUF) with the V#: gfx942's range check, and the same kernels on gfx1100 ----------------
+# dword 3 of the V#: gfx942 DATA_FORMAT 32 (what untyped buffers carry there); gfx1100 OOB_SELECT 2 (raw: offset) for
+# the raw kernels, 0 (structured: index, and offset within the stride) for the structured one
+BUF_FLAGS = {"gfx942": (0x20000, 0x20000), "gfx1100": (2 << 28, 0)}
+BUF_CL = """
+typedef __amdgpu_buffer_rsrc_t rsrc;
+#define L __builtin_amdgcn_workitem_id_x()
+kernel void raw_load(global uint *out, global uchar *in, uint n) {
+  rsrc r = __builtin_amdgcn_make_buffer_rsrc(in, 0, n, RAW_FLAGS);
+  uint l = L; global uint *o = out + l * 14;
+  o[0] = __builtin_amdgcn_raw_buffer_load_b8(r, l * 5, 0, 0);
+  o[1] = __builtin_amdgcn_raw_buffer_load_b16(r, l * 6, 0, 0);
+  o[2] = __builtin_amdgcn_raw_buffer_load_b32(r, l * 4 + 16, 0, 0);     /* the 16 in the instruction's offset */
+  o[3] = __builtin_amdgcn_raw_buffer_load_b32(r, l * 4, 8, 0);          /* soffset: added, not range-checked */
+  v2u a = __builtin_amdgcn_raw_buffer_load_b64(r, l * 8 + 4, 0, 0);
+  v3u b = __builtin_amdgcn_raw_buffer_load_b96(r, l * 12, 0, 0);
+  v4u c = __builtin_amdgcn_raw_buffer_load_b128(r, l * 16 + 4, 0, 0);
+  o[4] = a[0]; o[5] = a[1]; o[6] = b[0]; o[7] = b[1]; o[8] = b[2]; o[9] = c[0]; o[10] = c[2]; o[11] = c[3];
+  o[12] = (int)(char)__builtin_amdgcn_raw_buffer_load_b8(r, l * 5 + 1, 0, 0);     /* sbyte */
+  o[13] = (int)(short)__builtin_amdgcn_raw_buffer_load_b16(r, l * 6 + 2, 0, 0);   /* sshort */
+}
+kernel void raw_store(global uchar *out, global uint *in, uint n) {
+  rsrc r = __builtin_amdgcn_make_buffer_rsrc(out, 0, n, RAW_FLAGS);
+  uint l = L; global uint *x = in + l * 4;
+  __builtin_amdgcn_raw_buffer_store_b8((uchar)x[0], r, l, 0, 0);
+  __builtin_amdgcn_raw_buffer_store_b16((ushort)x[1], r, 64 + l * 2, 0, 0);
+  __builtin_amdgcn_raw_buffer_store_b32(x[2], r, 192 + l * 4, 0, 0);
+  __builtin_amdgcn_raw_buffer_store_b128((v4u)(x[0], x[1], x[2], x[3]), r, 448 + l * 16, 0, 0);
+}
+"""
+BUF_IR = """
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p1(ptr addrspace(1), i16, i32, i32)
+declare i32 @llvm.amdgcn.struct.ptr.buffer.load.i32(ptr addrspace(8), i32, i32, i32, i32)
+declare void @llvm.amdgcn.struct.ptr.buffer.store.i32(i32, ptr addrspace(8), i32, i32, i32, i32)
+declare i32 @llvm.amdgcn.raw.ptr.buffer.atomic.add.i32(i32, ptr addrspace(8), i32, i32, i32)
+declare i32 @llvm.amdgcn.raw.ptr.buffer.atomic.cmpswap.i32(i32, i32, ptr addrspace(8), i32, i32, i32)
+; records of 12 bytes: out[2l] = field at 4 of record l, out[2l+1] = field at (l&1)*8; record l of %st gets l+1 at 4
+define amdgpu_kernel void @structured(ptr addrspace(1) %out, ptr addrspace(1) %in, ptr addrspace(1) %st, i32 %n) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %r = call ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p1(ptr addrspace(1) %in, i16 12, i32 %n, i32 STRUCT_FLAGS)
+  %s = call ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p1(ptr addrspace(1) %st, i16 12, i32 %n, i32 STRUCT_FLAGS)
+  %a = call i32 @llvm.amdgcn.struct.ptr.buffer.load.i32(ptr addrspace(8) %r, i32 %l, i32 4, i32 0, i32 0)
+  %odd = and i32 %l, 1
+  %vo = mul i32 %odd, 8
+  %b = call i32 @llvm.amdgcn.struct.ptr.buffer.load.i32(ptr addrspace(8) %r, i32 %l, i32 %vo, i32 0, i32 0)
+  %i0 = mul i32 %l, 2
+  %i1 = add i32 %i0, 1
+  %p0 = getelementptr i32, ptr addrspace(1) %out, i32 %i0
+  %p1 = getelementptr i32, ptr addrspace(1) %out, i32 %i1
+  store i32 %a, ptr addrspace(1) %p0
+  store i32 %b, ptr addrspace(1) %p1
+  %v = add i32 %l, 1
+  call void @llvm.amdgcn.struct.ptr.buffer.store.i32(i32 %v, ptr addrspace(8) %s, i32 %l, i32 4, i32 0, i32 0)
+  ret void
+}
+; old[l] = atomic add of l+1 at byte 4l (returned: sc0/glc); cas[l] = cmpswap(l == 3 mod 4 ? 7 : mem, 7 -> 100+l)
+; at byte 256+4l; cnt = 64 atomic adds of 1 at byte 512, each returning its old value
+define amdgpu_kernel void @atomics(ptr addrspace(1) %old, ptr addrspace(1) %cas, ptr addrspace(1) %cnt, ptr addrspace(1) %m, i32 %n) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %r = call ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p1(ptr addrspace(1) %m, i16 0, i32 %n, i32 RAW_FLAGS)
+  %o = mul i32 %l, 4
+  %v = add i32 %l, 1
+  %a = call i32 @llvm.amdgcn.raw.ptr.buffer.atomic.add.i32(i32 %v, ptr addrspace(8) %r, i32 %o, i32 0, i32 0)
+  %v2 = add i32 %l, 100
+  %c = call i32 @llvm.amdgcn.raw.ptr.buffer.atomic.cmpswap.i32(i32 %v2, i32 7, ptr addrspace(8) %r, i32 %o, i32 256, i32 0)
+  %k = call i32 @llvm.amdgcn.raw.ptr.buffer.atomic.add.i32(i32 1, ptr addrspace(8) %r, i32 0, i32 512, i32 0)
+  %pa = getelementptr i32, ptr addrspace(1) %old, i32 %l
+  %pc = getelementptr i32, ptr addrspace(1) %cas, i32 %l
+  %pk = getelementptr i32, ptr addrspace(1) %cnt, i32 %l
+  store i32 %a, ptr addrspace(1) %pa
+  store i32 %c, ptr addrspace(1) %pc
+  store i32 %k, ptr addrspace(1) %pk
+  ret void
+}
+"""
+
+
+@pytest.fixture(scope="module", params=["gfx942", "gfx1100"])
+def buffer_kernels(request, tmp_path_factory):
+  """(arch, the OpenCL kernels, the IR kernels), both through clang-19 for `arch`."""
+  import subprocess
+  from hcq.asm.codeobject import read_code_object
+  from tests.tools import compile_opencl
+  arch, (raw, struct) = request.param, BUF_FLAGS[request.param]
+  d = tmp_path_factory.mktemp(f"buf{arch}")
+  vec = "typedef uint v2u __attribute__((ext_vector_type(2))); typedef uint v3u __attribute__((ext_vector_type(3)));\n" \
+        "typedef uint v4u __attribute__((ext_vector_type(4)));\n"
+  cl = read_code_object(compile_opencl(vec + BUF_CL.replace("RAW_FLAGS", str(raw)), d, mcpu=arch))
+  (d / "b.ll").write_text(BUF_IR.replace("RAW_FLAGS", str(raw)).replace("STRUCT_FLAGS", str(struct)))
+  subprocess.run([require_tool("clang-19"), "-target", "amdgcn-amd-amdhsa", f"-mcpu={arch}", "-nogpulib", "-O2", "-c",
+                  str(d / "b.ll"), "-o", str(d / "b.o")], check=True)
+  subprocess.run([require_tool("ld.lld-19"), "-shared", str(d / "b.o"), "-o", str(d / "b.so")], check=True)
+  return arch, cl, read_code_object((d / "b.so").read_bytes())
+
+
+def _inside(arch: str, off, size: int, n: int):
+  """Whether a raw access of `size` bytes at byte `off` (soffset excluded) is in range: gfx942 (GCN) checks the offset
+  < num_records, gfx1100's OOB_SELECT 2 offset + size <= num_records; wider than a dword, each dword on its own."""
+  off = np.asarray(off, np.int64)
+  return off < n if arch == "gfx942" else off + size <= n
+
+
+def _raw_ref(arch, data: np.ndarray, off, size: int, n: int) -> np.ndarray:
+  """The little-endian value of `size` bytes at each of `off` (0 out of range), as uint32."""
+  v = np.zeros(len(off), np.uint64)
+  for k in range(size): v |= data[np.asarray(off) + k].astype(np.uint64) << np.uint64(8 * k)
+  return np.where(_inside(arch, off, size, n), v, 0).astype(u32)
+
+
+@pytest.mark.parametrize("n", [4096, 200, 0])
+def test_buffer_raw_load(buffer_kernels, n):
+  """buffer_load_ubyte/sbyte/ushort/sshort/dword/dwordx2/x3/x4 (offen, instruction offset, soffset) under num_records `n` bytes:
+  whole, cutting through the lanes (x2/x3/x4 keep their inside dwords), and empty; compared with numpy."""
+  from hcq.asm.emu import run
+  arch, cl, _ = buffer_kernels
+  data = rng.integers(0, 256, 1200, dtype=np.uint8)
+  out = np.zeros(64 * 14, u32)
+  run(cl, [out, data, np.uint32(n)], (1,), (64,), kernel="raw_load")
+  got, L = out.reshape(64, 14), LANES.astype(np.int64)
+  dw = lambda off: _raw_ref(arch, data, off, 4, n)
+  assert (got[:, 0] == _raw_ref(arch, data, L * 5, 1, n)).all()
+  assert (got[:, 1] == _raw_ref(arch, data, L * 6, 2, n)).all()
+  assert (got[:, 2] == dw(L * 4 + 16)).all()
+  assert (got[:, 3] == np.where(_inside(arch, L * 4, 4, n), _raw_ref(arch, data, L * 4 + 8, 4, 1 << 20), 0)).all()
+  for col, off in ((4, L * 8 + 4), (5, L * 8 + 8), (6, L * 12), (7, L * 12 + 4), (8, L * 12 + 8), (9, L * 16 + 4),
+                   (10, L * 16 + 12), (11, L * 16 + 16)):
+    assert (got[:, col] == dw(off)).all(), col
+  assert (got[:, 12] == _raw_ref(arch, data, L * 5 + 1, 1, n).astype(np.int8).astype(i32).view(u32)).all()
+  assert (got[:, 13] == _raw_ref(arch, data, L * 6 + 2, 2, n).astype(np.int16).astype(i32).view(u32)).all()
+  if n == 200: assert 0 < (got[:, 9:12] != 0).sum() < got[:, 9:12].size   # the cut went through the x4 loads
+
+
+@pytest.mark.parametrize("n", [4096, 300, 700])
+def test_buffer_raw_store(buffer_kernels, n):
+  """buffer_store_byte/short/dword/dwordx4: in-range bytes written, out-of-range dwords dropped (the rest untouched)."""
+  from hcq.asm.emu import run
+  arch, cl, _ = buffer_kernels
+  x = rng.integers(0, 2**32, (64, 4), dtype=np.uint64).astype(u32)
+  out = np.full(1472, 0xee, np.uint8)
+  run(cl, [out, x.reshape(-1), np.uint32(n)], (1,), (64,), kernel="raw_store")
+  want = np.full(1472, 0xee, np.uint8)
+  def put(off, vals, size):
+    for o, v in zip(off.tolist(), vals.tolist()):
+      if _inside(arch, o, size, n): want[o:o + size] = np.frombuffer(int(v).to_bytes(8, "little")[:size], np.uint8)
+  put(LANES, x[:, 0] & 0xff, 1)
+  put(64 + LANES * 2, x[:, 1] & 0xffff, 2)
+  put(192 + LANES * 4, x[:, 2], 4)
+  for c in range(4): put(448 + LANES * 16 + 4 * c, x[:, c], 4)
+  assert (out == want).all()
+
+
+def test_buffer_structured(buffer_kernels):
+  """idxen (+offen): record index × stride 12, index >= num_records out of range (loads 0, stores dropped)."""
+  from hcq.asm.emu import run
+  arch, _, ir = buffer_kernels
+  n = 40
+  data = rng.integers(0, 2**32, 64 * 3, dtype=np.uint64).astype(u32)
+  out, st = np.zeros(128, u32), np.zeros(64 * 3, u32)
+  run(ir, [out, data, st, np.uint32(n)], (1,), (64,), kernel="structured")
+  rec, ok = data.reshape(64, 3), LANES < n
+  assert (out[0::2] == np.where(ok, rec[:, 1], 0)).all()
+  assert (out[1::2] == np.where(ok, rec[LANES, (LANES & 1) * 2], 0)).all()
+  assert (st.reshape(64, 3)[:, 1] == np.where(ok, LANES + 1, 0)).all() and not st.reshape(64, 3)[:, 0::2].any()
+
+
+def test_buffer_atomics_return_old(buffer_kernels):
+  """buffer_atomic_add / cmpswap with sc0 (glc) return the old value; out-of-range lanes leave memory alone; 64 adds
+  on one dword return each of 0..63 once."""
+  from hcq.asm.emu import run
+  arch, _, ir = buffer_kernels
+  n = 160   # lanes 40.. of the add are outside; the cmpswap (soffset 256) and counter (soffset 512) are checked at 4l / 0
+  m = rng.integers(0, 1000, 192, dtype=np.uint64).astype(u32)
+  m[64:128][LANES % 4 == 3] = 7
+  m0 = m.copy()
+  old, cas, cnt = (np.zeros(64, u32) for _ in range(3))
+  run(ir, [old, cas, cnt, m, np.uint32(n)], (1,), (64,), kernel="atomics")
+  ok = LANES * 4 < n if arch == "gfx942" else LANES * 4 + 4 <= n
+  assert (m[:64] == np.where(ok, m0[:64] + LANES + 1, m0[:64])).all() and (old[ok] == m0[:64][ok]).all()
+  swapped = ok & (m0[64:128] == 7)
+  assert (m[64:128] == np.where(swapped, LANES + 100, m0[64:128])).all() and (cas[ok] == m0[64:128][ok]).all()
+  assert m[128] == m0[128] + 64 and sorted((cnt - m0[128]).tolist()) == list(range(64))
+
+
+def test_buffer_refusals_are_clear():
+  """What is not modelled stops the wave with a reason: the lds bit, and a V# asking for swizzled or ADD_TID
+  addressing."""
+  from hcq.asm.emu.errors import IllegalInstruction
+  from hcq.asm.emu.memory import VirtualMemory
+  with pytest.raises(IllegalInstruction, match="LDS"): snip(["buffer_load_dword v0, s[4:7], 0 offen lds"])
+  mem = VirtualMemory()
+  mem.map(0x10000, 256, np.zeros(256, np.uint8))
+  for d1, d3 in ((1 << 31, 0x20000), (0, 0x20000 | 1 << 23)):
+    with pytest.raises(IllegalInstruction, match="SWIZZLE_ENABLE or ADD_TID_ENABLE"):
+      snip(["buffer_load_dword v1, v0, s[4:7], 0 offen"], v={0: LANES * 4}, s={4: 0x10000, 5: d1, 6: 256, 7: d3}, mem=mem)
+  st = snip(["buffer_load_dword v1, v0, s[4:7], 0 offen"], v={0: LANES * 4}, s={4: 0x10000, 5: 0, 6: 256, 7: 0x20000}, mem=mem)
+  assert not st.v[1, 0].any()
+
+
+# ---- formatted buffer access: gfx9's DATA_FORMAT/NUM_FORMAT pairs on the gfx11 formats ---------------------------------
+def test_gfx9_format_fields_match_llvm_mc(tmp_path):
+  """GFX9_DATA / GFX9_NUM as llvm-mc-19 spells the MTBUF format field DATA_FORMAT | NUM_FORMAT << 4 for gfx942."""
+  import re
+  import subprocess
+  from hcq.asm.emu.buffer_formats import GFX9_DATA, GFX9_NUM
+  src = tmp_path / "f.s"
+  src.write_text("".join(f"tbuffer_load_format_x v0, off, s[0:3], 0 format:{f}\n" for f in range(128)))
+  out = subprocess.run([require_tool("llvm-mc-19"), "-triple=amdgcn", f"-mcpu={ARCH}", str(src)], capture_output=True, text=True,
+                       check=True).stdout
+  printed = [l for l in out.splitlines() if "tbuffer_load" in l]
+  for f, line in enumerate(printed):   # the defaults (DATA_FORMAT_8, NUM_FORMAT_UNORM) are not printed
+    data, num = re.search(r"BUF_DATA_FORMAT_(\w+)", line), re.search(r"BUF_NUM_FORMAT_(\w+)", line)
+    data, num = data[1] if data else "8", num[1] if num else "UNORM"
+    assert (GFX9_DATA[f & 15], GFX9_NUM[f >> 4]) == (data, num), line
+  assert len(printed) == 128
+
+
+def _gfx9_format_kernels(n: int, field: int) -> str:
+  """ld: tbuffer_load_format_xyzw with `field`; fmt: buffer_load_format_xyzw with it in the V#; st: tbuffer_store."""
+  from tests.test_emu_formats import _size
+  size, d3 = _size(n), ((field & 15) << 15) | ((field >> 4) << 12)
+  rsrc = "call ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p1(ptr addrspace(1) %{}, i16 0, i32 4096, i32 {})"
+  head = "%l = call i32 @llvm.amdgcn.workitem.id.x()\n  %off = mul i32 %l, {}\n  %p = getelementptr <4 x i32>, ptr addrspace(1) %{}, i32 %l"
+  sig = "(ptr addrspace(1) %out, ptr addrspace(1) %in)"
+  return f"""
+define amdgpu_kernel void @ld{n}{sig} {{
+  {head.format(size, "out")}
+  %r = {rsrc.format("in", 0x20000)}
+  %v = call <4 x i32> @llvm.amdgcn.raw.ptr.tbuffer.load.v4i32(ptr addrspace(8) %r, i32 %off, i32 0, i32 {field}, i32 0)
+  store <4 x i32> %v, ptr addrspace(1) %p
+  ret void
+}}
+define amdgpu_kernel void @fmt{n}{sig} {{
+  {head.format(size, "out")}
+  %r = {rsrc.format("in", d3)}
+  %v = call <4 x i32> @llvm.amdgcn.raw.ptr.buffer.load.format.v4i32(ptr addrspace(8) %r, i32 %off, i32 0, i32 0)
+  store <4 x i32> %v, ptr addrspace(1) %p
+  ret void
+}}
+define amdgpu_kernel void @st{n}{sig} {{
+  {head.format(size, "in")}
+  %o = {rsrc.format("out", 0x20000)}
+  %v = load <4 x i32>, ptr addrspace(1) %p
+  call void @llvm.amdgcn.raw.ptr.tbuffer.store.v4i32(<4 x i32> %v, ptr addrspace(8) %o, i32 %off, i32 0, i32 {field}, i32 0)
+  ret void
+}}"""
+
+
+def _gfx9_field(n: int) -> int:
+  """The gfx9 DATA_FORMAT | NUM_FORMAT << 4 of gfx11 format n, from the names."""
+  from hcq.asm.emu.buffer_formats import GFX9_DATA, GFX9_NUM, NAMES
+  data, num = NAMES[n].rsplit("_", 1)
+  return GFX9_DATA.index(data) | GFX9_NUM.index(num) << 4
+
+
+@pytest.fixture(scope="module")
+def gfx9_format_kernels(tmp_path_factory):
+  import subprocess
+  from hcq.asm.codeobject import read_code_object
+  from tests.test_emu_formats import FORMATS, IR_HEAD
+  d = tmp_path_factory.mktemp("fmt942")
+  (d / "k.ll").write_text(IR_HEAD + "".join(_gfx9_format_kernels(n, _gfx9_field(n)) for n in FORMATS))
+  subprocess.run([require_tool("clang-19"), "-target", "amdgcn-amd-amdhsa", f"-mcpu={ARCH}", "-nogpulib", "-O2", "-c", str(d / "k.ll"),
+                  "-o", str(d / "k.o")], check=True)
+  subprocess.run([require_tool("ld.lld-19"), "-shared", str(d / "k.o"), "-o", str(d / "k.so")], check=True)
+  return read_code_object((d / "k.so").read_bytes())
+
+
+def test_gfx9_formats_load_store(gfx9_format_kernels):
+  """Every gfx11 format under its gfx9 DATA_FORMAT/NUM_FORMAT pair: tbuffer_load (MTBUF) and buffer_load_format (the
+  V#'s pair) of 64 random records against test_emu_formats' scalar reference, then tbuffer_store gives records that
+  load the same."""
+  from hcq.asm.emu import run
+  from tests.test_emu_formats import FORMATS, _parts, _records, _size, ref_load
+  for n in FORMATS:
+    r = np.random.default_rng(n)
+    raw = _records(r, n)
+    exp = np.array([ref_load(n, x.tobytes()) for x in raw], u32)
+    nan_ok = _parts(n)[1] not in ("UINT", "SINT")
+    for kname in (f"ld{n}", f"fmt{n}"):
+      out = np.zeros((64, 4), u32)
+      run(gfx9_format_kernels, [out, raw.reshape(-1).copy()], (1,), (64,), kernel=kname)
+      same = (out == exp) | (np.isnan(out.view(f32)) & np.isnan(exp.view(f32)) & nan_ok)
+      assert same.all(), (kname, np.nonzero(~same.all(1))[0][:4].tolist())
+    stored = np.zeros(64 * _size(n), np.uint8)
+    run(gfx9_format_kernels, [stored, exp.reshape(-1).copy()], (1,), (64,), kernel=f"st{n}")
+    again = np.array([ref_load(n, x.tobytes()) for x in stored.reshape(64, -1)], u32)
+    assert ((again == exp) | (np.isnan(again.view(f32)) & np.isnan(exp.view(f32)) & nan_ok)).all(), n
+
+
+def test_gfx9_format_without_gfx11_counterpart_is_refused():
+  from hcq.asm.emu.errors import IllegalInstruction
+  from hcq.asm.emu.memory import VirtualMemory
+  with pytest.raises(IllegalInstruction, match=r"DATA_FORMAT_32, NUM_FORMAT_UNORM\) is not modelled"):
+    snip(["tbuffer_load_format_x v1, v0, s[4:7], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UNORM] offen"])
+  mem = VirtualMemory()
+  mem.map(0x10000, 256, np.zeros(256, np.uint8))
+  with pytest.raises(IllegalInstruction, match=r"DATA_FORMAT_INVALID"):   # the V#'s pair, read when the wave runs
+    snip(["buffer_load_format_x v1, v0, s[4:7], 0 offen"], v={0: LANES * 4}, s={4: 0x10000, 5: 0, 6: 256, 7: 0}, mem=mem)
+
+
+def test_gfx9_format_d16_spelling():
+  """GCN's d16 spelling (tbuffer_load_format_d16_xyzw, buffer_load_format_d16_hi_x) packs as gfx11's d16 forms do."""
+  from hcq.asm.emu.memory import VirtualMemory
+  mem = VirtualMemory()
+  mem.map(0x10000, 16, np.array([0, 255, 51, 0] * 4, np.uint8))
+  d3 = (3 << 15) | (0 << 12)   # the V#'s pair: DATA_FORMAT_8_8, NUM_FORMAT_UNORM
+  st = snip(["tbuffer_load_format_d16_xyzw v[2:3], off, s[0:3], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_UNORM]",
+             "buffer_load_format_d16_hi_x v8, off, s[4:7], 0 offset:1"],
+            s={0: 0x10000, 1: 0, 2: 16, 3: 0x20000, 4: 0x10000, 5: 0, 6: 16, 7: d3}, v={8: np.full(64, 0x1234, u32)}, mem=mem)
+  h = lambda x: int(np.float16(x).view(np.uint16))
+  assert int(st.v[2, 0, 0]) == h(0.0) | (h(1.0) << 16) and int(st.v[3, 0, 0]) == 0 | (h(1.0) << 16)
+  assert int(st.v[8, 0, 0]) == 0x1234 | (h(1.0) << 16)

@@ -1,5 +1,6 @@
 """gfx11 unified buffer formats (the 7-bit FORMAT of a buffer resource or an MTBUF instruction): element layout and the
-conversions formatted loads and stores apply between memory and 32-bit (or d16: 16-bit) register values.
+conversions formatted loads and stores apply between memory and 32-bit (or d16: 16-bit) register values; gfx9's
+DATA_FORMAT/NUM_FORMAT pairs map onto them by name.
 
 A format name lists its components from the most significant bits down (AMD's naming: 2_10_10_10 has X in bits 9:0
 and W in bits 31:30), then the numeric format. tests/test_emu_formats.py checks the numbering against llvm-mc-19's
@@ -42,6 +43,24 @@ def buffer_format(number: int) -> BufferFormat:
   if not 0 < number < len(NAMES): raise ValueError(f"buffer format {number} is {'INVALID' if number == 0 else 'reserved'} on gfx11 (valid: 1-{len(NAMES) - 1})")
   *widths, kind = NAMES[number].split("_")
   return BufferFormat(NAMES[number], tuple(int(b) for b in reversed(widths)), kind)
+
+
+# gfx9 (GCN) spells a format as two fields: DATA_FORMAT (the layout, 4 bits) and NUM_FORMAT (the conversion, 3 bits).
+# An MTBUF instruction's 7-bit format is DATA_FORMAT | NUM_FORMAT << 4; a V#'s dword 3 holds them at 18:15 and 14:12.
+# tests/test_emu_gfx942.py checks both lists against llvm-mc-19's gfx942 spelling.
+GFX9_DATA = ["INVALID", "8", "16", "8_8", "32", "16_16", "10_11_11", "11_11_10", "10_10_10_2", "2_10_10_10", "8_8_8_8", "32_32",
+             "16_16_16_16", "32_32_32", "32_32_32_32", "RESERVED_15"]
+GFX9_NUM = ["UNORM", "SNORM", "USCALED", "SSCALED", "UINT", "SINT", "RESERVED_6", "FLOAT"]
+
+
+def gfx9_format(field: int) -> int:
+  """The gfx11 BUF_FMT number of a gfx9 DATA_FORMAT | NUM_FORMAT << 4 pair: the same layout and conversion under
+  gfx11's name. ValueError for INVALID/reserved fields and for pairs gfx11 has no format for (32_UNORM, 8_FLOAT, ...)."""
+  data, num = GFX9_DATA[field & 15], GFX9_NUM[(field >> 4) & 7]
+  if f"{data}_{num}" not in NAMES:
+    raise ValueError(f"gfx9 buffer format {field} (DATA_FORMAT_{data}, NUM_FORMAT_{num}) is not modelled: the emulator runs "
+                     f"the pairs gfx11 has a format for ({', '.join(NAMES[1:4])}, ...)")
+  return NAMES.index(f"{data}_{num}")
 
 
 # ---- small unsigned floats (10_11_11 / 11_11_10): 5-bit exponent, 6- or 5-bit mantissa, no sign --------------------

@@ -1,11 +1,12 @@
 """gfx9 (CDNA3, gfx942) code on the emulator's gfx11 semantics: each decoded GCN instruction is translated once, at
 compile time, into the view the builders already understand — gfx11 mnemonics (global_load_dword -> global_load_b32,
 v_add_u32 -> v_add_nc_u32, ds_read2_b32 -> ds_load_2addr_b32, s_andn2_b64 -> s_and_not1_b64, ...), gfx11 operand
-numbering (gfx9's M0 is operand 124, where gfx11 has NULL) and gfx11 field names (SMEM imm/soe, VMEM sc0 = glc,
-saddr 0x7f = off). Accumulation registers (the acc bits of DS/FLAT/GLOBAL/MAI, v_accvgpr_*) become VGPR numbers in
-the unified register file: AGPR a[i] is v[agpr_base + i], agpr_base being the kernel descriptor's accum_offset
-(AMDGPUUsage, gfx90a+). What the translation cannot express (SDWA, gfx9 DPP controls, MFMA, v_cmpx's double write,
-16-bit results zeroing the high half) the builders read from `gfx9=True` on the instruction.
+numbering (gfx9's M0 is operand 124, where gfx11 has NULL) and gfx11 field names (SMEM imm/soe, VMEM and MUBUF
+sc0 = glc, saddr 0x7f = off; MUBUF's V# range check is GCN's, in ops_mem._buffer_address). Accumulation registers
+(the acc bits of DS/FLAT/GLOBAL/MUBUF/MAI, v_accvgpr_*) become VGPR numbers in the unified register file: AGPR a[i]
+is v[agpr_base + i], agpr_base being the kernel descriptor's accum_offset (AMDGPUUsage, gfx90a+). What the
+translation cannot express (SDWA, gfx9 DPP controls, MFMA, v_cmpx's double write, 16-bit results zeroing the high
+half, the buffer range check and format pairs) the builders read from `gfx9=True` on the instruction.
 """
 from __future__ import annotations
 import re
@@ -144,9 +145,12 @@ def translate(ins, agpr_base: int):
     if name.startswith("ds_cmpstore"):   # GCN's ds_cmpst reads (cmp, src); gfx11's ds_cmpstore (src, cmp)
       v["data0"], v["data1"] = v["data1"], v["data0"]
   elif fn in ("MUBUF", "MTBUF"):
-    if name != "s_nop":
-      raise NotImplementedError("gfx9 buffer instructions (V# layout, dfmt/nfmt) are not modelled")
-    return Gfx9Instruction(ins, "s_nop", {"simm16": 0}, _FmtName("SOPP"))
+    if name == "s_nop": return Gfx9Instruction(ins, "s_nop", {"simm16": 0}, _FmtName("SOPP"))
+    # GCN spells d16 after "format" (buffer_load_format_d16_hi_x), gfx11 before it (buffer_load_d16_hi_format_x)
+    name = re.sub(r"^(t?buffer_(?:load|store))_format_(d16_)?(hi_)?(x|xy|xyz|xyzw)$", r"\1_\2\3format_\4", name)
+    if v.get("lds", 0) or "_lds_" in name: raise NotImplementedError("LDS-direct buffer loads/stores (lds bit) are not modelled")
+    v["glc"] = v.get("sc0", 0)
+    if v.get("acc", 0): v["vdata"] += agpr_base
   elif fn == "VOP3P" and name.startswith("v_accvgpr_"):   # a move between the two halves of the unified file
     src, dst = v["src0"], v["vdst"]
     if name != "v_accvgpr_write_b32": src = 256 + agpr_base + (src - 256)

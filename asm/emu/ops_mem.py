@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from hcq.asm.emu.errors import LDSFault, ScratchFault
+from hcq.asm.emu.errors import IllegalInstruction, LDSFault, ScratchFault
 from hcq.asm.emu.operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, scalar_reader
 from hcq.asm.emu.operands import write_vgpr
 from hcq.asm.emu.wave import EXEC, NULL, Waves
@@ -537,27 +537,36 @@ def _ds_append(kind, v, pc):
 
 
 # ---- MUBUF / MTBUF (buffer resource V# in 4 SGPRs) -----------------------------------------------------------------
-def _buffer_address(v, pc: int):
-  """address(st, w, ex, nbytes) -> (addresses, lanes in range) for a MUBUF/MTBUF instruction: V# base, stride and
-  num_records with gfx10+'s OOB_SELECT range check; an out-of-range lane loads 0 and its store is dropped."""
+def _buffer_address(v, pc: int, gfx9: bool = False):
+  """address(st, w, ex, nbytes, extra=0) -> (addresses, lanes in range) for a MUBUF/MTBUF instruction (`extra`: the
+  byte offset of one dword of a wider access, which is range-checked per dword). V# base and stride as on every arch;
+  the range check is gfx10+'s OOB_SELECT, or with `gfx9` GCN's (AMD's Vega / CDNA3 ISA guides, "Range checking"): a
+  structured buffer (idxen and stride != 0) checks index < num_records, a raw one the offset (instruction offset +
+  VGPR offset, not soffset) < num_records in bytes. An out-of-range lane loads 0 and its store is dropped."""
   rs = _pick(v, "srsrc", "rsrc")
   rsrc = scalar_reader(rs * 4, 64), scalar_reader(rs * 4 + 2, 64)
   soff = scalar_reader(v["soffset"]) if v["soffset"] != NULL else None
   offen, idxen, inst_off, vaddr = bool(v["offen"]), bool(v["idxen"]), _pick(v, "offset", "ioffset"), v["vaddr"]
-  def address(st: Waves, w, ex, nbytes):
+  def address(st: Waves, w, ex, nbytes, extra=0):
     d01, d23 = rsrc[0](st, w), rsrc[1](st, w)
     base = (d01 & u64(0xffffffffffff))[:, None]
     stride = ((d01 >> u64(48)) & u64(0x3fff)).astype(i64)[:, None]
     num = (d23 & u64(0xffffffff)).astype(i64)[:, None]
-    oob_sel = ((d23 >> u64(60)) & u64(3)).astype(i64)[:, None]
     index = st.v[vaddr][w].astype(i64) if idxen else np.zeros(ex.shape, i64)
     voff = st.v[vaddr + (1 if idxen else 0)][w].astype(i64) if offen else np.zeros(ex.shape, i64)
-    off = voff + inst_off
+    off = voff + (inst_off + extra)
     so = soff(st, w).astype(i64)[:, None] if soff is not None else 0
-    # gfx10+ OOB_SELECT: 0 structured (index and offset vs stride), 1 index only, 2 raw offset, 3 no check
-    inside = np.where(oob_sel == 3, True, np.where(oob_sel == 2, off + nbytes <= num,
-             np.where(oob_sel == 1, index < num, (index < num) & (off + nbytes <= np.maximum(stride, 1)))))
-    if not idxen and not offen: inside = np.broadcast_to(np.where(oob_sel == 3, True, inst_off + nbytes <= num), ex.shape)
+    if gfx9:
+      # swizzled (dword 1 bit 31) and ADD_TID (dword 3 bit 23) addressing interleave records per lane: not modelled
+      if (((d01 >> u64(63)) | (d23 >> u64(55))) & u64(1)).any():
+        raise IllegalInstruction("a gfx9 V# with SWIZZLE_ENABLE or ADD_TID_ENABLE set (not modelled)", pc)
+      inside = np.where(idxen & (stride != 0), index < num, off < num)
+    else:
+      oob_sel = ((d23 >> u64(60)) & u64(3)).astype(i64)[:, None]
+      # gfx10+ OOB_SELECT: 0 structured (index and offset vs stride), 1 index only, 2 raw offset, 3 no check
+      inside = np.where(oob_sel == 3, True, np.where(oob_sel == 2, off + nbytes <= num,
+               np.where(oob_sel == 1, index < num, (index < num) & (off + nbytes <= np.maximum(stride, 1)))))
+      if not idxen and not offen: inside = np.broadcast_to(np.where(oob_sel == 3, True, off + nbytes <= num), ex.shape)
     addr = base + (so + off + index * stride).astype(u64)
     return addr, ex & inside
   return address
@@ -580,31 +589,39 @@ def build_mubuf(ins, pc: int):
   am = re.match(r"buffer_atomic_(\w+?)_" + _ATOMIC_TYPES + "$", name)
   if not m and not am: return None
   nbytes = _shape(name.split("_", 1)[1])[0] if m else (8 if am.group(2).endswith("64") else 4)
-  address = _buffer_address(v, pc)
+  address = _buffer_address(v, pc, bool(getattr(ins, "gfx9", False)))
   if am:
     op = atomic_op(am.group(1), am.group(2))
     if op is None or op in ("mskor", "wrap"): return None
+    # atomics are range-checked all or nothing
     addr_only = lambda st, w: address(st, w, st.exec_lanes(w), nbytes)[0]
     in_range = lambda st, w, ex: address(st, w, ex, nbytes)[1]
     pieces = lambda st, w, a, ex, size, write: st.mem.locate(a[ex], size, write, pc)
     returns = bool(v.get("glc", 0)) or bool(v.get("th", 0) & 1)   # gfx12: TH_ATOMIC_RETURN
     return _atomic_builder(op, nbytes * 8, v["vdata"], v["vdata"], returns, addr_only, pieces, in_range)
   signed, mode = _shape(name.split("_", 1)[1])[1:]
+  # dwordx2/x3/x4 are range-checked per dword (the ISA guides' range-checking notes): a partly outside access keeps
+  # its inside dwords
+  parts = [(4 * c, 4) for c in range(nbytes // 4)] if nbytes > 4 else [(0, nbytes)]
   if m.group(1) == "load":
     vdst = v["vdata"]
     def load(st: Waves, w):
       ex = st.exec_lanes(w)
-      addr, ok = address(st, w, ex, nbytes)
-      data = _load(st.mem.locate(addr[ok], nbytes, False, pc), int(ok.sum()), nbytes) if ok.any() else None
       full = np.zeros((int(ex.sum()),) + ((nbytes // 4,) if nbytes % 4 == 0 else (nbytes,)), u32 if nbytes % 4 == 0 else u8)
-      if data is not None: full[ok[ex]] = data
+      for at, size in parts:
+        addr, ok = address(st, w, ex, size, at)
+        if not ok.any(): continue
+        data = _load(st.mem.locate(addr[ok], size, False, pc), int(ok.sum()), size)
+        if len(parts) > 1: full[ok[ex], at // 4] = data[:, 0]
+        else: full[ok[ex]] = data
       _write_loaded(st, w, vdst, ex, full, nbytes, signed, mode)
     return load
   data_reg = v["vdata"]
   def store(st: Waves, w):
     ex = st.exec_lanes(w)
-    addr, ok = address(st, w, ex, nbytes)
-    if ok.any(): _store(st.mem.locate(addr[ok], nbytes, True, pc), _store_data(st, w, data_reg, ok, nbytes, mode))
+    for at, size in parts:
+      addr, ok = address(st, w, ex, size, at)
+      if ok.any(): _store(st.mem.locate(addr[ok], size, True, pc), _store_data(st, w, data_reg + at // 4, ok, size, mode))
   return store
 
 
@@ -613,17 +630,23 @@ def _build_format(ins, fm, pc: int):
   from hcq.asm.emu import buffer_formats as BF
   v = ins.values
   load, d16, hi, ncomp = fm.group(1) == "load", bool(fm.group(2)), bool(fm.group(3)), len(fm.group(4))
-  address = _buffer_address(v, pc)
+  gfx9 = bool(getattr(ins, "gfx9", False))
+  address = _buffer_address(v, pc, gfx9)
   vdata = v["vdata"]
+  number = BF.gfx9_format if gfx9 else (lambda n: n)   # gfx9: DATA_FORMAT | NUM_FORMAT << 4 -> the gfx11 number
   # tbuffer_*: the format is in the instruction (checked when built); buffer_*_format_*: in each wave's V#
-  fixed = BF.buffer_format(v["format"]) if ins.opcode.mnemonic.startswith("tbuffer") else None
+  fixed = BF.buffer_format(number(v["format"])) if ins.opcode.mnemonic.startswith("tbuffer") else None
   rsrc_hi = scalar_reader(_pick(v, "srsrc", "rsrc") * 4 + 3)
   def formats(st: Waves, w):
-    """(format, waves) groups: MTBUF has one; MUBUF reads each wave's V# FORMAT."""
+    """(format, waves) groups: MTBUF has one; MUBUF reads each wave's V# FORMAT (gfx9: DATA_FORMAT, NUM_FORMAT)."""
     if fixed is not None: return [(fixed, w)]
-    nums = (rsrc_hi(st, w) >> u32(12)) & u32(0x7f)
+    d3 = rsrc_hi(st, w)
+    nums = ((d3 >> u32(15)) & u32(15)) | (((d3 >> u32(12)) & u32(7)) << u32(4)) if gfx9 else (d3 >> u32(12)) & u32(0x7f)
     waves = np.arange(st.count)[w]
-    return [(BF.buffer_format(int(n)), waves[nums == n]) for n in np.unique(nums).tolist()]
+    try:
+      return [(BF.buffer_format(number(int(n))), waves[nums == n]) for n in np.unique(nums).tolist()]
+    except ValueError as e:   # the V#'s format is data: a wave's fault, not a build error
+      raise IllegalInstruction(str(e), pc) from None
   def regs_of(component: int) -> tuple[int, int]:   # (VGPR, 16-bit half or -1 for the whole dword)
     if not d16: return vdata + component, -1
     if hi: return vdata, 1
