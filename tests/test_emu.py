@@ -655,3 +655,39 @@ def test_wmma_modifiers_f16_result_and_iu4():
     hi = (uv(st, 32 + i) >> u32(16)).astype(np.uint16).view(f16)
     assert (uv(st, 32 + i) & u32(0xffff) == 0x1234).all() and (hi == (AB[r, col] + C[r, col].astype(f16)).astype(f16)).all()
     assert (iv(st, 44 + i) == (Ai @ Bi)[r, col]).all()
+
+
+SUDOT_SRC = """__kernel void sudots(__global int* o, __global const int* a, __global const int* b, __global const int* c) {
+  uint i = __builtin_amdgcn_workitem_id_x(); int x = a[i], y = b[i], z = c[i]; __global int* d = o + 10 * i;
+  d[0] = __builtin_amdgcn_sudot4(true, x, true, y, z, false); d[1] = __builtin_amdgcn_sudot4(true, x, false, y, z, false);
+  d[2] = __builtin_amdgcn_sudot4(false, x, true, y, z, false); d[3] = __builtin_amdgcn_sudot4(false, x, false, y, z, false);
+  d[4] = __builtin_amdgcn_sudot8(true, x, true, y, z, false); d[5] = __builtin_amdgcn_sudot8(true, x, false, y, z, false);
+  d[6] = __builtin_amdgcn_sudot8(false, x, true, y, z, false); d[7] = __builtin_amdgcn_sudot8(false, x, false, y, z, false);
+  d[8] = __builtin_amdgcn_udot4(x, y, z, false); d[9] = __builtin_amdgcn_udot8(x, y, z, false); }"""
+
+
+def test_gfx11_integer_dots(tmp_path):
+  """clang-19's sudot4/sudot8 (v_dot4_i32_iu8, v_dot8_i32_iu4: each source's signedness from its neg bit) and
+  udot4/udot8 for gfx1100, against numpy's sums of products wrapped to 32 bits."""
+  from hcq.asm.codeobject import read_code_object
+  from hcq.asm.emu import run
+  from tests.test_emu_corpus import compile_cl
+  (tmp_path / "d.cl").write_text(SUDOT_SRC)
+  co = read_code_object(compile_cl(str(tmp_path / "d.cl"), str(tmp_path), ["-mcpu=gfx1100"]))
+  r = np.random.default_rng(11)
+  n = 64
+  a, b = (r.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+  c = r.integers(-2**31, 2**31, n).astype(np.int32)
+  o = np.zeros(10 * n, np.int32)
+  run(co, [o, a.view(np.int32), b.view(np.int32), c], (1,), (n,), kernel="sudots")
+  def dot(bits, sa, sb):
+    s = c.astype(np.int64)
+    for k in range(32 // bits):
+      x, y = (((t >> np.uint32(bits * k)) & np.uint32((1 << bits) - 1)).astype(np.int64) for t in (a, b))
+      half = 1 << (bits - 1)
+      if sa: x = (x ^ half) - half
+      if sb: y = (y ^ half) - half
+      s += x * y
+    return (s & 0xffffffff).astype(np.uint32).view(np.int32)
+  want = [dot(bits, sa, sb) for bits in (8, 4) for sa, sb in ((1, 1), (1, 0), (0, 1), (0, 0))] + [dot(8, 0, 0), dot(4, 0, 0)]
+  np.testing.assert_array_equal(o.reshape(n, 10), np.stack(want, axis=1))

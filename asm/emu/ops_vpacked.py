@@ -148,49 +148,34 @@ def build(ins, pc: int):
       if st.ftz & 2: r = N.flush_denormals(r)
       write_vgpr(st, vdst, w, r.view(u32), ex)
     return op_dot4_f8
-  if name in ("v_dot8_i32_iu4", "v_dot8_u32_u4"):
-    signed = name == "v_dot8_i32_iu4"
-    def op8(st: Waves, w):
-      ex = st.exec_lanes(w)
-      a, b, c = (np.broadcast_to(raws[i](st, w), ex.shape) for i in range(3))
-      acc = c.view(i32).astype(i64)
-      for k in range(8):
-        x, y = ((a >> u32(4 * k)) & u32(15)).astype(i64), ((b >> u32(4 * k)) & u32(15)).astype(i64)
-        if signed and neg & 1: x = np.where(x > 7, x - 16, x)
-        if signed and neg & 2: y = np.where(y > 7, y - 16, y)
-        acc = acc + x * y
-      write_vgpr(st, vdst, w, acc.astype(u32), ex)
-    return op8
-  m = re.match(r"v_dot(2|4|8)_(i|u)32_[iu](16|8|4)$", name)
-  if m and getattr(ins, "gfx9", False):   # gfx9's integer dots: both sources of one signedness; clamp saturates
-    signed, bits = m.group(2) == "i", int(m.group(3))
-    clamp = bool(v.get("clamp", 0))
-    lo, hi = (-2**31, 2**31 - 1) if signed else (0, 2**32 - 1)
-    def op_dot(st: Waves, w):
-      ex = st.exec_lanes(w)
-      a, b, c = (np.broadcast_to(raws[i](st, w), ex.shape) for i in range(3))
-      acc = c.view(i32).astype(i64) if signed else c.astype(i64)
-      for k in range(32 // bits):
-        x, y = (((t >> u32(bits * k)) & u32((1 << bits) - 1)).astype(i64) for t in (a, b))
-        if signed: x, y = ((z ^ (1 << (bits - 1))) - (1 << (bits - 1)) for z in (x, y))
-        acc = acc + x * y
-      if clamp: acc = np.clip(acc, lo, hi)
-      write_vgpr(st, vdst, w, (acc & 0xffffffff).astype(u32), ex)
-    return op_dot
-  if name in ("v_dot4_i32_iu8", "v_dot4_u32_u8"):
-    signed = name == "v_dot4_i32_iu8"
-    def op(st: Waves, w):
-      ex = st.exec_lanes(w)
-      a, b, c = (np.broadcast_to(raws[i](st, w), ex.shape) for i in range(3))
-      acc = c.view(i32).astype(i64)
-      for k in range(4):
-        x, y = ((a >> u32(8 * k)) & u32(255)).astype(i64), ((b >> u32(8 * k)) & u32(255)).astype(i64)
-        if signed and neg & 1: x = np.where(x > 127, x - 256, x)
-        if signed and neg & 2: y = np.where(y > 127, y - 256, y)
-        acc = acc + x * y
-      write_vgpr(st, vdst, w, acc.astype(u32), ex)
-    return op
+  m = re.match(r"v_dot(2|4|8)_(i|u)32_(iu|i|u)(16|8|4)$", name)
+  gfx9 = getattr(ins, "gfx9", False)
+  if m and (gfx9 or name in ("v_dot4_i32_iu8", "v_dot4_u32_u8", "v_dot8_i32_iu4", "v_dot8_u32_u4")):
+    # gfx9: both sources have the result's signedness and clamp saturates; gfx11+: an iu form takes each source's
+    # signedness from its neg bit, and the result wraps
+    signed, bits = m.group(2) == "i", int(m.group(4))
+    sa, sb = (signed, signed) if gfx9 else (signed and bool(neg & 1), signed and bool(neg & 2))
+    clamp = ((-2**31, 2**31 - 1) if signed else (0, 2**32 - 1)) if gfx9 and v.get("clamp", 0) else None
+    return _int_dot(raws, vdst, bits, signed, sa, sb, clamp)
   return None
+
+
+def _int_dot(raws, vdst: int, bits: int, signed: bool, sa: bool, sb: bool, clamp: tuple[int, int] | None):
+  """D = C + sum of the products of the `bits`-wide fields of A and B (signed as sa/sb), exact in 64 bits, then
+  saturated to `clamp` or wrapped to 32 bits."""
+  fields, mask, half = 32 // bits, (1 << bits) - 1, 1 << (bits - 1)
+  def op_dot(st: Waves, w):
+    ex = st.exec_lanes(w)
+    a, b, c = (np.broadcast_to(raws[i](st, w), ex.shape) for i in range(3))
+    acc = c.view(i32).astype(i64) if signed else c.astype(i64)
+    for k in range(fields):
+      x, y = (((t >> u32(bits * k)) & u32(mask)).astype(i64) for t in (a, b))
+      if sa: x = (x ^ half) - half
+      if sb: y = (y ^ half) - half
+      acc = acc + x * y
+    if clamp: acc = np.clip(acc, *clamp)
+    write_vgpr(st, vdst, w, (acc & 0xffffffff).astype(u32), ex)
+  return op_dot
 
 
 class _WmmaLayout:
