@@ -18,12 +18,13 @@ from hcq.asm.operands import literal_text, scalar_text, source_text, vgpr_text
 
 
 class _Texts(dict):
-  """value -> an operand's text, or None where the printer rejects the value (computed once by `text`)."""
-  __slots__ = ("text",)
+  """value -> an operand's text, or None where the printer rejects the value (computed once by `text`).
+  `registers`: the texts are operands that are never empty (registers, sources)."""
+  __slots__ = ("text", "registers")
 
-  def __init__(self, text) -> None:
+  def __init__(self, text, registers: bool = False) -> None:
     super().__init__()
-    self.text = text
+    self.text, self.registers = text, registers
 
   def __missing__(self, value: int) -> str | None:
     try: t = self.text(value)
@@ -48,9 +49,7 @@ class Printer:
   def render(self, inst: Instruction) -> str:
     opc = inst.opcode
     plan = self.plans.get(id(opc), False)
-    if plan is False:
-      plan = self.plans[id(opc)] = self._plan(opc)
-      self.word_printers[id(opc)] = plan and _compile_word_printer(opc, plan)
+    if plan is False: plan = self.plan_of(opc)
     if plan is None: return printer.render(inst)
     if type(inst) is DecodedInstruction and inst._values is None:  # straight from the word, when it can
       wp = self.word_printers[id(opc)]
@@ -77,9 +76,17 @@ class Printer:
     else: text = head + " " + ", ".join(out) if out else head
     return text + " " + " ".join(tail) if tail else text
 
+  def plan_of(self, opc: Opcode) -> tuple | None:
+    """The opcode's printer plan (None: render prints it), made with its word printer on first use."""
+    plan = self.plans.get(id(opc), False)
+    if plan is False:
+      plan = self.plans[id(opc)] = self._plan(opc)
+      self.word_printers[id(opc)] = plan and _compile_word_printer(opc, plan)
+    return plan
+
   def _table(self, key: tuple, text) -> _Texts:
     t = self.texts.get(key)
-    if t is None: t = self.texts[key] = _Texts(text)
+    if t is None: t = self.texts[key] = _Texts(text, key[0] in ("src", "srsrc", "sbase", "vgpr", "saddr", "scalar", "smem-soffset"))
     return t
 
   # --- plans ------------------------------------------------------------------------------------------------
@@ -103,7 +110,8 @@ class Printer:
     mods = []
     if fmt.name == "SMEM" and "offset" in opc.mods:  # before glc/dlc
       bits = fmt.fields["offset"].bits
-      mods.append(lambda v: "offset:" + number_text(v["offset"], "shex", bits) if v.get("offset") and v.get("soffset") != NULL else "")
+      mods.append(_word(lambda v: "offset:" + number_text(v["offset"], "shex", bits) if v.get("offset") and v.get("soffset") != NULL else "",
+                        ("smem_offset_mod", "offset", bits)))
     ds16 = False
     for name, syn in opc.mods.items():
       if ("{ds16}" in syn or syn == "named:swizzle") and ds16: continue
@@ -128,8 +136,11 @@ class Printer:
     kind = fields[name].kind
     smem_gfx11 = fmt.name == "SMEM" and name == "soffset" and "offset" not in opc.operand_fields
     if fmt.name == "SMEM" and name in ("offset", "soffset"):
-      if smem_gfx11: return lambda v, inst: printer._smem_offset(inst)  # the printer skips the valid mask here
-      if name == "offset" and "soffset" not in opc.operand_fields and valid is None: return lambda v, inst: printer._smem_offset12(inst)
+      soffset = self._table(("smem-soffset",), lambda x: scalar_text(isa, x, 1))
+      if smem_gfx11:  # the printer skips the valid mask here
+        return _word(lambda v, inst: printer._smem_offset(inst), ("smem_offset", "soffset", soffset, fields["offset"].bits, False))
+      if name == "offset" and "soffset" not in opc.operand_fields and valid is None:
+        return _word(lambda v, inst: printer._smem_offset12(inst), ("smem_offset", "soffset", soffset, fields["offset"].bits, True))
       return None
 
     def table(key, text):
@@ -189,7 +200,9 @@ class Printer:
     if kind == "sbase": return table(("sbase", count), lambda x: scalar_text(isa, x * 2 & ~(count - 1 if count > 2 else 1), count))[0]
     if file[0] == "v":
       if name in ("src0", "vsrc1") and neg_abs: return None  # DPP sources with neg/abs: the generic printer
-      if fmt.name in ("GLOBAL", "SCRATCH") and name == "addr": return lambda v, inst: printer._flat_addr(inst, count)
+      if fmt.name in ("GLOBAL", "SCRATCH") and name == "addr":
+        texts = tuple(self._table(("vgpr", n, False), lambda x, n=n: vgpr_text(x, n)) for n in (1, 2))
+        return _word(lambda v, inst: printer._flat_addr(inst, count), ("flat_addr", "addr", texts, fmt.name == "GLOBAL", isa.saddr_off))
       v128 = file == "v128" and count != "l"
       return table(("vgpr", count, v128),
                    lambda x: None if v128 and x >= 128 or count != "l" and x + count > 256 else vgpr_text(x, count))[0]
@@ -213,7 +226,8 @@ class Printer:
     if syn.startswith(("op_sel:", "op_sel_hi:", "neg_lo:", "neg_hi:")):
       return lambda v: printer._bit_list(_Values(v, opc), name, syn)
     if syn == "named:swizzle": return None
-    if "{ds16}" in syn: return lambda v: (lambda off: f"offset:{off}" if off else "")(v.get("offset1", 0) << 8 | v.get("offset0", 0))
+    if "{ds16}" in syn:
+      return _word(lambda v: (lambda off: f"offset:{off}" if off else "")(v.get("offset1", 0) << 8 | v.get("offset0", 0)), ("ds16", "offset0"))
     if syn.startswith("named:"):
       what = syn[6:]
       if what == "attr": return None
@@ -244,35 +258,67 @@ def _word(f, how: tuple):
 
 
 def _compile_word_printer(opc: Opcode, plan: tuple):
-  """fn(word, literal) -> the text render gives, or None (the caller then renders from the values), compiled once
-  per opcode from its plan when every part of the plan says how to work from the word: the fields are read by
-  shift and mask, no values dict is made. None when some part needs the values."""
+  """fn(word, literal, inst) -> the text render gives, or None (the caller then renders from the values), compiled
+  once per opcode from its plan when every part of the plan says how to work from the word: the fields are read
+  by shift and mask, no values dict is made. None when some part needs the values."""
+  env: dict = {"FAIL": None}
+  body = word_text_code(opc, plan, env, values_ok=True)
+  if body is None: return None
+  exec("\n".join(["def word_text(w, lit, inst):"] + body + ["  return text"]), env)  # noqa: S102 - see word_text_code
+  return env["word_text"]
+
+
+def word_text_code(opc: Opcode, plan: tuple, env: dict, values_ok: bool, wrap=None) -> list[str] | None:
+  """Lines of a function body that set `text` to what render gives for the instruction word `w` and literal `lit`
+  (or return FAIL, a name the caller puts in `env`, where render must decide), made from a printer plan, with
+  the names they use put in `env`. Parts of the plan that read the values call them through `inst` when
+  values_ok, else the answer is None. wrap(table, field, unseen) may stand in another table for a field's texts
+  (`unseen`: values the code never looks up in it)."""
   operands, mods, head, vopd = plan
   fields = opc.fmt.fields
-  env: dict = {"literal_text": literal_text, "number_text": number_text, "OMOD": printer.OMOD, "HEAD": head, "_Fallback": _Fallback}
-  code = ["def word_text(w, lit, inst):", "  ops = []", "  tail = []"]
+  env.update({"literal_text": literal_text, "number_text": number_text, "OMOD": printer.OMOD, "HEAD": head, "_Fallback": _Fallback})
+  code: list[str] = []
+  ops: list[tuple[str, bool]] = []  # each operand's variable, and whether its text may be empty (then not printed)
+  tail_at: int | None = None  # where the modifiers' lines start: they add to the text the operands make
 
   def field(name: str) -> str | None:
     f = fields.get(name)
     return None if f is None else f"(w >> {f.lo} & {f.mask})"
+
+  def lookup(k: int, table: _Texts, name: str, at: str, indent: str = "  ", unseen: tuple = ()) -> list[str]:
+    """t = the table's text at `at` (never one of the values `unseen`), returning FAIL where it has none (or, for
+    register texts, an empty one)."""
+    env[f"A{k}"] = wrap(table, name, unseen) if wrap else table
+    return [f"{indent}t = A{k}[{at}]", f"{indent}if {'not t' if table.registers else 't is None'}: return FAIL"]
+
+  def emit(k: int, out: str, empty: bool) -> None:
+    """The part's text `t` becomes operand p<k>, or is added to the modifiers when not empty."""
+    if out == "ops": code.append(f"  p{k} = t"); ops.append((f"p{k}", empty))
+    else: code.append("  if t: text += ' ' + t" if empty else "  text += ' ' + t")
+
   for k, (part, out) in enumerate([(f, "ops") for f in operands] + [(f, "tail") for f in mods]):
+    if out == "tail" and tail_at is None: tail_at = len(code)
     how = getattr(part, "word", None)
     if how is None:  # this part reads the values (and the printer's helpers): unpacked for it alone
+      if not values_ok: return None
       env[f"F{k}"] = part
       code += ["  try:", f"    t = F{k}(inst.values, inst)" if out == "ops" else f"    t = F{k}(inst.values)",
-               "  except (_Fallback, KeyError): return None", f"  if t: {out}.append(t)"]
+               "  except (_Fallback, KeyError): return FAIL"]
+      emit(k, out, True)
       continue
     kind, name = how[0], how[1]
-    x = None if kind in ("const", "literal", "omod") and kind != "omod" else field(name)
+    x = None if kind in ("const", "literal") else field(name)
     if kind not in ("const", "literal") and x is None: return None
-    env[f"A{k}"] = how[2] if len(how) > 2 else None
-    if kind == "const": code.append(f"  {out}.append({name!r})" if name else "  pass")
-    elif kind == "table": code += [f"  t = A{k}[{x}]", "  if t is None: return None", f"  if t: {out}.append(t)"]
+    if kind == "const":
+      if name: code.append(f"  t = {name!r}"); emit(k, out, False)
+    elif kind == "table":
+      code += lookup(k, how[2], name, x)
+      emit(k, out, not how[2].registers)
     elif kind == "src":
       _, _, _, ctype, literal_ok, i, is_sext, neg_abs = how
       env[f"B{k}"], env[f"C{k}"] = ctype, literal_ok
-      code += [f"  x = {x}", "  if x == 255:", f"    if lit is None or not C{k}: return None", f"    t = literal_text(lit, B{k})",
-               "  else:", f"    t = A{k}[x]", "    if t is None: return None"]
+      code += [f"  x = {x}", "  if x == 255:", f"    if lit is None or not C{k}: return FAIL", f"    t = literal_text(lit, B{k})",
+               "  else:"] + lookup(k, how[2], name, "x", "    ", (255,))
       if neg_abs:  # as printer.source_modifiers: each neg/abs field shifted to its source
         negs = [f"{field(f)} << {shift}" for f, kd, shift, _ in neg_abs if kd == "neg" and field(f)] or ["0"]
         abss = [f"({field(f)} & {read}) << {shift}" for f, kd, shift, read in neg_abs if kd == "abs" and field(f)] or ["0"]
@@ -280,23 +326,49 @@ def _compile_word_printer(opc: Opcode, plan: tuple):
                  f"  if neg >> {i} & 1:"]
         if is_sext: code.append("    t = 'sext(' + t + ')'")
         else: code.append(f"    t = 'neg(' + t + ')' if (128 <= x <= 208 or 240 <= x <= 248 or x == 255) and not absm >> {i} & 1 else '-' + t")
-      code.append(f"  if t: {out}.append(t)")
-    elif kind == "literal": code += ["  if lit is None: return None", f"  {out}.append(number_text(lit, {name!r}, 32))"]
-    elif kind == "flag": code.append(f"  if {x}: {out}.append({how[2]!r})")
-    elif kind == "omod": code += [f"  x = {x}", f"  if x: {out}.append(OMOD[x])"]
-    elif kind == "enum": code += [f"  x = {x}", f"  if x >= {len(how[2])}: return None", f"  if A{k}[x]: {out}.append(A{k}[x])"]
-    elif kind == "zero": code.append(f"  if {x}: return None")
+      emit(k, out, not how[2].registers)
+    elif kind == "literal":
+      code += ["  if lit is None: return FAIL", f"  t = number_text(lit, {name!r}, 32)"]
+      emit(k, out, True)
+    elif kind == "flag": code.append(f"  if {x}: text += {' ' + how[2]!r}")
+    elif kind == "omod": code += [f"  x = {x}", "  if x: text += ' ' + OMOD[x]"]
+    elif kind == "enum":
+      env[f"A{k}"] = how[2]
+      code += [f"  x = {x}", f"  if x >= {len(how[2])}: return FAIL", f"  t = A{k}[x]"]
+      emit(k, out, True)
+    elif kind == "zero": code.append(f"  if {x}: return FAIL")
     elif kind == "number":
       _, _, prefix, nfmt, bits, omit_zero = how
-      code += [f"  x = {x}", f"  if x{'' if omit_zero else ' or True'}: {out}.append({prefix!r} + number_text(x, {nfmt!r}, {bits}))"]
+      code += [f"  x = {x}", f"  t = {prefix!r} + number_text(x, {nfmt!r}, {bits})" + (" if x else ''" if omit_zero else "")]
+      emit(k, out, True)
+    elif kind == "smem_offset":  # printer._smem_offset(12): the offset when soffset is null, else the register
+      soffset, offset = x, field("offset")
+      code += [f"  if {soffset} == {NULL}: t = number_text({offset}, 'shex', {how[3]})" + ("" if how[4] else " if " + offset + " else 'null'"),
+               "  else:"] + lookup(k, how[2], "soffset", soffset, "    ", (NULL,))
+      if how[4]: code.append(f"    t += ' offset:' + number_text({offset}, 'shex', {how[3]})")
+      emit(k, out, False)
+    elif kind == "smem_offset_mod":
+      soffset = field("soffset")
+      code.append(f"  if {x}{'' if soffset is None else f' and {soffset} != {NULL}'}: text += ' offset:' + number_text({x}, 'shex', {how[2]})")
+    elif kind == "flat_addr":  # printer._flat_addr: GLOBAL's address is 64-bit without saddr; SCRATCH's is 'off' without sve
+      env[f"B{k}"], env[f"C{k}"] = how[2]
+      if field("saddr" if how[3] else "sve") is None: return None
+      if how[3]: code.append(f"  t = (C{k} if {field('saddr')} == {how[4]} else B{k})[{x}]")
+      else: code.append(f"  t = B{k}[{x}] if {field('sve')} else 'off'")
+      code.append("  if not t: return FAIL")
+      emit(k, out, False)
+    elif kind == "ds16":
+      hi = field("offset1")
+      code += [f"  x = {x}" + ("" if hi is None else f" | {hi} << 8"), "  if x: text += ' offset:' + str(x)"]
     else: return None
-  if vopd: code += ["  i = ops.index('::')", "  text = f\"{HEAD[0]} {', '.join(ops[:i])} :: {HEAD[1]} {', '.join(ops[i + 1:])}\""]
-  else: code.append("  text = HEAD + ' ' + ', '.join(ops) if ops else HEAD")
-  code.append("  return text + ' ' + ' '.join(tail) if tail else text")
-  exec("\n".join(code), env)  # noqa: S102 - code made above from the opcode's plan; names and numbers only
-  return env["word_text"]
-
-
+  at = len(code) if tail_at is None else tail_at
+  if vopd:
+    made = ["  ops = [" + ", ".join(p for p, _ in ops) + "]", "  i = ops.index('::')",
+            "  text = f\"{HEAD[0]} {', '.join(o for o in ops[:i] if o)} :: {HEAD[1]} {', '.join(o for o in ops[i + 1:] if o)}\""]
+  elif not ops: made = ["  text = HEAD"]
+  elif not any(empty for _, empty in ops): made = ["  text = f'{HEAD} " + ", ".join("{" + p + "}" for p, _ in ops) + "'"]
+  else: made = ["  ops = [o for o in (" + "".join(p + ", " for p, _ in ops) + ") if o]", "  text = HEAD + ' ' + ', '.join(ops) if ops else HEAD"]
+  return code[:at] + made + code[at:]  # names and numbers from the opcode's plan only
 def _or_fallback(t: str | None) -> str:
   if t is None: raise _Fallback
   return t

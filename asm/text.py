@@ -87,8 +87,8 @@ def _branches(isa) -> frozenset[str]:
 
 def disassemble(data: bytes, arch: str = "gfx1100") -> list[str]:
   """Machine code -> one LLVM-syntax line per instruction. DecodeError names the byte offset it cannot decode."""
-  from hcq.asm.fast_print import render_all
-  return render_all(decode_all_at(load(arch), data))
+  from hcq.asm.fast_disasm import disassembler
+  return disassembler(load(arch)).lines(data)
 
 
 def decode_all(data: bytes, arch: str = "gfx1100") -> list[Instruction]:

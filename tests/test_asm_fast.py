@@ -9,7 +9,8 @@ import pytest
 from hcq.asm import printer
 from hcq.asm.build import build_generic
 from hcq.asm.fast_build import builder_of
-from hcq.asm.fast_decode import FAST_ARCHS, FAST_FORMATS, decoder
+from hcq.asm.fast_decode import FAST_ARCHS, FAST_FORMATS, decode_all_at, decoder
+from hcq.asm.fast_disasm import disassembler
 from hcq.asm.fast_parse import line_parser, split_tokens
 from hcq.asm.fast_print import printer_of
 from hcq.asm.instruction import decode_generic
@@ -105,6 +106,36 @@ def test_every_opcode_sample_fast_equals_generic(arch: str):
   if arch in FAST_ARCHS:  # other archs take the generic paths throughout, until the plans are written against them
     plans = [p for (fmt, _), p in decoder(isa).plans.items() if fmt in FAST_FORMATS]
     assert sum(1 for p in plans if p) > 0.85 * len(plans), f"only {sum(1 for p in plans if p)} of {len(plans)} opcodes decode through a plan"
+
+
+def _stream_outcome(isa, data: bytes):
+  """What decoding `data` instruction by instruction and rendering each does: the lines, or the error."""
+  return _outcome(lambda: [printer.render(i) for i in decode_all_at(isa, data)])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_disassembly_from_words_equals_decode_then_render(arch: str):
+  """The text-from-words disassembler (hcq.asm.fast_disasm) gives decode-then-render's lines, or its DecodeError
+  word for word: each random word alone, cut short, and all the accepted ones in one stream; and every
+  opcode's samples in one stream."""
+  isa = load(arch)
+  lines = disassembler(isa).lines
+  accepted, problems = [], []
+  for data in _words(arch):
+    g = _outcome(decode_generic, isa, data)[0]
+    cases = [data[:4], data[:7], data[:8], data[:11]]
+    if g is not None:
+      accepted.append(data[:g.size])
+      cases += [data[:g.size], data[:g.size] + b"\xff\xff"]
+    for case in cases:
+      ref = _stream_outcome(isa, case)
+      if _outcome(lines, case) != ref: problems.append(f"{case.hex()}: {ref} / {_outcome(lines, case)}")
+  stream = b"".join(accepted)
+  assert _outcome(lines, stream) == _stream_outcome(isa, stream)
+  samples = b"".join(i.encode() for i in _samples(arch))
+  assert _outcome(lines, samples) == _stream_outcome(isa, samples)
+  assert not problems, "\n".join(problems[:20])
+  assert len(accepted) > WORDS // 10
 
 
 BAD_LINES = ["v_add_f32_e32 v0, v1", "v_add_f32_e32 v0, v1, s2", "s_load_b128 s[4:6], s[0:1], 0x10", "v_add_f32_e64 v0, v1, v2 clampx",
