@@ -2,6 +2,7 @@
 from __future__ import annotations
 import re
 
+from hcq.asm.fast_asm import assembler
 from hcq.asm.fast_decode import decode_all_at
 from hcq.asm.fast_parse import line_parser
 from hcq.asm.instruction import Instruction
@@ -22,47 +23,52 @@ def assemble(text: str, arch: str = "gfx1100") -> bytes:
   """LLVM AMDGPU assembly -> machine code. Labels ('name:') may be branch targets; ';', '//' and '#' start comments;
   lines starting with '.' (directives) are skipped. AsmError says line:column and what was expected."""
   isa = load(arch)
-  items: list[tuple[int, int, str, str | None]] = []  # (line, column, instruction text, label it branches to)
+  items: list[tuple[int, str, str, str]] = []  # (line, instruction text, mnemonic, the rest)
   labels: dict[str, int] = {}
   pending: list[str] = []
+  comments = any(mark in text for mark in (";", "//", "#"))
   for n, raw in enumerate(text.splitlines(), 1):
-    line = _strip_comment(raw)
-    while ":" in line:
+    line = _strip_comment(raw) if comments else raw
+    body = line.strip()
+    head, _, rest = body.partition(" ")
+    while ":" in head:  # a label is a name and a colon before any blank
       m = _LABEL.match(line)
       if not m: break
       name = m.group(1)
       if name in labels or name in pending: raise AsmError(f"label {name!r} is defined twice", n, m.start(1) + 1)
       pending.append(name)
       line = " " * m.end() + line[m.end():]
-    stripped = line.strip()
-    if not stripped or stripped[0] == ".": continue
-    items.append((n, 1, line, None))
+      body = line.strip()
+      head, _, rest = body.partition(" ")
+    if not body or body[0] == ".": continue
+    items.append((n, line, head, rest))
     for name in pending: labels[name] = len(items) - 1
     pending = []
-  # first pass: sizes (a branch to a label is a 4-byte SOPP); second pass: encode with offsets known
-  insts: list[Instruction | tuple] = []
-  parse = line_parser(isa).parse  # parse_line, without its per-line lookup
-  for n, col, line, _ in items:
-    target = _branch_label(isa, line)
-    if target is not None: insts.append((n, col, line, target)); continue
-    insts.append(parse(line, n, col))
+  # first pass: bytes (a branch to a label is a 4-byte SOPP, made in the second pass with offsets known)
+  fast = assembler(isa)
+  encoders, encoder, parse = fast.encoders, fast.encoder, line_parser(isa).parse
+  chunks: list[bytes | tuple] = []
+  for n, line, head, rest in items:
+    data = (encoders.get(head) or encoder(head))(rest)  # lines as llvm-mc prints them, straight to bytes
+    if data is None:
+      target = _branch_label(isa, line)
+      data = (n, line, target) if target is not None else parse(line, n, 1).encode()
+    chunks.append(data)
   offsets, pos = [], 0
-  for it in insts:
+  for c in chunks:
     offsets.append(pos)
-    pos += 4 if isinstance(it, tuple) else it.size
+    pos += 4 if type(c) is tuple else len(c)
   end = pos
-  out = bytearray()
-  for i, it in enumerate(insts):
-    if isinstance(it, tuple):
-      n, col, line, target = it
-      if target not in labels and target not in pending:
-        raise AsmError(f"undefined label {target!r}", n, line.find(target) + 1)
-      dest = offsets[labels[target]] if target in labels else end
-      delta = (dest - offsets[i] - 4) // 4
-      if not -32768 <= delta < 32768: raise AsmError(f"branch to {target!r} is out of range ({delta} dwords)", n, line.find(target) + 1)
-      it = parse_line(isa, line.replace(target, str(delta & 0xffff), 1), n, col)
-    out += it.encode()
-  return bytes(out)
+  for i, c in enumerate(chunks):
+    if type(c) is not tuple: continue
+    n, line, target = c
+    if target not in labels and target not in pending:
+      raise AsmError(f"undefined label {target!r}", n, line.find(target) + 1)
+    dest = offsets[labels[target]] if target in labels else end
+    delta = (dest - offsets[i] - 4) // 4
+    if not -32768 <= delta < 32768: raise AsmError(f"branch to {target!r} is out of range ({delta} dwords)", n, line.find(target) + 1)
+    chunks[i] = parse_line(isa, line.replace(target, str(delta & 0xffff), 1), n, 1).encode()
+  return b"".join(chunks)  # type: ignore[arg-type]
 
 
 def _branch_label(isa, line: str) -> str | None:

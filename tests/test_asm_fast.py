@@ -3,12 +3,14 @@ errors), printing, building (bytes, errors) and parsing (bytes, line:column erro
 every-opcode samples of each arch, without llvm-mc (tests/test_asm_llvm.py checks the paths against llvm-mc)."""
 from __future__ import annotations
 import random
+import re
 
 import pytest
 
-from hcq.asm import printer
+from hcq.asm import assemble, printer
 from hcq.asm.build import build_generic
 from hcq.asm.fast_build import builder_of
+from hcq.asm.fast_asm import assembler
 from hcq.asm.fast_decode import FAST_ARCHS, FAST_FORMATS, decode_all_at, decoder
 from hcq.asm.fast_disasm import disassembler
 from hcq.asm.fast_parse import line_parser, split_tokens
@@ -20,6 +22,7 @@ from hcq.asm.registers import Reg
 from hcq.asm.tokens import split_operands
 from hcq.asm.verify import sample_instructions
 
+COMMON_FORMATS = {"SOP1", "SOP2", "SOPC", "SOPK", "SOPP", "SMEM", "VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P", "DS", "GLOBAL", "FLAT", "SCRATCH"}
 WORDS = 12000  # per arch: half uniformly random, half forced into a covered format's fixed bits
 
 
@@ -136,6 +139,47 @@ def test_disassembly_from_words_equals_decode_then_render(arch: str):
   assert _outcome(lines, samples) == _stream_outcome(isa, samples)
   assert not problems, "\n".join(problems[:20])
   assert len(accepted) > WORDS // 10
+
+
+def _variants(text: str, rng: random.Random) -> list[str]:
+  """Lines near a sample: registers and numbers changed, negated, |abs|-wrapped, literals, modifiers added or
+  given twice -- valid or not, each spelled as llvm-mc prints."""
+  head, _, rest = text.partition(" ")
+  out = []
+  for _ in range(6):
+    r = re.sub(r"(?<![\w:])(v|s)(\d+)", lambda m: m.group(1) + str(rng.choice([0, 1, 2, 7, 101, 105, 106, 127, 255, 256])) if rng.random() < 0.5 else m.group(0), rest)
+    r = re.sub(r"(?<![\w\[:x])(\d+)(?![\w\]:])", lambda m: str(rng.choice([0, 1, 64, 65, 4095, 0x12345, 0xffffffff])) if rng.random() < 0.5 else m.group(0), r)
+    r = re.sub(r"(?<![\w:|\[-])(v\d+)", lambda m: rng.choice(["-", "|", "-|", ""]).join(["", m.group(1)]) + ("|" if rng.random() < 0.3 else "") if rng.random() < 0.3 else m.group(0), r)
+    if rng.random() < 0.4: r += " " + rng.choice(["clamp", "offset:8", "glc", "mul:2", "offset:4 offset:8", "dlc slc", "0x1234", "clamp clamp"])
+    if rng.random() < 0.2: r = r.replace(", ", ", 0x" + format(rng.getrandbits(32), "x") + ", ", 1)
+    out.append(f"{head} {r}" if r else head)
+  return out
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_assembly_to_bytes_equals_the_line_parser(arch: str):
+  """The line-to-bytes assembler (hcq.asm.fast_asm) gives the line parser's bytes wherever it answers, on every
+  opcode's samples and on lines near them; it answers for most samples; whole programs assemble alike."""
+  isa = load(arch)
+  fast, lp = assembler(isa), line_parser(isa)
+  rng = random.Random(f"asm-{arch}")
+  samples = _samples(arch)
+  texts = [printer.render(i) for i in samples]
+  common, answered, problems = 0, 0, []  # samples of the formats compute kernels are made of, and how many answered
+  for i, (inst, text) in enumerate(zip(samples, texts)):
+    is_common = inst.opcode.fmt.name in COMMON_FORMATS
+    common += is_common
+    for line in [text] + (_variants(text, rng) if i % 3 == 0 else []):
+      got = fast.encode(line)
+      if got is None: continue
+      answered += line is text and is_common
+      want = _outcome(lambda: lp.parse(line).encode())
+      if want != (got, None): problems.append(f"{line!r}: line parser {want}, to bytes {got.hex()}")
+  assert not problems, "\n".join(problems[:20])
+  if arch in FAST_ARCHS: assert answered > 0.85 * common, f"only {answered} of {common} samples go straight to bytes"
+  for text in BAD_LINES: assert fast.encode(text) is None, text
+  program = "\n".join(texts[::7])
+  assert assemble(program, arch) == b"".join(parse_line_generic(isa, t).encode() for t in texts[::7])
 
 
 BAD_LINES = ["v_add_f32_e32 v0, v1", "v_add_f32_e32 v0, v1, s2", "s_load_b128 s[4:6], s[0:1], 0x10", "v_add_f32_e64 v0, v1, v2 clampx",
