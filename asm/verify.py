@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from hcq.asm import llvm
 from hcq.asm.build import build
+from hcq.asm.fast_asm import assembler
+from hcq.asm.fast_disasm import disassembler
 from hcq.asm.instruction import DecodeError, Instruction, decode
 from hcq.asm.isa import ISA, Opcode, load
 from hcq.asm.operands import OperandError
@@ -173,6 +175,11 @@ def check_opcodes(arch: str, formats: set[str] | None = None) -> Report:
     ok = True
     if d is None or d.text != text:
       ok = False; rep.fail(f"{data.hex()}: ours {text!r}, llvm-mc {d.text if d else 'rejects it'!r}")
+    if disassembler(isa).lines(data) != [text]:  # the CLI's text-from-words path
+      ok = False; rep.fail(f"{data.hex()}: disassembled straight from the word as {disassembler(isa).lines(data)}, not {text!r}")
+    straight = assembler(isa).encode(text)  # the text assembler's line-to-bytes path, where it answers
+    if straight is not None and isinstance(e, bytes) and straight != e:
+      ok = False; rep.fail(f"{text!r}: straight to bytes {straight.hex()}, llvm-mc {e.hex()}")
     # a mnemonic two encodings print alike (v_nop as VOP1 and as VOP3) assembles to the first: only decoding is checked
     shadowed = inst.opcode.name != inst.mnemonic
     if ok and isinstance(e, str):
@@ -238,8 +245,12 @@ def random_words(arch: str, count: int, seed: int = 0, formats: set[str] | None 
       continue
     text = str(o)
     if text != t.text: rep.accepted.fail(f"{c.hex()}: ours {text!r}, llvm-mc {t.text!r}"); continue
+    if disassembler(isa).lines(c[:o.size]) != [text]:  # the CLI's text-from-words path
+      rep.accepted.fail(f"{c.hex()}: disassembled straight from the word as {disassembler(isa).lines(c[:o.size])}, not {text!r}"); continue
     try: mine = parse_line(isa, text).encode()
     except (AsmError, OperandError) as e: rep.accepted.fail(f"{text!r}: our assembler rejects its own text: {e}"); continue
+    straight = assembler(isa).encode(text)  # the text assembler's line-to-bytes path, where it answers
+    if straight is not None and straight != mine: rep.accepted.fail(f"{text!r}: straight to bytes {straight.hex()}, parsed {mine.hex()}"); continue
     to_encode.append((c, text, mine))
   # llvm-mc's encoding of the text itself: its decoder's re-encoding keeps bits the text does not show
   for (c, text, mine), theirs_enc in zip(to_encode, llvm.assemble_each([t for _, t, _ in to_encode], arch)):

@@ -9,6 +9,8 @@ import subprocess
 import pytest
 
 from hcq.asm import assemble, decode_all, llvm
+from hcq.asm.fast_asm import assembler
+from hcq.asm.fast_decode import FAST_ARCHS
 from hcq.asm.isa import load
 from hcq.asm.parser import parse_line
 from tests.tools import require
@@ -78,11 +80,15 @@ def test_clang_output_encodes_like_llvm_mc(compiled):
   # branches name labels: give both assemblers the same numeric target
   lines = [_BRANCH.sub(r"\1 7", l) for l in lines]
   theirs = llvm.assemble_each(lines, arch)
-  bad = []
+  bad, straight = [], 0
   for line, want in zip(lines, theirs):
     mine = parse_line(isa, line).encode()
     if mine != want: bad.append(f"{line!r}: ours {mine.hex()}, llvm-mc {want.hex() if isinstance(want, bytes) else want}")
+    fast = assembler(isa).encode(line)  # straight to bytes, where it answers
+    straight += fast is not None
+    if fast is not None and fast != want: bad.append(f"{line!r}: ours straight to bytes {fast.hex()}, llvm-mc {want.hex() if isinstance(want, bytes) else want}")
   assert not bad, "\n".join(bad[:20])
+  if arch in FAST_ARCHS: assert straight > 0.9 * len(lines)  # compiler output is what the straight path is for
 
 
 def test_clang_output_assembles_and_disassembles(compiled):
