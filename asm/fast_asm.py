@@ -57,16 +57,16 @@ class Assembler:
   # --- compiling ------------------------------------------------------------------------------------------
 
   def _compile(self, mnemonic: str):
-    from hcq.asm.text import _branches
     opcodes = parser.candidates(self.isa, mnemonic.lower())
-    # the first candidate is the one the line parser tries first; a branch may name a label: text.assemble's
-    if not opcodes or mnemonic.lower() in _branches(self.isa): return None
+    # the first candidate is the one the line parser tries first (a branch to a label is no number: it comes back
+    # None and text.assemble places it)
+    if not opcodes: return None
     opc = opcodes[0]
     fmt = opc.fmt
     plan = self.builder.plans.get(id(opc), False)
     if plan is False: plan = self.builder.plans[id(opc)] = self.builder._plan(opc)
     if plan is None or fmt.name in ("EXP", "VOPD"): return None  # EXP's second operand follows a space
-    base, assigns, _, _, _, _, _ = plan
+    base, assigns = plan[:2]
     specs = opc.operands
     npos = len(specs)
     op = fmt.places.get("op")

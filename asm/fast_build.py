@@ -11,6 +11,7 @@ build_generic, so errors and every unusual case are the generic path's own. test
 build the same bytes and raise the same errors.
 """
 from __future__ import annotations
+import functools
 from typing import Any
 
 from hcq.asm import build as generic
@@ -32,13 +33,17 @@ class Builder:
   def __init__(self, isa: ISA) -> None:
     self.isa = isa
     self.plans: dict[int, tuple | None] = {}  # by id(opcode): opcodes live as long as their ISA
+    self.compiled: dict[int, object] = {}  # by id(opcode): _compile_builder's function, or None
 
   def build(self, opc: Opcode, args: Any, mods: dict[str, Any]) -> Instruction:
     """As build_generic(isa, opc, args, mods)."""
     plan = self.plans.get(id(opc), False)
     if plan is False: plan = self.plans[id(opc)] = self._plan(opc)
     if plan is None: return build_generic(self.isa, opc, list(args), mods)
-    base, assigns, nspecs, nfields, strings, modifier, compiled = plan
+    base, assigns, nspecs, nfields, strings, modifier = plan
+    compiled = self.compiled.get(id(opc), False)
+    if compiled is False:  # made on first build: the text assembler reads the plan alone
+      compiled = self.compiled[id(opc)] = _compile_builder(self.isa, opc, opc.operands, assigns, base, modifier)
     if compiled is not None:
       try:
         inst = compiled(args, mods)
@@ -72,7 +77,7 @@ class Builder:
     strings = [s if isinstance(s, str) else None for s in specs]
     nfields = sum(1 for s in specs if not isinstance(s, str))
     base, modifier = initial_values(self.isa, opc), _memo_modifier(opc)
-    return base, assigns, len(specs), nfields, strings, modifier, _compile_builder(self.isa, opc, specs, assigns, base, modifier)
+    return base, assigns, len(specs), nfields, strings, modifier
 
   def _assign(self, opc: Opcode, spec: Any):
     """fn(arg, values, literal) doing build_generic's _assign for one operand spec (the valid-value mask is
@@ -291,6 +296,7 @@ def _memo_source_modifier(opc: Opcode, name: str):
   return source_modifier
 
 
+@functools.cache
 def _constant(ctype: str):
   """fn(number) -> operands.constant_value(number, ctype), skipping its search of the inline float constants
   for an integer literal whose bits are none of theirs."""

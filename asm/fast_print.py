@@ -44,7 +44,7 @@ class Printer:
     self.isa = isa
     self.texts: dict[tuple, _Texts] = {}
     self.plans: dict[int, tuple | None] = {}  # by id(opcode): opcodes live as long as their ISA
-    self.word_printers: dict[int, object] = {}  # by id(opcode): _compile_word_printer's, or None
+    self.word_printers: dict[int, object] = {}  # by id(opcode): _compile_word_printer's, or None; made on first use
 
   def render(self, inst: Instruction) -> str:
     opc = inst.opcode
@@ -52,7 +52,8 @@ class Printer:
     if plan is False: plan = self.plan_of(opc)
     if plan is None: return printer.render(inst)
     if type(inst) is DecodedInstruction and inst._values is None:  # straight from the word, when it can
-      wp = self.word_printers[id(opc)]
+      wp = self.word_printers.get(id(opc), False)
+      if wp is False: wp = self.word_printers[id(opc)] = _compile_word_printer(opc, plan)
       if wp:
         t = wp(inst.word, inst.literal, inst)
         if t is not None: return t
@@ -77,11 +78,9 @@ class Printer:
     return text + " " + " ".join(tail) if tail else text
 
   def plan_of(self, opc: Opcode) -> tuple | None:
-    """The opcode's printer plan (None: render prints it), made with its word printer on first use."""
+    """The opcode's printer plan (None: render prints it), made on first use."""
     plan = self.plans.get(id(opc), False)
-    if plan is False:
-      plan = self.plans[id(opc)] = self._plan(opc)
-      self.word_printers[id(opc)] = plan and _compile_word_printer(opc, plan)
+    if plan is False: plan = self.plans[id(opc)] = self._plan(opc)
     return plan
 
   def _table(self, key: tuple, text) -> _Texts:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import functools
 import importlib
 from dataclasses import dataclass, field
+from typing import Any
 
 ARCHS = ("gfx1100", "gfx1201", "gfx942")
 
@@ -131,12 +132,24 @@ class ISA:
     self.by_mnemonic: dict[str, Opcode] = {}
     self.variants: dict[str, list[Opcode]] = {}  # printed mnemonic or DSL name -> the opcodes text may mean
     self.by_op: dict[str, dict[int, Opcode]] = {}
+    # opcodes share their operand lists and fixed/modifier/default dicts (the table repeats a few hundred of them):
+    # made once each, read-only like the opcodes
+    shared: dict[tuple, Any] = {}
+
+    def once(kind: str, raw: tuple, make) -> Any:
+      v = shared.get((kind, raw))
+      if v is None: v = shared[(kind, raw)] = make(raw)
+      return v
+
+    def specs(raw: tuple) -> tuple:  # the last element of an operand spec indexes VALID: keep the bitmask itself
+      out = tuple(o[:4] + (None if o[4] is None else table.VALID[o[4]],) if isinstance(o, tuple) else o for o in raw)
+      return out, frozenset(o[0] for o in out if isinstance(o, tuple))
+    new = object.__new__
     for fname, recs in table.OPCODES.items():
       fmt = self.formats[fname]
       ops = self.by_op.setdefault(fname, {})
       for op, mnemonic, operands, fixed, mods, defaults in recs:
-        # the last element of an operand spec indexes VALID: keep the bitmask itself
-        operands = tuple(o[:4] + (None if o[4] is None else table.VALID[o[4]],) if isinstance(o, tuple) else o for o in operands)
+        operands, operand_fields = once("specs", operands, specs)
         name = mnemonic.strip().replace("::", "__")  # a VOPD pair v_dual_add_f32::v_dual_mul_f32 is v_dual_add_f32__v_dual_mul_f32
         if name in self.by_mnemonic:  # (image_sample's NSA form prints its mnemonic with a second space: stripped here)
           # encodings that print alike get DSL names of their own: v_nop's VOP3 twin is v_nop_e64 (llvm-mc's name
@@ -144,8 +157,10 @@ class ISA:
           stem = name[:-4] if name.endswith("_dpp") else name
           name = stem + next((suffix for tail, suffix in (("DPP8FI", "_dpp8_fi"), ("DPP8", "_dpp8"), ("DPP16", "_dpp16"), ("NSA", "_nsa"), ("SDWA", "_sdwa"))
                               if fname.endswith(tail)), "_e64")
-        opc = Opcode(fmt, op, mnemonic, operands, dict(fixed), dict(mods), dict(defaults),
-                     frozenset(o[0] for o in operands if isinstance(o, tuple)), self, name)  # made once: import time
+        opc = new(Opcode)  # Opcode(...) without the frozen dataclass's field-by-field __init__: 3,000 of them at start
+        opc.__dict__.update(fmt=fmt, op=op, mnemonic=mnemonic, operands=operands, fixed=once("dict", fixed, dict),
+                            mods=once("dict", mods, dict), defaults=once("dict", defaults, dict), operand_fields=operand_fields,
+                            isa=self, name=name)
         ops[op] = opc
         self.by_mnemonic[name] = opc
         self.variants.setdefault(mnemonic.strip(), []).append(opc)

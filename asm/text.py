@@ -48,12 +48,15 @@ def assemble(text: str, arch: str = "gfx1100") -> bytes:
   fast = assembler(isa)
   encoders, encoder, parse = fast.encoders, fast.encoder, line_parser(isa).parse
   chunks: list[bytes | tuple] = []
+  branches = 0
   for n, line, head, rest in items:
     data = (encoders.get(head) or encoder(head))(rest)  # lines as llvm-mc prints them, straight to bytes
     if data is None:
       target = _branch_label(isa, line)
-      data = (n, line, target) if target is not None else parse(line, n, 1).encode()
+      if target is not None: data, branches = (n, line, target), branches + 1
+      else: data = parse(line, n, 1).encode()
     chunks.append(data)
+  if not branches: return b"".join(chunks)  # type: ignore[arg-type]
   offsets, pos = [], 0
   for c in chunks:
     offsets.append(pos)
