@@ -17,6 +17,7 @@ from typing import Any
 from hcq.asm import build as generic
 from hcq.asm import parser
 from hcq.asm.build import Modified
+from hcq.asm.codegen import make_function
 from hcq.asm.fast_build import Builder, _WritesOnly, builder_of
 from hcq.asm.fast_parse import LineParser, line_parser
 from hcq.asm.isa import ISA, Opcode
@@ -94,8 +95,7 @@ class Assembler:
                "  else:", "    if not x: return None", f"    w, lit, ors = E{k}(x, w, lit, ors)", "    if w is None: return None"]
     size = fmt.size
     code += ["  w |= ors", f"  return w.to_bytes({size}, 'little') if lit is None else (w | lit << {8 * size}).to_bytes({size + 4}, 'little')"]
-    exec("\n".join(code), env)  # noqa: S102 - code made above from the opcode's plan; names and numbers only
-    return env["encode"]
+    return make_function(code, env, "encode")  # one compile per shape of opcode: names and numbers from its plan
 
   def _operand(self, opc: Opcode, spec: tuple, assign, valid: int | None) -> tuple:
     """(memo token -> value, fn(token) filling it, fn(effect, word, literal, ors) applying a non-int value) for one

@@ -11,6 +11,7 @@ from __future__ import annotations
 import array
 import sys
 
+from hcq.asm.codegen import make_function
 from hcq.asm.fast_decode import Decoder, decoder
 from hcq.asm.fast_print import Printer, _Texts, printer_of, word_text_code
 from hcq.asm.instruction import DecodeError
@@ -129,8 +130,7 @@ class Disassembler:
       env[f"V{k}"] = vs[0] if len(vs) == 1 else self._derived(vs[0], vs, lambda x, vs=vs: all(v[x] for v in vs))
       code.append(f"  if not V{k}[w >> {lo} & {m}]: return 0")
     code += body + ["  append(text)", "  return size"]
-    exec("\n".join(code), env)  # noqa: S102 - code made above from the opcode's plans; names and numbers only
-    return env["text_of"]
+    return make_function(code, env, "text_of")  # one compile per shape of opcode: names and numbers from its plans
 
 
 def _slow_path(*args) -> int:

@@ -21,41 +21,39 @@ def _strip_comment(line: str) -> str:
 
 def assemble(text: str, arch: str = "gfx1100") -> bytes:
   """LLVM AMDGPU assembly -> machine code. Labels ('name:') may be branch targets; ';', '//' and '#' start comments;
-  lines starting with '.' (directives) are skipped. AsmError says line:column and what was expected."""
+  lines starting with '.' (directives) are skipped. AsmError says line:column and what was expected: a label
+  defined twice first, then the first line in error, then undefined labels and branches out of range."""
   isa = load(arch)
-  items: list[tuple[int, str, str, str]] = []  # (line, instruction text, mnemonic, the rest)
-  labels: dict[str, int] = {}
-  pending: list[str] = []
+  fast = assembler(isa)
+  encoders, encoder, parse = fast.encoders, fast.encoder, line_parser(isa).parse
+  labels: dict[str, int] = {}  # label -> the index of the instruction it names
+  pending: list[str] = []  # labels waiting for their instruction
+  chunks: list[bytes | tuple] = []  # each instruction's bytes; (line, text, label) for a branch to a label
+  branches = 0
+  lines = text.splitlines()
   comments = any(mark in text for mark in (";", "//", "#"))
-  for n, raw in enumerate(text.splitlines(), 1):
-    line = _strip_comment(raw) if comments else raw
+  for n, raw in enumerate(lines, 1):
+    line = _strip_comment(raw) if comments and (";" in raw or "/" in raw or "#" in raw) else raw
     body = line.strip()
     head, _, rest = body.partition(" ")
-    while ":" in head:  # a label is a name and a colon before any blank
-      m = _LABEL.match(line)
-      if not m: break
-      name = m.group(1)
-      if name in labels or name in pending: raise AsmError(f"label {name!r} is defined twice", n, m.start(1) + 1)
-      pending.append(name)
-      line = " " * m.end() + line[m.end():]
+    if ":" in head:  # a label is a name and a colon before any blank
+      line = _take_labels(line, n, labels, pending)
       body = line.strip()
       head, _, rest = body.partition(" ")
     if not body or body[0] == ".": continue
-    items.append((n, line, head, rest))
-    for name in pending: labels[name] = len(items) - 1
-    pending = []
-  # first pass: bytes (a branch to a label is a 4-byte SOPP, made in the second pass with offsets known)
-  fast = assembler(isa)
-  encoders, encoder, parse = fast.encoders, fast.encoder, line_parser(isa).parse
-  chunks: list[bytes | tuple] = []
-  branches = 0
-  for n, line, head, rest in items:
     data = (encoders.get(head) or encoder(head))(rest)  # lines as llvm-mc prints them, straight to bytes
     if data is None:
       target = _branch_label(isa, line)
       if target is not None: data, branches = (n, line, target), branches + 1
-      else: data = parse(line, n, 1).encode()
+      else:
+        try: data = parse(line, n, 1).encode()
+        except AsmError:
+          for m in range(n, len(lines)): _take_labels(_strip_comment(lines[m]), m + 1, labels, pending)  # a twice-defined label first
+          raise
     chunks.append(data)
+    if pending:
+      for name in pending: labels[name] = len(chunks) - 1
+      pending.clear()
   if not branches: return b"".join(chunks)  # type: ignore[arg-type]
   offsets, pos = [], 0
   for c in chunks:
@@ -65,13 +63,25 @@ def assemble(text: str, arch: str = "gfx1100") -> bytes:
   for i, c in enumerate(chunks):
     if type(c) is not tuple: continue
     n, line, target = c
-    if target not in labels and target not in pending:
-      raise AsmError(f"undefined label {target!r}", n, line.find(target) + 1)
+    at = line.rfind(target)  # the label is the last operand
+    if target not in labels and target not in pending: raise AsmError(f"undefined label {target!r}", n, at + 1)
     dest = offsets[labels[target]] if target in labels else end
     delta = (dest - offsets[i] - 4) // 4
-    if not -32768 <= delta < 32768: raise AsmError(f"branch to {target!r} is out of range ({delta} dwords)", n, line.find(target) + 1)
-    chunks[i] = parse_line(isa, line.replace(target, str(delta & 0xffff), 1), n, 1).encode()
+    if not -32768 <= delta < 32768: raise AsmError(f"branch to {target!r} is out of range ({delta} dwords)", n, at + 1)
+    chunks[i] = parse_line(isa, line[:at] + str(delta & 0xffff) + line[at + len(target):], n, 1).encode()
   return b"".join(chunks)  # type: ignore[arg-type]
+
+
+def _take_labels(line: str, n: int, labels: dict[str, int], pending: list[str]) -> str:
+  """The line with its leading labels blanked out, each added to `pending`; AsmError for one defined before."""
+  while ":" in line:
+    m = _LABEL.match(line)
+    if not m: break
+    name = m.group(1)
+    if name in labels or name in pending: raise AsmError(f"label {name!r} is defined twice", n, m.start(1) + 1)
+    pending.append(name)
+    line = " " * m.end() + line[m.end():]
+  return line
 
 
 def _branch_label(isa, line: str) -> str | None:

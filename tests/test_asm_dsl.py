@@ -93,6 +93,18 @@ def test_errors_have_line_column_and_reason():
   with pytest.raises(ValueError): load("gfx9999")
 
 
+def test_assembly_error_order_and_labels():
+  """A label defined twice is reported before any bad line (wherever it is), a bad line before an undefined label;
+  several labels on a line, labels on directive or empty lines and labels at the end all name the next
+  instruction (or the end)."""
+  with pytest.raises(AsmError) as e: assemble("v_bad v0\ns_nop 0\nx:\nx: s_nop 0\n")
+  assert (e.value.line, "defined twice" in str(e.value)) == (4, True)
+  with pytest.raises(AsmError) as e: assemble("s_branch nowhere\nv_add_f32_e32 v0, v1\n")
+  assert e.value.line == 2
+  code = assemble("a: b: ; two labels\n  s_branch c\n.p2align 2\nc: .p2align 8\n  s_cbranch_scc0 a // back\n s_branch end\nend:\n")
+  assert disassemble(code) == ["s_branch 0", "s_cbranch_scc0 65534", "s_branch 0"]
+
+
 def test_assemble_labels_and_disassemble():
   code = assemble("""
   start:            ; a loop
