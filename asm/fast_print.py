@@ -195,7 +195,9 @@ class Printer:
       return src
     if kind == "srsrc": return table(("srsrc",), lambda x: scalar_text(isa, x * 4, 4))[0]
     if valid is not None and (kind == "vdsty" or fmt.name in ("GLOBAL", "SCRATCH") and name == "addr"): return None
-    if kind == "vdsty": return lambda v, inst: vgpr_text(v[name] << 1 | (v["vdstx"] & 1 ^ 1), 1)
+    if kind == "vdsty":  # VOPD: the second destination's low bit is the opposite of the first's
+      texts = self._table(("vgpr", 1, False), lambda x: vgpr_text(x, 1))
+      return _word(lambda v, inst: vgpr_text(v[name] << 1 | (v["vdstx"] & 1 ^ 1), 1), ("vdsty", name, texts))
     if kind == "sbase": return table(("sbase", count), lambda x: scalar_text(isa, x * 2 & ~(count - 1 if count > 2 else 1), count))[0]
     if file[0] == "v":
       if name in ("src0", "vsrc1") and neg_abs: return None  # DPP sources with neg/abs: the generic printer
@@ -223,7 +225,13 @@ class Printer:
     if syn == "omod": return _word(lambda v: printer.OMOD[v["omod"]] if v.get("omod") else "", ("omod", "omod"))
     if head in ("neg", "abs"): return _NOTHING
     if syn.startswith(("op_sel:", "op_sel_hi:", "neg_lo:", "neg_hi:")):
-      return lambda v: printer._bit_list(_Values(v, opc), name, syn)
+      # the text depends on this field alone (op_sel_hi: on opsel_hi and opsel_hi2): a table keyed by their bits
+      layout, at = [], 0
+      for f in (("opsel_hi", "opsel_hi2") if syn.startswith("op_sel_hi:") else (name,)):
+        if f in fields: layout.append((f, at, fields[f].mask)); at += fields[f].bits
+      texts = self._table(("bits", opc.name, name, tuple(layout)),
+                          lambda key: printer._bit_list(_Values({f: key >> a & m for f, a, m in layout}, opc), name, syn))
+      return _word(lambda v: printer._bit_list(_Values(v, opc), name, syn), ("bits", name, texts, tuple(layout)))
     if syn == "named:swizzle": return None
     if "{ds16}" in syn:
       return _word(lambda v: (lambda off: f"offset:{off}" if off else "")(v.get("offset1", 0) << 8 | v.get("offset0", 0)), ("ds16", "offset0"))
@@ -356,6 +364,16 @@ def word_text_code(opc: Opcode, plan: tuple, env: dict, values_ok: bool, wrap=No
       else: code.append(f"  t = B{k}[{x}] if {field('sve')} else 'off'")
       code.append("  if not t: return FAIL")
       emit(k, out, False)
+    elif kind == "vdsty":
+      if field("vdstx") is None: return None
+      env[f"A{k}"] = how[2]  # keyed by two fields' bits: no one field's verdicts fold into it
+      code += [f"  t = A{k}[{x} << 1 | ({field('vdstx')} & 1 ^ 1)]", "  if not t: return FAIL"]
+      emit(k, out, False)
+    elif kind == "bits":
+      if not how[3]: return None
+      env[f"A{k}"] = how[2]  # keyed by several fields' bits: no one field's verdicts fold into it
+      code += [f"  t = A{k}[{' | '.join(f'{field(f)} << {a}' for f, a, _ in how[3])}]", "  if t is None: return FAIL"]
+      emit(k, out, True)
     elif kind == "ds16":
       hi = field("offset1")
       code += [f"  x = {x}" + ("" if hi is None else f" | {hi} << 8"), "  if x: text += ' offset:' + str(x)"]
