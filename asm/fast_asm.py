@@ -55,18 +55,26 @@ class Assembler:
     mnemonic, _, rest = body.partition(" ")
     return self.encoder(mnemonic)(rest)
 
+  def _vopd_pair(self, mx: str, rest: str) -> bytes | None:
+    """A VOPD line ('v_dual_max_f32 v0, v1, v2 :: v_dual_mov_b32 v3, v4') as the parser reads a pair: the pair's
+    opcode (x::y) with X's operands, '::' and Y's."""
+    x, sep, y = rest.partition(" :: ")
+    if not sep: return None
+    my, _, ry = y.partition(" ")
+    return self.encoder(f"{mx}::{my}")(f"{x}, ::, {ry}")
+
   # --- compiling ------------------------------------------------------------------------------------------
 
   def _compile(self, mnemonic: str):
     opcodes = parser.candidates(self.isa, mnemonic.lower())
     # the first candidate is the one the line parser tries first (a branch to a label is no number: it comes back
     # None and text.assemble places it)
-    if not opcodes: return None
+    if not opcodes: return (lambda rest: self._vopd_pair(mnemonic, rest)) if mnemonic.lower().startswith("v_dual_") else None
     opc = opcodes[0]
     fmt = opc.fmt
     plan = self.builder.plans.get(id(opc), False)
     if plan is False: plan = self.builder.plans[id(opc)] = self.builder._plan(opc)
-    if plan is None or fmt.name in ("EXP", "VOPD"): return None  # EXP's second operand follows a space
+    if plan is None or fmt.name == "EXP": return None  # EXP's second operand follows a space
     base, assigns = plan[:2]
     specs = opc.operands
     npos = len(specs)
@@ -88,6 +96,12 @@ class Assembler:
         code.append(f"  if p{k} != {spec!r}: return None")
         continue
       f = fmt.fields.get(spec[0])
+      if f is not None and f.kind == "vdsty":  # VOPD: Y's destination is odd where X's is even and the reverse
+        vdstx = fmt.fields["vdstx"]
+        env[f"D{k}"], env[f"M{k}"] = self._vdsty()
+        code += [f"  x = D{k}.get(p{k})", f"  if x is None: x = M{k}(p{k})",
+                 f"  if type(x) is not int or not (x ^ w >> {vdstx.lo}) & 1: return None", f"  w = w & {~(f.mask << f.lo)} | (x >> 1 & {f.mask}) << {f.lo}"]
+        continue
       memo, env[f"M{k}"], env[f"E{k}"] = self._operand(opc, spec, assign, valid)
       env[f"D{k}"] = memo
       code += [f"  x = D{k}.get(p{k})", f"  if x is None: x = M{k}(p{k})",
@@ -165,6 +179,17 @@ class Assembler:
         ors |= extra
       return w & keep | bits, lit, ors
     return memo, work_out, apply
+
+  def _vdsty(self) -> tuple[dict, Any]:
+    """(memo token -> VGPR number, fn(token) filling it) for VOPD's second destination, as its assigner reads it
+    before checking the low bit against the first's."""
+    memo = self.kinds.setdefault(("vdsty",), {})
+    values_of = self.lines._value
+
+    def work_out(token: str):
+      try: return _keep(memo, token, generic._vgpr(values_of(token), 1, "vdsty"))
+      except Exception: return _keep(memo, token, False)  # noqa: BLE001 - the line parser says what is wrong with it
+    return memo, work_out
 
   def _modifiers(self, opc: Opcode):
     """fn(modifier tokens, word) -> the word with them applied in order, or None (a token this path cannot take,

@@ -27,8 +27,9 @@ FAST_ARCHS = {"gfx1100", "gfx1201"}  # the archs whose printer and builder branc
 
 
 def covered(opc: Opcode) -> bool:
-  """Whether the fast paths may plan this opcode; any other (a new format or arch) takes the generic paths."""
-  return opc.fmt.name in FAST_FORMATS and opc.isa is not None and opc.isa.arch in FAST_ARCHS
+  """Whether the fast paths may plan this opcode: one of FAST_FORMATS, or one with no operands and no modifiers in
+  any format (buffer_gl0_inv); any other (a new format or arch) takes the generic paths."""
+  return (opc.fmt.name in FAST_FORMATS or not opc.operands and not opc.mods) and opc.isa is not None and opc.isa.arch in FAST_ARCHS
 
 
 class DecodedInstruction(Instruction):
