@@ -1,5 +1,6 @@
 """hcq.asm speed, side by side with peers in one run: DSL construction+encoding, decoding to instruction objects,
-text assembly and text disassembly of a 100k-instruction mixed program.
+text assembly and text disassembly of a 100k-instruction mixed program, and text assembly and disassembly of 100k
+lines of clang-19's output for nine OpenCL kernels (when clang-19 is installed).
 
 Peers: tinygrad's RDNA3 DSL (tinygrad.runtime.autogen.amd.rdna3.ins; put on sys.path from TINYGRAD_PATH, default
 /tmp/tinygrad-bench, inside this script only) building the SAME instruction list (the bench checks the bytes agree),
