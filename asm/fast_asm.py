@@ -241,11 +241,6 @@ def _keep(memo: dict, token: str, value):
   return value
 
 
-_ASSEMBLERS: dict[str, Assembler] = {}
-
-
 def assembler(isa: ISA) -> Assembler:
   """The line-to-bytes assembler of an arch (made once per process)."""
-  a = _ASSEMBLERS.get(isa.arch)
-  if a is None or a.isa is not isa: a = _ASSEMBLERS[isa.arch] = Assembler(isa)
-  return a
+  return isa.helper(Assembler)

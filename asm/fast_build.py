@@ -315,11 +315,6 @@ def _constant(ctype: str):
   return constant
 
 
-_BUILDERS: dict[str, Builder] = {}
-
-
 def builder_of(isa: ISA) -> Builder:
   """The fast builder of an arch (made once per process)."""
-  b = _BUILDERS.get(isa.arch)
-  if b is None or b.isa is not isa: b = _BUILDERS[isa.arch] = Builder(isa)
-  return b
+  return isa.helper(Builder)

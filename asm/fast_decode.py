@@ -265,14 +265,9 @@ class Decoder:
     return []  # a number: prints for every value
 
 
-_DECODERS: dict[str, Decoder] = {}
-
-
 def decoder(isa: ISA) -> Decoder:
   """The fast decoder of an arch (made once per process)."""
-  d = _DECODERS.get(isa.arch)
-  if d is None or d.isa is not isa: d = _DECODERS[isa.arch] = Decoder(isa)
-  return d
+  return isa.helper(Decoder)
 
 
 def decode_all_at(isa: ISA, data: bytes) -> list[Instruction]:

@@ -2,20 +2,20 @@
 and field verdicts that make a word valid) and the printer's word printer (its text), so that a valid word
 becomes its line with no Instruction object between.
 
-An instruction the compiled function is not sure of returns None and goes the whole way through
+An instruction the compiled function is not sure of returns 0 and goes the whole way through
 hcq.asm.fast_decode.Decoder.decode_at and hcq.asm.fast_print's render, which accept it, print it or raise their own
 DecodeError. The formats are tried in the decoder's order, so that a word means the same opcode on both paths.
 tests/test_asm_fast.py checks this path against decode-then-render on random words and every opcode's samples.
 """
 from __future__ import annotations
-import array
-import sys
+import struct
 
 from hcq.asm.codegen import make_function
 from hcq.asm.fast_decode import Decoder, decoder
 from hcq.asm.fast_print import Printer, _Texts, printer_of, word_text_code
 from hcq.asm.instruction import DecodeError
 from hcq.asm.isa import ISA, Opcode
+
 
 class Disassembler:
   """Per-arch text from words. The first dword's bits that decide its format and opcode (its top 9 bits, the fixed
@@ -65,12 +65,11 @@ class Disassembler:
     for fmt, fmask, fvalue, op_lo, op_mask, ops, _, size in dec.by_key.get(first >> 23 << 9 | first & 0x1ff) or dec._candidates(first):
       if first & fmask & 0xffffffff != fvalue & 0xffffffff: continue
       opc = ops.get(first >> op_lo & op_mask)
-      # a format whose fixed bits all lie in the first dword matches now, so its opcode decides (or none: VOP3 and
-      # VOP3SD share fixed bits)
-      if opc is None and fmask >> 32 == 0: continue
-      fn = _slow_path if opc is None else self._compiled(opc)
-      how.append((size // 4, fmask, fvalue, fn))
-      if fmask >> 32 == 0: break
+      if opc is None:  # no such opcode (VOP3 and VOP3SD share fixed bits): the next format, once the words suffice
+        if size > 4: how.append((size // 4, 0, 1, None))  # (no word has bits 0 that are 1: always the next)
+        continue
+      how.append((size // 4, fmask, fvalue, self._compiled(opc)))
+      if fmask >> 32 == 0: break  # all its fixed bits lie in the first dword: it is the one
     result = how[0][3] if len(how) == 1 and how[0][0] == 1 else tuple(how)
     if len(self.memo) < self._MEMO_LIMIT: self.memo[first & self.deciding[first >> 23]] = result
     return result
@@ -123,7 +122,7 @@ class Disassembler:
     has_literal = "True" if literal_always else " or ".join(f"w >> {lo} & {m} == 255" for lo, m in literal_fields)
     taken = [f"  if i + {dwords} >= n: return 0", f"  lit = words[i + {dwords}]", f"  size = {dwords + 1}"]
     if has_literal == "True": code += taken
-    elif has_literal: code += [f"  if {has_literal}:"] + [" " + t for t in taken] + ["  else:", "    lit = None", f"    size = {dwords}"]
+    elif has_literal: code += [f"  if {has_literal}:"] + ["  " + t for t in taken] + ["  else:", "    lit = None", f"    size = {dwords}"]
     else: code += ["  lit = None", f"  size = {dwords}"]
     for k, ((lo, m), vs) in enumerate(groups.items()):  # one table per field for the verdicts not folded
       if (lo, m) in folded: continue
@@ -144,20 +143,11 @@ def _deciding(cands: tuple) -> int:
   return m
 
 
-def _dwords(data: bytes) -> array.array:
+def _dwords(data: bytes) -> tuple[int, ...]:
   """The little-endian dwords of data (a tail shorter than a dword left out)."""
-  words = array.array("I")
-  if words.itemsize != 4: words = array.array("L")
-  words.frombytes(memoryview(data)[:len(data) & ~3])
-  if sys.byteorder == "big": words.byteswap()
-  return words
-
-
-_DISASSEMBLERS: dict[str, Disassembler] = {}
+  return struct.unpack_from(f"<{len(data) // 4}I", data)
 
 
 def disassembler(isa: ISA) -> Disassembler:
   """The text-from-words disassembler of an arch (made once per process)."""
-  d = _DISASSEMBLERS.get(isa.arch)
-  if d is None or d.isa is not isa: d = _DISASSEMBLERS[isa.arch] = Disassembler(isa)
-  return d
+  return isa.helper(Disassembler)

@@ -107,11 +107,8 @@ class LineParser:
 
 
 _MISSING = object()
-_PARSERS: dict[str, LineParser] = {}
 
 
 def line_parser(isa: ISA) -> LineParser:
   """The fast line parser of an arch (made once per process)."""
-  p = _PARSERS.get(isa.arch)
-  if p is None or p.isa is not isa: p = _PARSERS[isa.arch] = LineParser(isa)
-  return p
+  return isa.helper(LineParser)

@@ -10,6 +10,7 @@ of these give render's text on random words and every opcode's samples.
 from __future__ import annotations
 
 from hcq.asm import named, printer
+from hcq.asm.codegen import make_function
 from hcq.asm.fast_decode import NULL, NUMBER_FORMATS, VALU, DecodedInstruction, _Probe, covered
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import ISA, Opcode
@@ -271,8 +272,7 @@ def _compile_word_printer(opc: Opcode, plan: tuple):
   env: dict = {"FAIL": None}
   body = word_text_code(opc, plan, env, values_ok=True)
   if body is None: return None
-  exec("\n".join(["def word_text(w, lit, inst):"] + body + ["  return text"]), env)  # noqa: S102 - see word_text_code
-  return env["word_text"]
+  return make_function(["def word_text(w, lit, inst):"] + body + ["  return text"], env, "word_text")
 
 
 def word_text_code(opc: Opcode, plan: tuple, env: dict, values_ok: bool, wrap=None) -> list[str] | None:
@@ -398,14 +398,9 @@ class _Values:
   def __init__(self, values: dict, opcode: Opcode) -> None: self.values, self.opcode = values, opcode
 
 
-_PRINTERS: dict[str, Printer] = {}
-
-
 def printer_of(isa: ISA) -> Printer:
   """The fast printer of an arch (made once per process)."""
-  p = _PRINTERS.get(isa.arch)
-  if p is None or p.isa is not isa: p = _PRINTERS[isa.arch] = Printer(isa)
-  return p
+  return isa.helper(Printer)
 
 
 def render(inst: Instruction) -> str:

@@ -176,6 +176,13 @@ class ISA:
     # decode tries the formats with the most fixed bits first (SOPP before SOPK before SOP2)
     order = sorted(self.formats.values(), key=lambda f: -bin(f.fixed_mask).count("1"))
     self.decode_order = [f for f in order if f.name in self.by_op]
+    self._helpers: dict = {}
+
+  def helper(self, make):
+    """make(self), made once for this ISA: the fast paths' per-arch state (decoder, printer, builder, ...)."""
+    h = self._helpers.get(make)
+    if h is None: h = self._helpers[make] = make(self)
+    return h
 
 
 @functools.cache

@@ -4,6 +4,7 @@ import re
 
 from hcq.asm.fast_asm import assembler
 from hcq.asm.fast_decode import decode_all_at
+from hcq.asm.fast_disasm import disassembler
 from hcq.asm.fast_parse import line_parser
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import load
@@ -92,21 +93,17 @@ def _branch_label(isa, line: str) -> str | None:
   return last if re.fullmatch(r"[A-Za-z_.$][\w.$]*", last) else None
 
 
-_BRANCHES: dict[int, tuple] = {}  # id(isa) -> (the ISA, kept alive so that its id is not reused; the names)
-
-
 def _branches(isa) -> frozenset[str]:
   """The DSL names of the opcodes whose decimal simm16 operand is a branch offset (a label in text), per ISA."""
-  found = _BRANCHES.get(id(isa))
-  if found is None:
-    found = _BRANCHES[id(isa)] = (isa, frozenset(m for m, opc in isa.by_mnemonic.items()
-                                                  if any(isinstance(o, tuple) and o[0] == "simm16" and o[3] == "{dec}" for o in opc.operands)))
-  return found[1]
+  return isa.helper(_branch_names)
+
+
+def _branch_names(isa) -> frozenset[str]:
+  return frozenset(m for m, opc in isa.by_mnemonic.items() if any(isinstance(o, tuple) and o[0] == "simm16" and o[3] == "{dec}" for o in opc.operands))
 
 
 def disassemble(data: bytes, arch: str = "gfx1100") -> list[str]:
   """Machine code -> one LLVM-syntax line per instruction. DecodeError names the byte offset it cannot decode."""
-  from hcq.asm.fast_disasm import disassembler
   return disassembler(load(arch)).lines(data)
 
 
