@@ -102,7 +102,10 @@ class Assembler:
         code += [f"  x = D{k}.get(p{k})", f"  if x is None: x = M{k}(p{k})",
                  f"  if type(x) is not int or not (x ^ w >> {vdstx.lo}) & 1: return None", f"  w = w & {~(f.mask << f.lo)} | (x >> 1 & {f.mask}) << {f.lo}"]
         continue
-      memo, env[f"M{k}"], env[f"E{k}"] = self._operand(opc, spec, assign, valid)
+      if spec[3] == "smem9":  # gfx9 SMEM's offset operand reads soe, which only offset:X sets: remembered where it is 0
+        soe = fmt.fields["soe"]
+        code.append(f"  if w >> {soe.lo} & {soe.mask}: return None")
+      memo, env[f"M{k}"], env[f"E{k}"] = self._operand(opc, spec, assign, valid, frozenset({"soe"}) if spec[3] == "smem9" else frozenset())
       env[f"D{k}"] = memo
       code += [f"  x = D{k}.get(p{k})", f"  if x is None: x = M{k}(p{k})",
                f"  if type(x) is int: w = w & {~(f.mask << f.lo)} | (x & {f.mask}) << {f.lo}" if f else "  if type(x) is int: return None",
@@ -111,12 +114,12 @@ class Assembler:
     code += ["  w |= ors", f"  return w.to_bytes({size}, 'little') if lit is None else (w | lit << {8 * size}).to_bytes({size + 4}, 'little')"]
     return make_function(code, env, "encode")  # one compile per shape of opcode: names and numbers from its plan
 
-  def _operand(self, opc: Opcode, spec: tuple, assign, valid: int | None) -> tuple:
+  def _operand(self, opc: Opcode, spec: tuple, assign, valid: int | None, zero: frozenset = frozenset()) -> tuple:
     """(memo token -> value, fn(token) filling it, fn(effect, word, literal, ors) applying a non-int value) for one
     operand. What a register, source or address assigner makes of a token depends on its parameters alone, so
     their memo is shared by every operand with the same ones; what the generic assigner makes of it (where the
     fast one hands over, as for 'off') is remembered per format and operand; numbers and other operands have a
-    memo per opcode."""
+    memo per opcode. The assigners may read the fields in `zero`, as 0 (the encoder checks they are)."""
     isa, fmt, name = self.isa, opc.fmt, spec[0]
     kind = fmt.fields[name].kind if name in fmt.fields else "literal"
     how = getattr(assign, "how", None)
@@ -124,7 +127,10 @@ class Assembler:
     elif how and how[0] == "src": key = ("src", how[2], how[3], how[4], spec[3], valid)
     else: key = (id(opc), name)
     memo = self.kinds.setdefault(key, {})
-    handed = memo if len(key) == 2 else self.kinds.setdefault((fmt.name, kind) + tuple(spec), {})  # the generic assigner's
+    # gfx90a+ acc bits: an AGPR operand sets one, and the whole instruction's operands must agree (build's
+    # _check_acc): such tokens go to the line parser, and what the generic assigner says is kept per opcode
+    acc = frozenset(f for f, syn in opc.mods.items() if syn.startswith("acc:"))
+    handed = memo if len(key) == 2 else self.kinds.setdefault((id(opc), name, "generic") if acc else (fmt.name, kind) + tuple(spec), {})
     source = kind in ("src", "ssrc")
     values_of = self.lines._value
     constant = how[5] if how and how[0] == "src" else None
@@ -145,9 +151,10 @@ class Assembler:
         arg = values_of(token)
         neg = absm = False
         if source and type(arg) is Modified: arg, neg, absm = arg.operand, arg.neg, arg.abs  # their bits: per opcode
-        try: (writes, literal), into = _writes(assign, arg), memo
-        except Exception: (writes, literal), into = _writes(lambda a, v, lit: generic._assign(isa, opc, spec, a, v, lit), arg), handed  # noqa: BLE001
+        try: (writes, literal), into = _writes(assign, arg, zero), memo
+        except Exception: (writes, literal), into = _writes(lambda a, v, lit: generic._assign(isa, opc, spec, a, v, lit), arg, zero), handed  # noqa: BLE001
         if valid is not None and not (name in writes and (writes[name] >= 256 or valid >> writes[name] & 1)): return _keep(into, token, False)
+        if acc & writes.keys(): return _keep(handed, token, False)
         if list(writes) == [name]:
           if literal is None and not neg and not absm: return _keep(into, token, writes[name])
           return _keep(into, token, (writes[name], literal, neg, absm))
@@ -218,10 +225,22 @@ class Assembler:
     return apply
 
 
-def _writes(assign, arg) -> tuple[dict, int | None]:
-  """The fields and literal an assigner fn(arg, values, literal) writes; reading a field raises, so a value that
-  depends on others is never remembered."""
-  scratch, literal = _WritesOnly(), [None]
+class _ZeroReads(_WritesOnly):
+  """A scratch values dict that records writes and reads the fields in `zero` as 0; any other read raises."""
+
+  def __init__(self, zero: frozenset) -> None:
+    super().__init__()
+    self.zero = zero
+
+  def __getitem__(self, key: str) -> int:
+    if key in self.zero and not dict.__contains__(self, key): return 0
+    return _WritesOnly.__getitem__(self, key)
+
+
+def _writes(assign, arg, zero: frozenset = frozenset()) -> tuple[dict, int | None]:
+  """The fields and literal an assigner fn(arg, values, literal) writes; reading a field raises (but for those in
+  `zero`, read as 0), so a value that depends on others is never remembered."""
+  scratch, literal = _ZeroReads(zero), [None]
   assign(arg, scratch, literal)
   return dict(dict.items(scratch)), literal[0]
 

@@ -91,7 +91,7 @@ class Builder:
     name, file, count = spec[0], spec[1], spec[2]
     extra = spec[3] if len(spec) > 3 else ""
     kind = opc.fmt.fields[name].kind if name in opc.fmt.fields else "literal"
-    if extra == "named:attr" or fmt == "SMEM" and name == "offset" and "soffset" not in opc.operand_fields: return fallback
+    if extra == "named:attr" or file == "a" or fmt == "SMEM" and name == "offset" and "soffset" not in opc.operand_fields: return fallback
     if file == "i" and name != "literal":
       syntax = extra or "{ihex}"
       known: dict = {}  # (type, arg) -> field value: _number depends on nothing else (s_waitcnt's text, offsets)
@@ -205,7 +205,7 @@ def _compile_builder(isa: ISA, opc: Opcode, specs: tuple, assigns: tuple, base: 
     elif kind == "scalar":
       count, div = how[2], how[3]
       if type(count) is not int: return None
-      code += _scalar_case(a, x, count, "if") + ["  else: return None"]
+      code += _scalar_case(a, x, count, "if", isa.sgprs) + ["  else: return None"]
       if div != 1: code.append(f"  {x} //= {div}")
     elif kind == "addr": code += [f"  if not (type({a}) is Reg and {a}.file == 'v' and {a}.half is None and {a}.value + {a}.count <= 256): return None",
                                   f"  {x} = {a}.value"]
@@ -234,8 +234,8 @@ def _source_case(env: dict, i: int, a: str, x: str, count, ssrc: bool, v128: boo
   if type(count) is int and not ssrc:
     top = min(127, 256 - count) if v128 else 256 - count
     code.append(f"  if type({a}) is Reg and {a}.file == 'v' and {a}.half is None and {a}.count == {count} and {a}.value <= {top}: {x} = 256 + {a}.value")
-    code += _scalar_case(a, x, n, "elif")
-  else: code += _scalar_case(a, x, n, "if")
+    code += _scalar_case(a, x, n, "elif", env["ISA"].sgprs)
+  else: code += _scalar_case(a, x, n, "if", env["ISA"].sgprs)
   code += [f"  elif type({a}) is int and -16 <= {a} <= 64: {x} = 128 + {a} if {a} >= 0 else 192 - {a}",
            f"  elif type({a}) is float and {a} in INLINE_FLOAT: {x} = INLINE_FLOAT[{a}]"]
   if hasattr(constant, "inline"):  # 32- and 64-bit operands: an integer whose bits are no inline float is a literal
@@ -245,10 +245,11 @@ def _source_case(env: dict, i: int, a: str, x: str, count, ssrc: bool, v128: boo
   return code + ["  else: return None"]
 
 
-def _scalar_case(a: str, x: str, count: int, word: str) -> list[str]:
-  """The case of _scalar that returns the register itself: an aligned SGPR range below vcc (s0..s105)."""
+def _scalar_case(a: str, x: str, count: int, word: str, sgprs: int) -> list[str]:
+  """The case of _scalar that returns the register itself: an aligned range of the arch's SGPRs (s0..s105 on
+  gfx11/gfx12, s0..s101 on gfx9)."""
   align = 1 if count == 1 else 2 if count == 2 else 4
-  return [f"  {word} type({a}) is Reg and {a}.file == 's' and {a}.count == {count} and {a}.value % {align} == 0 and {a}.value + {count} <= 106: {x} = {a}.value"]
+  return [f"  {word} type({a}) is Reg and {a}.file == 's' and {a}.count == {count} and {a}.value % {align} == 0 and {a}.value + {count} <= {sgprs}: {x} = {a}.value"]
 
 
 class _WritesOnly(dict):

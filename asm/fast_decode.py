@@ -23,7 +23,8 @@ VALU = {"VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P"}
 FAST_FORMATS = {"SOP1", "SOP2", "SOPC", "SOPK", "SOPP", "SMEM", "VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P", "VOPD", "DS",
                 "FLAT", "GLOBAL", "SCRATCH", "VINTERP", "LDSDIR", "EXP"} | \
                {f"{b}_{d}" for b in ("VOP1", "VOP2", "VOPC") for d in ("DPP16", "DPP8", "DPP8FI")}
-FAST_ARCHS = {"gfx1100", "gfx1201"}  # the archs whose printer and builder branches the plans were written against
+FAST_ARCHS = {"gfx1100", "gfx1201", "gfx942"}  # the archs whose printer and builder branches the plans were written against
+# (gfx942's AGPR operands and SMEM offsets excepted: the plans leave those opcodes to the generic paths)
 
 
 def covered(opc: Opcode) -> bool:
@@ -204,6 +205,7 @@ class Decoder:
     """Verdicts for one operand, mirroring hcq.asm.printer.render's branch for it; None where it is not covered."""
     isa, fmt = self.isa, opc.fmt
     name, file, count, ctype, valid = spec[0], spec[1], spec[2], spec[3], spec[4]
+    if file == "a" or ctype == "smem9": return None  # gfx9 AGPR operands and SMEM offsets: the printer's own branches
     if name == "literal": return [] if valid is None else None  # the printer tests a literal's mask against 0
     if name not in fmt.fields: return None
     kind = fmt.fields[name].kind
@@ -240,7 +242,7 @@ class Decoder:
                                lambda v: not (v128 and v >= 128) and (count == "l" or v + count <= 256))
     if fmt.name in ("GLOBAL", "SCRATCH") and name == "saddr":
       n = 2 if fmt.name == "GLOBAL" else 1
-      return out + self._field(opc, name, ("saddr", n), lambda v: v == NULL or scalar_text(isa, v, n) is not None)
+      return out + self._field(opc, name, ("saddr", n), lambda v: v == isa.saddr_off or scalar_text(isa, v, n) is not None)
     return out + self._field(opc, name, ("scalar", count), lambda v: scalar_text(isa, v, count) is not None)
 
   def _modifier_check(self, opc: Opcode, name: str, syn: str) -> list | None:
@@ -249,6 +251,7 @@ class Decoder:
     if syn.startswith(("text:", "flag:")) or syn == "omod" or head in ("neg", "abs"): return []
     if syn.startswith(("op_sel:", "op_sel_hi:", "neg_lo:", "neg_hi:")): return []
     if syn == "named:swizzle": return None
+    if syn.startswith("acc:"): return self._field(opc, name, ("zero",), lambda v: v == 0)  # gfx90a+ AGPR data: generic
     if "{ds16}" in syn: return []
     if syn.startswith("named:"):
       what = syn[6:]

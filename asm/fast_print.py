@@ -128,6 +128,7 @@ class Printer:
     isa, fmt = self.isa, opc.fmt
     name, file, count, ctype, valid = spec[0], spec[1], spec[2], spec[3], spec[4]
     fields = fmt.fields
+    if file == "a" or ctype == "smem9": return None  # gfx9 AGPR operands and SMEM offsets: the printer's own branches
     if name == "literal":
       if valid is not None: return None
       nfmt = split_syntax(ctype)[1]
@@ -210,7 +211,7 @@ class Printer:
                    lambda x: None if v128 and x >= 128 or count != "l" and x + count > 256 else vgpr_text(x, count))[0]
     if fmt.name in ("GLOBAL", "SCRATCH") and name == "saddr":
       n = 2 if fmt.name == "GLOBAL" else 1
-      return table(("saddr", n), lambda x: "off" if x == NULL else scalar_text(isa, x, n))[0]
+      return table(("saddr", n), lambda x: "off" if x == isa.saddr_off else scalar_text(isa, x, n))[0]
     return table(("scalar", count), lambda x: scalar_text(isa, x, count))[0]
 
   def _modifier(self, opc: Opcode, name: str, syn: str):
@@ -234,6 +235,8 @@ class Printer:
                           lambda key: printer._bit_list(_Values({f: key >> a & m for f, a, m in layout}, opc), name, syn))
       return _word(lambda v: printer._bit_list(_Values(v, opc), name, syn), ("bits", name, texts, tuple(layout)))
     if syn == "named:swizzle": return None
+    if syn.startswith("acc:"):  # gfx90a+: the bit makes operands AGPRs, which the generic printer names
+      return _word(lambda v: _or_fallback(None) if v.get(name, 0) else "", ("zero", name))
     if "{ds16}" in syn:
       return _word(lambda v: (lambda off: f"offset:{off}" if off else "")(v.get("offset1", 0) << 8 | v.get("offset0", 0)), ("ds16", "offset0"))
     if syn.startswith("named:"):
