@@ -259,8 +259,12 @@ class Decoder:
       probe = _Probe(self.isa, opc)
       return self._field(opc, name, ("named", what, opc.name), lambda v: named.render(what, v, probe) is not None)
     if opc.fmt.name == "SMEM" and name == "offset": return []
+    if syn.startswith("thscope:") or syn.startswith("enum:") and name == "th" and "th_scope" in self.isa.names:
+      # gfx12: th's name is looked up by th and scope together; a th valid with every scope is valid
+      table = self.isa.names[syn[8:].split(",")[0] if syn.startswith("thscope:") else "th_scope"]
+      n = len(syn[5:].split("|")) if syn.startswith("enum:") else 1 << 30
+      return self._field(opc, name, ("thscope", id(table), n), lambda v: v < n and all(v * 4 + s in table for s in range(4)))
     if syn.startswith("enum:"):
-      if name == "th" and "th_scope" in self.isa.names: return None
       n = len(syn[5:].split("|"))
       return self._field(opc, name, ("enum", n), lambda v: v < n)
     if head == "unknown": return self._field(opc, name, ("zero",), lambda v: v == 0)

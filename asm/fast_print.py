@@ -247,8 +247,14 @@ class Printer:
       if t is None: t = self.texts[("named", what, opc.name, None)] = _Texts(lambda x: named.render(what, x, probe))
       return _word(lambda v: _or_fallback(t[v.get(name, 0)]), ("table", name, t))
     if opc.fmt.name == "SMEM" and name == "offset": return _NOTHING
+    if syn.startswith("thscope:") or syn.startswith("enum:") and name == "th" and "th_scope" in self.isa.names:
+      # gfx12: th's name is looked up by th and scope together (the printer's names table): keyed by their bits
+      table = self.isa.names[syn[8:].split(",")[0] if syn.startswith("thscope:") else "th_scope"]
+      n = len(syn[5:].split("|")) if syn.startswith("enum:") else 1 << 30
+      layout = tuple((f, a, fields[f].mask) for f, a in ((name, 2), ("scope", 0)) if f in fields)
+      texts = self._table(("thscope", opc.name, name, layout), lambda key: table[key] if key >> 2 < n else None)
+      return _word(lambda v: _or_fallback(texts[v.get(name, 0) << 2 | v.get("scope", 0)]), ("bits", name, texts, layout))
     if syn.startswith("enum:"):
-      if name == "th" and "th_scope" in self.isa.names: return None
       words = syn[5:].split("|")
       return _word(lambda v: words[v.get(name, 0)] if v.get(name, 0) < len(words) else _or_fallback(None), ("enum", name, words))
     if head == "unknown": return _word(lambda v: _or_fallback(None) if v.get(name, 0) else "", ("zero", name))
