@@ -205,7 +205,7 @@ class Decoder:
     """Verdicts for one operand, mirroring hcq.asm.printer.render's branch for it; None where it is not covered."""
     isa, fmt = self.isa, opc.fmt
     name, file, count, ctype, valid = spec[0], spec[1], spec[2], spec[3], spec[4]
-    if file == "a" or ctype == "smem9": return None  # gfx9 AGPR operands and SMEM offsets: the printer's own branches
+    if file == "a": return None  # gfx9 AGPR operands: the printer's own branch
     if name == "literal": return [] if valid is None else None  # the printer tests a literal's mask against 0
     if name not in fmt.fields: return None
     kind = fmt.fields[name].kind
@@ -214,6 +214,11 @@ class Decoder:
     out = []
     if valid is not None and not smem_gfx11:
       out += self._field(opc, name, ("valid", valid), lambda v: v >= 256 or valid >> v & 1)
+    if ctype == "smem9":  # gfx9 SMEM: the printer reads soffset (with soe) or the offset's low bits (neither imm
+      # nor soe) as an SGPR; valid here when both are, which is enough for every soe/imm
+      if not {"soe", "imm", "soffset"} <= opc.fmt.fields.keys(): return None
+      sgpr = lambda v: scalar_text(isa, v, 1) is not None
+      return out + self._field(opc, "soffset", ("smem9", "soffset"), sgpr) + self._field(opc, name, ("smem9", "offset"), lambda v: sgpr(v & 0x7f))
     if fmt.name == "SMEM" and name in ("offset", "soffset"):
       # gfx11 prints soffset or the offset, gfx12 the offset after any soffset: soffset must be null or print
       other = "offset" if name == "soffset" else "soffset"

@@ -128,7 +128,11 @@ class Printer:
     isa, fmt = self.isa, opc.fmt
     name, file, count, ctype, valid = spec[0], spec[1], spec[2], spec[3], spec[4]
     fields = fmt.fields
-    if file == "a" or ctype == "smem9": return None  # gfx9 AGPR operands and SMEM offsets: the printer's own branches
+    if file == "a": return None  # gfx9 AGPR operands: the printer's own branch
+    if ctype == "smem9":
+      if not {"soe", "imm", "soffset"} <= fields.keys(): return None
+      sgprs = self._table(("smem-soffset",), lambda x: scalar_text(isa, x, 1))
+      return _word(lambda v, inst: printer._smem9_offset(inst), ("smem9", name, sgprs, fields[name].bits))
     if name == "literal":
       if valid is not None: return None
       nfmt = split_syntax(ctype)[1]
@@ -362,6 +366,13 @@ def word_text_code(opc: Opcode, plan: tuple, env: dict, values_ok: bool, wrap=No
       code += [f"  if {soffset} == {NULL}: t = number_text({offset}, 'shex', {how[3]})" + ("" if how[4] else " if " + offset + " else 'null'"),
                "  else:"] + lookup(k, how[2], "soffset", soffset, "    ", (NULL,))
       if how[4]: code.append(f"    t += ' offset:' + number_text({offset}, 'shex', {how[3]})")
+      emit(k, out, False)
+    elif kind == "smem9":  # printer._smem9_offset: soffset (and the offset with imm) with soe, else the offset or
+      env[f"A{k}"] = how[2]  # its low bits as an SGPR
+      bits = how[3]
+      code += [f"  if {field('soe')}:", f"    t = A{k}[{field('soffset')}]", "    if not t: return FAIL",
+               f"    if {field('imm')}: t += ' offset:' + number_text({x}, 'shex', {bits})",
+               f"  elif {field('imm')}: t = number_text({x}, 'shex', {bits})", "  else:", f"    t = A{k}[{x} & 127]", "    if not t: return FAIL"]
       emit(k, out, False)
     elif kind == "smem_offset_mod":
       soffset = field("soffset")
