@@ -185,13 +185,13 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
   if extra == "smem9":  # gfx9: a number (imm), an SGPR in the offset field, or with offset:X the soffset SGPR (soe)
     if isinstance(arg, int) and not isinstance(arg, bool):
       if values["soe"]: raise OperandError(f"{name}: offset:X goes with a register operand, got the number {arg}")
-      values["imm"], values["offset"] = 1, parse_number_text(str(arg), "shex", opc.fmt.fields["offset"].bits)
+      values["imm"], values["offset"] = 1, _offset(opc, "offset", str(arg), "shex")
     elif values["soe"]: values["soffset"] = _scalar(isa, arg, 1, name)
     else: values["imm"], values["offset"] = 0, _scalar(isa, arg, 1, name)
     return
   if fmt == "SMEM" and name == "offset" and "soffset" not in opc.operand_fields:
     # gfx12: the offset's place holds the soffset register (then offset:X follows) or the offset itself
-    if isinstance(arg, int): values["soffset"], values["offset"] = NULL, arg & opc.fmt.fields["offset"].mask
+    if isinstance(arg, int): values["soffset"], values["offset"] = NULL, _offset(opc, "offset", str(arg), "shex")
     else: values["soffset"] = _scalar(isa, arg, 1, name)
     return
   if file == "i" and name != "literal":
@@ -275,7 +275,7 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
     values[name] = r >> 1
     return
   if fmt == "SMEM" and name == "soffset" and "offset" not in opc.operand_fields:  # gfx11: soffset or the offset
-    if isinstance(arg, int): values["soffset"], values["offset"] = NULL, arg & opc.fmt.fields["offset"].mask
+    if isinstance(arg, int): values["soffset"], values["offset"] = NULL, _offset(opc, "offset", str(arg), "shex")
     else: values["soffset"] = _scalar(isa, arg, 1, name)
     return
   if file == "i":
@@ -391,11 +391,11 @@ def _modifier(opc: Opcode, key: str, value: Any, values: dict, returning: bool =
     values["offset0"], values["offset1"] = off & 0xff, off >> 8
     return
   if key == "offset" and opc.fmt.name == "DS" and mods.get("offset0", "").startswith("offset:{ds16}"):
-    off = _int(value, 16, key)
+    off = parse_number_text(str(value), "dec", 16, strict=True)
     values["offset0"], values["offset1"] = off & 0xff, off >> 8
     return
   if key == "offset" and opc.fmt.name == "SMEM":
-    values["offset"] = parse_number_text(str(value), "shex", fields["offset"].bits)
+    values["offset"] = _offset(opc, "offset", str(value), "shex")
     if "soe" in fields: values["imm"] = values["soe"] = 1  # gfx9: 'sN offset:X' uses soffset and the offset
     return
   if any(syn.startswith("sel:") for syn in mods.values()) and key in mods and mods[key].startswith("sel:"):
@@ -423,7 +423,8 @@ def _modifier(opc: Opcode, key: str, value: Any, values: dict, returning: bool =
       values[field] = 1 if value not in (False, 0, "0") else 0
       return
     if not syn.startswith(("flag:", "neg", "abs", "omod", "op_sel", "named:", "text:")) and split_syntax(syn)[0] == key + ":":
-      values[field] = parse_number_text(str(value), split_syntax(syn)[1], fields[field].bits)
+      if key in ("offset", "offset0", "offset1") and opc.fmt.name in MEMORY: values[field] = _offset(opc, field, str(value), split_syntax(syn)[1])
+      else: values[field] = parse_number_text(str(value), split_syntax(syn)[1], fields[field].bits)
       return
     if syn.startswith("{") and key == field:  # a number printed bare (s_endpgm 3)
       values[field] = parse_number_text(str(value), split_syntax(syn)[1], fields[field].bits)
@@ -448,6 +449,17 @@ def _th_value(opc: Opcode, value: Any, returning: bool) -> int:
     return parse_number_text(text, "hex", opc.fmt.fields["th"].bits)
   names = sorted({t.partition(":")[2] for t in table.values() if t and not t.partition(":")[2].startswith(("0x", "TH_ATOMIC_0x"))})
   raise OperandError(f"th: expected one of {', '.join(names)} or a number, got {value}")
+
+
+MEMORY = {"DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "MTBUF", "SMEM"}  # formats whose offsets llvm-mc range-checks strictly
+
+
+def _offset(opc: Opcode, field: str, text: str, fmt: str) -> int:
+  """A memory instruction's offset, in llvm-mc's range for it: a signed field's signed values, an unsigned field's
+  unsigned ones; FLAT's unsigned offset leaves the top bit clear (GLOBAL's and SCRATCH's sign in the same field)."""
+  bits = opc.fmt.fields[field].bits
+  if opc.fmt.name == "FLAT" and not fmt.startswith("s"): bits -= 1
+  return parse_number_text(text, fmt, bits, strict=True)
 
 
 def _int(value: Any, bits: int, name: str) -> int:

@@ -30,13 +30,20 @@ def number_text(value: int, fmt: str, bits: int) -> str:
   raise ValueError(f"unknown number format {fmt!r}")
 
 
-def parse_number_text(text: str, fmt: str, bits: int) -> int:
-  """A number as written (decimal, hex, negative) -> the field value, checked to fit `bits`."""
+def parse_number_text(text: str, fmt: str, bits: int, strict: bool = False) -> int:
+  """A number as written (decimal, hex, negative) -> the field value, checked to fit `bits`: as llvm-mc takes most
+  immediates, either signed or unsigned; `strict` (memory offsets) takes a signed field's signed range only and
+  an unsigned field's unsigned range only."""
   t = text.strip()
   try:
     v = int(t, 0) if not t.lstrip("-").startswith("0") or t.lstrip("-") == "0" or "x" in t.lower() else int(t, 10)
   except ValueError:
     raise OperandError(f"expected a number, got {text!r}") from None
+  if strict:
+    signed = fmt.startswith("s")
+    if not (-(1 << (bits - 1)) if signed else 0) <= v < (1 << (bits - 1) if signed else 1 << bits):
+      raise OperandError(f"{text} is out of range for {'an' if bits in (8, 11, 18) else 'a'} {bits}-bit {'signed' if signed else 'unsigned'} offset")
+    return v & ((1 << bits) - 1)
   lo = -(1 << (bits - 1)) if fmt.startswith("s") or v < 0 else 0
   if not lo <= v < (1 << bits) or (fmt.startswith("s") and v >= 1 << (bits - 1) and not t.lower().startswith("0x")):
     if not (fmt.startswith("s") and 0 <= v < (1 << bits)):
