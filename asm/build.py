@@ -233,6 +233,7 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
     return
   if name == "literal":
     if not isinstance(arg, int): raise OperandError(f"expected a 32-bit literal number, got {arg!s}")
+    if not -0x80000000 <= arg <= 0xffffffff: raise OperandError(f"{arg} does not fit a 32-bit literal")
     literal[0] = arg & 0xffffffff
     return
   if fmt == "GLOBAL" and name == "saddr":

@@ -186,7 +186,8 @@ BAD_LINES = ["v_add_f32_e32 v0, v1", "v_add_f32_e32 v0, v1, s2", "s_load_b128 s[
              "v_mov_b32_e32 v0, 0x123456789", "global_load_b32 v1, v2, s[1:2] offset:16", "v_addd_f32 v0, v1, v2",
              "s_waitcnt vmcnt(99)", "v_add_f32_e64 v0, |v1, v2", "v_add_f32_e32 v0, v1, v[2:3]", "ds_load_b32 v1, v2 offset:70000",
              "v_mul_f32_e64 v0, -|v1|, |v2| mul:3", "s_mov_b32 s0, s1, s2", "v_cndmask_b32_e32 v0, 1.5, v1, vcc_lo extra",
-             "  v_add_f32_e32 v0, v1,", "v_fma_f32 v0, v1, 0x1234, 0x5678", "s_add_u32 s0, v1, s2"]
+             "  v_add_f32_e32 v0, v1,", "v_fma_f32 v0, v1, 0x1234, 0x5678", "s_add_u32 s0, v1, s2", "v_fmamk_f32 v0, v1, 0x100000000, v2",
+             "s_setreg_imm32_b32 hwreg(HW_REG_MODE), 0x100000000", "global_load_b32 v1, v[2:3], off offset:8388608", "s_load_b32 s0, s[0:1], 0x800000"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
