@@ -233,7 +233,7 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
     return
   if name == "literal":
     if not isinstance(arg, int): raise OperandError(f"expected a 32-bit literal number, got {arg!s}")
-    if not -0x80000000 <= arg <= 0xffffffff: raise OperandError(f"{arg} does not fit a 32-bit literal")
+    if not -0x80000000 <= arg <= 0xffffffff: raise OperandError(f"{arg} does not fit a 32-bit literal (-0x80000000..0xffffffff)")
     literal[0] = arg & 0xffffffff
     return
   if fmt == "GLOBAL" and name == "saddr":
@@ -461,10 +461,6 @@ def _offset(opc: Opcode, field: str, text: str, fmt: str) -> int:
   bits = opc.fmt.fields[field].bits
   if opc.fmt.name == "FLAT" and not fmt.startswith("s"): bits -= 1
   return parse_number_text(text, fmt, bits, strict=True)
-
-
-def _int(value: Any, bits: int, name: str) -> int:
-  return parse_number_text(str(value), "dec", bits)
 
 
 def modifier_names(opc: Opcode) -> set[str]:

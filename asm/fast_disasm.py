@@ -66,7 +66,7 @@ class Disassembler:
       if first & fmask & 0xffffffff != fvalue & 0xffffffff: continue
       opc = ops.get(first >> op_lo & op_mask)
       if opc is None:  # no such opcode (VOP3 and VOP3SD share fixed bits): the next format, once the words suffice
-        if size > 4: how.append((size // 4, 0, 1, None))  # (no word has bits 0 that are 1: always the next)
+        if size > 4: how.append((size // 4, *_NO_WORD, None))
         continue
       how.append((size // 4, fmask, fvalue, self._compiled(opc)))
       if fmask >> 32 == 0: break  # all its fixed bits lie in the first dword: it is the one
@@ -130,6 +130,9 @@ class Disassembler:
       code.append(f"  if not V{k}[w >> {lo} & {m}]: return 0")
     code += body + ["  append(text)", "  return size"]
     return make_function(code, env, "text_of")  # one compile per shape of opcode: names and numbers from its plans
+
+
+_NO_WORD = (0, 1)  # a (mask, value) no word matches: the dispatch loop checks the words suffice, then goes on
 
 
 def _slow_path(*args) -> int:

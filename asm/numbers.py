@@ -41,8 +41,10 @@ def parse_number_text(text: str, fmt: str, bits: int, strict: bool = False) -> i
     raise OperandError(f"expected a number, got {text!r}") from None
   if strict:
     signed = fmt.startswith("s")
-    if not (-(1 << (bits - 1)) if signed else 0) <= v < (1 << (bits - 1) if signed else 1 << bits):
-      raise OperandError(f"{text} is out of range for {'an' if bits in (8, 11, 18) else 'a'} {bits}-bit {'signed' if signed else 'unsigned'} offset")
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    if not lo <= v <= hi:
+      raise OperandError(f"{text} is out of range for {'an' if bits in (8, 11, 18) else 'a'} {bits}-bit {'signed' if signed else 'unsigned'} "
+                         f"offset ({lo}..{hi})")
     return v & ((1 << bits) - 1)
   lo = -(1 << (bits - 1)) if fmt.startswith("s") or v < 0 else 0
   if not lo <= v < (1 << bits) or (fmt.startswith("s") and v >= 1 << (bits - 1) and not t.lower().startswith("0x")):

@@ -11,10 +11,11 @@ from hcq.asm.isa import load
 from hcq.asm.parser import AsmError, parse_line
 
 _LABEL = re.compile(r"^\s*([A-Za-z_.$][\w.$]*):")
+_COMMENT_MARKS = (";", "//", "#")
 
 
 def _strip_comment(line: str) -> str:
-  for mark in (";", "//", "#"):
+  for mark in _COMMENT_MARKS:
     i = line.find(mark)
     if i >= 0: line = line[:i]
   return line
@@ -32,9 +33,9 @@ def assemble(text: str, arch: str = "gfx1100") -> bytes:
   chunks: list[bytes | tuple] = []  # each instruction's bytes; (line, text, label) for a branch to a label
   branches = 0
   lines = text.splitlines()
-  comments = any(mark in text for mark in (";", "//", "#"))
+  comments = any(mark in text for mark in _COMMENT_MARKS)
   for n, raw in enumerate(lines, 1):
-    line = _strip_comment(raw) if comments and (";" in raw or "/" in raw or "#" in raw) else raw
+    line = _strip_comment(raw) if comments and (";" in raw or "/" in raw or "#" in raw) else raw  # the cheap test first
     body = line.strip()
     head, _, rest = body.partition(" ")
     if ":" in head:  # a label is a name and a colon before any blank

@@ -94,14 +94,14 @@ def test_memory_offset_ranges_match_llvm_mc(arch: str):
   from hcq.asm import AsmError, assemble
   lines = [t.format(o) for t in MEMORY_LINES[arch] for o in OFFSETS]
   lines += [t.format(hex(o)) for t in MEMORY_LINES[arch] if t.startswith("s_load") for o in OFFSETS]  # SMEM prints hex
-  bad = []
-  for line, theirs in zip(lines, llvm.assemble_each(lines, arch)):
+  bad, llvm_mc = [], llvm.assemble_each(lines, arch)
+  for line, theirs in zip(lines, llvm_mc):
     try: ours = assemble(line, arch)
     except AsmError as e: ours = e
     if isinstance(theirs, bytes) != isinstance(ours, bytes) or isinstance(ours, bytes) and ours != theirs:
       bad.append(f"{line!r}: ours {ours.hex() if isinstance(ours, bytes) else ours}, llvm-mc {theirs.hex() if isinstance(theirs, bytes) else theirs}")
   assert not bad, "\n".join(bad[:30])
-  assert sum(isinstance(t, bytes) for t in llvm.assemble_each(lines, arch)) > len(lines) // 4  # both kinds are covered
+  assert len(lines) // 4 < sum(isinstance(t, bytes) for t in llvm_mc) < len(lines) * 3 // 4  # both kinds are covered
 
 
 @pytest.mark.parametrize("arch", ARCHS)
