@@ -13,13 +13,13 @@ from tests.tools import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+RUNNABLE = [p for p in PAGES if any(b.runs for b in blocks(p))]  # a bad info string stops collection, naming its line
 TOOLS = ("clang-19", "ld.lld-19", "llvm-mc-19")
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", RUNNABLE, ids=lambda p: p.name)
 def test_page_blocks_run(page, tmp_path):
   runs = [b for b in blocks(page) if b.runs]
-  if not runs: pytest.skip(f"{page.name} has no block that runs")
   for tool in TOOLS:
     if any(tool in b.text for b in runs): require_tool(tool)
   env = {k: v for k, v in os.environ.items() if k != "DEV"}  # the docs describe the default devices
@@ -29,9 +29,12 @@ def test_page_blocks_run(page, tmp_path):
   assert done.returncode == 0, f"{page.name}:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
 
 
-def test_info_strings_are_known():
-  """A misspelt marker would make a block run (or not) by accident: every info string parses."""
-  for page in PAGES: blocks(page)
+def test_bad_info_string_is_refused(tmp_path):
+  """A misspelt marker would make a block run (or not) by accident."""
+  page = tmp_path / "p.md"
+  page.write_text("```python skech\nx = 1\n```\n")
+  with pytest.raises(ValueError, match=r"p.md:1: info string word 'skech'; valid after the language: one of sketch, notest"):
+    blocks(page)
 
 
 def test_value_comments_are_read():
@@ -40,3 +43,13 @@ def test_value_comments_are_read():
   assert expected_value("# ['a, b', 'c']  (a list)") == "['a, b', 'c']"
   assert expected_value("# 64: one AQL packet") == "64"
   assert expected_value("# what ran") is None and expected_value("# 1.5 seconds") is None
+
+
+def test_runner_reports_wrong_values_and_failing_commands(tmp_path, monkeypatch):
+  from tests.doc_blocks import run_page
+  monkeypatch.chdir(tmp_path)
+  page = tmp_path / "p.md"
+  page.write_text("```python\nx = 3\nx + 1   # 5: a wrong claim\n```\n")
+  with pytest.raises(AssertionError, match="p.md:3: the comment says 5, the statement gives 4"): run_page(page)
+  page.write_text("```txt file=a.txt\nhi\n```\n```sh\ngrep -q hi a.txt\nfalse\n```\n```sh notest\nexit 3\n```\n")
+  with pytest.raises(SystemExit, match="p.md:4: the sh block exited with 1"): run_page(page)
