@@ -67,7 +67,7 @@ def expected_value(comment: str) -> str | None:
     try:
       ast.literal_eval(text[:cut])
       return text[:cut]
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+    except (ValueError, SyntaxError, TypeError, RecursionError):
       continue
   return None
 
