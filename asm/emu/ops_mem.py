@@ -165,13 +165,11 @@ def _scratch_pieces(st: Waves, w, addr: np.ndarray, ex: np.ndarray, size: int, p
   elif size < 4 and not np.any((a & 3) + size > 4): part, unit = a[:, None], size                  # within one dword
   else: part, unit = a[:, None] + np.arange(size), 1                                                 # bytes, each placed apart
   where = swizzled(slot[:, None], lane[:, None], part, st.lanes)
-  step = (where - where[:, :1]).astype(i64)
-  span = int(step[:, -1].max()) + unit
-  out = []
-  for buf, offs, lanes in st.mem.locate(where[:, 0], span, write, pc):
-    rel = step if lanes is None else step[lanes]
-    out.append((buf, offs if part.shape[1] == 1 else offs[:, None] + rel, lanes))
-  return out
+  if part.shape[1] == 1: return st.mem.locate(where[:, 0], unit, write, pc)
+  pieces = st.mem.locate(where.reshape(-1), unit, write, pc)   # a fault names the first element that is not mapped
+  if len(pieces) > 1 or pieces[0][2] is not None:
+    raise NotImplementedError("a scratch access whose parts lie in different mappings is not modelled (a ring is one buffer)")
+  return [(pieces[0][0], pieces[0][1].reshape(where.shape), None)]
 
 
 _APERTURES_LO, _APERTURES_HI = min(SHARED_APERTURE_HI, PRIVATE_APERTURE_HI) << 32, (max(SHARED_APERTURE_HI, PRIVATE_APERTURE_HI) + 1) << 32
