@@ -85,6 +85,14 @@ def test_topology_is_the_rx7900xtx(dev):
   assert dev.scratch_slots() == (6, 16 * 32)   # 6 engines of 16 CUs, 32 scratch slots each
 
 
+def test_slots_come_from_the_topology():
+  """A three-engine board (3 engines x 2 arrays x 10 CUs, Navi32's layout): 3 engines of 20 CUs, 32 slots each."""
+  from types import SimpleNamespace
+  from hcq.drivers.amd.device import AMDDevice
+  props = {"array_count": 6, "simd_arrays_per_engine": 2, "cu_per_simd_array": 10, "max_slots_scratch_cu": 32}
+  assert AMDDevice.scratch_slots(SimpleNamespace(node=SimpleNamespace(properties=props))) == (3, 20 * 32)
+
+
 def test_spilling_kernel_on_every_engine(dev, code):
   prg = dev.program(code, "spill")
   assert prg.private_segment_size > 0

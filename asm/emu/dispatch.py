@@ -77,7 +77,9 @@ def from_state(state, arch: str = "gfx1100", board: Board = Board()) -> Dispatch
   tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(reg(gc.regCOMPUTE_TMPRING_SIZE))
   private = tmpring["wavesize"] * SLOT_GRANULE // (32 if wave32 else 64)
   ring = None
-  if arch.startswith("gfx11") and gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)["scratch_en"] and tmpring["wavesize"]:
+  if arch.startswith("gfx11") and not gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)["scratch_en"]:
+    private = 0   # a wave without SCRATCH_EN gets no slot: any private access faults
+  elif arch.startswith("gfx11") and tmpring["wavesize"]:
     base = (reg(gc.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO) | (reg(gc.regCOMPUTE_DISPATCH_SCRATCH_BASE_HI) & 0xff) << 32) << 8
     ring = ScratchRing(base, tmpring["waves"], tmpring["wavesize"] * SLOT_GRANULE, board.engines, board.engine_waves)
   return Dispatch(code, reg(gc.regCOMPUTE_PGM_RSRC1), rsrc2, reg(gc.regCOMPUTE_PGM_RSRC3), user, tuple(state.grid), local, wave32,

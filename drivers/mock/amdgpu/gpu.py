@@ -43,12 +43,7 @@ def default_shader_core():
     from hcq.asm.emu import dispatch
   except ImportError:
     return None
-  from hcq.asm.emu.dispatch import Board
-
-  def run(gpu, state, cancel=None):
-    b = gpu.board
-    return dispatch(gpu.mem, state, cancel=cancel, board=Board(b.shader_engines, b.compute_units // b.shader_engines * b.simd_per_cu * b.max_waves_per_simd))
-  return run
+  return lambda gpu, state, cancel=None: dispatch(gpu.mem, state, cancel=cancel, board=gpu.shader_board())
 
 
 class MockAMDGPU:
@@ -69,6 +64,12 @@ class MockAMDGPU:
   def clock(self) -> int:
     """The global timestamp counter, in ticks of `board.timestamp_hz`."""
     return (time.perf_counter_ns() - self._t0) * self.board.timestamp_hz // 1_000_000_000
+
+  def shader_board(self):
+    """The shader engines and the waves each holds, as the shader core places scratch slots (hcq.asm.emu.dispatch.Board)."""
+    from hcq.asm.emu.dispatch import Board
+    b = self.board
+    return Board(b.shader_engines, b.compute_units // b.shader_engines * b.simd_per_cu * b.max_waves_per_simd)
 
   def start_queue(self, kind: str, ring: Ring, name: str) -> Engine:
     engine = (ComputeCP if kind == "compute" else SDMAEngine)(self, ring, name)
