@@ -164,6 +164,14 @@ def test_total_waves_in_tmpring_faults_past_the_buffer(dev, code):
   test_spilling_kernel_on_every_engine(dev, code)   # the device recovered
 
 
+def test_private_access_without_scratch_en_faults(dev, code):
+  """A dispatch whose COMPUTE_PGM_RSRC2 lacks SCRATCH_EN gets no scratch slot, whatever TMPRING_SIZE says."""
+  prg = dev.program(code, "spill")
+  prg.rsrc2 &= ~dev.dialect.regs.regCOMPUTE_PGM_RSRC2.encode(scratch_en=1)
+  with pytest.raises(GPUFault, match="outside the lane's 0-byte private segment"):
+    run(dev, prg, np.empty(64, np.float32), np.ones(48 * 64, np.float32), groups=1)
+
+
 def test_ring_slots_per_engine():
   """The slot model: workgroups round robin over the engines, distinct slots per engine in flight, turning over WAVES."""
   from hcq.asm.emu.scratch import ScratchRing
