@@ -162,9 +162,8 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
       count = min(groups, g0 + batch) - g0
       wg_of_wave, ids, v0, exec_mask = _batch(plan, g0, count, (gx, gy, gz)) if count * wpg <= 4096 else _batch.__wrapped__(plan, g0, count, (gx, gy, gz))
       n = count * wpg
-      st = Waves(n, lanes, vgprs, wg_of_wave, lds, count, d.private_bytes, ring is not None)
+      st = Waves(n, lanes, vgprs, wg_of_wave, lds, count, d.private_bytes, ring.slot_addresses(g0, count, wpg, turn) if ring else None)
       st.mem, st.first_wave = mem, g0 * wpg
-      if ring: st.scratch_slot = ring.slot_addresses(g0, count, wpg, turn)
       st.pc[:] = d.code
       st.mode[:] = plan.mode
       st.mode_changed()

@@ -2,10 +2,11 @@
 scratch ring, and its private memory lives there, lanes interleaved a dword at a time.
 
 The rules and their sources:
-- gfx11 has architected flat scratch: the SPI sets each wave's FLAT_SCRATCH to its slot itself; kernels get neither a
-  flat scratch init nor a wave offset SGPR (clang-19 -mcpu=gfx1100 emits no `.amdhsa_user_sgpr_flat_scratch_init`,
-  gfx1030 does; LLVM AMDGPUUsage, "Architected flat scratch"). The ring starts at COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI
-  (bits 47:8 of the address), written before the dispatch (Mesa radv_queue.c radv_emit_compute_scratch, GFX11).
+- gfx11 has architected flat scratch (LLVM AMDGPU.td: FeatureISAVersion11_Common lists FeatureArchitectedFlatScratch):
+  the SPI points each wave's FLAT_SCRATCH at its slot itself, and kernels get neither a flat scratch init nor a wave
+  offset SGPR (clang-19 -mcpu=gfx1100 emits no `.amdhsa_user_sgpr_flat_scratch_init`; gfx1030 does). The ring starts
+  at COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI (the address >> 8), written before the dispatch (Mesa radv_queue.c
+  radv_emit_compute_scratch, GFX11).
 - COMPUTE_TMPRING_SIZE.WAVESIZE is the bytes of one wave's slot in 256-byte units on gfx11 (1 KiB before), and WAVES
   counts slots per shader engine: ROCr (amd_aql_queue.cpp FillComputeTmpRingSize_Gfx11: "For GFX11 we specify number
   of waves per engine instead of total", num_waves /= NumShaderBanks) and radv (waves /= num_se) divide the slots of
@@ -17,7 +18,7 @@ The rules and their sources:
   base + se * WAVES * slot bytes; workgroups go to the engines round robin; every wave in flight holds a distinct
   slot of its engine, handed out in turn (so a long dispatch uses every slot); an engine holds at most
   min(WAVES, its CUs' wave slots) waves at once, and a WAVES too small for one workgroup is an error (the wave could
-  never launch: the GPU hangs). A dispatch whose ring does not lie in one writable mapping faults before it starts,
+  never launch; radeonsi's si_compute.c: a wrong WAVES hangs the GPU when SCRATCH_EN is set). A dispatch whose ring does not lie in one writable mapping faults before it starts,
   at the first byte past that buffer, instead of when the scheduling first hands a wave a slot there (or silently
   writes a neighbouring buffer, as the GPU would).
 """

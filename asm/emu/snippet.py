@@ -26,9 +26,9 @@ def run_snippet(code: "str | bytes", s: dict[int, int] | None = None, v: dict[in
   data = (assemble(code, arch) if isinstance(code, str) else bytes(code)) + assemble("s_endpgm", arch)
   mem = mem or VirtualMemory()
   mem.map(SNIPPET_BASE, len(data) + 16, np.frombuffer(data + bytes(16), np.uint8).copy(), writable=False)
-  st = Waves(waves, lanes, vgprs, np.zeros(waves, np.int64), lds_bytes, 1, private_bytes, scratch_slots is not None)
+  st = Waves(waves, lanes, vgprs, np.zeros(waves, np.int64), lds_bytes, 1, private_bytes,
+             None if scratch_slots is None else np.asarray(scratch_slots, np.uint64))
   st.mem = mem
-  if scratch_slots is not None: st.scratch_slot = np.asarray(scratch_slots, np.uint64)
   st.pc[:] = SNIPPET_BASE
   st.scc[:] = scc
   st.mode[:] = 0xf0   # as LLVM's gfx11 kernels start: round to nearest even, denormals kept

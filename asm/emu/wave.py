@@ -16,7 +16,7 @@ class Waves:
   """Registers, PCs and status of `count` waves of `lanes` lanes; `wg` gives each wave's workgroup in the batch."""
 
   def __init__(self, count: int, lanes: int, vgprs: int, wg: np.ndarray, lds_bytes: int, groups: int, private_bytes: int,
-               scratch_in_memory: bool = False):
+               scratch_slot: np.ndarray | None = None):
     self.count, self.lanes = count, lanes
     self.s = np.zeros((128, count), np.uint32)
     self.v = np.zeros((max(vgprs, 1), count, lanes), np.uint32)
@@ -29,9 +29,9 @@ class Waves:
     self.lds_bytes = lds_bytes
     self.lds = np.zeros(groups * max(lds_bytes, 4), np.uint8)
     self.private_bytes = private_bytes
-    # private memory: each wave's scratch slot in GPU memory (set by the launch), or else an array of the emulator's own
-    self.scratch_slot: np.ndarray | None = None
-    self.scratch = np.zeros(count * lanes * private_bytes if private_bytes and not scratch_in_memory else 0, np.uint8)
+    # private memory: each wave's scratch slot address in GPU memory (hcq.asm.emu.scratch), or else an array of the emulator's own
+    self.scratch_slot = scratch_slot
+    self.scratch = np.zeros(count * lanes * private_bytes if scratch_slot is None else 0, np.uint8)
     self.lane_ids = np.arange(lanes, dtype=np.uint32)
     self.first_wave = 0   # index of wave 0 of this batch in the dispatch (for messages)
     self.mem = None       # the VirtualMemory every global access goes through
