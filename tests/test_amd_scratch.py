@@ -226,3 +226,12 @@ def test_every_byte_lands_where_the_interleave_puts_it(size, align, flat):
     for lane in range(lanes):
       at = [w * private * lanes + (o >> 2) * 4 * lanes + lane * 4 + (o & 3) for o in range(offs[lane], offs[lane] + size)]
       assert bytes(ring[at]) == bytes(raw[lane, :size]), f"wave {w} lane {lane}"
+
+
+def test_ring_outside_any_buffer_faults_at_its_base():
+  """SCRATCH_EN and a WAVESIZE with no SCRATCH_BASE written (0): the first slot is already unmapped."""
+  from hcq.asm.emu.memory import PageFault, VirtualMemory
+  from hcq.asm.emu.scratch import ScratchRing
+  with pytest.raises(PageFault, match="scratch slot 0 of shader engine 0") as e:
+    ScratchRing(base=0, waves=512, slot_bytes=256, engines=6, engine_waves=512).check(VirtualMemory(), 2)
+  assert e.value.address == 0 and e.value.write
