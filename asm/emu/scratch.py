@@ -18,9 +18,9 @@ The rules and their sources:
   base + se * WAVES * slot bytes; workgroups go to the engines round robin; every wave in flight holds a distinct
   slot of its engine, handed out in turn (so a long dispatch uses every slot); an engine holds at most
   min(WAVES, its CUs' wave slots) waves at once, and a WAVES too small for one workgroup is an error (the wave could
-  never launch; radeonsi's si_compute.c: a wrong WAVES hangs the GPU when SCRATCH_EN is set). A dispatch whose ring does not lie in one writable mapping faults before it starts,
-  at the first byte past that buffer, instead of when the scheduling first hands a wave a slot there (or silently
-  writes a neighbouring buffer, as the GPU would).
+  never launch; radeonsi's si_compute.c: a wrong WAVES hangs the GPU when SCRATCH_EN is set). A dispatch whose ring
+  does not lie in one writable mapping faults before it starts, at the first byte past that buffer, instead of when
+  the scheduling first hands a wave a slot there (or silently writes a neighbouring buffer, as the GPU would).
 """
 from __future__ import annotations
 from dataclasses import dataclass
