@@ -144,8 +144,8 @@ def _debug_core(dev, args) -> None:
     print(f"  wave {wave} pc {pc:#06x}: {text:<48s} {' '.join(writes)}")
 
   def core(gpu, state, cancel=None):
-    return launch(gpu.mem, from_state(state), args.max_instructions, trace=trace if args.trace is not None else None,
-                  trace_wave=args.trace, cancel=cancel)
+    return launch(gpu.mem, from_state(state, board=gpu.shader_board()), args.max_instructions,
+                  trace=trace if args.trace is not None else None, trace_wave=args.trace, cancel=cancel)
   dev.os.kfd.nodes[dev.kfd.gpu_id].gpu.shader_core = core
 
 

@@ -18,11 +18,11 @@ import numpy as np
 from hcq.asm.emu.engine import Program, Stats, execute
 from hcq.asm.emu.gfx9 import GFX9_ARCHS
 from hcq.asm.emu.memory import VirtualMemory
+from hcq.asm.emu.scratch import SLOT_GRANULE, ScratchRing
 from hcq.asm.emu.wave import EXEC, TTMP0, Waves
 
 SH_BASE = 0x1260   # absolute dword offset of GC register segment 0 (what SET_SH_REG offsets are relative to)
 LDS_GRANULE = 512  # RSRC2.LDS_SIZE unit on gfx11 (128 dwords)
-SCRATCH_GRANULE = 256  # TMPRING_SIZE.WAVESIZE unit on gfx11 (bytes per wave)
 MAX_LDS = 64 * 1024
 # a runaway kernel on the mock GPU stops with InstructionLimit after this many wave-instructions (0: no limit)
 DEFAULT_MAX_INSTRUCTIONS = int(os.environ.get("HCQ_EMU_MAX_INSTRUCTIONS", "0")) or None
@@ -42,6 +42,7 @@ class Dispatch:
   lds_bytes: int | None = None      # None: from RSRC2.LDS_SIZE
   private_bytes: int = 0            # scratch bytes per lane
   arch: str = "gfx1100"
+  scratch: ScratchRing | None = None   # where the waves' private memory lives; None: host memory of the emulator's own
 
   @property
   def lanes(self) -> int: return 32 if self.wave32 else 64
@@ -51,9 +52,18 @@ def _field(value: int, reg, name: str) -> int:
   return reg.decode(value)[name]
 
 
-def from_state(state, arch: str = "gfx1100") -> Dispatch:
+@dataclass(frozen=True)
+class Board:
+  """What the shader core needs of the board: its shader engines and how many waves one engine holds."""
+  engines: int = 6            # Navi31 (RX 7900 XTX)
+  engine_waves: int = 16 * 32  # 16 CUs per engine x 2 SIMDs x 16 waves
+
+
+def from_state(state, arch: str = "gfx1100", board: Board = Board()) -> Dispatch:
   """A Dispatch from the mock command processor's DispatchState (grid, DISPATCH_INITIATOR, SET_SH_REG values); the
-  COMPUTE_* registers sit at gfx11's offsets (gfx12 keeps them)."""
+  COMPUTE_* registers sit at gfx11's offsets (gfx12 keeps them). On gfx11 a wave's private memory is its slot of the
+  scratch ring COMPUTE_DISPATCH_SCRATCH_BASE and COMPUTE_TMPRING_SIZE describe (hcq.asm.emu.scratch); other archs keep
+  it in host memory (their TMPRING_SIZE layouts are not modelled)."""
   from hcq.autogen.am import gc_11_0_0 as gc
   sh = state.sh
   reg = lambda r: sh.get(SH_BASE + r.offset, 0)
@@ -65,17 +75,23 @@ def from_state(state, arch: str = "gfx1100") -> Dispatch:
                 for r in (gc.regCOMPUTE_NUM_THREAD_X, gc.regCOMPUTE_NUM_THREAD_Y, gc.regCOMPUTE_NUM_THREAD_Z))
   wave32 = bool(state.initiator >> 15 & 1)
   tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(reg(gc.regCOMPUTE_TMPRING_SIZE))
-  private = tmpring["wavesize"] * SCRATCH_GRANULE // (32 if wave32 else 64)
+  private = tmpring["wavesize"] * SLOT_GRANULE // (32 if wave32 else 64)
+  ring = None
+  if arch.startswith("gfx11") and not gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)["scratch_en"]:
+    private = 0   # a wave without SCRATCH_EN gets no slot: any private access faults
+  elif arch.startswith("gfx11") and tmpring["wavesize"]:
+    base = (reg(gc.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO) | (reg(gc.regCOMPUTE_DISPATCH_SCRATCH_BASE_HI) & 0xff) << 32) << 8
+    ring = ScratchRing(base, tmpring["waves"], tmpring["wavesize"] * SLOT_GRANULE, board.engines, board.engine_waves)
   return Dispatch(code, reg(gc.regCOMPUTE_PGM_RSRC1), rsrc2, reg(gc.regCOMPUTE_PGM_RSRC3), user, tuple(state.grid), local, wave32,
-                  None, private, arch)
+                  None, private, arch, ring)
 
 
 def dispatch(mem: VirtualMemory, state, max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS,
-             cancel: Callable[[], bool] | None = None, arch: str = "gfx1100") -> Stats:
-  """Run the grid a DISPATCH_DIRECT describes (the mock GPU's shader core, whose board says `arch`). Raises
-  PageFault / WaveError on faults; HCQ_EMU_MAX_INSTRUCTIONS bounds a runaway kernel; `cancel()` true stops it with
-  Cancelled."""
-  return launch(mem, from_state(state, arch), max_instructions, cancel=cancel)
+             cancel: Callable[[], bool] | None = None, arch: str = "gfx1100", board: Board = Board()) -> Stats:
+  """Run the grid a DISPATCH_DIRECT describes (the mock GPU's shader core, whose board says `arch` and its engines).
+  Raises PageFault / WaveError on faults; HCQ_EMU_MAX_INSTRUCTIONS bounds a runaway kernel; `cancel()` true stops it
+  with Cancelled."""
+  return launch(mem, from_state(state, arch, board), max_instructions, cancel=cancel)
 
 
 @dataclass(frozen=True, eq=False)   # hashed by identity: _plan returns one object per register set
@@ -127,9 +143,14 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
   lanes, vgprs, lds, wpg = d.lanes, plan.vgprs, plan.lds, plan.wpg
   gx, gy, gz = d.grid
   groups = gx * gy * gz
-  per_wave = vgprs * lanes * 4 + 128 * 4 + lanes * d.private_bytes + 64
+  ring = d.scratch
+  per_wave = vgprs * lanes * 4 + 128 * 4 + (0 if ring else lanes * d.private_bytes) + 64
   per_group = wpg * per_wave + lds
   batch = max(1, min(groups, max_batch_bytes // max(per_group, 1), max(1, 65536 // wpg)))
+  if ring:   # only the waves that hold a scratch slot run at once
+    ring.check(mem, wpg)
+    batch = min(batch, ring.groups_in_flight(wpg))
+    turn = np.zeros(ring.engines, np.int64)
   prog = Program(mem, d.arch, agpr_base)
   stats = Stats()
   nuser = len(d.user_sgprs)
@@ -141,7 +162,7 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
       count = min(groups, g0 + batch) - g0
       wg_of_wave, ids, v0, exec_mask = _batch(plan, g0, count, (gx, gy, gz)) if count * wpg <= 4096 else _batch.__wrapped__(plan, g0, count, (gx, gy, gz))
       n = count * wpg
-      st = Waves(n, lanes, vgprs, wg_of_wave, lds, count, d.private_bytes)
+      st = Waves(n, lanes, vgprs, wg_of_wave, lds, count, d.private_bytes, ring.slot_addresses(g0, count, wpg, turn) if ring else None)
       st.mem, st.first_wave = mem, g0 * wpg
       st.pc[:] = d.code
       st.mode[:] = plan.mode

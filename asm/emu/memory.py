@@ -16,9 +16,10 @@ import numpy as np
 class PageFault(Exception):
   """A GPU access to an unmapped (or read-only) virtual address."""
 
-  def __init__(self, address: int, size: int, write: bool, pc: int | None = None):
+  def __init__(self, address: int, size: int, write: bool, pc: int | None = None, what: str = ""):
     kind = "write" if write else "read"
-    super().__init__(f"GPU page fault: {kind} of {size} bytes at {address:#x}" + (f" (pc {pc:#x})" if pc is not None else ""))
+    super().__init__(f"GPU page fault: {kind} of {size} bytes at {address:#x}" + (f" (pc {pc:#x})" if pc is not None else "") +
+                     (f": {what}" if what else ""))
     self.address, self.size, self.write, self.pc = address, size, write, pc
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from hcq.asm.emu.errors import IllegalInstruction, LDSFault, ScratchFault
 from hcq.asm.emu.operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, scalar_reader
 from hcq.asm.emu.operands import write_vgpr
+from hcq.asm.emu.scratch import swizzled
 from hcq.asm.emu.wave import EXEC, NULL, Waves
 
 u8, u16, u32, u64, i64 = np.uint8, np.uint16, np.uint32, np.uint64, np.int64
@@ -19,7 +20,12 @@ u8, u16, u32, u64, i64 = np.uint8, np.uint16, np.uint32, np.uint64, np.int64
 
 # ---- byte-buffer primitives ---------------------------------------------------------------------------------
 def gather(buf: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
-  """(n, nbytes//4) uint32 for dword sizes, else (n, nbytes) uint8, read at byte offsets `offs` of a uint8 buffer."""
+  """(n, nbytes//4) uint32 for dword sizes, else (n, nbytes) uint8, read at byte offsets `offs` of a uint8 buffer: one
+  per row (contiguous bytes), or (n, k) for pieces placed apart (k dwords, or k = nbytes single bytes: swizzled scratch)."""
+  if offs.ndim == 2:
+    if offs.shape[1] != nbytes: return buf[:buf.size // 4 * 4].view(u32)[offs >> 2]
+    b = buf[offs]
+    return b.view(u32) if nbytes % 4 == 0 else b
   if nbytes % 4 == 0 and offs.size and not np.any(offs & 3):
     u = buf[:buf.size // 4 * 4].view(u32)
     if nbytes == 4: return u[offs >> 2][:, None]
@@ -29,7 +35,14 @@ def gather(buf: np.ndarray, offs: np.ndarray, nbytes: int) -> np.ndarray:
 
 
 def scatter(buf: np.ndarray, offs: np.ndarray, data: np.ndarray) -> None:
-  """Write rows of `data` ((n, k) uint32 or uint8) at byte offsets; a later row wins where two overlap (lane order)."""
+  """Write rows of `data` ((n, k) uint32 or uint8) at byte offsets (or (n, k) offsets, as gather reads them); a later
+  row wins where two overlap (lane order)."""
+  if offs.ndim == 2:
+    if data.dtype == u32 and offs.shape == data.shape:
+      buf[:buf.size // 4 * 4].view(u32)[offs >> 2] = data
+    else:
+      buf[offs] = np.ascontiguousarray(data).view(u8).reshape(offs.shape)
+    return
   if data.dtype == u32 and offs.size and not np.any(offs & 3):
     u = buf[:buf.size // 4 * 4].view(u32)
     if data.shape[1] == 1: u[offs >> 2] = data[:, 0]
@@ -96,6 +109,7 @@ def atomic_op(core: str, t: str) -> str | None:
 
 def atomic(buf: np.ndarray, offs: np.ndarray, src: np.ndarray, cmp: np.ndarray | None, op: str, bits: int) -> np.ndarray:
   """Apply an atomic per lane in lane order (lanes hitting one address see each other's results); the old values."""
+  if offs.ndim == 2: raise NotImplementedError(f"a {bits}-bit atomic whose dwords the scratch slot places apart is not modelled")
   n = offs.size
   old = np.zeros(n, u64)
   if n == 0: return old
@@ -131,15 +145,31 @@ def _lds_pieces(st: Waves, w, addr: np.ndarray, ex: np.ndarray, size: int, pc: i
   return [(st.lds, wg * max(st.lds_bytes, 4) + a, None)]
 
 
-def _scratch_pieces(st: Waves, w, addr: np.ndarray, ex: np.ndarray, size: int, pc: int):
+def _scratch_pieces(st: Waves, w, addr: np.ndarray, ex: np.ndarray, size: int, pc: int, write: bool):
+  """addr: (k, L) private byte offsets. In the wave's scratch slot in GPU memory, lanes interleaved by dword
+  (hcq.asm.emu.scratch), when the launch gave the waves slots; else in the emulator's own per-lane array."""
   a = addr[ex].astype(i64)
+  # stricter than the GPU, which lets a lane reach past its segment into its neighbours'
   if a.size and (a.min() < 0 or a.max() + size > st.private_bytes):
     bad = int(a[np.argmax((a < 0) | (a + size > st.private_bytes))])
     raise ScratchFault(f"scratch access of {size} bytes at {bad:#x} outside the lane's {st.private_bytes}-byte private segment", pc)
   waves = np.arange(st.count)[w]
-  lane = (waves[:, None] * st.lanes + st.lane_ids[None, :].astype(i64))
-  lane = np.broadcast_to(lane, ex.shape)[ex]
-  return [(st.scratch, lane * st.private_bytes + a, None)]
+  if st.scratch_slot is None:
+    lane = (waves[:, None] * st.lanes + st.lane_ids[None, :].astype(i64))
+    lane = np.broadcast_to(lane, ex.shape)[ex]
+    return [(st.scratch, lane * st.private_bytes + a, None)]
+  if not a.size: return []
+  slot = np.broadcast_to(st.scratch_slot[waves][:, None], ex.shape)[ex]
+  lane = np.broadcast_to(st.lane_ids[None, :].astype(i64), ex.shape)[ex]
+  if size % 4 == 0 and not np.any(a & 3): part, unit = a[:, None] + 4 * np.arange(size // 4), 4   # whole dwords, each placed apart
+  elif size < 4 and not np.any((a & 3) + size > 4): part, unit = a[:, None], size                  # within one dword
+  else: part, unit = a[:, None] + np.arange(size), 1                                                 # bytes, each placed apart
+  where = swizzled(slot[:, None], lane[:, None], part, st.lanes)
+  if part.shape[1] == 1: return st.mem.locate(where[:, 0], unit, write, pc)
+  pieces = st.mem.locate(where.reshape(-1), unit, write, pc)   # a fault names the first element that is not mapped
+  if len(pieces) > 1 or pieces[0][2] is not None:
+    raise NotImplementedError("a scratch access whose parts lie in different mappings is not modelled (a ring is one buffer)")
+  return [(pieces[0][0], pieces[0][1].reshape(where.shape), None)]
 
 
 _APERTURES_LO, _APERTURES_HI = min(SHARED_APERTURE_HI, PRIVATE_APERTURE_HI) << 32, (max(SHARED_APERTURE_HI, PRIVATE_APERTURE_HI) + 1) << 32
@@ -168,7 +198,7 @@ def _flat_pieces(st, w, addr, ex, size, pc, write):
     if not sel.any(): continue
     lanes = pos[sel[ex]]
     if kind == "lds": pieces = _lds_pieces(st, w, low, sel, size, pc)
-    elif kind == "scratch": pieces = _scratch_pieces(st, w, low, sel, size, pc)
+    elif kind == "scratch": pieces = _scratch_pieces(st, w, low, sel, size, pc, write)
     else: pieces = st.mem.locate(addr[sel], size, write, pc)
     out += [(b, o, lanes if l is None else lanes[l]) for b, o, l in pieces]
   return out
@@ -309,7 +339,7 @@ def build_vmem(ins, pc: int):
       if use_v: a = a + st.v[vaddr][w].astype(i64)
       if rs is not None: a = a + rs(st, w).astype(i64)[:, None]
       return a
-    pieces = lambda st, w, a, ex, size, write: _scratch_pieces(st, w, a, ex, size, pc)
+    pieces = lambda st, w, a, ex, size, write: _scratch_pieces(st, w, a, ex, size, pc, write)
   else:
     rs = scalar_reader(saddr, 64) if (fmt == "GLOBAL" and saddr not in (NULL, 0x7d)) else None
     if addtid:   # saddr (0 with off) + offset + lane * 4; no VGPR address

@@ -15,7 +15,8 @@ VCC, TTMP0, NULL, M0, EXEC = 106, 108, 124, 125, 126
 class Waves:
   """Registers, PCs and status of `count` waves of `lanes` lanes; `wg` gives each wave's workgroup in the batch."""
 
-  def __init__(self, count: int, lanes: int, vgprs: int, wg: np.ndarray, lds_bytes: int, groups: int, private_bytes: int):
+  def __init__(self, count: int, lanes: int, vgprs: int, wg: np.ndarray, lds_bytes: int, groups: int, private_bytes: int,
+               scratch_slot: np.ndarray | None = None):
     self.count, self.lanes = count, lanes
     self.s = np.zeros((128, count), np.uint32)
     self.v = np.zeros((max(vgprs, 1), count, lanes), np.uint32)
@@ -28,7 +29,9 @@ class Waves:
     self.lds_bytes = lds_bytes
     self.lds = np.zeros(groups * max(lds_bytes, 4), np.uint8)
     self.private_bytes = private_bytes
-    self.scratch = np.zeros(count * lanes * private_bytes, np.uint8) if private_bytes else np.zeros(0, np.uint8)
+    # private memory: each wave's scratch slot address in GPU memory (hcq.asm.emu.scratch), or else an array of the emulator's own
+    self.scratch_slot = scratch_slot
+    self.scratch = np.zeros(count * lanes * private_bytes if scratch_slot is None else 0, np.uint8)
     self.lane_ids = np.arange(lanes, dtype=np.uint32)
     self.first_wave = 0   # index of wave 0 of this batch in the dispatch (for messages)
     self.mem = None       # the VirtualMemory every global access goes through

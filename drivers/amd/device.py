@@ -199,17 +199,31 @@ class AMDDevice(Device):
   def copy_queue(self) -> AMDCopyQueue:
     return AMDCopyQueue()
 
+  def scratch_slots(self) -> tuple[int, int]:
+    """(shader engines, scratch slots per engine) from the KFD topology: an engine's CUs times max_slots_scratch_cu, as
+    ROCr sizes it (amd_aql_queue.cpp FillComputeTmpRingSize_Gfx11: NumShaderBanks = array_count / simd_arrays_per_engine
+    in the thunk's topology.c, max waves = CUs x MaxSlotsScratchCU)."""
+    p = self.node.properties
+    engines = p["array_count"] // p["simd_arrays_per_engine"]
+    return engines, p["array_count"] * p["cu_per_simd_array"] // engines * p["max_slots_scratch_cu"]
+
   def ensure_scratch(self, bytes_per_lane: int, lanes: int) -> None:
     """Scratch (private segment) for every wave the GPU can hold, at least `bytes_per_lane` per lane; grows, never shrinks.
-    COMPUTE_TMPRING_SIZE counts the space per wave in 256-byte units on gfx11."""
+    On gfx11 COMPUTE_TMPRING_SIZE counts a wave's space in 256-byte units and WAVES counts slots per shader engine, so the
+    buffer holds WAVES slots for every engine (ROCr FillComputeTmpRingSize_Gfx11, radv radv_emit_compute_scratch)."""
     per_wave = (bytes_per_lane * lanes + 255) // 256 * 256
     if per_wave <= self._scratch_per_wave: return
-    waves = min(self.node.properties["simd_count"] * self.node.properties["max_waves_per_simd"], 0xfff)
+    engines, waves = self.scratch_slots()
+    tmpring = self.dialect.regs.regCOMPUTE_TMPRING_SIZE
+    most = {name: mask >> shift for name, (shift, mask) in tmpring.fields.items()}
+    if waves > most["waves"] or per_wave // 256 > most["wavesize"]:
+      raise HCQError(f"{bytes_per_lane} bytes of private memory per lane ({waves} scratch slots per engine) do not fit "
+                     f"COMPUTE_TMPRING_SIZE: at most {most['wavesize'] * 256 // lanes} bytes per lane and {most['waves']} slots")
     self.synchronize()
     if self._scratch is not None: self._scratch.free()
-    self._scratch = self.alloc(per_wave * waves, "device")
+    self._scratch = self.alloc(per_wave * waves * engines, "device")
     self._scratch_per_wave, self.scratch_base = per_wave, self._scratch.addr
-    self.tmpring_size = self.dialect.regs.regCOMPUTE_TMPRING_SIZE.encode(waves=waves, wavesize=per_wave // 256)
+    self.tmpring_size = tmpring.encode(waves=waves, wavesize=per_wave // 256)
     self.scratch_generation += 1  # queues built for the old scratch are rebuilt
 
   def program(self, code_object: bytes, name: str | None = None) -> AMDProgram:

@@ -24,13 +24,14 @@ GC_11_0_0_BASES = (0x00001260, 0x0000A000, 0x0001C000, 0x02402C00)  # GC IP base
 
 def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int) -> str:
   """nodes/N/properties of a GPU, in kfd_topology.c's order."""
-  cus = board.compute_units
+  cus, arrays = board.compute_units, board.shader_engines * board.shader_arrays_per_engine
   props = [
     ("cpu_cores_count", 0), ("simd_count", cus * board.simd_per_cu), ("mem_banks_count", 1), ("caches_count", 0),
     ("io_links_count", 1), ("p2p_links_count", 0), ("cpu_core_id_base", 0), ("simd_id_base", 0x80001000),
     ("max_waves_per_simd", board.max_waves_per_simd), ("lds_size_in_kb", board.lds_size_kb), ("gds_size_in_kb", 0), ("num_gws", 0),
-    ("wave_front_size", board.wave_front_size), ("array_count", 12), ("simd_arrays_per_engine", 2), ("cu_per_simd_array", cus // 12),
-    ("simd_per_cu", board.simd_per_cu), ("max_slots_scratch_cu", 32), ("gfx_target_version", board.gfx_target_version),
+    ("wave_front_size", board.wave_front_size), ("array_count", arrays),
+    ("simd_arrays_per_engine", board.shader_arrays_per_engine), ("cu_per_simd_array", cus // arrays),
+    ("simd_per_cu", board.simd_per_cu), ("max_slots_scratch_cu", board.max_slots_scratch_cu), ("gfx_target_version", board.gfx_target_version),
     ("vendor_id", board.vendor_id), ("device_id", board.device_id), ("location_id", 0x300), ("domain", 0),
     ("drm_render_minor", render_minor), ("hive_id", 0), ("num_sdma_engines", board.num_sdma_engines), ("num_sdma_xgmi_engines", 0),
     ("num_sdma_queues_per_engine", 6), ("num_cp_queues", 8), ("max_engine_clk_fcompute", 2526), ("local_mem_size", 0),

@@ -25,12 +25,15 @@ class BoardSpec:
   vendor_id: int = 0x1002
   device_id: int = 0x744c
   compute_units: int = 96
+  shader_engines: int = 6            # Navi31: 6 SEs x 2 shader arrays x 8 CUs (amdgpu gfx config, in the KFD topology as
+  shader_arrays_per_engine: int = 2  # array_count = SEs x arrays, simd_arrays_per_engine, cu_per_simd_array: kfd_crat.c)
   simd_per_cu: int = 2
   vram_bytes: int = 24 << 30
   wave_front_size: int = 32
   lds_size_kb: int = 64
   num_sdma_engines: int = 2
   max_waves_per_simd: int = 16
+  max_slots_scratch_cu: int = 32     # gc_info's max_scratch_slots_per_cu (kfd_crat.c max_slots_scatch_cu)
   timestamp_hz: int = 100_000_000  # gfx11's global timestamp counter runs at 100 MHz
 
 
@@ -40,7 +43,7 @@ def default_shader_core():
     from hcq.asm.emu import dispatch
   except ImportError:
     return None
-  return lambda gpu, state, cancel=None: dispatch(gpu.mem, state, cancel=cancel)
+  return lambda gpu, state, cancel=None: dispatch(gpu.mem, state, cancel=cancel, board=gpu.shader_board())
 
 
 class MockAMDGPU:
@@ -61,6 +64,12 @@ class MockAMDGPU:
   def clock(self) -> int:
     """The global timestamp counter, in ticks of `board.timestamp_hz`."""
     return (time.perf_counter_ns() - self._t0) * self.board.timestamp_hz // 1_000_000_000
+
+  def shader_board(self):
+    """The shader engines and the waves each holds, as the shader core places scratch slots (hcq.asm.emu.dispatch.Board)."""
+    from hcq.asm.emu.dispatch import Board
+    b = self.board
+    return Board(b.shader_engines, b.compute_units // b.shader_engines * b.simd_per_cu * b.max_waves_per_simd)
 
   def start_queue(self, kind: str, ring: Ring, name: str) -> Engine:
     engine = (ComputeCP if kind == "compute" else SDMAEngine)(self, ring, name)

@@ -1,0 +1,237 @@
+"""Scratch (private memory) on the emulated gfx1100: kernels that spill, large private arrays, many waves on every shader
+engine, checked against numpy; the ring's layout (slots per engine, lanes interleaved by dword); and the configuration
+that writes the total wave count into COMPUTE_TMPRING_SIZE.WAVES faulting as it would on the GPU."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hcq
+from hcq.errors import GPUFault
+from tests.tools import compile_opencl
+
+GID = "(__builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x())"
+SOURCE = r"""
+#define GID """ + GID + r"""
+// 16 VGPRs for 48 live values: clang-19 spills about 50 VGPRs to scratch
+__attribute__((amdgpu_num_vgpr(16))) __kernel void spill(__global float *out, __global const float *in) {
+  int g = GID;
+  float v[48];
+  for (int i = 0; i < 48; i++) v[i] = in[g * 48 + i];
+  float s = 0;
+  #pragma unroll
+  for (int r = 0; r < 4; r++)
+    #pragma unroll
+    for (int i = 0; i < 48; i++) s = s * 0.5f + v[i] * v[(i + r + 1) % 48];
+  out[g] = s;
+}
+// 4 KiB of private memory per lane, indexed by data: it cannot live in registers
+__kernel void big(__global int *out, __global const int *in) {
+  int g = GID;
+  volatile int a[1024];
+  for (int i = 0; i < 1024; i++) a[i] = in[g] * 3 + i;
+  int s = 0;
+  for (int i = 0; i < 64; i++) s += a[(in[g] + i * 37) & 1023];
+  out[g] = s;
+}
+// each lane's private dwords hold its id and index, read back after every wave of the workgroup wrote its own
+__kernel void mark(__global int *out) {
+  int g = GID;
+  volatile int a[8];
+  for (int i = 0; i < 8; i++) a[i] = g * 8 + i;
+  __builtin_amdgcn_s_barrier();
+  int s = 0;
+  for (int i = 0; i < 8; i++) s += a[i] == g * 8 + i;
+  out[g] = s;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def dev():
+  return hcq.Device("MOCKKFD+AMD")
+
+
+@pytest.fixture(scope="module")
+def code(tmp_path_factory):
+  return compile_opencl(SOURCE, tmp_path_factory.mktemp("scratch"))
+
+
+def run(dev, prg, out, *args, groups: int):
+  bufs = [dev.alloc(a.nbytes) for a in (out, *args)]
+  for b, a in zip(bufs[1:], args): dev.copy_from_host(b, a)
+  prg(*bufs, global_size=(groups,), local_size=(64,), wait=True)
+  dev.copy_to_host(out, bufs[0])
+  for b in bufs: b.free()
+  return out
+
+
+def spill_reference(x: np.ndarray) -> np.ndarray:
+  v = x.reshape(-1, 48).astype(np.float32)
+  s = np.zeros(len(v), np.float32)
+  for r in range(4):
+    for i in range(48): s = s * np.float32(0.5) + v[:, i] * v[:, (i + r + 1) % 48]
+  return s
+
+
+def test_topology_is_the_rx7900xtx(dev):
+  """The KFD properties the driver sizes scratch from, as a real RX 7900 XTX reports them (rocminfo: 96 CUs, 2 SIMDs per
+  CU, 6 shader engines, 2 arrays per engine, 32 waves per CU; kfd_crat.c: array_count = engines x arrays per engine)."""
+  p = dev.node.properties
+  assert {k: p[k] for k in ("simd_count", "max_waves_per_simd", "array_count", "simd_arrays_per_engine", "cu_per_simd_array",
+                            "simd_per_cu", "max_slots_scratch_cu", "wave_front_size")} == \
+    {"simd_count": 192, "max_waves_per_simd": 16, "array_count": 12, "simd_arrays_per_engine": 2, "cu_per_simd_array": 8,
+     "simd_per_cu": 2, "max_slots_scratch_cu": 32, "wave_front_size": 32}
+  assert dev.scratch_slots() == (6, 16 * 32)   # 6 engines of 16 CUs, 32 scratch slots each
+
+
+def test_slots_come_from_the_topology():
+  """A three-engine board (3 engines x 2 arrays x 10 CUs, Navi32's layout): 3 engines of 20 CUs, 32 slots each."""
+  from types import SimpleNamespace
+  from hcq.drivers.amd.device import AMDDevice
+  props = {"array_count": 6, "simd_arrays_per_engine": 2, "cu_per_simd_array": 10, "max_slots_scratch_cu": 32}
+  assert AMDDevice.scratch_slots(SimpleNamespace(node=SimpleNamespace(properties=props))) == (3, 20 * 32)
+
+
+def test_spilling_kernel_on_every_engine(dev, code):
+  prg = dev.program(code, "spill")
+  assert prg.private_segment_size > 0
+  x = np.random.default_rng(1).standard_normal(48 * 64 * 30).astype(np.float32)
+  out = run(dev, prg, np.empty(64 * 30, np.float32), x, groups=30)   # 30 workgroups: 5 on each engine
+  np.testing.assert_allclose(out, spill_reference(x), rtol=1e-5, atol=1e-5)
+  tmpring = dev.dialect.regs.regCOMPUTE_TMPRING_SIZE.decode(dev.tmpring_size)
+  assert tmpring["waves"] == 512 and dev._scratch.nbytes >= 6 * 512 * tmpring["wavesize"] * 256
+
+
+def test_large_private_array(dev, code):
+  prg = dev.program(code, "big")
+  assert prg.private_segment_size >= 4096
+  x = np.random.default_rng(2).integers(0, 1 << 20, 64 * 12).astype(np.int32)
+  out = run(dev, prg, np.empty(64 * 12, np.int32), x, groups=12)
+  g = x[:, None]
+  idx = (g + np.arange(64) * 37) & 1023
+  np.testing.assert_array_equal(out, (g * 3 + idx).sum(axis=1).astype(np.int32))
+
+
+def test_many_waves_in_flight_keep_their_own_slots(dev, code):
+  """3,600 waves: 600 per engine, more than its 512 slots, so they run in two turns; every lane must read back what it
+  wrote (two waves in flight sharing a slot would not)."""
+  prg = dev.program(code, "mark")
+  assert prg.private_segment_size > 0
+  out = run(dev, prg, np.empty(64 * 1800, np.int32), groups=1800)
+  np.testing.assert_array_equal(out, 8)
+
+
+def test_private_memory_is_interleaved_by_dword_in_the_wave_slot(dev, code):
+  """After one workgroup of `mark` (two waves, on engine 0 slots 0 and 1), lane l's private dword i of wave w sits at
+  slot w + i * 128 + l * 4 (AMDGPUUsage: the private segment is interleaved by dword across the lanes)."""
+  prg = dev.program(code, "mark")
+  slot = dev.dialect.regs.regCOMPUTE_TMPRING_SIZE.decode(dev.tmpring_size)["wavesize"] * 256 // 4
+  first = dev._scratch.offset(0, 3 * slot * 4)   # the first three slots of engine 0
+  dev.copy_from_host(first, np.zeros(3 * slot, np.uint32))
+  run(dev, prg, np.empty(64, np.int32), groups=1)
+  ring = np.empty(3 * slot, np.uint32)
+  dev.copy_to_host(ring, first)
+  for wave in range(2):
+    dwords = ring[wave * slot:wave * slot + 8 * 32].reshape(8, 32)   # [private dword, lane]
+    lanes = wave * 32 + np.arange(32)
+    found = [np.nonzero((dwords == lanes[None, :] * 8 + i).all(axis=1))[0] for i in range(8)]
+    assert all(len(f) == 1 for f in found), "every private dword of the wave's lanes lies in one row of the slot"
+  assert not ring[2 * slot:].any(), "nothing in the next slot"
+
+
+def test_total_waves_in_tmpring_faults_past_the_buffer(dev, code):
+  """WAVES = every wave of the GPU (the count other GPUs take) with a buffer for that many: on gfx11 WAVES is per
+  engine, so engine 1's slots start where the buffer ends, and the dispatch faults there."""
+  prg = dev.program(code, "spill")
+  p = dev.node.properties
+  saved = dev.tmpring_size, dev.scratch_base, dev._scratch, dev._scratch_per_wave
+  per_wave = dev._scratch_per_wave
+  total = min(p["simd_count"] * p["max_waves_per_simd"], 0xfff)
+  buf = dev.alloc(per_wave * total, "device")
+  try:
+    dev.tmpring_size = dev.dialect.regs.regCOMPUTE_TMPRING_SIZE.encode(waves=total, wavesize=per_wave // 256)
+    dev.scratch_base = buf.addr
+    dev.scratch_generation += 1
+    x = np.ones(48 * 64 * 6, np.float32)
+    with pytest.raises(GPUFault, match="scratch slot 0 of shader engine 1") as e:
+      run(dev, prg, np.empty(64 * 6, np.float32), x, groups=6)
+    assert e.value.address == buf.addr + per_wave * total
+  finally:
+    dev.tmpring_size, dev.scratch_base, dev._scratch, dev._scratch_per_wave = saved
+    dev.scratch_generation += 1
+    buf.free()
+  test_spilling_kernel_on_every_engine(dev, code)   # the device recovered
+
+
+def test_private_access_without_scratch_en_faults(dev, code):
+  """A dispatch whose COMPUTE_PGM_RSRC2 lacks SCRATCH_EN gets no scratch slot, whatever TMPRING_SIZE says."""
+  prg = dev.program(code, "spill")
+  prg.rsrc2 &= ~dev.dialect.regs.regCOMPUTE_PGM_RSRC2.encode(scratch_en=1)
+  with pytest.raises(GPUFault, match="outside the lane's 0-byte private segment"):
+    run(dev, prg, np.empty(64, np.float32), np.ones(48 * 64, np.float32), groups=1)
+
+
+def test_ring_slots_per_engine():
+  """The slot model: workgroups round robin over the engines, distinct slots per engine in flight, turning over WAVES."""
+  from hcq.asm.emu.scratch import ScratchRing
+  ring = ScratchRing(base=1 << 20, waves=8, slot_bytes=256, engines=3, engine_waves=6)
+  assert ring.groups_in_flight(2) == 9   # 3 engines x min(8, 6) // 2
+  turn = np.zeros(3, np.int64)
+  first = ring.slot_addresses(0, 9, 2, turn)
+  engine, slot = np.divmod((first.astype(np.int64) - (1 << 20)) // 256, 8)
+  assert list(engine) == [0, 0, 1, 1, 2, 2] * 3 and len(set(zip(engine, slot))) == 18
+  second = ring.slot_addresses(9, 9, 2, turn)
+  slot2 = ((second.astype(np.int64) - (1 << 20)) // 256) % 8
+  assert sorted(set(slot2[engine == 0])) == [0, 1, 2, 3, 6, 7]   # the engine's next six slots, wrapping at WAVES
+
+
+def test_waves_too_few_for_a_workgroup_is_refused():
+  from hcq.asm.emu.memory import VirtualMemory
+  from hcq.asm.emu.scratch import ScratchRing
+  with pytest.raises(ValueError, match="WAVES = 1 scratch slots per shader engine cannot hold a workgroup of 2 waves"):
+    ScratchRing(base=1 << 20, waves=1, slot_bytes=256, engines=6, engine_waves=512).check(VirtualMemory(), 2)
+
+
+@pytest.mark.parametrize("size,align", [(1, 1), (2, 2), (2, 1), (4, 4), (4, 1), (8, 4), (12, 4), (16, 4), (16, 2)])
+@pytest.mark.parametrize("flat", [False, True])
+def test_every_byte_lands_where_the_interleave_puts_it(size, align, flat):
+  """Each lane stores `size` random bytes at its own offset (aligned to `align`) into private memory in a scratch slot
+  in GPU memory, directly or through the private aperture; every byte must sit at slot + (off / 4) * 128 + lane * 4 +
+  off % 4, and loading it back must give what the emulator's per-lane private memory gives."""
+  from hcq.asm.emu import VirtualMemory
+  from hcq.asm.emu.snippet import run_snippet
+  rng = np.random.default_rng(size * 31 + align + flat)
+  private, slot_va, lanes, waves = 64, 0x10000, 32, 2
+  offs = rng.integers(0, (private - size) // align + 1, lanes) * align
+  data = rng.integers(0, 1 << 32, (4, lanes), dtype=np.uint64).astype(np.uint32)
+  store, load = {1: ("b8", "u8"), 2: ("b16", "u16"), 4: ("b32",) * 2, 8: ("b64",) * 2, 12: ("b96",) * 2, 16: ("b128",) * 2}[size]
+  regs = lambda first: f"v{first}" if size <= 4 else f"v[{first}:{first + size // 4 - 1}]"
+  if flat:   # v[10:11] = src_private_base:offset
+    code = (f"v_mov_b32 v10, v0\nv_mov_b32 v11, src_private_base\nflat_store_{store} v[10:11], {regs(1)}\n"
+            f"s_waitcnt vmcnt(0)\nflat_load_{load} {regs(5)}, v[10:11]\ns_waitcnt vmcnt(0)")
+  else:
+    code = f"scratch_store_{store} v0, {regs(1)}, off\ns_waitcnt vmcnt(0)\nscratch_load_{load} {regs(5)}, v0, off\ns_waitcnt vmcnt(0)"
+  v = {0: offs.astype(np.uint32), **{1 + i: data[i] for i in range(4)}}
+  ring = np.zeros(waves * private * lanes, np.uint8)
+  mem = VirtualMemory()
+  mem.map(slot_va, ring.size, ring)
+  slots = slot_va + np.arange(waves) * private * lanes
+  st = run_snippet(code, v=v, private_bytes=private, waves=waves, mem=mem, scratch_slots=slots)
+  ref = run_snippet(code, v=v, private_bytes=private, waves=waves)
+  loaded = range(5, 5 + max(1, size // 4))
+  np.testing.assert_array_equal(st.v[loaded], ref.v[loaded])
+  raw = data.T.copy().view(np.uint8)   # lane -> its 16 data bytes in register order
+  for w in range(waves):
+    for lane in range(lanes):
+      at = [w * private * lanes + (o >> 2) * 4 * lanes + lane * 4 + (o & 3) for o in range(offs[lane], offs[lane] + size)]
+      assert bytes(ring[at]) == bytes(raw[lane, :size]), f"wave {w} lane {lane}"
+
+
+def test_ring_outside_any_buffer_faults_at_its_base():
+  """SCRATCH_EN and a WAVESIZE with no SCRATCH_BASE written (0): the first slot is already unmapped."""
+  from hcq.asm.emu.memory import PageFault, VirtualMemory
+  from hcq.asm.emu.scratch import ScratchRing
+  with pytest.raises(PageFault, match="scratch slot 0 of shader engine 0") as e:
+    ScratchRing(base=0, waves=512, slot_bytes=256, engines=6, engine_waves=512).check(VirtualMemory(), 2)
+  assert e.value.address == 0 and e.value.write
