@@ -128,5 +128,5 @@ def test_bound_compute_queue_replays_through_an_indirect_buffer(dev):
     q.submit(dev, {"w": t - 1, "v": 100 + i, "t": t})
     dev.synchronize()
     assert sig.value == 100 + i
-  assert len(q._jump) == 4  # what went into the ring: one INDIRECT_BUFFER packet
+  assert all(len(jump) == 4 + 8 for _, _, jump in q._copies)  # what goes into the ring: an INDIRECT_BUFFER and the RELEASE_MEM marking it done
   dev.release_signal(sig)

@@ -10,7 +10,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Callable
 
 from hcq.queue import DwordQueue
-from hcq.sym import hi32, lo32
+from hcq.sym import Variable, hi32, lo32
 
 if TYPE_CHECKING:
   from hcq.signal import Signal
@@ -83,7 +83,7 @@ class AMDComputeQueue(DwordQueue):
   def __init__(self, dialect: PM4Dialect):
     super().__init__()
     self.d = dialect
-    self._bound = None  # the GPU copy of the packets once bound
+    self._copies: list = []  # once bound: (GPU buffer, its words, the packets that run it) per copy of the packets
 
   def pkt3(self, opcode: int, *body: "int | object") -> "AMDComputeQueue":
     """One type-3 packet: header (count = body dwords - 1), then the body."""
@@ -146,15 +146,34 @@ class AMDComputeQueue(DwordQueue):
     p = self.d.pkt
     return self.pkt3(p.PACKET3_INDIRECT_BUFFER, lo32(addr), hi32(addr), ndwords | p.INDIRECT_BUFFER_VALID)
 
-  def bind(self, device) -> "AMDComputeQueue":
-    """Copy the packets into GPU-visible memory once; each submit then patches them there and sends one INDIRECT_BUFFER."""
+  def bind(self, device, copies: int = 2) -> "AMDComputeQueue":
+    """Copy the packets into GPU-visible memory, `copies` times; each submit patches a copy whose last run has finished
+    and sends an INDIRECT_BUFFER to it, then a RELEASE_MEM that marks the run done. One copy patched in place would hand
+    its values to an earlier submission the CP had not read yet (it fetches an IB's packets as it runs them)."""
     import numpy as np
-    self._bound = device.alloc(4 * len(self._q), "host")
-    words = self._bound.view(np.uint32)
-    words[:] = self.words()
-    self._patches = [(words if c is self._frozen else c, i, sym) for c, i, sym in self._patches]
-    self._jump = AMDComputeQueue(self.d).indirect_buffer(self._bound.addr, len(self._q))
+    words = self.words()
+    if any(c is not self._frozen for c, _, _ in self._patches): raise ValueError("a bound queue's patch slots must lie in its packets")
+    self._done = device.new_signal(0, name="bound queue")  # how many submissions have finished
+    self._copies = []
+    for _ in range(copies):
+      buf = device.alloc(4 * len(words), "host")
+      view = buf.view(np.uint32)
+      view[:] = words
+      jump = AMDComputeQueue(self.d).indirect_buffer(buf.addr, len(words))
+      self._copies.append((buf, view, jump.release_mem(self._done.value_addr, Variable("done"), DATA_SEL_64)))
+    self._submitted = 0
+    return self
+
+  def submit(self, device, var_vals: dict[str, int] | None = None) -> "AMDComputeQueue":
+    if not self._copies: return super().submit(device, var_vals)
+    n, k = self._submitted, len(self._copies)
+    _, view, jump = self._copies[n % k]
+    if n >= k: self._done.wait(n - k + 1)  # the copy's previous run is over (back-to-back submits wait here)
+    vals = var_vals or {}
+    for _, i, sym in self._patches: view[i] = sym.eval(vals)
+    self._submitted = n + 1
+    jump.submit(device, {"done": n + 1})
     return self
 
   def _submit(self, device) -> None:
-    device.submit_pm4(self._jump if self._bound is not None else self)
+    device.submit_pm4(self)

@@ -42,6 +42,7 @@ class Engine(threading.Thread):
           self.batch_start, self.batch_pos = rptr, 0
           while i < pending and not ring.stopped:
             self.gpu.running.wait()
+            if self.gpu.packet_delay: time.sleep(self.gpu.packet_delay)
             used = self.packet(words, i, (rptr * ring.unit + 4 * i) % ring.size)
             if i + used > pending: raise QueueError("a packet runs past the write pointer", (rptr * ring.unit + 4 * i) % ring.size)
             i += used

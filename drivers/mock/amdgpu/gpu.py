@@ -55,6 +55,7 @@ class MockAMDGPU:
     self.dispatches = 0
     self.running = threading.Event()  # cleared, the engines stop between packets (benchmarks time the host alone)
     self.running.set()
+    self.packet_delay = 0.0  # seconds each engine spends before every packet: tests slow the command processors down with it
     self._t0 = time.perf_counter_ns()
     self.lock = threading.Lock()
 
