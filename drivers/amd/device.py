@@ -147,25 +147,35 @@ class AMDDevice(Device):
     self._staged(raw.nbytes, step)
 
   # ---- queues ----
-  def _cwsr_sizes(self) -> tuple[int, int]:
-    """(context save area bytes, control stack bytes) a gfx11 compute queue needs so the scheduler can preempt it
-    (compute-wave save/restore), sized as amdkfd sizes it (kfd_queue.c, Linux 6.7+): per CU the VGPRs, SGPRs, LDS and
-    hardware registers of its waves, plus a 12-byte control stack entry per wave and a 40-byte header."""
+  def _cwsr_sizes(self) -> tuple[int, int, int]:
+    """(context save area bytes, control stack bytes, buffer bytes) of a compute queue, so the scheduler can preempt it
+    (compute-wave save/restore), as amdkfd sizes them (kfd_queue.c kfd_queue_ctx_save_restore_size, Linux 6.12+): per CU
+    the VGPRs, SGPRs, LDS and hardware registers of its waves, plus a control stack entry per wave and a 40-byte header;
+    the buffer adds the debugger's 32 bytes per wave after it. Linux 6.12 takes CREATE_QUEUE only with exactly this size
+    and a buffer mapped at exactly that length (kfd_queue_acquire_buffers), later kernels at least the size; 6.1 checks
+    neither. The topology's cwsr_size and ctl_stack_size, where the kernel publishes them, win over the computation."""
     props = self.node.properties
-    cus = props["simd_count"] // props["simd_per_cu"]
-    vgpr_bytes_per_cu = 0x60000 if self.arch in ("gfx1100", "gfx1101", "gfx1151") else 0x40000
-    wg_data = (cus * (vgpr_bytes_per_cu + 0x4000 + 0x10000 + 0x1000) + PAGE - 1) // PAGE * PAGE
-    waves = cus * 32
-    ctl_stack = (40 + waves * 12 + 8 + PAGE - 1) // PAGE * PAGE
-    return wg_data + ctl_stack, ctl_stack
+    gfxv, xcc = props["gfx_target_version"], props.get("num_xcc", 1)
+    cus = props["simd_count"] // props["simd_per_cu"] // xcc
+    waves = cus * 32 if gfxv >= 100100 else min(cus * 40, props["array_count"] // props["simd_arrays_per_engine"] * 512)
+    vgpr_bytes_per_cu = 0x80000 if gfxv // 100 == 904 or gfxv in (90010, 90008, 90500) else \
+      0x60000 if gfxv in (110000, 110001, 120000, 120001) else 0x40000
+    lds_bytes_per_cu = props["lds_size_in_kb"] << 10 if gfxv == 90500 else 0x10000
+    wg_data = (cus * (vgpr_bytes_per_cu + 0x4000 + lds_bytes_per_cu + 0x1000) + PAGE - 1) // PAGE * PAGE
+    ctl_stack = (40 + waves * (12 if gfxv >= 100100 else 8) + 8 + PAGE - 1) // PAGE * PAGE
+    if gfxv // 10000 == 10: ctl_stack = min(ctl_stack, 0x7000)  # gfx10's hardware limit (kfd_queue.c)
+    ctl_stack = props.get("ctl_stack_size", ctl_stack)
+    cwsr = props.get("cwsr_size", wg_data + ctl_stack)
+    debugger = (waves * 32 + 63) // 64 * 64
+    return cwsr, ctl_stack, ((cwsr + debugger) * xcc + PAGE - 1) // PAGE * PAGE
 
   def _queue(self, queue_type: int, unit: int) -> dict:
     ring = self.alloc(self.ring_bytes, "host")
     pointers = self.alloc(PAGE, "host")  # rptr at +0, wptr at +8: one page, GPU-mapped, as MES requires of the wptr
     compute = queue_type == K.KFD_IOC_QUEUE_TYPE_COMPUTE
     eop = self.alloc(PAGE, "device") if compute else None
-    cwsr_size, ctl_stack = self._cwsr_sizes() if compute else (0, 0)
-    cwsr = self.alloc(cwsr_size, "device") if compute else None
+    cwsr_size, ctl_stack, cwsr_bytes = self._cwsr_sizes() if compute else (0, 0, 0)
+    cwsr = self.alloc(cwsr_bytes, "device") if compute else None
     qid, doorbell = self.kfd.create_queue(queue_type, ring.addr, self.ring_bytes, pointers.addr, pointers.addr + 8,
                                           eop.addr if eop else 0, PAGE if eop else 0, cwsr.addr if cwsr else 0, cwsr_size, ctl_stack)
     # The CP reports a PM4 queue's read pointer as a 32-bit dword offset that wraps at the ring size (kfdtest PM4Queue::Rptr);
