@@ -145,7 +145,8 @@ def test_dispatch_without_shader_core_is_a_queue_error(board):
   from hcq.autogen.am import gc_11_0_0 as gc
   board.gpu.shader_core = None
   init = gc.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1)
-  board.submit("compute", [(3 << 30) | (0x15 << 8) | (3 << 16), 1, 1, 1, init])
+  rsrc = AMDComputeQueue(gfx11_dialect(GC_BASE)).set_sh_reg(gc.regCOMPUTE_PGM_RSRC1, 1 << 20, 1 << 6)._q  # PRIV, TRAP_PRESENT
+  board.submit("compute", rsrc + [(3 << 30) | (0x15 << 8) | (3 << 16), 1, 1, 1, init])
   board.idle("compute")
   assert "no shader core" in str(board.errors[0][1])
 
@@ -196,3 +197,14 @@ def test_sdma_nop_is_its_header_and_count_more_dwords(board):
   board.submit("sdma", [0, 0, 2 << 16, 0xdead, 0xbeef] + AMDCopyQueue().signal(sig, 9)._q)  # two one-dword NOPs, one of three
   board.idle("sdma")
   assert not board.errors and board.u64(3 << 20) == 9
+
+
+@pytest.mark.parametrize("rsrc1,rsrc2,message", [(1 << 20, 0, r"COMPUTE_PGM_RSRC2\.TRAP_PRESENT \(bit 6\) clear"),
+                                                 (0, 1 << 6, r"COMPUTE_PGM_RSRC1\.PRIV \(bit 20\) clear on GC 11\.0\.0")])
+def test_cp_rejects_a_dispatch_cwsr_could_not_preempt(board, rsrc1, rsrc2, message):
+  from hcq.autogen.am import gc_11_0_0 as gc
+  q = AMDComputeQueue(gfx11_dialect(GC_BASE)).set_sh_reg(gc.regCOMPUTE_PGM_RSRC1, rsrc1, rsrc2)
+  q.pkt3(0x15, 1, 1, 1, gc.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1))
+  board.submit("compute", q._q)
+  board.idle("compute")
+  assert len(board.errors) == 1 and re.search(message, str(board.errors[0][1])), board.errors

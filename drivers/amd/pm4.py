@@ -70,6 +70,21 @@ def gfx9_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
 DIALECTS = {"gfx11": gfx11_dialect, "gfx9": gfx9_dialect}  # by family (gfx12 is one more entry here)
 
 
+def preemption_bits(regs: ModuleType, gfx_target_version: int, shader_arrays: int) -> tuple[int, int]:
+  """(COMPUTE_PGM_RSRC1, COMPUTE_PGM_RSRC2) bits every dispatch needs so that compute-wave save/restore can preempt it.
+
+  The scheduler saves a wave by sending it into the trap handler amdkfd installs, which a wave enters only with
+  RSRC2.TRAP_PRESENT; on gfx9 amdkfd puts the bit in the MQD for AQL queues (kfd_mqd_manager_v9.c init_mqd), with MES
+  (gfx11) nothing does it for a PM4 queue, whose dispatches set RSRC2 themselves, so kfdtest's PM4 dispatch sets it below
+  gfx12 (Dispatch::BuildIb). GC 11.0.0/1/2/5, and 11.0.3 with more than one shader array, also need RSRC1.PRIV or the
+  save traps (the DEGFX11_12113 workaround: kfdtest KFDBaseComponentTest::NeedCwsrWA). Without them the first preemption
+  (another queue created, memory evicted, a time slice ending) stalls until the GPU is reset."""
+  if gfx_target_version >= 120000: return 0, 0
+  major, minor, step = gfx_target_version // 10000, gfx_target_version // 100 % 100, gfx_target_version % 100
+  priv = (major, minor) == (11, 0) and (step in (0, 1, 2, 5) or (step == 3 and shader_arrays > 1))
+  return regs.regCOMPUTE_PGM_RSRC1.encode(priv=int(priv)), regs.regCOMPUTE_PGM_RSRC2.encode(trap_present=1)
+
+
 # WAIT_REG_MEM compare functions and RELEASE_MEM selectors (PM4 packet reference; the kernel uses the same values)
 WAIT_GEQ = 5
 MEM_SPACE_MEMORY = 1

@@ -32,6 +32,7 @@ class BoardSpec:
   num_sdma_engines: int = 2
   max_waves_per_simd: int = 16
   timestamp_hz: int = 100_000_000  # gfx11's global timestamp counter runs at 100 MHz
+  gc_bases: tuple[int, ...] = (0x00001260, 0x0000A000, 0x0001C000, 0x02402C00)  # GC IP segment bases of Navi31 (IP discovery)
 
 
 def default_shader_core():
