@@ -208,3 +208,11 @@ def test_cp_rejects_a_dispatch_cwsr_could_not_preempt(board, rsrc1, rsrc2, messa
   board.submit("compute", q._q)
   board.idle("compute")
   assert len(board.errors) == 1 and re.search(message, str(board.errors[0][1])), board.errors
+
+
+def test_engines_refuse_misaligned_fences(board):
+  board.submit("compute", AMDComputeQueue(gfx11_dialect(GC_BASE)).signal(FakeSignal(board.addr((3 << 20) + 4)), 1)._q)
+  board.submit("sdma", AMDCopyQueue().signal(FakeSignal(board.addr((3 << 20) + 2)), 1)._q)
+  board.idle("compute"); board.idle("sdma")
+  assert sorted(name for name, _ in board.errors) == ["compute", "sdma"]
+  assert all(re.search("must be [48]-byte aligned", str(e)) for _, e in board.errors), board.errors

@@ -88,6 +88,8 @@ class ComputeCP(Engine):
     _event, sel, lo, hi, dlo, dhi, ctxid = body
     data_sel, int_sel = (sel >> 29) & 7, (sel >> 24) & 7
     addr = (hi << 32) | lo
+    if addr & (7 if data_sel in (2, 3, 4) else 3):  # gfx_v11_0_ring_emit_fence: "Qword aligned if 64bit write, Dword aligned if 32bit"
+      raise QueueError(f"RELEASE_MEM DATA_SEL {data_sel} to {addr:#x}: the address must be {8 if data_sel in (2, 3, 4) else 4}-byte aligned", where)
     if data_sel == 1: self.gpu.mem.write_u32(addr, dlo)
     elif data_sel == 2: self.gpu.mem.write_u64(addr, dlo | dhi << 32)
     elif data_sel in (3, 4): self.gpu.mem.write_u64(addr, self.gpu.clock())
