@@ -176,13 +176,15 @@ class AMDComputeQueue(DwordQueue):
       view[:] = words
       jump = AMDComputeQueue(self.d).indirect_buffer(buf.addr, len(words))
       self._copies.append((buf, view, jump.release_mem(self._done.value_addr, Variable("done"), DATA_SEL_64)))
-    self._submitted = 0
+    self._submitted, self._ring = 0, None
     return self
 
   def submit(self, device, var_vals: dict[str, int] | None = None) -> "AMDComputeQueue":
     if not self._copies: return super().submit(device, var_vals)
     n, k = self._submitted, len(self._copies)
     _, view, jump = self._copies[n % k]
+    ring = device.queues["compute"]["ring"]
+    if ring is not self._ring: self._done.value, self._ring = n, ring  # a queue reset dropped the earlier runs: none to wait for
     if n >= k: self._done.wait(n - k + 1)  # the copy's previous run is over (back-to-back submits wait here)
     vals = var_vals or {}
     for _, i, sym in self._patches: view[i] = sym.eval(vals)
