@@ -146,3 +146,9 @@ def test_a_bound_queue_replays_after_a_reset_dropped_its_runs(dev):
   dev.synchronize()
   assert out.value == 42 and time.monotonic() - t < 5
   for s in (gate, out): dev.release_signal(s)
+
+
+def test_ring_size_must_be_one_create_queue_takes():
+  for bad in (512, 3000):
+    with pytest.raises(ValueError, match=f"ring_bytes must be a power of two >= 1024, got {bad}"):
+      AMDDevice(parse_dev("MOCKKFD+AMD"), ring_bytes=bad)
