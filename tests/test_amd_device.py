@@ -7,6 +7,10 @@ import pytest
 
 import hcq
 import hcq.drivers.amd.device
+from hcq.devstring import parse_dev
+from hcq.drivers.amd.device import AMDDevice
+from hcq.drivers.mock.kfd import KERNELS, MockKFD, cwsr_sizes
+from hcq.drivers.mock.os import MockKFDOS
 from hcq.errors import GPUFault, GPUTimeout, HCQError
 from hcq.sym import Variable
 
@@ -128,5 +132,21 @@ def test_bound_compute_queue_replays_through_an_indirect_buffer(dev):
     q.submit(dev, {"w": t - 1, "v": 100 + i, "t": t})
     dev.synchronize()
     assert sig.value == 100 + i
-  assert len(q._jump) == 4  # what went into the ring: one INDIRECT_BUFFER packet
+  assert all(len(jump) == 4 + 8 for _, _, jump in q._copies)  # what goes into the ring: an INDIRECT_BUFFER and the RELEASE_MEM marking it done
   dev.release_signal(sig)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_device_opens_and_runs_under_each_kernel_profile(kernel):
+  """Linux 6.12 takes CREATE_QUEUE only with the CWSR size the node has and a buffer of exactly that plus the debugger
+  area; 6.1 checks neither; mainline takes at least the size. The driver's queues satisfy all three."""
+  d = AMDDevice(parse_dev("MOCKKFD+AMD"), os_layer=MockKFDOS(MockKFD(kernel=kernel)))
+  assert d.os.kfd.kernel == kernel
+  buf = d.alloc(4096)
+  buf.copyin(np.arange(1024, dtype=np.uint32))
+  np.testing.assert_array_equal(buf.copyout(np.empty(1024, np.uint32)), np.arange(1024, dtype=np.uint32))
+  d.compute_queue().signal(d.timeline_signal, d.next_timeline()).submit(d)
+  d.synchronize()
+  cwsr_size, ctl_stack, nbytes = d._cwsr_sizes()
+  sizes = cwsr_sizes(next(iter(d.os.kfd.nodes.values())).board)
+  assert (cwsr_size, ctl_stack, nbytes) == (sizes.cwsr, sizes.ctl_stack, (sizes.cwsr + sizes.debug + 4095) // 4096 * 4096)

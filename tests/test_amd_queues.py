@@ -26,15 +26,15 @@ class FakeSignal:
 class Board:
   """A mock GPU with one compute and one SDMA queue over 32 MiB of memory; `run` writes a queue's dwords and rings."""
 
-  def __init__(self):
-    self.irqs, self.errors = [], []
+  def __init__(self, ring_bytes: int = RING_BYTES):
+    self.irqs, self.errors, self.ring_bytes = [], [], ring_bytes
     self.gpu = MockAMDGPU(on_interrupt=self.irqs.append, on_queue_error=lambda e, err, cause: self.errors.append((e.queue_name, err)))
     self.mem = np.zeros(32 << 20, np.uint8)
     self.gpu.mem.map(VA, self.mem.size, self.mem)
     self.rings = {}
     for i, (kind, unit) in enumerate((("compute", 4), ("sdma", 1))):
       base = VA + i * RING_BYTES
-      ring = Ring(self.gpu.mem, base, RING_BYTES, VA + (2 << 20) + 64 * i, VA + (2 << 20) + 64 * i + 8, unit)
+      ring = Ring(self.gpu.mem, base, ring_bytes, VA + (2 << 20) + 64 * i, VA + (2 << 20) + 64 * i + 8, unit)
       self.rings[kind] = (ring, self.gpu.start_queue(kind, ring, kind))
     self.wptr = {"compute": 0, "sdma": 0}
 
@@ -48,7 +48,7 @@ class Board:
     ring, _ = self.rings[kind]
     data = np.array(words, np.uint32).view(np.uint8)
     for k, b in enumerate(data):  # byte by byte through the wrap, as the driver's ring writer does in bulk
-      self.mem[(ring.base - VA) + (self.wptr[kind] + k) % RING_BYTES] = b
+      self.mem[(ring.base - VA) + (self.wptr[kind] + k) % self.ring_bytes] = b
     self.wptr[kind] += len(data)
     self.mem[ring.wptr_addr - VA:ring.wptr_addr - VA + 8] = np.frombuffer(np.uint64(self.wptr[kind] // ring.unit).tobytes(), np.uint8)
     ring.doorbell.set()
@@ -145,7 +145,8 @@ def test_dispatch_without_shader_core_is_a_queue_error(board):
   from hcq.autogen.am import gc_11_0_0 as gc
   board.gpu.shader_core = None
   init = gc.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1)
-  board.submit("compute", [(3 << 30) | (0x15 << 8) | (3 << 16), 1, 1, 1, init])
+  rsrc = AMDComputeQueue(gfx11_dialect(GC_BASE)).set_sh_reg(gc.regCOMPUTE_PGM_RSRC1, 1 << 20, 1 << 6)._q  # PRIV, TRAP_PRESENT
+  board.submit("compute", rsrc + [(3 << 30) | (0x15 << 8) | (3 << 16), 1, 1, 1, init])
   board.idle("compute")
   assert "no shader core" in str(board.errors[0][1])
 
@@ -164,3 +165,54 @@ def test_sdma_packet_table_round_trips():
     P["COPY_LINEAR"].build(count=1 << 30)
   with pytest.raises(ValueError, match="has no field 'bogus'"):
     P["FENCE"].build(bogus=1)
+
+
+def test_packets_across_the_ring_end_run_and_the_read_pointers_are_reported_as_the_hardware_does():
+  """The engines read a ring circularly: the kernel's own rings put packets across the end (amdgpu_ring_write masks
+  the write pointer with buf_mask for gfx, compute and SDMA rings alike), so a straddling packet is not an error. The CP
+  reports its read pointer as a wrapping 32-bit dword offset, SDMA as a growing 64-bit byte count."""
+  b = Board(ring_bytes=1024)
+  try:
+    sig = FakeSignal(b.addr(3 << 20))
+    nop = (3 << 30) | (0x10 << 8)
+    b.submit("compute", [nop | (250 << 16)] + [0] * 251)  # 252 dwords: a RELEASE_MEM now starts 4 dwords before the end
+    b.submit("sdma", [250 << 16] + [0] * 250)              # 251 dwords: the second FENCE now straddles the end
+    b.idle("compute"); b.idle("sdma")
+    b.submit("compute", AMDComputeQueue(gfx11_dialect(GC_BASE)).signal(sig, 0x1234)._q)
+    b.idle("compute")
+    assert not b.errors and b.u64(3 << 20) == 0x1234
+    ring, _ = b.rings["compute"]
+    assert ring.position == 260 and b.u64(ring.rptr_addr - VA) == 260 % 256  # the CP's report wraps
+    b.submit("sdma", AMDCopyQueue().signal(sig, 0x5678)._q)
+    b.idle("sdma")
+    assert not b.errors and b.u64(3 << 20) == 0x5678
+    ring, _ = b.rings["sdma"]
+    assert b.u64(ring.rptr_addr - VA) == 4 * (251 + 8) == ring.position  # SDMA's does not
+  finally:
+    b.close()
+
+
+def test_sdma_nop_is_its_header_and_count_more_dwords(board):
+  sig = FakeSignal(board.addr(3 << 20))
+  board.submit("sdma", [0, 0, 2 << 16, 0xdead, 0xbeef] + AMDCopyQueue().signal(sig, 9)._q)  # two one-dword NOPs, one of three
+  board.idle("sdma")
+  assert not board.errors and board.u64(3 << 20) == 9
+
+
+@pytest.mark.parametrize("rsrc1,rsrc2,message", [(1 << 20, 0, r"COMPUTE_PGM_RSRC2\.TRAP_PRESENT \(bit 6\) clear"),
+                                                 (0, 1 << 6, r"COMPUTE_PGM_RSRC1\.PRIV \(bit 20\) clear on GC 11\.0\.0")])
+def test_cp_rejects_a_dispatch_cwsr_could_not_preempt(board, rsrc1, rsrc2, message):
+  from hcq.autogen.am import gc_11_0_0 as gc
+  q = AMDComputeQueue(gfx11_dialect(GC_BASE)).set_sh_reg(gc.regCOMPUTE_PGM_RSRC1, rsrc1, rsrc2)
+  q.pkt3(0x15, 1, 1, 1, gc.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1))
+  board.submit("compute", q._q)
+  board.idle("compute")
+  assert len(board.errors) == 1 and re.search(message, str(board.errors[0][1])), board.errors
+
+
+def test_engines_refuse_misaligned_fences(board):
+  board.submit("compute", AMDComputeQueue(gfx11_dialect(GC_BASE)).signal(FakeSignal(board.addr((3 << 20) + 4)), 1)._q)
+  board.submit("sdma", AMDCopyQueue().signal(FakeSignal(board.addr((3 << 20) + 2)), 1)._q)
+  board.idle("compute"); board.idle("sdma")
+  assert sorted(name for name, _ in board.errors) == ["compute", "sdma"]
+  assert all(re.search("must be [48]-byte aligned", str(e)) for _, e in board.errors), board.errors

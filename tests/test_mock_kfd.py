@@ -8,7 +8,7 @@ import pytest
 
 from hcq.autogen import kfd as K
 from hcq.drivers import libc
-from hcq.drivers.mock.kfd import DOORBELL_SLICE, ENOTSUPP, MMAP_GPU_ID_SHIFT, MMAP_TYPE_DOORBELL, MMAP_TYPE_SHIFT
+from hcq.drivers.mock.kfd import DOORBELL_SLICE, ENOTSUPP, MMAP_GPU_ID_SHIFT, MMAP_TYPE_DOORBELL, MMAP_TYPE_SHIFT, MockKFD, cwsr_sizes
 from hcq.drivers.mock.os import MockKFDOS
 
 GTT = K.KFD_IOC_ALLOC_MEM_FLAGS_GTT | K.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
@@ -18,8 +18,8 @@ VRAM = K.KFD_IOC_ALLOC_MEM_FLAGS_VRAM | K.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
 class Process:
   """A user of the mock kernel: its OS object, open fds and a helper to call ioctls by name."""
 
-  def __init__(self, acquire: bool = True):
-    self.os = MockKFDOS()
+  def __init__(self, acquire: bool = True, kernel: str = "6.1"):
+    self.os = MockKFDOS(MockKFD(kernel=kernel))
     self.gpu_id = next(iter(self.os.kfd.nodes))
     self.kfd = self.os.open("/dev/kfd", os.O_RDWR)
     self.drm = self.os.open("/dev/dri/renderD128", os.O_RDWR)
@@ -175,3 +175,42 @@ def test_render_node_mmap_needs_the_acquiring_file(p):
   ctypes.c_uint32.from_address(addr).value = 0xabcd
   node = p.os.kfd.nodes[p.gpu_id]
   assert int(node.bos[a.handle].host[:4].view("<u4")[0]) == 0xabcd  # the GPU's view is the same memory
+
+
+@pytest.mark.parametrize("kernel", ["6.1", "6.12", "mainline"])
+def test_create_queue_buffer_rules_by_kernel_version(kernel):
+  """6.12's kfd_queue_acquire_buffers: each queue buffer a GPU mapping of exactly its size, EOP and control stack sizes
+  the node's, the CWSR size exactly the node's (mainline: at least) and its buffer that plus the debugger area. 6.1: none."""
+  p = Process(kernel=kernel)
+  sizes = cwsr_sizes(next(iter(p.os.kfd.nodes.values())).board)
+  assert (sizes.cwsr, sizes.ctl_stack, sizes.debug) == (0x2bea000, 0xa000, 0x18000)  # gfx1100, 96 CUs (as kfd_queue.c computes)
+  page = lambda n: (n + 4095) // 4096 * 4096
+
+  def mapped(off: int, size: int) -> int:
+    p.map(p.alloc(size, va=p.va + off).handle, p.gpu_id)
+    return p.va + off
+  ptrs, ring, eop = mapped(0, 4096), mapped(1 << 20, 8192), mapped(2 << 20, 4096)
+  cwsr, big = mapped(4 << 20, page(sizes.cwsr + sizes.debug)), mapped(256 << 20, page(sizes.cwsr + 4096 + sizes.debug))
+  good = dict(gpu_id=p.gpu_id, queue_type=K.KFD_IOC_QUEUE_TYPE_COMPUTE, ring_base_address=ring, ring_size=8192, queue_percentage=100,
+              read_pointer_address=ptrs, write_pointer_address=ptrs + 8, eop_buffer_address=eop, eop_buffer_size=4096,
+              ctx_save_restore_address=cwsr, ctx_save_restore_size=sizes.cwsr, ctl_stack_size=sizes.ctl_stack)
+  bad = [{"ring_size": 4096},                                    # the ring's mapping is 8 KiB
+         {"ring_base_address": ring + 4096},                     # not where a mapping starts
+         {"eop_buffer_size": 8192},                              # the node's EOP buffer is 4 KiB
+         {"ctl_stack_size": sizes.ctl_stack + 4096},
+         {"ctx_save_restore_size": sizes.cwsr - 4096},           # too small: refused by 6.12 and mainline
+         {"ctx_save_restore_address": cwsr, "ctx_save_restore_size": sizes.cwsr + 4096},  # its buffer lacks the extra page
+         {"ctx_save_restore_address": big}]                      # a buffer larger than size + debugger area
+  def created(args: dict) -> bool:
+    try:
+      q = p.call("CREATE_QUEUE", "create_queue", **args)
+    except OSError as e:
+      assert e.errno == errno.EINVAL, e
+      return False
+    p.call("DESTROY_QUEUE", "destroy_queue", queue_id=q.queue_id)
+    return True
+  for change in bad:
+    assert created({**good, **change}) == (kernel == "6.1"), change  # 6.1 has none of these rules
+  larger = {"ctx_save_restore_address": big, "ctx_save_restore_size": sizes.cwsr + 4096}  # over-allocation: mainline takes it
+  assert created({**good, **larger}) == (kernel != "6.12")
+  assert created(good)

@@ -53,3 +53,16 @@ def test_same_builder_each_family(family, bases, wave32, acquire_len):
 def test_gfx9_has_no_wave32():
   with pytest.raises(ValueError, match="gfx9 runs wave64 only"):
     AMDComputeQueue(DIALECTS["gfx9"]((0x2000, 0xA000))).exec(FakeProgram(True), 0, (1, 1, 1), (64, 1, 1))
+
+
+@pytest.mark.parametrize("gfxv,arrays,priv", [(110000, 12, 1), (110001, 8, 1), (110002, 4, 1), (110005, 2, 1), (110003, 2, 1),
+                                              (110003, 1, 0), (110501, 2, 0), (100300, 4, 0), (90402, 32, 0)])
+def test_preemption_bits(gfxv, arrays, priv):
+  """TRAP_PRESENT below gfx12; PRIV on the GC 11 parts kfdtest applies its DEGFX11_12113 workaround to."""
+  from hcq.autogen.am import gc_9_4_2, gc_11_0_0
+  from hcq.drivers.amd.pm4 import preemption_bits
+  regs = gc_9_4_2 if gfxv < 100000 else gc_11_0_0
+  r1, r2 = preemption_bits(regs, gfxv, arrays)
+  assert regs.regCOMPUTE_PGM_RSRC2.decode(r2) == {**regs.regCOMPUTE_PGM_RSRC2.decode(0), "trap_present": 1}
+  assert regs.regCOMPUTE_PGM_RSRC1.decode(r1) == {**regs.regCOMPUTE_PGM_RSRC1.decode(0), "priv": priv}
+  assert preemption_bits(gc_11_0_0, 120001, 4) == (0, 0)

@@ -24,7 +24,7 @@ from hcq.errors import GPUFault, HCQError
 
 PAGE = 4096
 VA_SPACE = 1 << 40            # reserved once; every buffer gets its GPU and CPU address in it
-RING_BYTES = 1 << 16
+RING_BYTES = 1 << 16         # each hardware queue's ring (a power of two of at least 1 KiB, as CREATE_QUEUE takes it)
 STAGING_BYTES = 16 << 20
 TIMESTAMP_HZ = {"gfx11": 100_000_000, "gfx9": 100_000_000}  # the global timestamp counter RELEASE_MEM and SDMA write
 _F = K.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | K.KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE | K.KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
@@ -54,9 +54,12 @@ def _open_os(spec: DevSpec):
 class AMDDevice(Device):
   """See the module docstring."""
 
-  def __init__(self, spec: DevSpec):
-    self.spec = spec
-    self.os = _open_os(spec)
+  def __init__(self, spec: DevSpec, ring_bytes: int = RING_BYTES, os_layer=None):
+    """`ring_bytes`: the size of each queue's ring; `os_layer`: an OS object to use instead of the one the DEV string picks
+    (tests pass a mock kernel of another version)."""
+    if ring_bytes < 1024 or ring_bytes & (ring_bytes - 1): raise ValueError(f"ring_bytes must be a power of two >= 1024, got {ring_bytes}")
+    self.spec, self.ring_bytes = spec, ring_bytes
+    self.os = os_layer or _open_os(spec)
     nodes = gpu_nodes(self.os)
     if spec.arch: nodes = [n for n in nodes if n.arch == spec.arch]
     if not nodes:
@@ -144,48 +147,80 @@ class AMDDevice(Device):
     self._staged(raw.nbytes, step)
 
   # ---- queues ----
-  def _cwsr_sizes(self) -> tuple[int, int]:
-    """(context save area bytes, control stack bytes) a gfx11 compute queue needs so the scheduler can preempt it
-    (compute-wave save/restore), sized as amdkfd sizes it (kfd_queue.c, Linux 6.7+): per CU the VGPRs, SGPRs, LDS and
-    hardware registers of its waves, plus a 12-byte control stack entry per wave and a 40-byte header."""
+  def _cwsr_sizes(self) -> tuple[int, int, int]:
+    """(context save area bytes, control stack bytes, buffer bytes) of a compute queue, so the scheduler can preempt it
+    (compute-wave save/restore), as amdkfd sizes them (kfd_queue.c kfd_queue_ctx_save_restore_size, Linux 6.12+): per CU
+    the VGPRs, SGPRs, LDS and hardware registers of its waves, plus a control stack entry per wave and a 40-byte header;
+    the buffer adds the debugger's 32 bytes per wave after it. Linux 6.12 takes CREATE_QUEUE only with exactly this size
+    and a buffer mapped at exactly that length (kfd_queue_acquire_buffers), later kernels at least the size; 6.1 checks
+    neither. The topology's cwsr_size and ctl_stack_size, where the kernel publishes them, win over the computation."""
     props = self.node.properties
-    cus = props["simd_count"] // props["simd_per_cu"]
-    vgpr_bytes_per_cu = 0x60000 if self.arch in ("gfx1100", "gfx1101", "gfx1151") else 0x40000
-    wg_data = (cus * (vgpr_bytes_per_cu + 0x4000 + 0x10000 + 0x1000) + PAGE - 1) // PAGE * PAGE
-    waves = cus * 32
-    ctl_stack = (40 + waves * 12 + 8 + PAGE - 1) // PAGE * PAGE
-    return wg_data + ctl_stack, ctl_stack
+    gfxv, xcc = props["gfx_target_version"], props.get("num_xcc", 1)
+    cus = props["simd_count"] // props["simd_per_cu"] // xcc
+    waves = cus * 32 if gfxv >= 100100 else min(cus * 40, props["array_count"] // props["simd_arrays_per_engine"] * 512)
+    vgpr_bytes_per_cu = 0x80000 if gfxv // 100 == 904 or gfxv in (90010, 90008, 90500) else \
+      0x60000 if gfxv in (110000, 110001, 120000, 120001) else 0x40000
+    lds_bytes_per_cu = props["lds_size_in_kb"] << 10 if gfxv == 90500 else 0x10000
+    wg_data = (cus * (vgpr_bytes_per_cu + 0x4000 + lds_bytes_per_cu + 0x1000) + PAGE - 1) // PAGE * PAGE
+    ctl_stack = (40 + waves * (12 if gfxv >= 100100 else 8) + 8 + PAGE - 1) // PAGE * PAGE
+    if gfxv // 10000 == 10: ctl_stack = min(ctl_stack, 0x7000)  # gfx10's hardware limit (kfd_queue.c)
+    ctl_stack = props.get("ctl_stack_size", ctl_stack)
+    cwsr = props.get("cwsr_size", wg_data + ctl_stack)
+    debugger = (waves * 32 + 63) // 64 * 64
+    return cwsr, ctl_stack, ((cwsr + debugger) * xcc + PAGE - 1) // PAGE * PAGE
 
   def _queue(self, queue_type: int, unit: int) -> dict:
-    ring = self.alloc(RING_BYTES, "host")
+    ring = self.alloc(self.ring_bytes, "host")
     pointers = self.alloc(PAGE, "host")  # rptr at +0, wptr at +8: one page, GPU-mapped, as MES requires of the wptr
     compute = queue_type == K.KFD_IOC_QUEUE_TYPE_COMPUTE
     eop = self.alloc(PAGE, "device") if compute else None
-    cwsr_size, ctl_stack = self._cwsr_sizes() if compute else (0, 0)
-    cwsr = self.alloc(cwsr_size, "device") if compute else None
-    qid, doorbell = self.kfd.create_queue(queue_type, ring.addr, RING_BYTES, pointers.addr, pointers.addr + 8,
+    cwsr_size, ctl_stack, cwsr_bytes = self._cwsr_sizes() if compute else (0, 0, 0)
+    cwsr = self.alloc(cwsr_bytes, "device") if compute else None
+    qid, doorbell = self.kfd.create_queue(queue_type, ring.addr, self.ring_bytes, pointers.addr, pointers.addr + 8,
                                           eop.addr if eop else 0, PAGE if eop else 0, cwsr.addr if cwsr else 0, cwsr_size, ctl_stack)
-    return {"id": qid, "ring": ring, "rptr": ctypes.c_uint64.from_address(pointers.host_addr),
-            "wptr": ctypes.c_uint64.from_address(pointers.host_addr + 8), "put": 0, "doorbell": doorbell, "unit": unit,
-            "buffers": (ring, pointers, eop, cwsr), "type": queue_type}
+    # The CP reports a PM4 queue's read pointer as a 32-bit dword offset that wraps at the ring size (kfdtest PM4Queue::Rptr);
+    # SDMA 4.0+ reports a 64-bit byte count that does not (ROCr BlitSdmaV4: "HW ring indices are monotonic"). Write pointers
+    # are 64-bit and never wrap on both. A one-dword NOP fills the ring's end: PM4 NOP with count 0x3FFF, SDMA NOP (all zero).
+    rptr = (ctypes.c_uint32 if compute else ctypes.c_uint64).from_address(pointers.host_addr)
+    nop = self.dialect.pkt.PACKET3(self.dialect.pkt.PACKET3_NOP, 0x3FFF) & 0xffffffff if compute else 0
+    return {"id": qid, "ring": ring, "rptr": rptr, "wptr": ctypes.c_uint64.from_address(pointers.host_addr + 8), "put": 0,
+            "doorbell": doorbell, "unit": unit, "buffers": (ring, pointers, eop, cwsr), "type": queue_type, "size": self.ring_bytes // 4, "nop": nop}
 
-  def _write_ring(self, name: str, words) -> None:
-    """Copy dwords into a ring after the write pointer, wait for space if the engine is behind, then ring the doorbell."""
-    q = self.queues[name]
-    n, size = len(words), RING_BYTES // 4
-    if n > size: raise HCQError(f"{n} dwords do not fit the {name} ring of {size}")
-    put = q["put"]  # in dwords
-    deadline = time.monotonic() + self.default_timeout
-    while put + n - q["rptr"].value * q["unit"] // 4 > size:
-      if time.monotonic() > deadline: raise HCQError(f"{name} ring full for {self.default_timeout}s: {self.queue_state()}")
+  @staticmethod
+  def _pending(q: dict) -> int:
+    """Dwords written to a ring that its engine has not read yet, from the read pointer as the engine reports it."""
+    if q["unit"] == 4: return (q["put"] - q["rptr"].value) % q["size"]  # a wrapping dword offset: in-flight stays below the size
+    return q["put"] - q["rptr"].value // 4
+
+  def _wait_for_space(self, name: str, q: dict, n: int) -> None:
+    """Wait until `n` more dwords fit with at most size - 1 in flight (a full ring would read as an empty one)."""
+    deadline = None
+    while self._pending(q) + n > q["size"] - 1:
+      if deadline is None: deadline = time.monotonic() + self.default_timeout
+      elif time.monotonic() > deadline: raise HCQError(f"{name} ring full for {self.default_timeout}s: {self.queue_state()}")
       time.sleep(1e-5)
-    start, src = put % size, words.buffer_info()[0]
-    first = min(n, size - start)
-    ctypes.memmove(q["ring"].host_addr + 4 * start, src, 4 * first)
-    if first < n: ctypes.memmove(q["ring"].host_addr, src + 4 * first, 4 * (n - first))
-    q["put"] = put + n
+
+  def _advance(self, q: dict, n: int) -> None:
+    q["put"] += n
     q["wptr"].value = q["put"] * 4 // q["unit"]
     self.os.ring_doorbell(q["doorbell"], q["wptr"].value)
+
+  def _write_ring(self, name: str, words) -> None:
+    """Copy dwords into a ring after the write pointer (waiting for space if the engine is behind), then ring the doorbell.
+    A submission never straddles the ring's end: the rest is filled with NOPs and handed to the engine first, and the
+    submission starts at 0 (kfdtest BaseQueue::PlacePacket, ROCr BlitSdma::PadRingToEnd)."""
+    q = self.queues[name]
+    n, size = len(words), q["size"]
+    if n >= size: raise HCQError(f"{n} dwords do not fit the {name} ring of {size} (at most {size - 1} at once)")
+    start = q["put"] % size
+    if start + n > size:
+      self._wait_for_space(name, q, size - start)
+      np.ctypeslib.as_array((ctypes.c_uint32 * (size - start)).from_address(q["ring"].host_addr + 4 * start))[:] = q["nop"]
+      self._advance(q, size - start)
+      start = 0
+    self._wait_for_space(name, q, n)
+    ctypes.memmove(q["ring"].host_addr + 4 * start, words.buffer_info()[0], 4 * n)
+    self._advance(q, n)
 
   def submit_pm4(self, q: AMDComputeQueue) -> None:
     self._write_ring("compute", q.words())
@@ -245,12 +280,12 @@ class AMDDevice(Device):
     self._last_fault_check = now
     result, data = self.kfd.wait_events([self._memory_event, self._hw_event], 0)
     if result != K.KFD_IOC_WAIT_RESULT_COMPLETE: return
-    stuck = [name for name, q in self.queues.items() if q["rptr"].value != q["wptr"].value]
+    stuck = [name for name, q in self.queues.items() if self._pending(q)]
     queue = stuck[0] if stuck else None
     where = ""
     if queue:
       q = self.queues[queue]
-      where = f" at ring offset {q['rptr'].value * q['unit'] % RING_BYTES:#x}"
+      where = f" at ring offset {q['rptr'].value * q['unit'] % self.ring_bytes:#x}"
     details = getattr(self.os, "fault_details", lambda: [])()
     mem = data[0].memory_exception_data
     address = mem.va if mem.va else None

@@ -10,7 +10,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Callable
 
 from hcq.queue import DwordQueue
-from hcq.sym import hi32, lo32
+from hcq.sym import Variable, hi32, lo32
 
 if TYPE_CHECKING:
   from hcq.signal import Signal
@@ -70,6 +70,21 @@ def gfx9_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
 DIALECTS = {"gfx11": gfx11_dialect, "gfx9": gfx9_dialect}  # by family (gfx12 is one more entry here)
 
 
+def preemption_bits(regs: ModuleType, gfx_target_version: int, shader_arrays: int) -> tuple[int, int]:
+  """(COMPUTE_PGM_RSRC1, COMPUTE_PGM_RSRC2) bits every dispatch needs so that compute-wave save/restore can preempt it.
+
+  The scheduler saves a wave by sending it into the trap handler amdkfd installs, which a wave enters only with
+  RSRC2.TRAP_PRESENT; on gfx9 amdkfd puts the bit in the MQD for AQL queues (kfd_mqd_manager_v9.c init_mqd), with MES
+  (gfx11) nothing does it for a PM4 queue, whose dispatches set RSRC2 themselves, so kfdtest's PM4 dispatch sets it below
+  gfx12 (Dispatch::BuildIb). GC 11.0.0/1/2/5, and 11.0.3 with more than one shader array, also need RSRC1.PRIV or the
+  save traps (the DEGFX11_12113 workaround: kfdtest KFDBaseComponentTest::NeedCwsrWA). Without them the first preemption
+  (another queue created, memory evicted, a time slice ending) stalls until the GPU is reset."""
+  if gfx_target_version >= 120000: return 0, 0
+  major, minor, step = gfx_target_version // 10000, gfx_target_version // 100 % 100, gfx_target_version % 100
+  priv = (major, minor) == (11, 0) and (step in (0, 1, 2, 5) or (step == 3 and shader_arrays > 1))
+  return regs.regCOMPUTE_PGM_RSRC1.encode(priv=int(priv)), regs.regCOMPUTE_PGM_RSRC2.encode(trap_present=1)
+
+
 # WAIT_REG_MEM compare functions and RELEASE_MEM selectors (PM4 packet reference; the kernel uses the same values)
 WAIT_GEQ = 5
 MEM_SPACE_MEMORY = 1
@@ -83,7 +98,7 @@ class AMDComputeQueue(DwordQueue):
   def __init__(self, dialect: PM4Dialect):
     super().__init__()
     self.d = dialect
-    self._bound = None  # the GPU copy of the packets once bound
+    self._copies: list = []  # once bound: (GPU buffer, its words, the packets that run it) per copy of the packets
 
   def pkt3(self, opcode: int, *body: "int | object") -> "AMDComputeQueue":
     """One type-3 packet: header (count = body dwords - 1), then the body."""
@@ -146,15 +161,36 @@ class AMDComputeQueue(DwordQueue):
     p = self.d.pkt
     return self.pkt3(p.PACKET3_INDIRECT_BUFFER, lo32(addr), hi32(addr), ndwords | p.INDIRECT_BUFFER_VALID)
 
-  def bind(self, device) -> "AMDComputeQueue":
-    """Copy the packets into GPU-visible memory once; each submit then patches them there and sends one INDIRECT_BUFFER."""
+  def bind(self, device, copies: int = 2) -> "AMDComputeQueue":
+    """Copy the packets into GPU-visible memory, `copies` times; each submit patches a copy whose last run has finished
+    and sends an INDIRECT_BUFFER to it, then a RELEASE_MEM that marks the run done. One copy patched in place would hand
+    its values to an earlier submission the CP had not read yet (it fetches an IB's packets as it runs them)."""
     import numpy as np
-    self._bound = device.alloc(4 * len(self._q), "host")
-    words = self._bound.view(np.uint32)
-    words[:] = self.words()
-    self._patches = [(words if c is self._frozen else c, i, sym) for c, i, sym in self._patches]
-    self._jump = AMDComputeQueue(self.d).indirect_buffer(self._bound.addr, len(self._q))
+    words = self.words()
+    if any(c is not self._frozen for c, _, _ in self._patches): raise ValueError("a bound queue's patch slots must lie in its packets")
+    self._done = device.new_signal(0, name="bound queue")  # how many submissions have finished
+    self._copies = []
+    for _ in range(copies):
+      buf = device.alloc(4 * len(words), "host")
+      view = buf.view(np.uint32)
+      view[:] = words
+      jump = AMDComputeQueue(self.d).indirect_buffer(buf.addr, len(words))
+      self._copies.append((buf, view, jump.release_mem(self._done.value_addr, Variable("done"), DATA_SEL_64)))
+    self._submitted, self._ring = 0, None
+    return self
+
+  def submit(self, device, var_vals: dict[str, int] | None = None) -> "AMDComputeQueue":
+    if not self._copies: return super().submit(device, var_vals)
+    n, k = self._submitted, len(self._copies)
+    _, view, jump = self._copies[n % k]
+    ring = device.queues["compute"]["ring"]
+    if ring is not self._ring: self._done.value, self._ring = n, ring  # a queue reset dropped the earlier runs: none to wait for
+    if n >= k: self._done.wait(n - k + 1)  # the copy's previous run is over (back-to-back submits wait here)
+    vals = var_vals or {}
+    for _, i, sym in self._patches: view[i] = sym.eval(vals)
+    self._submitted = n + 1
+    jump.submit(device, {"done": n + 1})
     return self
 
   def _submit(self, device) -> None:
-    device.submit_pm4(self._jump if self._bound is not None else self)
+    device.submit_pm4(self)

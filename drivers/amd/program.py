@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from hcq.asm.codeobject import CodeObjectError, read_code_object
 from hcq.autogen import amdgpu_kd as kd
 from hcq.autogen import hsa
+from hcq.drivers.amd.pm4 import preemption_bits
 from hcq.errors import HCQError, ProgramArgumentError
 from hcq.program import KernelArg, Program, launch_dims, natural_layout, pack_kernargs
 from hcq.sym import hi32, lo32
@@ -49,8 +50,10 @@ class AMDProgram(Program):
     # A PM4 dispatch carries the workgroup's LDS in RSRC2.LDS_SIZE (AQL packet processors fill it from the packet), in 512-byte units
     lds = (d.group_segment_fixed_size + 511) // 512
     if lds > 0x1ff: raise HCQError(f"{name}: {d.group_segment_fixed_size} bytes of LDS exceed the 64 KiB a workgroup may have")
-    self.rsrc1, self.rsrc3 = d.compute_pgm_rsrc1, d.compute_pgm_rsrc3
-    self.rsrc2 = d.compute_pgm_rsrc2 | device.dialect.regs.regCOMPUTE_PGM_RSRC2.encode(lds_size=lds)
+    props = device.node.properties
+    preempt1, preempt2 = preemption_bits(device.dialect.regs, props["gfx_target_version"], props["array_count"])
+    self.rsrc1, self.rsrc3 = d.compute_pgm_rsrc1 | preempt1, d.compute_pgm_rsrc3
+    self.rsrc2 = d.compute_pgm_rsrc2 | preempt2 | device.dialect.regs.regCOMPUTE_PGM_RSRC2.encode(lds_size=lds)
     self.wave32 = k.wavefront_size == 32
     self.group_segment_size, self.private_segment_size = d.group_segment_fixed_size, d.private_segment_fixed_size
     self.properties = d.kernel_code_properties

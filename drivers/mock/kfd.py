@@ -1,8 +1,13 @@
-"""The mock amdgpu/KFD kernel side: /dev/kfd ioctls and mmaps, checked as Linux 6.1's amdkfd checks them.
+"""The mock amdgpu/KFD kernel side: /dev/kfd ioctls and mmaps, checked as amdkfd checks them in a chosen kernel version.
 
 Each handler mirrors the kernel's checks in the kernel's order with its errnos (kfd_chardev.c and the
-functions it calls; see the comments). Memory is host memory: every buffer object is a memfd, mapped
-once for the GPU model and again, at the address user space asks for, when it mmaps the render node.
+functions it calls; see the comments). Where kernels differ the mock takes a version profile (KERNELS):
+"6.1" is Debian 12's kernel; "6.12" adds kfd_queue.c's kfd_queue_acquire_buffers to CREATE_QUEUE (the queue's
+buffers must be GPU mappings of exactly the sizes the queue uses, the CWSR size exactly the node's); "mainline" is
+torvalds/linux after "drm/amdkfd: relax checks for over allocation of save area" (Nov 2025), which takes a
+CWSR size at least the node's. HCQ_MOCK_KERNEL picks the profile of a MockKFD made without one.
+Memory is host memory: every buffer object is a memfd, mapped once for the GPU model and again, at the
+address user space asks for, when it mmaps the render node.
 """
 from __future__ import annotations
 import ctypes
@@ -31,6 +36,28 @@ ENOTSUPP = 524                      # kernel-internal errno that CREATE_QUEUE re
 FIRST_NONSIGNAL_EVENT_ID = 0x40000000
 UNSIGNALED = 0xFFFFFFFFFFFFFFFF
 SDMA_DOORBELL_BASE = 0x100          # first doorbell id of the SDMA engines in a process slice
+KERNELS = ("6.1", "6.12", "mainline")
+
+
+@dataclass(frozen=True)
+class CWSRSizes:
+  cwsr: int       # node_props.cwsr_size: control stack + workgroup context data
+  ctl_stack: int  # node_props.ctl_stack_size
+  debug: int      # node_props.debug_memory_size: the debugger's bytes after the save area
+  eop: int        # node_props.eop_buffer_size
+
+
+def cwsr_sizes(board: BoardSpec) -> CWSRSizes:
+  """kfd_queue_ctx_save_restore_size (kfd_queue.c, Linux 6.12+) for a gfx10.1+ board with one XCC: per CU the VGPRs
+  (0x60000 on GC 11.0.0/11.0.1/12.0.x, else 0x40000), SGPRs 0x4000, LDS 0x10000 and HW registers 0x1000; 32 waves
+  per CU with a 12-byte control stack entry each, 8 bytes more and a 40-byte header; 32 debugger bytes per wave."""
+  gfxv, cus = board.gfx_target_version, board.compute_units
+  if gfxv < 100100: raise ValueError(f"the mock sizes CWSR for gfx10.1 and later, not gfx_target_version {gfxv}")
+  waves = cus * 32
+  vgpr = 0x60000 if gfxv in (110000, 110001, 120000, 120001) else 0x40000
+  wg_data = (cus * (vgpr + 0x4000 + 0x10000 + 0x1000) + PAGE - 1) // PAGE * PAGE
+  ctl_stack = (40 + waves * 12 + 8 + PAGE - 1) // PAGE * PAGE
+  return CWSRSizes(ctl_stack + wg_data, ctl_stack, (waves * 32 + 63) // 64 * 64, 4096)
 
 
 def kerr(code: int, why: str) -> OSError:
@@ -87,7 +114,10 @@ class GPUNode:
 class MockKFD:
   """The kernel side of /dev/kfd for one process, with one gfx1100 GPU node behind it."""
 
-  def __init__(self, boards: tuple[BoardSpec, ...] = (BoardSpec(),)):
+  def __init__(self, boards: tuple[BoardSpec, ...] = (BoardSpec(),), kernel: str | None = None):
+    kernel = kernel or os.environ.get("HCQ_MOCK_KERNEL", "6.1")
+    if kernel not in KERNELS: raise ValueError(f"no mock kernel profile {kernel!r}; profiles: {', '.join(KERNELS)}")
+    self.kernel = kernel
     self.lock = threading.RLock()
     self.nodes: dict[int, GPUNode] = {}
     for i, board in enumerate(boards):
@@ -267,6 +297,7 @@ class MockKFD:
     if a.queue_type not in kinds: raise kerr(ENOTSUPP, f"queue type {a.queue_type}")
     node = self._pdd(a.gpu_id)
     self._bind(node, errno.ESRCH)
+    if self.kernel != "6.1": self._acquire_queue_buffers(node, a, kinds[a.queue_type])
     # MES (gfx11): the write pointer must lie in a GPU-mapped BO of at most one page
     wptr_bo = next((b for b in node.bos.values() if b.mapped and b.va <= a.write_pointer_address < b.va + b.size), None)
     if wptr_bo is None: raise kerr(errno.EINVAL, "Failed to lookup wptr bo")
@@ -284,6 +315,35 @@ class MockKFD:
     self.queues[queue_id] = MockQueue(queue_id, node.gpu_id, kind, doorbell, engine)
     a.queue_id = queue_id
     a.doorbell_offset = MMAP_TYPE_DOORBELL << MMAP_TYPE_SHIFT | node.gpu_id << MMAP_GPU_ID_SHIFT | doorbell * 8
+
+  def _mapping(self, node: GPUNode, addr: int, expected: int, what: str) -> None:
+    """kfd_queue_buffer_get (kfd_queue.c, 6.12+): `addr` must start a GPU mapping, of exactly `expected` bytes when that
+    is at least a page (the kernel compares page numbers; smaller sizes check only the start)."""
+    page = addr >> 12
+    bo = next((b for b in node.bos.values() if b.mapped and b.va >> 12 <= page < (b.va + b.size) >> 12), None)
+    if bo is None or bo.va >> 12 != page or (expected >> 12 and bo.size >> 12 != expected >> 12):
+      found = f"a {bo.size:#x}-byte mapping at {bo.va:#x}" if bo else "no mapping"
+      raise kerr(errno.EINVAL, f"{what} at {addr:#x}: expected a mapping of {expected:#x} bytes starting there, found {found}")
+
+  def _acquire_queue_buffers(self, node: GPUNode, a, kind: str) -> None:
+    """kfd_queue_acquire_buffers (kfd_queue.c, Linux 6.12+): every buffer of the queue a mapping of the size it has,
+    and for compute queues the EOP size, control stack size and CWSR size the node's topology gives, checked in this order."""
+    self._mapping(node, a.write_pointer_address, PAGE, "write pointer")
+    self._mapping(node, a.read_pointer_address, PAGE, "read pointer")
+    self._mapping(node, a.ring_base_address, a.ring_size, "ring")
+    if kind != "compute": return
+    sizes = cwsr_sizes(node.board)
+    if a.eop_buffer_address:
+      if a.eop_buffer_size != sizes.eop: raise kerr(errno.EINVAL, f"queue eop bo size {a.eop_buffer_size:#x} not equal to node eop buf size {sizes.eop:#x}")
+      self._mapping(node, a.eop_buffer_address, a.eop_buffer_size, "EOP buffer")
+    if a.ctl_stack_size != sizes.ctl_stack:
+      raise kerr(errno.EINVAL, f"queue ctl stack size {a.ctl_stack_size:#x} not equal to node ctl stack size {sizes.ctl_stack:#x}")
+    if self.kernel == "6.12" and a.ctx_save_restore_size != sizes.cwsr:
+      raise kerr(errno.EINVAL, f"queue cwsr size {a.ctx_save_restore_size:#x} not equal to node cwsr size {sizes.cwsr:#x}")
+    if a.ctx_save_restore_size < sizes.cwsr:
+      raise kerr(errno.EINVAL, f"queue cwsr size {a.ctx_save_restore_size:#x} not sufficient for node cwsr size {sizes.cwsr:#x}")
+    total = (a.ctx_save_restore_size + sizes.debug + PAGE - 1) // PAGE * PAGE  # 6.12 adds the node's size: equal there
+    self._mapping(node, a.ctx_save_restore_address, total, "CWSR area (context save area + debugger area)")  # no SVM fallback
 
   def destroy_queue(self, a) -> None:
     q = self.queues.pop(a.queue_id, None)

@@ -19,7 +19,6 @@ from hcq.drivers.os import HostOS
 FAKE_FD_BASE = 1 << 20  # descriptors of mock device nodes: far above anything the process really has open
 PCI_SLOT = "0000:03:00.0"
 PCI_PATH = f"/sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:00.0/{PCI_SLOT}"
-GC_11_0_0_BASES = (0x00001260, 0x0000A000, 0x0001C000, 0x02402C00)  # GC IP base addresses of Navi31 (IP discovery)
 
 
 def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int) -> str:
@@ -77,7 +76,7 @@ class MockKFDOS(HostOS):
       f[f"{pci}/unique_id"] = "\n"
       f[f"{pci}/ip_discovery/die/0/GC/0/major"], f[f"{pci}/ip_discovery/die/0/GC/0/minor"] = "11\n", "0\n"
       f[f"{pci}/ip_discovery/die/0/GC/0/revision"] = "0\n"
-      f[f"{pci}/ip_discovery/die/0/GC/0/base_addr"] = "".join(f"0x{b:08X}\n" for b in GC_11_0_0_BASES)
+      f[f"{pci}/ip_discovery/die/0/GC/0/base_addr"] = "".join(f"0x{b:08X}\n" for b in node.board.gc_bases)
       f[f"{pci}/hcq_emulated_state"] = lambda node=node: self._state(node)
       self.links[f"/sys/class/drm/renderD{node.render_minor}"] = f"../../devices/{pci[len('/sys/devices/'):]}/drm/renderD{node.render_minor}"
       self.links[f"/sys/class/drm/card{card}"] = f"../../devices/{pci[len('/sys/devices/'):]}/drm/card{card}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hcq.autogen.am import nvd, soc21_enum
+from hcq.autogen.am import gc_11_0_0 as gc, nvd, soc21_enum
 from hcq.drivers.mock.amdgpu.engine import Engine
 from hcq.drivers.mock.amdgpu.ring import QueueError
 
@@ -88,6 +88,8 @@ class ComputeCP(Engine):
     _event, sel, lo, hi, dlo, dhi, ctxid = body
     data_sel, int_sel = (sel >> 29) & 7, (sel >> 24) & 7
     addr = (hi << 32) | lo
+    if addr & (7 if data_sel in (2, 3, 4) else 3):  # gfx_v11_0_ring_emit_fence: "Qword aligned if 64bit write, Dword aligned if 32bit"
+      raise QueueError(f"RELEASE_MEM DATA_SEL {data_sel} to {addr:#x}: the address must be {8 if data_sel in (2, 3, 4) else 4}-byte aligned", where)
     if data_sel == 1: self.gpu.mem.write_u32(addr, dlo)
     elif data_sel == 2: self.gpu.mem.write_u64(addr, dlo | dhi << 32)
     elif data_sel in (3, 4): self.gpu.mem.write_u64(addr, self.gpu.clock())
@@ -99,9 +101,29 @@ class ComputeCP(Engine):
     if event not in (soc21_enum.CS_PARTIAL_FLUSH, soc21_enum.CACHE_FLUSH_AND_INV_TS_EVENT, soc21_enum.BOTTOM_OF_PIPE_TS) and len(body) == 1:
       raise QueueError(f"EVENT_WRITE of event type {event:#x} is not emulated on a compute queue", where)
 
+  def _reg(self, reg) -> int:
+    return self.sh.get(self.gpu.board.gc_bases[reg.segment] + reg.offset, 0)
+
+  def _check_preemptible(self, where: int) -> None:
+    """Compute-wave save/restore saves a wave by sending it into the trap handler amdkfd installs (cwsr_trap_handler_gfx10.asm
+    serves gfx10/11). A wave dispatched without COMPUTE_PGM_RSRC2.TRAP_PRESENT (gfx < 12), or on GC 11.0.0/1/2/5 and
+    11.0.3 without COMPUTE_PGM_RSRC1.PRIV (the DEGFX11_12113 workaround: kfdtest Dispatch::BuildIb, NeedCwsrWA), cannot
+    be saved: the first preemption (queue create or destroy, eviction, time slicing) stalls until a GPU reset. The GPU
+    would run the dispatch and hang later; the mock refuses it at the dispatch. It asks PRIV of every 11.0.3 (kfdtest
+    only of those with more than one shader array): stricter, as the mock has no single-array board."""
+    gfxv = self.gpu.board.gfx_target_version
+    if gfxv >= 120000: return
+    if not gc.regCOMPUTE_PGM_RSRC2.decode(self._reg(gc.regCOMPUTE_PGM_RSRC2))["trap_present"]:
+      raise QueueError("DISPATCH_DIRECT with COMPUTE_PGM_RSRC2.TRAP_PRESENT (bit 6) clear: compute-wave save/restore could "
+                       "not preempt its waves", where)
+    if gfxv // 100 == 1100 and gfxv % 100 in (0, 1, 2, 3, 5) and not gc.regCOMPUTE_PGM_RSRC1.decode(self._reg(gc.regCOMPUTE_PGM_RSRC1))["priv"]:
+      raise QueueError(f"DISPATCH_DIRECT with COMPUTE_PGM_RSRC1.PRIV (bit 20) clear on GC 11.0.{gfxv % 100}: compute-wave "
+                       "save/restore could not preempt its waves (DEGFX11_12113)", where)
+
   def _dispatch_direct(self, body: list[int], where: int) -> None:
     gx, gy, gz, initiator = body
     if not initiator & 1: raise QueueError("DISPATCH_DIRECT without COMPUTE_SHADER_EN in its initiator", where)
+    self._check_preemptible(where)
     self.gpu.dispatch(DispatchState((gx, gy, gz), initiator, dict(self.sh)), self)
 
   def _indirect_buffer(self, body: list[int], where: int) -> None:

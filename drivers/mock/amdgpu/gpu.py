@@ -35,6 +35,7 @@ class BoardSpec:
   max_waves_per_simd: int = 16
   max_slots_scratch_cu: int = 32     # gc_info's max_scratch_slots_per_cu (kfd_crat.c max_slots_scatch_cu)
   timestamp_hz: int = 100_000_000  # gfx11's global timestamp counter runs at 100 MHz
+  gc_bases: tuple[int, ...] = (0x00001260, 0x0000A000, 0x0001C000, 0x02402C00)  # GC IP segment bases of Navi31 (IP discovery)
 
 
 def default_shader_core():
@@ -58,6 +59,7 @@ class MockAMDGPU:
     self.dispatches = 0
     self.running = threading.Event()  # cleared, the engines stop between packets (benchmarks time the host alone)
     self.running.set()
+    self.packet_delay = 0.0  # seconds each engine spends before every packet: tests slow the command processors down with it
     self._t0 = time.perf_counter_ns()
     self.lock = threading.Lock()
 

@@ -17,8 +17,8 @@ class SDMAEngine(Engine):
   def __init__(self, gpu, ring, name: str):
     super().__init__(gpu, ring, name)
     P = sdma_packets()
+    self.nop_count = lambda header: (header >> P["NOP"].fields["count"].shift) & P["NOP"].fields["count"].mask
     self.handlers = {  # (op, sub_op) -> packet layout and what it does
-      (sdma.SDMA_OP_NOP, 0): (P["NOP"], self._nop),
       (sdma.SDMA_OP_COPY, sdma.SDMA_SUBOP_COPY_LINEAR): (P["COPY_LINEAR"], self._copy_linear),
       (sdma.SDMA_OP_FENCE, 0): (P["FENCE"], self._fence),
       (sdma.SDMA_OP_TRAP, 0): (P["TRAP"], self._trap),
@@ -30,6 +30,10 @@ class SDMAEngine(Engine):
   def packet(self, words: list[int], i: int, where: int) -> int:
     header = words[i]
     op, sub_op = header & 0xff, (header >> 8) & 0xff
+    if (op, sub_op) == (sdma.SDMA_OP_NOP, 0):  # the header and `count` more dwords (sdma_v6_0_ring_insert_nop: a burst NOP
+      n = 1 + self.nop_count(header)           # of count - 1 then plain ones); the table's DATA0 is only the first of them
+      if i + n > len(words): raise QueueError(f"SDMA NOP of {n} dwords runs past the write pointer", where)
+      return n
     entry = self.handlers.get((op, sub_op))
     if entry is None: raise QueueError(f"SDMA op {op} sub_op {sub_op} (header {header:#010x}) is not run on a user SDMA queue", where)
     layout, handler = entry
@@ -38,9 +42,6 @@ class SDMAEngine(Engine):
     extra = handler(f, where) or 0
     return layout.size + extra
 
-  def _nop(self, f: dict, where: int) -> int:
-    return f["count"]  # a NOP may carry `count` more dwords to skip
-
   def _copy_linear(self, f: dict, where: int) -> None:
     n = f["count"] + 1
     src, dst = f["src_addr_63_32"] << 32 | f["src_addr_31_0"], f["dst_addr_63_32"] << 32 | f["dst_addr_31_0"]
@@ -48,7 +49,9 @@ class SDMAEngine(Engine):
     self.gpu.mem.view(dst, n, write=True)[:] = data
 
   def _fence(self, f: dict, where: int) -> None:
-    self.gpu.mem.write_u32(f["addr_63_32"] << 32 | f["addr_31_0"], f["data"])
+    addr = f["addr_63_32"] << 32 | f["addr_31_0"]
+    if addr & 3: raise QueueError(f"SDMA FENCE to {addr:#x}: the address must be 4-byte aligned (sdma_v6_0_ring_emit_fence)", where)
+    self.gpu.mem.write_u32(addr, f["data"])
 
   def _trap(self, f: dict, where: int) -> None:
     self.gpu.interrupt(f["int_context"])
