@@ -141,7 +141,7 @@ def _device(args):
                    "machine code. Use --dev AMD (the real GPU, else the emulated one) or MOCKKFD+AMD")
   dev = hcq.Device(spec)
   if dev.arch != args.arch:
-    if getattr(getattr(dev, "os", None), "emulated", False):
+    if _emulated_gpu(dev):
       raise RunError(f"--arch {args.arch}: the emulated GPU is {dev.arch}, the only board MOCKKFD+AMD emulates; "
                      f"assemble for --arch {dev.arch}, or run on a real {args.arch} GPU")
     raise RunError(f"--arch {args.arch}: the device {dev} is {dev.arch}")
@@ -172,7 +172,7 @@ def _run(args, faults: list[BaseException]) -> int:
   except AsmError as e:
     raise RunError(f"{args.kernel}:{e}") from None
   dev = _device(args)
-  emulated = getattr(getattr(dev, "os", None), "emulated", False)
+  emulated = _emulated_gpu(dev) is not None
   if emulated: _watch_core(dev, args, faults)
   elif args.trace is not None or args.max_instructions is not None:
     raise RunError(f"--trace and --max-instructions need the emulated GPU (--dev MOCKKFD+AMD); {dev} is real hardware")
@@ -197,13 +197,19 @@ def _run(args, faults: list[BaseException]) -> int:
   return 0
 
 
+def _emulated_gpu(dev):
+  """The emulated GPU behind `dev` (its mock kernel driver's model), or None for real hardware."""
+  if not getattr(getattr(dev, "os", None), "emulated", False): return None
+  return dev.os.kfd.nodes[dev.kfd.gpu_id].gpu
+
+
 def _warm_up(dev, prg) -> None:
   """Keep the emulator's one-time costs out of the launch it times: an empty dispatch (queue, packet decoding) and
   every instruction of the kernel compiled into the emulator's shared cache."""
   from hcq.asm.emu.engine import Program
   empty = Kernel("hcq_warm_up", dev.arch).add("s_endpgm").to_elf()
   dev.program(empty)(global_size=1, local_size=1, wait=True)
-  code = Program(dev.os.kfd.nodes[dev.kfd.gpu_id].gpu.mem, dev.arch)
+  code = Program(_emulated_gpu(dev).mem, dev.arch)
   pc, end = prg.code_addr, prg.code_addr + prg.kernel.code_size
   while pc < end: pc += code.at(pc).size
 
@@ -212,7 +218,7 @@ def _watch_core(dev, args, faults: list[BaseException]) -> None:
   """The emulated GPU's shader core, wrapped: a fault's wave state is kept for the report, and --trace and
   --max-instructions trace and bound the dispatch."""
   from hcq.asm.emu.dispatch import from_state, launch
-  gpu = dev.os.kfd.nodes[dev.kfd.gpu_id].gpu
+  gpu = _emulated_gpu(dev)
   inner = gpu.shader_core
 
   def trace(wave: int, pc: int, text: str, writes: list[str]) -> None:
