@@ -241,6 +241,27 @@ def test_device_program_refuses_bad_code_objects(seeds):
       raise AssertionError(f"case {case}: {what}: {type(e).__name__}: {e}") from e
 
 
+def test_device_program_takes_hostile_descriptors():
+  """Kernel descriptors with random bytes (sizes, entry offset, rsrc registers, properties): loading one on the emulated
+  GPU raises an HCQError or gives a program, never another exception."""
+  import hcq
+  from hcq.asm.elf_writer import KernelImage, kernel_descriptor, write_code_object
+  from hcq.autogen import amdgpu_kd as kd
+  dev, rng = hcq.Device("MOCKKFD+AMD"), random.Random(SEED + 2)
+  for case in range(max(CASES // 5, 20)):
+    raw = bytearray(bytes(kernel_descriptor(vgprs=1)))
+    for _ in range(rng.randrange(1, 4)): raw[rng.randrange(64)] = rng.choice([0, 0xff, rng.randrange(256)])
+    co = write_code_object("gfx1100", [KernelImage("k", b"\x00\x00\x81\xbf" * 4, kd.struct_kernel_descriptor_t.from_buffer_copy(raw))])
+    t0 = time.perf_counter()
+    try:
+      dev.program(co)
+    except HCQError:
+      pass
+    except Exception as e:  # noqa: BLE001
+      raise AssertionError(f"case {case}: descriptor {raw.hex()}: {type(e).__name__}: {e}") from e
+    assert time.perf_counter() - t0 < SECONDS_PER_CASE, f"case {case}: descriptor {raw.hex()}"
+
+
 def test_device_program_bounds_the_kernarg_segment():
   """A kernarg segment past the driver's kernarg ring is refused when loaded, not with a MemoryError at launch."""
   import hcq
