@@ -18,7 +18,7 @@ __all__ = ["CodeObject", "CodeObjectError", "Kernel", "KernelArgument", "read_co
 # Memory the image may take beyond the file's own bytes (SHT_NOBITS, p_memsz past p_filesz, alignment padding):
 # every other size is bounded by the file, this one by a limit, so a few hostile bytes cannot ask for gigabytes.
 MAX_ZERO_FILL = 64 << 20
-MAX_ALIGN = 1 << 16  # an ET_REL section aligned past 64 KiB is no GPU code object's: LLVM aligns code to 256, data to a page at most
+MAX_ALIGN = 1 << 16  # an ET_REL section asking for more is refused: kernels need 256, and more only pads the image with zeros
 
 
 @dataclass(frozen=True)
