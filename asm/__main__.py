@@ -10,24 +10,27 @@ import sys
 from pathlib import Path
 
 from hcq.asm import AsmError, DecodeError, assemble, disassemble
+from hcq.asm.cli import guarded, read_text, user_error
 from hcq.asm.isa import ARCHS
+
+PROG = "python -m hcq.asm"
 
 
 def _asm(args) -> int:
+  text = read_text(args.file, "assembly file")
   try:
     if args.raw:
-      data = assemble(args.file.read_text(), args.arch)
+      data = assemble(text, args.arch)
     else:
       from hcq.asm.kernel import Kernel
-      data = Kernel(args.name or args.file.stem, args.arch).add(args.file.read_text()).to_elf()
+      data = Kernel(args.name or args.file.stem, args.arch).add(text).to_elf()
   except AsmError as e:
-    print(f"{args.file}:{e}", file=sys.stderr)
-    return 1
-  except OSError as e:
-    print(f"cannot read {args.file}: {e.strerror}", file=sys.stderr)
-    return 1
+    return user_error(PROG, f"{args.file}:{e}")
   out = args.output or args.file.with_suffix(".bin" if args.raw else ".co")
-  out.write_bytes(data)
+  try:
+    out.write_bytes(data)
+  except OSError as e:
+    return user_error(PROG, f"cannot write {out}: {e.strerror}")
   print(f"{out}: {len(data)} bytes ({'machine code' if args.raw else 'code object'} for {args.arch})")
   return 0
 
@@ -36,28 +39,23 @@ def _disasm(args) -> int:
   try:
     data = args.file.read_bytes()
   except OSError as e:
-    print(f"cannot read {args.file}: {e.strerror}", file=sys.stderr)
-    return 1
+    return user_error(PROG, f"cannot read {args.file}: {e.strerror}")
   try:
     if data[:4] == b"\x7fELF":
       from hcq.asm.codeobject import CodeObjectError, read_code_object
       try:
         co = read_code_object(data)
       except CodeObjectError as e:
-        print(f"{args.file}: {e}", file=sys.stderr)
-        return 1
+        return user_error(PROG, f"{args.file}: {e}")
       for name, k in co.kernels.items():
-        if not k.code_size:
-          print(f"{args.file}: kernel {name} has no sized function symbol: its code's end is unknown", file=sys.stderr)
-          return 1
+        if not k.code_size: return user_error(PROG, f"{args.file}: kernel {name} has no sized function symbol: its code's end is unknown")
         code = bytes(co.image[k.code_offset:k.code_offset + k.code_size])
         print(f"{name}:  ; {co.arch}, {k.kernarg_size} bytes of kernel arguments")
         print("\n".join("  " + line for line in disassemble(code, co.arch)))
       return 0
     print("\n".join(disassemble(data, args.arch)))
   except DecodeError as e:
-    print(f"{args.file}: {e}", file=sys.stderr)
-    return 1
+    return user_error(PROG, f"{args.file}: {e}")
   return 0
 
 
@@ -66,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
   if argv and argv[0] == "run":
     from hcq.asm.runner import run
     return run(argv[1:])
-  ap = argparse.ArgumentParser(prog="python -m hcq.asm", description="AMD GPU assembler, disassembler and runner",
+  return guarded(PROG, lambda: _main(argv))
+
+
+def _main(argv: list[str]) -> int:
+  ap = argparse.ArgumentParser(prog=PROG, description="AMD GPU assembler, disassembler and runner",
                                epilog="python -m hcq.asm run --help describes running a kernel")
   sub = ap.add_subparsers(dest="cmd", required=True)
   a = sub.add_parser("asm", help="assemble LLVM AMDGPU syntax into a loadable code object")

@@ -3,15 +3,21 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from hcq.errors import HCQError
 
-class MsgpackError(ValueError):
-  pass
+
+class MsgpackError(HCQError, ValueError):
+  """Bytes that are not one msgpack object this reader takes; the message names the byte offset."""
+
+
+MAX_DEPTH = 64  # metadata nests a few levels; a deeper document is hostile, not a code object's
 
 
 def unpack(data: bytes) -> Any:
-  """The one object in `data`; MsgpackError on truncated or unknown input."""
-  value, end = _unpack(data, 0)
-  if end != len(data): raise MsgpackError(f"{len(data) - end} bytes after the msgpack object")
+  """The one object in `data`; MsgpackError (with the byte offset) on truncated, malformed or unsupported input."""
+  data = bytes(data)
+  value, end = _unpack(data, 0, 0)
+  if end != len(data): raise MsgpackError(f"{len(data) - end} bytes after the msgpack object (it ends at byte {end})")
   return value
 
 
@@ -21,44 +27,54 @@ _LENGTHS = {0xd9: (">B", str), 0xda: (">H", str), 0xdb: (">I", str), 0xc4: (">B"
             0xdc: (">H", list), 0xdd: (">I", list), 0xde: (">H", dict), 0xdf: (">I", dict)}
 
 
-def _unpack(d: bytes, i: int) -> tuple[Any, int]:
-  if i >= len(d): raise MsgpackError("truncated msgpack")
+def _unpack(d: bytes, i: int, depth: int) -> tuple[Any, int]:
+  if i >= len(d): raise MsgpackError(f"truncated msgpack: an object expected at byte {i}, the data ends there")
   b = d[i]
-  i += 1
-  if b <= 0x7f: return b, i
-  if b >= 0xe0: return b - 0x100, i
-  if 0xa0 <= b <= 0xbf: return _items(d, i, b & 0x1f, str)
-  if 0x90 <= b <= 0x9f: return _items(d, i, b & 0x0f, list)
-  if 0x80 <= b <= 0x8f: return _items(d, i, b & 0x0f, dict)
-  if b in _FIXED: return _FIXED[b], i
+  if b <= 0x7f: return b, i + 1
+  if b >= 0xe0: return b - 0x100, i + 1
+  if 0xa0 <= b <= 0xbf: return _items(d, i, i + 1, b & 0x1f, str, depth)
+  if 0x90 <= b <= 0x9f: return _items(d, i, i + 1, b & 0x0f, list, depth)
+  if 0x80 <= b <= 0x8f: return _items(d, i, i + 1, b & 0x0f, dict, depth)
+  if b in _FIXED: return _FIXED[b], i + 1
   if b in _NUMS:
     fmt = _NUMS[b]
     n = struct.calcsize(fmt)
-    if i + n > len(d): raise MsgpackError("truncated msgpack number")
-    return struct.unpack_from(fmt, d, i)[0], i + n
+    if i + 1 + n > len(d): raise MsgpackError(f"truncated msgpack number at byte {i}: {n} bytes needed, {len(d) - i - 1} left")
+    return struct.unpack_from(fmt, d, i + 1)[0], i + 1 + n
   if b in _LENGTHS:
     fmt, kind = _LENGTHS[b]
     n = struct.calcsize(fmt)
-    if i + n > len(d): raise MsgpackError("truncated msgpack length")
-    return _items(d, i + n, struct.unpack_from(fmt, d, i)[0], kind)
-  raise MsgpackError(f"msgpack format byte {b:#04x} is not supported")
+    if i + 1 + n > len(d): raise MsgpackError(f"truncated msgpack length at byte {i}")
+    return _items(d, i, i + 1 + n, struct.unpack_from(fmt, d, i + 1)[0], kind, depth)
+  raise MsgpackError(f"msgpack format byte {b:#04x} at byte {i} is not supported (ext and timestamp types are not metadata)")
 
 
-def _items(d: bytes, i: int, n: int, kind: type) -> tuple[Any, int]:
+def _items(d: bytes, at: int, i: int, n: int, kind: type, depth: int) -> tuple[Any, int]:
+  """`n` bytes (str, bytes) or items (list) or key/value pairs (dict) starting at `i`, for the object at `at`."""
   if kind in (str, bytes):
-    if i + n > len(d): raise MsgpackError("truncated msgpack string")
+    if i + n > len(d): raise MsgpackError(f"truncated msgpack {kind.__name__} at byte {at}: {n} bytes claimed, {len(d) - i} left")
     raw = d[i:i + n]
-    return (raw.decode("utf-8") if kind is str else bytes(raw)), i + n
+    if kind is bytes: return raw, i + n
+    try:
+      return raw.decode("utf-8"), i + n
+    except UnicodeDecodeError as e:
+      raise MsgpackError(f"msgpack string at byte {at} is not UTF-8 (byte {i + e.start})") from None
+  # every item takes at least one byte: a count past the data is a lie, refused before looping over it
+  if n * (1 if kind is list else 2) > len(d) - i:
+    raise MsgpackError(f"truncated msgpack {'array' if kind is list else 'map'} at byte {at}: {n} items claimed, {len(d) - i} bytes left")
+  if depth >= MAX_DEPTH: raise MsgpackError(f"msgpack nested deeper than {MAX_DEPTH} levels at byte {at}")
   if kind is list:
     out = []
     for _ in range(n):
-      v, i = _unpack(d, i)
+      v, i = _unpack(d, i, depth + 1)
       out.append(v)
     return out, i
   m = {}
   for _ in range(n):
-    k, i = _unpack(d, i)
-    v, i = _unpack(d, i)
+    key_at = i
+    k, i = _unpack(d, i, depth + 1)
+    v, i = _unpack(d, i, depth + 1)
+    if isinstance(k, (list, dict)): raise MsgpackError(f"msgpack map key at byte {key_at} is {'an array' if isinstance(k, list) else 'a map'}, not a value")
     m[k] = v
   return m, i
 

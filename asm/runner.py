@@ -8,9 +8,15 @@ from typing import Any
 
 import numpy as np
 
+from hcq.asm.cli import guarded, read_text
+from hcq.asm.isa import ARCHS
 from hcq.asm.kernel import ARG_SIZES, Kernel
 
 INITS = ("zeros", "ones", "arange", "rand")
+INIT_HELP = "INIT: zeros (the default), ones, arange (0, 1, 2, ...) or rand (uniform in [0, 100), each buffer from its own seed)"
+MAX_BUFFER_BYTES = 1 << 30  # a command line's buffer; a bigger one is a typo far more often than a wish
+EMULATED_ARCH = "gfx1100"   # the one board MOCKKFD+AMD emulates
+PROG = "python -m hcq.asm run"
 DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16,
           "i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64}
 
@@ -19,22 +25,31 @@ class RunError(Exception):
   """A bad command line or input file, said in one line."""
 
 
-def parse_arg(spec: str, seed: int) -> tuple[str, str, Any]:
-  """NAME=buffer:DTYPE:COUNT[:INIT] | NAME=buffer:FILE.npy | NAME=DTYPE:VALUE -> (name, kind, array or value)."""
+def parse_arg(spec: str, seed: int | tuple[int, ...]) -> tuple[str, str, Any]:
+  """NAME=buffer:DTYPE:COUNT[:INIT] | NAME=buffer:FILE.npy | NAME=DTYPE:VALUE -> (name, kind, array or value).
+  `seed` seeds a rand buffer: give each buffer its own (e.g. (seed, index)) so that two are not the same data."""
   name, eq, rest = spec.partition("=")
   if not eq or not name.isidentifier(): raise RunError(f"--arg {spec!r}: expected NAME=..., e.g. a=buffer:f32:1024:rand or n=u32:1024")
   parts = rest.split(":")
   if parts[0] == "buffer":
     if len(parts) == 2 and parts[1].endswith(".npy"):
       try:
-        return name, "buffer", np.ascontiguousarray(np.load(parts[1]))
+        arr = np.load(parts[1], allow_pickle=False)
       except OSError as e:
         raise RunError(f"--arg {spec!r}: cannot read {parts[1]}: {e.strerror or e}") from None
+      except (ValueError, EOFError) as e:  # not an .npy file, a truncated one, or one of Python objects
+        raise RunError(f"--arg {spec!r}: {parts[1]} is not a numeric .npy array: {str(e).splitlines()[0] if str(e) else 'truncated'}") from None
+      if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf" or arr.dtype.fields is not None:
+        raise RunError(f"--arg {spec!r}: {parts[1]} holds {getattr(arr, 'dtype', type(arr).__name__)}; a buffer needs numbers (bool, int, uint, float)")
+      return name, "buffer", np.ascontiguousarray(arr)
     if len(parts) not in (3, 4) or parts[1] not in DTYPES or not parts[2].isdigit():
       raise RunError(f"--arg {spec!r}: a buffer is buffer:DTYPE:COUNT[:INIT] (DTYPE one of {', '.join(DTYPES)}; INIT one of {', '.join(INITS)}) "
                      "or buffer:FILE.npy")
     dtype, count, init = DTYPES[parts[1]], int(parts[2]), parts[3] if len(parts) == 4 else "zeros"
     if init not in INITS: raise RunError(f"--arg {spec!r}: unknown INIT {init!r}; valid: {', '.join(INITS)}")
+    if count * np.dtype(dtype).itemsize > MAX_BUFFER_BYTES:
+      raise RunError(f"--arg {spec!r}: {count} x {parts[1]} is {count * np.dtype(dtype).itemsize} bytes; a buffer from the command line "
+                     f"is at most {MAX_BUFFER_BYTES >> 30} GiB")
     rng = np.random.default_rng(seed)
     arr = {"zeros": lambda: np.zeros(count, dtype), "ones": lambda: np.ones(count, dtype), "arange": lambda: np.arange(count).astype(dtype),
            "rand": lambda: (rng.random(count) * 100).astype(dtype)}[init]()
@@ -57,55 +72,97 @@ def dims(text: str, what: str) -> tuple[int, int, int]:
   return (t + (1, 1))[:3]
 
 
+def parse_workgroup_ids(text: str) -> tuple[bool, bool, bool]:
+  """'x', 'xy', 'xyz', ... (or 'none') -> which workgroup ids the kernel receives in SGPRs."""
+  letters = "" if text.lower() == "none" else text.lower()
+  if (not letters and text.lower() != "none") or set(letters) - set("xyz") or len(set(letters)) != len(letters):
+    raise RunError(f"--workgroup-ids {text!r}: expected a combination of x, y and z (each at most once, e.g. x, xy or xyz), or none")
+  return tuple(axis in letters for axis in "xyz")
+
+
 def build_parser() -> argparse.ArgumentParser:
-  ap = argparse.ArgumentParser(prog="python -m hcq.asm run", description=(
+  ap = argparse.ArgumentParser(prog=PROG, description=(
     "Assemble KERNEL.s (LLVM AMDGPU syntax), load it on an AMD device, fill its buffers, launch it and print the results "
-    "and the GPU time. With no AMD GPU it runs on the emulated gfx1100 (MOCKKFD+AMD) and says so."),
+    f"and the GPU time. With no AMD GPU it runs on the emulated {EMULATED_ARCH} (MOCKKFD+AMD, the only board emulated) and "
+    "says so; its GPU time is the emulator's wall time, not a performance figure."),
     epilog="Arguments are laid out in the order given, at natural alignment, and their address is in s[0:1] (the kernarg pointer); "
            "the workgroup ids follow in the next SGPRs. Example: python -m hcq.asm run add.s --arg a=buffer:f32:1024:rand "
            "--arg b=buffer:f32:1024:rand --arg n=u32:1024 --grid 4 --block 256")
   ap.add_argument("kernel", type=Path, help="assembly file")
-  ap.add_argument("--arch", default="gfx1100", help="target (default gfx1100)")
+  ap.add_argument("--arch", default=EMULATED_ARCH, help=f"target, one of {', '.join(ARCHS)} (default {EMULATED_ARCH}); "
+                  f"the emulated GPU is {EMULATED_ARCH} only, other archs need their real GPU")
   ap.add_argument("--name", default=None, help="kernel name (default: the file's stem)")
-  ap.add_argument("--arg", action="append", default=[], metavar="SPEC", help="NAME=buffer:DTYPE:COUNT[:INIT], NAME=buffer:FILE.npy or NAME=DTYPE:VALUE")
+  ap.add_argument("--arg", action="append", default=[], metavar="SPEC", help="NAME=buffer:DTYPE:COUNT[:INIT], NAME=buffer:FILE.npy or "
+                  f"NAME=DTYPE:VALUE; DTYPE one of {', '.join(DTYPES)}; {INIT_HELP}")
   ap.add_argument("--grid", default="1", help="workgroups, X[,Y[,Z]] (default 1)")
   ap.add_argument("--block", default="64", help="threads per workgroup, X[,Y[,Z]] (default 64)")
   ap.add_argument("--lds", type=int, default=0, help="bytes of LDS per workgroup")
-  ap.add_argument("--workgroup-ids", default="x", help="which workgroup ids the kernel receives in SGPRs (default x)")
-  ap.add_argument("--dev", default=None, help="DEV string (default AMD: the real GPU, else the emulated one)")
-  ap.add_argument("--seed", type=int, default=0, help="seed for rand buffers")
+  ap.add_argument("--workgroup-ids", default="x", help="which workgroup ids the kernel receives in SGPRs: x, xy, xyz, ... or none (default x)")
+  ap.add_argument("--dev", default=None, help="an AMD DEV string (default AMD: the real GPU, else the emulated one; "
+                  "MOCKKFD+AMD: always the emulated one)")
+  ap.add_argument("--seed", type=int, default=0, help="seed for rand buffers (each buffer draws from (SEED, its position))")
   ap.add_argument("--show", type=int, default=8, help="elements of each buffer to print (default 8)")
   ap.add_argument("--save", type=Path, default=None, help="write every buffer after the run to DIR/NAME.npy")
   dbg = ap.add_argument_group("debugging (the emulated GPU only: no hardware gives these)")
   dbg.add_argument("--trace", type=int, default=None, metavar="WAVE", help="print every instruction wave WAVE runs: PC, text, registers written")
   dbg.add_argument("--max-instructions", type=int, default=None, metavar="N", help="stop the kernel after N wave-instructions "
-                   "(a runaway loop) and show where it was; a fault always shows the faulting wave's registers")
+                   "(a runaway loop) and show where it was; on the emulated GPU a fault shows the faulting wave's registers")
   return ap
 
 
 def run(argv: list[str] | None = None) -> int:
-  from hcq.errors import HCQError
   args = build_parser().parse_args(argv)
+  return guarded(PROG, lambda: _run_reporting(args))
+
+
+def _run_reporting(args) -> int:
+  from hcq.errors import HCQError
+  faults: list[BaseException] = []  # the emulated shader core's exceptions: their wave state is printed with the fault
   try:
-    return _run(args)
+    return _run(args, faults)
   except RunError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   except HCQError as e:  # a fault, a hang or a load error: the device says what happened
     print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+    state = getattr(faults[-1], "state", "") if faults else ""
+    if state and state not in str(e): print(f"the faulting wave ({getattr(faults[-1], 'wave', '?')}):\n{state}", file=sys.stderr)
     return 1
 
 
-def _run(args) -> int:
+def _device(args):
+  """The AMD device of --dev, checked to take an AMD code object for --arch."""
   import hcq
+  from hcq.devstring import parse_dev
+  spec = parse_dev(args.dev or "AMD")
+  if spec.device != "AMD":
+    takes = "LLVM IR (hcq.Device('CPU').program takes IR text)" if spec.device == "CPU" else "its own kind of program"
+    raise RunError(f"--dev {args.dev}: this command runs an AMD code object; the {spec.device} device takes {takes}, not AMD "
+                   "machine code. Use --dev AMD (the real GPU, else the emulated one) or MOCKKFD+AMD")
+  dev = hcq.Device(spec)
+  if dev.arch != args.arch:
+    if _emulated_gpu(dev):
+      raise RunError(f"--arch {args.arch}: the emulated GPU is {dev.arch}, the only board MOCKKFD+AMD emulates; "
+                     f"assemble for --arch {dev.arch}, or run on a real {args.arch} GPU")
+    raise RunError(f"--arch {args.arch}: the device {dev} is {dev.arch}")
+  return dev
+
+
+def _run(args, faults: list[BaseException]) -> int:
   from hcq.asm import AsmError
+  if args.arch not in ARCHS: raise RunError(f"--arch {args.arch!r}: unknown; valid: {', '.join(ARCHS)} (the emulated GPU is {EMULATED_ARCH})")
   try:
-    text = args.kernel.read_text()
-  except OSError as e:
-    raise RunError(f"cannot read {args.kernel}: {e.strerror or e}") from None
-  specs = [parse_arg(s, args.seed) for s in args.arg]
+    text = read_text(args.kernel, "assembly file")
+  except (OSError, ValueError) as e:
+    raise RunError(str(e)) from None
+  specs = [parse_arg(s, (args.seed, i)) for i, s in enumerate(args.arg)]
   grid, block = dims(args.grid, "grid"), dims(args.block, "block")
-  wg = tuple(axis in args.workgroup_ids.lower() for axis in "xyz")
+  wg = parse_workgroup_ids(args.workgroup_ids)
+  if args.save:
+    try:
+      args.save.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+      raise RunError(f"--save {args.save}: cannot make the folder: {e.strerror}") from None
   name = args.name or args.kernel.stem
   kernel = Kernel(name, args.arch, args=[(n, k) for n, k, _ in specs], lds_size=args.lds, workgroup_ids=wg,
                   workitem_id_dims=3 if block[2] > 1 else 2 if block[1] > 1 else 1)
@@ -114,39 +171,68 @@ def _run(args) -> int:
     co = kernel.to_elf()
   except AsmError as e:
     raise RunError(f"{args.kernel}:{e}") from None
-  dev = hcq.Device(args.dev or "AMD")
-  if args.trace is not None or args.max_instructions is not None: _debug_core(dev, args)
+  dev = _device(args)
+  emulated = _emulated_gpu(dev) is not None
+  if emulated: _watch_core(dev, args, faults)
+  elif args.trace is not None or args.max_instructions is not None:
+    raise RunError(f"--trace and --max-instructions need the emulated GPU (--dev MOCKKFD+AMD); {dev} is real hardware")
   prg = dev.program(co, name)
   bufs, vals = [], []
   for n, kind, v in specs:
     if kind == "buffer": bufs.append((n, dev.alloc(max(v.nbytes, 4)).copyin(v), v))
     else: vals.append(v)
-  emulated = getattr(getattr(dev, "os", None), "emulated", False)
   print(f"{name}: {len(co)}-byte code object for {args.arch} on {dev}{' (emulated)' if emulated else ''}, grid {grid} x block {block}")
+  if emulated: _warm_up(dev, prg)
   secs = prg(*[b for _, b, _ in bufs], global_size=grid, local_size=block, vals=tuple(vals), wait=True)
   for n, buf, host in bufs:
     out = buf.copyout(np.empty_like(host))
     print(f"  {n}: {out[:args.show].tolist()}{' ...' if out.size > args.show else ''}")
     if args.save:
-      args.save.mkdir(parents=True, exist_ok=True)
-      np.save(args.save / f"{n}.npy", out)
-  print(f"  GPU time: {secs * 1e6:.1f} us")
+      try:
+        np.save(args.save / f"{n}.npy", out)
+      except OSError as e:
+        raise RunError(f"--save {args.save}: cannot write {n}.npy: {e.strerror}") from None
+  if emulated: print(f"  GPU time: {secs * 1e6:.1f} us (emulated: the emulator's wall time for this launch, not a performance figure)")
+  else: print(f"  GPU time: {secs * 1e6:.1f} us")
   return 0
 
 
-def _debug_core(dev, args) -> None:
-  """Run this device's dispatches with tracing and an instruction limit (its emulated GPU's shader core, replaced)."""
+def _emulated_gpu(dev):
+  """The emulated GPU behind `dev` (its mock kernel driver's model), or None for real hardware."""
+  if not getattr(getattr(dev, "os", None), "emulated", False): return None
+  return dev.os.kfd.nodes[dev.kfd.gpu_id].gpu
+
+
+def _warm_up(dev, prg) -> None:
+  """Keep the emulator's one-time costs out of the launch it times: an empty dispatch (queue, packet decoding) and
+  every instruction of the kernel compiled into the emulator's shared cache."""
+  from hcq.asm.emu.engine import Program
+  empty = Kernel("hcq_warm_up", dev.arch).add("s_endpgm").to_elf()
+  dev.program(empty)(global_size=1, local_size=1, wait=True)
+  code = Program(_emulated_gpu(dev).mem, dev.arch)
+  pc, end = prg.code_addr, prg.code_addr + prg.kernel.code_size
+  while pc < end: pc += code.at(pc).size
+
+
+def _watch_core(dev, args, faults: list[BaseException]) -> None:
+  """The emulated GPU's shader core, wrapped: a fault's wave state is kept for the report, and --trace and
+  --max-instructions trace and bound the dispatch."""
   from hcq.asm.emu.dispatch import from_state, launch
-  if not getattr(getattr(dev, "os", None), "emulated", False):
-    raise RunError(f"--trace and --max-instructions need the emulated GPU (--dev MOCKKFD+AMD); {dev} is real hardware")
+  gpu = _emulated_gpu(dev)
+  inner = gpu.shader_core
 
   def trace(wave: int, pc: int, text: str, writes: list[str]) -> None:
     print(f"  wave {wave} pc {pc:#06x}: {text:<48s} {' '.join(writes)}")
 
   def core(gpu, state, cancel=None):
-    return launch(gpu.mem, from_state(state, board=gpu.shader_board()), args.max_instructions,
-                  trace=trace if args.trace is not None else None, trace_wave=args.trace, cancel=cancel)
-  dev.os.kfd.nodes[dev.kfd.gpu_id].gpu.shader_core = core
+    try:
+      if args.trace is None and args.max_instructions is None: return inner(gpu, state, cancel=cancel)
+      return launch(gpu.mem, from_state(state, board=gpu.shader_board()), args.max_instructions, trace=trace if args.trace is not None else None,
+                    trace_wave=args.trace, cancel=cancel)
+    except Exception as e:
+      faults.append(e)
+      raise
+  gpu.shader_core = core
 
 
 if __name__ == "__main__":

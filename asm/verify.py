@@ -268,10 +268,19 @@ def random_words(arch: str, count: int, seed: int = 0, formats: set[str] | None 
   return rep
 
 
-if __name__ == "__main__":
-  import sys
+def main(argv: list[str] | None = None) -> int:
+  """python -m hcq.asm.verify [ARCH ...]: every opcode and 20,000 random words of each arch against llvm-mc 19."""
+  import argparse
   import time
-  for arch in sys.argv[1:] or ["gfx1100"]:
+  from hcq.asm.isa import ARCHS
+  ap = argparse.ArgumentParser(prog="python -m hcq.asm.verify", description="Check hcq.asm's encoder, decoder and printer against "
+                               f"{llvm.LLVM_MC}: every opcode, then 20,000 random instruction words, per arch.")
+  ap.add_argument("arch", nargs="*", default=["gfx1100"], help=f"archs to check, of {', '.join(ARCHS)} (default gfx1100)")
+  args = ap.parse_args(argv)
+  unknown = [a for a in args.arch if a not in ARCHS]
+  if unknown: ap.error(f"unknown arch {', '.join(map(repr, unknown))}; valid: {', '.join(ARCHS)}")
+  if not llvm.available(): ap.exit(1, f"{ap.prog}: {llvm.LLVM_MC} not found: apt-get install -y llvm-19\n")
+  for arch in args.arch:
     t0 = time.perf_counter()
     r = check_opcodes(arch)
     print(f"{arch}: every opcode: {r.agreed}/{r.checked} agree ({time.perf_counter() - t0:.1f}s); {len(r.llvm_asymmetric)} samples print as "
@@ -285,3 +294,10 @@ if __name__ == "__main__":
     print("   words we reject that llvm-mc decodes, by mnemonic:", dict(sorted(rr.unsupported.items(), key=lambda kv: -kv[1])[:15]))
     for p in [p for p in rr.accepted.problems if "we reject" not in p][:20]: print("  ", p)
     for p in rr.rejected.problems[:10]: print("  ", p)
+  return 0
+
+
+if __name__ == "__main__":
+  import sys
+  from hcq.asm.cli import guarded
+  sys.exit(guarded("python -m hcq.asm.verify", main))

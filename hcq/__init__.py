@@ -10,7 +10,7 @@ _LAZY = {
   "Device": "hcq.device", "Buffer": "hcq.buffer", "Signal": "hcq.signal", "HWQueue": "hcq.queue", "Program": "hcq.program",
   "Variable": "hcq.sym", "parse_dev": "hcq.devstring",
   "HCQError": "hcq.errors", "DevStringError": "hcq.errors", "GPUFault": "hcq.errors", "GPUTimeout": "hcq.errors",
-  "ProgramArgumentError": "hcq.errors", "Tensor": "hcq.tensor",
+  "ProgramArgumentError": "hcq.errors", "CodeObjectError": "hcq.errors", "Tensor": "hcq.tensor",
 }
 __all__ = list(_LAZY)
 

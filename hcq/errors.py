@@ -14,6 +14,10 @@ class ProgramArgumentError(HCQError, TypeError):
   """A launch whose buffers or values do not match the program's arguments."""
 
 
+class CodeObjectError(HCQError, ValueError):
+  """Bytes that are not a loadable AMDGPU code object: says what is wrong and where (section, offset)."""
+
+
 class GPUFault(HCQError):
   """A fault on the device: the queue, the program counter and the faulting address where known."""
 

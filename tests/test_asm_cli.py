@@ -43,6 +43,7 @@ def test_run_fills_launches_and_prints(tmp_path):
                 "--arg", "c=buffer:f32:256", "--grid", "4", "--block", "64", "--save", str(tmp_path / "out"))
   assert out.returncode == 0, out.stderr
   assert "(emulated)" in out.stdout and "GPU time:" in out.stdout and "c: [0.5, 1.5, 2.5" in out.stdout
+  assert "emulator's wall time for this launch, not a performance figure" in out.stdout
   np.testing.assert_array_equal(np.load(tmp_path / "out" / "c.npy"), np.arange(256, dtype=np.float32) + 0.5)
 
 
@@ -65,3 +66,33 @@ def test_run_errors_say_what_is_wrong(tmp_path):
   assert out.returncode == 2 and "DTYPE one of" in out.stderr
   out = hcq_asm("run", str(tmp_path / "missing.s"))
   assert out.returncode == 2 and "cannot read" in out.stderr
+
+
+def test_run_rand_buffers_are_seeded_apart(tmp_path):
+  """Two :rand buffers hold different data (one seed each), so a kernel reading the wrong pointer shows."""
+  (tmp_path / "add.s").write_text(ADD)
+  out = hcq_asm("run", str(tmp_path / "add.s"), "--arg", "a=buffer:f32:64:rand", "--arg", "b=buffer:f32:64:rand", "--arg", "c=buffer:f32:64",
+                "--save", str(tmp_path / "out"))
+  assert out.returncode == 0, out.stderr
+  a, b, c = (np.load(tmp_path / "out" / f"{n}.npy") for n in "abc")
+  assert not np.array_equal(a, b) and np.array_equal(c, a + b)
+  again = hcq_asm("run", str(tmp_path / "add.s"), "--arg", "a=buffer:f32:64:rand", "--arg", "b=buffer:f32:64:rand", "--arg", "c=buffer:f32:64")
+  assert again.stdout.splitlines()[1] == out.stdout.splitlines()[1]  # the same seed gives the same data
+
+
+def test_run_help_lists_inits_and_the_emulated_board():
+  out = hcq_asm("run", "--help")
+  text = " ".join(out.stdout.split())
+  assert out.returncode == 0 and all(k in text for k in ("zeros", "ones", "arange", "rand", "FILE.npy"))
+  assert "emulated gfx1100 (MOCKKFD+AMD, the only board emulated)" in text and "not a performance figure" in text
+
+
+def test_run_faults_show_the_wave(tmp_path):
+  """Page and LDS faults print the faulting wave's registers, as --help promises, under the one-line error."""
+  (tmp_path / "pf.s").write_text("v_mov_b32 v0, 0\nv_mov_b32 v1, 0x10\nglobal_store_b32 v[0:1], v0, off\ns_endpgm\n")
+  (tmp_path / "lds.s").write_text("v_mov_b32 v0, 0x100000\nds_store_b32 v0, v0\ns_endpgm\n")
+  for name, fault, register in (("pf.s", "GPU page fault at 0x1000000000", "v1 = 00000010"),
+                                 ("lds.s", "LDSFault: LDS access of 4 bytes at 0x100000", "v0 = 00100000")):
+    out = hcq_asm("run", str(tmp_path / name))
+    assert out.returncode == 1 and fault in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert "the faulting wave (0):" in out.stderr and register in out.stderr, out.stderr

@@ -327,8 +327,9 @@ def test_lds_store_load_and_2addr():
 def test_lds_atomic_and_bounds():
   st = run_snippet("ds_add_rtn_u32 v1, v2, v0", v={0: 1, 2: 0}, lds_bytes=64)
   assert (uv(st, 1) == LANES).all()
-  with pytest.raises(LDSFault):
+  with pytest.raises(LDSFault) as e:
     run_snippet("ds_store_b32 v1, v0", v={1: 64}, lds_bytes=64)
+  assert "pc=" in e.value.state and e.value.wave == 0 and e.value.instruction.startswith("ds_store_b32")  # the wave's state, as a page fault has
 
 
 def test_scratch_is_private_per_lane():

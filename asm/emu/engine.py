@@ -166,7 +166,7 @@ def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None
     try:
       c.fn(st, w)
     except (WaveError, PageFault) as e:
-      if isinstance(e, PageFault) and not hasattr(e, "state"):
+      if not getattr(e, "state", ""):  # a PageFault, or a WaveError raised with its reason only (LDSFault): add where and the state
         first = _first(sel)
         e.pc = pc if e.pc is None else e.pc
         e.wave, e.state, e.instruction = st.first_wave + first, st.dump(first), c.text

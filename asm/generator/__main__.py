@@ -154,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
   ap = argparse.ArgumentParser(prog="python -m hcq.asm.generator", description=__doc__)
   ap.add_argument("arch", nargs="*", default=sorted(ARCHS), help=f"archs to generate (default: all of {sorted(ARCHS)})")
   args = ap.parse_args(argv)
+  unknown = [a for a in args.arch if a not in ARCHS]
+  if unknown: ap.error(f"unknown arch {', '.join(map(repr, unknown))}; valid: {', '.join(sorted(ARCHS))}")
   if not llvm.available():
     print(f"{llvm.LLVM_MC} not found: apt-get install -y llvm-19", file=sys.stderr); return 1
   for arch in args.arch:
@@ -165,4 +167,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  from hcq.asm.cli import guarded
+  sys.exit(guarded("python -m hcq.asm.generator", main))

@@ -63,6 +63,7 @@ def check(texts: dict[str, str], root: Path) -> int:
     diff = list(difflib.unified_diff(old.splitlines(keepends=True), text.splitlines(keepends=True), str(path), "regenerated", n=1))
     print(f"STALE: {name} differs from what the headers generate ({len(diff)} diff lines):")
     sys.stdout.writelines(diff[:40])
+  if not failed: print(f"ok: the {len(texts)} generated modules match what the headers generate")
   return failed
 
 
@@ -73,7 +74,14 @@ def write(texts: dict[str, str], root: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     with os.fdopen(fd, "w") as f: f.write(text)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a module is an ordinary file
     os.replace(tmp, path)
+
+
+def _umask() -> int:
+  mask = os.umask(0)
+  os.umask(mask)
+  return mask
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,5 +113,9 @@ def main(argv: list[str] | None = None) -> int:
       return 2
     print(f"{name}: {texts[name].count(chr(10))} lines in {time.perf_counter() - t0:.2f}s", file=sys.stderr)
   if args.check: return check(texts, args.out)
-  write(texts, args.out)
+  try:
+    write(texts, args.out)
+  except OSError as e:
+    print(f"error: cannot write under {args.out}: {e.strerror} ({e.filename}); some modules may be written, the rest not", file=sys.stderr)
+    return 2
   return 0

@@ -35,7 +35,7 @@ class AMDProgram(Program):
     try:
       co = read_code_object(code_object)
     except CodeObjectError as e:
-      raise HCQError(f"invalid code object: {e}") from None
+      raise CodeObjectError(f"invalid code object: {e}") from None
     if co.arch != device.arch: raise HCQError(f"code object is for {co.arch}, the device is {device.arch}")
     if name is None:
       if len(co.kernels) != 1: raise HCQError(f"the code object has kernels {', '.join(co.kernels)}: name one")
@@ -59,6 +59,9 @@ class AMDProgram(Program):
     self.properties = d.kernel_code_properties
     layout, self.hidden = self._layout(k)
     super().__init__(device, name, layout, k.kernarg_size)
+    if self.dispatch_packet_offset + DISPATCH_PACKET_BYTES > device.kernargs.buf.nbytes:  # checked at load, not at each launch
+      raise CodeObjectError(f"{name}: {k.kernarg_size} bytes of kernel arguments (and the dispatch packet) exceed the "
+                            f"{device.kernargs.buf.nbytes}-byte kernarg ring")
     if self.private_segment_size: device.ensure_scratch(self.private_segment_size, k.wavefront_size)
 
   @staticmethod

@@ -2,6 +2,7 @@
 turns every failure into one line and a documented exit code (never a traceback)."""
 from __future__ import annotations
 import argparse
+import math
 import os
 import sys
 
@@ -45,7 +46,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                   "and memory where the driver exposes it (amdgpu fdinfo)")
   ap.add_argument("--dev", metavar="SEL", help="show only the GPUs named by SEL (see device selection below)")
   args = ap.parse_args(argv)
+  if args.watch is not None and not math.isfinite(args.watch): ap.error(f"--watch {args.watch}: the interval must be a finite number of seconds")
   if args.watch is not None and args.watch < 0: ap.error("--watch interval must not be negative")
+  if args.dev is not None and not [item for item in args.dev.split(",") if item.strip()]:
+    ap.error(f"--dev {args.dev!r} names no GPU: give an index, a name or a PCI address (see device selection below)")
   if args.watch == 0 and args.count is None: ap.error("--watch 0 needs --count N to bound it")
   if args.count is not None:
     if args.count < 1: ap.error("--count must be at least 1")
