@@ -7,6 +7,7 @@ saying so once.
 from __future__ import annotations
 import ctypes
 import sys
+import threading
 import time
 
 import numpy as np
@@ -20,7 +21,9 @@ from hcq.drivers.amd.kfd import KFDInterface, gpu_nodes
 from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue
 from hcq.drivers.amd.program import AMDProgram
 from hcq.drivers.amd.sdma import AMDCopyQueue
+from hcq.drivers.amd.va import AddressSpace
 from hcq.errors import GPUFault, HCQError
+from hcq.sym import Variable
 
 PAGE = 4096
 VA_SPACE = 1 << 40            # reserved once; every buffer gets its GPU and CPU address in it
@@ -53,6 +56,7 @@ def _open_os(spec: DevSpec):
 
 class AMDDevice(Device):
   """See the module docstring."""
+  va_space = VA_SPACE  # bytes of address space reserved at open (a class attribute, so a test can make it small)
 
   def __init__(self, spec: DevSpec):
     self.spec = spec
@@ -71,8 +75,10 @@ class AMDDevice(Device):
     self.timestamp_frequency = TIMESTAMP_HZ[family]
     self.dialect = DIALECTS[family](self._gc_bases())
     self.tmpring_size, self.scratch_base, self._scratch, self._scratch_per_wave, self.scratch_generation = 0, 0, None, 0, 0
-    self._va_base = self.os.mmap(0, VA_SPACE, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE, -1, 0)
-    self._va_next = self._va_base
+    self._va_base = self.os.mmap(0, self.va_space, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE, -1, 0)
+    self._va = AddressSpace(self._va_base, self.va_space)
+    self._va_lock = threading.Lock()
+    self._staging_lock = threading.Lock()  # one staging buffer: one host<->device copy at a time
     self._handles: dict[int, int] = {}
     super().__init__(spec)
     self.staging = self.alloc(STAGING_BYTES, "host")
@@ -88,15 +94,10 @@ class AMDDevice(Device):
       raise HCQError(f"cannot read the GC block's IP discovery table ({path}: {e.strerror}): the compute registers cannot be placed") from None
 
   # ---- memory ----
-  def _reserve(self, nbytes: int, align: int = 1 << 16) -> int:
-    va = (self._va_next + align - 1) // align * align
-    if va + nbytes > self._va_base + VA_SPACE: raise HCQError(f"out of GPU address space ({VA_SPACE >> 30} GiB reserved)")
-    self._va_next = va + nbytes
-    return va
-
   def _alloc(self, nbytes: int, kind: str) -> Buffer:
     size = (nbytes + PAGE - 1) // PAGE * PAGE
-    va = self._reserve(size)
+    with self._va_lock:
+      va = self._va.alloc(size)
     flags = MEMORY_FLAGS[kind]
     if kind == "cpu":
       self.os.mmap(va, size, libc.PROT_READ | libc.PROT_WRITE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_FIXED, -1, 0)
@@ -104,14 +105,16 @@ class AMDDevice(Device):
     else:
       handle, offset = self.kfd.alloc(size, flags, va)
       if kind != "device": self.kfd.map_cpu(va, size, offset)
-    self._handles[va] = handle
+    with self._va_lock: self._handles[va] = handle
     return Buffer(self, va, nbytes, kind, None if kind == "device" else va, owner=handle)
 
   def _free(self, buf: Buffer) -> None:
-    self.kfd.free(self._handles.pop(buf.addr))
+    with self._va_lock: handle = self._handles.pop(buf.addr)
+    self.kfd.free(handle)
     size = (buf.nbytes + PAGE - 1) // PAGE * PAGE
     if buf.host_addr is not None:  # give the range back to the reservation
       self.os.mmap(buf.addr, size, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE | libc.MAP_FIXED, -1, 0)
+    with self._va_lock: self._va.free(buf.addr, size)  # unmapped on the GPU and the CPU: the range may be handed out again
 
   def upload(self, dest: Buffer, data: bytes) -> None:
     """Bytes into a buffer (through the staging buffer and SDMA when the CPU cannot see it)."""
@@ -121,6 +124,12 @@ class AMDDevice(Device):
     for off in range(0, nbytes, STAGING_BYTES):
       step(off, min(STAGING_BYTES, nbytes - off))
 
+  def _staged_copy(self, dest: int, src: int, n: int) -> None:
+    """One SDMA copy through the staging buffer, after everything submitted before it (from any thread), and wait."""
+    q = self.copy_queue().wait(self.timeline_signal, Variable("wait")).copy(dest, src, n).signal(self.timeline_signal, Variable("signal"))
+    self.wait_timeline(self.timeline_submit(q))
+    self.check_faults()
+
   def copy_from_host(self, dest: Buffer, src: np.ndarray) -> None:
     if dest.host_addr is not None: return super().copy_from_host(dest, src)
     self.synchronize()
@@ -128,9 +137,8 @@ class AMDDevice(Device):
 
     def step(off: int, n: int) -> None:
       ctypes.memmove(self.staging.host_addr, raw.ctypes.data + off, n)
-      self.copy_queue().copy(dest.addr + off, self.staging.addr, n).signal(self.timeline_signal, self.next_timeline()).submit(self)
-      self.synchronize()
-    self._staged(raw.nbytes, step)
+      self._staged_copy(dest.addr + off, self.staging.addr, n)
+    with self._staging_lock: self._staged(raw.nbytes, step)
 
   def copy_to_host(self, dest: np.ndarray, src: Buffer) -> None:
     if src.host_addr is not None: return super().copy_to_host(dest, src)
@@ -138,10 +146,9 @@ class AMDDevice(Device):
     raw = dest.reshape(-1).view(np.uint8)
 
     def step(off: int, n: int) -> None:
-      self.copy_queue().copy(self.staging.addr, src.addr + off, n).signal(self.timeline_signal, self.next_timeline()).submit(self)
-      self.synchronize()
+      self._staged_copy(self.staging.addr, src.addr + off, n)
       ctypes.memmove(raw.ctypes.data + off, self.staging.host_addr, n)
-    self._staged(raw.nbytes, step)
+    with self._staging_lock: self._staged(raw.nbytes, step)
 
   # ---- queues ----
   def _cwsr_sizes(self) -> tuple[int, int]:
@@ -171,9 +178,12 @@ class AMDDevice(Device):
 
   def _write_ring(self, name: str, words) -> None:
     """Copy dwords into a ring after the write pointer, wait for space if the engine is behind, then ring the doorbell."""
-    q = self.queues[name]
     n, size = len(words), RING_BYTES // 4
     if n > size: raise HCQError(f"{n} dwords do not fit the {name} ring of {size}")
+    with self.lock:  # the write pointer is shared by every thread (and replaced by recover)
+      self._write_ring_locked(self.queues[name], name, words, n, size)
+
+  def _write_ring_locked(self, q: dict, name: str, words, n: int, size: int) -> None:
     put = q["put"]  # in dwords
     deadline = time.monotonic() + self.default_timeout
     while put + n - q["rptr"].value * q["unit"] // 4 > size:
@@ -246,15 +256,17 @@ class AMDDevice(Device):
     raise GPUFault(message, queue=queue, address=address, pc=getattr(self.os, "fault_pc", lambda: None)())
 
   def recover(self) -> None:
-    """What a queue reset leaves: fresh queues, and the timeline caught up so later work does not wait on lost work."""
-    for name, q in list(self.queues.items()):
-      self.kfd.destroy_queue(q["id"])
-      for b in q["buffers"]:
-        if b is not None:
-          self._free(b)
-          b.freed = True
-      self.queues[name] = self._queue(q["type"], q["unit"])
-    self.timeline_signal.value = self.timeline_value - 1
+    """What a queue reset leaves: fresh queues, and the timeline caught up so later work does not wait on lost work.
+    DESTROY_QUEUE returns once the engine has stopped (preempted) the queue, so its buffers are free to go."""
+    with self.lock:
+      for name, q in list(self.queues.items()):
+        self.kfd.destroy_queue(q["id"])
+        for b in q["buffers"]:
+          if b is not None:
+            self._free(b)
+            b.freed = True
+        self.queues[name] = self._queue(q["type"], q["unit"])
+      self.timeline_signal.value = self.timeline_value - 1
 
   def queue_state(self) -> str:
     parts = [f"{n} rptr {q['rptr'].value} wptr {q['wptr'].value}" for n, q in self.queues.items()] if hasattr(self, "queues") else []

@@ -69,10 +69,11 @@ class CPUDevice(Device):
 
   def recover(self) -> None:
     """Drop what the engines are running and everything queued behind it; catch the timeline up."""
-    for e in self.engines.values():
-      while not e.work.empty(): e.work.get_nowait()
-      e.resets += 1
-    self.timeline_signal.value = self.timeline_value - 1
+    with self.lock:  # no submission slips in between the drain and the catch-up
+      for e in self.engines.values():
+        while not e.work.empty(): e.work.get_nowait()
+        e.resets += 1
+      self.timeline_signal.value = self.timeline_value - 1
 
   def queue_state(self) -> str:
     busy = [f"{k}: {e.current[0] if e.current else 'idle'}" for k, e in self.engines.items()]

@@ -120,7 +120,8 @@ class MockKFD:
     handler = self.handlers.get(nr)
     if handler is None: raise kerr(errno.ENOTTY, f"ioctl nr {nr:#x} exists in amdkfd but is not emulated")
     with self.lock:
-      handler(arg)
+      after = handler(arg)
+    if after is not None: after()  # waits the kernel does without the process lock our engine callbacks need
     return 0
 
   def _pdd(self, gpu_id: int) -> GPUNode:
@@ -285,12 +286,21 @@ class MockKFD:
     a.queue_id = queue_id
     a.doorbell_offset = MMAP_TYPE_DOORBELL << MMAP_TYPE_SHIFT | node.gpu_id << MMAP_GPU_ID_SHIFT | doorbell * 8
 
-  def destroy_queue(self, a) -> None:
+  def destroy_queue(self, a):
+    """pqm_destroy_queue -> destroy_queue_cpsch -> remove_queue_mes (Linux 6.1): the queue leaves the process's list, then
+    the scheduler preempts (unmaps) it; the ioctl returns only when it is off the hardware, so no later work of it touches
+    memory. A queue that cannot be preempted in time is still destroyed, and the ioctl fails with ETIME (the kernel then
+    marks the scheduler hung and resets the GPU; pqm_destroy_queue goes on for -ETIME and -EIO)."""
     q = self.queues.pop(a.queue_id, None)
     if q is None: raise kerr(errno.EINVAL, f"no queue {a.queue_id}")
     node = self.nodes[q.gpu_id]
-    node.gpu.stop_queue(q.engine)
     node.doorbells.discard(q.doorbell_id)
+
+    def preempt() -> None:  # outside the process lock: the engine may be reporting an interrupt or an error as it stops
+      if not node.gpu.stop_queue(q.engine):
+        with self.lock: self.queue_errors.append(f"{q.engine.queue_name}: not preempted in time; the GPU would be reset")
+        raise kerr(errno.ETIME, f"queue {a.queue_id} did not stop: failed to remove hardware queue from MES")
+    return preempt
 
   # ---- events ----
   def create_event(self, a) -> None:
