@@ -241,12 +241,13 @@ class AMDDevice(Device):
     self._last_fault_check = now
     result, data = self.kfd.wait_events([self._memory_event, self._hw_event], 0)
     if result != K.KFD_IOC_WAIT_RESULT_COMPLETE: return
-    stuck = [name for name, q in self.queues.items() if q["rptr"].value != q["wptr"].value]
-    queue = stuck[0] if stuck else None
-    where = ""
-    if queue:
-      q = self.queues[queue]
-      where = f" at ring offset {q['rptr'].value * q['unit'] % RING_BYTES:#x}"
+    with self.lock:  # the queues' pointer pages stay mapped while we read them
+      stuck = [name for name, q in self.queues.items() if q["rptr"].value != q["wptr"].value]
+      queue = stuck[0] if stuck else None
+      where = ""
+      if queue:
+        q = self.queues[queue]
+        where = f" at ring offset {q['rptr'].value * q['unit'] % RING_BYTES:#x}"
     details = getattr(self.os, "fault_details", lambda: [])()
     mem = data[0].memory_exception_data
     address = mem.va if mem.va else None
@@ -259,15 +260,22 @@ class AMDDevice(Device):
     """What a queue reset leaves: fresh queues, and the timeline caught up so later work does not wait on lost work.
     DESTROY_QUEUE returns once the engine has stopped (preempted) the queue, so its buffers are free to go."""
     with self.lock:
+      refused = []
       for name, q in list(self.queues.items()):
-        self.kfd.destroy_queue(q["id"])
-        for b in q["buffers"]:
-          if b is not None:
-            self._free(b)
-            b.freed = True
+        try:
+          self.kfd.destroy_queue(q["id"])
+        except HCQError as e:  # not preempted: the hardware may still use its buffers, so they are left allocated
+          refused.append(str(e))
+        else:
+          for b in q["buffers"]:
+            if b is not None:
+              self._free(b)
+              b.freed = True
         self.queues[name] = self._queue(q["type"], q["unit"])
       self.timeline_signal.value = self.timeline_value - 1
+    if refused: raise HCQError(f"{self}: queues reset, but the kernel could not preempt the old ones (their memory is kept): {'; '.join(refused)}")
 
   def queue_state(self) -> str:
-    parts = [f"{n} rptr {q['rptr'].value} wptr {q['wptr'].value}" for n, q in self.queues.items()] if hasattr(self, "queues") else []
+    with self.lock:  # recover() unmaps the old queues' pointer pages
+      parts = [f"{n} rptr {q['rptr'].value} wptr {q['wptr'].value}" for n, q in self.queues.items()] if hasattr(self, "queues") else []
     return super().queue_state() + ("; " + ", ".join(parts) if parts else "")

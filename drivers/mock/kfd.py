@@ -106,6 +106,7 @@ class MockKFD:
     self.queue_errors: list[str] = []  # what the kernel would print to dmesg
     self.last_fault_pc: int | None = None  # the shader's program counter at the last fault, where the emulator knows it
     self.render_fds: dict[int, int] = {}  # open render-node fds -> their minor, kept by the OS object
+    self.preempt_timeout = 10.0  # seconds MES gets to unmap a queue: adev->usec_timeout (100 ms) x100 in amdgpu_emu_mode
     self.handlers = {
       0x01: self.get_version, 0x02: self.create_queue, 0x03: self.destroy_queue, 0x08: self.create_event,
       0x09: self.destroy_event, 0x0A: self.set_event, 0x0B: self.reset_event, 0x0C: self.wait_events,
@@ -287,19 +288,25 @@ class MockKFD:
     a.doorbell_offset = MMAP_TYPE_DOORBELL << MMAP_TYPE_SHIFT | node.gpu_id << MMAP_GPU_ID_SHIFT | doorbell * 8
 
   def destroy_queue(self, a):
-    """pqm_destroy_queue -> destroy_queue_cpsch -> remove_queue_mes (Linux 6.1): the queue leaves the process's list, then
-    the scheduler preempts (unmaps) it; the ioctl returns only when it is off the hardware, so no later work of it touches
-    memory. A queue that cannot be preempted in time is still destroyed, and the ioctl fails with ETIME (the kernel then
-    marks the scheduler hung and resets the GPU; pqm_destroy_queue goes on for -ETIME and -EIO)."""
-    q = self.queues.pop(a.queue_id, None)
+    """pqm_destroy_queue -> destroy_queue_cpsch -> remove_queue_mes (Linux 6.1, gfx11 with MES): the queue leaves the
+    scheduler's list and its doorbell is freed, then MES preempts (unmaps) it; the ioctl returns only once it is off the
+    hardware, so no later work of it touches memory. MES answers within adev->usec_timeout (100 ms, x100 under
+    amdgpu_emu_mode: this GPU is emulated); past that remove_queue_mes fails with ETIMEDOUT and marks the scheduler
+    hung (kfd_hws_hang), and pqm_destroy_queue keeps the queue's entry, so destroying it again frees it with EIO."""
+    q = self.queues.get(a.queue_id)
     if q is None: raise kerr(errno.EINVAL, f"no queue {a.queue_id}")
     node = self.nodes[q.gpu_id]
     node.doorbells.discard(q.doorbell_id)
+    if q.engine not in node.gpu.engines:  # its preemption failed before: the scheduler is hung (remove_queue_mes: -EIO)
+      del self.queues[a.queue_id]
+      raise kerr(errno.EIO, f"queue {a.queue_id}: the scheduler is hung after a failed preemption")
 
     def preempt() -> None:  # outside the process lock: the engine may be reporting an interrupt or an error as it stops
-      if not node.gpu.stop_queue(q.engine):
-        with self.lock: self.queue_errors.append(f"{q.engine.queue_name}: not preempted in time; the GPU would be reset")
-        raise kerr(errno.ETIME, f"queue {a.queue_id} did not stop: failed to remove hardware queue from MES")
+      if node.gpu.stop_queue(q.engine, self.preempt_timeout):
+        with self.lock: self.queues.pop(a.queue_id, None)
+        return
+      with self.lock: self.queue_errors.append(f"{q.engine.queue_name}: MES failed to preempt it; the GPU would be reset")
+      raise kerr(errno.ETIMEDOUT, f"queue {a.queue_id}: failed to remove hardware queue from MES")
     return preempt
 
   # ---- events ----
