@@ -79,15 +79,11 @@ class KernargRing:
     self._in_use: collections.deque[tuple[int, int, int]] = collections.deque()  # (start, end, timeline value), oldest first
     self._view = memoryview((ctypes.c_uint8 * nbytes).from_address(self.buf.host_addr)).cast("B")
 
-  def check(self, nbytes: int) -> None:
-    """Refuse kernel arguments that can never fit (before a launch takes its timeline value)."""
-    if nbytes > self.buf.nbytes: raise HCQError(f"{nbytes} bytes of kernel arguments exceed the kernarg ring ({self.buf.nbytes} bytes)")
-
   def write(self, data: bytes | bytearray, timeline_value: int) -> int:
     """Copy `data` into the ring for the launch that will signal `timeline_value`; returns its device address.
     Callers on several threads hold the device's `lock` (the ring's position is shared)."""
     n = max(len(data), 1)
-    self.check(n)
+    if n > self.buf.nbytes: raise HCQError(f"{len(data)} bytes of kernel arguments exceed the kernarg ring ({self.buf.nbytes} bytes)")
     start = (self.pos + self.align - 1) // self.align * self.align
     wrapped = start + n > self.buf.nbytes
     if wrapped: start = 0
@@ -183,14 +179,12 @@ class Device(metaclass=_DeviceOpener):
     with self.lock:
       v = self.timeline_value
       self.timeline_value += 1
-    taken = self._taken.__dict__.setdefault("values", [])
-    taken.append(v)
+    self._taken.__dict__.setdefault("values", []).append(v)
     return v
 
   def submitted(self) -> None:
     """A submission from this thread went in: the values it took with next_timeline() are on their way."""
-    taken = self._taken.__dict__.get("values")
-    if taken: taken.clear()
+    self._taken.__dict__.clear()
 
   def submit_refused(self) -> None:
     """A submission from this thread was refused: signal the timeline values it took, in order, so nothing waits on them."""
@@ -210,10 +204,14 @@ class Device(metaclass=_DeviceOpener):
     Variable("wait") and ends by signalling Variable("signal"); the value is taken only when the submission is in, so a
     refused one (a missing or out-of-range Variable, a queue too large for its ring) leaves nothing unsignalled, and
     values reach the rings in order from any number of threads."""
-    with self.lock:
-      v = self.timeline_value
-      q.submit(self, {**var_vals, "wait": v - 1, "signal": v} if var_vals else {"wait": v - 1, "signal": v})
-      self.timeline_value = v + 1
+    with self.lock: return self._submit_next(q, dict(var_vals or ()))
+
+  def _submit_next(self, q, vals: dict[str, int]) -> int:
+    """timeline_submit with the lock held; adds "wait" and "signal" to `vals`."""
+    v = vals["signal"] = self.timeline_value
+    vals["wait"] = v - 1
+    q.submit(self, vals)
+    self.timeline_value = v + 1
     return v
 
   def synchronize(self, timeout: float | None = None) -> None:
@@ -257,7 +255,6 @@ class Device(metaclass=_DeviceOpener):
 
     The queue for a (program, grid, timed) is built once with its kernarg address, timeline values and timestamp
     slots symbolic, and replayed for every later launch: only the patch slots change."""
-    self.kernargs.check(len(kernargs))
     timed = wait or self.profiling
     q = self._launch_queue(program, tuple(global_size), tuple(local_size), timed)
     with self.lock:  # the kernarg ring, the cached queue's patch slots and the value's place in the ring are shared
@@ -266,7 +263,7 @@ class Device(metaclass=_DeviceOpener):
         start, end = self.new_signal(name=f"{program.name}.start"), self.new_signal(name=f"{program.name}.end")
         vals.update(start=start.timestamp_addr, end=end.timestamp_addr)
       try:
-        value = self.timeline_submit(q, vals)
+        value = self._submit_next(q, vals)
       except BaseException:
         if timed: self._signal_pool += [start, end]
         raise

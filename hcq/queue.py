@@ -78,7 +78,7 @@ class HWQueue:
     except BaseException:
       device.submit_refused()
       raise
-    device.submitted()
+    if device._taken.__dict__: device.submitted()
     return self
 
   def _submit(self, device: "Device") -> None:

@@ -177,13 +177,11 @@ class AMDDevice(Device):
             "buffers": (ring, pointers, eop, cwsr), "type": queue_type}
 
   def _write_ring(self, name: str, words) -> None:
-    """Copy dwords into a ring after the write pointer, wait for space if the engine is behind, then ring the doorbell."""
+    """Copy dwords into a ring after the write pointer, wait for space if the engine is behind, then ring the doorbell.
+    Called with the device lock held: the write pointer is shared by every thread (and replaced by recover)."""
+    q = self.queues[name]
     n, size = len(words), RING_BYTES // 4
     if n > size: raise HCQError(f"{n} dwords do not fit the {name} ring of {size}")
-    with self.lock:  # the write pointer is shared by every thread (and replaced by recover)
-      self._write_ring_locked(self.queues[name], name, words, n, size)
-
-  def _write_ring_locked(self, q: dict, name: str, words, n: int, size: int) -> None:
     put = q["put"]  # in dwords
     deadline = time.monotonic() + self.default_timeout
     while put + n - q["rptr"].value * q["unit"] // 4 > size:
@@ -198,10 +196,10 @@ class AMDDevice(Device):
     self.os.ring_doorbell(q["doorbell"], q["wptr"].value)
 
   def submit_pm4(self, q: AMDComputeQueue) -> None:
-    self._write_ring("compute", q.words())
+    with self.lock: self._write_ring("compute", q.words())
 
   def submit_sdma(self, q: AMDCopyQueue) -> None:
-    self._write_ring("sdma", q.words())
+    with self.lock: self._write_ring("sdma", q.words())
 
   def compute_queue(self) -> AMDComputeQueue:
     return AMDComputeQueue(self.dialect)
