@@ -64,7 +64,9 @@ class CPUDevice(Device):
     self._fault = fault
 
   def check_faults(self) -> None:
-    fault, self._fault = self._fault, None
+    if self._fault is None: return
+    with self._lock:  # one waiting thread takes the fault
+      fault, self._fault = self._fault, None
     if fault is not None: raise fault
 
   def recover(self) -> None:

@@ -439,5 +439,5 @@ class MockKFD:
 
   def doorbell(self, gpu_id: int, doorbell_id: int) -> None:
     """User space wrote a doorbell: wake that queue's engine."""
-    for q in self.queues.values():
+    for q in list(self.queues.values()):  # a copy: another thread's ioctl may be creating or destroying a queue
       if q.gpu_id == gpu_id and q.doorbell_id == doorbell_id: q.engine.ring.doorbell.set()
