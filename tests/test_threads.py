@@ -141,11 +141,9 @@ def test_threads_that_time_out_together_recover_once(amd, amd_kernels, thread_er
 
 # ---- a refused submission leaves no timeline value unsignalled ----
 
-def refusals(dev, program_and_args, copy_too_large):
-  """(what, a call that is refused, the exception) for each way a submission can be refused after a value is taken."""
-  prg, args = program_and_args
-  buf = args[0]
-
+def refusals(dev, prg, buf) -> list:
+  """(what, a call that is refused, the exception and its message) for the ways a submission is refused after a value
+  was taken, on every backend."""
   def oversized_kernargs():
     dev.launch(prg, bytes(dev.kernargs.buf.nbytes + 64), (1, 1, 1), (32, 1, 1), False)
 
@@ -159,18 +157,17 @@ def refusals(dev, program_and_args, copy_too_large):
   def timeline_submit_missing_variable():
     q = dev.compute_queue().wait(dev.timeline_signal, Variable("wait")).wait(dev.timeline_signal, Variable("missing"))
     dev.timeline_submit(q.signal(dev.timeline_signal, Variable("signal")))
-
-  cases = [("kernargs over the ring", oversized_kernargs, HCQError), ("missing Variable", missing_variable, KeyError),
-           ("out-of-range Variable", out_of_range_variable, ValueError),
-           ("timeline_submit, missing Variable", timeline_submit_missing_variable, KeyError)]
-  if copy_too_large: cases.append(("copy too large for the ring", copy_too_large, HCQError))
-  return cases
+  return [("kernargs over the ring", oversized_kernargs, HCQError, "exceed the kernarg ring"),
+          ("missing Variable", missing_variable, KeyError, "no value for variable 'dst'"),
+          ("out-of-range Variable", out_of_range_variable, ValueError, "outside its range 0..10"),
+          ("timeline_submit, missing Variable", timeline_submit_missing_variable, KeyError, "no value for variable 'missing'")]
 
 
 def check_refusals(dev, launch, cases, monkeypatch):
+  """Each refused submission, then a valid launch: it must not wait for a value the refused one took."""
   monkeypatch.setattr(dev, "default_timeout", 5.0)
-  for what, refused, exc in cases:
-    with pytest.raises(exc):
+  for what, refused, exc, message in cases:
+    with pytest.raises(exc, match=message):
       refused()
     t = time.monotonic()
     launch()
@@ -181,22 +178,21 @@ def check_refusals(dev, launch, cases, monkeypatch):
 def test_amd_refused_submissions_leave_no_value_unsignalled(amd, amd_kernels, monkeypatch):
   add1, _ = amd_kernels
   buf = amd.alloc(4096, "host")
-  big = amd.alloc(4096, "host")
 
-  def copy_too_large():  # more COPY_LINEAR packets than the SDMA ring holds
+  def copy_too_large():  # more COPY_LINEAR packets (7 dwords each) than the SDMA ring holds
     n = (RING_BYTES // 4 // 7 + 1) * COPY_LINEAR_MAX
-    amd.copy_queue().copy(big.addr, big.addr, n).signal(amd.timeline_signal, amd.next_timeline()).submit(amd)
-  check_refusals(amd, lambda: add1(buf, local_size=32, wait=True), refusals(amd, (add1, [buf]), copy_too_large), monkeypatch)
+    amd.copy_queue().copy(buf.addr, buf.addr, n).signal(amd.timeline_signal, amd.next_timeline()).submit(amd)
+  cases = refusals(amd, add1, buf) + [("copy too large for the ring", copy_too_large, HCQError, "do not fit the sdma ring")]
+  check_refusals(amd, lambda: add1(buf, local_size=32, wait=True), cases, monkeypatch)
 
 
 def test_cpu_refused_submissions_leave_no_value_unsignalled(cpu, cpu_vadd, monkeypatch):
   buf = cpu.alloc(4096)
 
-  def copy_too_large():  # refused where it runs: a fault, but its signal still comes
+  def copy_too_large():  # refused where it runs: a fault, but the signals after it still come
     cpu.copy_queue().copy(buf.addr, buf.addr, 1 << 20).signal(cpu.timeline_signal, cpu.next_timeline()).submit(cpu)
     cpu.synchronize()
-  cases = refusals(cpu, (cpu_vadd, [buf]), copy_too_large)
-  cases[-1] = (cases[-1][0], copy_too_large, GPUFault)
+  cases = refusals(cpu, cpu_vadd, buf) + [("copy past its buffer", copy_too_large, GPUFault, "outside every allocation")]
   check_refusals(cpu, lambda: cpu_vadd(buf, buf, buf, local_size=32, vals=(32, 1.0), wait=True), cases, monkeypatch)
 
 
