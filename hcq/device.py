@@ -256,8 +256,8 @@ class Device(metaclass=_DeviceOpener):
     The queue for a (program, grid, timed) is built once with its kernarg address, timeline values and timestamp
     slots symbolic, and replayed for every later launch: only the patch slots change."""
     timed = wait or self.profiling
-    q = self._launch_queue(program, tuple(global_size), tuple(local_size), timed)
     with self.lock:  # the kernarg ring, the cached queue's patch slots and the value's place in the ring are shared
+      q = self._launch_queue(program, tuple(global_size), tuple(local_size), timed)
       vals = {"kernargs": self.kernargs.write(kernargs, self.timeline_value)}
       if timed:
         start, end = self.new_signal(name=f"{program.name}.start"), self.new_signal(name=f"{program.name}.end")
