@@ -177,8 +177,7 @@ class AMDDevice(Device):
             "buffers": (ring, pointers, eop, cwsr), "type": queue_type}
 
   def _write_ring(self, name: str, words) -> None:
-    """Copy dwords into a ring after the write pointer, wait for space if the engine is behind, then ring the doorbell.
-    Called with the device lock held: the write pointer is shared by every thread (and replaced by recover)."""
+    """Copy dwords into a ring after the write pointer, wait for space if the engine is behind, then ring the doorbell."""
     q = self.queues[name]
     n, size = len(words), RING_BYTES // 4
     if n > size: raise HCQError(f"{n} dwords do not fit the {name} ring of {size}")
@@ -195,6 +194,7 @@ class AMDDevice(Device):
     q["wptr"].value = q["put"] * 4 // q["unit"]
     self.os.ring_doorbell(q["doorbell"], q["wptr"].value)
 
+  # the device lock around ring writes: the write pointer is shared by every thread (and replaced by recover)
   def submit_pm4(self, q: AMDComputeQueue) -> None:
     with self.lock: self._write_ring("compute", q.words())
 
@@ -222,7 +222,7 @@ class AMDDevice(Device):
 
   def program(self, code_object: bytes, name: str | None = None) -> AMDProgram:
     """Load a kernel of a code object (ET_DYN from clang/lld or ROCm, or ET_REL from llvmlite)."""
-    return AMDProgram(self, code_object, name)
+    with self.lock: return AMDProgram(self, code_object, name)  # its scratch setup must not change under a launch
 
   # ---- faults and hangs ----
   def _events(self) -> None:
@@ -237,15 +237,17 @@ class AMDDevice(Device):
     now = time.monotonic()
     if now - self._last_fault_check < 1e-3: return
     self._last_fault_check = now
+    with self.lock: self._check_fault_events()  # the queues' pointer pages stay mapped while we read them
+
+  def _check_fault_events(self) -> None:
     result, data = self.kfd.wait_events([self._memory_event, self._hw_event], 0)
     if result != K.KFD_IOC_WAIT_RESULT_COMPLETE: return
-    with self.lock:  # the queues' pointer pages stay mapped while we read them
-      stuck = [name for name, q in self.queues.items() if q["rptr"].value != q["wptr"].value]
-      queue = stuck[0] if stuck else None
-      where = ""
-      if queue:
-        q = self.queues[queue]
-        where = f" at ring offset {q['rptr'].value * q['unit'] % RING_BYTES:#x}"
+    stuck = [name for name, q in self.queues.items() if q["rptr"].value != q["wptr"].value]
+    queue = stuck[0] if stuck else None
+    where = ""
+    if queue:
+      q = self.queues[queue]
+      where = f" at ring offset {q['rptr'].value * q['unit'] % RING_BYTES:#x}"
     details = getattr(self.os, "fault_details", lambda: [])()
     mem = data[0].memory_exception_data
     address = mem.va if mem.va else None

@@ -56,8 +56,7 @@ class AMDProgram(Program):
     self.properties = d.kernel_code_properties
     layout, self.hidden = self._layout(k)
     super().__init__(device, name, layout, k.kernarg_size)
-    if self.private_segment_size:
-      with device.lock: device.ensure_scratch(self.private_segment_size, k.wavefront_size)  # not while a launch builds its queue
+    if self.private_segment_size: device.ensure_scratch(self.private_segment_size, k.wavefront_size)
 
   @staticmethod
   def _layout(k) -> tuple[list[KernelArg], list[tuple[str, int]]]:

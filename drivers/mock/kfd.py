@@ -106,6 +106,7 @@ class MockKFD:
     self.queue_errors: list[str] = []  # what the kernel would print to dmesg
     self.last_fault_pc: int | None = None  # the shader's program counter at the last fault, where the emulator knows it
     self.render_fds: dict[int, int] = {}  # open render-node fds -> their minor, kept by the OS object
+    self.after_unlock = None  # what a handler leaves to run once the process lock is released (DESTROY_QUEUE's preemption)
     self.preempt_timeout = 10.0  # seconds MES gets to unmap a queue: adev->usec_timeout (100 ms) x100 in amdgpu_emu_mode
     self.handlers = {
       0x01: self.get_version, 0x02: self.create_queue, 0x03: self.destroy_queue, 0x08: self.create_event,
@@ -121,8 +122,9 @@ class MockKFD:
     handler = self.handlers.get(nr)
     if handler is None: raise kerr(errno.ENOTTY, f"ioctl nr {nr:#x} exists in amdkfd but is not emulated")
     with self.lock:
-      after = handler(arg)
-    if after is not None: after()  # waits the kernel does without the process lock our engine callbacks need
+      handler(arg)
+      after, self.after_unlock = self.after_unlock, None
+    if after is not None: after()  # a wait the kernel does without the process lock our engine callbacks take
     return 0
 
   def _pdd(self, gpu_id: int) -> GPUNode:
@@ -287,7 +289,7 @@ class MockKFD:
     a.queue_id = queue_id
     a.doorbell_offset = MMAP_TYPE_DOORBELL << MMAP_TYPE_SHIFT | node.gpu_id << MMAP_GPU_ID_SHIFT | doorbell * 8
 
-  def destroy_queue(self, a):
+  def destroy_queue(self, a) -> None:
     """pqm_destroy_queue -> destroy_queue_cpsch -> remove_queue_mes (Linux 6.1, gfx11 with MES): the queue leaves the
     scheduler's list and its doorbell is freed, then MES preempts (unmaps) it; the ioctl returns only once it is off the
     hardware, so no later work of it touches memory. MES answers within adev->usec_timeout (100 ms, x100 under
@@ -307,7 +309,7 @@ class MockKFD:
         return
       with self.lock: self.queue_errors.append(f"{q.engine.queue_name}: MES failed to preempt it; the GPU would be reset")
       raise kerr(errno.ETIMEDOUT, f"queue {a.queue_id}: failed to remove hardware queue from MES")
-    return preempt
+    self.after_unlock = preempt
 
   # ---- events ----
   def create_event(self, a) -> None:
