@@ -194,9 +194,8 @@ class AMDDevice(Device):
     q["wptr"].value = q["put"] * 4 // q["unit"]
     self.os.ring_doorbell(q["doorbell"], q["wptr"].value)
 
-  # the device lock around ring writes: the write pointer is shared by every thread (and replaced by recover)
   def submit_pm4(self, q: AMDComputeQueue) -> None:
-    with self.lock: self._write_ring("compute", q.words())
+    with self.lock: self._write_ring("compute", q.words())  # the write pointer is shared by every thread, replaced by recover
 
   def submit_sdma(self, q: AMDCopyQueue) -> None:
     with self.lock: self._write_ring("sdma", q.words())
