@@ -78,7 +78,7 @@ class HWQueue:
     except BaseException:
       device.submit_refused()
       raise
-    if device._taken.__dict__: device.submitted()
+    if device._taken.__dict__: device.submitted()  # only a thread that took values with next_timeline() has any
     return self
 
   def _submit(self, device: "Device") -> None:
