@@ -80,7 +80,8 @@ class KernargRing:
     self._view = memoryview((ctypes.c_uint8 * nbytes).from_address(self.buf.host_addr)).cast("B")
 
   def write(self, data: bytes | bytearray, timeline_value: int) -> int:
-    """Copy `data` into the ring for the launch that will signal `timeline_value`; returns its device address."""
+    """Copy `data` into the ring for the launch that will signal `timeline_value`; returns its device address.
+    Callers on several threads hold the device's `lock` (the ring's position is shared)."""
     n = max(len(data), 1)
     if n > self.buf.nbytes: raise HCQError(f"{len(data)} bytes of kernel arguments exceed the kernarg ring ({self.buf.nbytes} bytes)")
     start = (self.pos + self.align - 1) // self.align * self.align
@@ -108,6 +109,10 @@ class Device(metaclass=_DeviceOpener):
 
   def __init__(self, spec: DevSpec):
     self.spec = spec
+    # Held from taking a timeline value to the submission that signals it, and around the signal pool and the kernarg
+    # ring: one device is safe to use from several threads. Reentrant: a wait inside may recover the device.
+    self.lock = threading.RLock()
+    self._taken = threading.local()  # values next_timeline() gave this thread that no submission of its has carried yet
     self._signal_pool: list[Signal] = []
     self._signal_mem: list[Buffer] = []
     self.timeline_signal = self.new_signal(0, name="timeline")
@@ -155,21 +160,58 @@ class Device(metaclass=_DeviceOpener):
   # ---- signals and the timeline ----
   def new_signal(self, value: int = 0, name: str = "signal") -> Signal:
     """A signal from the device's pool (give it back with `release_signal`)."""
-    if not self._signal_pool:
-      page = self.alloc(4096, "uncached")
-      self._signal_mem.append(page)
-      self._signal_pool += [Signal(page.offset(off, SIGNAL_BYTES)) for off in range(0, 4096, SIGNAL_BYTES)]
-    sig = self._signal_pool.pop()
+    with self.lock:
+      if not self._signal_pool:
+        page = self.alloc(4096, "uncached")
+        self._signal_mem.append(page)
+        self._signal_pool += [Signal(page.offset(off, SIGNAL_BYTES)) for off in range(0, 4096, SIGNAL_BYTES)]
+      sig = self._signal_pool.pop()
     sig.name, sig.value = name, value
     return sig
 
   def release_signal(self, sig: Signal) -> None:
-    self._signal_pool.append(sig)
+    self._signal_pool.append(sig)  # list.append is atomic
 
   def next_timeline(self) -> int:
-    """Take the timeline value the next submission will signal."""
-    v = self.timeline_value
-    self.timeline_value += 1
+    """Take the timeline value the next submission will signal (`q.signal(dev.timeline_signal, dev.next_timeline())`).
+    If this thread's next submission is refused, the device signals the value itself, so later work does not wait on it.
+    From several threads use `timeline_submit`, which also keeps the values in submission order."""
+    with self.lock:
+      v = self.timeline_value
+      self.timeline_value += 1
+    self._taken.__dict__.setdefault("values", []).append(v)
+    return v
+
+  def submitted(self) -> None:
+    """A submission from this thread went in: the values it took with next_timeline() are on their way."""
+    self._taken.__dict__.clear()
+
+  def submit_refused(self) -> None:
+    """A submission from this thread was refused: signal the timeline values it took, in order, so nothing waits on them."""
+    taken = self._taken.__dict__.get("values")
+    if not taken: return
+    values = sorted(taken)
+    taken.clear()
+    with self.lock:
+      for v in values:
+        try:
+          self.compute_queue().wait(self.timeline_signal, v - 1).signal(self.timeline_signal, v).submit(self)
+        except HCQError:
+          return  # the device is stuck (a full ring): the timeout's recovery catches the timeline up
+
+  def timeline_submit(self, q, var_vals: dict[str, int] | None = None) -> int:
+    """Submit `q` as the timeline's next step and return the value it signals. `q` waits for the timeline to reach
+    Variable("wait") and ends by signalling Variable("signal"); the value is taken only when the submission is in, so a
+    refused one (a missing or out-of-range Variable, a queue too large for its ring) leaves nothing unsignalled, and
+    values reach the rings in order from any number of threads."""
+    with self.lock: return self._submit_next(q, dict(var_vals or ()))
+
+  def _submit_next(self, q, vals: dict[str, int]) -> int:
+    """timeline_submit with the lock held; adds "wait" and "signal" to `vals`."""
+    v = vals["signal"] = self.timeline_value
+    vals["wait"] = v - 1
+    q.submit(self, vals)
+    self.timeline_value = v + 1
     return v
 
   def synchronize(self, timeout: float | None = None) -> None:
@@ -183,7 +225,8 @@ class Device(metaclass=_DeviceOpener):
     try:
       self.timeline_signal.wait(value, timeout)
     except GPUTimeout:
-      self.recover()
+      with self.lock:  # once: another thread that timed out too may have recovered already
+        if self.timeline_signal.value < value: self.recover()
       raise
 
   def recover(self) -> None:
@@ -212,15 +255,18 @@ class Device(metaclass=_DeviceOpener):
 
     The queue for a (program, grid, timed) is built once with its kernarg address, timeline values and timestamp
     slots symbolic, and replayed for every later launch: only the patch slots change."""
-    value = self.next_timeline()
-    addr = self.kernargs.write(kernargs, value)
     timed = wait or self.profiling
-    q = self._launch_queue(program, tuple(global_size), tuple(local_size), timed)
-    vals = {"wait": value - 1, "kernargs": addr, "signal": value}
-    if timed:
-      start, end = self.new_signal(name=f"{program.name}.start"), self.new_signal(name=f"{program.name}.end")
-      vals.update(start=start.timestamp_addr, end=end.timestamp_addr)
-    q.submit(self, vals)
+    with self.lock:  # the kernarg ring, the cached queue's patch slots and the value's place in the ring are shared
+      q = self._launch_queue(program, tuple(global_size), tuple(local_size), timed)
+      vals = {"kernargs": self.kernargs.write(kernargs, self.timeline_value)}
+      if timed:
+        start, end = self.new_signal(name=f"{program.name}.start"), self.new_signal(name=f"{program.name}.end")
+        vals.update(start=start.timestamp_addr, end=end.timestamp_addr)
+      try:
+        value = self._submit_next(q, vals)
+      except BaseException:
+        if timed: self._signal_pool += [start, end]
+        raise
     if not timed: return None
     if self.profiling: self.profile_events.append(("exec", program.name, start, end))
     if not wait: return None

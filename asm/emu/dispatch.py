@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from hcq.asm.emu.engine import Program, Stats, execute
+from hcq.asm.emu.errors import Cancelled
 from hcq.asm.emu.gfx9 import GFX9_ARCHS
 from hcq.asm.emu.memory import VirtualMemory
 from hcq.asm.emu.scratch import SLOT_GRANULE, ScratchRing
@@ -159,6 +160,7 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
   old = np.seterr(all="ignore")
   try:
     for g0 in range(0, groups, batch):
+      if cancel is not None and cancel(): raise Cancelled(f"dispatch cancelled before workgroup {g0} of {groups}")
       count = min(groups, g0 + batch) - g0
       wg_of_wave, ids, v0, exec_mask = _batch(plan, g0, count, (gx, gy, gz)) if count * wpg <= 4096 else _batch.__wrapped__(plan, g0, count, (gx, gy, gz))
       n = count * wpg

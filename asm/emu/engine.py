@@ -131,7 +131,8 @@ def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None
             trace: Callable | None = None, trace_wave: int | None = None, cancel: Callable[[], bool] | None = None,
             start_pc: int | None = None) -> None:
   """Run every wave of `st` to s_endpgm. `trace(wave, pc, text, writes)` is called for `trace_wave` (a dispatch index);
-  `cancel()`, asked every 4096 steps, stops the run with Cancelled (a queue reset ending a kernel that never ends).
+  `cancel()`, asked every 16 steps, stops the run with Cancelled (a queue reset ending a kernel that never ends; a
+  step of a large batch of waves takes milliseconds, so a preemption waits at most a fraction of a second).
   `start_pc`: every wave is live and starts there (a fresh launch), which spares the first scheduling pass."""
   count = st.count
   all_waves = slice(None)
@@ -176,7 +177,7 @@ def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None
       raise WaveError(f"emulator error in {c.text!r}: {type(e).__name__}: {e}", pc, st.first_wave + first, st.dump(first), c.text) from e
     executed += k
     stats.steps += 1
-    if cancel is not None and not stats.steps & 4095 and cancel(): raise Cancelled(f"dispatch cancelled at pc {pc:#x}")
+    if cancel is not None and not stats.steps & 15 and cancel(): raise Cancelled(f"dispatch cancelled at pc {pc:#x}")
     stats.by_format[c.fmt] = stats.by_format.get(c.fmt, 0) + k
     if c.fmt in VECTOR_FORMATS: stats.valu_lane_ops += k * st.lanes
     if traced: trace(st.first_wave + tw, pc, c.text, _writes(st, tw, before))

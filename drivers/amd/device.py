@@ -7,6 +7,7 @@ saying so once.
 from __future__ import annotations
 import ctypes
 import sys
+import threading
 import time
 
 import numpy as np
@@ -20,7 +21,9 @@ from hcq.drivers.amd.kfd import KFDInterface, gpu_nodes
 from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue
 from hcq.drivers.amd.program import AMDProgram
 from hcq.drivers.amd.sdma import AMDCopyQueue
+from hcq.drivers.amd.va import AddressSpace
 from hcq.errors import GPUFault, HCQError
+from hcq.sym import Variable
 
 PAGE = 4096
 VA_SPACE = 1 << 40            # reserved once; every buffer gets its GPU and CPU address in it
@@ -53,6 +56,7 @@ def _open_os(spec: DevSpec):
 
 class AMDDevice(Device):
   """See the module docstring."""
+  va_space = VA_SPACE  # bytes of address space reserved at open (a class attribute, so a test can make it small)
 
   def __init__(self, spec: DevSpec, ring_bytes: int = RING_BYTES, os_layer=None):
     """`ring_bytes`: the size of each queue's ring; `os_layer`: an OS object to use instead of the one the DEV string picks
@@ -74,8 +78,10 @@ class AMDDevice(Device):
     self.timestamp_frequency = TIMESTAMP_HZ[family]
     self.dialect = DIALECTS[family](self._gc_bases())
     self.tmpring_size, self.scratch_base, self._scratch, self._scratch_per_wave, self.scratch_generation = 0, 0, None, 0, 0
-    self._va_base = self.os.mmap(0, VA_SPACE, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE, -1, 0)
-    self._va_next = self._va_base
+    self._va_base = self.os.mmap(0, self.va_space, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE, -1, 0)
+    self._va = AddressSpace(self._va_base, self.va_space)
+    self._va_lock = threading.Lock()
+    self._staging_lock = threading.Lock()  # one staging buffer: one host<->device copy at a time
     self._handles: dict[int, int] = {}
     super().__init__(spec)
     self.staging = self.alloc(STAGING_BYTES, "host")
@@ -91,15 +97,10 @@ class AMDDevice(Device):
       raise HCQError(f"cannot read the GC block's IP discovery table ({path}: {e.strerror}): the compute registers cannot be placed") from None
 
   # ---- memory ----
-  def _reserve(self, nbytes: int, align: int = 1 << 16) -> int:
-    va = (self._va_next + align - 1) // align * align
-    if va + nbytes > self._va_base + VA_SPACE: raise HCQError(f"out of GPU address space ({VA_SPACE >> 30} GiB reserved)")
-    self._va_next = va + nbytes
-    return va
-
   def _alloc(self, nbytes: int, kind: str) -> Buffer:
     size = (nbytes + PAGE - 1) // PAGE * PAGE
-    va = self._reserve(size)
+    with self._va_lock:
+      va = self._va.alloc(size)
     flags = MEMORY_FLAGS[kind]
     if kind == "cpu":
       self.os.mmap(va, size, libc.PROT_READ | libc.PROT_WRITE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_FIXED, -1, 0)
@@ -107,14 +108,16 @@ class AMDDevice(Device):
     else:
       handle, offset = self.kfd.alloc(size, flags, va)
       if kind != "device": self.kfd.map_cpu(va, size, offset)
-    self._handles[va] = handle
+    with self._va_lock: self._handles[va] = handle
     return Buffer(self, va, nbytes, kind, None if kind == "device" else va, owner=handle)
 
   def _free(self, buf: Buffer) -> None:
-    self.kfd.free(self._handles.pop(buf.addr))
+    with self._va_lock: handle = self._handles.pop(buf.addr)
+    self.kfd.free(handle)
     size = (buf.nbytes + PAGE - 1) // PAGE * PAGE
     if buf.host_addr is not None:  # give the range back to the reservation
       self.os.mmap(buf.addr, size, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE | libc.MAP_FIXED, -1, 0)
+    with self._va_lock: self._va.free(buf.addr, size)  # unmapped on the GPU and the CPU: the range may be handed out again
 
   def upload(self, dest: Buffer, data: bytes) -> None:
     """Bytes into a buffer (through the staging buffer and SDMA when the CPU cannot see it)."""
@@ -124,6 +127,12 @@ class AMDDevice(Device):
     for off in range(0, nbytes, STAGING_BYTES):
       step(off, min(STAGING_BYTES, nbytes - off))
 
+  def _staged_copy(self, dest: int, src: int, n: int) -> None:
+    """One SDMA copy through the staging buffer, after everything submitted before it (from any thread), and wait."""
+    q = self.copy_queue().wait(self.timeline_signal, Variable("wait")).copy(dest, src, n).signal(self.timeline_signal, Variable("signal"))
+    self.wait_timeline(self.timeline_submit(q))
+    self.check_faults()
+
   def copy_from_host(self, dest: Buffer, src: np.ndarray) -> None:
     if dest.host_addr is not None: return super().copy_from_host(dest, src)
     self.synchronize()
@@ -131,9 +140,8 @@ class AMDDevice(Device):
 
     def step(off: int, n: int) -> None:
       ctypes.memmove(self.staging.host_addr, raw.ctypes.data + off, n)
-      self.copy_queue().copy(dest.addr + off, self.staging.addr, n).signal(self.timeline_signal, self.next_timeline()).submit(self)
-      self.synchronize()
-    self._staged(raw.nbytes, step)
+      self._staged_copy(dest.addr + off, self.staging.addr, n)
+    with self._staging_lock: self._staged(raw.nbytes, step)
 
   def copy_to_host(self, dest: np.ndarray, src: Buffer) -> None:
     if src.host_addr is not None: return super().copy_to_host(dest, src)
@@ -141,10 +149,9 @@ class AMDDevice(Device):
     raw = dest.reshape(-1).view(np.uint8)
 
     def step(off: int, n: int) -> None:
-      self.copy_queue().copy(self.staging.addr, src.addr + off, n).signal(self.timeline_signal, self.next_timeline()).submit(self)
-      self.synchronize()
+      self._staged_copy(self.staging.addr, src.addr + off, n)
       ctypes.memmove(raw.ctypes.data + off, self.staging.host_addr, n)
-    self._staged(raw.nbytes, step)
+    with self._staging_lock: self._staged(raw.nbytes, step)
 
   # ---- queues ----
   def _cwsr_sizes(self) -> tuple[int, int, int]:
@@ -223,10 +230,10 @@ class AMDDevice(Device):
     self._advance(q, n)
 
   def submit_pm4(self, q: AMDComputeQueue) -> None:
-    self._write_ring("compute", q.words())
+    with self.lock: self._write_ring("compute", q.words())  # the write pointer is shared by every thread, replaced by recover
 
   def submit_sdma(self, q: AMDCopyQueue) -> None:
-    self._write_ring("sdma", q.words())
+    with self.lock: self._write_ring("sdma", q.words())
 
   def compute_queue(self) -> AMDComputeQueue:
     return AMDComputeQueue(self.dialect)
@@ -263,7 +270,7 @@ class AMDDevice(Device):
 
   def program(self, code_object: bytes, name: str | None = None) -> AMDProgram:
     """Load a kernel of a code object (ET_DYN from clang/lld or ROCm, or ET_REL from llvmlite)."""
-    return AMDProgram(self, code_object, name)
+    with self.lock: return AMDProgram(self, code_object, name)  # its scratch setup must not change under a launch
 
   # ---- faults and hangs ----
   def _events(self) -> None:
@@ -278,6 +285,9 @@ class AMDDevice(Device):
     now = time.monotonic()
     if now - self._last_fault_check < 1e-3: return
     self._last_fault_check = now
+    with self.lock: self._check_fault_events()  # the queues' pointer pages stay mapped while we read them
+
+  def _check_fault_events(self) -> None:
     result, data = self.kfd.wait_events([self._memory_event, self._hw_event], 0)
     if result != K.KFD_IOC_WAIT_RESULT_COMPLETE: return
     stuck = [name for name, q in self.queues.items() if self._pending(q)]
@@ -295,16 +305,25 @@ class AMDDevice(Device):
     raise GPUFault(message, queue=queue, address=address, pc=getattr(self.os, "fault_pc", lambda: None)())
 
   def recover(self) -> None:
-    """What a queue reset leaves: fresh queues, and the timeline caught up so later work does not wait on lost work."""
-    for name, q in list(self.queues.items()):
-      self.kfd.destroy_queue(q["id"])
-      for b in q["buffers"]:
-        if b is not None:
-          self._free(b)
-          b.freed = True
-      self.queues[name] = self._queue(q["type"], q["unit"])
-    self.timeline_signal.value = self.timeline_value - 1
+    """What a queue reset leaves: fresh queues, and the timeline caught up so later work does not wait on lost work.
+    DESTROY_QUEUE returns once the engine has stopped (preempted) the queue, so its buffers are free to go."""
+    with self.lock:
+      refused = []
+      for name, q in list(self.queues.items()):
+        try:
+          self.kfd.destroy_queue(q["id"])
+        except HCQError as e:  # not preempted: the hardware may still use its buffers, so they are left allocated
+          refused.append(str(e))
+        else:
+          for b in q["buffers"]:
+            if b is not None:
+              self._free(b)
+              b.freed = True
+        self.queues[name] = self._queue(q["type"], q["unit"])
+      self.timeline_signal.value = self.timeline_value - 1
+    if refused: raise HCQError(f"{self}: queues reset, but the kernel could not preempt the old ones (their memory is kept): {'; '.join(refused)}")
 
   def queue_state(self) -> str:
-    parts = [f"{n} rptr {q['rptr'].value} wptr {q['wptr'].value}" for n, q in self.queues.items()] if hasattr(self, "queues") else []
+    with self.lock:  # recover() unmaps the old queues' pointer pages
+      parts = [f"{n} rptr {q['rptr'].value} wptr {q['wptr'].value}" for n, q in self.queues.items()] if hasattr(self, "queues") else []
     return super().queue_state() + ("; " + ", ".join(parts) if parts else "")

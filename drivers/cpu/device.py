@@ -64,15 +64,18 @@ class CPUDevice(Device):
     self._fault = fault
 
   def check_faults(self) -> None:
-    fault, self._fault = self._fault, None
+    if self._fault is None: return
+    with self._lock:  # one waiting thread takes the fault
+      fault, self._fault = self._fault, None
     if fault is not None: raise fault
 
   def recover(self) -> None:
     """Drop what the engines are running and everything queued behind it; catch the timeline up."""
-    for e in self.engines.values():
-      while not e.work.empty(): e.work.get_nowait()
-      e.resets += 1
-    self.timeline_signal.value = self.timeline_value - 1
+    with self.lock:  # no submission slips in between the drain and the catch-up
+      for e in self.engines.values():
+        while not e.work.empty(): e.work.get_nowait()
+        e.resets += 1
+      self.timeline_signal.value = self.timeline_value - 1
 
   def queue_state(self) -> str:
     busy = [f"{k}: {e.current[0] if e.current else 'idle'}" for k, e in self.engines.items()]

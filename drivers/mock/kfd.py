@@ -136,6 +136,8 @@ class MockKFD:
     self.queue_errors: list[str] = []  # what the kernel would print to dmesg
     self.last_fault_pc: int | None = None  # the shader's program counter at the last fault, where the emulator knows it
     self.render_fds: dict[int, int] = {}  # open render-node fds -> their minor, kept by the OS object
+    self.after_unlock = None  # what a handler leaves to run once the process lock is released (DESTROY_QUEUE's preemption)
+    self.preempt_timeout = 10.0  # seconds MES gets to unmap a queue: adev->usec_timeout (100 ms) x100 in amdgpu_emu_mode
     self.handlers = {
       0x01: self.get_version, 0x02: self.create_queue, 0x03: self.destroy_queue, 0x08: self.create_event,
       0x09: self.destroy_event, 0x0A: self.set_event, 0x0B: self.reset_event, 0x0C: self.wait_events,
@@ -151,6 +153,8 @@ class MockKFD:
     if handler is None: raise kerr(errno.ENOTTY, f"ioctl nr {nr:#x} exists in amdkfd but is not emulated")
     with self.lock:
       handler(arg)
+      after, self.after_unlock = self.after_unlock, None
+    if after is not None: after()  # a wait the kernel does without the process lock our engine callbacks take
     return 0
 
   def _pdd(self, gpu_id: int) -> GPUNode:
@@ -346,11 +350,26 @@ class MockKFD:
     self._mapping(node, a.ctx_save_restore_address, total, "CWSR area (context save area + debugger area)")  # no SVM fallback
 
   def destroy_queue(self, a) -> None:
-    q = self.queues.pop(a.queue_id, None)
+    """pqm_destroy_queue -> destroy_queue_cpsch -> remove_queue_mes (Linux 6.1, gfx11 with MES): the queue leaves the
+    scheduler's list and its doorbell is freed, then MES preempts (unmaps) it; the ioctl returns only once it is off the
+    hardware, so no later work of it touches memory. MES answers within adev->usec_timeout (100 ms, x100 under
+    amdgpu_emu_mode: this GPU is emulated); past that remove_queue_mes fails with ETIMEDOUT and marks the scheduler
+    hung (kfd_hws_hang), and pqm_destroy_queue keeps the queue's entry, so destroying it again frees it with EIO."""
+    q = self.queues.get(a.queue_id)
     if q is None: raise kerr(errno.EINVAL, f"no queue {a.queue_id}")
     node = self.nodes[q.gpu_id]
-    node.gpu.stop_queue(q.engine)
     node.doorbells.discard(q.doorbell_id)
+    if q.engine not in node.gpu.engines:  # its preemption failed before: the scheduler is hung (remove_queue_mes: -EIO)
+      del self.queues[a.queue_id]
+      raise kerr(errno.EIO, f"queue {a.queue_id}: the scheduler is hung after a failed preemption")
+
+    def preempt() -> None:  # outside the process lock: the engine may be reporting an interrupt or an error as it stops
+      if node.gpu.stop_queue(q.engine, self.preempt_timeout):
+        with self.lock: self.queues.pop(a.queue_id, None)
+        return
+      with self.lock: self.queue_errors.append(f"{q.engine.queue_name}: MES failed to preempt it; the GPU would be reset")
+      raise kerr(errno.ETIMEDOUT, f"queue {a.queue_id}: failed to remove hardware queue from MES")
+    self.after_unlock = preempt
 
   # ---- events ----
   def create_event(self, a) -> None:
@@ -482,5 +501,5 @@ class MockKFD:
 
   def doorbell(self, gpu_id: int, doorbell_id: int) -> None:
     """User space wrote a doorbell: wake that queue's engine."""
-    for q in self.queues.values():
+    for q in list(self.queues.values()):  # a copy: another thread's ioctl may be creating or destroying a queue
       if q.gpu_id == gpu_id and q.doorbell_id == doorbell_id: q.engine.ring.doorbell.set()

@@ -54,10 +54,12 @@ class Engine(threading.Thread):
       except QueueStopped:
         return
       except QueueError as e:
+        if ring.stopped: return  # preempted mid-packet: its memory may be gone already, and a stopped queue reports nothing
         self._publish_rptr()
         self.error = e
         self.gpu.queue_error(self, e)
       except Exception as e:  # a memory fault or an engine bug: the queue stops, the process is told
+        if ring.stopped: return
         self._publish_rptr()
         self.error = QueueError(f"{type(e).__name__}: {e}", ring.rptr * ring.unit % ring.size)
         self.gpu.queue_error(self, self.error, cause=e)

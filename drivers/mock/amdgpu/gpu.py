@@ -79,11 +79,14 @@ class MockAMDGPU:
     engine.start()
     return engine
 
-  def stop_queue(self, engine: Engine) -> None:
+  def stop_queue(self, engine: Engine, timeout: float = 5.0) -> bool:
+    """Preempt (unmap) a queue: the engine stops between packets, a dispatch between instruction steps of its waves.
+    True once its thread has ended and will touch no memory again; False if it did not stop within `timeout`."""
     engine.ring.stopped = True
     engine.ring.doorbell.set()
-    engine.join(timeout=5)
-    self.engines.remove(engine)
+    engine.join(timeout=timeout)
+    if engine in self.engines: self.engines.remove(engine)
+    return not engine.is_alive()
 
   def interrupt(self, ctxid: int) -> None:
     if self.on_interrupt: self.on_interrupt(ctxid)
