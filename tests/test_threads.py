@@ -235,8 +235,12 @@ def test_destroy_queue_that_cannot_be_preempted_is_etimedout_then_eio():
   q = p.call("CREATE_QUEUE", "create_queue", gpu_id=p.gpu_id, queue_type=K.KFD_IOC_QUEUE_TYPE_COMPUTE, ring_size=4096,
              ring_base_address=p.va + (16 << 20), read_pointer_address=p.va + (8 << 20), write_pointer_address=p.va + (8 << 20) + 8,
              queue_percentage=100)
-  node.bos[ring.handle].host.view(np.uint32)[:5] = [(3 << 30) | (0x15 << 8) | (3 << 16), 1, 1, 1, 1]  # DISPATCH_DIRECT
-  node.bos[ptrs.handle].host.view(np.uint64)[1] = 5  # the write pointer, in dwords
+  from hcq.autogen.am import gc_11_0_0 as gc
+  from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx11_dialect
+  rsrc = AMDComputeQueue(gfx11_dialect(node.gpu.board.gc_bases)).set_sh_reg(gc.regCOMPUTE_PGM_RSRC1, 1 << 20, 1 << 6)._q  # PRIV, TRAP_PRESENT: preemptible
+  words = rsrc + [(3 << 30) | (0x15 << 8) | (3 << 16), 1, 1, 1, 1]  # DISPATCH_DIRECT
+  node.bos[ring.handle].host.view(np.uint32)[:len(words)] = words
+  node.bos[ptrs.handle].host.view(np.uint64)[1] = len(words)  # the write pointer, in dwords
   assert running.wait(5)
   t = time.monotonic()
   assert p.errno_of("DESTROY_QUEUE", "destroy_queue", queue_id=q.queue_id) == errno.ETIMEDOUT
