@@ -120,3 +120,33 @@ def test_int64_to_float_conversions_match_numpy(tmp_path, arch):
   for what, got, exp in zip(["f32", "f16", "f64", "u64->f32", "u64->f64"], outs, want):
     bad = np.nonzero(got.view(f"u{got.itemsize}") != exp.view(f"u{exp.itemsize}"))[0]
     assert not len(bad), f"{arch} int64 -> {what}: {[(int(x[i]), float(got[i]), float(exp[i])) for i in bad[:6]]}"
+
+
+TOP = 2**64 - 4
+ADDRESS_EDGES = [   # (instruction, registers, the faulting address the ISA's address arithmetic gives)
+  ("global_load_b32 v1, v[2:3], off", {"v": {2: TOP & 0xffffffff, 3: TOP >> 32}}, TOP),
+  ("global_load_b64 v[4:5], v[2:3], off", {"v": {2: TOP & 0xffffffff, 3: TOP >> 32}}, TOP),
+  ("global_store_b32 v[2:3], v1, off", {"v": {2: TOP & 0xffffffff, 3: TOP >> 32}}, TOP),
+  ("global_atomic_add_u32 v1, v[2:3], v1, off glc", {"v": {2: TOP & 0xffffffff, 3: TOP >> 32}}, TOP),
+  ("global_load_b32 v1, v[2:3], off offset:-4", {"v": {2: 0, 3: 0}}, TOP),                 # 0 - 4 wraps to 2^64 - 4
+  ("global_load_b32 v1, v2, s[4:5]", {"s": {4: TOP & 0xffffffff, 5: TOP >> 32}, "v": {2: 0}}, TOP),
+  ("global_load_b32 v1, v[2:3], off", {"v": {2: 0xfffffffc, 3: 0xffff}}, 2**48 - 4),
+  ("flat_load_b32 v1, v[2:3]", {"v": {2: TOP & 0xffffffff, 3: TOP >> 32}}, TOP),
+  ("flat_store_b32 v[2:3], v1", {"v": {2: TOP & 0xffffffff, 3: TOP >> 32}}, TOP),
+  ("s_load_b32 s6, s[4:5], 0x0", {"s": {4: TOP & 0xffffffff, 5: TOP >> 32}}, TOP),
+  ("s_load_b128 s[8:11], s[4:5], 0x0", {"s": {4: 0xfffffff0, 5: 0xffffffff}}, 2**64 - 16),
+  ("s_load_b32 s6, s[4:5], 0x0", {"s": {4: 0xfffffffc, 5: 0xffff}}, 2**48 - 4),
+  # a V# with base 2^48 - 4 (the top of its 48-bit field), OOB_SELECT 3 (no range check)
+  ("buffer_load_b32 v1, off, s[8:11], 0", {"s": {8: 0xfffffffc, 9: 0xffff, 10: 0xffffffff, 11: 3 << 28}}, 2**48 - 4),
+  ("buffer_store_b32 v1, off, s[8:11], 0", {"s": {8: 0xfffffffc, 9: 0xffff, 10: 0xffffffff, 11: 3 << 28}}, 2**48 - 4),
+]
+
+
+@pytest.mark.parametrize("text,regs,address", ADDRESS_EDGES, ids=[f"{t.split()[0]}@{a:#x}" for t, _, a in ADDRESS_EDGES])
+def test_addresses_near_the_top_fault_with_the_address(text, regs, address):
+  """An access at an unmapped address near 2^64 or 2^48 is a PageFault naming the address (it was an IndexError from a
+  negative offset into the mapping below it)."""
+  from hcq.asm.emu import PageFault
+  with pytest.raises(PageFault) as e:
+    run_snippet(text, lanes=32, exec_mask=1, **regs)
+  assert e.value.address == address, f"{text}: fault at {e.value.address:#x}, expected {address:#x}"
