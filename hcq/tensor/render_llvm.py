@@ -542,17 +542,35 @@ class _KernelWriter:
     if src.is_float and to.is_float:
       if (src, to) == (dtypes.float64, dtypes.float16): return self.f64_to_f16(v)
       return Value(self.emit(f"{'fpext' if to.itemsize > src.itemsize else 'fptrunc'} {st} {v.name} to {tt}"), to, w)
-    if src.is_float:  # float -> int: through i64 like C on x86, saturating instead of poison out of range
-      if to.bits == 64:
-        sat = "fptoui" if to.is_unsigned else "fptosi"
-        return Value(self.call(f"llvm.{sat}.sat.{suffix(to, w)}.{suffix(src, w)}", tt, [(st, v.name)]), to, w)
-      i64 = self.cast(v, dtypes.int64)
-      return self.cast(i64, to)
+    if src.is_float: return self.float_to_int(v, to)
     if to.is_float:
       return Value(self.emit(f"{'uitofp' if src.is_unsigned else 'sitofp'} {st} {v.name} to {tt}"), to, w)
     if to.bits == src.bits: return Value(v.name, to, w)
     if to.bits < src.bits: return Value(self.emit(f"trunc {st} {v.name} to {tt}"), to, w)
     return Value(self.emit(f"{'zext' if src.is_unsigned else 'sext'} {st} {v.name} to {tt}"), to, w)
+
+  def float_to_int(self, v: Value, to: DType) -> Value:
+    """float -> int as numpy computes it on x86-64, defined for every input (LLVM's fptosi is poison out of range):
+    the CPU's truncating conversion to int32 or int64, which gives INT_MIN (x86's "integer indefinite") for NaN, inf
+    and out of range; 8/16-bit ints truncate that int32; unsigned 32/64-bit ints convert x - 2^(bits-1) for
+    x >= 2^(bits-1) and flip the top bit back (numpy's contiguous loop; its float16 -> uint32 truncates an int64)."""
+    w = v.width
+    bits = 64 if to.bits == 64 or (to == dtypes.uint32 and v.dtype == dtypes.float16) else 32
+    if v.dtype == dtypes.float16: v = self.cast(v, dtypes.float32)   # exact; half cannot hold the 2^31 bounds
+    it = self.ty(dtypes.int64 if bits == 64 else dtypes.int32, w)
+    ft, bt, half = self.ty(v.dtype, w), self.ty(dtypes.bool, w), 2.0 ** (bits - 1)
+    def truncate(x: str) -> str:   # x86 cvttss2si / cvttsd2si
+      inside = self.emit(f"and {bt} {self.emit(f'fcmp oge {ft} {x}, {self.const(-half, v.dtype, w)}')}, "
+                         f"{self.emit(f'fcmp olt {ft} {x}, {self.const(half, v.dtype, w)}')}")
+      r = self.emit(f"fptosi {ft} {self.emit(f'select {bt} {inside}, {ft} {x}, {ft} {self.const(0.0, v.dtype, w)}')} to {it}")
+      return self.emit(f"select {bt} {inside}, {it} {r}, {it} {self.const(-(1 << (bits - 1)), dtypes.int64 if bits == 64 else dtypes.int32, w)}")
+    r = truncate(v.name)
+    if to.is_unsigned and to.bits == bits:
+      top = truncate(self.emit(f"fsub {ft} {v.name}, {self.const(half, v.dtype, w)}"))
+      top = self.emit(f"xor {it} {top}, {self.const(-(1 << (bits - 1)), dtypes.int64 if bits == 64 else dtypes.int32, w)}")
+      r = self.emit(f"select {bt} {self.emit(f'fcmp oge {ft} {v.name}, {self.const(half, v.dtype, w)}')}, {it} {top}, {it} {r}")
+    if to.bits < bits: r = self.emit(f"trunc {it} {r} to {self.ty(to, w)}")
+    return Value(r, to, w)
 
   def f64_to_f16(self, v: Value) -> Value:
     """double -> half without the __truncdfhf2 helper: round to float with round-to-odd (no double rounding),

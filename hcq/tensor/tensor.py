@@ -232,7 +232,7 @@ class Tensor:
 
   # types
   def cast(self, dtype) -> Tensor:
-    """Convert values to `dtype` (numpy's astype; floats to ints truncate, out-of-range saturates)."""
+    """Convert values to `dtype` (numpy's astype; floats to ints truncate; out of range, inf and NaN give numpy's x86-64 results: docs/tensor.md)."""
     return Tensor(self.node.cast(to_dtype(dtype)))
   astype = cast
 
