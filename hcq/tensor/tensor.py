@@ -710,7 +710,9 @@ class Tensor:
       if isinstance(i, Tensor): return i.numpy()
       if isinstance(i, (list, np.ndarray)) and np.asarray(i).dtype.kind not in "biu" and np.asarray(i).size:
         raise IndexError("arrays used as indices must be of integer (or boolean) type")
-      return np.asarray(i) if isinstance(i, list) else i
+      if not isinstance(i, list): return i
+      arr = np.asarray(i)
+      return arr.astype(np.intp) if arr.size == 0 else arr   # numpy reads an empty list ([], [[]]) as integer positions
     index = tuple(host(i) for i in index) if isinstance(index, tuple) else host(index)
     # each axis's coordinate as a broadcast (copy-free) view of an arange, indexed: host memory of the result's size
     pos = np.broadcast_to(np.zeros((), np.int64), self.shape)[index]
