@@ -112,6 +112,37 @@ def test_floordiv_mod(op, dtype, rng):
   check(got.numpy(), want, 1e-5 if dtype.startswith("float") else 0)
 
 
+FLOAT_EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 1.5, -2.5, 7.0, -7.0, 1e30, -1e30, 1e-45, np.inf, -np.inf, np.nan]
+
+
+def float_edge_pairs(dtype: str) -> tuple[np.ndarray, np.ndarray]:
+  """Every pair of FLOAT_EDGES (in `dtype`: 1e30 is inf in float16, 1e-45 is 0)."""
+  with np.errstate(over="ignore"): e = np.array(FLOAT_EDGES, np.float64).astype(dtype)
+  return np.repeat(e, len(e)), np.tile(e, len(e))
+
+
+def mismatches(got: np.ndarray, want: np.ndarray, x: np.ndarray, y: np.ndarray, rtol: float = 0.0) -> list:
+  """(x, y, got, want) where got is not want: NaN alike, zeros by sign, finite values within rtol."""
+  got, want = got.astype(np.float64), want.astype(np.float64)
+  same = (np.isnan(got) & np.isnan(want)) | ((got == want) & (np.signbit(got) == np.signbit(want)))
+  same |= np.isfinite(want) & (want != 0) & (np.abs(got - want) <= rtol * np.abs(want))
+  return [(float(x[i]), float(y[i]), float(got[i]), float(want[i])) for i in np.nonzero(~same)[0]]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_float_floordiv_mod_pow_at_the_edges_are_numpys(dtype):
+  """//, % and ** over every pair of signed zeros, ones, halves, huge, tiny, inf and NaN: numpy's values, NaN and
+  signed zeros included (inf // 2 is NaN, 1 // -inf is -1, 0 % -1 is -0.0)."""
+  x, y = float_edge_pairs(dtype)
+  with np.errstate(all="ignore"):
+    for name, f in [("//", lambda a, b: a // b), ("%", lambda a, b: a % b), ("**", lambda a, b: a ** b)]:
+      bad = mismatches(f(T(x, dtype), T(y, dtype)).numpy(), f(x, y), x, y)
+      assert not bad, f"{dtype} {name}: (x, y, got, numpy) {bad[:8]}"
+    for e in (0.5, 2, -1, 3, -0.5, 0, 1.5):   # a scalar exponent: numpy's array ** 0.5 is its sqrt ((-inf) ** 0.5 is NaN)
+      bad = mismatches((T(x[::len(FLOAT_EDGES)], dtype) ** e).numpy(), x[::len(FLOAT_EDGES)] ** e, x[::len(FLOAT_EDGES)], np.full(len(FLOAT_EDGES), e))
+      assert not bad, f"{dtype} ** {e}: (x, y, got, numpy) {bad[:8]}"
+
+
 def test_int_division_by_zero_is_zero():
   a = Tensor(np.array([5, -5, 0], np.int32))
   np.testing.assert_array_equal((a // 0).numpy(), [0, 0, 0])

@@ -83,6 +83,20 @@ def test_pow_special_cases():
   with np.errstate(all="ignore"): check((A(x) ** A(y)).numpy(), x ** y, 2e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_float_floordiv_mod_pow_at_the_edges_are_numpys(dtype):
+  """As on the CPU: // and % exactly numpy's; ** numpy's special values, finite results within pow's 2e-5."""
+  from tests.test_tensor import FLOAT_EDGES, float_edge_pairs, mismatches
+  x, y = float_edge_pairs(dtype)
+  with np.errstate(all="ignore"):
+    for name, f, rtol in [("//", lambda a, b: a // b, 0.0), ("%", lambda a, b: a % b, 0.0), ("**", lambda a, b: a ** b, 2e-5 if dtype == F32 else 1e-3)]:
+      bad = mismatches(f(A(x, dtype), A(y, dtype)).numpy(), f(x, y), x, y, rtol)
+      assert not bad, f"{dtype} {name}: (x, y, got, numpy) {bad[:8]}"
+    col = x[::len(FLOAT_EDGES)]
+    bad = mismatches((A(col, dtype) ** 0.5).numpy(), col ** 0.5, col, col * 0 + 0.5)
+    assert not bad, bad
+
+
 @pytest.mark.parametrize("src,dst", [("float32", "float16"), ("float16", "float32"), ("float32", "int8"), ("int8", "float32"),
                                      ("float32", "int64"), ("int64", "float32"), ("float32", "bfloat16"), ("bfloat16", "float32"),
                                      ("int64", "int8"), ("uint8", "int32"), ("float32", "bool"), ("bool", "float16"),

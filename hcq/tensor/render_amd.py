@@ -156,7 +156,7 @@ class _AMDKernelWriter(_KernelWriter):
 
   def pow_f32(self, x: str, y: str) -> str:
     """numpy's float32 power: exp2(y * log2|x|), negated for a negative x (-0 and -inf included) and an odd integral y,
-    NaN for a finite negative x and a non-integral y; x**0 = 1**y = 1."""
+    NaN for a finite negative x and a non-integral y; x**0 = 1**y = (-1)**inf = 1."""
     f32 = dtypes.float32
     mag = self.poly_exp2(self.emit(f"fmul float {y}, {self.poly_log2(self.intrinsic('fabs', f32, 1, [x]), 1)}"), 1)
     integral = self.emit(f"fcmp oeq float {self.intrinsic('trunc', f32, 1, [y])}, {y}")
@@ -170,6 +170,10 @@ class _AMDKernelWriter(_KernelWriter):
     nan = self.emit(f"and i1 {finite_neg}, {self.emit(f'xor i1 {integral}, true')}")
     r = self.emit(f"select i1 {nan}, float {self.f(math.nan, 1)}, float {r}")
     y0, x1 = self.emit(f"fcmp oeq float {y}, {self.f(0.0, 1)}"), self.emit(f"fcmp oeq float {x}, {self.f(1.0, 1)}")
+    # C's pow(-1, +-inf) is 1 (exp2(inf * log2(1)) would be NaN)
+    ax, ay = self.intrinsic("fabs", f32, 1, [x]), self.intrinsic("fabs", f32, 1, [y])
+    one_inf = self.emit(f"and i1 {self.emit(f'fcmp oeq float {ax}, {self.f(1.0, 1)}')}, {self.emit(f'fcmp oeq float {ay}, {self.f(math.inf, 1)}')}")
+    x1 = self.emit(f"or i1 {x1}, {one_inf}")
     return self.emit(f"select i1 {self.emit(f'or i1 {y0}, {x1}')}, float {self.f(1.0, 1)}, float {r}")
 
 

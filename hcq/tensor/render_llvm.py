@@ -619,17 +619,7 @@ class _KernelWriter:
         return Value(self.poly_sincos(a, w, op), out, w)
       intr.update({"EXP": "exp", "EXP2": "exp2", "LOG": "log", "LOG2": "log2"})
       if op in intr: return Value(self.intrinsic(intr[op], d, w, [x.name for x in srcs]), out, w)
-      if op == "IDIV":
-        q = self.emit(f"fdiv {t} {a}, {b}")
-        return Value(self.intrinsic("floor", d, w, [q]), out, w)
-      if op == "MOD":  # Python/numpy modulo: the result takes the divisor's sign
-        r = self.emit(f"frem {t} {a}, {b}")
-        nz = self.emit(f"fcmp une {t} {r}, {self.const(0.0, d, w)}")
-        rneg = self.emit(f"fcmp olt {t} {r}, {self.const(0.0, d, w)}")
-        bneg = self.emit(f"fcmp olt {t} {b}, {self.const(0.0, d, w)}")
-        bt = self.ty(dtypes.bool, w)
-        fix = self.emit(f"and {bt} {nz}, {self.emit(f'xor {bt} {rneg}, {bneg}')}")
-        return Value(self.emit(f"select {bt} {fix}, {t} {self.emit(f'fadd {t} {r}, {b}')}, {t} {r}"), out, w)
+      if op in ("IDIV", "MOD"): return self.float_divmod(op, srcs[0], srcs[1])
       raise NotImplementedError(f"{op} on {d.name}")
     # integers and bool
     signed = d.kind == "i"
@@ -647,6 +637,33 @@ class _KernelWriter:
       return Value(self.call(f"llvm.abs.{suffix(d, w)}", t, [(t, a), ("i1", "false")]), out, w)
     if op in ("IDIV", "MOD"): return self.int_divmod(op, srcs[0], srcs[1], out)
     raise NotImplementedError(f"{op} on {d.name}")
+
+  def float_divmod(self, op: str, av: Value, bv: Value) -> Value:
+    """numpy's float floor_divide and remainder, step for step as its npy_divmod computes them (so inf // 2 is NaN,
+    1 // -inf is -1, 0 % -1 is -0.0): mod = fmod(a, b), div = (a - mod) / b, both moved one step toward the divisor's
+    sign when mod's sign differs, zeros signed, the quotient snapped to the nearest integer; b == 0 gives a / b and
+    fmod(a, 0). float16 computes in float32 and rounds, as numpy's half loops do."""
+    if av.dtype == dtypes.float16:
+      return self.cast(self.float_divmod(op, self.cast(av, dtypes.float32), self.cast(bv, dtypes.float32)), dtypes.float16)
+    d, w = av.dtype, max(av.width, bv.width)
+    t, bt, a, b = self.ty(d, w), self.ty(dtypes.bool, w), av.name, bv.name
+    zero, one = self.const(0.0, d, w), self.const(1.0, d, w)
+    sel = lambda c, x, y: self.emit(f"select {bt} {c}, {t} {x}, {t} {y}")
+    mod = self.emit(f"frem {t} {a}, {b}")
+    quot = self.emit(f"fdiv {t} {a}, {b}")
+    div = self.emit(f"fdiv {t} {self.emit(f'fsub {t} {a}, {mod}')}, {b}")
+    mod_nz = self.emit(f"fcmp une {t} {mod}, {zero}")   # C truthiness: NaN is nonzero
+    signs = self.emit(f"xor {bt} {self.emit(f'fcmp olt {t} {b}, {zero}')}, {self.emit(f'fcmp olt {t} {mod}, {zero}')}")
+    step = self.emit(f"and {bt} {mod_nz}, {signs}")
+    if op == "MOD":
+      r = sel(mod_nz, sel(step, self.emit(f"fadd {t} {mod}, {b}"), mod), self.intrinsic("copysign", d, w, [zero, b]))
+    else:
+      div = sel(step, self.emit(f"fsub {t} {div}, {one}"), div)
+      fl = self.intrinsic("floor", d, w, [div])
+      up = self.emit(f"fcmp ogt {t} {self.emit(f'fsub {t} {div}, {fl}')}, {self.const(0.5, d, w)}")
+      snapped = sel(up, self.emit(f"fadd {t} {fl}, {one}"), fl)
+      r = sel(self.emit(f"fcmp une {t} {div}, {zero}"), snapped, self.intrinsic("copysign", d, w, [zero, quot]))
+    return Value(sel(self.emit(f"fcmp oeq {t} {b}, {zero}"), quot if op == "IDIV" else mod, r), d, w)
 
   def int_divmod(self, op: str, av: Value, bv: Value, out: DType) -> Value:
     """numpy's floor division and modulo; x // 0 and x % 0 give 0 (numpy warns), MIN // -1 wraps."""

@@ -314,10 +314,13 @@ class Tensor:
     """numpy's remainder: the result takes the divisor's sign."""
     return self._binary("MOD", other, np.remainder, reverse)
   def pow(self, other, reverse=False) -> Tensor:
-    """x ** y. Integer powers are computed in float64 and converted back (exact below 2**53)."""
+    """x ** y. Integer powers are computed in float64 and converted back (exact below 2**53); a float x ** 0.5 is
+    sqrt(x), as numpy computes it."""
     other = self._operand(other)
     if not reverse and not isinstance(other, Tensor) and other == 2: return self * self
     dt = _np_dtype_of(np.power, *((other.dtype if isinstance(other, Tensor) else other, self.dtype) if reverse else (self.dtype, other.dtype if isinstance(other, Tensor) else other)))
+    # numpy's float power with a scalar exponent 0.5 is its sqrt ((-inf) ** 0.5 is nan, (-0.0) ** 0.5 is -0.0)
+    if dt.is_float and not reverse and not isinstance(other, Tensor) and other == 0.5: return self.cast(dt).sqrt()
     if dt.is_float: return self._binary("POW", other, np.power, reverse)
     return self.cast(dtypes.float64)._binary("POW", other, np.power, reverse, compute=dtypes.float64).cast(dt)
   def maximum(self, other) -> Tensor:
