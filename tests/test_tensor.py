@@ -411,6 +411,19 @@ def test_reduce_nan_and_empty():
   with pytest.raises(ValueError, match="zero-size array"): Tensor(np.zeros((0,), np.float32)).max()
 
 
+def test_float32_sums_longer_than_an_accumulator_holds():
+  """A float32 accumulator of ones stops growing at 2^24: a sum over 5 * 2^30 elements (a broadcast, nothing allocated;
+  over 2^32, the count an accumulator per partial sum saturated at) is exact, and 2^27 copies of 0.1 and of 0.7 in
+  rows and columns are within 1e-5 of the exact sum (numpy's pairwise sum is; naive accumulation was off by 10%)."""
+  n = 5 << 30
+  assert Tensor(np.ones(1, np.float32)).expand(n).sum().item() == n
+  v = np.array([0.1, 0.7], np.float32)
+  exact = v.astype(np.float64) * (1 << 27)
+  check(Tensor(v).reshape(2, 1).expand(2, 1 << 27).sum(1).numpy(), exact, 1e-5)
+  check(Tensor(v).reshape(1, 2).expand(1 << 27, 2).sum(0).numpy(), exact, 1e-5)
+  check(Tensor(v).reshape(1, 2, 1).expand(1 << 13, 2, 1 << 14).sum((0, 2)).numpy(), exact, 1e-5)
+
+
 @pytest.mark.parametrize("n", [1 << 16, (1 << 20) + 3, 3 << 18])
 def test_big_reductions(n, rng):
   x = rng.standard_normal(n).astype(np.float32)

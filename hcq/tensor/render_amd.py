@@ -90,8 +90,10 @@ class _AMDKernelWriter(_KernelWriter):
             f'\n\nattributes #0 = {{ nounwind "amdgpu-flat-work-group-size"="1,{self.group or LOCAL}" }}\n')
 
   # the grouped layout's hooks (see _KernelWriter): lanes share the reduce loops, combine in LDS, one lane stores
-  def reduce_loops(self, body) -> None:
-    if not self.group: return super().reduce_loops(body)
+  def sum_levels(self) -> int: return 0 if self.group else super().sum_levels()   # grouped lanes share the loop: no blocks
+
+  def reduce_loops(self, body, flush=None, levels: int = 0) -> None:
+    if not self.group: return super().reduce_loops(body, flush, levels)
     extent = math.prod(self.spec.full_shape[a] for a in self.lk.reduce_axes)
     def lane_body():
       self.unflatten(self.var_names["r"], self.lk.reduce_axes, extent)

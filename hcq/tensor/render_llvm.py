@@ -60,6 +60,10 @@ def suffix(dtype: DType, width: int) -> str:
   return f"v{width}{base}" if width > 1 else base
 
 
+# a float sum's accumulators take this many iterations of the innermost reduce loop, then are added to a running total,
+# which takes as many blocks before it is added to the next (levels as deep as the loop is long): the error grows with
+# the block and the depth, not with the loop length (a float32 accumulator of ones stops growing at 2^24)
+SUM_BLOCK = 256
 MIN_VALUE = {"SUM": lambda d: 0, "MAX": lambda d: -math.inf if d.is_float else (0 if d.kind in "ub" else -(1 << (d.bits - 1))),
              "MIN": lambda d: math.inf if d.is_float else (1 if d.kind == "b" else ((1 << d.bits) - 1 if d.kind == "u" else (1 << (d.bits - 1)) - 1))}
 
@@ -272,9 +276,40 @@ class _KernelWriter:
         for combo in combos: self.store(combo, 0, False)
       self.once(store_once)
 
-  def reduce_loops(self, body) -> None:
-    """The loops over the reduce axes around `body` (a GPU target may share them between the workgroup's lanes)."""
-    self.nested_loops(self.lk.reduce_axes, body)
+  def reduce_loops(self, body, flush=None, levels: int = 0) -> None:
+    """The loops over the reduce axes around `body` (a GPU target may share them between the workgroup's lanes).
+    With `levels` (a float sum, sum_levels()): the innermost loop runs in blocks of SUM_BLOCK iterations, blocks of
+    SUM_BLOCK blocks, ... `levels` deep, with `flush(k)` after each block of level k."""
+    axes = self.lk.reduce_axes
+    if not levels: return self.nested_loops(axes, body)
+    last, n = axes[-1], self.spec.full_shape[axes[-1]]
+    step = self.lk.step(last)
+    def level(k: int, start: str, end: str) -> None:   # [start, end) of the innermost axis in blocks of level k
+      if k == 0: return self.loop(f"a{last}", start, end, step, body)
+      span = SUM_BLOCK ** k * step
+      def block():
+        lo = self.var_names[f"b{k}_{last}"]
+        hi = self.emit(f"add i64 {lo}, {span}")
+        level(k - 1, lo, self.emit(f"select i1 {self.emit(f'icmp slt i64 {hi}, {end}')}, i64 {hi}, i64 {end}"))
+        flush(k)
+      self.loop(f"b{k}_{last}", start, end, span, block)
+    def innermost():
+      if levels == 1 and -(-n // step) <= SUM_BLOCK:   # short, inside long outer reduce loops: a flush after each pass
+        level(0, "0", str(n))
+        return flush(1)
+      level(levels, "0", str(n))
+    self.nested_loops(axes[:-1], innermost)
+
+  def sum_levels(self) -> int:
+    """How many levels of blocks a float sum's innermost reduce loop takes (0: none, it is short)."""
+    axes = self.lk.reduce_axes
+    if not axes: return 0
+    iters = -(-self.spec.full_shape[axes[-1]] // self.lk.step(axes[-1]))
+    if iters <= SUM_BLOCK:   # one flush per pass when long outer reduce loops repeat a loop worth it
+      return 1 if iters >= 16 and math.prod(self.spec.full_shape[a] for a in axes[:-1]) > 1 else 0
+    levels = 1
+    while SUM_BLOCK ** (levels + 1) < iters: levels += 1
+    return levels
 
   def once(self, body) -> None:
     """Run `body` once per output (a GPU target whose lanes share an output lets one lane do it)."""
@@ -309,11 +344,26 @@ class _KernelWriter:
           acc = self.emit(f"load {t}, {self.pptr} {slots[(ci, u)]}")
           new = self.combine(op, Value(acc, dtype, width), x)
           self.lines.append(f"  store {t} {new.name}, {self.pptr} {slots[(ci, u)]}")
-    self.reduce_loops(body)
+    levels = self.sum_levels() if op == "SUM" and dtype.is_float else 0
+    totals = [slots]   # level 0: the accumulators; level k: the running total of level k-1's blocks
+    for k in range(1, levels + 1):
+      totals.append({})
+      for key in slots:
+        totals[k][key] = f"%total{self.count}"
+        self.count += 1
+        self.allocas.append(f"  {totals[k][key]} = alloca {t}{self.alloca_space}")
+        self.lines.append(f"  store {t} {ident}, {self.pptr} {totals[k][key]}")
+    def flush(k: int) -> None:   # level k-1 into level k (a plain fadd: not reassociated away), level k-1 restarts
+      for key in slots:
+        total, part = self.emit(f"load {t}, {self.pptr} {totals[k][key]}"), self.emit(f"load {t}, {self.pptr} {totals[k - 1][key]}")
+        self.lines.append(f"  store {t} {self.emit(f'fadd {t} {total}, {part}')}, {self.pptr} {totals[k][key]}")
+        self.lines.append(f"  store {t} {ident}, {self.pptr} {totals[k - 1][key]}")
+    self.reduce_loops(body, flush, levels)
+    totals = totals[-1]
     for ci in range(len(combos)):
-      acc = Value(self.emit(f"load {t}, {self.pptr} {slots[(ci, 0)]}"), dtype, width)
+      acc = Value(self.emit(f"load {t}, {self.pptr} {totals[(ci, 0)]}"), dtype, width)
       for u in range(1, copies):
-        acc = self.combine(op, acc, Value(self.emit(f"load {t}, {self.pptr} {slots[(ci, u)]}"), dtype, width))
+        acc = self.combine(op, acc, Value(self.emit(f"load {t}, {self.pptr} {totals[(ci, u)]}"), dtype, width))
       if vec_in_reduce and width > 1: acc = self.horizontal(op, acc)
       self.reduce_results[(red.key, ci)] = self.combine_lanes(op, acc)
 
