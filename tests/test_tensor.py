@@ -411,6 +411,12 @@ def test_reduce_nan_and_empty():
   with pytest.raises(ValueError, match="zero-size array"): Tensor(np.zeros((0,), np.float32)).max()
 
 
+def test_sin_of_negative_zero_is_negative_zero():
+  x = np.array([-0.0, 0.0, -1e-30], np.float32)
+  got = Tensor(x).sin().numpy()
+  assert got.tolist() == np.sin(x).tolist() and np.signbit(got).tolist() == [True, False, True]
+
+
 def test_float32_sums_longer_than_an_accumulator_holds():
   """A float32 accumulator of ones stops growing at 2^24: a sum over 5 * 2^30 elements (a broadcast, nothing allocated;
   over 2^32, the count an accumulator per partial sum saturated at) is exact, and 2^27 copies of 0.1 and of 0.7 in

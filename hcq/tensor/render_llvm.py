@@ -829,7 +829,7 @@ class _KernelWriter:
 
   def poly_sincos(self, x: str, w: int, op: str) -> str:
     """float32 sin/cos: Cody-Waite reduction by pi/4 and the Cephes sinf/cosf polynomials (~1 ulp for |x| < 8192).
-    Larger, infinite or NaN inputs take libm for the whole vector (a branch, rarely taken)."""
+    A vector with a larger, infinite or NaN input takes sincos_far (a branch, rarely taken)."""
     ft, it, bt = self.ty(dtypes.float32, w), self.ty(dtypes.int32, w), self.ty(dtypes.bool, w)
     ax = self.intrinsic("fabs", dtypes.float32, w, [x])
     j = self.emit(f"fptosi {ft} {self.emit(f'fmul {ft} {ax}, {self.f(4 / math.pi, w)}')} to {it}")
@@ -838,6 +838,29 @@ class _KernelWriter:
     r = ax
     for c in (0.78515625, 2.4187564849853515625e-4, 3.77489497744594108e-8):
       r = self.fma(y, self.f(-c, w), r, w)
+    result = self.sincos_reduced(x, r, j, w, op)
+    # out of the polynomial's range (or inf/nan): the whole vector the slow way (a branch, rarely taken)
+    slot = f"%sincos{self.count}"
+    self.count += 1
+    self.allocas.append(f"  {slot} = alloca {ft}{self.alloca_space}")
+    self.lines.append(f"  store {ft} {result}, {self.pptr} {slot}")
+    big = self.emit(f"fcmp ugt {ft} {ax}, {self.f(8192.0, w)}")
+    anybig = self.call(f"llvm.vector.reduce.or.v{w}i1", "i1", [(bt, big)]) if w > 1 else big
+    tag = self.count
+    self.lines.append(f"  br i1 {anybig}, label %sincos_slow{tag}, label %sincos_done{tag}")
+    self.label(f"sincos_slow{tag}")
+    self.lines.append(f"  store {ft} {self.sincos_far(x, w, op)}, {self.pptr} {slot}")
+    self.lines.append(f"  br label %sincos_done{tag}")
+    self.label(f"sincos_done{tag}")
+    return self.emit(f"load {ft}, {self.pptr} {slot}")
+
+  def sincos_far(self, x: str, w: int, op: str) -> str:
+    """float32 sin/cos of any input, |x| > 8192, inf and NaN included: libm's."""
+    return self.intrinsic(op.lower(), dtypes.float32, w, [x])
+
+  def sincos_reduced(self, x: str, r: str, j: str, w: int, op: str) -> str:
+    """sin or cos of x from |x| = j * pi/4 + r (j even, |r| <= pi/4): the Cephes polynomials and the octant's signs."""
+    ft, it, bt = self.ty(dtypes.float32, w), self.ty(dtypes.int32, w), self.ty(dtypes.bool, w)
     z = self.emit(f"fmul {ft} {r}, {r}")
     sp = self.fma(self.fma(self.f(-1.9515295891e-4, w), z, self.f(8.3321608736e-3, w), w), z, self.f(-1.6666654611e-1, w), w)
     sin_r = self.fma(self.emit(f"fmul {ft} {sp}, {z}"), r, r, w)
@@ -849,22 +872,9 @@ class _KernelWriter:
     mid = self.emit(f"or {bt} {self.emit(f'icmp eq {it} {octant}, {self.i(1, w)}')}, {self.emit(f'icmp eq {it} {octant}, {self.i(2, w)}')}")
     if op == "SIN":
       val = self.emit(f"select {bt} {mid}, {ft} {cos_r}, {ft} {sin_r}")
-      neg = self.emit(f"xor {bt} {flip}, {self.emit(f'fcmp olt {ft} {x}, {self.f(0.0, w)}')}")
+      signbit = self.emit(f"icmp slt {it} {self.emit(f'bitcast {ft} {x} to {it}')}, {self.i(0, w)}")   # sin(-0.0) is -0.0
+      neg = self.emit(f"xor {bt} {flip}, {signbit}")
     else:
       val = self.emit(f"select {bt} {mid}, {ft} {sin_r}, {ft} {cos_r}")
       neg = self.emit(f"xor {bt} {flip}, {self.emit(f'icmp ugt {it} {octant}, {self.i(1, w)}')}")
-    result = self.emit(f"select {bt} {neg}, {ft} {self.emit(f'fneg {ft} {val}')}, {ft} {val}")
-    # out of the polynomial's range (or inf/nan): libm for this vector
-    slot = f"%sincos{self.count}"
-    self.count += 1
-    self.allocas.append(f"  {slot} = alloca {ft}{self.alloca_space}")
-    self.lines.append(f"  store {ft} {result}, {self.pptr} {slot}")
-    big = self.emit(f"fcmp ugt {ft} {ax}, {self.f(8192.0, w)}")
-    anybig = self.call(f"llvm.vector.reduce.or.v{w}i1", "i1", [(bt, big)]) if w > 1 else big
-    tag = self.count
-    self.lines.append(f"  br i1 {anybig}, label %sincos_slow{tag}, label %sincos_done{tag}")
-    self.label(f"sincos_slow{tag}")
-    self.lines.append(f"  store {ft} {self.intrinsic(op.lower(), dtypes.float32, w, [x])}, {self.pptr} {slot}")
-    self.lines.append(f"  br label %sincos_done{tag}")
-    self.label(f"sincos_done{tag}")
-    return self.emit(f"load {ft}, {self.pptr} {slot}")
+    return self.emit(f"select {bt} {neg}, {ft} {self.emit(f'fneg {ft} {val}')}, {ft} {val}")
