@@ -83,6 +83,18 @@ def test_pow_special_cases():
   with np.errstate(all="ignore"): check((A(x) ** A(y)).numpy(), x ** y, 2e-6)
 
 
+def test_int64_to_float_casts_at_the_edges():
+  """int64 -> float32/float16 on the emulated GPU (LLVM's lowering counts the sign bits with v_cls_i32): 2^62 + 1 gave
+  1.0 and INT64_MAX gave -2.0 while v_cls_i32 was one short."""
+  from tests.test_emu_edges import edge_values
+  u = np.array(edge_values(64) + [2**62 + 1, 2**63 - 1], np.uint64)
+  for arr in (u.view(np.int64), u):
+    for dst in ("float32", "float16", "float64"):
+      with np.errstate(over="ignore"): want = arr.astype(dst)
+      got = A(arr).cast(dst).numpy()
+      assert (got.view(f"u{got.itemsize}") == want.view(f"u{want.itemsize}")).all(), (arr.dtype, dst)
+
+
 def sincos_inputs(n: int, rng) -> np.ndarray:
   """float32 inputs for sin/cos past the polynomial's 8192: a sweep to 1e6, log-spaced magnitudes up to 3.4e38, the
   float32s nearest to (and next after) multiples of pi/2 (the reduction's hardest cases), and the range's ends."""
