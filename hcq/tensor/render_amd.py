@@ -89,7 +89,8 @@ class _AMDKernelWriter(_KernelWriter):
     super().__init__(scalar_plan(lk))
     self.datalayout = datalayout
     self.group = group_size(self.lk)  # 0: one workitem per output
-    self.globals: list[str] = []      # LDS arrays of the lane trees
+    self.globals: list[str] = []      # LDS arrays of the lane trees; sin/cos's table
+    self.sincos_table = False         # whether the globals hold SINCOS_TABLE
 
   def unflatten(self, flat: str, axes: list[int], total: int) -> None:
     """Axis variables from a row-major flat index over `axes` (the last fastest)."""
@@ -194,7 +195,8 @@ class _AMDKernelWriter(_KernelWriter):
   def sincos_far(self, x: str, w: int, op: str) -> str:
     """float32 sin/cos of any input (SINCOS_TABLE's reduction in float64, then the Cephes polynomials); NaN for inf."""
     assert w == 1, "the AMD renderer is scalar"
-    if "@sincos_t0" not in "".join(self.globals):
+    if not self.sincos_table:
+      self.sincos_table = True
       for k in range(3):
         vals = ", ".join(f"double {const_literal(parts[k], dtypes.float64)}" for parts in SINCOS_TABLE)
         self.globals.append(f"@sincos_t{k} = internal addrspace(4) constant [{len(SINCOS_TABLE)} x double] [{vals}], align 8")
