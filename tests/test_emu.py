@@ -441,8 +441,8 @@ def test_swizzle_and_wqm():
 def test_cls_clz_ctz():
   st = run_snippet("v_cls_i32_e32 v1, v0\nv_clz_i32_u32_e32 v2, v0\nv_ctz_i32_b32_e32 v3, v0\ns_cls_i32 s2, s4", v={0: np.array([0, -1, 1, -2, 0x40000000] + [8] * 27, np.int64)},
                    s={4: 0xfffffff0})
-  assert list(iv(st, 1)[:5]) == [-1, -1, 30, 30, 0] and list(iv(st, 2)[:5]) == [-1, 0, 31, 0, 1] and list(iv(st, 3)[:5]) == [-1, 0, 0, 1, 30]
-  assert st.s[2, 0] == 27
+  assert list(iv(st, 1)[:5]) == [-1, -1, 31, 31, 1] and list(iv(st, 2)[:5]) == [-1, 0, 31, 0, 1] and list(iv(st, 3)[:5]) == [-1, 0, 0, 1, 30]
+  assert st.s[2, 0] == 28   # 0xfffffff0: bit 3 is the first that differs from the sign (ISA: index 28 from the MSB)
 
 
 def test_sendmsg_rtn_realtime_advances():

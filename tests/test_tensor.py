@@ -112,6 +112,37 @@ def test_floordiv_mod(op, dtype, rng):
   check(got.numpy(), want, 1e-5 if dtype.startswith("float") else 0)
 
 
+FLOAT_EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 1.5, -2.5, 7.0, -7.0, 1e30, -1e30, 1e-45, np.inf, -np.inf, np.nan]
+
+
+def float_edge_pairs(dtype: str) -> tuple[np.ndarray, np.ndarray]:
+  """Every pair of FLOAT_EDGES (in `dtype`: 1e30 is inf in float16, 1e-45 is 0)."""
+  with np.errstate(over="ignore"): e = np.array(FLOAT_EDGES, np.float64).astype(dtype)
+  return np.repeat(e, len(e)), np.tile(e, len(e))
+
+
+def mismatches(got: np.ndarray, want: np.ndarray, x: np.ndarray, y: np.ndarray, rtol: float = 0.0) -> list:
+  """(x, y, got, want) where got is not want: NaN alike, zeros by sign, finite values within rtol."""
+  got, want = got.astype(np.float64), want.astype(np.float64)
+  same = (np.isnan(got) & np.isnan(want)) | ((got == want) & (np.signbit(got) == np.signbit(want)))
+  same |= np.isfinite(want) & (want != 0) & (np.abs(got - want) <= rtol * np.abs(want))
+  return [(float(x[i]), float(y[i]), float(got[i]), float(want[i])) for i in np.nonzero(~same)[0]]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_float_floordiv_mod_pow_at_the_edges_are_numpys(dtype):
+  """//, % and ** over every pair of signed zeros, ones, halves, huge, tiny, inf and NaN: numpy's values, NaN and
+  signed zeros included (inf // 2 is NaN, 1 // -inf is -1, 0 % -1 is -0.0)."""
+  x, y = float_edge_pairs(dtype)
+  with np.errstate(all="ignore"):
+    for name, f in [("//", lambda a, b: a // b), ("%", lambda a, b: a % b), ("**", lambda a, b: a ** b)]:
+      bad = mismatches(f(T(x, dtype), T(y, dtype)).numpy(), f(x, y), x, y)
+      assert not bad, f"{dtype} {name}: (x, y, got, numpy) {bad[:8]}"
+    for e in (0.5, 2, -1, 3, -0.5, 0, 1.5):   # a scalar exponent: numpy's array ** 0.5 is its sqrt ((-inf) ** 0.5 is NaN)
+      bad = mismatches((T(x[::len(FLOAT_EDGES)], dtype) ** e).numpy(), x[::len(FLOAT_EDGES)] ** e, x[::len(FLOAT_EDGES)], np.full(len(FLOAT_EDGES), e))
+      assert not bad, f"{dtype} ** {e}: (x, y, got, numpy) {bad[:8]}"
+
+
 def test_int_division_by_zero_is_zero():
   a = Tensor(np.array([5, -5, 0], np.int32))
   np.testing.assert_array_equal((a // 0).numpy(), [0, 0, 0])
@@ -288,6 +319,25 @@ def test_cast(src, dst, rng):
   check(got, want)
 
 
+CAST_EDGES = [3e9, -3e9, 1e10, -1e10, 1e20, -1e20, np.inf, -np.inf, np.nan, 300.7, -300.7, 70000.5, -70000.5, 2.0**31, -2.0**31,
+              -2.0**31 - 1, 2.0**32, 2.0**63, -2.0**63, 2.0**64, 1.8e19, 4.5e9, -1.5, -0.0, 0.99, 255.5, -129.0]
+INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"]
+
+
+def cast_edges(src: str) -> np.ndarray:
+  with np.errstate(over="ignore"): return np.array(CAST_EDGES, np.float64).astype(src)
+
+
+@pytest.mark.parametrize("src", ["float16", "float32", "float64"])
+def test_float_to_int_casts_out_of_range_are_numpys(src):
+  """Out of range, inf and NaN: numpy's results on x86-64 (3e9 -> int32 is INT32_MIN, not a wrapped -1294967296)."""
+  x = cast_edges(src)
+  for dst in INTS:
+    with np.errstate(invalid="ignore"): want = x.astype(dst)
+    check(T(x, src).cast(dst).numpy(), want)
+    check((T(x, src) + 0).cast(dst).numpy(), want)   # computed, not only loaded
+
+
 def test_bitcast(rng):
   x = sample((4, 6), "float32", rng)
   check(Tensor(x).bitcast("int32").numpy(), x.view(np.int32))
@@ -359,6 +409,25 @@ def test_reduce_nan_and_empty():
   check(Tensor(x).argmax(axis=1).numpy(), x.argmax(axis=1))
   assert Tensor(np.zeros((0, 3), np.float32)).sum(axis=0).numpy().tolist() == [0, 0, 0]
   with pytest.raises(ValueError, match="zero-size array"): Tensor(np.zeros((0,), np.float32)).max()
+
+
+def test_sin_of_negative_zero_is_negative_zero():
+  x = np.array([-0.0, 0.0, -1e-30], np.float32)
+  got = Tensor(x).sin().numpy()
+  assert got.tolist() == np.sin(x).tolist() and np.signbit(got).tolist() == [True, False, True]
+
+
+def test_float32_sums_longer_than_an_accumulator_holds():
+  """A float32 accumulator of ones stops growing at 2^24: a sum over 5 * 2^30 elements (a broadcast, nothing allocated;
+  over 2^32, the count an accumulator per partial sum saturated at) is exact, and 2^27 copies of 0.1 and of 0.7 in
+  rows and columns are within 1e-5 of the exact sum (numpy's pairwise sum is; naive accumulation was off by 10%)."""
+  n = 5 << 30
+  assert Tensor(np.ones(1, np.float32)).expand(n).sum().item() == n
+  v = np.array([0.1, 0.7], np.float32)
+  exact = v.astype(np.float64) * (1 << 27)
+  check(Tensor(v).reshape(2, 1).expand(2, 1 << 27).sum(1).numpy(), exact, 1e-5)
+  check(Tensor(v).reshape(1, 2).expand(1 << 27, 2).sum(0).numpy(), exact, 1e-5)
+  check(Tensor(v).reshape(1, 2, 1).expand(1 << 13, 2, 1 << 14).sum((0, 2)).numpy(), exact, 1e-5)
 
 
 @pytest.mark.parametrize("n", [1 << 16, (1 << 20) + 3, 3 << 18])

@@ -83,6 +83,60 @@ def test_pow_special_cases():
   with np.errstate(all="ignore"): check((A(x) ** A(y)).numpy(), x ** y, 2e-6)
 
 
+def test_int64_to_float_casts_at_the_edges():
+  """int64 -> float32/float16 on the emulated GPU (LLVM's lowering counts the sign bits with v_cls_i32): 2^62 + 1 gave
+  1.0 and INT64_MAX gave -2.0 while v_cls_i32 was one short."""
+  from tests.test_emu_edges import edge_values
+  u = np.array(edge_values(64) + [2**62 + 1, 2**63 - 1], np.uint64)
+  for arr in (u.view(np.int64), u):
+    for dst in ("float32", "float16", "float64"):
+      with np.errstate(over="ignore"): want = arr.astype(dst)
+      got = A(arr).cast(dst).numpy()
+      assert (got.view(f"u{got.itemsize}") == want.view(f"u{want.itemsize}")).all(), (arr.dtype, dst)
+
+
+def sincos_inputs(n: int, rng) -> np.ndarray:
+  """float32 inputs for sin/cos past the polynomial's 8192: a sweep to 1e6, log-spaced magnitudes up to 3.4e38, the
+  float32s nearest to (and next after) multiples of pi/2 (the reduction's hardest cases), and the range's ends."""
+  k = np.round(10.0 ** rng.uniform(3.8, 37.5, n))
+  near = (k * (np.pi / 2)).astype(np.float32)
+  x = np.concatenate([np.linspace(-1e6, 1e6, n), rng.uniform(-1, 1, n) * 10.0 ** rng.uniform(3.9, 38.5, n), near,
+                      np.nextafter(near, np.float32(np.inf)), [8192.0005, 16384.0, 2.0**24 + 2, 1e38, 3.4028235e38]])
+  with np.errstate(over="ignore"): x = x.astype(np.float32)
+  return x[np.isfinite(x)]
+
+
+def test_sin_cos_past_8192_within_2_ulp():
+  """float32 sin/cos for |x| > 8192 on the GPU (no libm there): the reduction mod 2pi in float64 from a table of
+  2^e mod 2pi, then the polynomials; within 2 ulp of the exact value everywhere (the hardware's v_sin_f32 of
+  x / 2pi was off by up to 1e12 ulp past 8192). HCQ_TENSOR_SINCOS_SWEEP=N for N points per kind (default 4000)."""
+  x = sincos_inputs(int(os.environ.get("HCQ_TENSOR_SINCOS_SWEEP", "4000")), np.random.default_rng(8192))
+  for name, nf in [("sin", np.sin), ("cos", np.cos)]:
+    got = getattr(A(x), name)().numpy().astype(np.float64)
+    exact = nf(x.astype(np.float64))
+    ulps = np.abs(got - exact) / np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    assert ulps.max() <= 2, f"{name}: {ulps.max():.1f} ulp at x = {x[np.argmax(ulps)]!r}"
+  special = np.array([np.inf, -np.inf, np.nan, -0.0, 0.0, -9000.0], np.float32)
+  with np.errstate(invalid="ignore"):
+    check(A(special).sin().numpy(), np.sin(special), MATH_TOL[F32])
+    check(A(special).cos().numpy(), np.cos(special), MATH_TOL[F32])
+  assert np.signbit(A(special).sin().numpy()[3])   # sin(-0.0) is -0.0
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_float_floordiv_mod_pow_at_the_edges_are_numpys(dtype):
+  """As on the CPU: // and % exactly numpy's; ** numpy's special values, finite results within pow's 2e-5."""
+  from tests.test_tensor import FLOAT_EDGES, float_edge_pairs, mismatches
+  x, y = float_edge_pairs(dtype)
+  with np.errstate(all="ignore"):
+    for name, f, rtol in [("//", lambda a, b: a // b, 0.0), ("%", lambda a, b: a % b, 0.0), ("**", lambda a, b: a ** b, 2e-5 if dtype == F32 else 1e-3)]:
+      bad = mismatches(f(A(x, dtype), A(y, dtype)).numpy(), f(x, y), x, y, rtol)
+      assert not bad, f"{dtype} {name}: (x, y, got, numpy) {bad[:8]}"
+    col = x[::len(FLOAT_EDGES)]
+    bad = mismatches((A(col, dtype) ** 0.5).numpy(), col ** 0.5, col, col * 0 + 0.5)
+    assert not bad, bad
+
+
 @pytest.mark.parametrize("src,dst", [("float32", "float16"), ("float16", "float32"), ("float32", "int8"), ("int8", "float32"),
                                      ("float32", "int64"), ("int64", "float32"), ("float32", "bfloat16"), ("bfloat16", "float32"),
                                      ("int64", "int8"), ("uint8", "int32"), ("float32", "bool"), ("bool", "float16"),
@@ -90,10 +144,18 @@ def test_pow_special_cases():
 def test_casts(src, dst, rng):
   x = sample((3, 21), src, rng, -150, 150)
   got, cpu = both(lambda t: t.cast(dst), x, dtype=src)
-  check(got, cpu)  # saturating float -> int casts differ from numpy (undefined there) but not between devices
-  if not (src.startswith("float") and dst.startswith(("int", "uint"))):
-    ref = Tensor(x, dtype=src, device="CPU").numpy()
-    check(got, ref.astype(dst) if dst != "bfloat16" else cpu)
+  check(got, cpu)
+  ref = Tensor(x, dtype=src, device="CPU").numpy()
+  with np.errstate(invalid="ignore"): check(got, ref.astype(dst) if dst != "bfloat16" else cpu)
+
+
+@pytest.mark.parametrize("src", ["float16", "float32", "float64"])
+def test_float_to_int_casts_out_of_range_are_numpys(src):
+  from tests.test_tensor import INTS, cast_edges
+  x = cast_edges(src)
+  for dst in INTS:
+    with np.errstate(invalid="ignore"): want = x.astype(dst)
+    check(A(x, src).cast(dst).numpy(), want)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint16", "float16"])

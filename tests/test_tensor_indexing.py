@@ -13,6 +13,7 @@ X = np.arange(120).reshape(4, 5, 6) * 3 - 100
   (np.array([[0, 1], [3, 2]]),), (Ellipsis, [-1, 0]), (slice(None), None, [3, 1]), ([[0], [2]], [1, 2, 3]),
   (X > 50,), (X[:, :, 0] > 0,), (slice(1, 3), X[0, :, 0] % 2 == 0), (np.array([], np.int64),), ([2, 2], 1, [0, 5]),
   (True,), (Ellipsis, np.array([True, False, True, False, False, True])), ([0, 1], None, slice(None), [2, 3]),
+  [], ([[]],), (slice(None), []), ([], []), ([], slice(1, 3)), (None, [], Ellipsis),   # empty lists are integer positions
 ])
 @pytest.mark.parametrize("dtype", ["int32", "float16", "bool"])
 def test_advanced_getitem(index, dtype):
@@ -64,7 +65,7 @@ def test_index_errors_are_numpys():
   (1, 7), ((slice(None), 2), np.arange(6)), ((slice(1, 3), slice(None, None, -2), 0), -1), ([0, 2], 5.9),
   (([0, 0, 3], [1, 1, 4], 2), [10, 20, 30]), (([0, 0, 3], [1, 1, 4]), [[10], [20], [30]]), (X > 30, 0),
   ((Ellipsis, [5, 0]), np.array([[1], [2], [3], [4], [5]])),
-  ((2, X[2, :, 0] < -10, slice(2, 4)), [8, 9]), ((slice(None), None, 1), np.zeros((4, 1, 6))),
+  ((2, X[2, :, 0] < -10, slice(2, 4)), [8, 9]), ((slice(None), None, 1), np.zeros((4, 1, 6))), ([], 5), ((slice(None), []), 1),
 ])
 @pytest.mark.parametrize("dtype", ["int16", "float32"])
 def test_setitem(index, value, dtype):

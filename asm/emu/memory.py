@@ -154,8 +154,8 @@ class VirtualMemory:
       a = addrs[lanes]
       if j < 0: raise PageFault(int(a[0]), size, write, pc)
       m = self._maps[j]
-      off = (a - np.uint64(m.va)).astype(np.int64)
-      bad = (off + size > m.size) | (not m.writable and write)
+      off = a - np.uint64(m.va)   # unsigned: an address near 2^64 is a huge offset, not a negative one
+      bad = (off > np.uint64(max(m.size - size, 0))) | (size > m.size) | (not m.writable and write)
       if np.any(bad): raise PageFault(int(a[np.argmax(bad)]), size, write, pc)
-      out.append((m.host, off, lanes))
+      out.append((m.host, off.astype(np.int64), lanes))
     return out

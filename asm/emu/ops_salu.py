@@ -156,13 +156,15 @@ SOP1 = {
   "s_bcnt1_i32_b32": (32, 32, lambda a, d, c: (lambda r: (r, _nz(r)))(_popc64(a & M32).astype(u64))),
   "s_bcnt1_i32_b64": (32, 64, lambda a, d, c: (lambda r: (r, _nz(r)))(_popc64(a).astype(u64))),
   "s_ctz_i32_b32": (32, 32, lambda a, d, c: (_ctz(a, 32), None)), "s_ctz_i32_b64": (32, 64, lambda a, d, c: (_ctz(a, 64), None)),
+  # gfx9 only (CDNA3 ISA S_FF0_I32_B32/B64: the first zero from the LSB, -1 if none); gfx11 dropped them
+  "s_ff0_i32_b32": (32, 32, lambda a, d, c: (_ctz(~a & M32, 32), None)), "s_ff0_i32_b64": (32, 64, lambda a, d, c: (_ctz(~a, 64), None)),
   "s_clz_i32_u32": (32, 32, lambda a, d, c: (_clz(a, 32), None)), "s_clz_i32_u64": (32, 64, lambda a, d, c: (_clz(a, 64), None)),
-  "s_cls_i32": (32, 32, lambda a, d, c: (_cls32(a), None)),
+  "s_cls_i32": (32, 32, lambda a, d, c: (_cls(a, 32), None)),
   "s_sext_i32_i8": (32, 32, lambda a, d, c: (_sext(a & u64(0xff), 8).astype(u64) & M32, None)),
   "s_sext_i32_i16": (32, 32, lambda a, d, c: (_sext(a & u64(0xffff), 16).astype(u64) & M32, None)),
   "s_bitset0_b32": (32, 32, lambda a, d, c: (d & ~(u64(1) << (a & u64(31))), None)), "s_bitset0_b64": (64, 32, lambda a, d, c: (d & ~(u64(1) << (a & u64(63))), None)),
   "s_bitset1_b32": (32, 32, lambda a, d, c: (d | (u64(1) << (a & u64(31))), None)), "s_bitset1_b64": (64, 32, lambda a, d, c: (d | (u64(1) << (a & u64(63))), None)),
-  "s_cls_i32_i64": (32, 64, lambda a, d, c: (_cls64(a), None)),
+  "s_cls_i32_i64": (32, 64, lambda a, d, c: (_cls(a, 64), None)),
   "s_wqm_b32": (32, 32, lambda a, d, c: (lambda r: (r, _nz(r)))(_wqm(a, 32))), "s_wqm_b64": (64, 64, lambda a, d, c: (lambda r: (r, _nz(r)))(_wqm(a, 64))),
   "s_quadmask_b32": (32, 32, lambda a, d, c: (lambda r: (r, _nz(r)))(_quadmask(a, 32))),
   "s_quadmask_b64": (64, 64, lambda a, d, c: (lambda r: (r, _nz(r)))(_quadmask(a, 64))),
@@ -192,16 +194,11 @@ def _bitrep(a):
   return r
 
 
-def _cls64(a):
-  x = np.where((a >> u64(63)) == 1, ~a, a)
-  r = _clz(x, 64).view(i32).astype(i64)
-  return np.where(r < 0, -1, r - 1).astype(i32).view(u32)
-
-
-def _cls32(a):
-  x = np.where((a >> u64(31)) == 1, ~a & M32, a)
-  r = _clz(x, 32).view(i32).astype(i64)
-  return np.where(r < 0, -1, r - 1).astype(i32).view(u32)
+def _cls(a, bits):
+  """s_cls_i32 / s_cls_i32_i64 (gfx9 s_flbit_i32*): as v_cls_i32, the index from the MSB of the first bit that differs
+  from the sign bit (the sign bit is index 0), -1 when every bit equals it: clz of the value with its sign folded away."""
+  mask = M32 if bits == 32 else ~u64(0)
+  return _clz(np.where((a >> u64(bits - 1)) & u64(1) == 1, ~a & mask, a), bits)
 
 
 def _exec_bits(st: Waves) -> int: return st.lanes

@@ -50,10 +50,11 @@ def ctz(a):
 
 
 def cls(a):
-  """v_cls_i32: how many bits after the sign bit equal it; -1 for 0 and -1."""
+  """v_cls_i32 (gfx9 v_ffbh_i32): the index from the MSB of the first bit that differs from the sign bit, the sign bit
+  being index 0 (RDNA3 ISA: 0x40000000 -> 1, 0x0fffffff -> 4, 0xfffffffe -> 31); -1 for 0 and -1. That is clz of the
+  value with its sign folded away."""
   a = np.asarray(a).view(i32)
-  x = np.where(a < 0, ~a, a).view(u32)
-  return np.where(x == 0, -1, clz(x) - 1).astype(i32)
+  return clz(np.where(a < 0, ~a, a).view(u32))
 
 
 def popcount(a):

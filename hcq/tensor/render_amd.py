@@ -18,7 +18,7 @@ import math
 import threading
 from hcq.tensor.dtype import DType, dtypes
 from hcq.tensor.loops import LoopKernel
-from hcq.tensor.render_llvm import Renderer, Value, _KernelWriter
+from hcq.tensor.render_llvm import Renderer, Value, _KernelWriter, const_literal
 
 LOCAL = 128                 # workitems per workgroup (four wave32s)
 ARCH = "gfx1100"
@@ -26,6 +26,41 @@ GROUP_MIN_REDUCE = 32       # a reduce loop at least this long ...
 GROUP_MAX_OUTPUTS = 4096    # ... into fewer outputs than this (too few workitems to fill a GPU) shares it between lanes
 # float64 ops that LLVM's AMDGPU backend turns into libm calls (there is no libm on the GPU)
 F64_LIBCALLS = ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW")
+
+
+def _pi_scaled(bits: int) -> int:
+  """pi * 2^bits, within a unit (Machin's formula in integers)."""
+  one = 1 << (bits + 16)
+  def atan_inv(n: int) -> int:   # atan(1/n) * one
+    term, total, k, sign = one // n, one // n, 1, -1
+    while term:
+      term //= n * n
+      k += 2
+      total += sign * (term // k)
+      sign = -sign
+    return total
+  return (16 * atan_inv(5) - 4 * atan_inv(239)) >> 16
+
+
+def _split(value: int, scale: int, widths: tuple[int, ...]) -> list[float]:
+  """value / 2^scale as doubles of at most `widths` significant bits each (the last takes the rest, truncated)."""
+  out = []
+  for bits in widths:
+    shift = max(value.bit_length() - bits, 0)
+    out.append(math.ldexp(value >> shift, shift - scale))
+    value -= (value >> shift) << shift
+  return out
+
+
+# float32 sin/cos beyond 8192 (gfx11 has no libm): |x| = m * 2^e with a 24-bit m, and 2^e mod 2pi from a table as three
+# doubles (28, 28, 53 bits: m times each of the first two is exact), so m * (2^e mod 2pi) = |x| mod 2pi to ~2^-80; then
+# Cody-Waite by pi/2 in three parts (27, 27, 53 bits: the quotient is below 2^26, so j * part is exact)
+_PI_BITS = 400
+_PI = _pi_scaled(_PI_BITS)
+SINCOS_EXPONENTS = range(-10, 105)    # x = m * 2^e for 8192 <= |x| < 2^128
+SINCOS_TABLE = [_split(1 << (e + _PI_BITS) if e <= 2 else (1 << (e + _PI_BITS)) % (2 * _PI), _PI_BITS, (28, 28, 53))
+                for e in SINCOS_EXPONENTS]
+HALF_PI_PARTS = _split(_PI, _PI_BITS + 1, (27, 27, 53))
 
 
 def scalar_plan(lk: LoopKernel) -> LoopKernel:
@@ -54,7 +89,8 @@ class _AMDKernelWriter(_KernelWriter):
     super().__init__(scalar_plan(lk))
     self.datalayout = datalayout
     self.group = group_size(self.lk)  # 0: one workitem per output
-    self.globals: list[str] = []      # LDS arrays of the lane trees
+    self.globals: list[str] = []      # LDS arrays of the lane trees; sin/cos's table
+    self.sincos_table = False         # whether the globals hold SINCOS_TABLE
 
   def unflatten(self, flat: str, axes: list[int], total: int) -> None:
     """Axis variables from a row-major flat index over `axes` (the last fastest)."""
@@ -90,8 +126,10 @@ class _AMDKernelWriter(_KernelWriter):
             f'\n\nattributes #0 = {{ nounwind "amdgpu-flat-work-group-size"="1,{self.group or LOCAL}" }}\n')
 
   # the grouped layout's hooks (see _KernelWriter): lanes share the reduce loops, combine in LDS, one lane stores
-  def reduce_loops(self, body) -> None:
-    if not self.group: return super().reduce_loops(body)
+  def sum_levels(self) -> int: return 0 if self.group else super().sum_levels()   # grouped lanes share the loop: no blocks
+
+  def reduce_loops(self, body, flush=None, levels: int = 0) -> None:
+    if not self.group: return super().reduce_loops(body, flush, levels)
     extent = math.prod(self.spec.full_shape[a] for a in self.lk.reduce_axes)
     def lane_body():
       self.unflatten(self.var_names["r"], self.lk.reduce_axes, extent)
@@ -154,9 +192,38 @@ class _AMDKernelWriter(_KernelWriter):
       return Value(self.pow_f32(srcs[0].name, srcs[1].name), out, srcs[0].width)
     return super().alu(op, srcs, out, reassoc)
 
+  def sincos_far(self, x: str, w: int, op: str) -> str:
+    """float32 sin/cos of any input (SINCOS_TABLE's reduction in float64, then the Cephes polynomials); NaN for inf."""
+    assert w == 1, "the AMD renderer is scalar"
+    if not self.sincos_table:
+      self.sincos_table = True
+      for k in range(3):
+        vals = ", ".join(f"double {const_literal(parts[k], dtypes.float64)}" for parts in SINCOS_TABLE)
+        self.globals.append(f"@sincos_t{k} = internal addrspace(4) constant [{len(SINCOS_TABLE)} x double] [{vals}], align 8")
+    d = lambda v: const_literal(v, dtypes.float64)
+    bits = self.emit(f"bitcast float {self.intrinsic('fabs', dtypes.float32, 1, [x])} to i32")
+    biased = self.emit(f"lshr i32 {bits}, 23")
+    mantissa = self.emit(f"or i32 {self.emit(f'and i32 {bits}, 8388607')}, 8388608")   # the implicit bit: |x| > 8192
+    m = self.emit(f"uitofp i32 {mantissa} to double")
+    idx = self.call("llvm.umin.i32", "i32", [("i32", self.emit(f"sub i32 {biased}, {150 + SINCOS_EXPONENTS[0]}")), ("i32", str(len(SINCOS_TABLE) - 1))])
+    idx = self.emit(f"zext i32 {idx} to i64")
+    a = []
+    for k in range(3):
+      ptr = self.emit(f"getelementptr inbounds [{len(SINCOS_TABLE)} x double], ptr addrspace(4) @sincos_t{k}, i64 0, i64 {idx}")
+      a.append(self.emit(f"fmul double {m}, {self.emit(f'load double, ptr addrspace(4) {ptr}, align 8')}"))
+    j = self.intrinsic("rint", dtypes.float64, 1, [self.emit(f"fmul double {self.emit(f'fadd double {a[0]}, {a[1]}')}, {d(2 / math.pi)}")])
+    r = a[0]
+    for k, part in enumerate(HALF_PI_PARTS):   # (a0 - j*p0) exact, then the smaller terms
+      r = self.emit(f"fsub double {r}, {self.emit(f'fmul double {j}, {d(part)}')}")
+      if k < 2: r = self.emit(f"fadd double {r}, {a[k + 1]}")
+    octants = self.emit(f"shl i32 {self.emit(f'fptosi double {j} to i32')}, 1")
+    val = self.sincos_reduced(x, self.emit(f"fptrunc double {r} to float"), octants, 1, op)
+    special = self.emit(f"icmp uge i32 {biased}, 255")   # inf or NaN
+    return self.emit(f"select i1 {special}, float {self.f(math.nan, 1)}, float {val}")
+
   def pow_f32(self, x: str, y: str) -> str:
     """numpy's float32 power: exp2(y * log2|x|), negated for a negative x (-0 and -inf included) and an odd integral y,
-    NaN for a finite negative x and a non-integral y; x**0 = 1**y = 1."""
+    NaN for a finite negative x and a non-integral y; x**0 = 1**y = (-1)**inf = 1."""
     f32 = dtypes.float32
     mag = self.poly_exp2(self.emit(f"fmul float {y}, {self.poly_log2(self.intrinsic('fabs', f32, 1, [x]), 1)}"), 1)
     integral = self.emit(f"fcmp oeq float {self.intrinsic('trunc', f32, 1, [y])}, {y}")
@@ -170,6 +237,10 @@ class _AMDKernelWriter(_KernelWriter):
     nan = self.emit(f"and i1 {finite_neg}, {self.emit(f'xor i1 {integral}, true')}")
     r = self.emit(f"select i1 {nan}, float {self.f(math.nan, 1)}, float {r}")
     y0, x1 = self.emit(f"fcmp oeq float {y}, {self.f(0.0, 1)}"), self.emit(f"fcmp oeq float {x}, {self.f(1.0, 1)}")
+    # C's pow(-1, +-inf) is 1 (exp2(inf * log2(1)) would be NaN)
+    ax, ay = self.intrinsic("fabs", f32, 1, [x]), self.intrinsic("fabs", f32, 1, [y])
+    one_inf = self.emit(f"and i1 {self.emit(f'fcmp oeq float {ax}, {self.f(1.0, 1)}')}, {self.emit(f'fcmp oeq float {ay}, {self.f(math.inf, 1)}')}")
+    x1 = self.emit(f"or i1 {x1}, {one_inf}")
     return self.emit(f"select i1 {self.emit(f'or i1 {y0}, {x1}')}, float {self.f(1.0, 1)}, float {r}")
 
 

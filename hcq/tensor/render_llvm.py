@@ -60,6 +60,10 @@ def suffix(dtype: DType, width: int) -> str:
   return f"v{width}{base}" if width > 1 else base
 
 
+# a float sum's accumulators take this many iterations of the innermost reduce loop, then are added to a running total,
+# which takes as many blocks before it is added to the next (levels as deep as the loop is long): the error grows with
+# the block and the depth, not with the loop length (a float32 accumulator of ones stops growing at 2^24)
+SUM_BLOCK = 256
 MIN_VALUE = {"SUM": lambda d: 0, "MAX": lambda d: -math.inf if d.is_float else (0 if d.kind in "ub" else -(1 << (d.bits - 1))),
              "MIN": lambda d: math.inf if d.is_float else (1 if d.kind == "b" else ((1 << d.bits) - 1 if d.kind == "u" else (1 << (d.bits - 1)) - 1))}
 
@@ -272,9 +276,40 @@ class _KernelWriter:
         for combo in combos: self.store(combo, 0, False)
       self.once(store_once)
 
-  def reduce_loops(self, body) -> None:
-    """The loops over the reduce axes around `body` (a GPU target may share them between the workgroup's lanes)."""
-    self.nested_loops(self.lk.reduce_axes, body)
+  def reduce_loops(self, body, flush=None, levels: int = 0) -> None:
+    """The loops over the reduce axes around `body` (a GPU target may share them between the workgroup's lanes).
+    With `levels` (a float sum, sum_levels()): the innermost loop runs in blocks of SUM_BLOCK iterations, blocks of
+    SUM_BLOCK blocks, ... `levels` deep, with `flush(k)` after each block of level k."""
+    axes = self.lk.reduce_axes
+    if not levels: return self.nested_loops(axes, body)
+    last, n = axes[-1], self.spec.full_shape[axes[-1]]
+    step = self.lk.step(last)
+    def level(k: int, start: str, end: str) -> None:   # [start, end) of the innermost axis in blocks of level k
+      if k == 0: return self.loop(f"a{last}", start, end, step, body)
+      span = SUM_BLOCK ** k * step
+      def block():
+        lo = self.var_names[f"b{k}_{last}"]
+        hi = self.emit(f"add i64 {lo}, {span}")
+        level(k - 1, lo, self.emit(f"select i1 {self.emit(f'icmp slt i64 {hi}, {end}')}, i64 {hi}, i64 {end}"))
+        flush(k)
+      self.loop(f"b{k}_{last}", start, end, span, block)
+    def innermost():
+      if levels == 1 and -(-n // step) <= SUM_BLOCK:   # short, inside long outer reduce loops: a flush after each pass
+        level(0, "0", str(n))
+        return flush(1)
+      level(levels, "0", str(n))
+    self.nested_loops(axes[:-1], innermost)
+
+  def sum_levels(self) -> int:
+    """How many levels of blocks a float sum's innermost reduce loop takes (0: none, it is short)."""
+    axes = self.lk.reduce_axes
+    if not axes: return 0
+    iters = -(-self.spec.full_shape[axes[-1]] // self.lk.step(axes[-1]))
+    if iters <= SUM_BLOCK:   # one flush per pass when long outer reduce loops repeat a loop worth it
+      return 1 if iters >= 16 and math.prod(self.spec.full_shape[a] for a in axes[:-1]) > 1 else 0
+    levels = 1
+    while SUM_BLOCK ** (levels + 1) < iters: levels += 1
+    return levels
 
   def once(self, body) -> None:
     """Run `body` once per output (a GPU target whose lanes share an output lets one lane do it)."""
@@ -309,11 +344,26 @@ class _KernelWriter:
           acc = self.emit(f"load {t}, {self.pptr} {slots[(ci, u)]}")
           new = self.combine(op, Value(acc, dtype, width), x)
           self.lines.append(f"  store {t} {new.name}, {self.pptr} {slots[(ci, u)]}")
-    self.reduce_loops(body)
+    levels = self.sum_levels() if op == "SUM" and dtype.is_float else 0
+    totals = [slots]   # level 0: the accumulators; level k: the running total of level k-1's blocks
+    for k in range(1, levels + 1):
+      totals.append({})
+      for key in slots:
+        totals[k][key] = f"%total{self.count}"
+        self.count += 1
+        self.allocas.append(f"  {totals[k][key]} = alloca {t}{self.alloca_space}")
+        self.lines.append(f"  store {t} {ident}, {self.pptr} {totals[k][key]}")
+    def flush(k: int) -> None:   # level k-1 into level k (a plain fadd: not reassociated away), level k-1 restarts
+      for key in slots:
+        total, part = self.emit(f"load {t}, {self.pptr} {totals[k][key]}"), self.emit(f"load {t}, {self.pptr} {totals[k - 1][key]}")
+        self.lines.append(f"  store {t} {self.emit(f'fadd {t} {total}, {part}')}, {self.pptr} {totals[k][key]}")
+        self.lines.append(f"  store {t} {ident}, {self.pptr} {totals[k - 1][key]}")
+    self.reduce_loops(body, flush, levels)
+    totals = totals[-1]
     for ci in range(len(combos)):
-      acc = Value(self.emit(f"load {t}, {self.pptr} {slots[(ci, 0)]}"), dtype, width)
+      acc = Value(self.emit(f"load {t}, {self.pptr} {totals[(ci, 0)]}"), dtype, width)
       for u in range(1, copies):
-        acc = self.combine(op, acc, Value(self.emit(f"load {t}, {self.pptr} {slots[(ci, u)]}"), dtype, width))
+        acc = self.combine(op, acc, Value(self.emit(f"load {t}, {self.pptr} {totals[(ci, u)]}"), dtype, width))
       if vec_in_reduce and width > 1: acc = self.horizontal(op, acc)
       self.reduce_results[(red.key, ci)] = self.combine_lanes(op, acc)
 
@@ -542,17 +592,35 @@ class _KernelWriter:
     if src.is_float and to.is_float:
       if (src, to) == (dtypes.float64, dtypes.float16): return self.f64_to_f16(v)
       return Value(self.emit(f"{'fpext' if to.itemsize > src.itemsize else 'fptrunc'} {st} {v.name} to {tt}"), to, w)
-    if src.is_float:  # float -> int: through i64 like C on x86, saturating instead of poison out of range
-      if to.bits == 64:
-        sat = "fptoui" if to.is_unsigned else "fptosi"
-        return Value(self.call(f"llvm.{sat}.sat.{suffix(to, w)}.{suffix(src, w)}", tt, [(st, v.name)]), to, w)
-      i64 = self.cast(v, dtypes.int64)
-      return self.cast(i64, to)
+    if src.is_float: return self.float_to_int(v, to)
     if to.is_float:
       return Value(self.emit(f"{'uitofp' if src.is_unsigned else 'sitofp'} {st} {v.name} to {tt}"), to, w)
     if to.bits == src.bits: return Value(v.name, to, w)
     if to.bits < src.bits: return Value(self.emit(f"trunc {st} {v.name} to {tt}"), to, w)
     return Value(self.emit(f"{'zext' if src.is_unsigned else 'sext'} {st} {v.name} to {tt}"), to, w)
+
+  def float_to_int(self, v: Value, to: DType) -> Value:
+    """float -> int as numpy computes it on x86-64, defined for every input (LLVM's fptosi is poison out of range):
+    the CPU's truncating conversion to int32 or int64, which gives INT_MIN (x86's "integer indefinite") for NaN, inf
+    and out of range; 8/16-bit ints truncate that int32; unsigned 32/64-bit ints convert x - 2^(bits-1) for
+    x >= 2^(bits-1) and flip the top bit back (numpy's contiguous loop; its float16 -> uint32 truncates an int64)."""
+    w = v.width
+    bits = 64 if to.bits == 64 or (to == dtypes.uint32 and v.dtype == dtypes.float16) else 32
+    if v.dtype == dtypes.float16: v = self.cast(v, dtypes.float32)   # exact; half cannot hold the 2^31 bounds
+    it = self.ty(dtypes.int64 if bits == 64 else dtypes.int32, w)
+    ft, bt, half = self.ty(v.dtype, w), self.ty(dtypes.bool, w), 2.0 ** (bits - 1)
+    def truncate(x: str) -> str:   # x86 cvttss2si / cvttsd2si
+      inside = self.emit(f"and {bt} {self.emit(f'fcmp oge {ft} {x}, {self.const(-half, v.dtype, w)}')}, "
+                         f"{self.emit(f'fcmp olt {ft} {x}, {self.const(half, v.dtype, w)}')}")
+      r = self.emit(f"fptosi {ft} {self.emit(f'select {bt} {inside}, {ft} {x}, {ft} {self.const(0.0, v.dtype, w)}')} to {it}")
+      return self.emit(f"select {bt} {inside}, {it} {r}, {it} {self.const(-(1 << (bits - 1)), dtypes.int64 if bits == 64 else dtypes.int32, w)}")
+    r = truncate(v.name)
+    if to.is_unsigned and to.bits == bits:
+      top = truncate(self.emit(f"fsub {ft} {v.name}, {self.const(half, v.dtype, w)}"))
+      top = self.emit(f"xor {it} {top}, {self.const(-(1 << (bits - 1)), dtypes.int64 if bits == 64 else dtypes.int32, w)}")
+      r = self.emit(f"select {bt} {self.emit(f'fcmp oge {ft} {v.name}, {self.const(half, v.dtype, w)}')}, {it} {top}, {it} {r}")
+    if to.bits < bits: r = self.emit(f"trunc {it} {r} to {self.ty(to, w)}")
+    return Value(r, to, w)
 
   def f64_to_f16(self, v: Value) -> Value:
     """double -> half without the __truncdfhf2 helper: round to float with round-to-odd (no double rounding),
@@ -601,17 +669,7 @@ class _KernelWriter:
         return Value(self.poly_sincos(a, w, op), out, w)
       intr.update({"EXP": "exp", "EXP2": "exp2", "LOG": "log", "LOG2": "log2"})
       if op in intr: return Value(self.intrinsic(intr[op], d, w, [x.name for x in srcs]), out, w)
-      if op == "IDIV":
-        q = self.emit(f"fdiv {t} {a}, {b}")
-        return Value(self.intrinsic("floor", d, w, [q]), out, w)
-      if op == "MOD":  # Python/numpy modulo: the result takes the divisor's sign
-        r = self.emit(f"frem {t} {a}, {b}")
-        nz = self.emit(f"fcmp une {t} {r}, {self.const(0.0, d, w)}")
-        rneg = self.emit(f"fcmp olt {t} {r}, {self.const(0.0, d, w)}")
-        bneg = self.emit(f"fcmp olt {t} {b}, {self.const(0.0, d, w)}")
-        bt = self.ty(dtypes.bool, w)
-        fix = self.emit(f"and {bt} {nz}, {self.emit(f'xor {bt} {rneg}, {bneg}')}")
-        return Value(self.emit(f"select {bt} {fix}, {t} {self.emit(f'fadd {t} {r}, {b}')}, {t} {r}"), out, w)
+      if op in ("IDIV", "MOD"): return self.float_divmod(op, srcs[0], srcs[1])
       raise NotImplementedError(f"{op} on {d.name}")
     # integers and bool
     signed = d.kind == "i"
@@ -629,6 +687,33 @@ class _KernelWriter:
       return Value(self.call(f"llvm.abs.{suffix(d, w)}", t, [(t, a), ("i1", "false")]), out, w)
     if op in ("IDIV", "MOD"): return self.int_divmod(op, srcs[0], srcs[1], out)
     raise NotImplementedError(f"{op} on {d.name}")
+
+  def float_divmod(self, op: str, av: Value, bv: Value) -> Value:
+    """numpy's float floor_divide and remainder, step for step as its npy_divmod computes them (so inf // 2 is NaN,
+    1 // -inf is -1, 0 % -1 is -0.0): mod = fmod(a, b), div = (a - mod) / b, both moved one step toward the divisor's
+    sign when mod's sign differs, zeros signed, the quotient snapped to the nearest integer; b == 0 gives a / b and
+    fmod(a, 0). float16 computes in float32 and rounds, as numpy's half loops do."""
+    if av.dtype == dtypes.float16:
+      return self.cast(self.float_divmod(op, self.cast(av, dtypes.float32), self.cast(bv, dtypes.float32)), dtypes.float16)
+    d, w = av.dtype, max(av.width, bv.width)
+    t, bt, a, b = self.ty(d, w), self.ty(dtypes.bool, w), av.name, bv.name
+    zero, one = self.const(0.0, d, w), self.const(1.0, d, w)
+    sel = lambda c, x, y: self.emit(f"select {bt} {c}, {t} {x}, {t} {y}")
+    mod = self.emit(f"frem {t} {a}, {b}")
+    quot = self.emit(f"fdiv {t} {a}, {b}")
+    div = self.emit(f"fdiv {t} {self.emit(f'fsub {t} {a}, {mod}')}, {b}")
+    mod_nz = self.emit(f"fcmp une {t} {mod}, {zero}")   # C truthiness: NaN is nonzero
+    signs = self.emit(f"xor {bt} {self.emit(f'fcmp olt {t} {b}, {zero}')}, {self.emit(f'fcmp olt {t} {mod}, {zero}')}")
+    step = self.emit(f"and {bt} {mod_nz}, {signs}")
+    if op == "MOD":
+      r = sel(mod_nz, sel(step, self.emit(f"fadd {t} {mod}, {b}"), mod), self.intrinsic("copysign", d, w, [zero, b]))
+    else:
+      div = sel(step, self.emit(f"fsub {t} {div}, {one}"), div)
+      fl = self.intrinsic("floor", d, w, [div])
+      up = self.emit(f"fcmp ogt {t} {self.emit(f'fsub {t} {div}, {fl}')}, {self.const(0.5, d, w)}")
+      snapped = sel(up, self.emit(f"fadd {t} {fl}, {one}"), fl)
+      r = sel(self.emit(f"fcmp une {t} {div}, {zero}"), snapped, self.intrinsic("copysign", d, w, [zero, quot]))
+    return Value(sel(self.emit(f"fcmp oeq {t} {b}, {zero}"), quot if op == "IDIV" else mod, r), d, w)
 
   def int_divmod(self, op: str, av: Value, bv: Value, out: DType) -> Value:
     """numpy's floor division and modulo; x // 0 and x % 0 give 0 (numpy warns), MIN // -1 wraps."""
@@ -744,7 +829,7 @@ class _KernelWriter:
 
   def poly_sincos(self, x: str, w: int, op: str) -> str:
     """float32 sin/cos: Cody-Waite reduction by pi/4 and the Cephes sinf/cosf polynomials (~1 ulp for |x| < 8192).
-    Larger, infinite or NaN inputs take libm for the whole vector (a branch, rarely taken)."""
+    A vector with a larger, infinite or NaN input takes sincos_far (a branch, rarely taken)."""
     ft, it, bt = self.ty(dtypes.float32, w), self.ty(dtypes.int32, w), self.ty(dtypes.bool, w)
     ax = self.intrinsic("fabs", dtypes.float32, w, [x])
     j = self.emit(f"fptosi {ft} {self.emit(f'fmul {ft} {ax}, {self.f(4 / math.pi, w)}')} to {it}")
@@ -753,6 +838,29 @@ class _KernelWriter:
     r = ax
     for c in (0.78515625, 2.4187564849853515625e-4, 3.77489497744594108e-8):
       r = self.fma(y, self.f(-c, w), r, w)
+    result = self.sincos_reduced(x, r, j, w, op)
+    # out of the polynomial's range (or inf/nan): the whole vector the slow way (a branch, rarely taken)
+    slot = f"%sincos{self.count}"
+    self.count += 1
+    self.allocas.append(f"  {slot} = alloca {ft}{self.alloca_space}")
+    self.lines.append(f"  store {ft} {result}, {self.pptr} {slot}")
+    big = self.emit(f"fcmp ugt {ft} {ax}, {self.f(8192.0, w)}")
+    anybig = self.call(f"llvm.vector.reduce.or.v{w}i1", "i1", [(bt, big)]) if w > 1 else big
+    tag = self.count
+    self.lines.append(f"  br i1 {anybig}, label %sincos_slow{tag}, label %sincos_done{tag}")
+    self.label(f"sincos_slow{tag}")
+    self.lines.append(f"  store {ft} {self.sincos_far(x, w, op)}, {self.pptr} {slot}")
+    self.lines.append(f"  br label %sincos_done{tag}")
+    self.label(f"sincos_done{tag}")
+    return self.emit(f"load {ft}, {self.pptr} {slot}")
+
+  def sincos_far(self, x: str, w: int, op: str) -> str:
+    """float32 sin/cos of any input, |x| > 8192, inf and NaN included: libm's."""
+    return self.intrinsic(op.lower(), dtypes.float32, w, [x])
+
+  def sincos_reduced(self, x: str, r: str, j: str, w: int, op: str) -> str:
+    """sin or cos of x from |x| = j * pi/4 + r (j even, |r| <= pi/4): the Cephes polynomials and the octant's signs."""
+    ft, it, bt = self.ty(dtypes.float32, w), self.ty(dtypes.int32, w), self.ty(dtypes.bool, w)
     z = self.emit(f"fmul {ft} {r}, {r}")
     sp = self.fma(self.fma(self.f(-1.9515295891e-4, w), z, self.f(8.3321608736e-3, w), w), z, self.f(-1.6666654611e-1, w), w)
     sin_r = self.fma(self.emit(f"fmul {ft} {sp}, {z}"), r, r, w)
@@ -764,22 +872,9 @@ class _KernelWriter:
     mid = self.emit(f"or {bt} {self.emit(f'icmp eq {it} {octant}, {self.i(1, w)}')}, {self.emit(f'icmp eq {it} {octant}, {self.i(2, w)}')}")
     if op == "SIN":
       val = self.emit(f"select {bt} {mid}, {ft} {cos_r}, {ft} {sin_r}")
-      neg = self.emit(f"xor {bt} {flip}, {self.emit(f'fcmp olt {ft} {x}, {self.f(0.0, w)}')}")
+      signbit = self.emit(f"icmp slt {it} {self.emit(f'bitcast {ft} {x} to {it}')}, {self.i(0, w)}")   # sin(-0.0) is -0.0
+      neg = self.emit(f"xor {bt} {flip}, {signbit}")
     else:
       val = self.emit(f"select {bt} {mid}, {ft} {sin_r}, {ft} {cos_r}")
       neg = self.emit(f"xor {bt} {flip}, {self.emit(f'icmp ugt {it} {octant}, {self.i(1, w)}')}")
-    result = self.emit(f"select {bt} {neg}, {ft} {self.emit(f'fneg {ft} {val}')}, {ft} {val}")
-    # out of the polynomial's range (or inf/nan): libm for this vector
-    slot = f"%sincos{self.count}"
-    self.count += 1
-    self.allocas.append(f"  {slot} = alloca {ft}{self.alloca_space}")
-    self.lines.append(f"  store {ft} {result}, {self.pptr} {slot}")
-    big = self.emit(f"fcmp ugt {ft} {ax}, {self.f(8192.0, w)}")
-    anybig = self.call(f"llvm.vector.reduce.or.v{w}i1", "i1", [(bt, big)]) if w > 1 else big
-    tag = self.count
-    self.lines.append(f"  br i1 {anybig}, label %sincos_slow{tag}, label %sincos_done{tag}")
-    self.label(f"sincos_slow{tag}")
-    self.lines.append(f"  store {ft} {self.intrinsic(op.lower(), dtypes.float32, w, [x])}, {self.pptr} {slot}")
-    self.lines.append(f"  br label %sincos_done{tag}")
-    self.label(f"sincos_done{tag}")
-    return self.emit(f"load {ft}, {self.pptr} {slot}")
+    return self.emit(f"select {bt} {neg}, {ft} {self.emit(f'fneg {ft} {val}')}, {ft} {val}")

@@ -232,7 +232,7 @@ class Tensor:
 
   # types
   def cast(self, dtype) -> Tensor:
-    """Convert values to `dtype` (numpy's astype; floats to ints truncate, out-of-range saturates)."""
+    """Convert values to `dtype` (numpy's astype; floats to ints truncate; out of range, inf and NaN give numpy's x86-64 results: docs/tensor.md)."""
     return Tensor(self.node.cast(to_dtype(dtype)))
   astype = cast
 
@@ -314,10 +314,13 @@ class Tensor:
     """numpy's remainder: the result takes the divisor's sign."""
     return self._binary("MOD", other, np.remainder, reverse)
   def pow(self, other, reverse=False) -> Tensor:
-    """x ** y. Integer powers are computed in float64 and converted back (exact below 2**53)."""
+    """x ** y. Integer powers are computed in float64 and converted back (exact below 2**53); a float x ** 0.5 is
+    sqrt(x), as numpy computes it."""
     other = self._operand(other)
     if not reverse and not isinstance(other, Tensor) and other == 2: return self * self
     dt = _np_dtype_of(np.power, *((other.dtype if isinstance(other, Tensor) else other, self.dtype) if reverse else (self.dtype, other.dtype if isinstance(other, Tensor) else other)))
+    # numpy's float power with a scalar exponent 0.5 is its sqrt ((-inf) ** 0.5 is nan, (-0.0) ** 0.5 is -0.0)
+    if dt.is_float and not reverse and not isinstance(other, Tensor) and other == 0.5: return self.cast(dt).sqrt()
     if dt.is_float: return self._binary("POW", other, np.power, reverse)
     return self.cast(dtypes.float64)._binary("POW", other, np.power, reverse, compute=dtypes.float64).cast(dt)
   def maximum(self, other) -> Tensor:
@@ -710,7 +713,9 @@ class Tensor:
       if isinstance(i, Tensor): return i.numpy()
       if isinstance(i, (list, np.ndarray)) and np.asarray(i).dtype.kind not in "biu" and np.asarray(i).size:
         raise IndexError("arrays used as indices must be of integer (or boolean) type")
-      return np.asarray(i) if isinstance(i, list) else i
+      if not isinstance(i, list): return i
+      arr = np.asarray(i)
+      return arr.astype(np.intp) if arr.size == 0 else arr   # numpy reads an empty list ([], [[]]) as integer positions
     index = tuple(host(i) for i in index) if isinstance(index, tuple) else host(index)
     # each axis's coordinate as a broadcast (copy-free) view of an arange, indexed: host memory of the result's size
     pos = np.broadcast_to(np.zeros((), np.int64), self.shape)[index]
