@@ -16,6 +16,11 @@ if TYPE_CHECKING:
   from hcq.drivers.mock.amdgpu.ring import Ring
 
 NOP_ONE_DWORD = 0x3FFF  # a NOP header with this count is a lone dword (ring padding)
+# ACQUIRE_MEM GCR_CNTL (gfx_v11_0_emit_mem_sync): the levels a wave reads through, all invalidated (GLI_INV 1 = ALL)
+GCR_INVALIDATE_ALL = (nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_INV(1) | nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLK_INV(1) |
+                      nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLV_INV(1) | nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL1_INV(1) |
+                      nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_INV(1))
+GCR_INVALIDATE_MASK = GCR_INVALIDATE_ALL | nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_INV(3)
 WAIT_FUNCTIONS = {0: lambda v, r: True, 1: lambda v, r: v < r, 2: lambda v, r: v <= r, 3: lambda v, r: v == r,
                   4: lambda v, r: v != r, 5: lambda v, r: v >= r, 6: lambda v, r: v > r}
 
@@ -38,7 +43,7 @@ class ComputeCP(Engine):
     self.handlers = {
       nvd.PACKET3_NOP: (None, self._nop), nvd.PACKET3_SET_SH_REG: (None, self._set_sh_reg),
       nvd.PACKET3_SET_UCONFIG_REG: (None, self._set_uconfig_reg), nvd.PACKET3_WAIT_REG_MEM: ({6}, self._wait_reg_mem),
-      nvd.PACKET3_ACQUIRE_MEM: ({7}, self._nop), nvd.PACKET3_RELEASE_MEM: ({7}, self._release_mem),
+      nvd.PACKET3_ACQUIRE_MEM: ({7}, self._acquire_mem), nvd.PACKET3_RELEASE_MEM: ({7}, self._release_mem),
       nvd.PACKET3_EVENT_WRITE: ({1, 3}, self._event_write), nvd.PACKET3_DISPATCH_DIRECT: ({4}, self._dispatch_direct),
       nvd.PACKET3_INDIRECT_BUFFER: ({3}, self._indirect_buffer),
     }
@@ -84,8 +89,23 @@ class ComputeCP(Engine):
     addr, test = (hi << 32) | (lo & ~3), WAIT_FUNCTIONS[function]
     self.poll(lambda: test(self.gpu.mem.read_u32(addr) & mask, ref & mask))
 
+  def _acquire_mem(self, body: list[int], where: int) -> None:
+    """gfx11 ACQUIRE_MEM: CP_COHER_CNTL, CP_COHER_SIZE lo/hi, CP_COHER_BASE lo/hi, POLL_INTERVAL, GCR_CNTL. The caches
+    (hcq.drivers.mock.amdgpu.cache) write back on GL2_WB and invalidate when every level a wave reads through is named."""
+    _coher, size_lo, size_hi, base_lo, base_hi, _poll, gcr = body
+    if (size_lo, size_hi & 0xffffff, base_lo, base_hi) != (0xffffffff, 0xffffff, 0, 0) or gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_RANGE(3):
+      raise QueueError(f"ACQUIRE_MEM of a range (size {size_hi:#x}:{size_lo:#08x}, base {base_hi:#x}:{base_lo:#08x}, GCR_CNTL "
+                       f"{gcr:#x}) is not emulated: only the whole address space (size 0xffffff:0xffffffff, base 0)", where)
+    if gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_WB(1): self.gpu.cache.write_back()
+    if gcr & GCR_INVALIDATE_MASK == GCR_INVALIDATE_ALL: self.gpu.cache.invalidate()
+
   def _release_mem(self, body: list[int], where: int) -> None:
-    _event, sel, lo, hi, dlo, dhi, ctxid = body
+    event, sel, lo, hi, dlo, dhi, ctxid = body
+    if event & (nvd.PACKET3_RELEASE_MEM_GCR_GL2_RANGE | nvd.PACKET3_RELEASE_MEM_GCR_GL2_DISCARD):
+      raise QueueError(f"RELEASE_MEM with GCR GL2_RANGE or GL2_DISCARD (event dword {event:#010x}) is not emulated", where)
+    # the write-back precedes the data write (gfx_v11_0_ring_emit_fence's GCR_GL2_WB makes the fence order the data);
+    # RELEASE_MEM has no GLK/GLI invalidate, so it never completes an invalidate in the folded cache model
+    if event & nvd.PACKET3_RELEASE_MEM_GCR_GL2_WB: self.gpu.cache.write_back()
     data_sel, int_sel = (sel >> 29) & 7, (sel >> 24) & 7
     addr = (hi << 32) | lo
     if addr & (7 if data_sel in (2, 3, 4) else 3):  # gfx_v11_0_ring_emit_fence: "Qword aligned if 64bit write, Dword aligned if 32bit"
