@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hcq.autogen.am import gc_11_0_0 as gc, nvd, soc21_enum
-from hcq.drivers.mock.amdgpu.engine import Engine
+from hcq.drivers.mock.amdgpu.engine import Engine, QueueStopped
 from hcq.drivers.mock.amdgpu.ring import QueueError
 
 if TYPE_CHECKING:
   from hcq.drivers.mock.amdgpu.gpu import MockAMDGPU
   from hcq.drivers.mock.amdgpu.ring import Ring
 
+IB_CHAIN = 1 << 20  # INDIRECT_BUFFER control dword: CHAIN (Mesa sid.h S_3F2_CHAIN; not in the generated nvd tables)
 NOP_ONE_DWORD = 0x3FFF  # a NOP header with this count is a lone dword (ring padding)
 # ACQUIRE_MEM GCR_CNTL (gfx_v11_0_emit_mem_sync): the levels a wave reads through, all invalidated (GLI_INV 1 = ALL)
 GCR_INVALIDATE_ALL = (nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_INV(1) | nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLK_INV(1) |
@@ -48,6 +49,7 @@ class ComputeCP(Engine):
       nvd.PACKET3_INDIRECT_BUFFER: ({3}, self._indirect_buffer),
     }
     self.ib_depth = 0
+    self.chained: tuple[int, int] | None = None  # set by a CHAIN packet: the IB that replaces the current one
 
   def packet(self, words: list[int], i: int, where: int) -> int:
     header = words[i]
@@ -147,14 +149,29 @@ class ComputeCP(Engine):
     self.gpu.dispatch(DispatchState((gx, gy, gz), initiator, dict(self.sh)), self)
 
   def _indirect_buffer(self, body: list[int], where: int) -> None:
+    """Compute queues have one IB level: the ring calls an IB and the IB may chain to the next (CHAIN, as its last packet:
+    radv's radv_amdgpu_cs_grow and its compute-queue DGC trailer chain so), but an IB does not call another: radv relies
+    on IB2 only on the gfx queue (radv_amdgpu_cs_bo_create: can_always_use_ib2 needs AMD_IP_GFX). A CHAIN from the
+    ring itself is refused too (unsure what the CP does with it; the stricter side)."""
     lo, hi, ctl = body
-    addr, ndw = (hi & 0xffff) << 32 | (lo & ~3), ctl & 0xfffff
+    addr, ndw, chain = (hi & 0xffff) << 32 | (lo & ~3), ctl & 0xfffff, ctl & IB_CHAIN
     if not ctl & nvd.INDIRECT_BUFFER_VALID: raise QueueError("INDIRECT_BUFFER without its VALID bit", where)
-    if self.ib_depth: raise QueueError("INDIRECT_BUFFER inside an indirect buffer (compute queues chain one level)", where)
-    words = self.gpu.mem.view(addr, 4 * ndw).view("<u4").tolist()
-    self.ib_depth += 1
+    if not self.ib_depth:
+      if chain: raise QueueError("INDIRECT_BUFFER with CHAIN in the ring: only an indirect buffer chains to the next", where)
+      self._run_ib(addr, ndw, where)
+    elif not chain: raise QueueError("INDIRECT_BUFFER inside an indirect buffer without CHAIN (compute queues have one IB level)", where)
+    else: self.chained = (addr, ndw)
+
+  def _run_ib(self, addr: int, ndw: int, where: int) -> None:
+    self.ib_depth = 1
     try:
-      i = 0
-      while i < ndw: i += self.packet(words, i, where)
+      while True:
+        words, i, self.chained = self.gpu.mem.view(addr, 4 * ndw).view("<u4").tolist(), 0, None
+        while i < ndw:
+          if self.chained: raise QueueError(f"packets after a chained INDIRECT_BUFFER (the chain ends its IB at {addr:#x})", where)
+          i += self.packet(words, i, where)
+        if self.chained is None: return
+        if self.ring.stopped: raise QueueStopped()  # an IB chaining to itself runs until the queue goes
+        addr, ndw = self.chained
     finally:
-      self.ib_depth -= 1
+      self.ib_depth = 0
