@@ -65,6 +65,7 @@ class GPUCache:
 
   def _live(self) -> list[Line]:
     """The lines whose mapping is still mapped (the others are dropped: their memory was unmapped)."""
+    if not self.lines: return []
     live = {id(m): m for m in self.mem._maps}
     for key in [k for k, line in self.lines.items() if live.get(k) is not line.mapping]: del self.lines[key]
     return list(self.lines.values())
