@@ -121,8 +121,9 @@ class VirtualMemory:
     except PageFault:
       for k, a in enumerate(addrs.tolist()): self.view(a, size, True, pc)[:] = data[k]
 
-  def _host(self, m: Mapping, write: bool) -> np.ndarray:
-    """The bytes an access to `m` reaches: its backing here; a cache model's copy in a view through one."""
+  def _host(self, m: Mapping, write: bool, offs: np.ndarray, size: int) -> np.ndarray:
+    """The bytes an access of `size` bytes at each of `offs` in `m` reaches: its backing here; a cache model's copy in a
+    view through one."""
     return m.host
 
   # --- vectorised access for the wavefront emulator -------------------------------------------------------
@@ -137,7 +138,8 @@ class VirtualMemory:
     if write and not m.writable: return None
     offs = addrs - np.uint64(m.va)
     if int(offs.max()) + size > m.size: return None
-    return [(self._host(m, write), offs.view(np.int64), None)]
+    offs = offs.view(np.int64)
+    return [(self._host(m, write, offs, size), offs, None)]
 
   def locate(self, addrs: np.ndarray, size: int, write: bool = False, pc: int | None = None,
              bounds: tuple[int, int] | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
@@ -151,7 +153,8 @@ class VirtualMemory:
     if i >= 0:
       m = self._maps[i]
       if hi + size <= m.va + m.size and (m.writable or not write):
-        return [(self._host(m, write), (addrs - np.uint64(m.va)).astype(np.int64), None)]
+        offs = (addrs - np.uint64(m.va)).astype(np.int64)
+        return [(self._host(m, write, offs, size), offs, None)]
     starts = np.array(self._starts, np.uint64)
     idx = np.searchsorted(starts, addrs, side="right").astype(np.int64) - 1
     out = []
@@ -163,5 +166,5 @@ class VirtualMemory:
       off = (a - np.uint64(m.va)).astype(np.int64)
       bad = (off + size > m.size) | (not m.writable and write)
       if np.any(bad): raise PageFault(int(a[np.argmax(bad)]), size, write, pc)
-      out.append((self._host(m, write), off, lanes))
+      out.append((self._host(m, write, off, size), off, lanes))
     return out

@@ -2,7 +2,7 @@
 
 What the model keeps (and where it is simpler than gfx11):
 - One cache level stands for the whole path of a wave's accesses: GL2 (shared by the GPU) folded with GL1, the
-  vector GL0, the scalar K$ and the I$. It holds a copy of every mapping a wave touched, filled at the first access
+  vector GL0, the scalar K$ and the I$. It holds a copy of every page a wave touched, filled at the first access
   after an invalidate, and written by the wave's stores and atomics. Host (CPU) writes, SDMA and the CP reach memory
   directly, so a wave sees them only after an invalidate, and they see a wave's writes only after a write-back.
 - Only mappings with MTYPE NC are cached. amdgpu_amdkfd_gpuvm.c get_pte_flags (Linux 6.1, the default case gfx11
@@ -15,8 +15,8 @@ What the model keeps (and where it is simpler than gfx11):
 - Nothing is ever evicted (stricter: the hardware writes dirty lines back, and drops clean ones, as it needs room).
 - Dirty bytes are the bytes that differ from what the line held before its first store since the last write-back
   (simpler: a store of the value already there is not written back; the hardware's byte mask would write it).
-The cost is paid per mapping, lazily: an invalidate only marks lines, a line is copied at its next access, and a
-write-back compares only the lines stores reached.
+The cost is paid per 4 KiB page, lazily: an invalidate only marks pages, a page is copied at its next access, and a
+write-back compares only the pages stores reached.
 """
 from __future__ import annotations
 import threading
@@ -26,16 +26,54 @@ import numpy as np
 from hcq.asm.emu.memory import Mapping, VirtualMemory
 
 
+PAGE = 4096  # the unit the model fills, invalidates and tracks stores in (the hardware's GL2 line is 128 bytes)
+
+
 class Line:
-  """The cache's copy of one mapping."""
-  __slots__ = ("mapping", "data", "clean", "valid")
+  """The cache's copy of one mapping, valid and store-tracked page by page."""
+  __slots__ = ("mapping", "data", "clean", "valid", "tracked")
 
   def __init__(self, mapping: Mapping):
-    self.mapping, self.data, self.valid = mapping, np.empty_like(mapping.host), False
-    self.clean: np.ndarray | None = None  # what `data` held before its first store since the last write-back
+    pages = -(-mapping.size // PAGE)
+    self.mapping, self.data = mapping, np.empty_like(mapping.host)
+    self.valid = np.zeros(pages, bool)    # the page holds what memory held at its fill (or the wave's stores since)
+    self.tracked = np.zeros(pages, bool)  # stores reached the page since the last write-back: `clean` holds its bytes before
+    self.clean: np.ndarray | None = None  # allocated at the first store
 
-  def dirty(self) -> np.ndarray | None:
-    return None if self.clean is None else self.data != self.clean
+  def dirty(self, a: int, b: int) -> np.ndarray:
+    """Which bytes of [a, b) the wave changed since the last write-back."""
+    return self.data[a:b] != self.clean[a:b]
+
+  def fill(self, p0: int, p1: int) -> int:
+    """Make pages [p0, p1) valid: refetch each invalid one from memory, but for its dirty bytes. Returns the pages fetched."""
+    todo = np.flatnonzero(~self.valid[p0:p1]) + p0
+    host = self.mapping.host
+    for p in todo.tolist():
+      a, b = p * PAGE, min((p + 1) * PAGE, self.mapping.size)
+      if self.tracked[p]:  # the clean bytes refetched, in `clean` too, so that only the dirty ones still differ from it
+        keep = ~self.dirty(a, b)
+        np.copyto(self.data[a:b], host[a:b], where=keep)
+        np.copyto(self.clean[a:b], host[a:b], where=keep)
+      else:
+        self.data[a:b] = host[a:b]
+    self.valid[p0:p1] = True
+    return len(todo)
+
+  def track(self, p0: int, p1: int) -> None:
+    """Stores are about to reach pages [p0, p1): keep what they hold now, to find the bytes the stores change."""
+    if self.clean is None: self.clean = np.empty_like(self.data)
+    for p in (np.flatnonzero(~self.tracked[p0:p1]) + p0).tolist():
+      self.clean[p * PAGE:(p + 1) * PAGE] = self.data[p * PAGE:(p + 1) * PAGE]
+    self.tracked[p0:p1] = True
+
+  def write_back(self) -> int:
+    """Every dirty byte to memory; returns the pages written."""
+    pages = np.flatnonzero(self.tracked).tolist()
+    for p in pages:
+      a, b = p * PAGE, min((p + 1) * PAGE, self.mapping.size)
+      np.copyto(self.mapping.host[a:b], self.data[a:b], where=self.dirty(a, b))
+    self.tracked[:] = False
+    return len(pages)
 
 
 class GPUCache:
@@ -45,22 +83,16 @@ class GPUCache:
   def __init__(self, mem: VirtualMemory):
     self.mem, self.lines, self.lock = mem, {}, threading.Lock()
     self.view = CachedView(self)
-    self.fills = self.write_backs = 0  # for tests and benchmarks: lines copied in, lines written out
+    self.fills = self.write_backs = 0  # for tests and benchmarks: pages copied in, pages written out
 
-  def data(self, m: Mapping, write: bool) -> np.ndarray:
-    """The cached bytes of `m` for an access (filled if the line was invalidated; a store starts tracking dirt)."""
+  def data(self, m: Mapping, write: bool, lo: int, hi: int) -> np.ndarray:
+    """The cached bytes of `m` for an access to bytes [lo, hi): its pages filled where invalid, tracked for a store."""
     line = self.lines.get(id(m))
     if line is None or line.mapping is not m:
       with self.lock: line = self.lines[id(m)] = Line(m)
-    if not line.valid:
-      dirty = line.dirty()
-      if dirty is None: np.copyto(line.data, m.host)
-      else:  # the clean bytes refetched, in `clean` too, so that only the dirty ones still differ from it
-        np.copyto(line.data, m.host, where=~dirty)
-        np.copyto(line.clean, m.host, where=~dirty)
-      line.valid = True
-      self.fills += 1
-    if write and line.clean is None: line.clean = line.data.copy()
+    p0, p1 = lo // PAGE, -(-hi // PAGE)
+    self.fills += line.fill(p0, p1)
+    if write: line.track(p0, p1)
     return line.data
 
   def _live(self) -> list[Line]:
@@ -73,17 +105,12 @@ class GPUCache:
   def write_back(self) -> None:
     """GL2_WB: every dirty byte to memory."""
     with self.lock:
-      for line in self._live():
-        dirty = line.dirty()
-        if dirty is None: continue
-        np.copyto(line.mapping.host, line.data, where=dirty)
-        line.clean = None
-        self.write_backs += 1
+      for line in self._live(): self.write_backs += line.write_back()
 
   def invalidate(self) -> None:
-    """Drop every clean line (refetched at its next access); dirty bytes stay."""
+    """Drop every clean page (refetched at its next access); dirty bytes stay."""
     with self.lock:
-      for line in self._live(): line.valid = False
+      for line in self._live(): line.valid[:] = False
 
 
 class CachedView(VirtualMemory):
@@ -93,9 +120,11 @@ class CachedView(VirtualMemory):
     self.cache = cache
     self._starts, self._maps, self._lock = cache.mem._starts, cache.mem._maps, cache.mem._lock  # shared, not copied
 
-  def _host(self, m: Mapping, write: bool) -> np.ndarray:
-    return self.cache.data(m, write) if m.cached else m.host
+  def _host(self, m: Mapping, write: bool, offs: np.ndarray, size: int) -> np.ndarray:
+    return self.cache.data(m, write, int(offs.min()), int(offs.max()) + size) if m.cached else m.host
 
   def find(self, va: int, size: int, write: bool = False, pc: int | None = None) -> tuple[Mapping, int]:
+    """The instruction fetch reads up to 16 bytes from where it asks for 4: those are filled too."""
     m, off = super().find(va, size, write, pc)
-    return (Mapping(m.va, m.size, self.cache.data(m, write), m.writable, True), off) if m.cached else (m, off)
+    if not m.cached: return m, off
+    return Mapping(m.va, m.size, self.cache.data(m, write, off, min(m.size, off + max(size, 16))), m.writable, True), off
