@@ -19,6 +19,7 @@ The cost is paid per 4 KiB page, lazily: an invalidate only marks pages, a page 
 write-back compares only the pages stores reached.
 """
 from __future__ import annotations
+import bisect
 import threading
 
 import numpy as np
@@ -78,39 +79,55 @@ class Line:
 
 class GPUCache:
   """The caches of one GPU. `view` is the memory as the shader core sees it; `invalidate` and `write_back` are what
-  the CP's GCR actions do."""
+  the CP's GCR actions do. Only lines with valid pages (`filled`) and with stores (`stored`) are visited by them."""
 
   def __init__(self, mem: VirtualMemory):
     self.mem, self.lines, self.lock = mem, {}, threading.Lock()
+    self.filled: set[Line] = set()
+    self.stored: set[Line] = set()
     self.view = CachedView(self)
     self.fills = self.write_backs = 0  # for tests and benchmarks: pages copied in, pages written out
 
   def data(self, m: Mapping, write: bool, lo: int, hi: int) -> np.ndarray:
     """The cached bytes of `m` for an access to bytes [lo, hi): its pages filled where invalid, tracked for a store."""
     line = self.lines.get(id(m))
-    if line is None or line.mapping is not m:
-      with self.lock: line = self.lines[id(m)] = Line(m)
+    if line is None or line.mapping is not m: line = self._new_line(m)
     p0, p1 = lo // PAGE, -(-hi // PAGE)
-    self.fills += line.fill(p0, p1)
-    if write: line.track(p0, p1)
+    if not line.valid[p0:p1].all():
+      self.fills += line.fill(p0, p1)
+      self.filled.add(line)
+    if write and not line.tracked[p0:p1].all():
+      line.track(p0, p1)
+      self.stored.add(line)
     return line.data
 
-  def _live(self) -> list[Line]:
-    """The lines whose mapping is still mapped (the others are dropped: their memory was unmapped)."""
-    if not self.lines: return []
-    live = {id(m): m for m in self.mem._maps}
-    for key in [k for k, line in self.lines.items() if live.get(k) is not line.mapping]: del self.lines[key]
-    return list(self.lines.values())
+  def _new_line(self, m: Mapping) -> Line:
+    """A line for `m`; the lines of mappings no longer mapped go (their memory may be gone: nothing is written back)."""
+    with self.lock:
+      live = {id(x): x for x in self.mem._maps}
+      for key in [k for k, line in self.lines.items() if live.get(k) is not line.mapping]:
+        dead = self.lines.pop(key)
+        self.filled.discard(dead)
+        self.stored.discard(dead)
+      line = self.lines[id(m)] = Line(m)
+    return line
+
+  def _mapped(self, line: Line) -> bool:
+    i = bisect.bisect_right(self.mem._starts, line.mapping.va) - 1
+    return i >= 0 and self.mem._maps[i] is line.mapping
 
   def write_back(self) -> None:
-    """GL2_WB: every dirty byte to memory."""
+    """GL2_WB: every dirty byte to memory (of mappings still mapped)."""
     with self.lock:
-      for line in self._live(): self.write_backs += line.write_back()
+      for line in self.stored:
+        if self._mapped(line): self.write_backs += line.write_back()
+      self.stored.clear()
 
   def invalidate(self) -> None:
     """Drop every clean page (refetched at its next access); dirty bytes stay."""
     with self.lock:
-      for line in self._live(): line.valid[:] = False
+      for line in self.filled: line.valid[:] = False
+      self.filled.clear()
 
 
 class CachedView(VirtualMemory):
