@@ -4,7 +4,8 @@ What the model keeps (and where it is simpler than gfx11):
 - One cache level stands for the whole path of a wave's accesses: GL2 (shared by the GPU) folded with GL1, the
   vector GL0, the scalar K$ and the I$. It holds a copy of every page a wave touched, filled at the first access
   after an invalidate, and written by the wave's stores and atomics. Host (CPU) writes, SDMA and the CP reach memory
-  directly, so a wave sees them only after an invalidate, and they see a wave's writes only after a write-back.
+  directly, so a wave sees them only after an invalidate, and they see a wave's writes only after a write-back
+  (stricter for SDMA: its gfx11 packets carry GL2 cache policies, so on the hardware it may share GL2 with the waves).
 - Only mappings with MTYPE NC are cached. amdgpu_amdkfd_gpuvm.c get_pte_flags (Linux 6.1, the default case gfx11
   takes) maps KFD_IOC_ALLOC_MEM_FLAGS_COHERENT or _UNCACHED memory MTYPE_UC, which GL2 does not keep; all else is
   MTYPE_NC. UC memory bypasses the whole model here (simpler: GL0/GL1 may still hold lines of it on the hardware).
