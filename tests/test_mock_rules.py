@@ -24,8 +24,7 @@ from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx11_dialect
 from hcq.drivers.amd.sdma_packets import sdma_packets
 from hcq.drivers.mock.amdgpu.cp import IB_CHAIN
 from hcq.drivers.mock.amdgpu.gpu import BoardSpec
-from hcq.drivers.mock.kfd import DOORBELL_SLICE, ENOTSUPP, MMAP_GPU_ID_SHIFT, MMAP_TYPE_SHIFT, MockKFD, cwsr_sizes
-from hcq.drivers.mock.os import MockKFDOS
+from hcq.drivers.mock.kfd import DOORBELL_SLICE, ENOTSUPP, MMAP_GPU_ID_SHIFT, MMAP_TYPE_SHIFT, cwsr_sizes
 from tests.test_amd_queues import GC_BASE, Board, FakeSignal
 from tests.test_mock_kfd import GTT, VRAM, Process
 
@@ -133,7 +132,7 @@ def test_an_ib_chained_to_itself_runs_until_the_queue_is_destroyed(board):
   put(b, IB, pkt3(nvd.PACKET3_NOP, 0) + ib(addr, 6, ctl=nvd.INDIRECT_BUFFER_VALID | IB_CHAIN))
   b.submit("compute", ib(addr, 6))
   time.sleep(0.05)
-  ring, engine = b.rings["compute"]
+  _, engine = b.rings["compute"]
   b.gpu.stop_queue(engine)
   assert not engine.is_alive() and not b.errors
   b.rings.pop("compute")
@@ -173,13 +172,8 @@ def test_sdma_rule(board, rule, stream):
 
 # ---- the kernel side: (rule text, errno, what breaks it on a fresh process) ----
 def two_gpus() -> Process:
-  p = Process.__new__(Process)
-  p.os = MockKFDOS(MockKFD(boards=(BoardSpec(), BoardSpec())))
-  p.gpu_id, p.other = list(p.os.kfd.nodes)
-  p.kfd = p.os.open("/dev/kfd", os.O_RDWR)
-  p.drm = p.os.open("/dev/dri/renderD128", os.O_RDWR)
-  p.call("ACQUIRE_VM", "acquire_vm", drm_fd=p.drm, gpu_id=p.gpu_id)
-  p.va = libc.mmap(0, 1 << 30, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE, -1, 0)
+  p = Process(boards=(BoardSpec(), BoardSpec()))
+  p.other = list(p.os.kfd.nodes)[1]
   return p
 
 
@@ -227,7 +221,7 @@ def wait_on_destroyed(p: Process):
   p.call("WAIT_EVENTS", "wait_events", events_ptr=ctypes.addressof(data), num_events=1, timeout=5000)
 
 
-def compute_args(p: Process, kernel: str, **change) -> dict:
+def compute_args(p: Process, **change) -> dict:
   """A compute queue whose buffers satisfy kfd_queue_acquire_buffers, with `change` applied."""
   sizes = cwsr_sizes(next(iter(p.os.kfd.nodes.values())).board)
   page = lambda n: (n + 4095) // 4096 * 4096
@@ -288,11 +282,11 @@ KFD_CASES = [  # (rule, errno, kernel profile, action)
   ("Failed to lookup wptr bo", errno.EINVAL, "6.1", lambda p: create_queue(p, **queue_args(p, write_pointer_address=p.va + (10 << 20)))),
   ("at most one page", errno.EINVAL, "6.1", lambda p: (mapped(p, 9 << 20, 8192), create_queue(p, **queue_args(p, write_pointer_address=p.va + (9 << 20))))),
   ("127 queues per process", errno.ENOSPC, "6.1", lambda p: [create_queue(p, **queue_args(p)) for _ in range(128)]),
-  ("expected a mapping of", errno.EINVAL, "6.12", lambda p: create_queue(p, **compute_args(p, "6.12", ring_size=4096))),
-  ("not equal to node eop buf size", errno.EINVAL, "6.12", lambda p: create_queue(p, **compute_args(p, "6.12", eop_buffer_size=8192))),
-  ("not equal to node ctl stack size", errno.EINVAL, "6.12", lambda p: create_queue(p, **compute_args(p, "6.12", ctl_stack_size=lambda s: s.ctl_stack + 4096))),
-  ("not equal to node cwsr size", errno.EINVAL, "6.12", lambda p: create_queue(p, **compute_args(p, "6.12", ctx_save_restore_size=lambda s: s.cwsr + 4096))),
-  ("not sufficient for node cwsr size", errno.EINVAL, "mainline", lambda p: create_queue(p, **compute_args(p, "mainline", ctx_save_restore_size=lambda s: s.cwsr - 4096))),
+  ("expected a mapping of", errno.EINVAL, "6.12", lambda p: create_queue(p, **compute_args(p, ring_size=4096))),
+  ("not equal to node eop buf size", errno.EINVAL, "6.12", lambda p: create_queue(p, **compute_args(p, eop_buffer_size=8192))),
+  ("not equal to node ctl stack size", errno.EINVAL, "6.12", lambda p: create_queue(p, **compute_args(p, ctl_stack_size=lambda s: s.ctl_stack + 4096))),
+  ("not equal to node cwsr size", errno.EINVAL, "6.12", lambda p: create_queue(p, **compute_args(p, ctx_save_restore_size=lambda s: s.cwsr + 4096))),
+  ("not sufficient for node cwsr size", errno.EINVAL, "mainline", lambda p: create_queue(p, **compute_args(p, ctx_save_restore_size=lambda s: s.cwsr - 4096))),
   ("no queue {a.queue_id}", errno.EINVAL, "6.1", lambda p: p.call("DESTROY_QUEUE", "destroy_queue", queue_id=5)),
   ("event page already set", errno.EINVAL, "6.1", lambda p: (event_page(p), event_page(p, 48 << 20))),
   ("a USERPTR BO cannot be the event page", errno.EINVAL, "6.1", lambda p: p.call("CREATE_EVENT", "create_event", event_type=K.KFD_IOC_EVENT_SIGNAL,
