@@ -340,7 +340,6 @@ def test_kfd_rule(rule, code, profile, action):
 UNREACHABLE = {  # site text: why no input reaches it
   "a packet runs past the write pointer": "engine.py's generic check: both engines refuse a packet past their window first",
   "{type(e).__name__}: {e}": "engine.py: not a rule, an engine fault (page fault) reported as the queue's error; test_amd_device covers faults",
-  "DISPATCH_DIRECT reached a GPU with no shader core": "gpu.py, not one of the rule files; test_amd_queues.test_dispatch_without_shader_core_is_a_queue_error",
 }
 
 
