@@ -14,6 +14,8 @@ What the model keeps (and where it is simpler than gfx11):
   loads would not need GLK_INV). Dirty bytes survive an invalidate. A write-back (GL2_WB) writes every dirty byte to
   memory; it runs before the invalidate of the same packet (the order GCR_CNTL.SEQ asks for where it matters).
 - Nothing is ever evicted (stricter: the hardware writes dirty lines back, and drops clean ones, as it needs room).
+- Each queue's engine is a thread: GCR actions of one compute queue that overlap another queue's running dispatch
+  may miss the stores it makes meanwhile (the model orders them only within a queue; hcq's driver uses one).
 - Dirty bytes are the bytes that differ from what the line held before its first store since the last write-back
   (simpler: a store of the value already there is not written back; the hardware's byte mask would write it).
 The cost is paid per 4 KiB page, lazily: an invalidate only marks pages, a page is copied at its next access, and a
@@ -48,9 +50,9 @@ class Line:
 
   def fill(self, p0: int, p1: int) -> int:
     """Make pages [p0, p1) valid: refetch each invalid one from memory, but for its dirty bytes. Returns the pages fetched."""
-    todo = np.flatnonzero(~self.valid[p0:p1]) + p0
+    todo = [p0] if p1 == p0 + 1 else (np.flatnonzero(~self.valid[p0:p1]) + p0).tolist()  # one page: the common access
     host = self.mapping.host
-    for p in todo.tolist():
+    for p in todo:
       a, b = p * PAGE, min((p + 1) * PAGE, self.mapping.size)
       if self.tracked[p]:  # the clean bytes refetched, in `clean` too, so that only the dirty ones still differ from it
         keep = ~self.dirty(a, b)
@@ -64,7 +66,7 @@ class Line:
   def track(self, p0: int, p1: int) -> None:
     """Stores are about to reach pages [p0, p1): keep what they hold now, to find the bytes the stores change."""
     if self.clean is None: self.clean = np.empty_like(self.data)
-    for p in (np.flatnonzero(~self.tracked[p0:p1]) + p0).tolist():
+    for p in [p0] if p1 == p0 + 1 else (np.flatnonzero(~self.tracked[p0:p1]) + p0).tolist():
       self.clean[p * PAGE:(p + 1) * PAGE] = self.data[p * PAGE:(p + 1) * PAGE]
     self.tracked[p0:p1] = True
 
@@ -95,11 +97,13 @@ class GPUCache:
     if line is None or line.mapping is not m: line = self._new_line(m)
     p0, p1 = lo // PAGE, -(-hi // PAGE)
     if not line.valid[p0:p1].all():
-      self.fills += line.fill(p0, p1)
-      self.filled.add(line)
+      with self.lock:
+        self.fills += line.fill(p0, p1)
+        self.filled.add(line)
     if write and not line.tracked[p0:p1].all():
-      line.track(p0, p1)
-      self.stored.add(line)
+      with self.lock:
+        line.track(p0, p1)
+        self.stored.add(line)
     return line.data
 
   def _new_line(self, m: Mapping) -> Line:
