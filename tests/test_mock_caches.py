@@ -118,3 +118,25 @@ def test_a_ranged_acquire_is_refused(cached):
   b.submit("compute", AMDComputeQueue(gfx11_dialect(GC_BASE)).pkt3(nvd.PACKET3_ACQUIRE_MEM, 0, 0x1000, 0, 0x100, 0, 0xA, GCR_ALL)._q)
   b.idle("compute")
   assert "ACQUIRE_MEM of a range" in str(b.errors[0][1])
+
+
+def test_a_write_back_writes_only_the_bytes_the_wave_changed(cached):
+  """The host's write to a byte the wave did not store survives the write-back of the same page."""
+  b, host, view = cached
+  base = VA + (64 << 20)
+  view.write_u32(base, 0xAABBCCDD)      # the wave's store: page 0, bytes 0..3
+  host[100] = 7                          # the host writes byte 100 of that page meanwhile
+  b.submit("compute", acquire(GCR_ALL))  # GL2_WB, then every level invalidated
+  b.idle("compute")
+  assert not b.errors and host[:4].view(np.uint32)[0] == 0xAABBCCDD and host[100] == 7
+  assert view.read_u32(base) == 0xAABBCCDD and view.read(base + 100, 1) == b"\x07"
+
+
+def test_the_dirty_lines_of_unmapped_memory_are_dropped(cached):
+  b, host, view = cached
+  view.write_u32(VA + (64 << 20), 5)
+  b.gpu.mem.unmap(VA + (64 << 20))
+  b.gpu.cache.write_back()  # nothing written to memory no longer mapped
+  assert host[:4].view(np.uint32)[0] == 0
+  b.gpu.mem.map(VA + (64 << 20), host.size, host, cached=True)  # the same VA mapped again: a new line, filled from memory
+  assert view.read_u32(VA + (64 << 20)) == 0
