@@ -35,6 +35,15 @@ def wait_packet(kind: str, func: int, addr: int, ref: int, mask: int) -> list[in
                                              addr_63_32=addr >> 32, value=ref, mask=mask, interval=4, retry_count=0xfff)
 
 
+def reached(ring, position: int, settle: float = 0.02) -> None:
+  """Wait until the engine's read position is at `position` (where the wait packet starts), then a little longer."""
+  deadline = time.monotonic() + 5
+  while ring.position < position:
+    assert time.monotonic() < deadline, "the engine never reached the wait"
+    time.sleep(1e-3)
+  time.sleep(settle)
+
+
 def mark_packet(kind: str, addr: int, value: int) -> list[int]:
   q = AMDComputeQueue(gfx11_dialect(GC_BASE)) if kind == "compute" else AMDCopyQueue()
   return q.signal(FakeSignal(addr), value)._q
@@ -45,13 +54,15 @@ def mark_packet(kind: str, addr: int, value: int) -> list[int]:
 def test_the_wait_compares_with_the_function_and_mask_given(kind, func):
   b = Board()
   try:
+    ring, _ = b.rings[kind]
     for k, (mem, ref, mask) in enumerate(CASES):
       b.mem[MEM:MEM + 4] = np.frombuffer(np.uint32(mem).tobytes(), np.uint8)
+      at = ring.wptr
       b.submit(kind, wait_packet(kind, func, b.addr(MEM), ref, mask) + mark_packet(kind, b.addr(FLAG), k + 1))
       if passes(func, mem, ref, mask):
         b.idle(kind)
       else:
-        time.sleep(0.03)
+        reached(ring, at)
         assert b.u64(FLAG) == k, f"function {func} passed with memory {mem:#x}, reference {ref:#x}, mask {mask:#x}"
         release = next(v for v in (ref, ref + 1, ref - 1, ref ^ mask, 0, 0xffffffff) if passes(func, v & 0xffffffff, ref, mask))
         b.mem[MEM:MEM + 4] = np.frombuffer(np.uint32(release & 0xffffffff).tobytes(), np.uint8)
@@ -72,8 +83,10 @@ def test_the_driver_waits_for_at_least_the_value_in_all_32_bits(dev, kind):
   16 bits does not."""
   gate, out = dev.new_signal(0), dev.new_signal(0)
   q = dev.compute_queue() if kind == "compute" else dev.copy_queue()
+  ring = next(e.ring for e in next(iter(dev.os.kfd.nodes.values())).gpu.engines if e.kind == kind)
+  at = ring.wptr
   q.wait(gate, 0x10000).signal(out, 1).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
-  time.sleep(0.05)
+  reached(ring, at, 0.05)
   assert out.value == 0, "the wait passed at 0 for 0x10000"
   gate.value = 0x10005  # larger than waited for
   dev.synchronize(timeout=5)
