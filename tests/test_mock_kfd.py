@@ -8,6 +8,7 @@ import pytest
 
 from hcq.autogen import kfd as K
 from hcq.drivers import libc
+from hcq.drivers.mock.amdgpu.gpu import BoardSpec
 from hcq.drivers.mock.kfd import DOORBELL_SLICE, ENOTSUPP, MMAP_GPU_ID_SHIFT, MMAP_TYPE_DOORBELL, MMAP_TYPE_SHIFT, MockKFD, cwsr_sizes
 from hcq.drivers.mock.os import MockKFDOS
 
@@ -18,8 +19,8 @@ VRAM = K.KFD_IOC_ALLOC_MEM_FLAGS_VRAM | K.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
 class Process:
   """A user of the mock kernel: its OS object, open fds and a helper to call ioctls by name."""
 
-  def __init__(self, acquire: bool = True, kernel: str = "6.1"):
-    self.os = MockKFDOS(MockKFD(kernel=kernel))
+  def __init__(self, acquire: bool = True, kernel: str = "6.1", boards: tuple[BoardSpec, ...] = (BoardSpec(),)):
+    self.os = MockKFDOS(MockKFD(boards, kernel=kernel))
     self.gpu_id = next(iter(self.os.kfd.nodes))
     self.kfd = self.os.open("/dev/kfd", os.O_RDWR)
     self.drm = self.os.open("/dev/dri/renderD128", os.O_RDWR)

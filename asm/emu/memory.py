@@ -29,6 +29,7 @@ class Mapping:
   size: int
   host: np.ndarray   # uint8 view of the backing memory
   writable: bool
+  cached: bool = False  # reached through a GPU cache model (hcq.drivers.mock.amdgpu.cache) where one sits in front
 
 
 class VirtualMemory:
@@ -39,8 +40,9 @@ class VirtualMemory:
     self._maps: list[Mapping] = []
     self._lock = threading.Lock()
 
-  def map(self, va: int, size: int, backing: "np.ndarray | int", writable: bool = True) -> None:
-    """Map [va, va+size) to `backing`: a uint8 array of at least `size` bytes, or a host address owned by the caller."""
+  def map(self, va: int, size: int, backing: "np.ndarray | int", writable: bool = True, cached: bool = False) -> None:
+    """Map [va, va+size) to `backing`: a uint8 array of at least `size` bytes, or a host address owned by the caller.
+    `cached` marks memory a GPU cache model may hold lines of (a plain VirtualMemory has none)."""
     if size <= 0: raise ValueError(f"mapping size must be positive, got {size}")
     host = backing[:size] if isinstance(backing, np.ndarray) else np.frombuffer((ctypes.c_uint8 * size).from_address(backing), np.uint8)
     if host.dtype != np.uint8 or host.size < size: raise ValueError(f"backing for {size} bytes must be a uint8 array of that size")
@@ -49,7 +51,7 @@ class VirtualMemory:
       if (i > 0 and self._maps[i - 1].va + self._maps[i - 1].size > va) or (i < len(self._maps) and self._maps[i].va < va + size):
         raise ValueError(f"mapping [{va:#x}, {va + size:#x}) overlaps an existing one")
       self._starts.insert(i, va)
-      self._maps.insert(i, Mapping(va, size, host, writable))
+      self._maps.insert(i, Mapping(va, size, host, writable, cached))
 
   def unmap(self, va: int) -> None:
     with self._lock:
@@ -119,6 +121,11 @@ class VirtualMemory:
     except PageFault:
       for k, a in enumerate(addrs.tolist()): self.view(a, size, True, pc)[:] = data[k]
 
+  def _host(self, m: Mapping, write: bool, offs: np.ndarray, size: int) -> np.ndarray:
+    """The bytes an access of `size` bytes at each of `offs` in `m` reaches: its backing here; a cache model's copy in a
+    view through one."""
+    return m.host
+
   # --- vectorised access for the wavefront emulator -------------------------------------------------------
   def locate_fast(self, addrs: np.ndarray, size: int, write: bool = False) -> "list | None":
     """locate() for the common case, every address in the mapping of the first one (two passes over the lanes: an
@@ -131,7 +138,8 @@ class VirtualMemory:
     if write and not m.writable: return None
     offs = addrs - np.uint64(m.va)
     if int(offs.max()) + size > m.size: return None
-    return [(m.host, offs.view(np.int64), None)]
+    offs = offs.view(np.int64)
+    return [(self._host(m, write, offs, size), offs, None)]
 
   def locate(self, addrs: np.ndarray, size: int, write: bool = False, pc: int | None = None,
              bounds: tuple[int, int] | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
@@ -145,7 +153,8 @@ class VirtualMemory:
     if i >= 0:
       m = self._maps[i]
       if hi + size <= m.va + m.size and (m.writable or not write):
-        return [(m.host, (addrs - np.uint64(m.va)).astype(np.int64), None)]
+        offs = (addrs - np.uint64(m.va)).astype(np.int64)
+        return [(self._host(m, write, offs, size), offs, None)]
     starts = np.array(self._starts, np.uint64)
     idx = np.searchsorted(starts, addrs, side="right").astype(np.int64) - 1
     out = []
@@ -157,5 +166,6 @@ class VirtualMemory:
       off = a - np.uint64(m.va)   # unsigned: an address near 2^64 is a huge offset, not a negative one
       bad = (off > np.uint64(max(m.size - size, 0))) | (size > m.size) | (not m.writable and write)
       if np.any(bad): raise PageFault(int(a[np.argmax(bad)]), size, write, pc)
-      out.append((m.host, off.astype(np.int64), lanes))
+      off = off.astype(np.int64)
+      out.append((self._host(m, write, off, size), off, lanes))
     return out

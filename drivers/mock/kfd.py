@@ -37,6 +37,8 @@ FIRST_NONSIGNAL_EVENT_ID = 0x40000000
 UNSIGNALED = 0xFFFFFFFFFFFFFFFF
 SDMA_DOORBELL_BASE = 0x100          # first doorbell id of the SDMA engines in a process slice
 KERNELS = ("6.1", "6.12", "mainline")
+# amdgpu_amdkfd_gpuvm.c get_pte_flags (6.1, gfx11's default case): these map MTYPE_UC, which GL2 does not cache; all else NC
+UNCACHED_MTYPE = K.KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | K.KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED
 
 
 @dataclass(frozen=True)
@@ -269,7 +271,7 @@ class MockKFD:
         if bo.va < KERNEL_RESERVED[1] and bo.va + bo.size > KERNEL_RESERVED[0]:
           raise kerr(errno.EINVAL, f"VA {bo.va:#x} overlaps the kernel's reserved pages")
         try:
-          node.gpu.mem.map(bo.va, bo.size, bo.host, writable=True)
+          node.gpu.mem.map(bo.va, bo.size, bo.host, writable=True, cached=not bo.flags & UNCACHED_MTYPE)
         except ValueError:
           raise kerr(errno.EINVAL, f"bo va {bo.va:#x}-{bo.va + bo.size - 1:#x} conflicts with an existing mapping") from None
         bo.mapped = True

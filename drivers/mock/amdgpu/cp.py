@@ -8,14 +8,20 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hcq.autogen.am import gc_11_0_0 as gc, nvd, soc21_enum
-from hcq.drivers.mock.amdgpu.engine import Engine
+from hcq.drivers.mock.amdgpu.engine import Engine, QueueStopped
 from hcq.drivers.mock.amdgpu.ring import QueueError
 
 if TYPE_CHECKING:
   from hcq.drivers.mock.amdgpu.gpu import MockAMDGPU
   from hcq.drivers.mock.amdgpu.ring import Ring
 
+IB_CHAIN = 1 << 20  # INDIRECT_BUFFER control dword: CHAIN (Mesa sid.h S_3F2_CHAIN; not in the generated nvd tables)
 NOP_ONE_DWORD = 0x3FFF  # a NOP header with this count is a lone dword (ring padding)
+# ACQUIRE_MEM GCR_CNTL (gfx_v11_0_emit_mem_sync): the levels a wave reads through, all invalidated (GLI_INV 1 = ALL)
+GCR_INVALIDATE_ALL = (nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_INV(1) | nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLK_INV(1) |
+                      nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLV_INV(1) | nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL1_INV(1) |
+                      nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_INV(1))
+GCR_INVALIDATE_MASK = GCR_INVALIDATE_ALL | nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_INV(3)
 WAIT_FUNCTIONS = {0: lambda v, r: True, 1: lambda v, r: v < r, 2: lambda v, r: v <= r, 3: lambda v, r: v == r,
                   4: lambda v, r: v != r, 5: lambda v, r: v >= r, 6: lambda v, r: v > r}
 
@@ -38,11 +44,12 @@ class ComputeCP(Engine):
     self.handlers = {
       nvd.PACKET3_NOP: (None, self._nop), nvd.PACKET3_SET_SH_REG: (None, self._set_sh_reg),
       nvd.PACKET3_SET_UCONFIG_REG: (None, self._set_uconfig_reg), nvd.PACKET3_WAIT_REG_MEM: ({6}, self._wait_reg_mem),
-      nvd.PACKET3_ACQUIRE_MEM: ({7}, self._nop), nvd.PACKET3_RELEASE_MEM: ({7}, self._release_mem),
+      nvd.PACKET3_ACQUIRE_MEM: ({7}, self._acquire_mem), nvd.PACKET3_RELEASE_MEM: ({7}, self._release_mem),
       nvd.PACKET3_EVENT_WRITE: ({1, 3}, self._event_write), nvd.PACKET3_DISPATCH_DIRECT: ({4}, self._dispatch_direct),
       nvd.PACKET3_INDIRECT_BUFFER: ({3}, self._indirect_buffer),
     }
     self.ib_depth = 0
+    self.chained: tuple[int, int] | None = None  # set by a CHAIN packet: the IB that replaces the current one
 
   def packet(self, words: list[int], i: int, where: int) -> int:
     header = words[i]
@@ -84,8 +91,23 @@ class ComputeCP(Engine):
     addr, test = (hi << 32) | (lo & ~3), WAIT_FUNCTIONS[function]
     self.poll(lambda: test(self.gpu.mem.read_u32(addr) & mask, ref & mask))
 
+  def _acquire_mem(self, body: list[int], where: int) -> None:
+    """gfx11 ACQUIRE_MEM: CP_COHER_CNTL, CP_COHER_SIZE lo/hi, CP_COHER_BASE lo/hi, POLL_INTERVAL, GCR_CNTL. The caches
+    (hcq.drivers.mock.amdgpu.cache) write back on GL2_WB and invalidate when every level a wave reads through is named."""
+    _coher, size_lo, size_hi, base_lo, base_hi, _poll, gcr = body
+    if (size_lo, size_hi & 0xffffff, base_lo, base_hi) != (0xffffffff, 0xffffff, 0, 0) or gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_RANGE(3):
+      raise QueueError(f"ACQUIRE_MEM of a range (size {size_hi:#x}:{size_lo:#08x}, base {base_hi:#x}:{base_lo:#08x}, GCR_CNTL "
+                       f"{gcr:#x}) is not emulated: only the whole address space (size 0xffffff:0xffffffff, base 0)", where)
+    if gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_WB(1): self.gpu.cache.write_back()
+    if gcr & GCR_INVALIDATE_MASK == GCR_INVALIDATE_ALL: self.gpu.cache.invalidate()
+
   def _release_mem(self, body: list[int], where: int) -> None:
-    _event, sel, lo, hi, dlo, dhi, ctxid = body
+    event, sel, lo, hi, dlo, dhi, ctxid = body
+    if event & (nvd.PACKET3_RELEASE_MEM_GCR_GL2_RANGE | nvd.PACKET3_RELEASE_MEM_GCR_GL2_DISCARD):
+      raise QueueError(f"RELEASE_MEM with GCR GL2_RANGE or GL2_DISCARD (event dword {event:#010x}) is not emulated", where)
+    # the write-back precedes the data write (gfx_v11_0_ring_emit_fence's GCR_GL2_WB makes the fence order the data);
+    # RELEASE_MEM has no GLK/GLI invalidate, so it never completes an invalidate in the folded cache model
+    if event & nvd.PACKET3_RELEASE_MEM_GCR_GL2_WB: self.gpu.cache.write_back()
     data_sel, int_sel = (sel >> 29) & 7, (sel >> 24) & 7
     addr = (hi << 32) | lo
     if addr & (7 if data_sel in (2, 3, 4) else 3):  # gfx_v11_0_ring_emit_fence: "Qword aligned if 64bit write, Dword aligned if 32bit"
@@ -127,14 +149,29 @@ class ComputeCP(Engine):
     self.gpu.dispatch(DispatchState((gx, gy, gz), initiator, dict(self.sh)), self)
 
   def _indirect_buffer(self, body: list[int], where: int) -> None:
+    """Compute queues have one IB level: the ring calls an IB and the IB may chain to the next (CHAIN, as its last packet:
+    radv's radv_amdgpu_cs_grow and its compute-queue DGC trailer chain so), but an IB does not call another: radv relies
+    on IB2 only on the gfx queue (radv_amdgpu_cs_bo_create: can_always_use_ib2 needs AMD_IP_GFX). A CHAIN from the
+    ring itself is refused too (unsure what the CP does with it; the stricter side)."""
     lo, hi, ctl = body
-    addr, ndw = (hi & 0xffff) << 32 | (lo & ~3), ctl & 0xfffff
+    addr, ndw, chain = (hi & 0xffff) << 32 | (lo & ~3), ctl & 0xfffff, ctl & IB_CHAIN
     if not ctl & nvd.INDIRECT_BUFFER_VALID: raise QueueError("INDIRECT_BUFFER without its VALID bit", where)
-    if self.ib_depth: raise QueueError("INDIRECT_BUFFER inside an indirect buffer (compute queues chain one level)", where)
-    words = self.gpu.mem.view(addr, 4 * ndw).view("<u4").tolist()
-    self.ib_depth += 1
+    if not self.ib_depth:
+      if chain: raise QueueError("INDIRECT_BUFFER with CHAIN in the ring: only an indirect buffer chains to the next", where)
+      self._run_ib(addr, ndw, where)
+    elif not chain: raise QueueError("INDIRECT_BUFFER inside an indirect buffer without CHAIN (compute queues have one IB level)", where)
+    else: self.chained = (addr, ndw)
+
+  def _run_ib(self, addr: int, ndw: int, where: int) -> None:
+    self.ib_depth = 1
     try:
-      i = 0
-      while i < ndw: i += self.packet(words, i, where)
+      while True:
+        words, i, self.chained = self.gpu.mem.view(addr, 4 * ndw).view("<u4").tolist(), 0, None
+        while i < ndw:
+          if self.chained: raise QueueError(f"packets after a chained INDIRECT_BUFFER (the chain ends its IB at {addr:#x})", where)
+          i += self.packet(words, i, where)
+        if self.chained is None: return
+        if self.ring.stopped: raise QueueStopped()  # an IB chaining to itself runs until the queue goes
+        addr, ndw = self.chained
     finally:
-      self.ib_depth -= 1
+      self.ib_depth = 0

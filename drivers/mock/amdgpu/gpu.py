@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from hcq.asm.emu.memory import PageFault, VirtualMemory
+from hcq.drivers.mock.amdgpu.cache import GPUCache
 from hcq.drivers.mock.amdgpu.cp import ComputeCP, DispatchState
 from hcq.drivers.mock.amdgpu.engine import Engine, QueueStopped
 from hcq.drivers.mock.amdgpu.ring import QueueError, Ring
@@ -44,7 +45,7 @@ def default_shader_core():
     from hcq.asm.emu import dispatch
   except ImportError:
     return None
-  return lambda gpu, state, cancel=None: dispatch(gpu.mem, state, cancel=cancel, board=gpu.shader_board())
+  return lambda gpu, state, cancel=None: dispatch(gpu.cache.view, state, cancel=cancel, board=gpu.shader_board())
 
 
 class MockAMDGPU:
@@ -53,6 +54,7 @@ class MockAMDGPU:
   def __init__(self, board: BoardSpec = BoardSpec(), on_interrupt: Callable[[int], None] | None = None,
                on_queue_error: Callable[[Engine, QueueError, BaseException | None], None] | None = None):
     self.board, self.mem = board, VirtualMemory()
+    self.cache = GPUCache(self.mem)  # what the shader core reads and writes through; the engines reach memory directly
     self.on_interrupt, self.on_queue_error = on_interrupt, on_queue_error
     self.shader_core = default_shader_core()  # runs DISPATCH_DIRECT: the wavefront emulator
     self.engines: list[Engine] = []

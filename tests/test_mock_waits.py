@@ -1,0 +1,94 @@
+"""WAIT_REG_MEM (PM4) and POLL_REGMEM (SDMA) wait until (memory & mask) <function> (reference & mask), with the function
+and mask the packet gives: function 0 always, 1 <, 2 <=, 3 ==, 4 !=, 5 >=, 6 > on unsigned 32-bit values (the PM4
+packet reference's WAIT_REG_MEM FUNCTION field; sdma_v6_0_ring_emit_wait / SDMA_PKT_POLL_REGMEM's FUNC, the same
+encoding). The reference here is the definition, written apart from the engines' table."""
+from __future__ import annotations
+import operator
+import time
+
+import numpy as np
+import pytest
+
+from hcq.autogen.am import sdma_v6_0_0_pkt_open as sdma
+from hcq.devstring import parse_dev
+from hcq.drivers.amd.device import AMDDevice
+from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx11_dialect
+from hcq.drivers.amd.sdma import AMDCopyQueue
+from hcq.drivers.amd.sdma_packets import sdma_packets
+from tests.test_amd_queues import GC_BASE, Board, FakeSignal
+
+DEFINITION = {0: lambda m, r: True, 1: operator.lt, 2: operator.le, 3: operator.eq, 4: operator.ne, 5: operator.ge, 6: operator.gt}
+# (memory, reference, mask): equal, below, above, equal only under a 16-bit mask, the sign bit (unsigned compare)
+CASES = [(5, 5, 0xffffffff), (4, 5, 0xffffffff), (6, 5, 0xffffffff), (0x10005, 0x20005, 0xffff), (0x20004, 0x10005, 0xffff),
+         (0x80000000, 1, 0xffffffff), (1, 0x80000000, 0xffffffff), (0x1234_0000, 0x1234_0001, 0xffff_0000)]
+MEM, FLAG = 4 << 20, 5 << 20
+
+
+def passes(func: int, mem: int, ref: int, mask: int) -> bool:
+  return DEFINITION[func](mem & mask, ref & mask)
+
+
+def wait_packet(kind: str, func: int, addr: int, ref: int, mask: int) -> list[int]:
+  if kind == "compute":
+    return AMDComputeQueue(gfx11_dialect(GC_BASE)).pkt3(0x3C, func | 1 << 4, addr & 0xffffffff, addr >> 32, ref, mask, 4)._q
+  return sdma_packets()["POLL_REGMEM"].build(op=sdma.SDMA_OP_POLL_REGMEM, func=func, mem_poll=1, addr_31_0=addr & 0xffffffff,
+                                             addr_63_32=addr >> 32, value=ref, mask=mask, interval=4, retry_count=0xfff)
+
+
+def reached(ring, position: int, settle: float = 0.02) -> None:
+  """Wait until the engine's read position is at `position` (where the wait packet starts), then a little longer."""
+  deadline = time.monotonic() + 5
+  while ring.position < position:
+    assert time.monotonic() < deadline, "the engine never reached the wait"
+    time.sleep(1e-3)
+  time.sleep(settle)
+
+
+def mark_packet(kind: str, addr: int, value: int) -> list[int]:
+  q = AMDComputeQueue(gfx11_dialect(GC_BASE)) if kind == "compute" else AMDCopyQueue()
+  return q.signal(FakeSignal(addr), value)._q
+
+
+@pytest.mark.parametrize("kind", ["compute", "sdma"])
+@pytest.mark.parametrize("func", range(7))
+def test_the_wait_compares_with_the_function_and_mask_given(kind, func):
+  b = Board()
+  try:
+    ring, _ = b.rings[kind]
+    for k, (mem, ref, mask) in enumerate(CASES):
+      b.mem[MEM:MEM + 4] = np.frombuffer(np.uint32(mem).tobytes(), np.uint8)
+      at = ring.wptr
+      b.submit(kind, wait_packet(kind, func, b.addr(MEM), ref, mask) + mark_packet(kind, b.addr(FLAG), k + 1))
+      if passes(func, mem, ref, mask):
+        b.idle(kind)
+      else:
+        reached(ring, at)
+        assert b.u64(FLAG) == k, f"function {func} passed with memory {mem:#x}, reference {ref:#x}, mask {mask:#x}"
+        release = next(v for v in (ref, ref + 1, ref - 1, ref ^ mask, 0, 0xffffffff) if passes(func, v & 0xffffffff, ref, mask))
+        b.mem[MEM:MEM + 4] = np.frombuffer(np.uint32(release & 0xffffffff).tobytes(), np.uint8)
+        b.idle(kind)
+      assert not b.errors and b.u64(FLAG) == k + 1, f"function {func}, case {k}: {b.errors}"
+  finally:
+    b.close()
+
+
+@pytest.fixture(scope="module")
+def dev():
+  return AMDDevice(parse_dev("MOCKKFD+AMD"))
+
+
+@pytest.mark.parametrize("kind", ["compute", "sdma"])
+def test_the_driver_waits_for_at_least_the_value_in_all_32_bits(dev, kind):
+  """The driver's wait is 'signal >= value' over the low 32 bits: a larger value releases it, a value equal in the low
+  16 bits does not."""
+  gate, out = dev.new_signal(0), dev.new_signal(0)
+  q = dev.compute_queue() if kind == "compute" else dev.copy_queue()
+  ring = next(e.ring for e in next(iter(dev.os.kfd.nodes.values())).gpu.engines if e.kind == kind)
+  at = ring.wptr
+  q.wait(gate, 0x10000).signal(out, 1).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  reached(ring, at, 0.05)
+  assert out.value == 0, "the wait passed at 0 for 0x10000"
+  gate.value = 0x10005  # larger than waited for
+  dev.synchronize(timeout=5)
+  assert out.value == 1
+  for s in (gate, out): dev.release_signal(s)
