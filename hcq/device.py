@@ -10,6 +10,7 @@ import collections
 import ctypes
 import importlib
 import importlib.util
+import operator
 import os
 import threading
 from dataclasses import dataclass
@@ -126,8 +127,12 @@ class Device(metaclass=_DeviceOpener):
   def alloc(self, nbytes: int, kind: str = "device") -> Buffer:
     """`nbytes` of memory of a kind in MEMORY_KINDS ("device", "host", "uncached", "cpu")."""
     if kind not in MEMORY_KINDS: raise ValueError(f"unknown memory kind {kind!r}; valid: " + "; ".join(f"{k}: {v}" for k, v in MEMORY_KINDS.items()))
-    if not isinstance(nbytes, int) or nbytes <= 0: raise ValueError(f"alloc needs a positive number of bytes, got {nbytes!r}")
-    return self._alloc(nbytes, kind)
+    try:
+      n = operator.index(nbytes)  # Python and numpy ints
+    except TypeError:
+      n = 0
+    if n <= 0 or isinstance(nbytes, bool): raise ValueError(f"alloc needs a positive number of bytes, got {nbytes!r}")
+    return self._alloc(n, kind)
 
   def _alloc(self, nbytes: int, kind: str) -> Buffer:
     raise NotImplementedError
