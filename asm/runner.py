@@ -41,20 +41,28 @@ def parse_arg(spec: str, seed: int) -> tuple[str, str, Any]:
     return name, "buffer", arr
   if len(parts) != 2 or parts[0] not in ARG_SIZES or parts[0] == "buffer":
     raise RunError(f"--arg {spec!r}: a value is DTYPE:VALUE with DTYPE one of {', '.join(k for k in ARG_SIZES if k != 'buffer')}")
+  from hcq.errors import ProgramArgumentError
+  from hcq.program import KernelArg, pack_value
   try:
-    value = float(parts[1]) if parts[0].startswith("f") else int(parts[1], 0)
+    try:
+      value: Any = int(parts[1], 0)
+    except ValueError:
+      value = float(parts[1])  # 1.5, 1e3, nan, inf; an int kind takes only integral ones
+    pack_value(f"--arg {spec!r}", KernelArg(name, 0, parts[0]), value, bytearray(8))  # the launch's own check, before the device opens
   except ValueError:
     raise RunError(f"--arg {spec!r}: {parts[1]!r} is not a {parts[0]} value") from None
+  except ProgramArgumentError as e:
+    raise RunError(str(e)) from None
   return name, parts[0], value
 
 
 def dims(text: str, what: str) -> tuple[int, int, int]:
+  from hcq.errors import ProgramArgumentError
+  from hcq.program import DIM_LIMIT, launch_dims
   try:
-    t = tuple(int(x) for x in text.split(","))
-  except ValueError:
-    t = ()
-  if not 1 <= len(t) <= 3 or min(t) < 1: raise RunError(f"--{what} {text!r}: expected 1 to 3 positive integers, e.g. 4 or 4,2")
-  return (t + (1, 1))[:3]
+    return launch_dims(tuple(int(x) for x in text.split(",")), f"--{what}")
+  except (ValueError, ProgramArgumentError):
+    raise RunError(f"--{what} {text!r}: expected 1 to 3 integers from 1 to {DIM_LIMIT} (2**32-1), e.g. 4 or 4,2") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
