@@ -54,6 +54,24 @@ def _open_os(spec: DevSpec):
 class AMDDevice(Device):
   """See the module docstring."""
 
+  @classmethod
+  def canonical_spec(cls, spec: DevSpec) -> DevSpec:
+    """AMD, KFD+AMD, MOCKKFD+AMD::gfx1100, ... resolved as _open_os and __init__ resolve them: the interface (the real
+    GPU when there is one) and the arch (the first GPU node's), so every spelling of one GPU opens one Device."""
+    global _said_emulated
+    from hcq.drivers.os import HostOS
+    iface, arch = spec.iface, spec.arch
+    if iface != "MOCKKFD":
+      nodes = gpu_nodes(HostOS())
+      if nodes or iface == "KFD": iface, arch = "KFD", arch or (nodes[0].arch if nodes else None)
+    if iface in (None, "MOCKKFD"):
+      from hcq.drivers.mock.amdgpu.gpu import BoardSpec
+      if iface is None and not _said_emulated:
+        print("hcq: no AMD GPU found; AMD runs on the emulated gfx1100 (MOCKKFD+AMD)", file=sys.stderr)
+        _said_emulated = True
+      iface, arch = "MOCKKFD", arch or BoardSpec().gfx_target  # the board the mock kernel presents by default (MockKFD())
+    return DevSpec(spec.device, iface, None, arch)
+
   def __init__(self, spec: DevSpec):
     self.spec = spec
     self.os = _open_os(spec)
