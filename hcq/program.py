@@ -140,6 +140,7 @@ def pack_value(name: str, arg: KernelArg, v: Any, out: bytearray) -> None:
     struct.pack_into("<" + _FORMATS[kind], out, arg.offset, x)
   elif kind in _FLOAT_LIMITS:
     x = _as_float(v)
+    if x is None and _as_int(v) is not None: raise ProgramArgumentError(f"{where} cannot hold {v!r}: past every float's range")
     if x is None: raise ProgramArgumentError(f"{where} cannot take {type(v).__name__} {v!r}: valid are ints and floats")
     _pack_float(where, _FORMATS[kind], _FLOAT_LIMITS[kind], x, v, out, arg.offset)
   elif kind == "bool":
