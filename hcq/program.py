@@ -10,7 +10,7 @@ import numbers
 import operator
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 from hcq.errors import ProgramArgumentError
 
@@ -29,13 +29,13 @@ _FLOAT_LIMITS = {"f16": (65504.0, 2.0 ** -25), "f32": (3.4028234663852886e38, 2.
 # by-value arguments known only by their size, "b8" to "b64" (metadata without a type name, e.g. HIP's): an int is packed
 # signed when negative and unsigned otherwise, a float as the float of that width; bytes of the exact size pack as they are.
 # Other widths ("b96", "b128": vectors and structs) take only bytes.
-_UNTYPED = {"b8": ("b", "B", None), "b16": ("h", "H", "e"), "b32": ("i", "I", "f"), "b64": ("q", "Q", "d")}
+_UNTYPED = {"b8": ("i8", "u8", None), "b16": ("i16", "u16", "f16"), "b32": ("i32", "u32", "f32"), "b64": ("i64", "u64", "f64")}
 # clang's .type_name for by-value arguments (OpenCL C spellings) -> value kind; other names (typedefs, vectors, structs)
 # leave the argument known only by its size
 TYPE_NAMES = {"char": "i8", "signed char": "i8", "uchar": "u8", "unsigned char": "u8", "short": "i16", "ushort": "u16",
               "unsigned short": "u16", "int": "i32", "uint": "u32", "unsigned int": "u32", "long": "i64", "ulong": "u64",
               "unsigned long": "u64", "half": "f16", "float": "f32", "double": "f64", "bool": "bool"}
-VALUE_KINDS = tuple(k for k in _FORMATS if k != "buffer")
+_PACK = {k: struct.Struct("<" + f).pack_into for k, f in _FORMATS.items()}
 # grid and workgroup sizes are 32-bit per dimension in the dispatch (HSA AQL grid_size/workgroup_size, PM4 DISPATCH_DIRECT
 # DIM_X/Y/Z, the CPU kernel's uint32 ids)
 DIM_LIMIT = (1 << 32) - 1
@@ -129,55 +129,58 @@ def pack_value(name: str, arg: KernelArg, v: Any, out: bytearray) -> None:
   naming the argument, its kind and the value, when `v` is not of that kind or would change (2.5 into an int, 2**32+4 into
   u32, 1e39 into f32). Ints and floats convert to a float kind with round-to-nearest, as a C assignment does."""
   kind = arg.kind
-  where = f"{name}: argument {arg.name} ({kind}{'' if kind in _FORMATS else f': {arg.size} bytes of unknown type'})"
   if kind in _INT_RANGES:
-    x = _as_int(v)
+    x = v if type(v) is int else _as_int(v)
     if x is None:
-      why = "not an integer" if _as_float(v) is not None else f"a {type(v).__name__}, not an integer"
-      raise ProgramArgumentError(f"{where} cannot take {v!r}: {why}")
+      _refuse(name, arg, f"cannot take {v!r}: " + ("not an integer" if _as_float(v) is not None else f"a {type(v).__name__}, not an integer"))
     lo, hi = _INT_RANGES[kind]
-    if not lo <= x <= hi: raise ProgramArgumentError(f"{where} cannot hold {v!r}: valid {lo}..{hi}")
-    struct.pack_into("<" + _FORMATS[kind], out, arg.offset, x)
+    if not lo <= x <= hi: _refuse(name, arg, f"cannot hold {v!r}: valid {lo}..{hi}")
+    _PACK[kind](out, arg.offset, x)
   elif kind in _FLOAT_LIMITS:
-    x = _as_float(v)
-    if x is None and _as_int(v) is not None: raise ProgramArgumentError(f"{where} cannot hold {v!r}: past every float's range")
-    if x is None: raise ProgramArgumentError(f"{where} cannot take {type(v).__name__} {v!r}: valid are ints and floats")
-    _pack_float(where, _FORMATS[kind], _FLOAT_LIMITS[kind], x, v, out, arg.offset)
+    x = v if type(v) is float else _as_float(v)
+    if x is None and _as_int(v) is not None: _refuse(name, arg, f"cannot hold {v!r}: past every float's range")
+    if x is None: _refuse(name, arg, f"cannot take {type(v).__name__} {v!r}: valid are ints and floats")
+    _pack_float(name, arg, kind, x, v, out)
   elif kind == "bool":
-    if isinstance(v, bool) or type(v).__name__ == "bool_" or _as_int(v) in (0, 1): struct.pack_into("<?", out, arg.offset, bool(v))
-    else: raise ProgramArgumentError(f"{where} cannot take {type(v).__name__} {v!r}: valid are True, False, 0 and 1")
+    if not (isinstance(v, bool) or type(v).__name__ == "bool_" or _as_int(v) in (0, 1)):
+      _refuse(name, arg, f"cannot take {type(v).__name__} {v!r}: valid are True, False, 0 and 1")
+    _PACK[kind](out, arg.offset, bool(v))
   else:
-    _pack_untyped(where, arg, v, out)
+    _pack_untyped(name, arg, v, out)
 
 
-def _pack_float(where: str, fmt: str, limits: tuple[float, float], x: float, v: Any, out: bytearray, offset: int) -> None:
-  largest, to_zero = limits
-  if x != 0.0 and abs(x) <= to_zero: raise ProgramArgumentError(f"{where} cannot hold {v!r}: it would round to 0")
+def _refuse(name: str, arg: KernelArg, why: str) -> NoReturn:
+  kind = arg.kind if arg.kind in _FORMATS else f"{arg.kind}: {arg.size} bytes of unknown type"
+  raise ProgramArgumentError(f"{name}: argument {arg.name} ({kind}) {why}")
+
+
+def _pack_float(name: str, arg: KernelArg, kind: str, x: float, v: Any, out: bytearray) -> None:
+  largest, to_zero = _FLOAT_LIMITS[kind]
+  if x != 0.0 and abs(x) <= to_zero: _refuse(name, arg, f"cannot hold {v!r}: it would round to 0")
   try:
-    struct.pack_into("<" + fmt, out, offset, x)
+    _PACK[kind](out, arg.offset, x)
   except (OverflowError, struct.error):
-    raise ProgramArgumentError(f"{where} cannot hold {v!r}: the largest finite value is {largest!r}") from None
+    _refuse(name, arg, f"cannot hold {v!r}: the largest finite value is {largest!r}")
 
 
-def _pack_untyped(where: str, arg: KernelArg, v: Any, out: bytearray) -> None:
+def _pack_untyped(name: str, arg: KernelArg, v: Any, out: bytearray) -> None:
   """An argument known only by its size: packed by the value's own type (see _UNTYPED)."""
   size = arg.size
   if isinstance(v, (bytes, bytearray, memoryview)):
     raw = bytes(v)
-    if len(raw) != size: raise ProgramArgumentError(f"{where} takes {size} bytes, got {len(raw)}")
+    if len(raw) != size: _refuse(name, arg, f"takes {size} bytes, got {len(raw)}")
     out[arg.offset:arg.offset + size] = raw
     return
   signed, unsigned, flt = _UNTYPED.get(arg.kind, (None, None, None))
-  if signed is None: raise ProgramArgumentError(f"{where} takes bytes of exactly that size, got {type(v).__name__} {v!r}")
+  if signed is None: _refuse(name, arg, f"takes bytes of exactly that size, got {type(v).__name__} {v!r}")
   if type(v) is float or isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral):
-    if flt is None: raise ProgramArgumentError(f"{where} cannot take float {v!r}: there is no {size}-byte float")
-    _pack_float(where, flt, _FLOAT_LIMITS[{"e": "f16", "f": "f32", "d": "f64"}[flt]], float(v), v, out, arg.offset)
-    return
+    if flt is None: _refuse(name, arg, f"cannot take float {v!r}: there is no {size}-byte float")
+    return _pack_float(name, arg, flt, float(v), v, out)
   x = _as_int(v)
-  if x is None: raise ProgramArgumentError(f"{where} cannot take {type(v).__name__} {v!r}: valid are ints, floats and {size} bytes")
+  if x is None: _refuse(name, arg, f"cannot take {type(v).__name__} {v!r}: valid are ints, floats and {size} bytes")
   lo, hi = -(1 << (8 * size - 1)), (1 << (8 * size)) - 1
-  if not lo <= x <= hi: raise ProgramArgumentError(f"{where} cannot hold {v!r}: valid {lo}..{hi} (signed or unsigned)")
-  struct.pack_into("<" + (signed if x < 0 else unsigned), out, arg.offset, x)
+  if not lo <= x <= hi: _refuse(name, arg, f"cannot hold {v!r}: valid {lo}..{hi} (signed or unsigned)")
+  _PACK[signed if x < 0 else unsigned](out, arg.offset, x)
 
 
 def pack_kernargs(name: str, layout: Sequence[KernelArg], bufs: Sequence["Buffer"], vals: Sequence[Any], size: int,
@@ -197,21 +200,26 @@ def pack_kernargs(name: str, layout: Sequence[KernelArg], bufs: Sequence["Buffer
     if device is not None and b.device is not device:
       raise ProgramArgumentError(f"{name}: argument {arg.name} is {b!r}, not a buffer of {device}; copy it to {device} first")
     if (b._parent or b).freed: raise ProgramArgumentError(f"{name}: argument {arg.name} is {b!r}, which was freed")
-    struct.pack_into("<Q", out, arg.offset, b.addr)
+    _PACK["buffer"](out, arg.offset, b.addr)
   for arg, v in zip(val_args, vals): pack_value(name, arg, v, out)
   return out
+
+
+def _dim(x: Any) -> int:
+  if isinstance(x, bool): raise TypeError("a bool is not a size")
+  return operator.index(x)  # Python and numpy ints
 
 
 def launch_dims(v: "int | Sequence[int]", what: str) -> tuple[int, int, int]:
   """A grid or workgroup size as (x, y, z): an int or 1 to 3 ints (Python or numpy) from 1 to DIM_LIMIT, padded with 1s;
   ProgramArgumentError otherwise."""
+  t = (v,) if not isinstance(v, (tuple, list)) else tuple(v)
   try:
-    t = (operator.index(v),) if not isinstance(v, (tuple, list)) else tuple(operator.index(x) for x in v)
+    if not 1 <= len(t) <= 3: raise TypeError
+    t = tuple([x if type(x) is int else _dim(x) for x in t])
+    if min(t) < 1 or max(t) > DIM_LIMIT: raise TypeError
   except TypeError:
-    t = ()
-  if not 1 <= len(t) <= 3 or any(isinstance(x, bool) for x in (v if isinstance(v, (tuple, list)) else (v,))) or \
-     not all(1 <= x <= DIM_LIMIT for x in t):
-    raise ProgramArgumentError(f"{what} must be 1 to 3 ints from 1 to {DIM_LIMIT} (2**32-1, the dispatch's 32-bit size fields), got {v!r}")
+    raise ProgramArgumentError(f"{what} must be 1 to 3 ints from 1 to {DIM_LIMIT} (2**32-1, the dispatch's 32-bit size fields), got {v!r}") from None
   return (t + (1, 1))[:3]
 
 
