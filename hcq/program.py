@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 # value kinds -> struct format; "buffer" arguments are 64-bit device addresses
 _FORMATS = {"buffer": "Q", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I", "i64": "q", "u64": "Q",
             "f16": "e", "f32": "f", "f64": "d", "bool": "?"}
-_INT_RANGES = {k: (-(1 << (8 * struct.calcsize(f) - 1)), (1 << (8 * struct.calcsize(f) - 1)) - 1) if f.islower() else (0, (1 << (8 * struct.calcsize(f))) - 1)
-               for k, f in _FORMATS.items() if k[0] in "iu"}
+# integer kinds -> (smallest, largest) value
+_INT_RANGES = {k: (-(1 << 8 * struct.calcsize(f) - 1), (1 << 8 * struct.calcsize(f) - 1) - 1) if k[0] == "i"
+               else (0, (1 << 8 * struct.calcsize(f)) - 1) for k, f in _FORMATS.items() if k[0] in "iu"}
 # float kinds -> (largest finite, the largest magnitude that rounds to zero): a finite value past the one or a nonzero one
 # below the other would change into inf or 0 and is refused; nan and inf pass as they are
 _FLOAT_LIMITS = {"f16": (65504.0, 2.0 ** -25), "f32": (3.4028234663852886e38, 2.0 ** -150), "f64": (1.7976931348623157e308, 0.0)}
@@ -90,7 +91,8 @@ def metadata_layout(kernel: Any) -> tuple[list[KernelArg], list[tuple[str, int, 
     if a.value_kind == "global_buffer": explicit.append(KernelArg(a.name, a.offset, "buffer"))
     elif a.value_kind == "by_value": explicit.append(KernelArg(a.name, a.offset, by_value_kind(a.size, type_name)))
     elif a.value_kind.startswith("hidden_"): hidden.append((a.value_kind, a.offset, a.size))
-    else: raise ProgramArgumentError(f"kernel argument {a.name} of kind {a.value_kind} is not supported; supported: global_buffer, by_value, hidden_*")
+    else: raise ProgramArgumentError(f"kernel argument {a.name} of kind {a.value_kind} is not supported; supported: global_buffer, "
+                                     "by_value, hidden_*")
   return explicit, hidden
 
 
@@ -103,10 +105,14 @@ def workgroup_limits(kernel: Any) -> tuple[int, tuple[int, int, int] | None]:
   return most, required
 
 
+def _is_bool(v: Any) -> bool:
+  return isinstance(v, bool) or type(v).__module__ == "numpy" and type(v).__name__ in ("bool", "bool_")  # numpy 2 and 1
+
+
 def _as_int(v: Any) -> int | None:
   """`v` as the integer it equals (Python or numpy ints; floats with an integral value), else None. Bools are not ints here."""
   if type(v) is int: return v
-  if isinstance(v, (bool, str, bytes)) or type(v).__name__ == "bool_": return None
+  if _is_bool(v): return None
   if isinstance(v, numbers.Integral): return int(v)
   if isinstance(v, numbers.Real):
     f = float(v)
@@ -117,7 +123,7 @@ def _as_int(v: Any) -> int | None:
 def _as_float(v: Any) -> float | None:
   """`v` as a Python float (Python or numpy ints and floats), else None; ints past float range are None."""
   if type(v) is float: return v
-  if isinstance(v, (bool, str, bytes)) or type(v).__name__ == "bool_" or not isinstance(v, numbers.Real): return None
+  if _is_bool(v) or not isinstance(v, numbers.Real): return None
   try:
     return float(v)
   except OverflowError:
@@ -142,7 +148,7 @@ def pack_value(name: str, arg: KernelArg, v: Any, out: bytearray) -> None:
     if x is None: _refuse(name, arg, f"cannot take {type(v).__name__} {v!r}: valid are ints and floats")
     _pack_float(name, arg, kind, x, v, out)
   elif kind == "bool":
-    if not (isinstance(v, bool) or type(v).__name__ == "bool_" or _as_int(v) in (0, 1)):
+    if not (_is_bool(v) or _as_int(v) in (0, 1)):
       _refuse(name, arg, f"cannot take {type(v).__name__} {v!r}: valid are True, False, 0 and 1")
     _PACK[kind](out, arg.offset, bool(v))
   else:
@@ -178,7 +184,7 @@ def _pack_untyped(name: str, arg: KernelArg, v: Any, out: bytearray) -> None:
     return _pack_float(name, arg, flt, float(v), v, out)
   x = _as_int(v)
   if x is None: _refuse(name, arg, f"cannot take {type(v).__name__} {v!r}: valid are ints, floats and {size} bytes")
-  lo, hi = -(1 << (8 * size - 1)), (1 << (8 * size)) - 1
+  lo, hi = _INT_RANGES[signed][0], _INT_RANGES[unsigned][1]
   if not lo <= x <= hi: _refuse(name, arg, f"cannot hold {v!r}: valid {lo}..{hi} (signed or unsigned)")
   _PACK[signed if x < 0 else unsigned](out, arg.offset, x)
 
@@ -220,7 +226,8 @@ def launch_dims(v: "int | Sequence[int]", what: str) -> tuple[int, int, int]:
     t = tuple([x if type(x) is int else _dim(x) for x in t])
     if min(t) < 1 or max(t) > DIM_LIMIT: raise TypeError
   except TypeError:
-    raise ProgramArgumentError(f"{what} must be 1 to 3 ints from 1 to {DIM_LIMIT} (2**32-1, the dispatch's 32-bit size fields), got {v!r}") from None
+    raise ProgramArgumentError(f"{what} must be 1 to 3 ints from 1 to {DIM_LIMIT} (2**32-1, the dispatch's 32-bit size fields), "
+                               f"got {v!r}") from None
   return (t + (1, 1))[:3]
 
 

@@ -165,6 +165,13 @@ def test_type_names():
   assert np.frombuffer(out, np.float32).tolist() == [0, 1, 2, 3]
   with pytest.raises(ProgramArgumentError, match=r"argument v \(b128: 16 bytes of unknown type\) takes bytes of exactly that size, got float"):
     pack_value("k", KernelArg("v", 0, "b128"), 1.0, out)
+  flag = KernelArg("b", 3, "bool")
+  for v, want in [(True, 1), (np.True_, 1), (np.False_, 0), (1, 1), (0, 0), (np.int8(1), 1)]:
+    pack_value("k", flag, v, out)
+    assert out[3] == want, v
+  for v in (2, 0.5, "1", None):
+    with pytest.raises(ProgramArgumentError, match=r"argument b \(bool\) cannot take .*: valid are True, False, 0 and 1"):
+      pack_value("k", flag, v, out)
 
 
 def test_the_asm_kernel_builder_types_its_arguments():
