@@ -220,8 +220,11 @@ def launch_dims(v: "int | Sequence[int]", what: str) -> tuple[int, int, int]:
   """A grid or workgroup size as (x, y, z): an int or 1 to 3 ints (Python or numpy) from 1 to DIM_LIMIT, padded with 1s;
   ProgramArgumentError otherwise."""
   if type(v) is int and 0 < v <= DIM_LIMIT: return (v, 1, 1)  # the common case, on every launch
-  t = (v,) if not isinstance(v, (tuple, list)) else v
   try:
+    try:
+      t = (_dim(v),)
+    except TypeError:
+      t = tuple(v) if not isinstance(v, (str, bytes)) else ()  # a tuple, list, numpy array, range, ...
     if not 1 <= len(t) <= 3: raise TypeError
     t = tuple([x if type(x) is int else _dim(x) for x in t])
     if min(t) < 1 or max(t) > DIM_LIMIT: raise TypeError

@@ -200,11 +200,12 @@ def test_numpy_ints_for_dims(echo, path):
   assert got["i"] == 3
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.0, (1, 2, 3, 4), (), "4", True, None, (np.float32(2),)])
+@pytest.mark.parametrize("bad", [0, -1, 1.0, (1, 2, 3, 4), (), "4", b"4", True, (1, True), None, (np.float32(2),), np.zeros((2, 2), int)])
 def test_launch_dims_refuses(bad):
   with pytest.raises(ProgramArgumentError, match="must be 1 to 3 ints from 1 to 4294967295"):
     launch_dims(bad, "global_size")
   assert launch_dims(np.uint64(DIM_LIMIT), "g") == (DIM_LIMIT, 1, 1)
+  assert launch_dims(np.array([4, 2]), "g") == (4, 2, 1) and launch_dims([np.int8(3)], "g") == (3, 1, 1)
 
 
 @pytest.mark.parametrize("path", ["AMD", "emu"])

@@ -1,7 +1,9 @@
 """Standalone use: `run(code_object, args, global_size, local_size)` runs one kernel on the emulated gfx1100.
 
 Numpy arrays are copied into emulated memory, passed by pointer and copied back when the kernel ends; scalars are
-packed at the offsets and sizes the code object's metadata gives (natural alignment when there is none). Hidden
+packed by the driver's packer (hcq.program.pack_value, one rule for every launch path: by the metadata's types, exactly
+or refused) at the metadata's offsets (natural alignment when there is none), and the launch dimensions are checked as
+the driver checks them. hcq.program is imported only when `run` is called: it needs nothing but hcq.errors. Hidden
 arguments (block counts, group sizes, offsets) are filled in, and a dispatch packet is provided for kernels that
 ask for the dispatch pointer.
 """
