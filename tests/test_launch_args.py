@@ -25,6 +25,7 @@ __kernel void echo(__global uchar *out, float f, int i, uint u, long l, half h, 
 }
 typedef int myint;
 __kernel void untyped(__global uint *out, myint x) { out[0] = as_uint(x); }
+__kernel void sizes(__global uint *out) { out[0] = __builtin_amdgcn_workgroup_size_x(); out[1] = __builtin_amdgcn_grid_size_x(); }
 __kernel void __attribute__((reqd_work_group_size(64, 1, 1))) fixed(__global uint *out) { out[__builtin_amdgcn_workitem_id_x()] = 1; }
 """
 # the CPU kernel of the same signature: the kernarg bytes after the buffer pointer, copied to `out`
@@ -226,6 +227,26 @@ def test_workgroup_limits_from_the_metadata(echo, code_object, amd, path):
   with pytest.raises(ProgramArgumentError, match=r"fixed: the kernel was built for workgroups of exactly \(64, 1, 1\) threads"):
     if path == "emu": emu_run(code_object, [out], kernel="fixed", local_size=(32,))
     else: amd.program(code_object, "fixed")(amd.alloc(256), local_size=32)
+
+
+def test_hidden_arguments_hold_every_grid_launch_dims_lets_through(code_object, amd):
+  """The largest grid and workgroup the checks allow fit the hidden arguments (32-bit block counts, 16-bit group sizes):
+  no struct.error is left for a launch to meet."""
+  import struct
+  prg = amd.program(code_object, "sizes")
+  hidden = dict(prg.hidden)
+  out = prg.kernargs([amd.alloc(64)], (), (DIM_LIMIT, DIM_LIMIT, DIM_LIMIT), (1, 1, prg.max_workgroup_size))
+  assert struct.unpack_from("<III", out, hidden["hidden_block_count_x"]) == (DIM_LIMIT,) * 3
+  assert struct.unpack_from("<HHH", out, hidden["hidden_group_size_x"]) == (1, 1, 256)
+
+
+def test_numpy_dims_reach_the_kernel(code_object, amd):
+  """The group size and grid size the kernel reads (hidden arguments) from numpy-int dimensions."""
+  got = np.zeros(2, np.uint32)
+  emu_run(code_object, [got], kernel="sizes", global_size=np.int64(3), local_size=[np.int32(8)])
+  out = amd.alloc(8)
+  amd.program(code_object, "sizes")(out, global_size=np.int64(3), local_size=(np.int32(8),), wait=True)
+  assert got.tolist() == out.copyout(np.empty(2, np.uint32)).tolist() == [8, 24]
 
 
 def test_numpy_ints_for_sizes(cpu, amd):
