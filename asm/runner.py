@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     "Assemble KERNEL.s (LLVM AMDGPU syntax), load it on an AMD device, fill its buffers, launch it and print the results "
     "and the GPU time. With no AMD GPU it runs on the emulated gfx1100 (MOCKKFD+AMD) and says so."),
     epilog="Arguments are laid out in the order given, at natural alignment, and their address is in s[0:1] (the kernarg pointer); "
+           "a value must keep its value in its DTYPE (i32:4.0 is 4; i32:2.5, u32:-1 and f32:1e39 are refused); "
            "the workgroup ids follow in the next SGPRs. Example: python -m hcq.asm run add.s --arg a=buffer:f32:1024:rand "
            "--arg b=buffer:f32:1024:rand --arg n=u32:1024 --grid 4 --block 256")
   ap.add_argument("kernel", type=Path, help="assembly file")

@@ -1,8 +1,9 @@
 """Programs: a loaded kernel, its argument layout, and a launch that writes kernargs into the device's ring.
 
-The launch path: `prg(*bufs, global_size=, local_size=, vals=())` packs buffer addresses and values at the
-offsets the code object's metadata gives (natural alignment without metadata), writes them into the
-kernarg ring, and records wait(timeline) -> timestamp -> exec -> timestamp -> signal(timeline) on a
+The launch path: `prg(*bufs, global_size=, local_size=, vals=())` checks the dimensions (launch_dims) and packs live
+buffers' addresses and the values, each converted exactly to its declared kind or refused (pack_value, the one packer of
+every launch path), at the offsets the code object's metadata gives (natural alignment without metadata), writes them
+into the kernarg ring, and records wait(timeline) -> timestamp -> exec -> timestamp -> signal(timeline) on a
 compute queue. With wait=True it returns the GPU seconds between the two timestamps.
 """
 from __future__ import annotations
