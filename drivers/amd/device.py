@@ -58,21 +58,6 @@ def _say_emulated() -> None:
 class AMDDevice(Device):
   """See the module docstring."""
 
-  @classmethod
-  def canonical_spec(cls, spec: DevSpec) -> DevSpec:
-    """AMD, KFD+AMD, MOCKKFD+AMD::gfx1100, ... resolved as _open_os and __init__ resolve them: the interface (the real
-    GPU when there is one) and the arch (the first GPU node's), so every spelling of one GPU opens one Device."""
-    from hcq.drivers.os import HostOS
-    iface, arch = spec.iface, spec.arch
-    if iface != "MOCKKFD":
-      nodes = gpu_nodes(HostOS())
-      if nodes or iface == "KFD": iface, arch = "KFD", arch or (nodes[0].arch if nodes else None)
-    if iface in (None, "MOCKKFD"):
-      from hcq.drivers.mock.amdgpu.gpu import BoardSpec
-      if iface is None: _say_emulated()
-      iface, arch = "MOCKKFD", arch or BoardSpec().gfx_target  # the board the mock kernel presents by default (MockKFD())
-    return DevSpec(spec.device, iface, None, arch)
-
   def __init__(self, spec: DevSpec):
     self.spec = spec
     self.os = _open_os(spec)
@@ -234,6 +219,21 @@ class AMDDevice(Device):
   def program(self, code_object: bytes, name: str | None = None) -> AMDProgram:
     """Load a kernel of a code object (ET_DYN from clang/lld or ROCm, or ET_REL from llvmlite)."""
     return AMDProgram(self, code_object, name)
+
+  @classmethod
+  def canonical_spec(cls, spec: DevSpec) -> DevSpec:
+    """AMD, KFD+AMD, MOCKKFD+AMD::gfx1100, ... resolved as _open_os and __init__ resolve them: the interface (the real
+    GPU when there is one) and the arch (the first GPU node's), so every spelling of one GPU opens one Device."""
+    from hcq.drivers.os import HostOS
+    iface, arch = spec.iface, spec.arch
+    if iface != "MOCKKFD":
+      nodes = gpu_nodes(HostOS())
+      if nodes or iface == "KFD": iface, arch = "KFD", arch or (nodes[0].arch if nodes else None)
+    if iface in (None, "MOCKKFD"):
+      from hcq.drivers.mock.amdgpu.gpu import BoardSpec
+      if iface is None: _say_emulated()
+      iface, arch = "MOCKKFD", arch or BoardSpec().gfx_target  # the board the mock kernel presents by default (MockKFD())
+    return DevSpec(spec.device, iface, None, arch)
 
   # ---- faults and hangs ----
   def _events(self) -> None:
