@@ -19,6 +19,9 @@ from typing import Any, Sequence
 from hcq.asm.elf_writer import KernelImage, kernel_descriptor, write_code_object
 
 ARG_SIZES = {"buffer": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "i32": 4, "u32": 4, "f32": 4, "i64": 8, "u64": 8, "f64": 8}
+# value kinds -> the .type_name clang writes for them (OpenCL C spellings), so a launch packs each value by its type
+ARG_TYPE_NAMES = {"i8": "char", "u8": "uchar", "i16": "short", "u16": "ushort", "f16": "half", "i32": "int", "u32": "uint", "f32": "float",
+                  "i64": "long", "u64": "ulong", "f64": "double"}
 _VREG = re.compile(r"\bv(?:(\d+)|\[(\d+):(\d+)\])")
 _SREG = re.compile(r"\bs(?:(\d+)|\[(\d+):(\d+)\])")
 _AREG = re.compile(r"\ba(?:(\d+)|\[(\d+):(\d+)\])")  # gfx90a+ accumulation registers
@@ -74,7 +77,7 @@ class Kernel:
       size = ARG_SIZES[kind]
       offset = (offset + size - 1) // size * size
       out.append({".name": n, ".offset": offset, ".size": size, ".value_kind": "global_buffer" if kind == "buffer" else "by_value",
-                  **({".address_space": "global"} if kind == "buffer" else {})})
+                  **({".address_space": "global"} if kind == "buffer" else {".type_name": ARG_TYPE_NAMES[kind]})})
       offset += size
     return out, (offset + 7) // 8 * 8
 

@@ -56,20 +56,28 @@ def parse_arg(spec: str, seed: int | tuple[int, ...]) -> tuple[str, str, Any]:
     return name, "buffer", arr
   if len(parts) != 2 or parts[0] not in ARG_SIZES or parts[0] == "buffer":
     raise RunError(f"--arg {spec!r}: a value is DTYPE:VALUE with DTYPE one of {', '.join(k for k in ARG_SIZES if k != 'buffer')}")
+  from hcq.errors import ProgramArgumentError
+  from hcq.program import KernelArg, pack_value
   try:
-    value = float(parts[1]) if parts[0].startswith("f") else int(parts[1], 0)
+    try:
+      value: Any = int(parts[1], 0)
+    except ValueError:
+      value = float(parts[1])  # 1.5, 1e3, nan, inf; an int kind takes only integral ones
+    pack_value(f"--arg {spec!r}", KernelArg(name, 0, parts[0]), value, bytearray(8))  # the launch's own check, before the device opens
   except ValueError:
     raise RunError(f"--arg {spec!r}: {parts[1]!r} is not a {parts[0]} value") from None
+  except ProgramArgumentError as e:
+    raise RunError(str(e)) from None
   return name, parts[0], value
 
 
 def dims(text: str, what: str) -> tuple[int, int, int]:
+  from hcq.errors import ProgramArgumentError
+  from hcq.program import DIM_LIMIT, launch_dims
   try:
-    t = tuple(int(x) for x in text.split(","))
-  except ValueError:
-    t = ()
-  if not 1 <= len(t) <= 3 or min(t) < 1: raise RunError(f"--{what} {text!r}: expected 1 to 3 positive integers, e.g. 4 or 4,2")
-  return (t + (1, 1))[:3]
+    return launch_dims(tuple(int(x) for x in text.split(",")), f"--{what}")
+  except (ValueError, ProgramArgumentError):
+    raise RunError(f"--{what} {text!r}: expected 1 to 3 integers from 1 to {DIM_LIMIT} (2**32-1), e.g. 4 or 4,2") from None
 
 
 def parse_workgroup_ids(text: str) -> tuple[bool, bool, bool]:
@@ -86,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     f"and the GPU time. With no AMD GPU it runs on the emulated {EMULATED_ARCH} (MOCKKFD+AMD, the only board emulated) and "
     "says so; its GPU time is the emulator's wall time, not a performance figure."),
     epilog="Arguments are laid out in the order given, at natural alignment, and their address is in s[0:1] (the kernarg pointer); "
+           "a value must keep its value in its DTYPE (i32:4.0 is 4; i32:2.5, u32:-1 and f32:1e39 are refused); "
            "the workgroup ids follow in the next SGPRs. Example: python -m hcq.asm run add.s --arg a=buffer:f32:1024:rand "
            "--arg b=buffer:f32:1024:rand --arg n=u32:1024 --grid 4 --block 256")
   ap.add_argument("kernel", type=Path, help="assembly file")

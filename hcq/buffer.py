@@ -1,6 +1,7 @@
 """Device memory as hcq sees it: a range of the device's address space, and the host's view of it where there is one."""
 from __future__ import annotations
 import ctypes
+import operator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,11 +33,12 @@ class Buffer:
 
   def offset(self, offset: int, nbytes: int | None = None) -> "Buffer":
     """A view of `nbytes` from `offset` inside this buffer."""
-    nbytes = self.nbytes - offset if nbytes is None else nbytes
+    offset = _size(offset, "offset")
+    nbytes = self.nbytes - offset if nbytes is None else _size(nbytes, "nbytes")
     if offset < 0 or nbytes < 0 or offset + nbytes > self.nbytes:
       raise ValueError(f"range [{offset}, {offset + nbytes}) is outside {self!r}")
     return Buffer(self.device, self.addr + offset, nbytes, self.kind, None if self.host_addr is None else self.host_addr + offset,
-                  parent=self)
+                  parent=self._parent or self)  # the root: one step to its `freed` at every launch
 
   def view(self, dtype: Any = "uint8") -> "np.ndarray":
     """A numpy array over the CPU mapping (no copy). Only for CPU-visible memory; ordering with queued work is the caller's."""
@@ -51,6 +53,7 @@ class Buffer:
     import numpy as np
     self._check_alive()
     a = np.ascontiguousarray(arr)
+    _check_plain(a, "copyin")
     if a.nbytes > self.nbytes: raise ValueError(f"copyin: {a.nbytes} bytes do not fit in {self!r}")
     self.device.copy_from_host(self, a)
     return self
@@ -61,6 +64,7 @@ class Buffer:
     self._check_alive()
     if not (isinstance(arr, np.ndarray) and arr.flags.c_contiguous and arr.flags.writeable):
       raise ValueError("copyout needs a writable C-contiguous numpy array")
+    _check_plain(arr, "copyout")
     if arr.nbytes > self.nbytes: raise ValueError(f"copyout: {arr.nbytes} bytes requested from {self!r}")
     self.device.copy_to_host(arr, self)
     return arr
@@ -73,6 +77,19 @@ class Buffer:
       self.freed = True
 
   def _check_alive(self) -> None:
-    root = self
-    while root._parent is not None: root = root._parent
-    if root.freed: raise ValueError(f"{self!r} was freed")
+    if (self._parent or self).freed: raise ValueError(f"{self!r} was freed")
+
+
+def _size(n: Any, what: str) -> int:
+  """A byte count or offset: an int (Python or numpy), else ValueError."""
+  try:
+    return operator.index(n)
+  except TypeError:
+    raise ValueError(f"{what} must be an int, got {type(n).__name__} {n!r}") from None
+
+
+def _check_plain(arr: "np.ndarray", what: str) -> None:
+  """Only plain data crosses to the device: object (and structured-with-object) arrays hold pointers to Python objects."""
+  if arr.dtype.hasobject:
+    raise ValueError(f"{what}: a {arr.dtype} array holds Python objects, not data the device can use; "
+                     "valid: numeric, bool, bytes and structured dtypes without objects")

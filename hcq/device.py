@@ -10,13 +10,14 @@ import collections
 import ctypes
 import importlib
 import importlib.util
+import operator
 import os
 import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from hcq.buffer import MEMORY_KINDS, Buffer
-from hcq.devstring import DevSpec, parse_dev
+from hcq.devstring import BACKENDS, DevSpec, parse_dev
 from hcq.errors import GPUTimeout, HCQError
 from hcq.signal import SIGNAL_BYTES, Signal
 from hcq.sym import Variable
@@ -53,15 +54,19 @@ def default_dev_string() -> str:
 
 class _DeviceOpener(type):
   """`Device(spec)` opens (once) and returns the backend device for a DEV string; subclasses construct normally."""
-  _opened: dict[str, "Device"] = {}
+  _opened: dict[str, "Device"] = {}         # canonical spec -> the open device
+  _canonical: dict[DevSpec, DevSpec] = {}   # a spelling -> its canonical spec (resolved once: resolving may probe the machine)
   _lock = threading.Lock()
 
   def __call__(cls, spec: "str | DevSpec | None" = None, *args: Any, **kwargs: Any):
     if cls is not Device: return super().__call__(spec, *args, **kwargs)
     ds = spec if isinstance(spec, DevSpec) else parse_dev(default_dev_string() if spec is None else spec)
+    backend = _backend_class(ds)
     with _DeviceOpener._lock:
-      key = str(ds)
-      if key not in _DeviceOpener._opened: _DeviceOpener._opened[key] = _backend_class(ds)(ds)
+      canonical = _DeviceOpener._canonical.get(ds)
+      if canonical is None: canonical = _DeviceOpener._canonical[ds] = backend.canonical_spec(ds)
+      key = str(canonical)
+      if key not in _DeviceOpener._opened: _DeviceOpener._opened[key] = backend(canonical)
       return _DeviceOpener._opened[key]
 
 
@@ -121,6 +126,14 @@ class Device(metaclass=_DeviceOpener):
     self.profiling = bool(os.environ.get("HCQ_PROFILE"))
     self.profile_events: list[tuple[str, str, Signal, Signal]] = []  # (kind, name, start, end) until exported
 
+  @classmethod
+  def canonical_spec(cls, spec: DevSpec) -> DevSpec:
+    """The one spelling of the physical device `spec` names, its defaults resolved: every spelling of a device opens the
+    Device of this spec. The renderer is left out (it is how code is made for a device, not a device), and so is an
+    interface that has no alternative; backends resolve what they default (AMD: the interface and the arch)."""
+    iface = spec.iface if len(BACKENDS[spec.device].ifaces) > 1 else None
+    return DevSpec(spec.device, iface, None, spec.arch)
+
   def __repr__(self) -> str:
     return f"<{type(self).__name__} {self.spec}>"
 
@@ -131,8 +144,12 @@ class Device(metaclass=_DeviceOpener):
   def alloc(self, nbytes: int, kind: str = "device") -> Buffer:
     """`nbytes` of memory of a kind in MEMORY_KINDS ("device", "host", "uncached", "cpu")."""
     if kind not in MEMORY_KINDS: raise ValueError(f"unknown memory kind {kind!r}; valid: " + "; ".join(f"{k}: {v}" for k, v in MEMORY_KINDS.items()))
-    if not isinstance(nbytes, int) or nbytes <= 0: raise ValueError(f"alloc needs a positive number of bytes, got {nbytes!r}")
-    return self._alloc(nbytes, kind)
+    try:
+      n = operator.index(nbytes)  # Python and numpy ints
+    except TypeError:
+      n = 0
+    if n <= 0 or isinstance(nbytes, bool): raise ValueError(f"alloc needs a positive number of bytes, got {nbytes!r}")
+    return self._alloc(n, kind)
 
   def _alloc(self, nbytes: int, kind: str) -> Buffer:
     raise NotImplementedError

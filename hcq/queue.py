@@ -6,6 +6,7 @@ replayed with new buffer addresses, sizes or signal values (graph replay).
 """
 from __future__ import annotations
 import array
+import operator
 from typing import TYPE_CHECKING, Any
 
 from hcq.sym import Sym
@@ -14,6 +15,28 @@ if TYPE_CHECKING:
   from hcq.device import Device
   from hcq.program import Program
   from hcq.signal import Signal
+
+
+ADDRESS_LIMIT = 1 << 64
+
+
+def copy_args(dest: "int | Sym", src: "int | Sym", nbytes: "int | Sym") -> tuple:
+  """A copy's (dest, src, nbytes) as ints (numpy ints too) where they are known; ValueError for a negative size or a range
+  past the 64-bit address space, which would otherwise copy nothing (a count loop) or everything (a size_t)."""
+  out = []
+  for what, v in (("destination", dest), ("source", src), ("size", nbytes)):
+    if isinstance(v, Sym): out.append(v); continue
+    try:
+      x = operator.index(v)
+    except TypeError:
+      raise ValueError(f"copy {what} must be an int or a hcq.Variable, got {type(v).__name__} {v!r}") from None
+    if not 0 <= x < ADDRESS_LIMIT: raise ValueError(f"copy {what} must be from 0 to 2**64-1, got {x}")
+    out.append(x)
+  d, s, n = out
+  for what, a in (("destination", d), ("source", s)):
+    if not isinstance(a, Sym) and not isinstance(n, Sym) and a + n > ADDRESS_LIMIT:
+      raise ValueError(f"copy {what} [{a:#x}, {a:#x} + {n}) runs past the 64-bit address space")
+  return d, s, n
 
 
 class HWQueue:

@@ -1,7 +1,9 @@
 """Standalone use: `run(code_object, args, global_size, local_size)` runs one kernel on the emulated gfx1100.
 
 Numpy arrays are copied into emulated memory, passed by pointer and copied back when the kernel ends; scalars are
-packed at the offsets and sizes the code object's metadata gives (natural alignment when there is none). Hidden
+packed by the driver's packer (hcq.program.pack_value, one rule for every launch path: by the metadata's types, exactly
+or refused) at the metadata's offsets (natural alignment when there is none), and the launch dimensions are checked as
+the driver checks them. hcq.program is imported only when `run` is called: it needs nothing but hcq.errors. Hidden
 arguments (block counts, group sizes, offsets) are filled in, and a dispatch packet is provided for kernels that
 ask for the dispatch pointer.
 """
@@ -46,19 +48,17 @@ class _Heap:
     return va, backing
 
 
-def _pack_scalar(value: Any, size: int) -> bytes:
-  if isinstance(value, np.generic): raw = value.tobytes()
-  elif isinstance(value, bool): raw = int(value).to_bytes(size, "little")
-  elif isinstance(value, int): raw = (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
-  elif isinstance(value, float): raw = {2: np.float16(value).tobytes(), 4: struct.pack("<f", value), 8: struct.pack("<d", value)}[size]
-  else: raise TypeError(f"cannot pass {type(value).__name__} as a kernel argument: use a numpy array or a scalar")
-  return raw[:size].ljust(size, b"\0")
+# numpy scalar dtypes -> kernel argument kinds, for kernels without metadata (laid out by the values given)
+_NUMPY_KINDS = {"int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16", "int32": "i32", "uint32": "u32", "int64": "i64",
+                "uint64": "u64", "float16": "f16", "float32": "f32", "float64": "f64", "bool": "bool"}
 
 
-def _natural_size(value: Any) -> int:
-  if isinstance(value, np.ndarray): return 8
-  if isinstance(value, np.generic): return value.itemsize
-  return 4
+def _natural_kind(value: Any) -> str:
+  """What a value is passed as when the code object does not say: arrays by pointer, numpy scalars as their own type,
+  other scalars as 4 bytes of the value's kind (hcq.program's rule for arguments known only by size)."""
+  if isinstance(value, np.ndarray): return "buffer"
+  if isinstance(value, np.generic) and value.dtype.name in _NUMPY_KINDS: return _NUMPY_KINDS[value.dtype.name]
+  return "b32"
 
 
 def run(code_object: bytes | Any, args: Sequence[Any], global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] = (1, 1, 1),
@@ -81,41 +81,37 @@ def run(code_object: bytes | Any, args: Sequence[Any], global_size: Sequence[int
     if len(co.kernels) != 1: raise ValueError(f"code object has kernels {sorted(co.kernels)}: pass kernel=")
     kernel = next(iter(co.kernels))
   k = co.kernels[kernel]
-  gs = tuple(global_size) + (1,) * (3 - len(global_size))
-  ls = tuple(local_size) + (1,) * (3 - len(local_size))
+  from hcq.program import check_workgroup, launch_dims, workgroup_limits
+  gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
+  check_workgroup(kernel, gs, ls, *workgroup_limits(k))
   mem = VirtualMemory()
   image = co.image_at(CODE_BASE)
   mem.map(CODE_BASE, len(image), np.frombuffer(image, np.uint8).copy(), writable=False)
   heap = _Heap(mem)
-  # kernel arguments
-  visible = [a for a in k.args if not a.value_kind.startswith("hidden_")]
-  if k.args and len(visible) != len(args):
-    raise TypeError(f"{kernel} takes {len(visible)} arguments ({', '.join(a.name for a in visible)}), got {len(args)}")
+  # kernel arguments, packed as the driver packs them (hcq.program): by the metadata's types, exactly or not at all
+  from hcq.errors import ProgramArgumentError
+  from hcq.program import metadata_layout, natural_layout, pack_value
+  layout, hidden_args = metadata_layout(k) if k.args else (natural_layout([_natural_kind(v) for v in args]), [])
+  if len(layout) != len(args):
+    raise ProgramArgumentError(f"{kernel} takes {len(layout)} arguments ({', '.join(f'{a.name}: {a.kind}' for a in layout)}), got {len(args)}")
   size = max(k.kernarg_size, 16)
   kernarg = bytearray(size + 256)
   buffers: list[tuple[np.ndarray, np.ndarray]] = []
-  if k.args:
-    layout = [(a.offset, a.size) for a in visible]
-  else:
-    layout, off = [], 0
-    for value in args:
-      n = _natural_size(value)
-      off = (off + n - 1) // n * n
-      layout.append((off, n)); off += n
-  for (off, n), value in zip(layout, args):
-    if isinstance(value, np.ndarray):
+  for arg, value in zip(layout, args):
+    if (arg.kind == "buffer") != isinstance(value, np.ndarray):
+      raise ProgramArgumentError(f"{kernel}: argument {arg.name} ({arg.kind}) takes {'a numpy array' if arg.kind == 'buffer' else 'a scalar'}, "
+                                 f"got {type(value).__name__}")
+    if arg.kind == "buffer":
       va, backing = heap.alloc(value)
       buffers.append((value, backing))
-      kernarg[off:off + 8] = struct.pack("<Q", va)
+      kernarg[arg.offset:arg.offset + 8] = struct.pack("<Q", va)
     else:
-      kernarg[off:off + n] = _pack_scalar(value, n)
+      pack_value(kernel, arg, value, kernarg)
   hidden = {"hidden_block_count_x": gs[0], "hidden_block_count_y": gs[1], "hidden_block_count_z": gs[2],
             "hidden_group_size_x": ls[0], "hidden_group_size_y": ls[1], "hidden_group_size_z": ls[2],
             "hidden_grid_dims": sum(1 for x in (gs[1] * ls[1], gs[2] * ls[2]) if x > 1) + 1,
             "hidden_dynamic_lds_size": dynamic_lds, "hidden_shared_base": SHARED_APERTURE_HI, "hidden_private_base": PRIVATE_APERTURE_HI}
-  for a in k.args:
-    if a.value_kind.startswith("hidden_"):
-      kernarg[a.offset:a.offset + a.size] = _pack_scalar(int(hidden.get(a.value_kind, 0)), a.size)
+  for kind, offset, n in hidden_args: kernarg[offset:offset + n] = (int(hidden.get(kind, 0)) & ((1 << (8 * n)) - 1)).to_bytes(n, "little")
   kernarg_va, _ = heap.alloc(bytes(kernarg), writable=False)
   # the AQL dispatch packet, for __builtin_amdgcn_dispatch_ptr()
   desc = k.descriptor

@@ -42,16 +42,20 @@ _said_emulated = False
 
 def _open_os(spec: DevSpec):
   """The OS layer for the DEV string: the host's, or the mock kernel's for MOCKKFD (and for AMD on a machine without one)."""
-  global _said_emulated
   from hcq.drivers.os import HostOS
   if spec.iface != "MOCKKFD":
     host = HostOS()
     if gpu_nodes(host) or spec.iface == "KFD": return host
   from hcq.drivers.mock.os import MockKFDOS
-  if spec.iface is None and not _said_emulated:
-    print("hcq: no AMD GPU found; AMD runs on the emulated gfx1100 (MOCKKFD+AMD)", file=sys.stderr)
-    _said_emulated = True
+  if spec.iface is None: _say_emulated()
   return MockKFDOS()
+
+
+def _say_emulated() -> None:
+  """Say once that plain AMD means the emulated GPU on this machine."""
+  global _said_emulated
+  if not _said_emulated: print("hcq: no AMD GPU found; AMD runs on the emulated gfx1100 (MOCKKFD+AMD)", file=sys.stderr)
+  _said_emulated = True
 
 
 class AMDDevice(Device):
@@ -271,6 +275,21 @@ class AMDDevice(Device):
   def program(self, code_object: bytes, name: str | None = None) -> AMDProgram:
     """Load a kernel of a code object (ET_DYN from clang/lld or ROCm, or ET_REL from llvmlite)."""
     with self.lock: return AMDProgram(self, code_object, name)  # its scratch setup must not change under a launch
+
+  @classmethod
+  def canonical_spec(cls, spec: DevSpec) -> DevSpec:
+    """AMD, KFD+AMD, MOCKKFD+AMD::gfx1100, ... resolved as _open_os and __init__ resolve them: the interface (the real
+    GPU when there is one) and the arch (the first GPU node's), so every spelling of one GPU opens one Device."""
+    from hcq.drivers.os import HostOS
+    iface, arch = spec.iface, spec.arch
+    if iface != "MOCKKFD":
+      nodes = gpu_nodes(HostOS())
+      if nodes or iface == "KFD": iface, arch = "KFD", arch or (nodes[0].arch if nodes else None)
+    if iface in (None, "MOCKKFD"):
+      from hcq.drivers.mock.amdgpu.gpu import BoardSpec
+      if iface is None: _say_emulated()
+      iface, arch = "MOCKKFD", arch or BoardSpec().gfx_target  # the board the mock kernel presents by default (MockKFD())
+    return DevSpec(spec.device, iface, None, arch)
 
   # ---- faults and hangs ----
   def _events(self) -> None:

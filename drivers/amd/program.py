@@ -13,8 +13,8 @@ from hcq.asm.codeobject import CodeObjectError, read_code_object
 from hcq.autogen import amdgpu_kd as kd
 from hcq.autogen import hsa
 from hcq.drivers.amd.pm4 import preemption_bits
-from hcq.errors import HCQError, ProgramArgumentError
-from hcq.program import KernelArg, Program, launch_dims, natural_layout, pack_kernargs
+from hcq.errors import HCQError
+from hcq.program import Program, check_workgroup, launch_dims, metadata_layout, pack_kernargs, workgroup_limits
 from hcq.sym import hi32, lo32
 
 if TYPE_CHECKING:
@@ -57,25 +57,15 @@ class AMDProgram(Program):
     self.wave32 = k.wavefront_size == 32
     self.group_segment_size, self.private_segment_size = d.group_segment_fixed_size, d.private_segment_fixed_size
     self.properties = d.kernel_code_properties
-    layout, self.hidden = self._layout(k)
+    layout, hidden = metadata_layout(k)
+    # hidden arguments not in _HIDDEN stay zero: printf buffers, hostcall, default queues, ... are not provided
+    self.hidden = [(kind, offset) for kind, offset, _ in hidden if kind in _HIDDEN]
+    self.max_workgroup_size, self.required_workgroup_size = workgroup_limits(k)
     super().__init__(device, name, layout, k.kernarg_size)
     if self.dispatch_packet_offset + DISPATCH_PACKET_BYTES > device.kernargs.buf.nbytes:  # checked at load, not at each launch
       raise CodeObjectError(f"{name}: {k.kernarg_size} bytes of kernel arguments (and the dispatch packet) exceed the "
                             f"{device.kernargs.buf.nbytes}-byte kernarg ring")
     if self.private_segment_size: device.ensure_scratch(self.private_segment_size, k.wavefront_size)
-
-  @staticmethod
-  def _layout(k) -> tuple[list[KernelArg], list[tuple[str, int]]]:
-    """Explicit arguments (buffers and values) and hidden ones, from the metadata (natural alignment without it)."""
-    if not k.args: return natural_layout([]), []
-    explicit, hidden = [], []
-    for a in k.args:
-      if a.value_kind == "global_buffer": explicit.append(KernelArg(a.name, a.offset, "buffer"))
-      elif a.value_kind == "by_value": explicit.append(KernelArg(a.name, a.offset, {1: "b8", 2: "b16", 4: "b32", 8: "b64"}[a.size]))
-      elif a.value_kind in _HIDDEN: hidden.append((a.value_kind, a.offset))
-      elif a.value_kind.startswith("hidden_"): pass  # left zero: printf buffers, hostcall, default queues, ... are not provided
-      else: raise HCQError(f"kernel argument {a.name} of kind {a.value_kind} is not supported")
-    return explicit, hidden
 
   def user_sgprs(self, kernargs_addr) -> list:
     """The user SGPR values the descriptor asks for, in the order the hardware loads them (AMDGPUUsage, initial state)."""
@@ -99,7 +89,7 @@ class AMDProgram(Program):
 
   def kernargs(self, bufs: Sequence, vals: Sequence[Any], gs: tuple[int, int, int], ls: tuple[int, int, int]) -> bytearray:
     """Explicit and hidden arguments, then the dispatch packet."""
-    out = pack_kernargs(self.name, self.layout, bufs, vals, self.dispatch_packet_offset + DISPATCH_PACKET_BYTES)
+    out = pack_kernargs(self.name, self.layout, bufs, vals, self.dispatch_packet_offset + DISPATCH_PACKET_BYTES, self.device)
     fill = {"hidden_block_count_x": gs[0], "hidden_block_count_y": gs[1], "hidden_block_count_z": gs[2],
             "hidden_group_size_x": ls[0], "hidden_group_size_y": ls[1], "hidden_group_size_z": ls[2],
             "hidden_grid_dims": 1 + (gs[1] * ls[1] > 1 or gs[2] * ls[2] > 1) + (gs[2] * ls[2] > 1)}
@@ -113,5 +103,5 @@ class AMDProgram(Program):
 
   def __call__(self, *bufs, global_size=1, local_size=1, vals=(), wait: bool = False) -> float | None:
     gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
-    if ls[0] * ls[1] * ls[2] > 1024: raise ProgramArgumentError(f"{self.name}: a workgroup of {ls} threads exceeds 1024")
+    check_workgroup(self.name, gs, ls, self.max_workgroup_size, self.required_workgroup_size)
     return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls), gs, ls, wait)

@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING
 
 from hcq.autogen.am import sdma_v6_0_0_pkt_open as sdma
 from hcq.drivers.amd.sdma_packets import sdma_packets
-from hcq.queue import DwordQueue
+from hcq.queue import DwordQueue, copy_args
 from hcq.sym import Sym, hi32, lo32
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ class AMDCopyQueue(DwordQueue):
   def copy(self, dest, src, nbytes: int) -> "AMDCopyQueue":
     """COPY_LINEAR in chunks of at most 4 MiB."""
     if isinstance(nbytes, Sym): raise ValueError("an SDMA copy's size must be known when the queue is built")
+    dest, src, nbytes = copy_args(dest, src, nbytes)
     for off in range(0, nbytes, COPY_LINEAR_MAX):
       n = min(COPY_LINEAR_MAX, nbytes - off)
       s, d = src + off, dest + off

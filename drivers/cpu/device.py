@@ -56,7 +56,7 @@ class CPUDevice(Device):
     """Raise when [addr, addr+nbytes) is not inside one live allocation: the CPU device's page fault."""
     with self._lock:
       i = bisect.bisect_right(self._ranges, (addr, float("inf"))) - 1
-      ok = i >= 0 and self._ranges[i][0] <= addr and addr + nbytes <= self._ranges[i][1]
+      ok = nbytes >= 0 and i >= 0 and self._ranges[i][0] <= addr and addr + nbytes <= self._ranges[i][1]  # a size from a Variable may be < 0
     if not ok: raise GPUFault(f"{what} [{addr:#x}, {addr + nbytes:#x}) is outside every allocation of {self}", address=addr)
 
   # ---- faults ----

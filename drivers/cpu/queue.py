@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from hcq.errors import GPUFault
-from hcq.queue import HWQueue
+from hcq.queue import HWQueue, copy_args
 
 if TYPE_CHECKING:
   from hcq.drivers.cpu.device import CPUDevice
@@ -54,7 +54,7 @@ class CPUCopyQueue(CPUQueue):
   engine = "copy"
 
   def copy(self, dest, src, nbytes):
-    return self._cmd("copy", dest, src, nbytes)
+    return self._cmd("copy", *copy_args(dest, src, nbytes))
 
 
 class Engine(threading.Thread):

@@ -121,7 +121,8 @@ class HCQDevice:
     import hcq  # the core is the layer below; opened when a tensor first needs the device
     self.core = hcq.Device(spec)
     self.kind = self.core.spec.device
-    self.name = device_name(self.core.spec)
+    from hcq.devstring import parse_dev
+    self.name = device_name(parse_dev(spec))  # as asked: the core's spec is canonical (MOCKKFD+AMD::gfx1100 for AMD)
     self.threads = usable_cpus()
     self.free_list = FreeList()
     if self.kind == "CPU":
