@@ -1,4 +1,4 @@
-"""`python -m hcq.autogen`: regenerate (or check) every generated binding module from the installed headers."""
+"""`python -m hcq.autogen`: regenerate (or check) every generated binding module from the installed headers (and NVIDIA's, when given)."""
 from __future__ import annotations
 import argparse
 import difflib
@@ -94,7 +94,8 @@ def _umask() -> int:
 def main(argv: list[str] | None = None) -> int:
   gens = {**generators(), **nv_generators()}
   ap = argparse.ArgumentParser(prog="python -m hcq.autogen", description=(
-    "Regenerate hcq's ctypes bindings from the C headers of Debian packages (libclang parses them). "
+    "Regenerate hcq's ctypes bindings from the C headers of Debian packages, and the nv.* modules from NVIDIA's "
+    "headers given by --nv-src (libclang parses them). "
     "All modules are generated in memory first; nothing is written unless every one succeeds."),
     epilog="modules: " + ", ".join(gens))
   ap.add_argument("modules", nargs="*", metavar="MODULE", help="only these modules (default: all)")
