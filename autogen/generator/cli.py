@@ -1,4 +1,4 @@
-"""`python -m hcq.autogen`: regenerate (or check) every generated binding module from the installed headers."""
+"""`python -m hcq.autogen`: regenerate (or check) every generated binding module from the installed headers (and NVIDIA's, when given)."""
 from __future__ import annotations
 import argparse
 import difflib
@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from hcq.autogen.generator import nv_sources
 from hcq.autogen.generator.clangtools import GeneratorError
 from hcq.autogen.generator.sources import LINUX_SOURCE_PKG, generated_header_line, linux_source
 
@@ -33,6 +34,12 @@ def generators() -> dict[str, Callable[[], str]]:
       return registers.generate(offset_h, mask_h, generated_header_line(LINUX_SOURCE_PKG, [offset_h, mask_h]))
     out[f"am.{module}"] = regs
   return out
+
+
+def nv_generators() -> dict[str, Callable[[], str]]:
+  """The NVIDIA modules (hcq.autogen.nv.*, from --nv-src / HCQ_NV_SRC) and their gcc fact tables."""
+  from hcq.autogen.generator import nv
+  return {name: nv.generator(name) for name in nv.module_names()}
 
 
 def module_path(name: str, root: Path = AUTOGEN_DIR) -> Path:
@@ -85,16 +92,28 @@ def _umask() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-  gens = generators()
+  gens = {**generators(), **nv_generators()}
   ap = argparse.ArgumentParser(prog="python -m hcq.autogen", description=(
-    "Regenerate hcq's ctypes bindings from the C headers of Debian packages (libclang parses them). "
+    "Regenerate hcq's ctypes bindings from the C headers of Debian packages, and the nv.* modules from NVIDIA's "
+    "headers given by --nv-src (libclang parses them). "
     "All modules are generated in memory first; nothing is written unless every one succeeds."),
     epilog="modules: " + ", ".join(gens))
   ap.add_argument("modules", nargs="*", metavar="MODULE", help="only these modules (default: all)")
   ap.add_argument("--check", action="store_true", help="regenerate in memory and fail (exit 1) if any committed module differs")
   ap.add_argument("--out", type=Path, default=AUTOGEN_DIR, help=f"folder of the hcq.autogen package (default: {AUTOGEN_DIR})")
   ap.add_argument("--list", action="store_true", help="list the modules and exit")
+  ap.add_argument("--nv-src", type=Path, default=None, metavar="DIR",
+                  help=f"NVIDIA headers for the nv.* modules (default: ${nv_sources.ENV}; see hcq.autogen.generator.nv_sources); "
+                       "without it the nv.* modules are skipped")
   args = ap.parse_args(argv)
+  nv_sources.set_source(args.nv_src)
+  try:
+    return _run(ap, args, gens)
+  finally:
+    nv_sources.set_source(None)  # main() is also called in-process (tests): leave no source behind
+
+
+def _run(ap: argparse.ArgumentParser, args: argparse.Namespace, gens: dict[str, Callable[[], str]]) -> int:
   if args.list:
     print("\n".join(gens))
     return 0
@@ -103,8 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     close = {m: difflib.get_close_matches(m, gens, n=3) for m in unknown}
     ap.error("unknown module(s): " + "; ".join(f"{m} (did you mean {', '.join(c)}?)" if c else m for m, c in close.items())
              + ". Valid: " + ", ".join(gens))
+  wanted = args.modules or list(gens)
+  if nv_sources.source_root() is None and not args.modules:
+    wanted = [m for m in wanted if not m.startswith("nv.")]
+    print(f"note: skipped the NVIDIA modules (nv.*): no --nv-src or ${nv_sources.ENV} given, so they were not "
+          + ("checked" if args.check else "regenerated"))
   texts = {}
-  for name in args.modules or gens:
+  for name in wanted:
     t0 = time.perf_counter()
     try:
       texts[name] = gens[name]()
