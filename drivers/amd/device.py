@@ -21,7 +21,7 @@ from hcq.drivers.amd.kfd import KFDInterface, gpu_nodes
 from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue
 from hcq.drivers.amd.program import AMDProgram
 from hcq.drivers.amd.sdma import AMDCopyQueue
-from hcq.drivers.amd.va import AddressSpace
+from hcq.drivers.va import AddressSpace
 from hcq.errors import GPUFault, HCQError
 from hcq.sym import Variable
 
