@@ -163,3 +163,60 @@ class RegisterTable:
     if "__" in name: return [n for n in self._names if "__" in n and n.endswith(name[-5:])]
     if name.endswith("_BASE_IDX"): return [n for n in self._names if n.endswith("_BASE_IDX")]
     return [n for n in self._names if "__" not in n and not n.endswith("_BASE_IDX")]
+
+
+class FieldTable:
+  """The DRF fields of a generated NVIDIA module (hcq.autogen.nv.*), read on first use.
+
+  NVIDIA's class headers give a method's byte offset (`#define NVC56F_SEM_EXECUTE (0x0000006c)`) and its
+  fields as bit ranges (`#define NVC56F_SEM_EXECUTE_OPERATION 2:0`); QMD headers give fields of one wide
+  structure as `MW(hi:lo)`. The generator groups each field under its method (or QMD version) and writes
+  one line per group: `GROUP OFFSET FIELD:hi:lo ...` (hex bit numbers; OFFSET `-` for a QMD, whose fields count
+  from bit 0 of the structure). `register(GROUP)` gives a Register whose fields are the lower-case field
+  names (an indexed field `F(i)` as `f_<i>`); a QMD's Register encodes to one integer of all its bits.
+  """
+  __slots__ = ("_data", "_lines", "_cache")
+
+  def __init__(self, data: str):
+    self._data = data
+    self._lines: dict[str, str] | None = None
+    self._cache: dict[str, Register] = {}
+
+  def _table(self) -> dict[str, str]:
+    if self._lines is None: self._lines = {ln[:ln.index(" ")]: ln for ln in self._data.split("\n") if ln}
+    return self._lines
+
+  @staticmethod
+  def _key(c_field: str) -> str:
+    return c_field.replace("(", "_").replace(")", "").lower()
+
+  def register(self, name: str) -> Register:
+    """The Register for a method or QMD version by its C name, e.g. "NVC56F_SEM_EXECUTE"; KeyError listing close names."""
+    reg = self._cache.get(name)
+    if reg is not None: return reg
+    line = self._table().get(name)
+    if line is None:
+      import difflib  # only on this error path
+      close = difflib.get_close_matches(name, self._table(), n=3, cutoff=0.6)
+      raise KeyError(f"no register (method or QMD) {name!r}" + (f"; did you mean {', '.join(close)}?" if close else ""))
+    _, offset, *fields = line.split(" ")
+    parsed = {}
+    for f in fields:
+      c_field, hi, lo = f.rsplit(":", 2)
+      lo_bit = int(lo, 16)
+      parsed[self._key(c_field)] = (lo_bit, ((1 << (int(hi, 16) - lo_bit + 1)) - 1) << lo_bit)
+    reg = self._cache[name] = Register(name, 0 if offset == "-" else int(offset, 16), None, parsed)
+    return reg
+
+  def names(self) -> list[str]:
+    """Every method/QMD name that has fields, in header order."""
+    return list(self._table())
+
+  def c_fields(self) -> list[tuple[str, str, str]]:
+    """(C field expression, register name, field key) for every field: what gcc checks in the tests."""
+    out = []
+    for name, line in self._table().items():
+      for f in line.split(" ")[2:]:
+        c_field = f.rsplit(":", 2)[0]
+        out.append((f"{name}_{c_field}", name, self._key(c_field)))
+    return out

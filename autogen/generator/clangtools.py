@@ -102,9 +102,13 @@ def evaluate(decls: dict[str, str], prelude: str, args: list[str]) -> dict[str, 
   # Errors are expected here (macros that are statements, types or fragments), so no error check.
   tu = ci.Index.create().parse("hcq_autogen_eval.c", args=["-ferror-limit=0", "-Wno-everything", *builtin_include_args(), *args],
                                unsaved_files=[("hcq_autogen_eval.c", prelude + "\n" + body)])
+  # clang recovers from an error and may still give the declaration a value ((15:0) evaluates to 15): a
+  # declaration whose line has an error diagnostic is left out.
+  bad_lines = {d.location.line for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error and d.location.file is not None
+               and d.location.file.name == "hcq_autogen_eval.c"}
   values: dict[str, int | float | str] = {}
   for c in tu.cursor.get_children():
-    if c.kind != ci.CursorKind.VAR_DECL or c.spelling not in var: continue
+    if c.kind != ci.CursorKind.VAR_DECL or c.spelling not in var or c.location.line in bad_lines: continue
     r = lib.clang_Cursor_Evaluate(c)
     if not r: continue
     kind = lib.clang_EvalResult_getKind(r)

@@ -35,6 +35,12 @@ def generators() -> dict[str, Callable[[], str]]:
   return out
 
 
+def nv_generators() -> dict[str, Callable[[], str]]:
+  """The NVIDIA modules (hcq.autogen.nv.*, from --nv-src / HCQ_NV_SRC) and their gcc fact tables."""
+  from hcq.autogen.generator import nv
+  return {name: nv.generator(name) for name in nv.module_names()}
+
+
 def module_path(name: str, root: Path = AUTOGEN_DIR) -> Path:
   return root.joinpath(*name.split(".")).with_suffix(".py")
 
@@ -85,7 +91,8 @@ def _umask() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-  gens = generators()
+  from hcq.autogen.generator import nv_sources
+  gens = {**generators(), **nv_generators()}
   ap = argparse.ArgumentParser(prog="python -m hcq.autogen", description=(
     "Regenerate hcq's ctypes bindings from the C headers of Debian packages (libclang parses them). "
     "All modules are generated in memory first; nothing is written unless every one succeeds."),
@@ -94,7 +101,11 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--check", action="store_true", help="regenerate in memory and fail (exit 1) if any committed module differs")
   ap.add_argument("--out", type=Path, default=AUTOGEN_DIR, help=f"folder of the hcq.autogen package (default: {AUTOGEN_DIR})")
   ap.add_argument("--list", action="store_true", help="list the modules and exit")
+  ap.add_argument("--nv-src", type=Path, default=None, metavar="DIR",
+                  help=f"NVIDIA headers for the nv.* modules (default: ${nv_sources.ENV}; see hcq.autogen.generator.nv_sources); "
+                       "without it the nv.* modules are skipped")
   args = ap.parse_args(argv)
+  nv_sources.set_source(args.nv_src)
   if args.list:
     print("\n".join(gens))
     return 0
@@ -103,8 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     close = {m: difflib.get_close_matches(m, gens, n=3) for m in unknown}
     ap.error("unknown module(s): " + "; ".join(f"{m} (did you mean {', '.join(c)}?)" if c else m for m, c in close.items())
              + ". Valid: " + ", ".join(gens))
+  wanted = args.modules or list(gens)
+  if nv_sources.source_root() is None and not args.modules:
+    wanted = [m for m in wanted if not m.startswith("nv.")]
+    print(f"note: skipped the NVIDIA modules (nv.*): no --nv-src or ${nv_sources.ENV} given, so they were not "
+          + ("checked" if args.check else "regenerated"))
   texts = {}
-  for name in args.modules or gens:
+  for name in wanted:
     t0 = time.perf_counter()
     try:
       texts[name] = gens[name]()
