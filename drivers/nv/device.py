@@ -29,7 +29,6 @@ from hcq.drivers import libc
 from hcq.drivers.nv import pending_autogen as P  # TEMPORARY: see drivers/nv/rm.py
 from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL, COPY_SUBCHANNEL, NVComputeQueue, NVCopyQueue, NVQueue
 from hcq.drivers.nv.rm import RMInterface
-from hcq.drivers.va import AddressSpace  # noqa: F401 (the RM hands out GPU addresses; kept for CPU-side reservations later)
 from hcq.errors import GPUFault, HCQError
 from hcq.sym import Variable
 
