@@ -85,6 +85,8 @@ CASES = [
   ("control with a size but no pointer", lambda r: ctrl(r, r.device, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS(), ptr=0), "NV_ERR_INVALID_ARGUMENT"),
   ("control sent to the wrong class", lambda r: ctrl(r, r.subdevice, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS()), "NV_ERR_NOT_SUPPORTED"),
   ("work-submit token of a channel group", lambda r: ctrl(r, r.group, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS()), "NV_ERR_NOT_SUPPORTED"),
+  ("scheduling channels UVM does not know", lambda r: (raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r)),
+                                                       ctrl(r, r.group, F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, F.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1)))[1], "NV_ERR_INVALID_STATE"),
   ("free of a handle that does not exist", lambda r: _status(lambda: r.free(0x4321)), "NV_ERR_INVALID_OBJECT_HANDLE"),
   ("DMA map into something not a VA space", lambda r: _status(lambda: r.map_dma(r.device, r.subdevice, r.mem, PAGE)), "NV_ERR_INVALID_OBJECT_HANDLE"),
   ("DMA map past the memory", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, 8 * PAGE)), "NV_ERR_INVALID_LIMIT"),
@@ -111,7 +113,7 @@ def test_misuse_returns_the_rms_status(rm, name, call, expected):
 
 
 def test_case_count():
-  assert len(CASES) == 34
+  assert len(CASES) == 35
 
 
 def test_errors_name_the_call_class_and_status(rm):

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 
 import numpy as np
@@ -130,15 +130,17 @@ class NVChannel:
   """A GPFIFO channel as the driver keeps it."""
   name: str
   handle: int
-  token: int
-  ring: Buffer               # GPFIFO entries, then USERD at `userd_offset`, then the error notifier
+  token: int                 # the work-submit token the doorbell takes
+  engine_class: int          # bound on `subchannel` with SET_OBJECT
+  subchannel: int
+  ring: Buffer               # GPFIFO entries, then USERD (512-byte aligned)
   gpfifo: np.ndarray         # the ring's entries as uint64
   userd: np.ndarray          # USERD as uint32 words
-  notifier: Buffer
+  notifier: Buffer           # the RM's error notifier (NvNotification)
   pushbuffer: Buffer
   put: int = 0               # GPFIFO entries written (never wraps)
   pb_pos: int = 0
-  pb_inflight: deque = None  # (entry index, pushbuffer end) of segments the GPU may still read
+  pb_inflight: deque = field(default_factory=deque)  # (entry index, start, end) of pushbuffer segments the GPU may still read
 
 
 class NVDevice(Device):
@@ -251,11 +253,9 @@ class NVDevice(Device):
     handle = rm.alloc(self.group, self.arch.gpfifo, p)
     rm.alloc(handle, engine_class)
     token = rm.control(handle, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS()).workSubmitToken
-    ch = NVChannel(name, handle, token, ring, np.frombuffer((ctypes.c_uint64 * n).from_address(ring.host_addr), np.uint64),
-                   np.frombuffer((ctypes.c_uint32 * (USERD_BYTES // 4)).from_address(ring.host_addr + userd_off), np.uint32),
-                   notifier, self.alloc(PUSHBUFFER_BYTES, "host"), pb_inflight=deque())
-    ch.engine_class, ch.subchannel = engine_class, subchannel
-    return ch
+    return NVChannel(name, handle, token, engine_class, subchannel, ring, np.frombuffer((ctypes.c_uint64 * n).from_address(ring.host_addr), np.uint64),
+                     np.frombuffer((ctypes.c_uint32 * (USERD_BYTES // 4)).from_address(ring.host_addr + userd_off), np.uint32),
+                     notifier, self.alloc(PUSHBUFFER_BYTES, "host"))
 
   def _gp_get(self, ch: NVChannel) -> int:
     """Entries the GPU has consumed, never wrapping: from GP_GET in USERD, which wraps at the ring size."""

@@ -60,6 +60,7 @@ class Channel:
   classes: dict[int, int] = field(default_factory=dict)     # subchannel -> bound class
   state: dict[int, int] = field(default_factory=dict)       # method offset -> last value written (per class state)
   doorbell: threading.Event = field(default_factory=threading.Event)
+  scheduled: threading.Event = field(default_factory=threading.Event)  # its TSG is on the runlist (NVA06C_CTRL_CMD_GPFIFO_SCHEDULE)
   stopped: bool = False
   error: str | None = None
   thread: threading.Thread | None = None
@@ -106,6 +107,7 @@ class MockNVGPU:
     ch = self.channels.pop(chid, None)
     if ch is None: return
     ch.stopped = True
+    ch.scheduled.set()
     ch.doorbell.set()
     if ch.thread is not threading.current_thread(): ch.thread.join(5)
 
@@ -118,6 +120,7 @@ class MockNVGPU:
     while not ch.stopped:
       ch.doorbell.wait(0.05)
       ch.doorbell.clear()
+      if not ch.scheduled.is_set(): continue  # a channel whose group is not scheduled does not run; GP_PUT just waits
       try:
         while not ch.stopped and ch.error is None and (get := int(ch.userd[_CTRL["GPGet"]])) != (put := int(ch.userd[_CTRL["GPPut"]])):
           if put >= ch.entries: raise ChannelError(f"GP_PUT {put} is outside the {ch.entries}-entry GPFIFO", P.ROBUST_CHANNEL_PBDMA_ERROR)

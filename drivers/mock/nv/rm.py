@@ -106,6 +106,8 @@ class MockRM:
     self.vram_used = 0
     self.uvm_initialized: int | bool = False  # False, or the flags UVM_INITIALIZE took
     self.uvm_gpus: set[bytes] = set()
+    self.uvm_clients: set[int] = set()  # RM clients whose channels UVM knows (UVM_REGISTER_GPU's hClient)
+    self.last_error = ""
     self.classes = [C.NV01_ROOT, C.NV01_DEVICE_0, C.NV20_SUBDEVICE_0, C.FERMI_VASPACE_A, *MEMORY_CLASSES,
                     C.KEPLER_CHANNEL_GROUP_A, *CHANNEL_CLASSES, clcbc0.HOPPER_COMPUTE_A, clc8b5.HOPPER_DMA_COPY_A, C.HOPPER_USERMODE_A]
 
@@ -139,7 +141,7 @@ class MockRM:
         params.status = S.NV_OK
       except RMError as e:
         params.status = e.status
-        self.last_error = str(e)
+        self.last_error = str(e)  # what the RM would print at LEVEL_INFO; tests read it
     return 0
 
   def _check_version(self, a) -> None:
@@ -272,6 +274,7 @@ class MockRM:
     chid, self.next_chid = self.next_chid, self.next_chid + 1
     obj.data.update(chid=chid, group=group)
     ch = Channel(chid, engine, p.gpFifoOffset, n, view, notifier)
+    if group.data.get("enabled"): ch.scheduled.set()
     obj.data["channel"] = ch
     self.gpu.add_channel(ch)
 
@@ -318,8 +321,15 @@ class MockRM:
     if a.cmd == ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2:
       p.numClasses = len(self.classes)
       for i, c in enumerate(self.classes): p.classList[i] = c
-    elif a.cmd == F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE:
+    elif a.cmd == F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE:  # kernel_channel_group_api.c kchangrpapiCtrlCmdGpFifoSchedule
+      # "fail channel scheduling if the channels have not been registered with UVM" (kchannelIsSchedulable_HAL)
+      if any("channel" in c.data for c in obj.children.values()) and client.handle not in self.uvm_clients:
+        raise RMError(S.NV_ERR_INVALID_STATE, "the channels are not registered with UVM (UVM_REGISTER_GPU with this client)")
       obj.data["enabled"] = bool(p.bEnable)
+      for c in obj.children.values():
+        if "channel" in c.data:
+          (c.data["channel"].scheduled.set if p.bEnable else c.data["channel"].scheduled.clear)()
+          c.data["channel"].doorbell.set()
     elif a.cmd == F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN:
       p.workSubmitToken = obj.data["chid"]
 
@@ -382,6 +392,7 @@ class MockRM:
       elif arg.hClient not in self.clients: arg.rmStatus = S.NV_ERR_INVALID_CLIENT
       else:
         self.uvm_gpus.add(bytes(arg.gpu_uuid.uuid))
+        self.uvm_clients.add(arg.hClient)
         arg.rmStatus = S.NV_OK
       return 0
     raise OSError(errno.EINVAL, f"UVM ioctl {request:#x} is not emulated")
