@@ -198,13 +198,36 @@ def test_channel_errors_raise_and_recover(dev, case):
   _still_works(dev)
 
 
+def _raw_gp_entry(dev, channel: str, e0: int, e1: int) -> None:
+  """A GPFIFO entry written as the driver writes one, with chosen words."""
+  with dev.lock:
+    ch = dev.channels[channel]
+    ch.gpfifo[ch.put % dev.gpfifo_entries] = e1 << 32 | e0
+    ch.put += 1
+    ch.userd[dev.arch.host.struct_Nvc56fControl_struct.GPPut.offset // 4] = ch.put % dev.gpfifo_entries
+    dev.os.mmio_write32(dev.doorbell, ch.token)
+
+
+def _expect_fault(dev, pattern: str) -> None:
+  with pytest.raises(GPUFault, match=pattern):
+    for _ in range(2000):
+      dev.check_faults()
+      __import__("time").sleep(1e-3)
+
+
+@pytest.mark.parametrize("what", ["ILLEGAL control entry", "pushbuffer outside every mapping"])
+def test_malformed_gpfifo_entries_are_channel_errors(dev, what):
+  gp1 = dev.arch.host.register(f"{dev.arch.prefix}_GP_ENTRY1")
+  if what == "ILLEGAL control entry": _raw_gp_entry(dev, "copy", 0, gp1.encode(opcode=dev.arch.c("GP_ENTRY1_OPCODE_ILLEGAL")))
+  else: _raw_gp_entry(dev, "copy", 0x1000, gp1.encode(length=4))
+  _expect_fault(dev, "Xid 3[12]\\) on the copy channel")
+  _still_works(dev)
+
+
 def test_mmu_fault_is_xid_31_and_recovers(dev):
   q = dev.copy_queue().copy(0x10, 0x20, 16)  # far below every mapping
   q.submit(dev)
-  with pytest.raises(GPUFault, match="Xid 31"):
-    for _ in range(1000):
-      dev.check_faults()
-      __import__("time").sleep(1e-3)
+  _expect_fault(dev, "Xid 31")
   _still_works(dev)
 
 
