@@ -1,7 +1,6 @@
 """The NV driver end to end on the emulated H200 (MOCKNV+NV): memory, copies, semaphores across channels, replay,
 channel errors and hangs recovered, DEV strings."""
 from __future__ import annotations
-import ctypes
 import os
 
 import numpy as np

@@ -23,14 +23,13 @@ import numpy as np
 from hcq.autogen.nv import (classes as C, clc56f, clc6b5, clc6c0, clc7b5, clc7c0, clc86f, clc8b5, clc96f, clc9b5, clc9c0, clca6f, clcab5,
                             clcbc0, clcdc0, clcec0, ctrl0080, ctrl_fifo as F, nvos as O)
 from hcq.buffer import Buffer
-from hcq.device import Device
+from hcq.device import Device, StagedCopies
 from hcq.devstring import DevSpec
 from hcq.drivers import libc
 from hcq.drivers.nv import pending_autogen as P  # TEMPORARY: see drivers/nv/rm.py
 from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL, COPY_SUBCHANNEL, NVComputeQueue, NVCopyQueue, NVQueue
 from hcq.drivers.nv.rm import RMInterface
 from hcq.errors import GPUFault, HCQError
-from hcq.sym import Variable
 
 PAGE = 4096
 GPFIFO_ENTRIES = 1024
@@ -143,7 +142,7 @@ class NVChannel:
   pb_inflight: deque = field(default_factory=deque)  # (entry index, start, end) of pushbuffer segments the GPU may still read
 
 
-class NVDevice(Device):
+class NVDevice(StagedCopies, Device):
   """See the module docstring."""
   timestamp_frequency = 1e9  # the host semaphore's release timestamp is the global timer, in nanoseconds
 
@@ -201,34 +200,6 @@ class NVDevice(Device):
     self.rm.unmap_dma(self.device, self.vaspace, handle, buf.addr)
     self.rm.free(handle)
     if cpu is not None: self.os.munmap(cpu, size)
-
-  def upload(self, dest: Buffer, data: bytes) -> None:
-    self.copy_from_host(dest, np.frombuffer(bytes(data), np.uint8))
-
-  def _staged_copy(self, dest: int, src: int, n: int) -> None:
-    q = self.copy_queue().wait(self.timeline_signal, Variable("wait")).copy(dest, src, n).signal(self.timeline_signal, Variable("signal"))
-    self.wait_timeline(self.timeline_submit(q))
-    self.check_faults()
-
-  def copy_from_host(self, dest: Buffer, src: np.ndarray) -> None:
-    if dest.host_addr is not None: return super().copy_from_host(dest, src)
-    self.synchronize()
-    raw = src.reshape(-1).view(np.uint8)
-    with self._staging_lock:
-      for off in range(0, raw.nbytes, STAGING_BYTES):
-        n = min(STAGING_BYTES, raw.nbytes - off)
-        ctypes.memmove(self.staging.host_addr, raw.ctypes.data + off, n)
-        self._staged_copy(dest.addr + off, self.staging.addr, n)
-
-  def copy_to_host(self, dest: np.ndarray, src: Buffer) -> None:
-    if src.host_addr is not None: return super().copy_to_host(dest, src)
-    self.synchronize()
-    raw = dest.reshape(-1).view(np.uint8)
-    with self._staging_lock:
-      for off in range(0, raw.nbytes, STAGING_BYTES):
-        n = min(STAGING_BYTES, raw.nbytes - off)
-        self._staged_copy(self.staging.addr, src.addr + off, n)
-        ctypes.memmove(raw.ctypes.data + off, self.staging.host_addr, n)
 
   # ---- channels ----
   def _make_channels(self) -> None:
