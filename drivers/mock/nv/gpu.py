@@ -20,6 +20,7 @@ import numpy as np
 
 from hcq.asm.emu.memory import PageFault, VirtualMemory
 from hcq.autogen.nv import clc56f as H, clc8b5 as CE, nvstatus as S
+from hcq.autogen.nv.clcbc0 import HOPPER_COMPUTE_A
 from hcq.drivers.nv import pending_autogen as P
 
 GP_ENTRY_BYTES = 8
@@ -36,6 +37,7 @@ class NVBoardSpec:
   # engine classes the GPU supports (NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2 lists these among others)
   gpfifo_class: int = H.AMPERE_CHANNEL_GPFIFO_A
   copy_class: int = CE.HOPPER_DMA_COPY_A
+  compute_class: int = HOPPER_COMPUTE_A
   uuid: str = "GPU-6e3a0c4f-2d1b-4f0e-9a8c-0000000c0de0"  # made up; any GPU-<16 bytes as hex> does
   driver_version: str = "580.142"
 
@@ -80,7 +82,9 @@ class MockNVGPU:
     self.hang_acquires = False  # tests: no acquire ever succeeds (a channel that waits forever)
     f = H.register
     self.gp0, self.gp1 = f("NVC56F_GP_ENTRY0"), f("NVC56F_GP_ENTRY1")
-    self.hdr = f("NVC56F_DMA_INCR")
+    self.hdr, self.immd = f("NVC56F_DMA_INCR"), f("NVC56F_DMA_IMMD")
+    self.sem_lo, self.sem_hi, self.mem_op_d = f("NVC56F_SEM_ADDR_LO"), f("NVC56F_SEM_ADDR_HI"), f("NVC56F_MEM_OP_D")
+    self.ce_upper = CE.register("NVC8B5_OFFSET_IN_UPPER")  # OFFSET_OUT_UPPER has the same field
     self.sem_exec = f("NVC56F_SEM_EXECUTE")
     self.set_object = f("NVC56F_SET_OBJECT")
     self.launch = CE.register("NVC8B5_LAUNCH_DMA")
@@ -162,7 +166,7 @@ class MockNVGPU:
       op, method, subch = h["opcode"], h["address"] << 2, h["subchannel"]
       where = f"pushbuffer {addr + 4 * i:#x}"
       if op == H.NVC56F_DMA_IMMD_OPCODE_VALUE:
-        self._method(ch, subch, method, (stream[i] >> 16) & 0x1FFF, where)
+        self._method(ch, subch, method, self.immd.decode(stream[i])["data"], where)
         i += 1
         continue
       if op not in (H.NVC56F_DMA_INCR_OPCODE_VALUE, H.NVC56F_DMA_NONINCR_OPCODE_VALUE, H.NVC56F_DMA_ONEINCR_OPCODE_VALUE):
@@ -196,19 +200,16 @@ class MockNVGPU:
   # ---- host methods ----
   def _set_object(self, ch: Channel, subch: int, data: int, where: str) -> None:
     cls = self.set_object.decode(data)["nvclass"]
-    allowed = {"copy": {self.board.copy_class}, "compute": set(self.board_compute_classes())}[ch.engine]
+    allowed = {"copy": {self.board.copy_class}, "compute": {self.board.compute_class}}[ch.engine]
     if cls not in allowed or subch > 7:
       raise ChannelError(f"{where}: SET_OBJECT class {cls:#x} on subchannel {subch} of a {ch.engine} channel (takes {sorted(allowed)} on 0..7)",
                          P.ROBUST_CHANNEL_PBDMA_ERROR)
     ch.classes[subch] = cls
 
-  def board_compute_classes(self) -> tuple[int, ...]:
-    from hcq.autogen.nv import clcbc0
-    return (clcbc0.HOPPER_COMPUTE_A,)
-
   def _sem_execute(self, ch: Channel, subch: int, data: int, where: str) -> None:
     f = self.sem_exec.decode(data)
-    addr = (ch.state.get(H.NVC56F_SEM_ADDR_HI, 0) & 0xFF) << 32 | (ch.state.get(H.NVC56F_SEM_ADDR_LO, 0) & ~3 & 0xFFFFFFFF)
+    # the fields as c56f lays them out: a 40-bit address (Hopper's c86f widens SEM_ADDR_HI; addresses here stay below 2^40)
+    addr = self.sem_hi.decode(ch.state.get(H.NVC56F_SEM_ADDR_HI, 0))["offset"] << 32 | self.sem_lo.decode(ch.state.get(H.NVC56F_SEM_ADDR_LO, 0))["offset"] << 2
     wide = f["payload_size"] == H.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT
     payload = ch.state.get(H.NVC56F_SEM_PAYLOAD_LO, 0) | (ch.state.get(H.NVC56F_SEM_PAYLOAD_HI, 0) << 32 if wide else 0)
     if addr % (8 if wide else 4): raise ChannelError(f"{where}: semaphore at {addr:#x} not aligned to its {8 if wide else 4}-byte payload", P.ROBUST_CHANNEL_PBDMA_ERROR)
@@ -221,14 +222,17 @@ class MockNVGPU:
         self.mem.write(addr + 8, self.clock().to_bytes(8, "little"))
       self.mem.write(addr, payload.to_bytes(size, "little"))
     elif op in (H.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE, H.NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ):
+      # ACQUIRE: equal; ACQ_STRICT_GEQ: value >= payload, compared unsigned at the payload's width (clc56f.h: "strictly"
+      # greater or equal, without the circular wrap of ACQ_CIRC_GEQ)
       test = (lambda v: v == payload) if op == H.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE else (lambda v: v >= payload)
       self._poll(ch, lambda: not self.hang_acquires and test(read()))
     else:
       raise ChannelError(f"{where}: SEM_EXECUTE operation {op} is not emulated (release, acquire, acq_strict_geq are)", P.ROBUST_CHANNEL_PBDMA_ERROR)
 
   def _mem_op(self, ch: Channel, subch: int, data: int, where: str) -> None:
-    if (data >> 27) != H.NVC56F_MEM_OP_D_OPERATION_MEMBAR:
-      raise ChannelError(f"{where}: MEM_OP_D operation {data >> 27} is not emulated (MEMBAR is)", P.ROBUST_CHANNEL_PBDMA_ERROR)
+    op = self.mem_op_d.decode(data)["operation"]
+    if op != H.NVC56F_MEM_OP_D_OPERATION_MEMBAR:
+      raise ChannelError(f"{where}: MEM_OP_D operation {op} is not emulated (MEMBAR is)", P.ROBUST_CHANNEL_PBDMA_ERROR)
 
   def _poll(self, ch: Channel, check) -> None:
     spins = 0
@@ -246,8 +250,8 @@ class MockNVGPU:
     if f["data_transfer_type"] == CE.NVC8B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NONE: return
     if f["semaphore_type"] != CE.NVC8B5_LAUNCH_DMA_SEMAPHORE_TYPE_NONE or f["interrupt_type"] != CE.NVC8B5_LAUNCH_DMA_INTERRUPT_TYPE_NONE:
       raise ChannelError(f"{where}: LAUNCH_DMA semaphores and interrupts are not emulated", P.ROBUST_CHANNEL_CE0_ERROR)
-    src = (g("OFFSET_IN_UPPER") & 0x1FFFFFF) << 32 | g("OFFSET_IN_LOWER")
-    dst = (g("OFFSET_OUT_UPPER") & 0x1FFFFFF) << 32 | g("OFFSET_OUT_LOWER")
+    src = self.ce_upper.decode(g("OFFSET_IN_UPPER"))["upper"] << 32 | g("OFFSET_IN_LOWER")
+    dst = self.ce_upper.decode(g("OFFSET_OUT_UPPER"))["upper"] << 32 | g("OFFSET_OUT_LOWER")
     n, lines = g("LINE_LENGTH_IN"), g("LINE_COUNT") if f["multi_line_enable"] else 1
     pin, pout = g("PITCH_IN"), g("PITCH_OUT")
     for line in range(lines):
