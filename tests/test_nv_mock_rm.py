@@ -37,6 +37,7 @@ def channel_params(r, **kw):
   p.hUserdMemory[0], p.userdOffset[0] = r.mem, 2 * PAGE
   for k, v in kw.items():
     if k == "userdOffset": p.userdOffset[0] = v
+    elif k == "hUserdMemory": p.hUserdMemory[0] = v[0]
     else: setattr(p, k, v)
   return p
 
@@ -76,6 +77,7 @@ CASES = [
   ("GPFIFO outside the VA space", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, gpFifoOffset=0x1000)), "NV_ERR_INVALID_ADDRESS"),
   ("GPFIFO not 8-byte aligned", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, gpFifoOffset=r.va + 4)), "NV_ERR_INVALID_ARGUMENT"),
   ("USERD offset not 512-byte aligned", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, userdOffset=100)), "NV_ERR_INVALID_OFFSET"),
+  ("USERD memory that is not a memory object", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, hUserdMemory=(r.vas,))), "NV_ERR_OBJECT_NOT_FOUND"),
   ("USERD past its memory", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, userdOffset=4 * PAGE)), "NV_ERR_INVALID_OFFSET"),
   ("a copy object on a compute channel", lambda r: (raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r)),
                                                     raw_alloc(r, r.client, 0x1234, 0x1235, clc8b5.HOPPER_DMA_COPY_A))[1], "NV_ERR_INVALID_ARGUMENT"),
@@ -113,7 +115,7 @@ def test_misuse_returns_the_rms_status(rm, name, call, expected):
 
 
 def test_case_count():
-  assert len(CASES) == 35
+  assert len(CASES) == 36
 
 
 def test_errors_name_the_call_class_and_status(rm):

@@ -258,9 +258,12 @@ class MockRM:
       self.gpu.mem.find(p.gpFifoOffset, n * 8)
     except Exception:
       raise RMError(S.NV_ERR_INVALID_ADDRESS, f"the GPFIFO {p.gpFifoOffset:#x}+{n * 8:#x} is not mapped in the VA space") from None
-    userd = self._object(client, p.hUserdMemory[0], MEMORY_CLASSES, S.NV_ERR_INVALID_OBJECT_HANDLE)
+    # volta/kernel_channel_gv100.c kchannelCreateUserdMemDescBc_GV100: the USERD handle must be a Memory object
+    userd = self._object(client, p.hUserdMemory[0], MEMORY_CLASSES, S.NV_ERR_OBJECT_NOT_FOUND)
     ctrl = ctypes.sizeof(clc56f.struct_Nvc56fControl_struct)
-    if p.userdOffset[0] % 512 or p.userdOffset[0] + ctrl > userd.data["size"]:  # USERD is 512-byte aligned (kchannelConstruct: NV_RAMUSERD_BASE_SHIFT)
+    # The RM shifts the USERD address right by NV_RAMUSERD_BASE_SHIFT (9; kfifoGetUserdSizeAlign_GM107), silently dropping
+    # an unaligned offset's low bits, so the GPU would read USERD elsewhere: the mock refuses it (stricter)
+    if p.userdOffset[0] % 512 or p.userdOffset[0] + ctrl > userd.data["size"]:
       raise RMError(S.NV_ERR_INVALID_OFFSET, f"USERD offset {p.userdOffset[0]:#x} in {userd.data['size']:#x} bytes (512-byte aligned, room for {ctrl})")
     notifier = None
     if p.hObjectError:
