@@ -253,3 +253,30 @@ def test_a_second_device_on_its_own_mock(dev):
   other = NVDevice(parse_dev("MOCKNV+NV"), os_layer=MockNVOS())
   assert other.rm.client != 0 and other.arch is dev.arch
   _still_works(other)
+
+
+def test_a_small_gpfifo_wraps_many_times():
+  small = NVDevice(parse_dev("MOCKNV+NV"), os_layer=MockNVOS(), gpfifo_entries=4)
+  a, b = small.alloc(4096, "host"), small.alloc(4096, "host")
+  for i in range(50):
+    a.view()[:8] = i
+    q = small.copy_queue().wait(small.timeline_signal, Variable("wait")).copy(b.addr, a.addr, 8).signal(small.timeline_signal, Variable("signal"))
+    small.wait_timeline(small.timeline_submit(q))
+    assert (b.view()[:8] == i).all()
+  assert small.channels["copy"].put == 51  # SET_OBJECT, then one entry a submission
+
+
+def test_submissions_from_threads_keep_timeline_order(dev):
+  import threading
+  src, dst = dev.alloc(4096, "device"), dev.alloc(4096, "device")
+  q = dev.copy_queue().wait(dev.timeline_signal, Variable("wait")).copy(dst.addr, src.addr, 256).signal(dev.timeline_signal, Variable("signal"))
+  cq = dev.compute_queue().wait(dev.timeline_signal, Variable("wait")).signal(dev.timeline_signal, Variable("signal"))
+  values: list[int] = []
+  def worker(queue):
+    for _ in range(100): values.append(dev.timeline_submit(queue))
+  threads = [threading.Thread(target=worker, args=(x,)) for x in (q, cq, q, cq)]
+  for t in threads: t.start()
+  for t in threads: t.join()
+  dev.synchronize(10)
+  assert sorted(values) == list(range(min(values), min(values) + 400)) and dev.timeline_signal.value == max(values)
+  src.free(), dst.free()
