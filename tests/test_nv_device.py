@@ -280,3 +280,17 @@ def test_submissions_from_threads_keep_timeline_order(dev):
   dev.synchronize(10)
   assert sorted(values) == list(range(min(values), min(values) + 400)) and dev.timeline_signal.value == max(values)
   src.free(), dst.free()
+
+
+def test_exec_and_programs_say_they_are_not_here_yet(dev):
+  with pytest.raises(HCQError, match="exec on NVIDIA is not part of this version yet"):
+    dev.compute_queue().exec(None, 0, (1, 1, 1), (1, 1, 1))
+  with pytest.raises(HCQError, match="loading programs on NVIDIA is not part of this version yet"):
+    dev.program(b"")
+
+
+def test_smi_reads_the_emulated_board():
+  from hcq.smi import nvidia
+  found, driver = nvidia.find(MockNVOS(), 0, [])
+  assert driver.version == "580.142" and [d.name for d in found] == ["NVIDIA H200"] and found[0].nodes == ["/dev/nvidia0"]
+  assert found[0].device_id == 0x2335 and found[0].link == "32.0 GT/s PCIe x16"

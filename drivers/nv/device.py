@@ -282,6 +282,9 @@ class NVDevice(StagedCopies, Device):
     ch = self.channels[name]
     self._wait(ch, lambda: self._gp_get(ch) > entry, f"entry {entry} unread")
 
+  def program(self, code, name=None, **kwargs):
+    raise HCQError(f"{self}: loading programs on NVIDIA is not part of this version yet (NV driver part 2: cubins, QMDs, exec)")
+
   def compute_queue(self) -> NVComputeQueue:
     return NVComputeQueue(self.arch)
 

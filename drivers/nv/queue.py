@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 from typing import TYPE_CHECKING
 
+from hcq.errors import HCQError
 from hcq.queue import DwordQueue
 from hcq.sym import Sym, hi32, lo32
 
@@ -93,6 +94,10 @@ class NVQueue(DwordQueue):
 class NVComputeQueue(NVQueue):
   """The compute channel's queue (exec arrives with the compute class, part 2)."""
   channel = "compute"
+
+  def exec(self, program, kernargs_addr, global_size, local_size) -> "NVComputeQueue":
+    raise HCQError("exec on NVIDIA is not part of this version yet (the compute class and QMDs come with the NV driver's part 2); "
+                   "wait, signal, timestamp, memory_barrier and copy work")
 
 
 class NVCopyQueue(NVQueue):

@@ -40,6 +40,7 @@ class NVBoardSpec:
   compute_class: int = HOPPER_COMPUTE_A
   uuid: str = "GPU-6e3a0c4f-2d1b-4f0e-9a8c-0000000c0de0"  # made up; any GPU-<16 bytes as hex> does
   driver_version: str = "580.142"
+  pci_slot: str = "0000:19:00.0"  # where an HGX board's first GPU often sits; made up
 
 
 class ChannelError(Exception):

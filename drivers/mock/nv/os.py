@@ -16,8 +16,7 @@ from hcq.drivers.mock.nv.rm import MockRM
 from hcq.drivers.mock.os import FAKE_FD_BASE, MockTreeOS
 from hcq.drivers.nv import pending_autogen as P
 
-PCI_SLOT = "0000:19:00.0"
-PCI_PATH = f"/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/{PCI_SLOT}"
+PCI_PARENT = "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0"  # the switch port above the GPU
 NODES = {"/dev/nvidiactl": "ctl", "/dev/nvidia0": "gpu", "/dev/nvidia-uvm": "uvm"}
 
 
@@ -35,6 +34,7 @@ class MockNVOS(MockTreeOS):
 
   def _build_tree(self) -> None:
     f, b = self.files, self.rm.board
+    PCI_SLOT, PCI_PATH = b.pci_slot, f"{PCI_PARENT}/{b.pci_slot}"
     f["/proc/driver/nvidia/version"] = (f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {b.driver_version}  Release Build  "
                                         "(hcq emulated)\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n")
     f[f"/proc/driver/nvidia/gpus/{PCI_SLOT}/information"] = (
@@ -44,7 +44,7 @@ class MockNVOS(MockTreeOS):
     f[f"{PCI_PATH}/vendor"], f[f"{PCI_PATH}/device"] = "0x10de\n", f"{b.pci_device_id:#06x}\n"
     f[f"{PCI_PATH}/revision"], f[f"{PCI_PATH}/class"] = "0xa1\n", "0x030200\n"
     f[f"{PCI_PATH}/current_link_speed"], f[f"{PCI_PATH}/current_link_width"] = "32.0 GT/s PCIe\n", "16\n"
-    f[f"{PCI_PATH}/hcq_emulated_state"] = lambda: self._state()
+    f[f"{PCI_PATH}/hcq_emulated_state"] = self._state
     self.links[f"/sys/bus/pci/devices/{PCI_SLOT}"] = f"../../../devices/{PCI_PATH[len('/sys/devices/'):]}"
     self.links[f"{PCI_PATH}/driver"] = "../../../../bus/pci/drivers/nvidia"
     for node in NODES: f[node] = ""

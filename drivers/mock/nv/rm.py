@@ -379,7 +379,7 @@ class MockRM:
   # ---- channel errors (gpu/rc/kernel_rc.c krcErrorSendEventNotifications, kernel_rc_notification.c) ----
   def _channel_error(self, ch: Channel, message: str, xid: int) -> None:
     if ch.notifier is not None: notifier_write(ch.notifier, xid, self.gpu.clock())
-    self.xids.append(f"NVRM: Xid (PCI:0000:19:00): {xid}, pid={os.getpid()}, name=python, Ch {ch.chid:08x}, {message}")
+    self.xids.append(f"NVRM: Xid (PCI:{self.board.pci_slot[:-2]}): {xid}, pid={os.getpid()}, name=python, Ch {ch.chid:08x}, {message}")
 
   # ---- /dev/nvidia-uvm: uvm.c uvm_ioctl ----
   def uvm_ioctl(self, request: int, arg) -> int:
