@@ -26,12 +26,14 @@ class RMCallError(HCQError):
     self.call, self.status, self.status_name = call, status, name
 
 
+CLASS_PREFIXES = ("NV01_", "NV20_", "FERMI_", "KEPLER_", "TURING_", "AMPERE_", "ADA_", "HOPPER_", "BLACKWELL_")
+
+
 def class_name(cls: int) -> str:
   """The C name of an RM class (NV01_DEVICE_0), else its number."""
   for mod in _class_modules():
     for k, v in vars(mod).items():
-      if v == cls and k.isupper() and not k.startswith(("NV_", "NVOS")) and "_" in k and not k.endswith(("_PARAMETERS", "_PARAMS")):
-        if any(k.startswith(p) for p in ("NV01_", "NV20_", "FERMI_", "KEPLER_", "AMPERE_", "HOPPER_", "ADA_", "BLACKWELL_", "TURING_", "VOLTA_")): return k
+      if v == cls and k.startswith(CLASS_PREFIXES) and not k.endswith(("_PARAMETERS", "_PARAMS")): return k
   return f"class {cls:#x}"
 
 
