@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from hcq.autogen.generator import nv_sources
 from hcq.autogen.generator.clangtools import GeneratorError
 from hcq.autogen.generator.sources import LINUX_SOURCE_PKG, generated_header_line, linux_source
 
@@ -91,7 +92,6 @@ def _umask() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-  from hcq.autogen.generator import nv_sources
   gens = {**generators(), **nv_generators()}
   ap = argparse.ArgumentParser(prog="python -m hcq.autogen", description=(
     "Regenerate hcq's ctypes bindings from the C headers of Debian packages (libclang parses them). "
@@ -106,6 +106,13 @@ def main(argv: list[str] | None = None) -> int:
                        "without it the nv.* modules are skipped")
   args = ap.parse_args(argv)
   nv_sources.set_source(args.nv_src)
+  try:
+    return _run(ap, args, gens)
+  finally:
+    nv_sources.set_source(None)  # main() is also called in-process (tests): leave no source behind
+
+
+def _run(ap: argparse.ArgumentParser, args: argparse.Namespace, gens: dict[str, Callable[[], str]]) -> int:
   if args.list:
     print("\n".join(gens))
     return 0
