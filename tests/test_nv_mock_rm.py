@@ -153,11 +153,21 @@ def test_uvm_register_order_and_uuid(rm):
 
 
 def test_branch_check():
-  check_branch("580.159")
+  line = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {}  Release Build  (dvs-builder@U16)\n"
+  assert check_branch(line.format("580.159")) == "580.159"
   with pytest.raises(HCQError, match=r"570\.86 \(branch 570\).*580"):
-    check_branch("570.86")
-  with pytest.raises(HCQError, match="cannot read the NVIDIA driver version"):
+    check_branch(line.format("570.86"))
+  with pytest.raises(HCQError, match="cannot read /proc/driver/nvidia/version"):
     check_branch(None)
+
+
+def test_opening_refuses_another_branch():
+  class OldDriver(MockNVOS):
+    def _build_tree(self):
+      super()._build_tree()
+      self.files["/proc/driver/nvidia/version"] = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.64  Release Build\n"
+  with pytest.raises(HCQError, match=r"575\.64 \(branch 575\)"):
+    RMInterface(OldDriver())
 
 
 def test_the_classlist_lists_the_hopper_classes(rm):

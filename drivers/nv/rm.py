@@ -52,16 +52,15 @@ def control_name(cmd: int) -> str:
   return f"control {cmd:#x}"
 
 
-def branch_of(version: str) -> str:
-  return version.split(".")[0]
-
-
-def check_branch(running: str | None, built: str = O.NV_SOURCE_VERSION) -> None:
-  """Refuse a driver of another branch than the bindings' (the RM ABI, NVOS structs and escapes, changes between them)."""
-  if running is None: raise HCQError(f"cannot read the NVIDIA driver version from {PROC_VERSION}: is the nvidia module loaded?")
-  if branch_of(running) != branch_of(built):
-    raise HCQError(f"the running NVIDIA driver is {running} (branch {branch_of(running)}), hcq's RM bindings are for {built} (branch "
-                   f"{branch_of(built)}): the RM ABI differs between branches. Install a {branch_of(built)}.x driver or regenerate the bindings")
+def check_branch(version_text: str | None) -> str:
+  """The running driver's version, refused (HCQError naming both) when its branch is not the bindings' (the RM ABI,
+  NVOS structs and escapes, changes between branches): hcq.autogen.nvrm_version's check on the OS layer's file."""
+  from hcq.autogen.nvrm_version import DriverVersionError, check_driver_version
+  if version_text is None: raise HCQError(f"cannot read {PROC_VERSION}: is the nvidia kernel module loaded?")
+  try:
+    return check_driver_version(version_text)
+  except DriverVersionError as e:
+    raise HCQError(str(e)) from None
 
 
 def iowr(nr: int, size: int) -> int:
@@ -73,14 +72,12 @@ class RMInterface:
   """/dev/nvidiactl with a root client, and the GPU node `minor` registered to it."""
 
   def __init__(self, osl, minor: int = 0):
-    from hcq.smi.nvidia import parse_version
     self.os = osl
     try:
-      version = parse_version(osl.read_text(PROC_VERSION))
+      text = osl.read_text(PROC_VERSION)
     except OSError:
-      version = None
-    check_branch(version)
-    self.driver_version = version
+      text = None
+    self.driver_version = check_branch(text)
     self.ctl = self._open("/dev/nvidiactl")
     self.gpu = self._open(f"/dev/nvidia{minor}")
     self.ioctl(self.gpu, I.NV_ESC_REGISTER_FD, I.struct_nv_ioctl_register_fd(ctl_fd=self.ctl))
