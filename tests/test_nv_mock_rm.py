@@ -6,7 +6,7 @@ import ctypes
 
 import pytest
 
-from hcq.autogen.nv import classes as C, clc56f, clc8b5, clcbc0, ctrl0080, ctrl_fifo as F, nvos as O, uvm as U
+from hcq.autogen.nv import classes as C, clc56f, clc8b5, clcbc0, ctrl0080, ctrl_fifo as F, nv_ioctl as I, nvos as O, uvm as U
 from hcq.drivers import libc
 from hcq.drivers.mock.nv.os import MockNVOS
 from hcq.drivers.nv import pending_autogen as P
@@ -45,14 +45,14 @@ def channel_params(r, **kw):
 def raw_alloc(r, root, parent, handle, cls, params=None):
   a = O.NVOS21_PARAMETERS(hRoot=root, hObjectParent=parent, hObjectNew=handle, hClass=cls,
                           pAllocParms=ctypes.addressof(params) if params is not None else None, paramsSize=ctypes.sizeof(params) if params is not None else 0)
-  r.ioctl(r.ctl, P.NV_ESC_RM_ALLOC, a)
+  r.ioctl(r.ctl, I.NV_ESC_RM_ALLOC, a)
   return a.status
 
 
 def ctrl(r, obj, cmd, params, size=None, ptr=None):
   a = O.NVOS54_PARAMETERS(hClient=r.client, hObject=obj, cmd=cmd, params=ctypes.addressof(params) if ptr is None else ptr,
                           paramsSize=ctypes.sizeof(params) if size is None else size)
-  r.ioctl(r.ctl, P.NV_ESC_RM_CONTROL, a)
+  r.ioctl(r.ctl, I.NV_ESC_RM_CONTROL, a)
   return a.status
 
 
@@ -128,10 +128,10 @@ def test_errors_name_the_call_class_and_status(rm):
 def test_escape_layer_refuses_wrong_sizes_and_nodes(rm):
   """escape.c: a parameter struct of the wrong size, or an RM escape on a GPU node, fails the ioctl itself (EINVAL)."""
   with pytest.raises(OSError) as e:
-    rm.os.ioctl(rm.ctl, iowr(P.NV_ESC_RM_ALLOC, 8), (ctypes.c_uint8 * 8)())
+    rm.os.ioctl(rm.ctl, iowr(I.NV_ESC_RM_ALLOC, 8), (ctypes.c_uint8 * 8)())
   assert e.value.errno == 22
   with pytest.raises(HCQError, match="EINVAL"):
-    rm.ioctl(rm.gpu, P.NV_ESC_RM_FREE, O.NVOS00_PARAMETERS(hRoot=rm.client, hObjectOld=rm.vas))
+    rm.ioctl(rm.gpu, I.NV_ESC_RM_FREE, O.NVOS00_PARAMETERS(hRoot=rm.client, hObjectOld=rm.vas))
 
 
 def test_free_frees_the_subtree(rm):

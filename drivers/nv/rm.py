@@ -11,7 +11,7 @@ import functools
 import os as _os
 
 from hcq.autogen.nv import classes as C, ctrl0080, ctrl_fifo, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
-from hcq.drivers.nv import pending_autogen as P  # TEMPORARY: escapes and wrappers hcq.autogen.nv does not generate yet
+from hcq.drivers.nv import pending_autogen as P  # TEMPORARY: headers hcq.autogen.nv does not generate yet (see its first line)
 from hcq.errors import HCQError
 
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -111,19 +111,19 @@ class RMInterface:
     a = O.NVOS21_PARAMETERS(hRoot=self.client if cls != C.NV01_ROOT else 0, hObjectParent=parent, hObjectNew=handle or 0, hClass=cls,
                             pAllocParms=ctypes.addressof(params) if params is not None else None,
                             paramsSize=ctypes.sizeof(params) if params is not None else 0)
-    self.ioctl(self.ctl, P.NV_ESC_RM_ALLOC, a)
+    self.ioctl(self.ctl, I.NV_ESC_RM_ALLOC, a)
     self._check(f"NV_ESC_RM_ALLOC of {class_name(cls)} under {parent:#x}", a.status)
     return a.hObjectNew
 
   def free(self, handle: int, parent: int = 0) -> None:
     a = O.NVOS00_PARAMETERS(hRoot=self.client, hObjectParent=parent, hObjectOld=handle)
-    self.ioctl(self.ctl, P.NV_ESC_RM_FREE, a)
+    self.ioctl(self.ctl, I.NV_ESC_RM_FREE, a)
     self._check(f"NV_ESC_RM_FREE of {handle:#x}", a.status)
 
   def control(self, obj: int, cmd: int, params):
     """NV_ESC_RM_CONTROL `cmd` on `obj`; returns the parameters as the RM filled them."""
     a = O.NVOS54_PARAMETERS(hClient=self.client, hObject=obj, cmd=cmd, params=ctypes.addressof(params), paramsSize=ctypes.sizeof(params))
-    self.ioctl(self.ctl, P.NV_ESC_RM_CONTROL, a)
+    self.ioctl(self.ctl, I.NV_ESC_RM_CONTROL, a)
     self._check(f"NV_ESC_RM_CONTROL {control_name(cmd)} on {obj:#x}", a.status)
     return params
 
@@ -134,27 +134,27 @@ class RMInterface:
     a = P.nv_ioctl_nvos02_parameters_with_fd(fd=-1)
     a.params.hRoot, a.params.hObjectParent, a.params.hObjectNew, a.params.hClass = self.client, parent, self.next_handle, C.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR
     a.params.pMemory, a.params.limit = address, size - 1
-    self.ioctl(self.ctl, P.NV_ESC_RM_ALLOC_MEMORY, a)
+    self.ioctl(self.ctl, I.NV_ESC_RM_ALLOC_MEMORY, a)
     self._check(f"NV_ESC_RM_ALLOC_MEMORY of NV01_MEMORY_SYSTEM_OS_DESCRIPTOR at {address:#x}+{size:#x}", a.params.status)
     return self.next_handle
 
   def map_dma(self, device: int, vaspace: int, memory: int, length: int) -> int:
     """NV_ESC_RM_MAP_MEMORY_DMA: map a memory object into the VA space; returns its GPU address."""
     a = O.NVOS46_PARAMETERS(hClient=self.client, hDevice=device, hDma=vaspace, hMemory=memory, offset=0, length=length)
-    self.ioctl(self.ctl, P.NV_ESC_RM_MAP_MEMORY_DMA, a)
+    self.ioctl(self.ctl, I.NV_ESC_RM_MAP_MEMORY_DMA, a)
     self._check(f"NV_ESC_RM_MAP_MEMORY_DMA of {memory:#x} ({length:#x} bytes)", a.status)
     return a.dmaOffset
 
   def unmap_dma(self, device: int, vaspace: int, memory: int, va: int) -> None:
     a = O.NVOS47_PARAMETERS(hClient=self.client, hDevice=device, hDma=vaspace, hMemory=memory, dmaOffset=va)
-    self.ioctl(self.ctl, P.NV_ESC_RM_UNMAP_MEMORY_DMA, a)
+    self.ioctl(self.ctl, I.NV_ESC_RM_UNMAP_MEMORY_DMA, a)
     self._check(f"NV_ESC_RM_UNMAP_MEMORY_DMA of {memory:#x} at {va:#x}", a.status)
 
   def map_cpu(self, device: int, memory: int, length: int) -> int:
     """NV_ESC_RM_MAP_MEMORY then mmap of the GPU node: a CPU mapping of an RM object (the usermode registers)."""
     a = P.nv_ioctl_nvos33_parameters_with_fd(fd=self.gpu)
     a.params.hClient, a.params.hDevice, a.params.hMemory, a.params.offset, a.params.length = self.client, device, memory, 0, length
-    self.ioctl(self.ctl, P.NV_ESC_RM_MAP_MEMORY, a)
+    self.ioctl(self.ctl, I.NV_ESC_RM_MAP_MEMORY, a)
     self._check(f"NV_ESC_RM_MAP_MEMORY of {memory:#x}", a.params.status)
     from hcq.drivers import libc
     return self.os.mmap(0, length, libc.PROT_READ | libc.PROT_WRITE, libc.MAP_SHARED, self.gpu, a.params.pLinearAddress)

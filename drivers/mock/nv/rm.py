@@ -116,10 +116,10 @@ class MockRM:
     """An ioctl on /dev/nvidiactl (`node` "ctl") or /dev/nvidia0 ("gpu")."""
     if (request >> 8) & 0xFF != I.NV_IOCTL_MAGIC: raise OSError(errno.ENOTTY, "not an NVIDIA ioctl (type is not NV_IOCTL_MAGIC 'F')")
     nr, size = ioc_nr(request), ioc_size(request)
-    expected = {P.NV_ESC_RM_ALLOC: (O.NVOS21_PARAMETERS, O.NVOS64_PARAMETERS), P.NV_ESC_RM_FREE: (O.NVOS00_PARAMETERS,),
-                P.NV_ESC_RM_CONTROL: (O.NVOS54_PARAMETERS,), P.NV_ESC_RM_ALLOC_MEMORY: (P.nv_ioctl_nvos02_parameters_with_fd,),
-                P.NV_ESC_RM_MAP_MEMORY_DMA: (O.NVOS46_PARAMETERS,), P.NV_ESC_RM_UNMAP_MEMORY_DMA: (O.NVOS47_PARAMETERS,),
-                P.NV_ESC_RM_MAP_MEMORY: (P.nv_ioctl_nvos33_parameters_with_fd,), I.NV_ESC_CHECK_VERSION_STR: (I.struct_nv_ioctl_rm_api_version,),
+    expected = {I.NV_ESC_RM_ALLOC: (O.NVOS21_PARAMETERS, O.NVOS64_PARAMETERS), I.NV_ESC_RM_FREE: (O.NVOS00_PARAMETERS,),
+                I.NV_ESC_RM_CONTROL: (O.NVOS54_PARAMETERS,), I.NV_ESC_RM_ALLOC_MEMORY: (P.nv_ioctl_nvos02_parameters_with_fd,),
+                I.NV_ESC_RM_MAP_MEMORY_DMA: (O.NVOS46_PARAMETERS,), I.NV_ESC_RM_UNMAP_MEMORY_DMA: (O.NVOS47_PARAMETERS,),
+                I.NV_ESC_RM_MAP_MEMORY: (P.nv_ioctl_nvos33_parameters_with_fd,), I.NV_ESC_CHECK_VERSION_STR: (I.struct_nv_ioctl_rm_api_version,),
                 I.NV_ESC_REGISTER_FD: (I.struct_nv_ioctl_register_fd,)}.get(nr)
     if expected is None: raise OSError(errno.EINVAL, f"escape {nr:#x} is not emulated")
     # escape.c: "if (dataSize != sizeof(*pApi)) { rmStatus = NV_ERR_INVALID_ARGUMENT; goto done; }" -> nvidia_ioctl -EINVAL
@@ -131,10 +131,10 @@ class MockRM:
     if nr in (I.NV_ESC_REGISTER_FD, I.NV_ESC_CHECK_VERSION_STR):
       if nr == I.NV_ESC_CHECK_VERSION_STR: self._check_version(arg)
       return 0
-    params = arg.params if nr in (P.NV_ESC_RM_ALLOC_MEMORY, P.NV_ESC_RM_MAP_MEMORY) else arg
-    handler = {P.NV_ESC_RM_ALLOC: self.alloc, P.NV_ESC_RM_FREE: self.free, P.NV_ESC_RM_CONTROL: self.control,
-               P.NV_ESC_RM_ALLOC_MEMORY: self.alloc_memory, P.NV_ESC_RM_MAP_MEMORY_DMA: self.map_memory_dma,
-               P.NV_ESC_RM_UNMAP_MEMORY_DMA: self.unmap_memory_dma, P.NV_ESC_RM_MAP_MEMORY: self.map_memory}[nr]
+    params = arg.params if nr in (I.NV_ESC_RM_ALLOC_MEMORY, I.NV_ESC_RM_MAP_MEMORY) else arg
+    handler = {I.NV_ESC_RM_ALLOC: self.alloc, I.NV_ESC_RM_FREE: self.free, I.NV_ESC_RM_CONTROL: self.control,
+               I.NV_ESC_RM_ALLOC_MEMORY: self.alloc_memory, I.NV_ESC_RM_MAP_MEMORY_DMA: self.map_memory_dma,
+               I.NV_ESC_RM_UNMAP_MEMORY_DMA: self.unmap_memory_dma, I.NV_ESC_RM_MAP_MEMORY: self.map_memory}[nr]
     with self.lock:
       try:
         handler(params)
