@@ -48,7 +48,7 @@ class RMObject:
 
 # class -> classes its parent may have (the RM's resource descriptor table, resource_list.h RS_ENTRY parent lists)
 PARENTS: dict[int, tuple[int, ...]] = {
-  C.NV01_DEVICE_0: (C.NV01_ROOT,),
+  C.NV01_DEVICE_0: (C.NV01_ROOT, C.NV01_ROOT_NON_PRIV),
   C.NV20_SUBDEVICE_0: (C.NV01_DEVICE_0,),
   C.FERMI_VASPACE_A: (C.NV01_DEVICE_0,),
   C.NV01_MEMORY_LOCAL_USER: (C.NV01_DEVICE_0, C.NV20_SUBDEVICE_0),
@@ -175,13 +175,13 @@ class MockRM:
 
   # ---- NV_ESC_RM_ALLOC: rmapi/alloc_free.c rmapiAllocWithSecInfo -> resserv serverAllocResource ----
   def alloc(self, a) -> None:
-    if a.hClass == C.NV01_ROOT:
-      # serverAllocClient: user space asks for a handle (0: the server picks). The RM also takes NV01_ROOT_NON_PRIV and
-      # NV01_ROOT_CLIENT (cl0001.h, cl0041.h, not among the generated classes yet); the mock takes NV01_ROOT only
+    if a.hClass in (C.NV01_ROOT, C.NV01_ROOT_NON_PRIV):
+      # serverAllocClient: user space asks for a handle (0: the server picks). The RM also takes NV01_ROOT_CLIENT
+      # (cl0041.h, not among the generated classes yet); the mock refuses it
       h = a.hObjectNew or self.next_client
       if h in self.clients: raise RMError(S.NV_ERR_INSERT_DUPLICATE_NAME, f"client {h:#x} exists")
       self.next_client = max(self.next_client, h) + 1
-      self.clients[h] = RMObject(h, None, C.NV01_ROOT, data={"objects": {}})
+      self.clients[h] = RMObject(h, None, a.hClass, data={"objects": {}})
       a.hObjectNew = h
       return
     client = self._client(a.hRoot)
