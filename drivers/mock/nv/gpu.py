@@ -80,7 +80,6 @@ class MockNVGPU:
     self.board, self.mem, self.on_error = board, VirtualMemory(), on_error
     self.channels: dict[int, Channel] = {}
     self.t0 = time.monotonic_ns()
-    self.hang_acquires = False  # tests: no acquire ever succeeds (a channel that waits forever)
     f = H.register
     self.gp0, self.gp1 = f("NVC56F_GP_ENTRY0"), f("NVC56F_GP_ENTRY1")
     self.hdr, self.immd = f("NVC56F_DMA_INCR"), f("NVC56F_DMA_IMMD")
@@ -226,7 +225,7 @@ class MockNVGPU:
       # ACQUIRE: equal; ACQ_STRICT_GEQ: value >= payload, compared unsigned at the payload's width (clc56f.h: "strictly"
       # greater or equal, without the circular wrap of ACQ_CIRC_GEQ)
       test = (lambda v: v == payload) if op == H.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE else (lambda v: v >= payload)
-      self._poll(ch, lambda: not self.hang_acquires and test(read()))
+      self._poll(ch, lambda: test(read()))
     else:
       raise ChannelError(f"{where}: SEM_EXECUTE operation {op} is not emulated (release, acquire, acq_strict_geq are)", P.ROBUST_CHANNEL_PBDMA_ERROR)
 
