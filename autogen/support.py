@@ -171,8 +171,8 @@ class FieldTable:
   NVIDIA's class headers give a method's byte offset (`#define NVC56F_SEM_EXECUTE (0x0000006c)`) and its
   fields as bit ranges (`#define NVC56F_SEM_EXECUTE_OPERATION 2:0`); QMD headers give fields of one wide
   structure as `MW(hi:lo)`. The generator groups each field under its method (or QMD version) and writes
-  one line per group: `GROUP OFFSET FIELD:hi:lo ...` (hex bit numbers; OFFSET `-` for a QMD, whose fields count
-  from bit 0 of the structure). `register(GROUP)` gives a Register whose fields are the lower-case field
+  one line per group: `GROUP OFFSET FIELD:hi:lo ...` (hex bit numbers; OFFSET is the group macro's value, a
+  method's byte offset in a class header, or `-` for a QMD, whose fields count from bit 0 of the structure). `register(GROUP)` gives a Register whose fields are the lower-case field
   names (an indexed field `F(i)` as `f_<i>`); a QMD's Register encodes to one integer of all its bits.
   """
   __slots__ = ("_data", "_lines", "_cache")

@@ -2,7 +2,8 @@
 
 Each figure is the median of RUNS fresh interpreters after one warm-up run (so .pyc files exist); the
 added milliseconds are what a user pays for the import. Targets: hcq.autogen.kfd <= 50 ms,
-hcq.autogen.am.gc_11_0_0 <= 150 ms. A module that does not exist (yet) is reported as missing.
+hcq.autogen.am.gc_11_0_0 <= 150 ms, hcq.autogen.nv.nv_ioctl and
+nv.clc56f with its first method <= 50 ms (the other NV modules are reported). A module that does not exist (yet) is reported as missing.
 
   python bench/import_cost.py [--runs N]
 """
@@ -19,6 +20,13 @@ CASES: list[tuple[str, str, str | None, float | None]] = [
   ("import hcq.autogen.am.gc_11_0_0", "import hcq.autogen.am.gc_11_0_0", "hcq.autogen.am.gc_11_0_0", 150.0),
   ("  + first register (regCOMPUTE_PGM_RSRC1)", "import hcq.autogen.am.gc_11_0_0 as m; m.regCOMPUTE_PGM_RSRC1",
    "hcq.autogen.am.gc_11_0_0", None),
+  ("import hcq.autogen.nv.nv_ioctl", "import hcq.autogen.nv.nv_ioctl", "hcq.autogen.nv.nv_ioctl", 50.0),
+  ("import hcq.autogen.nv.nvos", "import hcq.autogen.nv.nvos", "hcq.autogen.nv.nvos", None),
+  ("import hcq.autogen.nv.clc56f + first method", "import hcq.autogen.nv.clc56f as m; m.register('NVC56F_SEM_EXECUTE')",
+   "hcq.autogen.nv.clc56f", 50.0),
+  ("import hcq.autogen.nv.clcbc0qmd + QMD V04", "import hcq.autogen.nv.clcbc0qmd as m; m.register('NVCBC0_QMDV04_00')",
+   "hcq.autogen.nv.clcbc0qmd", None),
+  ("import hcq.autogen.nv.ctrl2080", "import hcq.autogen.nv.ctrl2080", "hcq.autogen.nv.ctrl2080", None),
 ]
 
 

@@ -59,6 +59,10 @@ def test_a_perturbed_offset_or_fact_fails():
   diff = gcc_judge.differences(mod, {**facts, key: f"{int(off) + 4} {size}"})
   assert diff == [f"{key}: python {off} {size}, gcc {int(off) + 4} {size}"]
   assert any("not measured" in d for d in gcc_judge.differences(mod, {k: v for k, v in facts.items() if k != key}))
+  methods, method_facts = load("clc56f")
+  field = "field NVC56F_SEM_EXECUTE_RELEASE_WFI"
+  assert method_facts[field] == "20 20"
+  assert gcc_judge.differences(methods, {**method_facts, field: "21 21"}) == [f"{field}: python 20 20, gcc 21 21"]
 
 
 def test_the_rm_abi_names_the_driver_needs():

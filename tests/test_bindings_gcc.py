@@ -10,7 +10,7 @@ import random
 import pytest
 
 from hcq.autogen.generator import gcc_judge
-from hcq.autogen.generator.gcc_judge import layout_facts, module_constants, records
+from hcq.autogen.generator.gcc_judge import constant_facts, layout_facts, module_constants, records
 from tests.tools import require, require_tool
 
 STRUCT_MODULES = ["kfd", "amdgpu_drm", "vfio", "hsa", "amdgpu_kd", "amdgpu_elf", "am.v11_structs", "am.v9_structs", "am.discovery"]
@@ -37,19 +37,21 @@ def run_c(spec, body: str, prologue: str = "") -> list[str]:
     pytest.fail(str(e))
 
 
-def compare_layouts(spec, mod) -> int:
-  """Compare every record of `mod` with gcc compiling `spec`'s headers; returns how many facts were compared."""
-  body, expected = [], []
-  for cls in records(mod):
-    b, e = layout_facts(cls, spec.cplusplus)
-    body += b
-    expected += e
-  assert expected, f"{mod.__name__} has no records"
+def _judge(spec, facts: list[tuple[list[str], list[tuple[str, object]]]], what: str) -> int:
+  """Run the C side of `facts` (from gcc_judge) with gcc and compare with the Python side; returns how many were compared."""
+  body = [line for b, _ in facts for line in b]
+  expected = [e for _, es in facts for e in es]
+  assert expected, f"no {what} to compare"
   got = run_c(spec, "\n".join(body))
   assert len(got) == len(expected)
-  bad = [f"{what}: ctypes {want}, gcc {g}" for (what, want), g in zip(expected, got) if str(want) != g]
-  assert not bad, f"{len(bad)} of {len(expected)} layout facts differ:\n" + "\n".join(bad[:30])
+  bad = [f"{fact}: python {want}, gcc {g}" for (fact, want), g in zip(expected, got) if str(want) != g]
+  assert not bad, f"{len(bad)} of {len(expected)} {what} differ:\n" + "\n".join(bad[:30])
   return len(expected)
+
+
+def compare_layouts(spec, mod) -> int:
+  """Compare every record of `mod` with gcc compiling `spec`'s headers; returns how many facts were compared."""
+  return _judge(spec, [layout_facts(cls, spec.cplusplus) for cls in records(mod)], f"layout facts of {mod.__name__}")
 
 
 @pytest.mark.parametrize("name", STRUCT_MODULES)
@@ -58,13 +60,7 @@ def test_struct_layout_matches_gcc(name):
 
 
 def compare_constants(spec, mod) -> int:
-  consts = module_constants(mod)
-  assert consts, f"hcq.autogen.{name} has no constants"
-  body = [f'if (({k}) < 0) printf("%lld\\n", (long long)({k})); else printf("%llu\\n", (unsigned long long)({k}));' for k in consts]
-  got = run_c(spec, "\n".join(body))
-  bad = [f"{k}: python {v}, gcc {g}" for (k, v), g in zip(consts.items(), got) if str(v) != g]
-  assert len(got) == len(consts) and not bad, "\n".join(bad[:30])
-  return len(consts)
+  return _judge(spec, [constant_facts(mod)], f"constants of {mod.__name__}")
 
 
 @pytest.mark.parametrize("name", CONSTANT_MODULES)

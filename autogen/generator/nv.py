@@ -109,7 +109,7 @@ def field_table(sp: BindingSpec) -> tuple[str, list[str]]:
     for m in ms:
       if m.params is None:
         if m.name not in plain:
-          skipped.append(f"{m.name}: its bit range is not two constants hi:lo with hi >= lo")
+          skipped.append(f"{m.name}: not a bit range hi:lo with hi >= lo (e.g. a caps byte:mask)")
           continue
         hi, lo = plain[m.name]
         items.append((m.name[len(owner) + 1:], hi, lo))

@@ -5169,14 +5169,14 @@ NV2080_TIMER_GPU_CPU_TIME_CPU_CLK_ID - SOURCE:3:0 PROCESSOR:7:4
 register, registers = _FIELDS.register, _FIELDS.names
 
 # field macros left out:
-#   NV2080_CTRL_CE_CAPS_CE_GRCE: its bit range is not two constants hi:lo with hi >= lo
-#   NV2080_CTRL_CE_CAPS_CE_SHARED: its bit range is not two constants hi:lo with hi >= lo
-#   NV2080_CTRL_CE_CAPS_CE_SYSMEM_READ: its bit range is not two constants hi:lo with hi >= lo
-#   NV2080_CTRL_CE_CAPS_CE_SYSMEM_WRITE: its bit range is not two constants hi:lo with hi >= lo
-#   NV2080_CTRL_CE_CAPS_CE_NVLINK_P2P: its bit range is not two constants hi:lo with hi >= lo
-#   NV2080_CTRL_CE_CAPS_CE_SYSMEM: its bit range is not two constants hi:lo with hi >= lo
-#   NV2080_CTRL_CE_CAPS_CE_P2P: its bit range is not two constants hi:lo with hi >= lo
-#   NV2080_CTRL_CE_CAPS_CE_BL_SIZE_GT_64K_SUPPORTED: its bit range is not two constants hi:lo with hi >= lo
-#   NV2080_CTRL_CE_CAPS_CE_SUPPORTS_PIPELINED_BL: its bit range is not two constants hi:lo with hi >= lo
-#   NV2080_CTRL_CE_CAPS_CE_CC_SECURE: its bit range is not two constants hi:lo with hi >= lo
-#   NV2080_CTRL_CE_CAPS_CE_DECOMP_SUPPORTED: its bit range is not two constants hi:lo with hi >= lo
+#   NV2080_CTRL_CE_CAPS_CE_GRCE: not a bit range hi:lo with hi >= lo (e.g. a caps byte:mask)
+#   NV2080_CTRL_CE_CAPS_CE_SHARED: not a bit range hi:lo with hi >= lo (e.g. a caps byte:mask)
+#   NV2080_CTRL_CE_CAPS_CE_SYSMEM_READ: not a bit range hi:lo with hi >= lo (e.g. a caps byte:mask)
+#   NV2080_CTRL_CE_CAPS_CE_SYSMEM_WRITE: not a bit range hi:lo with hi >= lo (e.g. a caps byte:mask)
+#   NV2080_CTRL_CE_CAPS_CE_NVLINK_P2P: not a bit range hi:lo with hi >= lo (e.g. a caps byte:mask)
+#   NV2080_CTRL_CE_CAPS_CE_SYSMEM: not a bit range hi:lo with hi >= lo (e.g. a caps byte:mask)
+#   NV2080_CTRL_CE_CAPS_CE_P2P: not a bit range hi:lo with hi >= lo (e.g. a caps byte:mask)
+#   NV2080_CTRL_CE_CAPS_CE_BL_SIZE_GT_64K_SUPPORTED: not a bit range hi:lo with hi >= lo (e.g. a caps byte:mask)
+#   NV2080_CTRL_CE_CAPS_CE_SUPPORTS_PIPELINED_BL: not a bit range hi:lo with hi >= lo (e.g. a caps byte:mask)
+#   NV2080_CTRL_CE_CAPS_CE_CC_SECURE: not a bit range hi:lo with hi >= lo (e.g. a caps byte:mask)
+#   NV2080_CTRL_CE_CAPS_CE_DECOMP_SUPPORTED: not a bit range hi:lo with hi >= lo (e.g. a caps byte:mask)
