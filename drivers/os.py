@@ -84,6 +84,12 @@ class HostOS:
     import ctypes
     ctypes.c_uint64.from_address(address).value = value
 
+  def mmio_write32(self, address: int, value: int) -> None:
+    """A 32-bit store to a mapped register page (the NVIDIA usermode doorbell); the mock's OS object also tells the
+    emulated GPU behind it."""
+    import ctypes
+    ctypes.c_uint32.from_address(address).value = value
+
   def __repr__(self) -> str:
     return f"{type(self).__name__}()"
 

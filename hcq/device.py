@@ -313,3 +313,46 @@ class Device(metaclass=_DeviceOpener):
     self.synchronize()
     return write_trace(self, path)
 
+
+
+class StagedCopies:
+  """Host <-> device copies for memory the CPU cannot see: through a CPU-visible staging buffer and the device's copy
+  queue, in staging-sized steps, each after everything submitted before it (from any thread). Mixed into a backend
+  (before Device) that sets `staging` (a host Buffer) and `_staging_lock` once its queues exist."""
+  staging: Buffer
+  _staging_lock: threading.Lock
+
+  def upload(self, dest: Buffer, data: bytes) -> None:
+    """Bytes into a buffer (through the staging buffer and the copy queue when the CPU cannot see it)."""
+    import numpy as np
+    self.copy_from_host(dest, np.frombuffer(bytes(data), np.uint8))
+
+  def _staged_copy(self, dest: int, src: int, n: int) -> None:
+    """One copy-queue copy as the timeline's next step, and wait for it."""
+    q = self.copy_queue().wait(self.timeline_signal, Variable("wait")).copy(dest, src, n).signal(self.timeline_signal, Variable("signal"))
+    self.wait_timeline(self.timeline_submit(q))
+    self.check_faults()
+
+  def _staged(self, nbytes: int, step) -> None:
+    with self._staging_lock:  # one staging buffer: one host<->device copy at a time
+      for off in range(0, nbytes, self.staging.nbytes): step(off, min(self.staging.nbytes, nbytes - off))
+
+  def copy_from_host(self, dest: Buffer, src: Any) -> None:
+    if dest.host_addr is not None: return super().copy_from_host(dest, src)
+    self.synchronize()
+    raw = src.reshape(-1).view("uint8")
+
+    def step(off: int, n: int) -> None:
+      ctypes.memmove(self.staging.host_addr, raw.ctypes.data + off, n)
+      self._staged_copy(dest.addr + off, self.staging.addr, n)
+    self._staged(raw.nbytes, step)
+
+  def copy_to_host(self, dest: Any, src: Buffer) -> None:
+    if src.host_addr is not None: return super().copy_to_host(dest, src)
+    self.synchronize()
+    raw = dest.reshape(-1).view("uint8")
+
+    def step(off: int, n: int) -> None:
+      self._staged_copy(self.staging.addr, src.addr + off, n)
+      ctypes.memmove(raw.ctypes.data + off, self.staging.host_addr, n)
+    self._staged(raw.nbytes, step)

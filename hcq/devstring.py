@@ -16,7 +16,7 @@ class Backend:
 
 BACKENDS: dict[str, Backend] = {
   "AMD": Backend(ifaces=("KFD", "MOCKKFD"), renderers=("LLVM", "ASM"), archs=("gfx1100", "gfx1201", "gfx942")),
-  "NV": Backend(ifaces=("NV",), renderers=("PTX",), archs=()),
+  "NV": Backend(ifaces=("NV", "MOCKNV"), renderers=("PTX",), archs=()),
   "CPU": Backend(ifaces=("CPU",), renderers=("LLVM",), archs=()),
 }
 

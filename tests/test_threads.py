@@ -18,7 +18,7 @@ import hcq
 from hcq.devstring import parse_dev
 from hcq.drivers.amd.device import RING_BYTES, AMDDevice
 from hcq.drivers.amd.sdma import COPY_LINEAR_MAX
-from hcq.drivers.amd.va import AddressSpace
+from hcq.drivers.va import AddressSpace
 from hcq.errors import GPUFault, GPUTimeout, HCQError
 from hcq.sym import Variable
 from tests.test_core import VADD_IR

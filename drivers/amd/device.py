@@ -14,16 +14,15 @@ import numpy as np
 
 from hcq.autogen import kfd as K
 from hcq.buffer import Buffer
-from hcq.device import Device
+from hcq.device import Device, StagedCopies
 from hcq.devstring import DevSpec
 from hcq.drivers import libc
 from hcq.drivers.amd.kfd import KFDInterface, gpu_nodes
 from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue
 from hcq.drivers.amd.program import AMDProgram
 from hcq.drivers.amd.sdma import AMDCopyQueue
-from hcq.drivers.amd.va import AddressSpace
+from hcq.drivers.va import AddressSpace
 from hcq.errors import GPUFault, HCQError
-from hcq.sym import Variable
 
 PAGE = 4096
 VA_SPACE = 1 << 40            # reserved once; every buffer gets its GPU and CPU address in it
@@ -58,7 +57,7 @@ def _say_emulated() -> None:
   _said_emulated = True
 
 
-class AMDDevice(Device):
+class AMDDevice(StagedCopies, Device):
   """See the module docstring."""
   va_space = VA_SPACE  # bytes of address space reserved at open (a class attribute, so a test can make it small)
 
@@ -122,40 +121,6 @@ class AMDDevice(Device):
     if buf.host_addr is not None:  # give the range back to the reservation
       self.os.mmap(buf.addr, size, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE | libc.MAP_FIXED, -1, 0)
     with self._va_lock: self._va.free(buf.addr, size)  # unmapped on the GPU and the CPU: the range may be handed out again
-
-  def upload(self, dest: Buffer, data: bytes) -> None:
-    """Bytes into a buffer (through the staging buffer and SDMA when the CPU cannot see it)."""
-    self.copy_from_host(dest, np.frombuffer(bytes(data), np.uint8))
-
-  def _staged(self, nbytes: int, step) -> None:
-    for off in range(0, nbytes, STAGING_BYTES):
-      step(off, min(STAGING_BYTES, nbytes - off))
-
-  def _staged_copy(self, dest: int, src: int, n: int) -> None:
-    """One SDMA copy through the staging buffer, after everything submitted before it (from any thread), and wait."""
-    q = self.copy_queue().wait(self.timeline_signal, Variable("wait")).copy(dest, src, n).signal(self.timeline_signal, Variable("signal"))
-    self.wait_timeline(self.timeline_submit(q))
-    self.check_faults()
-
-  def copy_from_host(self, dest: Buffer, src: np.ndarray) -> None:
-    if dest.host_addr is not None: return super().copy_from_host(dest, src)
-    self.synchronize()
-    raw = src.reshape(-1).view(np.uint8)
-
-    def step(off: int, n: int) -> None:
-      ctypes.memmove(self.staging.host_addr, raw.ctypes.data + off, n)
-      self._staged_copy(dest.addr + off, self.staging.addr, n)
-    with self._staging_lock: self._staged(raw.nbytes, step)
-
-  def copy_to_host(self, dest: np.ndarray, src: Buffer) -> None:
-    if src.host_addr is not None: return super().copy_to_host(dest, src)
-    self.synchronize()
-    raw = dest.reshape(-1).view(np.uint8)
-
-    def step(off: int, n: int) -> None:
-      self._staged_copy(self.staging.addr, src.addr + off, n)
-      ctypes.memmove(raw.ctypes.data + off, self.staging.host_addr, n)
-    with self._staging_lock: self._staged(raw.nbytes, step)
 
   # ---- queues ----
   def _cwsr_sizes(self) -> tuple[int, int, int]:

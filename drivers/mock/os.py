@@ -39,17 +39,89 @@ def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int) -> str:
   return "".join(f"{k} {v}\n" for k, v in props)
 
 
-class MockKFDOS(HostOS):
-  """The OS layer of the emulated machine; `kfd` is the mock kernel behind /dev/kfd."""
+class MockTreeOS(HostOS):
+  """The file side of an emulated machine: `files` (path -> text, or a function giving it) and `links` (path -> relative
+  target) stand for the paths under `owned`; everything else goes to the host. Subclasses add the device nodes."""
   emulated = True
+  owned: tuple[str, ...] = ("/sys", "/dev")
+
+  def __init__(self) -> None:
+    self.files: dict[str, Callable[[], str] | str] = {}
+    self.links: dict[str, str] = {}
+
+  def _resolve(self, path: str) -> str:
+    """A path with every symlink of the tree resolved (how the kernel walks sysfs links)."""
+    parts, out = posixpath.normpath(path).split("/")[1:], "/"
+    for _ in range(40):
+      for i in range(len(parts)):
+        prefix = "/" + "/".join(parts[:i + 1])
+        if prefix in self.links:
+          target = posixpath.normpath(posixpath.join(posixpath.dirname(prefix), self.links[prefix]))
+          parts = target.split("/")[1:] + parts[i + 1:]
+          break
+      else:
+        return "/" + "/".join(parts)
+    raise OSError(errno.ELOOP, "too many levels of symbolic links", path)
+
+  def _mine(self, path: str) -> bool:
+    return path in self.owned or path.startswith(tuple(p + "/" for p in self.owned))
+
+  def read_text(self, path: str) -> str:
+    if not self._mine(path): return super().read_text(path)
+    real = self._resolve(path)
+    if real not in self.files:
+      if self._is_dir(real): raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+      raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    v = self.files[real]
+    return v() if callable(v) else v
+
+  def read_bytes(self, path: str) -> bytes:
+    return self.read_text(path).encode() if self._mine(path) else super().read_bytes(path)
+
+  def _is_dir(self, real: str) -> bool:
+    prefix = real.rstrip("/") + "/"
+    return real == "/" or any(p.startswith(prefix) for p in list(self.files) + list(self.links))
+
+  def listdir(self, path: str) -> list[str]:
+    if not self._mine(path): return super().listdir(path)
+    real = self._resolve(path)
+    if not self._is_dir(real): raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    prefix = real.rstrip("/") + "/"
+    return sorted({p[len(prefix):].split("/")[0] for p in list(self.files) + list(self.links) if p.startswith(prefix)})
+
+  def exists(self, path: str) -> bool:
+    if not self._mine(path): return super().exists(path)
+    try:
+      real = self._resolve(path)
+    except OSError:
+      return False
+    return real in self.files or self._is_dir(real)
+
+  def readlink(self, path: str) -> str:
+    if not self._mine(path): return super().readlink(path)
+    norm = posixpath.normpath(path)
+    if norm not in self.links: raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), path)
+    return self.links[norm]
+
+  def access(self, path: str, mode: int) -> bool:
+    return self.exists(path) if self._mine(path) else super().access(path, mode)
+
+  def stat(self, path: str) -> os.stat_result:
+    if not self._mine(path): return super().stat(path)
+    if not self.exists(path): raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    is_dir = self._is_dir(self._resolve(path))
+    return os.stat_result(((0o40755 if is_dir else 0o20666 if path.startswith("/dev/") else 0o100444), 0, 0, 1, 0, 0, 0, 0, 0, 0))
+
+
+class MockKFDOS(MockTreeOS):
+  """The OS layer of the emulated machine; `kfd` is the mock kernel behind /dev/kfd."""
 
   def __init__(self, kfd: MockKFD | None = None):
+    super().__init__()
     self.kfd = kfd or MockKFD()
     self.fds: dict[int, tuple[str, Any]] = {}   # fake fd -> ("kfd", None) or ("render", minor)
     self.next_fd = FAKE_FD_BASE
     self.doorbell_pages: dict[int, int] = {}    # CPU address of a mapped doorbell slice -> gpu_id
-    self.files: dict[str, Callable[[], str] | str] = {}
-    self.links: dict[str, str] = {}
     self._build_tree()
 
   # ---- the sysfs tree ----
@@ -100,69 +172,6 @@ class MockKFDOS(HostOS):
     queues = [q for q in self.kfd.queues.values() if q.gpu_id == node.gpu_id]
     return (f"queues {len(queues)}\nbuffers {len(node.bos)}\nbytes_allocated {sum(b.size for b in node.bos.values())}\n"
             f"dispatches {node.gpu.dispatches}\npackets {sum(e.packets for e in node.gpu.engines)}\n")
-
-  def _resolve(self, path: str) -> str:
-    """A path with every symlink of the tree resolved (how the kernel walks sysfs links)."""
-    parts, out = posixpath.normpath(path).split("/")[1:], "/"
-    for _ in range(40):
-      for i in range(len(parts)):
-        prefix = "/" + "/".join(parts[:i + 1])
-        if prefix in self.links:
-          target = posixpath.normpath(posixpath.join(posixpath.dirname(prefix), self.links[prefix]))
-          parts = target.split("/")[1:] + parts[i + 1:]
-          break
-      else:
-        return "/" + "/".join(parts)
-    raise OSError(errno.ELOOP, "too many levels of symbolic links", path)
-
-  def _mine(self, path: str) -> bool:
-    return path == "/sys" or path.startswith(("/sys/", "/dev/")) or path == "/dev"
-
-  def read_text(self, path: str) -> str:
-    if not self._mine(path): return super().read_text(path)
-    real = self._resolve(path)
-    if real not in self.files:
-      if self._is_dir(real): raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-      raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-    v = self.files[real]
-    return v() if callable(v) else v
-
-  def read_bytes(self, path: str) -> bytes:
-    return self.read_text(path).encode() if self._mine(path) else super().read_bytes(path)
-
-  def _is_dir(self, real: str) -> bool:
-    prefix = real.rstrip("/") + "/"
-    return real == "/" or any(p.startswith(prefix) for p in list(self.files) + list(self.links))
-
-  def listdir(self, path: str) -> list[str]:
-    if not self._mine(path): return super().listdir(path)
-    real = self._resolve(path)
-    if not self._is_dir(real): raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-    prefix = real.rstrip("/") + "/"
-    return sorted({p[len(prefix):].split("/")[0] for p in list(self.files) + list(self.links) if p.startswith(prefix)})
-
-  def exists(self, path: str) -> bool:
-    if not self._mine(path): return super().exists(path)
-    try:
-      real = self._resolve(path)
-    except OSError:
-      return False
-    return real in self.files or self._is_dir(real)
-
-  def readlink(self, path: str) -> str:
-    if not self._mine(path): return super().readlink(path)
-    norm = posixpath.normpath(path)
-    if norm not in self.links: raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), path)
-    return self.links[norm]
-
-  def access(self, path: str, mode: int) -> bool:
-    return self.exists(path) if self._mine(path) else super().access(path, mode)
-
-  def stat(self, path: str) -> os.stat_result:
-    if not self._mine(path): return super().stat(path)
-    if not self.exists(path): raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-    is_dir = self._is_dir(self._resolve(path))
-    return os.stat_result(((0o40755 if is_dir else 0o20666 if path.startswith("/dev/") else 0o100444), 0, 0, 1, 0, 0, 0, 0, 0, 0))
 
   # ---- device nodes ----
   def open(self, path: str, flags: int, mode: int = 0o666) -> int:

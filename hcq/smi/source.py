@@ -38,10 +38,14 @@ def choose(environ: dict[str, str]) -> Source:
     if spec.device == "CPU":
       raise SmiError(errors.NO_MATCH, f"DEV={dev} selects the CPU backend, which has no GPU to show; unset DEV or use AMD / NV")
     src.vendors, src.arch = (VENDOR_OF[spec.device],), spec.arch
-    if spec.iface == "MOCKKFD":
+    if spec.iface in ("MOCKKFD", "MOCKNV"):
       if root: raise SmiError(errors.USAGE, f"DEV={dev} and HCQ_SYSROOT both choose the machine to read; set one of them")
-      from hcq.drivers.mock.os import MockKFDOS
-      src.os = MockKFDOS()
+      if spec.iface == "MOCKKFD":
+        from hcq.drivers.mock.os import MockKFDOS
+        src.os = MockKFDOS()
+      else:
+        from hcq.drivers.mock.nv.os import MockNVOS
+        src.os = MockNVOS()
       return src
   if not root: return src
   denied = [p for p in environ.get("HCQ_SYSROOT_DENIED", "").split(":") if p]

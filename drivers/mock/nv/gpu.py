@@ -1,0 +1,273 @@
+"""The emulated NVIDIA GPU behind MOCKNV: one PBDMA thread per GPFIFO channel, host semaphores, a copy engine.
+
+Each channel's thread reads the GPFIFO ring between GP_GET and GP_PUT (USERD), fetches each entry's pushbuffer
+segment through the VA space, and decodes the method stream strictly with the generated host-class fields
+(hcq.autogen.nv.clc56f; the GPFIFO and method-header formats are the same from Ampere to Blackwell). Host methods
+(below 0x100) run on any subchannel; methods above go to the class bound there with SET_OBJECT. What the engine
+refuses (an unknown method, an unbound subchannel, a malformed entry or header, an access outside every mapping)
+stops the channel where it is and is reported as the RM reports a channel error: the error notifier is written and
+an Xid is logged (kernel_channel.c krcErrorSetNotifier / rcdbAddRmError). Memory is host-backed
+(hcq.asm.emu.memory.VirtualMemory): an access outside the mapped ranges is an MMU fault.
+"""
+from __future__ import annotations
+import ctypes
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from hcq.asm.emu.memory import PageFault, VirtualMemory
+from hcq.autogen.nv import clc56f as H, clc8b5 as CE, nvstatus as S
+from hcq.autogen.nv.clcbc0 import HOPPER_COMPUTE_A
+from hcq.drivers.nv import pending_autogen as P
+
+GP_ENTRY_BYTES = 8
+HOST_METHODS_END = 0x100  # methods below this are the host's (PBDMA), on every subchannel (clc56f.h)
+
+
+@dataclass(frozen=True)
+class NVBoardSpec:
+  """What the emulated board reports: an H200 (GH100, sm_90) as NVIDIA's 580 driver presents it."""
+  name: str = "NVIDIA H200"
+  pci_device_id: int = 0x2335
+  arch: str = "sm_90"
+  vram_bytes: int = 143771_058_176  # 137 GiB usable of 141 GB, as nvidia-smi -q shows an H200 SXM
+  # engine classes the GPU supports (NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2 lists these among others)
+  gpfifo_class: int = H.AMPERE_CHANNEL_GPFIFO_A
+  copy_class: int = CE.HOPPER_DMA_COPY_A
+  compute_class: int = HOPPER_COMPUTE_A
+  uuid: str = "GPU-6e3a0c4f-2d1b-4f0e-9a8c-0000000c0de0"  # made up; any GPU-<16 bytes as hex> does
+  driver_version: str = "580.142"
+  pci_slot: str = "0000:19:00.0"  # where an HGX board's first GPU often sits; made up
+
+
+class ChannelError(Exception):
+  """What stops a channel: `xid` is the ROBUST_CHANNEL_* code the RM puts in the error notifier and logs."""
+
+  def __init__(self, message: str, xid: int):
+    super().__init__(message)
+    self.xid = xid
+
+
+@dataclass
+class Channel:
+  """One GPFIFO channel as the PBDMA sees it."""
+  chid: int
+  engine: str                  # "compute" or "copy": which engine classes SET_OBJECT may bind
+  gpfifo_va: int
+  entries: int
+  userd: np.ndarray            # the USERD page's words (Nvc56fControl_struct), host-backed
+  notifier: np.ndarray | None  # the error notifier (NvNotification array), or None
+  classes: dict[int, int] = field(default_factory=dict)     # subchannel -> bound class
+  state: dict[int, int] = field(default_factory=dict)       # method offset -> last value written (per class state)
+  doorbell: threading.Event = field(default_factory=threading.Event)
+  scheduled: threading.Event = field(default_factory=threading.Event)  # its TSG is on the runlist (NVA06C_CTRL_CMD_GPFIFO_SCHEDULE)
+  stopped: bool = False
+  error: str | None = None
+  thread: threading.Thread | None = None
+  methods: int = 0
+
+
+_CTRL = {name: getattr(H.struct_Nvc56fControl_struct, name).offset // 4 for name in ("GPGet", "GPPut")}
+
+
+class MockNVGPU:
+  """The GPU model: the process's VA space (`mem`) and its channels; `on_error(channel, message, xid)` reports errors."""
+
+  def __init__(self, board: NVBoardSpec = NVBoardSpec(), on_error: Callable[[Channel, str, int], None] | None = None):
+    self.board, self.mem, self.on_error = board, VirtualMemory(), on_error
+    self.channels: dict[int, Channel] = {}
+    self.t0 = time.monotonic_ns()
+    f = H.register
+    self.gp0, self.gp1 = f("NVC56F_GP_ENTRY0"), f("NVC56F_GP_ENTRY1")
+    self.hdr, self.immd = f("NVC56F_DMA_INCR"), f("NVC56F_DMA_IMMD")
+    self.sem_lo, self.sem_hi, self.mem_op_d = f("NVC56F_SEM_ADDR_LO"), f("NVC56F_SEM_ADDR_HI"), f("NVC56F_MEM_OP_D")
+    self.ce_upper = CE.register("NVC8B5_OFFSET_IN_UPPER")  # OFFSET_OUT_UPPER has the same field
+    self.sem_exec = f("NVC56F_SEM_EXECUTE")
+    self.set_object = f("NVC56F_SET_OBJECT")
+    self.launch = CE.register("NVC8B5_LAUNCH_DMA")
+    self.host = {H.NVC56F_SET_OBJECT: self._set_object, H.NVC56F_NOP: None, H.NVC56F_SEM_ADDR_LO: None, H.NVC56F_SEM_ADDR_HI: None,
+                 H.NVC56F_SEM_PAYLOAD_LO: None, H.NVC56F_SEM_PAYLOAD_HI: None, H.NVC56F_SEM_EXECUTE: self._sem_execute,
+                 H.NVC56F_WFI: None, H.NVC56F_MEM_OP_A: None, H.NVC56F_MEM_OP_B: None, H.NVC56F_MEM_OP_C: None,
+                 H.NVC56F_MEM_OP_D: self._mem_op, H.NVC56F_NON_STALL_INTERRUPT: None}
+    # copy class methods the engine takes (clc8b5.h); others stop the channel
+    self.copy_methods = {getattr(CE, f"NVC8B5_{n}") for n in ("NOP", "OFFSET_IN_UPPER", "OFFSET_IN_LOWER", "OFFSET_OUT_UPPER", "OFFSET_OUT_LOWER",
+                                                              "PITCH_IN", "PITCH_OUT", "LINE_LENGTH_IN", "LINE_COUNT", "LAUNCH_DMA")}
+
+  def clock(self) -> int:
+    """The GPU's global timer in nanoseconds (what semaphore release timestamps carry)."""
+    return time.monotonic_ns() - self.t0
+
+  # ---- channels ----
+  def add_channel(self, ch: Channel) -> None:
+    self.channels[ch.chid] = ch
+    ch.thread = threading.Thread(target=self._run, args=(ch,), name=f"mocknv-pbdma-{ch.chid}", daemon=True)
+    ch.thread.start()
+
+  def remove_channel(self, chid: int) -> None:
+    """Stop a channel (the RM preempts it before freeing); returns once its thread no longer touches memory."""
+    ch = self.channels.pop(chid, None)
+    if ch is None: return
+    ch.stopped = True
+    ch.scheduled.set()
+    ch.doorbell.set()
+    if ch.thread is not threading.current_thread(): ch.thread.join(5)
+
+  def doorbell(self, token: int) -> None:
+    """The usermode NOTIFY_CHANNEL_PENDING write: the token is the channel id (GET_WORK_SUBMIT_TOKEN gives it)."""
+    ch = self.channels.get(token)
+    if ch is not None: ch.doorbell.set()
+
+  def _run(self, ch: Channel) -> None:
+    while not ch.stopped:
+      ch.doorbell.wait(0.05)
+      ch.doorbell.clear()
+      if not ch.scheduled.is_set(): continue  # a channel whose group is not scheduled does not run; GP_PUT just waits
+      try:
+        while not ch.stopped and ch.error is None and (get := int(ch.userd[_CTRL["GPGet"]])) != (put := int(ch.userd[_CTRL["GPPut"]])):
+          if put >= ch.entries: raise ChannelError(f"GP_PUT {put} is outside the {ch.entries}-entry GPFIFO", P.ROBUST_CHANNEL_PBDMA_ERROR)
+          self._gp_entry(ch, get)
+          ch.userd[_CTRL["GPGet"]] = (get + 1) % ch.entries
+      except ChannelError as e:
+        self._fail(ch, str(e), e.xid)
+      except PageFault as e:
+        self._fail(ch, f"MMU fault: {e}", P.ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT)
+      except _Stopped:
+        return
+
+  def _fail(self, ch: Channel, message: str, xid: int) -> None:
+    if ch.stopped: return
+    ch.error = f"channel {ch.chid} ({ch.engine}): {message}"
+    if self.on_error: self.on_error(ch, ch.error, xid)
+
+  def _gp_entry(self, ch: Channel, get: int) -> None:
+    words = self.mem.view(ch.gpfifo_va + get * GP_ENTRY_BYTES, GP_ENTRY_BYTES).view(np.uint32)
+    e0, e1 = self.gp0.decode(int(words[0])), self.gp1.decode(int(words[1]))
+    length = e1["length"]
+    if length == 0:  # a control entry: only NOP is run; the others (ILLEGAL, CRC checks) are not used by user space
+      if e1["opcode"] != H.NVC56F_GP_ENTRY1_OPCODE_NOP:
+        raise ChannelError(f"GPFIFO entry {get}: control opcode {e1['opcode']} (only NOP is emulated; stricter than unsure hardware)",
+                           P.ROBUST_CHANNEL_PBDMA_ERROR)
+      return
+    if e0["fetch"] != H.NVC56F_GP_ENTRY0_FETCH_UNCONDITIONAL or e1["level"] != H.NVC56F_GP_ENTRY1_LEVEL_MAIN:
+      raise ChannelError(f"GPFIFO entry {get}: conditional fetch or subroutine level is not emulated", P.ROBUST_CHANNEL_PBDMA_ERROR)
+    addr = e1["get_hi"] << 32 | e0["get"] << 2
+    stream = self.mem.view(addr, length * 4).view(np.uint32).tolist()
+    self._methods(ch, stream, addr)
+
+  def _methods(self, ch: Channel, stream: list[int], addr: int) -> None:
+    """Decode one pushbuffer segment: each header (INCR, NONINCR, ONEINCR, IMMD) and its data."""
+    i = 0
+    while i < len(stream):
+      if ch.stopped: raise _Stopped()
+      h = self.hdr.decode(stream[i])
+      op, method, subch = h["opcode"], h["address"] << 2, h["subchannel"]
+      where = f"pushbuffer {addr + 4 * i:#x}"
+      if op == H.NVC56F_DMA_IMMD_OPCODE_VALUE:
+        self._method(ch, subch, method, self.immd.decode(stream[i])["data"], where)
+        i += 1
+        continue
+      if op not in (H.NVC56F_DMA_INCR_OPCODE_VALUE, H.NVC56F_DMA_NONINCR_OPCODE_VALUE, H.NVC56F_DMA_ONEINCR_OPCODE_VALUE):
+        raise ChannelError(f"{where}: method header {stream[i]:#010x} has opcode {op}, not INCR/NONINCR/ONEINCR/IMMD", P.ROBUST_CHANNEL_PBDMA_ERROR)
+      count = h["count"]
+      if count == 0 or i + 1 + count > len(stream):
+        raise ChannelError(f"{where}: method header {stream[i]:#010x} counts {count} data words, {len(stream) - i - 1} follow in the segment",
+                           P.ROBUST_CHANNEL_PBDMA_ERROR)
+      for k in range(count):
+        step = k if op == H.NVC56F_DMA_INCR_OPCODE_VALUE else (0 if op == H.NVC56F_DMA_NONINCR_OPCODE_VALUE else min(k, 1))
+        self._method(ch, subch, method + 4 * step, stream[i + 1 + k], where)
+      i += 1 + count
+
+  def _method(self, ch: Channel, subch: int, method: int, data: int, where: str) -> None:
+    ch.methods += 1
+    if method < HOST_METHODS_END:
+      if method not in self.host: raise ChannelError(f"{where}: host method {method:#x} is not a host (c56f) method", P.ROBUST_CHANNEL_PBDMA_ERROR)
+      ch.state[method] = data
+      handler = self.host[method]
+      if handler: handler(ch, subch, data, where)
+      return
+    cls = ch.classes.get(subch)
+    if cls is None: raise ChannelError(f"{where}: method {method:#x} on subchannel {subch}, which has no class bound (SET_OBJECT)", P.ROBUST_CHANNEL_PBDMA_ERROR)
+    if cls == self.board.copy_class:
+      if method not in self.copy_methods: raise ChannelError(f"{where}: copy class {cls:#x} method {method:#x} is not emulated", P.ROBUST_CHANNEL_CE0_ERROR)
+      ch.state[0x10000 | method] = data
+      if method == CE.NVC8B5_LAUNCH_DMA: self._launch_dma(ch, data, where)
+      return
+    raise ChannelError(f"{where}: class {cls:#x} method {method:#x}: compute methods come with exec (not emulated yet)", P.ROBUST_CHANNEL_GR_EXCEPTION)
+
+  # ---- host methods ----
+  def _set_object(self, ch: Channel, subch: int, data: int, where: str) -> None:
+    cls = self.set_object.decode(data)["nvclass"]
+    allowed = {"copy": {self.board.copy_class}, "compute": {self.board.compute_class}}[ch.engine]
+    if cls not in allowed or subch > 7:
+      raise ChannelError(f"{where}: SET_OBJECT class {cls:#x} on subchannel {subch} of a {ch.engine} channel (takes {sorted(allowed)} on 0..7)",
+                         P.ROBUST_CHANNEL_PBDMA_ERROR)
+    ch.classes[subch] = cls
+
+  def _sem_execute(self, ch: Channel, subch: int, data: int, where: str) -> None:
+    f = self.sem_exec.decode(data)
+    # the fields as c56f lays them out: a 40-bit address (Hopper's c86f widens SEM_ADDR_HI; addresses here stay below 2^40)
+    addr = self.sem_hi.decode(ch.state.get(H.NVC56F_SEM_ADDR_HI, 0))["offset"] << 32 | self.sem_lo.decode(ch.state.get(H.NVC56F_SEM_ADDR_LO, 0))["offset"] << 2
+    wide = f["payload_size"] == H.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT
+    payload = ch.state.get(H.NVC56F_SEM_PAYLOAD_LO, 0) | (ch.state.get(H.NVC56F_SEM_PAYLOAD_HI, 0) << 32 if wide else 0)
+    if addr % (8 if wide else 4): raise ChannelError(f"{where}: semaphore at {addr:#x} not aligned to its {8 if wide else 4}-byte payload", P.ROBUST_CHANNEL_PBDMA_ERROR)
+    size = 8 if wide else 4
+    read = lambda: int.from_bytes(self.mem.read(addr, size), "little")
+    op = f["operation"]
+    if op == H.NVC56F_SEM_EXECUTE_OPERATION_RELEASE:
+      if f["release_timestamp"]:
+        if addr % 16: raise ChannelError(f"{where}: a timestamped release at {addr:#x} needs 16-byte alignment", P.ROBUST_CHANNEL_PBDMA_ERROR)
+        self.mem.write(addr + 8, self.clock().to_bytes(8, "little"))
+      self.mem.write(addr, payload.to_bytes(size, "little"))
+    elif op in (H.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE, H.NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ):
+      # ACQUIRE: equal; ACQ_STRICT_GEQ: value >= payload, compared unsigned at the payload's width (clc56f.h: "strictly"
+      # greater or equal, without the circular wrap of ACQ_CIRC_GEQ)
+      test = (lambda v: v == payload) if op == H.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE else (lambda v: v >= payload)
+      self._poll(ch, lambda: test(read()))
+    else:
+      raise ChannelError(f"{where}: SEM_EXECUTE operation {op} is not emulated (release, acquire, acq_strict_geq are)", P.ROBUST_CHANNEL_PBDMA_ERROR)
+
+  def _mem_op(self, ch: Channel, subch: int, data: int, where: str) -> None:
+    op = self.mem_op_d.decode(data)["operation"]
+    if op != H.NVC56F_MEM_OP_D_OPERATION_MEMBAR:
+      raise ChannelError(f"{where}: MEM_OP_D operation {op} is not emulated (MEMBAR is)", P.ROBUST_CHANNEL_PBDMA_ERROR)
+
+  def _poll(self, ch: Channel, check) -> None:
+    spins = 0
+    while not check():
+      if ch.stopped: raise _Stopped()
+      spins += 1
+      time.sleep(0 if spins < 50 else 2e-4)
+
+  # ---- the copy engine ----
+  def _launch_dma(self, ch: Channel, data: int, where: str) -> None:
+    f = self.launch.decode(data)
+    g = lambda name: ch.state.get(0x10000 | getattr(CE, f"NVC8B5_{name}"), 0)
+    if f["src_memory_layout"] != CE.NVC8B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT_PITCH or f["dst_memory_layout"] != CE.NVC8B5_LAUNCH_DMA_DST_MEMORY_LAYOUT_PITCH:
+      raise ChannelError(f"{where}: LAUNCH_DMA with a block-linear layout is not emulated", P.ROBUST_CHANNEL_CE0_ERROR)
+    if f["data_transfer_type"] == CE.NVC8B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NONE: return
+    if f["semaphore_type"] != CE.NVC8B5_LAUNCH_DMA_SEMAPHORE_TYPE_NONE or f["interrupt_type"] != CE.NVC8B5_LAUNCH_DMA_INTERRUPT_TYPE_NONE:
+      raise ChannelError(f"{where}: LAUNCH_DMA semaphores and interrupts are not emulated", P.ROBUST_CHANNEL_CE0_ERROR)
+    src = self.ce_upper.decode(g("OFFSET_IN_UPPER"))["upper"] << 32 | g("OFFSET_IN_LOWER")
+    dst = self.ce_upper.decode(g("OFFSET_OUT_UPPER"))["upper"] << 32 | g("OFFSET_OUT_LOWER")
+    n, lines = g("LINE_LENGTH_IN"), g("LINE_COUNT") if f["multi_line_enable"] else 1
+    pin, pout = g("PITCH_IN"), g("PITCH_OUT")
+    for line in range(lines):
+      s, d = src + line * pin, dst + line * pout
+      data_ = self.mem.view(s, n).copy()  # memmove semantics where the ranges overlap
+      self.mem.view(d, n, write=True)[:] = data_
+
+
+class _Stopped(Exception):
+  """The channel was freed while a method waited: not an error."""
+
+
+def notifier_write(notifier: np.ndarray, xid: int, now_ns: int) -> None:
+  """Fill NvNotification[0] as the RM does for a channel error (kernel_rc_notification.c krcErrorWriteNotifier_CPU ->
+  notifyFillNotifierMemory, index 0): the time, info32 = the Xid, status = the NV_STATUS (NV_ERR_RC_ERROR, 16 bits).
+  info16 carries the engine type on the RM; the mock leaves it 0."""
+  n = P.NvNotification.from_buffer(notifier[:ctypes.sizeof(P.NvNotification)])
+  n.timeStamp.nanoseconds[0], n.timeStamp.nanoseconds[1] = now_ns & 0xFFFFFFFF, now_ns >> 32
+  n.info32, n.info16, n.status = xid, 0, S.NV_ERR_RC_ERROR & 0xFFFF

@@ -1,0 +1,1 @@
+"""The NVIDIA driver: the RM interface (/dev/nvidiactl, /dev/nvidiaN, /dev/nvidia-uvm), memory, channels, queues."""

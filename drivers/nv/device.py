@@ -1,0 +1,322 @@
+"""NVDevice: an NVIDIA GPU through the RM — memory in one VA space, a channel group with a compute and a copy channel.
+
+`NV+NV` talks to the real /dev/nvidiactl; `MOCKNV+NV` runs the same code against the emulated H200
+(hcq.drivers.mock.nv). Plain `NV` takes the real GPU when there is one, and the emulated one otherwise, saying so once.
+
+Opening: root client, device, subdevice, the class list (which picks the arch row), a VA space, UVM registration,
+the usermode doorbell page, then one channel group (TSG) with a compute channel and a copy channel, each with a
+GPFIFO ring, USERD, an error notifier and a pushbuffer ring. A submission copies its methods into the pushbuffer,
+writes a GPFIFO entry pointing at them, moves GP_PUT in USERD and writes the channel's work-submit token to the
+doorbell. A bound queue's methods stay in their own buffer: a submission is then one GPFIFO entry.
+"""
+from __future__ import annotations
+import ctypes
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from types import ModuleType
+
+import numpy as np
+
+from hcq.autogen.nv import (classes as C, clc56f, clc6b5, clc6c0, clc7b5, clc7c0, clc86f, clc8b5, clc96f, clc9b5, clc9c0, clca6f, clcab5,
+                            clcbc0, clcdc0, clcec0, ctrl0080, ctrl_fifo as F, nvos as O)
+from hcq.buffer import Buffer
+from hcq.device import Device, StagedCopies
+from hcq.devstring import DevSpec
+from hcq.drivers import libc
+from hcq.drivers.nv import pending_autogen as P  # TEMPORARY: see drivers/nv/rm.py
+from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL, COPY_SUBCHANNEL, NVComputeQueue, NVCopyQueue, NVQueue
+from hcq.drivers.nv.rm import RMInterface
+from hcq.errors import GPUFault, HCQError
+
+PAGE = 4096
+GPFIFO_ENTRIES = 1024
+PUSHBUFFER_BYTES = 1 << 20
+STAGING_BYTES = 16 << 20
+USERD_BYTES = ctypes.sizeof(clc56f.struct_Nvc56fControl_struct)
+_said_emulated = False
+
+
+@dataclass(frozen=True)
+class NVArch:
+  """One row of the arch table: the classes a GPU generation's channels use, and its QMD version (for exec, part 2).
+  Host methods and pushbuffer formats come from clc56f for every row: open-gpu-doc's complete host header; the SDK's
+  later host headers (clc86f, clc96f, clca6f) carry subsets of it at the same offsets."""
+  name: str
+  sm: str
+  gpfifo: int
+  compute: int
+  copy: int
+  usermode: int
+  qmd: int
+  host: ModuleType = clc56f
+  prefix: str = "NVC56F"
+  copy_module: ModuleType = clc8b5
+
+  def m(self, name: str) -> int:
+    """A host method's byte offset."""
+    return getattr(self.host, f"{self.prefix}_{name}")
+
+  c = m  # host constants share the prefix
+
+  def header(self, subchannel: int, method: int, count: int) -> int:
+    return self.host.register(f"{self.prefix}_DMA_INCR").encode(opcode=self.c("DMA_INCR_OPCODE_VALUE"), count=count, subchannel=subchannel,
+                                                                address=method >> 2)
+
+  def sem_execute(self, **fields: int) -> int:
+    return self.host.register(f"{self.prefix}_SEM_EXECUTE").encode(**fields)
+
+  def ce(self, name: str) -> int:
+    """A copy-class method's byte offset (the copy classes keep their methods at the same offsets from c6b5 on)."""
+    return getattr(self.copy_module, f"{self._ce_prefix}_{name}")
+
+  @property
+  def _ce_prefix(self) -> str:
+    return self.copy_module.__name__.rsplit(".", 1)[1].upper().replace("CL", "NV")
+
+  def copy_launch(self) -> int:
+    """LAUNCH_DMA for one pitch-linear line, non-pipelined, flushed, without semaphore or interrupt."""
+    p = self._ce_prefix
+    g = lambda n: getattr(self.copy_module, f"{p}_LAUNCH_DMA_{n}")
+    return self.copy_module.register(f"{p}_LAUNCH_DMA").encode(
+      data_transfer_type=g("DATA_TRANSFER_TYPE_NON_PIPELINED"), flush_enable=g("FLUSH_ENABLE_TRUE"), src_memory_layout=g("SRC_MEMORY_LAYOUT_PITCH"),
+      dst_memory_layout=g("DST_MEMORY_LAYOUT_PITCH"), multi_line_enable=g("MULTI_LINE_ENABLE_FALSE"))
+
+  def set_object(self, cls: int) -> int:
+    return self.host.register(f"{self.prefix}_SET_OBJECT").encode(nvclass=cls)
+
+
+# Newest first: the first row whose compute class the GPU lists is the GPU's.
+ARCHS = (
+  NVArch("Blackwell", "sm_120", clca6f.BLACKWELL_CHANNEL_GPFIFO_B, clcec0.BLACKWELL_COMPUTE_B, clcab5.BLACKWELL_DMA_COPY_B, C.BLACKWELL_USERMODE_A, 5, copy_module=clcab5),
+  NVArch("Blackwell", "sm_100", clc96f.BLACKWELL_CHANNEL_GPFIFO_A, clcdc0.BLACKWELL_COMPUTE_A, clc9b5.BLACKWELL_DMA_COPY_A, C.BLACKWELL_USERMODE_A, 5, copy_module=clc9b5),
+  NVArch("Hopper", "sm_90", clc86f.HOPPER_CHANNEL_GPFIFO_A, clcbc0.HOPPER_COMPUTE_A, clc8b5.HOPPER_DMA_COPY_A, C.HOPPER_USERMODE_A, 4, copy_module=clc8b5),
+  NVArch("Ada", "sm_89", clc56f.AMPERE_CHANNEL_GPFIFO_A, clc9c0.ADA_COMPUTE_A, clc7b5.AMPERE_DMA_COPY_B, C.AMPERE_USERMODE_A, 3, copy_module=clc7b5),
+  NVArch("Ampere", "sm_86", clc56f.AMPERE_CHANNEL_GPFIFO_A, clc7c0.AMPERE_COMPUTE_B, clc7b5.AMPERE_DMA_COPY_B, C.AMPERE_USERMODE_A, 3, copy_module=clc7b5),
+  NVArch("Ampere", "sm_80", clc56f.AMPERE_CHANNEL_GPFIFO_A, clc6c0.AMPERE_COMPUTE_A, clc6b5.AMPERE_DMA_COPY_A, C.AMPERE_USERMODE_A, 3, copy_module=clc6b5),
+)
+
+
+def pick_arch(class_list: list[int]) -> NVArch:
+  have = set(class_list)
+  for row in ARCHS:
+    if row.compute in have:
+      missing = [c for c in (row.gpfifo, row.copy, row.usermode) if c not in have]
+      if missing: raise HCQError(f"the GPU lists {row.name}'s compute class {row.compute:#x} but not {', '.join(f'{c:#x}' for c in missing)}")
+      return row
+  raise HCQError(f"no compute class of a known arch in the GPU's class list ({len(class_list)} classes); hcq knows "
+                 + ", ".join(f"{r.name} {r.sm} ({r.compute:#x})" for r in ARCHS))
+
+
+def _open_os(spec: DevSpec):
+  """The host's OS layer, or the mock RM's for MOCKNV (and for NV on a machine without an NVIDIA GPU)."""
+  global _said_emulated
+  from hcq.drivers.os import HostOS
+  if spec.iface != "MOCKNV":
+    host = HostOS()
+    if host.exists("/dev/nvidiactl") or spec.iface == "NV": return host
+  from hcq.drivers.mock.nv.os import MockNVOS
+  if spec.iface is None and not _said_emulated:
+    print("hcq: no NVIDIA GPU found; NV runs on the emulated H200 (MOCKNV+NV)", file=sys.stderr)
+    _said_emulated = True
+  return MockNVOS()
+
+
+@dataclass
+class NVChannel:
+  """A GPFIFO channel as the driver keeps it."""
+  name: str
+  handle: int
+  token: int                 # the work-submit token the doorbell takes
+  engine_class: int          # bound on `subchannel` with SET_OBJECT
+  subchannel: int
+  ring: Buffer               # GPFIFO entries, then USERD (512-byte aligned)
+  gpfifo: np.ndarray         # the ring's entries as uint64
+  userd: np.ndarray          # USERD as uint32 words
+  notifier: Buffer           # the RM's error notifier (NvNotification)
+  pushbuffer: Buffer
+  put: int = 0               # GPFIFO entries written (never wraps)
+  pb_pos: int = 0
+  pb_inflight: deque = field(default_factory=deque)  # (entry index, start, end) of pushbuffer segments the GPU may still read
+
+
+class NVDevice(StagedCopies, Device):
+  """See the module docstring."""
+  timestamp_frequency = 1e9  # the host semaphore's release timestamp is the global timer, in nanoseconds
+
+  def __init__(self, spec: DevSpec, os_layer=None, gpfifo_entries: int = GPFIFO_ENTRIES):
+    if gpfifo_entries < 2 or gpfifo_entries & (gpfifo_entries - 1): raise ValueError(f"gpfifo_entries must be a power of two >= 2, got {gpfifo_entries}")
+    self.spec, self.gpfifo_entries = spec, gpfifo_entries
+    self.os = os_layer or _open_os(spec)
+    self.rm = rm = RMInterface(self.os)
+    self.device = rm.alloc(rm.client, C.NV01_DEVICE_0, C.struct_NV0080_ALLOC_PARAMETERS(deviceId=0))
+    self.subdevice = rm.alloc(self.device, C.NV20_SUBDEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS(subDeviceId=0))
+    classes = rm.control(self.device, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS())
+    self.class_list = list(classes.classList[:classes.numClasses])
+    self.arch = pick_arch(self.class_list)
+    self.vaspace = rm.alloc(self.device, C.FERMI_VASPACE_A, O.NV_VASPACE_ALLOCATION_PARAMETERS())
+    self.uuid = self._uuid()
+    rm.uvm_register(self.uuid)
+    self.usermode = rm.alloc(self.subdevice, self.arch.usermode)
+    self.doorbell = rm.map_cpu(self.subdevice, self.usermode, PAGE) + P.NVC361_NOTIFY_CHANNEL_PENDING
+    self._mem_lock = threading.Lock()
+    self._memory: dict[int, tuple[int, int | None, int]] = {}  # GPU address -> (RM handle, CPU mapping, bytes)
+    super().__init__(spec)
+    self.staging = self.alloc(STAGING_BYTES, "host")
+    self._staging_lock = threading.Lock()
+    self._make_channels()
+
+  def _uuid(self) -> bytes:
+    """The GPU's UUID (UVM registers the GPU by it), from the driver's procfs information file."""
+    from hcq.smi.nvidia import PROC_NVIDIA
+    from hcq.smi.sysfs import parse_colon_fields
+    for bus in sorted(self.os.listdir(f"{PROC_NVIDIA}/gpus")):
+      info = parse_colon_fields(self.os.read_text(f"{PROC_NVIDIA}/gpus/{bus}/information"))
+      if info.get("Device Minor") == "0": return bytes.fromhex(info["GPU UUID"][4:].replace("-", ""))
+    raise HCQError(f"no GPU with device minor 0 in {PROC_NVIDIA}/gpus: cannot register it with UVM")
+
+  # ---- memory ----
+  def _alloc(self, nbytes: int, kind: str) -> Buffer:
+    size = (nbytes + PAGE - 1) // PAGE * PAGE
+    rm = self.rm
+    if kind == "device":
+      p = O.NV_MEMORY_ALLOCATION_PARAMS(owner=self.device, type=O.NVOS32_TYPE_IMAGE, size=size)
+      handle, cpu = rm.alloc(self.device, C.NV01_MEMORY_LOCAL_USER, p), None
+    else:  # host, uncached, cpu: the process's own pages, described to the RM
+      cpu = self.os.mmap(0, size, libc.PROT_READ | libc.PROT_WRITE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS, -1, 0)
+      try:
+        handle = rm.alloc_os_descriptor(self.device, cpu, size)
+      except BaseException:
+        self.os.munmap(cpu, size)
+        raise
+    va = rm.map_dma(self.device, self.vaspace, handle, size)
+    with self._mem_lock: self._memory[va] = (handle, cpu, size)
+    return Buffer(self, va, nbytes, kind, cpu, owner=handle)
+
+  def _free(self, buf: Buffer) -> None:
+    with self._mem_lock: handle, cpu, size = self._memory.pop(buf.addr)
+    self.rm.unmap_dma(self.device, self.vaspace, handle, buf.addr)
+    self.rm.free(handle)
+    if cpu is not None: self.os.munmap(cpu, size)
+
+  # ---- channels ----
+  def _make_channels(self) -> None:
+    rm = self.rm
+    self.group = rm.alloc(self.device, C.KEPLER_CHANNEL_GROUP_A,
+                          O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(hVASpace=self.vaspace, engineType=P.NV2080_ENGINE_TYPE_GRAPHICS))
+    self.channels = {"compute": self._channel("compute", P.NV2080_ENGINE_TYPE_GRAPHICS, self.arch.compute, COMPUTE_SUBCHANNEL),
+                     "copy": self._channel("copy", P.NV2080_ENGINE_TYPE_COPY0, self.arch.copy, COPY_SUBCHANNEL)}
+    rm.control(self.group, F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, F.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1))
+    for name, ch in self.channels.items():  # bind each channel's engine class to its subchannel
+      q = (NVComputeQueue if name == "compute" else NVCopyQueue)(self.arch)
+      q.method(ch.subchannel, self.arch.m("SET_OBJECT"), self.arch.set_object(ch.engine_class))
+      with self.lock: self.submit_methods(name, q)
+
+  def _channel(self, name: str, engine: int, engine_class: int, subchannel: int) -> NVChannel:
+    rm, n = self.rm, self.gpfifo_entries
+    userd_off = (n * 8 + 511) // 512 * 512
+    ring = self.alloc(userd_off + USERD_BYTES, "host")
+    notifier = self.alloc(PAGE, "host")
+    p = O.NV_CHANNEL_ALLOC_PARAMS(hObjectError=notifier._owner, gpFifoOffset=ring.addr, gpFifoEntries=n, hVASpace=self.vaspace, engineType=engine)
+    p.hUserdMemory[0], p.userdOffset[0] = ring._owner, userd_off
+    handle = rm.alloc(self.group, self.arch.gpfifo, p)
+    rm.alloc(handle, engine_class)
+    token = rm.control(handle, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS()).workSubmitToken
+    return NVChannel(name, handle, token, engine_class, subchannel, ring, np.frombuffer((ctypes.c_uint64 * n).from_address(ring.host_addr), np.uint64),
+                     np.frombuffer((ctypes.c_uint32 * (USERD_BYTES // 4)).from_address(ring.host_addr + userd_off), np.uint32),
+                     notifier, self.alloc(PUSHBUFFER_BYTES, "host"))
+
+  def _gp_get(self, ch: NVChannel) -> int:
+    """Entries the GPU has consumed, never wrapping: from GP_GET in USERD, which wraps at the ring size."""
+    get = int(ch.userd[clc56f.struct_Nvc56fControl_struct.GPGet.offset // 4])
+    return ch.put - ((ch.put - get) % self.gpfifo_entries)
+
+  def _wait(self, ch: NVChannel, ready, what: str) -> None:
+    deadline = None
+    while not ready():
+      if deadline is None: deadline = time.monotonic() + self.default_timeout
+      elif time.monotonic() > deadline: raise HCQError(f"{ch.name} channel: {what} for {self.default_timeout}s: {self.queue_state()}")
+      self.check_faults()
+      time.sleep(1e-5)
+
+  def submit_methods(self, name: str, q: NVQueue) -> None:
+    """Put `q`'s methods where the GPU reads them and push one GPFIFO entry (called with the device lock held)."""
+    with self.lock:
+      ch = self.channels[name]
+      self._wait(ch, lambda: ch.put - self._gp_get(ch) < self.gpfifo_entries - 1, "the GPFIFO is full")
+      if q._bound is not None and q._bound[0] is self:
+        _, buf, arr = q._bound
+        addr, nwords = buf.addr, len(arr)
+        q._last = (ch, ch.put)
+      else:
+        words = q.words()
+        nwords = len(words)
+        addr = self._pushbuffer_space(ch, 4 * nwords)
+        ctypes.memmove(ch.pushbuffer.host_addr + (addr - ch.pushbuffer.addr), words.buffer_info()[0], 4 * nwords)
+      gp0 = self.arch.host.register(f"{self.arch.prefix}_GP_ENTRY0").encode(get=(addr & 0xFFFFFFFF) >> 2)
+      gp1 = self.arch.host.register(f"{self.arch.prefix}_GP_ENTRY1").encode(get_hi=addr >> 32, length=nwords)
+      ch.gpfifo[ch.put % self.gpfifo_entries] = gp1 << 32 | gp0
+      ch.put += 1
+      ch.userd[clc56f.struct_Nvc56fControl_struct.GPPut.offset // 4] = ch.put % self.gpfifo_entries
+      self.os.mmio_write32(self.doorbell, ch.token)
+
+  def _pushbuffer_space(self, ch: NVChannel, nbytes: int) -> int:
+    """GPU address of `nbytes` in the channel's pushbuffer ring, after the GPU has read the segments they overlap."""
+    size = ch.pushbuffer.nbytes
+    if nbytes > size: raise HCQError(f"{nbytes} bytes of methods exceed the {size}-byte pushbuffer; bind large queues instead")
+    start = ch.pb_pos if ch.pb_pos + nbytes <= size else 0
+    end = start + nbytes
+    while ch.pb_inflight:
+      idx = ch.pb_inflight[0][0]
+      if self._gp_get(ch) > idx: ch.pb_inflight.popleft()
+      elif any(s < end and start < e for _, s, e in ch.pb_inflight): self._wait(ch, lambda: self._gp_get(ch) > idx, "the pushbuffer is full")
+      else: break
+    ch.pb_pos = end
+    ch.pb_inflight.append((ch.put, start, end))
+    return ch.pushbuffer.addr + start
+
+  def consumed(self, name: str, entry: int) -> None:
+    """Wait until the GPU has read GPFIFO entry `entry` of a channel (a bound queue is patched only after that)."""
+    ch = self.channels[name]
+    self._wait(ch, lambda: self._gp_get(ch) > entry, f"entry {entry} unread")
+
+  def program(self, code, name=None, **kwargs):
+    raise HCQError(f"{self}: loading programs on NVIDIA is not part of this version yet (NV driver part 2: cubins, QMDs, exec)")
+
+  def compute_queue(self) -> NVComputeQueue:
+    return NVComputeQueue(self.arch)
+
+  def copy_queue(self) -> NVCopyQueue:
+    return NVCopyQueue(self.arch)
+
+  # ---- faults and hangs ----
+  def check_faults(self) -> None:
+    """Raise GPUFault if the RM wrote a channel's error notifier (a channel error: an Xid); the device recovers first."""
+    for name, ch in getattr(self, "channels", {}).items():
+      n = P.NvNotification.from_address(ch.notifier.host_addr)
+      if n.status == 0: continue
+      xid, details = n.info32, getattr(self.os, "fault_details", lambda: [])()
+      message = f"{self}: channel error (Xid {xid}) on the {name} channel" + (f": {details[-1]}" if details else "")
+      self.recover()
+      raise GPUFault(message, queue=name)
+
+  def recover(self) -> None:
+    """Free the channel group (the RM stops its channels) and make fresh channels; the timeline catches up."""
+    with self.lock:
+      old = self.channels
+      self.rm.free(self.group)
+      for ch in old.values():
+        for b in (ch.ring, ch.notifier, ch.pushbuffer):
+          self._free(b)
+          b.freed = True
+      self._make_channels()
+      self.timeline_signal.value = self.timeline_value - 1
+
+  def queue_state(self) -> str:
+    parts = []
+    for name, ch in getattr(self, "channels", {}).items():
+      get = int(ch.userd[clc56f.struct_Nvc56fControl_struct.GPGet.offset // 4])
+      parts.append(f"{name} GPFIFO get {get} put {ch.put % self.gpfifo_entries}")
+    return super().queue_state() + ("; " + ", ".join(parts) if parts else "")

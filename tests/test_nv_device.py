@@ -1,0 +1,296 @@
+"""The NV driver end to end on the emulated H200 (MOCKNV+NV): memory, copies, semaphores across channels, replay,
+channel errors and hangs recovered, DEV strings."""
+from __future__ import annotations
+import os
+
+import numpy as np
+import pytest
+
+import hcq
+from hcq.devstring import parse_dev
+from hcq.drivers.mock.nv.os import MockNVOS
+from hcq.drivers.nv.device import ARCHS, NVDevice, pick_arch
+from hcq.drivers.nv.queue import COPY_SUBCHANNEL
+from hcq.errors import DevStringError, GPUFault, GPUTimeout, HCQError
+from hcq.sym import Variable
+
+LOOPS = int(os.environ.get("HCQ_NV_LOOPS", "10000"))
+
+
+@pytest.fixture(scope="module")
+def dev():
+  return hcq.Device("MOCKNV+NV")
+
+
+def rss() -> int:
+  with open("/proc/self/statm") as f: return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_device_facts(dev):
+  assert isinstance(dev, NVDevice) and dev.os.emulated
+  assert (dev.arch.name, dev.arch.sm, dev.arch.qmd) == ("Hopper", "sm_90", 4)
+  assert hcq.Device("mocknv+nv") is dev  # spellings of one device open one Device
+
+
+def test_dev_strings():
+  assert str(parse_dev("MOCKNV+NV")) == "MOCKNV+NV" and parse_dev("NV").iface is None and parse_dev("NV+NV").iface == "NV"
+  with pytest.raises(DevStringError, match="valid interfaces: NV, MOCKNV"): parse_dev("MOCKKFD+NV")
+
+
+def test_plain_nv_is_the_emulated_gpu_without_an_nvidia_gpu(capfd):
+  import hcq.drivers.nv.device as nvdev
+  assert not os.path.exists("/dev/nvidiactl")  # this test is about a machine without one
+  nvdev._said_emulated = False
+  os_layer = nvdev._open_os(parse_dev("NV"))
+  nvdev._open_os(parse_dev("NV"))
+  assert isinstance(os_layer, MockNVOS)
+  assert capfd.readouterr().err.count("no NVIDIA GPU found; NV runs on the emulated H200 (MOCKNV+NV)") == 1
+
+
+def test_arch_rows_are_picked_by_the_class_list():
+  for row in ARCHS:
+    assert pick_arch([row.compute, row.gpfifo, row.copy, row.usermode]) is row
+  with pytest.raises(HCQError, match="no compute class of a known arch"): pick_arch([0x1234])
+  hopper = next(r for r in ARCHS if r.sm == "sm_90")
+  with pytest.raises(HCQError, match="not"): pick_arch([hopper.compute])
+
+
+def test_memory_kinds(dev):
+  for kind in ("host", "uncached", "cpu"):
+    b = dev.alloc(5000, kind)
+    assert b.host_addr is not None
+    b.view()[:] = 7
+    b.free()
+  d = dev.alloc(5000, "device")
+  assert d.host_addr is None
+  d.free()
+
+
+SIZES = [1, 3, 4, 5, 255, 256, 4095, 4096, 4097, 65536 + 7, (1 << 20) + 13]
+OFFSETS = [0, 1, 3, 8]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_copy_host_device_host(dev, n):
+  rng = np.random.default_rng(n)
+  dbuf = dev.alloc(n + 16, "device")
+  for off in OFFSETS:
+    data = rng.integers(0, 256, n, dtype=np.uint8)
+    dev.copy_from_host(dbuf.offset(off, n), data)
+    out = np.zeros(n, np.uint8)
+    dev.copy_to_host(out, dbuf.offset(off, n))
+    np.testing.assert_array_equal(out, data)
+  dbuf.free()
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_copy_device_to_device_on_the_copy_queue(dev, n):
+  rng = np.random.default_rng(n + 1)
+  a, b = dev.alloc(n + 16, "device"), dev.alloc(n + 16, "device")
+  src = rng.integers(0, 256, n + 16, dtype=np.uint8)
+  a.copyin(src)
+  for so, do in [(0, 0), (1, 3), (3, 8), (8, 1)]:
+    q = dev.copy_queue().wait(dev.timeline_signal, Variable("wait")).copy(b.addr + do, a.addr + so, n).signal(dev.timeline_signal, Variable("signal"))
+    dev.wait_timeline(dev.timeline_submit(q))
+    out = np.zeros(n + 16, np.uint8)
+    b.copyout(out)
+    np.testing.assert_array_equal(out[do:do + n], src[so:so + n])
+  a.free(), b.free()
+
+
+def test_signal_carries_64_bit_value_and_timestamp(dev):
+  s = dev.new_signal()
+  v = (1 << 40) + 5
+  dev.compute_queue().signal(s, v).submit(dev)
+  s.wait(v, 5)
+  assert s.value == v and s.timestamp > 0
+  dev.release_signal(s)
+
+
+def test_wait_orders_the_two_channels(dev):
+  """The compute channel waits for the copy channel's signal: its own signal comes only after the copy landed."""
+  n = 1 << 16
+  src, dst = dev.alloc(n, "host"), dev.alloc(n, "host")
+  src.view()[:] = np.arange(n, dtype=np.uint8)
+  done_copy, done_compute = dev.new_signal(), dev.new_signal()
+  gate = dev.new_signal()
+  dev.compute_queue().wait(done_copy, 1).signal(done_compute, 1).submit(dev)
+  dev.copy_queue().wait(gate, 1).copy(dst.addr, src.addr, n).signal(done_copy, 1).submit(dev)
+  import time
+  time.sleep(0.05)
+  assert done_compute.value == 0 and done_copy.value == 0  # both held by the gate
+  gate.value = 1
+  done_compute.wait(1, 5)
+  np.testing.assert_array_equal(dst.view(), src.view())
+  assert done_compute.timestamp >= done_copy.timestamp
+  for s in (done_copy, done_compute, gate): dev.release_signal(s)
+  src.free(), dst.free()
+
+
+def test_timestamp_and_memory_barrier(dev):
+  s = dev.new_signal()
+  dev.compute_queue().memory_barrier().timestamp(s).submit(dev)
+  dev.copy_queue().memory_barrier().submit(dev)
+  dev.synchronize()
+  deadline = __import__("time").monotonic() + 5
+  while s.timestamp == 0 and __import__("time").monotonic() < deadline: pass
+  assert s.timestamp > 0
+  dev.release_signal(s)
+
+
+def test_replay_with_patched_values(dev):
+  """One bound copy queue, replayed with new addresses and signal values: only the patch slots change."""
+  bufs = [dev.alloc(256, "host") for _ in range(4)]
+  for i, b in enumerate(bufs): b.view()[:] = i + 1
+  sig = dev.new_signal()
+  q = dev.copy_queue().copy(Variable("dst"), Variable("src"), 256).signal(sig, Variable("v")).bind(dev)
+  for k, (s, d) in enumerate([(0, 1), (2, 3), (3, 0), (1, 2)], start=1):
+    q.submit(dev, {"src": bufs[s].addr, "dst": bufs[d].addr, "v": k})
+    sig.wait(k, 5)
+    assert (bufs[d].view() == bufs[s].view()).all()
+  assert [b.view()[0] for b in bufs] == [3, 1, 1, 3]
+  dev.release_signal(sig)
+  for b in bufs: b.free()
+
+
+def test_many_copies_and_signals_keep_rss_flat(dev):
+  a, b = dev.alloc(4096, "device"), dev.alloc(4096, "device")
+  q = dev.copy_queue().wait(dev.timeline_signal, Variable("wait")).copy(b.addr, a.addr, 64).signal(dev.timeline_signal, Variable("signal")).bind(dev)
+  for _ in range(200): dev.timeline_submit(q)
+  dev.synchronize()
+  before = rss()
+  for _ in range(LOOPS): dev.timeline_submit(q)
+  dev.synchronize()
+  assert rss() - before < 4 << 20, f"RSS grew {(rss() - before) >> 10} KiB over {LOOPS} copies"
+  a.free(), b.free()
+
+
+def _raw_submit(dev, channel: str, words: list[int]) -> None:
+  q = (dev.compute_queue() if channel == "compute" else dev.copy_queue())
+  q._q.extend(words)
+  q.submit(dev)
+
+
+def _bad_streams(dev):
+  a = dev.arch
+  return {
+    "unknown host method": ("compute", [a.header(0, 0xFC, 1), 0]),
+    "method on an unbound subchannel": ("compute", [a.header(5, 0x400, 1), 0]),
+    "malformed header": ("copy", [0xE0000000]),
+    "count past the segment": ("copy", [a.header(0, a.m("NOP"), 3), 0]),
+    "copy method not on a copy class": ("copy", [a.header(COPY_SUBCHANNEL, 0x7FC, 1), 0]),
+  }
+
+
+@pytest.mark.parametrize("case", ["unknown host method", "method on an unbound subchannel", "malformed header", "count past the segment",
+                                  "copy method not on a copy class"])
+def test_channel_errors_raise_and_recover(dev, case):
+  channel, words = _bad_streams(dev)[case]
+  old = dev.channels[channel].handle
+  _raw_submit(dev, channel, words)
+  with pytest.raises(GPUFault, match=f"Xid \\d+\\) on the {channel} channel"):
+    dev.synchronize(5)
+    for _ in range(1000):
+      dev.check_faults()
+      __import__("time").sleep(1e-3)
+  assert dev.channels[channel].handle != old  # fresh channels
+  _still_works(dev)
+
+
+def _raw_gp_entry(dev, channel: str, e0: int, e1: int) -> None:
+  """A GPFIFO entry written as the driver writes one, with chosen words."""
+  with dev.lock:
+    ch = dev.channels[channel]
+    ch.gpfifo[ch.put % dev.gpfifo_entries] = e1 << 32 | e0
+    ch.put += 1
+    ch.userd[dev.arch.host.struct_Nvc56fControl_struct.GPPut.offset // 4] = ch.put % dev.gpfifo_entries
+    dev.os.mmio_write32(dev.doorbell, ch.token)
+
+
+def _expect_fault(dev, pattern: str) -> None:
+  with pytest.raises(GPUFault, match=pattern):
+    for _ in range(2000):
+      dev.check_faults()
+      __import__("time").sleep(1e-3)
+
+
+@pytest.mark.parametrize("what", ["ILLEGAL control entry", "pushbuffer outside every mapping"])
+def test_malformed_gpfifo_entries_are_channel_errors(dev, what):
+  gp1 = dev.arch.host.register(f"{dev.arch.prefix}_GP_ENTRY1")
+  if what == "ILLEGAL control entry": _raw_gp_entry(dev, "copy", 0, gp1.encode(opcode=dev.arch.c("GP_ENTRY1_OPCODE_ILLEGAL")))
+  else: _raw_gp_entry(dev, "copy", 0x1000, gp1.encode(length=4))
+  _expect_fault(dev, "Xid 3[12]\\) on the copy channel")
+  _still_works(dev)
+
+
+def test_mmu_fault_is_xid_31_and_recovers(dev):
+  q = dev.copy_queue().copy(0x10, 0x20, 16)  # far below every mapping
+  q.submit(dev)
+  _expect_fault(dev, "Xid 31")
+  _still_works(dev)
+
+
+def test_hang_times_out_with_gpfifo_state_and_recovers(dev):
+  never = dev.new_signal()
+  q = dev.compute_queue().wait(dev.timeline_signal, Variable("wait")).wait(never, 1).signal(dev.timeline_signal, Variable("signal"))
+  v = dev.timeline_submit(q)
+  with pytest.raises(GPUTimeout, match="compute GPFIFO get \\d+ put \\d+"):
+    dev.wait_timeline(v, 0.3)
+  dev.release_signal(never)
+  _still_works(dev)
+
+
+def _still_works(dev):
+  data = np.arange(1000, dtype=np.uint8)
+  b = dev.alloc(1000, "device")
+  b.copyin(data)
+  np.testing.assert_array_equal(b.copyout(np.empty(1000, np.uint8)), data)
+  b.free()
+  dev.synchronize()
+
+
+def test_a_second_device_on_its_own_mock(dev):
+  other = NVDevice(parse_dev("MOCKNV+NV"), os_layer=MockNVOS())
+  assert other.rm.client != 0 and other.arch is dev.arch
+  _still_works(other)
+
+
+def test_a_small_gpfifo_wraps_many_times():
+  small = NVDevice(parse_dev("MOCKNV+NV"), os_layer=MockNVOS(), gpfifo_entries=4)
+  a, b = small.alloc(4096, "host"), small.alloc(4096, "host")
+  for i in range(50):
+    a.view()[:8] = i
+    q = small.copy_queue().wait(small.timeline_signal, Variable("wait")).copy(b.addr, a.addr, 8).signal(small.timeline_signal, Variable("signal"))
+    small.wait_timeline(small.timeline_submit(q))
+    assert (b.view()[:8] == i).all()
+  assert small.channels["copy"].put == 51  # SET_OBJECT, then one entry a submission
+
+
+def test_submissions_from_threads_keep_timeline_order(dev):
+  import threading
+  src, dst = dev.alloc(4096, "device"), dev.alloc(4096, "device")
+  q = dev.copy_queue().wait(dev.timeline_signal, Variable("wait")).copy(dst.addr, src.addr, 256).signal(dev.timeline_signal, Variable("signal"))
+  cq = dev.compute_queue().wait(dev.timeline_signal, Variable("wait")).signal(dev.timeline_signal, Variable("signal"))
+  values: list[int] = []
+  def worker(queue):
+    for _ in range(100): values.append(dev.timeline_submit(queue))
+  threads = [threading.Thread(target=worker, args=(x,)) for x in (q, cq, q, cq)]
+  for t in threads: t.start()
+  for t in threads: t.join()
+  dev.synchronize(10)
+  assert sorted(values) == list(range(min(values), min(values) + 400)) and dev.timeline_signal.value == max(values)
+  src.free(), dst.free()
+
+
+def test_exec_and_programs_say_they_are_not_here_yet(dev):
+  with pytest.raises(HCQError, match="exec on NVIDIA is not part of this version yet"):
+    dev.compute_queue().exec(None, 0, (1, 1, 1), (1, 1, 1))
+  with pytest.raises(HCQError, match="loading programs on NVIDIA is not part of this version yet"):
+    dev.program(b"")
+
+
+def test_smi_reads_the_emulated_board():
+  from hcq.smi import nvidia
+  found, driver = nvidia.find(MockNVOS(), 0, [])
+  assert driver.version == "580.142" and [d.name for d in found] == ["NVIDIA H200"] and found[0].nodes == ["/dev/nvidia0"]
+  assert found[0].device_id == 0x2335 and found[0].link == "32.0 GT/s PCIe x16"

@@ -1,0 +1,176 @@
+"""RM misuse on MOCKNV returns the RM's own NV_STATUS codes (or the escape layer's EINVAL), and the driver names the call.
+
+Each case is one wrong argument to an otherwise valid call; CASES counts them."""
+from __future__ import annotations
+import ctypes
+
+import pytest
+
+from hcq.autogen.nv import classes as C, clc56f, clc8b5, clcbc0, ctrl0080, ctrl_fifo as F, nv_ioctl as I, nvos as O, uvm as U
+from hcq.drivers import libc
+from hcq.drivers.mock.nv.os import MockNVOS
+from hcq.drivers.nv import pending_autogen as P
+from hcq.drivers.nv.rm import RMCallError, RMInterface, check_branch, iowr
+from hcq.errors import HCQError
+
+PAGE = 4096
+
+
+@pytest.fixture
+def rm():
+  """A client with a device, subdevice, VA space, 1 host page mapped, and a channel group."""
+  r = RMInterface(MockNVOS())
+  r.device = r.alloc(r.client, C.NV01_DEVICE_0, C.struct_NV0080_ALLOC_PARAMETERS())
+  r.subdevice = r.alloc(r.device, C.NV20_SUBDEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS())
+  r.vas = r.alloc(r.device, C.FERMI_VASPACE_A, O.NV_VASPACE_ALLOCATION_PARAMETERS())
+  r.page = libc.mmap(0, 4 * PAGE, libc.PROT_READ | libc.PROT_WRITE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS, -1, 0)
+  r.mem = r.alloc_os_descriptor(r.device, r.page, 4 * PAGE)
+  r.va = r.map_dma(r.device, r.vas, r.mem, 4 * PAGE)
+  r.group = r.alloc(r.device, C.KEPLER_CHANNEL_GROUP_A, O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(engineType=P.NV2080_ENGINE_TYPE_GRAPHICS))
+  yield r
+  if r.client in r.os.rm.clients: r.free(r.client)  # the RM lets go of the pages (stops channels on them) before they go
+  libc.munmap(r.page, 4 * PAGE)
+
+
+def channel_params(r, **kw):
+  p = O.NV_CHANNEL_ALLOC_PARAMS(gpFifoOffset=r.va, gpFifoEntries=64, engineType=P.NV2080_ENGINE_TYPE_GRAPHICS)
+  p.hUserdMemory[0], p.userdOffset[0] = r.mem, 2 * PAGE
+  for k, v in kw.items():
+    if k == "userdOffset": p.userdOffset[0] = v
+    elif k == "hUserdMemory": p.hUserdMemory[0] = v[0]
+    else: setattr(p, k, v)
+  return p
+
+
+def raw_alloc(r, root, parent, handle, cls, params=None):
+  a = O.NVOS21_PARAMETERS(hRoot=root, hObjectParent=parent, hObjectNew=handle, hClass=cls,
+                          pAllocParms=ctypes.addressof(params) if params is not None else None, paramsSize=ctypes.sizeof(params) if params is not None else 0)
+  r.ioctl(r.ctl, I.NV_ESC_RM_ALLOC, a)
+  return a.status
+
+
+def ctrl(r, obj, cmd, params, size=None, ptr=None):
+  a = O.NVOS54_PARAMETERS(hClient=r.client, hObject=obj, cmd=cmd, params=ctypes.addressof(params) if ptr is None else ptr,
+                          paramsSize=ctypes.sizeof(params) if size is None else size)
+  r.ioctl(r.ctl, I.NV_ESC_RM_CONTROL, a)
+  return a.status
+
+
+# (name, what it does -> NV_STATUS, expected status name)
+CASES = [
+  ("alloc in a client that does not exist", lambda r: raw_alloc(r, 0xDEAD, r.device, 0x1234, C.NV20_SUBDEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS()), "NV_ERR_INVALID_CLIENT"),
+  ("alloc under a parent that does not exist", lambda r: raw_alloc(r, r.client, 0x4321, 0x1234, C.NV20_SUBDEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS()), "NV_ERR_INVALID_OBJECT_PARENT"),
+  ("alloc with a taken handle", lambda r: raw_alloc(r, r.client, r.device, r.subdevice, C.FERMI_VASPACE_A, O.NV_VASPACE_ALLOCATION_PARAMETERS()), "NV_ERR_INSERT_DUPLICATE_NAME"),
+  ("alloc with handle 0", lambda r: raw_alloc(r, r.client, r.device, 0, C.NV20_SUBDEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS()), "NV_ERR_INVALID_OBJECT_HANDLE"),
+  ("alloc with the client's handle", lambda r: raw_alloc(r, r.client, r.device, r.client, C.NV20_SUBDEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS()), "NV_ERR_INVALID_OBJECT_HANDLE"),
+  ("alloc of a class the GPU lacks", lambda r: raw_alloc(r, r.client, r.device, 0x1234, 0xBEEF), "NV_ERR_INVALID_CLASS"),
+  ("subdevice under the client", lambda r: raw_alloc(r, r.client, r.client, 0x1234, C.NV20_SUBDEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS()), "NV_ERR_INVALID_OBJECT_PARENT"),
+  ("channel under the device", lambda r: raw_alloc(r, r.client, r.device, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r)), "NV_ERR_INVALID_OBJECT_PARENT"),
+  ("device params of the wrong size", lambda r: raw_alloc(r, r.client, r.client, 0x1234, C.NV01_DEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS()), "NV_ERR_INVALID_ARGUMENT"),
+  ("device 1 on a one-GPU machine", lambda r: raw_alloc(r, r.client, r.client, 0x1234, C.NV01_DEVICE_0, C.struct_NV0080_ALLOC_PARAMETERS(deviceId=1)), "NV_ERR_INVALID_ARGUMENT"),
+  ("subdevice 1", lambda r: raw_alloc(r, r.client, r.device, 0x1234, C.NV20_SUBDEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS(subDeviceId=1)), "NV_ERR_INVALID_ARGUMENT"),
+  ("memory of size 0", lambda r: raw_alloc(r, r.client, r.device, 0x1234, C.NV01_MEMORY_LOCAL_USER, O.NV_MEMORY_ALLOCATION_PARAMS(size=0)), "NV_ERR_INVALID_ARGUMENT"),
+  ("more video memory than the board has", lambda r: raw_alloc(r, r.client, r.device, 0x1234, C.NV01_MEMORY_LOCAL_USER, O.NV_MEMORY_ALLOCATION_PARAMS(size=1 << 40)), "NV_ERR_NO_MEMORY"),
+  ("usermode with parameters", lambda r: raw_alloc(r, r.client, r.subdevice, 0x1234, C.HOPPER_USERMODE_A, C.struct_NV2080_ALLOC_PARAMETERS()), "NV_ERR_INVALID_ARGUMENT"),
+  ("channel group of an unknown engine", lambda r: raw_alloc(r, r.client, r.device, 0x1234, C.KEPLER_CHANNEL_GROUP_A, O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(engineType=0x7777)), "NV_ERR_INVALID_ARGUMENT"),
+  ("GPFIFO entries not a power of two", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, gpFifoEntries=48)), "NV_ERR_INVALID_ARGUMENT"),
+  ("GPFIFO outside the VA space", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, gpFifoOffset=0x1000)), "NV_ERR_INVALID_ADDRESS"),
+  ("GPFIFO not 8-byte aligned", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, gpFifoOffset=r.va + 4)), "NV_ERR_INVALID_ARGUMENT"),
+  ("USERD offset not 512-byte aligned", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, userdOffset=100)), "NV_ERR_INVALID_OFFSET"),
+  ("USERD memory that is not a memory object", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, hUserdMemory=(r.vas,))), "NV_ERR_OBJECT_NOT_FOUND"),
+  ("USERD past its memory", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, userdOffset=4 * PAGE)), "NV_ERR_INVALID_OFFSET"),
+  ("a copy object on a compute channel", lambda r: (raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r)),
+                                                    raw_alloc(r, r.client, 0x1234, 0x1235, clc8b5.HOPPER_DMA_COPY_A))[1], "NV_ERR_INVALID_ARGUMENT"),
+  ("compute object under a channel group", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clcbc0.HOPPER_COMPUTE_A), "NV_ERR_INVALID_OBJECT_PARENT"),
+  ("control on an object that does not exist", lambda r: ctrl(r, 0x4321, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS()), "NV_ERR_INVALID_OBJECT_HANDLE"),
+  ("control with the wrong parameter size", lambda r: ctrl(r, r.device, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS(), size=8), "NV_ERR_INVALID_ARGUMENT"),
+  ("control with a size but no pointer", lambda r: ctrl(r, r.device, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS(), ptr=0), "NV_ERR_INVALID_ARGUMENT"),
+  ("control sent to the wrong class", lambda r: ctrl(r, r.subdevice, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS()), "NV_ERR_NOT_SUPPORTED"),
+  ("work-submit token of a channel group", lambda r: ctrl(r, r.group, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS()), "NV_ERR_NOT_SUPPORTED"),
+  ("scheduling channels UVM does not know", lambda r: (raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r)),
+                                                       ctrl(r, r.group, F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, F.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1)))[1], "NV_ERR_INVALID_STATE"),
+  ("free of a handle that does not exist", lambda r: _status(lambda: r.free(0x4321)), "NV_ERR_INVALID_OBJECT_HANDLE"),
+  ("DMA map into something not a VA space", lambda r: _status(lambda: r.map_dma(r.device, r.subdevice, r.mem, PAGE)), "NV_ERR_INVALID_OBJECT_HANDLE"),
+  ("DMA map past the memory", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, 8 * PAGE)), "NV_ERR_INVALID_LIMIT"),
+  ("DMA unmap where it is not mapped", lambda r: _status(lambda: r.unmap_dma(r.device, r.vas, r.mem, r.va + PAGE)), "NV_ERR_INVALID_OFFSET"),
+  ("OS descriptor not page aligned", lambda r: _status(lambda: r.alloc_os_descriptor(r.device, r.page + 8, PAGE)), "NV_ERR_INVALID_ARGUMENT"),
+  ("OS descriptor of unmapped pages", lambda r: _status(lambda: r.alloc_os_descriptor(r.device, 0x1000, PAGE)), "NV_ERR_INVALID_ADDRESS"),
+  ("CPU map of a memory object (only usermode is emulated)", lambda r: _status(lambda: r.map_cpu(r.device, r.mem, PAGE)), "NV_ERR_NOT_SUPPORTED"),
+]
+
+
+def _status(call) -> int:
+  from hcq.autogen.nv import nvstatus as S
+  try:
+    call()
+  except RMCallError as e:
+    return e.status
+  return S.NV_OK
+
+
+@pytest.mark.parametrize("name,call,expected", CASES, ids=[c[0] for c in CASES])
+def test_misuse_returns_the_rms_status(rm, name, call, expected):
+  from hcq.autogen.nv import nvstatus as S
+  assert S.NV_STATUS_NAMES[call(rm)][0] == expected
+
+
+def test_case_count():
+  assert len(CASES) == 36
+
+
+def test_errors_name_the_call_class_and_status(rm):
+  with pytest.raises(RMCallError, match=r"NV_ESC_RM_ALLOC of NV20_SUBDEVICE_0 under .* failed: NV_ERR_INVALID_ARGUMENT"):
+    rm.alloc(rm.device, C.NV20_SUBDEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS(subDeviceId=3))
+  with pytest.raises(RMCallError, match=r"NV_ESC_RM_CONTROL NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN on .* NV_ERR_NOT_SUPPORTED"):
+    rm.control(rm.device, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS())
+
+
+def test_escape_layer_refuses_wrong_sizes_and_nodes(rm):
+  """escape.c: a parameter struct of the wrong size, or an RM escape on a GPU node, fails the ioctl itself (EINVAL)."""
+  with pytest.raises(OSError) as e:
+    rm.os.ioctl(rm.ctl, iowr(I.NV_ESC_RM_ALLOC, 8), (ctypes.c_uint8 * 8)())
+  assert e.value.errno == 22
+  with pytest.raises(HCQError, match="EINVAL"):
+    rm.ioctl(rm.gpu, I.NV_ESC_RM_FREE, O.NVOS00_PARAMETERS(hRoot=rm.client, hObjectOld=rm.vas))
+
+
+def test_free_frees_the_subtree(rm):
+  rm.free(rm.device)
+  assert _status(lambda: rm.free(rm.vas)) != 0  # gone with its parent
+  rm.free(rm.client)
+  with pytest.raises(RMCallError, match="NV_ERR_INVALID_CLIENT"):
+    rm.alloc(rm.client, C.NV01_DEVICE_0, C.struct_NV0080_ALLOC_PARAMETERS())
+
+
+def test_uvm_register_order_and_uuid(rm):
+  fd = rm.os.open("/dev/nvidia-uvm", 2)
+  reg = U.UVM_REGISTER_GPU_PARAMS(hClient=rm.client, rmCtrlFd=-1)
+  rm.os.ioctl(fd, U.UVM_REGISTER_GPU, reg)
+  assert reg.rmStatus == __import__("hcq.autogen.nv.nvstatus", fromlist=["x"]).NV_ERR_ILLEGAL_ACTION
+  rm.os.ioctl(fd, U.UVM_INITIALIZE, U.UVM_INITIALIZE_PARAMS())
+  rm.os.ioctl(fd, U.UVM_REGISTER_GPU, reg)  # an all-zero UUID names no GPU
+  assert reg.rmStatus == __import__("hcq.autogen.nv.nvstatus", fromlist=["x"]).NV_ERR_GPU_UUID_NOT_FOUND
+
+
+def test_branch_check():
+  line = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {}  Release Build  (dvs-builder@U16)\n"
+  assert check_branch(line.format("580.159")) == "580.159"
+  with pytest.raises(HCQError, match=r"570\.86 \(branch 570\).*580"):
+    check_branch(line.format("570.86"))
+  with pytest.raises(HCQError, match="cannot read /proc/driver/nvidia/version"):
+    check_branch(None)
+
+
+def test_opening_refuses_another_branch():
+  class OldDriver(MockNVOS):
+    def _build_tree(self):
+      super()._build_tree()
+      self.files["/proc/driver/nvidia/version"] = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.64  Release Build\n"
+  with pytest.raises(HCQError, match=r"575\.64 \(branch 575\)"):
+    RMInterface(OldDriver())
+
+
+def test_the_classlist_lists_the_hopper_classes(rm):
+  p = rm.control(rm.device, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS())
+  got = set(p.classList[:p.numClasses])
+  assert {clcbc0.HOPPER_COMPUTE_A, clc8b5.HOPPER_DMA_COPY_A, C.HOPPER_USERMODE_A} <= got
