@@ -28,6 +28,17 @@ MAX_LDS = 64 * 1024
 DEFAULT_MAX_INSTRUCTIONS = int(os.environ.get("HCQ_EMU_MAX_INSTRUCTIONS", "0")) or None
 
 
+def interleave_from_env() -> int | None:
+  """HCQ_EMU_INTERLEAVE=SEED runs the waves of each workgroup interleaved in an order drawn from SEED (races show);
+  unset, empty or "off": lockstep. Read at every dispatch, so a test may set it for a while."""
+  value = os.environ.get("HCQ_EMU_INTERLEAVE", "").strip()
+  if value.lower() in ("", "off"): return None
+  try:
+    return int(value, 0)
+  except ValueError:
+    raise ValueError(f"HCQ_EMU_INTERLEAVE={value!r}: give an integer seed (e.g. 1), or off for lockstep") from None
+
+
 @dataclass
 class Dispatch:
   """Everything the shader core needs to run one grid, independent of who programmed it (mock CP or `run`)."""
@@ -87,11 +98,14 @@ def from_state(state, arch: str = "gfx1100", board: Board = Board()) -> Dispatch
 
 
 def dispatch(mem: VirtualMemory, state, max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS,
-             cancel: Callable[[], bool] | None = None, arch: str = "gfx1100", board: Board = Board()) -> Stats:
+             cancel: Callable[[], bool] | None = None, arch: str = "gfx1100", board: Board = Board(),
+             interleave: int | None | str = "env") -> Stats:
   """Run the grid a DISPATCH_DIRECT describes (the mock GPU's shader core, whose board says `arch` and its engines).
   Raises PageFault / WaveError on faults; HCQ_EMU_MAX_INSTRUCTIONS bounds a runaway kernel; `cancel()` true stops it
-  with Cancelled."""
-  return launch(mem, from_state(state, arch, board), max_instructions, cancel=cancel)
+  with Cancelled. `interleave`: a seed for interleaved waves (see `launch`), None for lockstep, "env" for
+  HCQ_EMU_INTERLEAVE's."""
+  seed = interleave_from_env() if interleave == "env" else interleave
+  return launch(mem, from_state(state, arch, board), max_instructions, cancel=cancel, interleave=seed)
 
 
 @dataclass(frozen=True, eq=False)   # hashed by identity: _plan returns one object per register set
@@ -134,8 +148,12 @@ def _batch(plan: _Plan, g0: int, count: int, grid: tuple[int, int, int]):
 
 
 def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None, trace: Callable | None = None,
-           trace_wave: int | None = None, max_batch_bytes: int = 256 << 20, cancel: Callable[[], bool] | None = None) -> Stats:
-  """Run every workgroup of `d` to completion, in batches of workgroups whose waves run in lockstep."""
+           trace_wave: int | None = None, max_batch_bytes: int = 256 << 20, cancel: Callable[[], bool] | None = None,
+           interleave: int | None = None) -> Stats:
+  """Run every workgroup of `d` to completion, in batches of workgroups whose waves run in lockstep; with an
+  `interleave` seed, the waves of each workgroup (of more than one wave) run interleaved in an order drawn from it, so
+  that a missing barrier or an unsynchronised LDS / global access shows (engine.execute). The same seed gives the
+  same order."""
   gfx9 = d.arch in GFX9_ARCHS
   # gfx90a+: VGPRs and AGPRs share one file counted in granules of 8; AGPRs start at RSRC3.ACCUM_OFFSET (AMDGPUUsage)
   plan = _plan(d.rsrc1, d.rsrc2, tuple(d.local), d.wave32, d.lds_bytes, 8 if gfx9 else None)
@@ -175,7 +193,9 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
         st.s[TTMP0 + 7] = (ids[1] & 0xffff) | (ids[2] << 16)
       st.v[0] = v0
       st.set_mask(EXEC, slice(None), exec_mask)
-      execute(st, prog, stats, None if max_instructions is None else max_instructions - stats.instructions, trace, trace_wave, cancel, d.code)
+      rng = None if interleave is None or wpg == 1 else np.random.default_rng((interleave & (1 << 64) - 1, g0))
+      execute(st, prog, stats, None if max_instructions is None else max_instructions - stats.instructions, trace, trace_wave, cancel, d.code,
+              rng, wpg)
   finally:
     np.seterr(**old)
   return stats

@@ -9,7 +9,7 @@ from hcq.asm.emu.wave import EXEC, VCC, Waves
 
 NOPS = {"s_nop", "s_waitcnt", "s_waitcnt_depctr", "s_delay_alu", "s_clause", "s_sleep", "s_setprio", "s_icache_inv", "s_wait_idle",
         "s_set_inst_prefetch_distance", "s_ttracedata", "s_ttracedata_imm", "s_incperflevel", "s_decperflevel", "s_wakeup",
-        "s_sethalt", "s_setkill", "s_wait_event",
+        "s_sethalt", "s_setkill", "s_wait_event", "s_sleep_var",
         # gfx12 splits s_waitcnt into one counter per kind; s_wait_alu is gfx12's s_waitcnt_depctr
         "s_wait_alu", "s_wait_loadcnt", "s_wait_storecnt", "s_wait_kmcnt", "s_wait_dscnt", "s_wait_expcnt", "s_wait_samplecnt",
         "s_wait_bvhcnt", "s_wait_loadcnt_dscnt", "s_wait_storecnt_dscnt", "s_singleuse_vdst"}
@@ -34,9 +34,14 @@ def build(ins, pc: int):
   if name in ("s_endpgm", "s_endpgm_saved"):
     def endpgm(st: Waves, w): st.done[w] = True
     return endpgm
-  if name in ("s_barrier", "s_barrier_wait"):   # gfx12: s_barrier_signal (a no-op here) then s_barrier_wait parks
-    def barrier(st: Waves, w): st.blocked[w] = True
+  if name == "s_barrier":   # signal and wait: the engine releases the workgroup once all its waves signalled
+    def barrier(st: Waves, w):
+      st.signal(w)
+      st.blocked[w] = True
     return barrier
+  if name == "s_barrier_wait":   # gfx12: waits for the barrier s_barrier_signal (ops_salu) signalled
+    def barrier_wait(st: Waves, w): st.blocked[w] = True
+    return barrier_wait
   if name in ("s_trap", "s_sendmsghalt"):
     def trap(st: Waves, w):
       wave = int(np.arange(st.count)[w][0]) if not isinstance(w, slice) else 0

@@ -23,7 +23,9 @@ class Waves:
     self.scc = np.zeros(count, np.uint32)
     self.pc = np.zeros(count, np.int64)
     self.done = np.zeros(count, bool)
-    self.blocked = np.zeros(count, bool)   # waiting at s_barrier
+    self.blocked = np.zeros(count, bool)   # waiting at s_barrier / s_barrier_wait
+    self.signals = np.zeros(count, np.int64)   # barriers each wave has signalled (s_barrier, gfx12 s_barrier_signal)
+    self.groups = groups
     self.wg = wg.astype(np.int64)
     self.mode = np.zeros(count, np.uint32)  # hardware MODE register (round/denorm/ieee bits)
     self.lds_bytes = lds_bytes
@@ -51,6 +53,27 @@ class Waves:
       if d in (0, 2): flags |= 1 << bit
       if d in (0, 1): flags |= 2 << bit
     self.ftz = flags
+
+  def signal(self, w) -> None:
+    """Barrier arrival (s_barrier, s_barrier_signal): the wave's count of signalled barriers goes up."""
+    self.signals[w] += 1
+
+  def first_to_signal(self, w) -> np.ndarray:
+    """Per wave of `w`: whether it is the first of its workgroup to signal the barrier it is about to signal
+    (s_barrier_signal_isfirst); of waves signalling together, the lowest."""
+    waves = np.arange(self.count)[w]
+    ahead = np.full(self.groups, -1, np.int64)
+    np.maximum.at(ahead, self.wg, self.signals)
+    wg = self.wg[waves]
+    return (ahead[wg] < self.signals[waves] + 1) & np.r_[True, wg[1:] != wg[:-1]]
+
+  def release_barriers(self) -> None:
+    """Let parked waves go on whose workgroup's live waves have all signalled the barrier they wait for (waves that
+    ended no longer count, as on hardware). Exact per workgroup, whatever order the waves ran in."""
+    if not self.blocked.any(): return
+    least = np.full(self.groups, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(least, self.wg, np.where(self.done, np.iinfo(np.int64).max, self.signals))
+    self.blocked &= least[self.wg] < self.signals
 
   @property
   def dpp(self) -> np.ndarray:
