@@ -104,3 +104,79 @@ def test_wave64_kernel_runs_in_wave64(dev, tmp_path):
   l = np.arange(100)
   np.testing.assert_array_equal(got[..., 0], np.broadcast_to(l % 64, (3, 100)))
   np.testing.assert_array_equal(got[..., 1], np.broadcast_to(np.where(l < 64, 64, 36), (3, 100)))
+
+
+def user_sgpr_kernel() -> bytes:
+  """A kernel with every user SGPR the descriptor can enable on gfx11 (but the gfx9 private segment buffer), the
+  workgroup ids X/Y/Z, workgroup info and the workitem ids in v0; it stores them all, and the first 8 dwords of the
+  dispatch packet, at out + 256 * its workgroup's linear id (grid 2 x 3 x 4)."""
+  from hcq.asm.elf_writer import KernelImage, kernel_descriptor, write_code_object
+  from hcq.asm.kernel import Kernel
+  from hcq.asm.text import assemble
+  from hcq.autogen import amdgpu_kd as kd
+  stores = "\n".join(f"v_mov_b32 v2, s{r}\nglobal_store_b32 v1, v2, s[20:21] offset:{4 * i}"
+                     for i, r in enumerate([*range(15), 22, *range(24, 32)]))
+  code = assemble(f"""
+    s_load_b64 s[20:21], s[4:5], 0x0
+    s_load_b32 s22, s[4:5], 0x8
+    s_load_b256 s[24:31], s[0:1], 0x0
+    s_waitcnt lgkmcnt(0)
+    s_mul_i32 s23, s13, 3
+    s_add_u32 s23, s23, s12
+    s_mul_i32 s23, s23, 2
+    s_add_u32 s23, s23, s11
+    s_lshl_b32 s23, s23, 8
+    s_add_u32 s20, s20, s23
+    s_addc_u32 s21, s21, 0
+    v_mov_b32 v1, 0
+    {stores}
+    v_mbcnt_lo_u32_b32 v3, -1, 0
+    v_lshlrev_b32 v3, 2, v3
+    global_store_b32 v3, v0, s[20:21] offset:128
+    s_endpgm""", "gfx1100")
+  k = Kernel("usgpr", args=[("out", "buffer"), ("magic", "u32")])
+  args, size = k.layout()
+  d = kernel_descriptor(vgprs=4, sgprs=32, kernarg_size=size, dispatch_ptr=True, queue_ptr=True, workgroup_ids=(True, True, True),
+                        workitem_id_dims=3)
+  d.kernel_code_properties |= (kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_DISPATCH_ID | kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_FLAT_SCRATCH_INIT
+                               | kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_PRIVATE_SEGMENT_SIZE)
+  d.private_segment_fixed_size = 48
+  d.compute_pgm_rsrc2 = (d.compute_pgm_rsrc2 & ~kd.COMPUTE_PGM_RSRC2_USER_SGPR_COUNT | 11 << kd.COMPUTE_PGM_RSRC2_USER_SGPR_COUNT_SHIFT
+                         | kd.COMPUTE_PGM_RSRC2_ENABLE_SGPR_WORKGROUP_INFO)
+  return write_code_object("gfx1100", [KernelImage("usgpr", code, d, {".args": args, ".vgpr_count": 4, ".sgpr_count": 32})])
+
+
+def test_every_user_sgpr(dev):
+  """AMDGPUUsage's initial wave state, in its order: dispatch ptr (s[0:1]), queue ptr, kernarg segment ptr, dispatch
+  id, flat scratch init, private segment size (s10), then workgroup id X/Y/Z (s11-s13) and workgroup info (s14)."""
+  prg = dev.program(user_sgpr_kernel(), "usgpr")
+  grid, block = (2, 3, 4), (4, 2, 2)
+  out = dev.alloc(24 * 256)
+  out.copyin(np.full(24 * 64, 0xdeadbeef, np.uint32))
+  prg(out, global_size=grid, local_size=block, vals=(0x5eed1234,), wait=True)
+  got = out.copyout(np.empty((4, 3, 2, 64), np.uint32))
+  for z, y, x in np.ndindex(4, 3, 2):
+    w = got[z, y, x]
+    # dispatch ptr: the packet it points at describes this launch (setup dims, workgroup size, grid size, private size)
+    assert (w[16] >> 16) & 3 == 3 and [w[17] & 0xffff, w[17] >> 16, w[18] & 0xffff] == list(block)
+    assert list(w[19:22]) == [8, 6, 8] and w[22] == 48
+    assert w[15] == 0x5eed1234                  # kernarg ptr: the value argument read through it
+    assert list(w[2:4]) == [0, 0]               # queue ptr: hcq runs no AQL queue, so there is no amd_queue_t (0)
+    assert list(w[6:10]) == [0, 0, 0, 0]        # dispatch id 0; flat scratch init 0 (gfx11 scratch: hcq.asm.emu.scratch)
+    assert w[10] == 48                          # private segment size: the descriptor's private_segment_fixed_size
+    assert list(w[11:14]) == [x, y, z]
+    assert w[14] & 0x3f == 1                    # workgroup info: waves in the workgroup (bits 5:0)
+    tid = np.arange(16)
+    np.testing.assert_array_equal(w[32:48], tid % 4 | (tid // 4 % 2) << 10 | (tid // 8) << 20)
+
+
+def test_private_segment_buffer_is_refused(dev):
+  """gfx9's private segment buffer (4 user SGPRs) is not provided on gfx11: a clear error, not garbage in s[0:3]."""
+  from hcq.asm.elf_writer import KernelImage, kernel_descriptor, write_code_object
+  from hcq.asm.text import assemble
+  from hcq.autogen import amdgpu_kd as kd
+  d = kernel_descriptor(vgprs=1)
+  d.kernel_code_properties |= kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER
+  prg = dev.program(write_code_object("gfx1100", [KernelImage("psb", assemble("s_endpgm", "gfx1100"), d, {".args": []})]), "psb")
+  with pytest.raises(HCQError, match="private segment buffer"):
+    prg(global_size=(1,), local_size=(1,), wait=True)
