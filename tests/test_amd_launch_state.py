@@ -180,3 +180,33 @@ def test_private_segment_buffer_is_refused(dev):
   prg = dev.program(write_code_object("gfx1100", [KernelImage("psb", assemble("s_endpgm", "gfx1100"), d, {".args": []})]), "psb")
   with pytest.raises(HCQError, match="private segment buffer"):
     prg(global_size=(1,), local_size=(1,), wait=True)
+
+
+@pytest.mark.parametrize("field", ["trap_on_start", "trap_on_end"])
+def test_rsrc3_trap_fields_reach_the_gpu(field):
+  """COMPUTE_PGM_RSRC3 as the descriptor gives it reaches the GPU: a wave that must trap at its start or end, with no
+  trap handler on the emulated GPU, is a fault naming the field (so a driver that writes RSRC3 as 0 is seen); the
+  device works afterwards."""
+  from hcq.asm.elf_writer import KernelImage, kernel_descriptor, write_code_object
+  from hcq.asm.text import assemble
+  from hcq.autogen.am import gc_11_0_0 as gc
+  from hcq.errors import GPUFault
+  dev = hcq.Device("MOCKKFD+AMD")
+  d = kernel_descriptor(vgprs=1)
+  d.compute_pgm_rsrc3 = gc.regCOMPUTE_PGM_RSRC3.encode(**{field: 1})
+  prg = dev.program(write_code_object("gfx1100", [KernelImage("t", assemble("s_endpgm", "gfx1100"), d, {".args": []})]), "t")
+  assert prg.rsrc3 == d.compute_pgm_rsrc3
+  with pytest.raises(GPUFault, match=field.upper()):
+    prg(global_size=(1,), local_size=(32,), wait=True)
+
+
+def test_rsrc3_shared_vgprs_in_wave32_are_refused():
+  """SHARED_VGPR_CNT counts VGPR blocks a wave64 shares between its halves; a wave32 dispatch with any is refused."""
+  from hcq.asm.emu import Dispatch, VirtualMemory, launch
+  from hcq.asm.text import assemble
+  code = assemble("s_endpgm", "gfx1100") + bytes(16)
+  mem = VirtualMemory()
+  mem.map(0x10000, len(code), np.frombuffer(code, np.uint8).copy())
+  with pytest.raises(ValueError, match="SHARED_VGPR_CNT=2 in a wave32"):
+    launch(mem, Dispatch(0x10000, 0x60af0001, 0x9c, 2, [0] * 4, (1, 1, 1), (32, 1, 1), True))
+  launch(mem, Dispatch(0x10000, 0x60af0001, 0x9c, 2, [0] * 4, (1, 1, 1), (64, 1, 1), False))   # wave64: allowed

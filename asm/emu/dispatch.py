@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from hcq.asm.emu.engine import Program, Stats, execute
+from hcq.asm.emu.errors import TrapError
 from hcq.asm.emu.gfx9 import GFX9_ARCHS
 from hcq.asm.emu.memory import VirtualMemory
 from hcq.asm.emu.scratch import SLOT_GRANULE, ScratchRing
@@ -158,6 +159,7 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
   # gfx90a+: VGPRs and AGPRs share one file counted in granules of 8; AGPRs start at RSRC3.ACCUM_OFFSET (AMDGPUUsage)
   plan = _plan(d.rsrc1, d.rsrc2, tuple(d.local), d.wave32, d.lds_bytes, 8 if gfx9 else None)
   agpr_base = ((d.rsrc3 & 0x3f) + 1) * 4 if gfx9 else 0
+  traps = _rsrc3_gfx11(d) if d.arch.startswith("gfx11") else {}
   lanes, vgprs, lds, wpg = d.lanes, plan.vgprs, plan.lds, plan.wpg
   gx, gy, gz = d.grid
   groups = gx * gy * gz
@@ -193,12 +195,28 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
         st.s[TTMP0 + 7] = (ids[1] & 0xffff) | (ids[2] << 16)
       st.v[0] = v0
       st.set_mask(EXEC, slice(None), exec_mask)
+      if traps.get("trap_on_start"): raise TrapError("RSRC3.TRAP_ON_START with no trap handler", d.code, st.first_wave, st.dump(0), "(wave start)")
       rng = None if interleave is None or wpg == 1 else np.random.default_rng((interleave & (1 << 64) - 1, g0))
       execute(st, prog, stats, None if max_instructions is None else max_instructions - stats.instructions, trace, trace_wave, cancel, d.code,
               rng, wpg)
+      if traps.get("trap_on_end"): raise TrapError("RSRC3.TRAP_ON_END with no trap handler", int(st.pc[0]), st.first_wave, st.dump(0), "(wave end)")
   finally:
     np.seterr(**old)
   return stats
+
+
+def _rsrc3_gfx11(d: Dispatch) -> dict[str, int]:
+  """gfx11's COMPUTE_PGM_RSRC3 (AMDGPUUsage, "compute_pgm_rsrc3 for GFX10-GFX12"): SHARED_VGPR_CNT (3:0) counts the
+  VGPR blocks shared by a wave64's halves in subvector mode and must be 0 in wave32; INST_PREF_SIZE (9:4) is how much
+  code the SQ prefetches (speed only: no consequence here); TRAP_ON_START / TRAP_ON_END (10, 11) enter the trap
+  handler when a wave starts / ends, which the emulated GPU does not run: it reports the trap, as it does for s_trap
+  (stricter than a GPU whose CWSR handler returns from such a trap); IMAGE_OP (31) tells the SPI the shader samples
+  images, which a compute dispatch here cannot (image ops are refused as graphics-only)."""
+  from hcq.autogen.am import gc_11_0_0 as gc
+  r3 = gc.regCOMPUTE_PGM_RSRC3.decode(d.rsrc3)
+  if r3["shared_vgpr_cnt"] and d.wave32:
+    raise ValueError(f"COMPUTE_PGM_RSRC3.SHARED_VGPR_CNT={r3['shared_vgpr_cnt']} in a wave32 dispatch: shared VGPRs exist only in wave64 (must be 0)")
+  return r3
 
 
 @functools.lru_cache(maxsize=64)
