@@ -159,7 +159,7 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
   # gfx90a+: VGPRs and AGPRs share one file counted in granules of 8; AGPRs start at RSRC3.ACCUM_OFFSET (AMDGPUUsage)
   plan = _plan(d.rsrc1, d.rsrc2, tuple(d.local), d.wave32, d.lds_bytes, 8 if gfx9 else None)
   agpr_base = ((d.rsrc3 & 0x3f) + 1) * 4 if gfx9 else 0
-  traps = _rsrc3_gfx11(d) if d.arch.startswith("gfx11") else {}
+  traps = _rsrc3_gfx11(d.rsrc3, d.wave32) if d.arch.startswith("gfx11") else {}
   lanes, vgprs, lds, wpg = d.lanes, plan.vgprs, plan.lds, plan.wpg
   gx, gy, gz = d.grid
   groups = gx * gy * gz
@@ -205,7 +205,8 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
   return stats
 
 
-def _rsrc3_gfx11(d: Dispatch) -> dict[str, int]:
+@functools.lru_cache(maxsize=64)
+def _rsrc3_gfx11(rsrc3: int, wave32: bool) -> dict[str, int]:
   """gfx11's COMPUTE_PGM_RSRC3 (AMDGPUUsage, "compute_pgm_rsrc3 for GFX10-GFX12"): SHARED_VGPR_CNT (3:0) counts the
   VGPR blocks shared by a wave64's halves in subvector mode and must be 0 in wave32; INST_PREF_SIZE (9:4) is how much
   code the SQ prefetches (speed only: no consequence here); TRAP_ON_START / TRAP_ON_END (10, 11) enter the trap
@@ -213,8 +214,8 @@ def _rsrc3_gfx11(d: Dispatch) -> dict[str, int]:
   (stricter than a GPU whose CWSR handler returns from such a trap); IMAGE_OP (31) tells the SPI the shader samples
   images, which a compute dispatch here cannot (image ops are refused as graphics-only)."""
   from hcq.autogen.am import gc_11_0_0 as gc
-  r3 = gc.regCOMPUTE_PGM_RSRC3.decode(d.rsrc3)
-  if r3["shared_vgpr_cnt"] and d.wave32:
+  r3 = gc.regCOMPUTE_PGM_RSRC3.decode(rsrc3)
+  if r3["shared_vgpr_cnt"] and wave32:
     raise ValueError(f"COMPUTE_PGM_RSRC3.SHARED_VGPR_CNT={r3['shared_vgpr_cnt']} in a wave32 dispatch: shared VGPRs exist only in wave64 (must be 0)")
   return r3
 
