@@ -165,6 +165,7 @@ def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None
         picked = order.pick()
         if picked is None: return
         pc, w, sel, uniform = picked
+        st.follow_mode(int(w[0]))
       k = len(w)
     elif not uniform:
       runnable = ~st.done & ~st.blocked

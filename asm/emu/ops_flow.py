@@ -9,7 +9,7 @@ from hcq.asm.emu.wave import EXEC, VCC, Waves
 
 NOPS = {"s_nop", "s_waitcnt", "s_waitcnt_depctr", "s_delay_alu", "s_clause", "s_sleep", "s_setprio", "s_icache_inv", "s_wait_idle",
         "s_set_inst_prefetch_distance", "s_ttracedata", "s_ttracedata_imm", "s_incperflevel", "s_decperflevel", "s_wakeup",
-        "s_sethalt", "s_setkill", "s_wait_event", "s_sleep_var",
+        "s_sethalt", "s_setkill", "s_wait_event",
         # gfx12 splits s_waitcnt into one counter per kind; s_wait_alu is gfx12's s_waitcnt_depctr
         "s_wait_alu", "s_wait_loadcnt", "s_wait_storecnt", "s_wait_kmcnt", "s_wait_dscnt", "s_wait_expcnt", "s_wait_samplecnt",
         "s_wait_bvhcnt", "s_wait_loadcnt_dscnt", "s_wait_storecnt_dscnt", "s_singleuse_vdst"}

@@ -41,11 +41,14 @@ class Waves:
     self._dpp = self._dpp1 = None
     self.ftz = 0   # denormal flushing from MODE.FP_DENORM: bit 0/1 f32 inputs/outputs, bit 2/3 f16+f64 inputs/outputs
     self.round = 0   # MODE.FP_ROUND: bits 1:0 f32, 3:2 f16+f64 (0 nearest even, 1 toward +inf, 2 toward -inf, 3 toward 0)
+    self.mode_wave = 0   # the wave whose MODE ftz/round follow: the first; interleaved, the first of those running
+    self.mode_seen = -1  # the MODE value they were computed from
 
   def mode_changed(self) -> None:
-    """Recompute the flush flags and round modes from MODE (of the first wave: a dispatch's waves share their MODE in
-    practice, as LLVM sets it uniformly)."""
-    m = int(self.mode[0]) if self.count else 0
+    """Recompute the flush flags and round modes from MODE (of `mode_wave`: the waves running together share their MODE
+    in practice, as LLVM sets it uniformly)."""
+    m = int(self.mode[self.mode_wave]) if self.count else 0
+    self.mode_seen = m
     self.round = m & 0xf
     flags = 0
     for shift, bit in ((4, 0), (6, 2)):
@@ -53,6 +56,11 @@ class Waves:
       if d in (0, 2): flags |= 1 << bit
       if d in (0, 1): flags |= 2 << bit
     self.ftz = flags
+
+  def follow_mode(self, wave: int) -> None:
+    """Interleaved waves may be at different MODEs (one past s_round_mode, one not yet): follow the running one's."""
+    self.mode_wave = wave
+    if int(self.mode[wave]) != self.mode_seen: self.mode_changed()
 
   def signal(self, w) -> None:
     """Barrier arrival (s_barrier, s_barrier_signal): the wave's count of signalled barriers goes up."""
