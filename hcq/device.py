@@ -212,10 +212,11 @@ class Device(metaclass=_DeviceOpener):
 
     The queue for a (program, grid, timed) is built once with its kernarg address, timeline values and timestamp
     slots symbolic, and replayed for every later launch: only the patch slots change."""
+    timed = wait or self.profiling
+    # built before a timeline value is taken: a launch the driver refuses must not leave a value nothing will signal
+    q = self._launch_queue(program, tuple(global_size), tuple(local_size), timed)
     value = self.next_timeline()
     addr = self.kernargs.write(kernargs, value)
-    timed = wait or self.profiling
-    q = self._launch_queue(program, tuple(global_size), tuple(local_size), timed)
     vals = {"wait": value - 1, "kernargs": addr, "signal": value}
     if timed:
       start, end = self.new_signal(name=f"{program.name}.start"), self.new_signal(name=f"{program.name}.end")

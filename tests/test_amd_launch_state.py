@@ -171,7 +171,8 @@ def test_every_user_sgpr(dev):
 
 
 def test_private_segment_buffer_is_refused(dev):
-  """gfx9's private segment buffer (4 user SGPRs) is not provided on gfx11: a clear error, not garbage in s[0:3]."""
+  """gfx9's private segment buffer (4 user SGPRs) is not provided on gfx11: a clear error, not garbage in s[0:3], and
+  the device goes on working."""
   from hcq.asm.elf_writer import KernelImage, kernel_descriptor, write_code_object
   from hcq.asm.text import assemble
   from hcq.autogen import amdgpu_kd as kd
@@ -180,6 +181,8 @@ def test_private_segment_buffer_is_refused(dev):
   prg = dev.program(write_code_object("gfx1100", [KernelImage("psb", assemble("s_endpgm", "gfx1100"), d, {".args": []})]), "psb")
   with pytest.raises(HCQError, match="private segment buffer"):
     prg(global_size=(1,), local_size=(1,), wait=True)
+  ok = dev.program(write_code_object("gfx1100", [KernelImage("ok", assemble("s_endpgm", "gfx1100"), kernel_descriptor(vgprs=1), {".args": []})]), "ok")
+  ok(global_size=(1,), local_size=(1,), wait=True)   # the refused launch left the device usable (no timeline value unsignalled)
 
 
 @pytest.mark.parametrize("field", ["trap_on_start", "trap_on_end"])
