@@ -3,7 +3,6 @@ against values the test computes from the launch parameters: code object v5 hidd
 "Code Object V5 Metadata": block counts, group sizes, remainders, global offsets, grid dims at offsets 0-64), the
 wave size DISPATCH_INITIATOR.CS_W32_EN selects, and every user / system SGPR the kernel descriptor can enable."""
 from __future__ import annotations
-import ctypes
 
 import numpy as np
 import pytest
@@ -53,6 +52,13 @@ def test_hidden_arguments(dev, tmp_path, grid, block):
   raw = out.copyout(np.empty(32, np.uint32)).tobytes()
   got = {k: int.from_bytes(raw[o:o + n], "little") for k, (o, n) in V5.items()}
   assert got == expected_hidden(grid, block)
+
+
+def endpgm_program(dev, descriptor, name: str):
+  """A kernel that only ends, with the given descriptor, loaded on `dev`."""
+  from hcq.asm.elf_writer import KernelImage, write_code_object
+  from hcq.asm.text import assemble
+  return dev.program(write_code_object("gfx1100", [KernelImage(name, assemble("s_endpgm", "gfx1100"), descriptor, {".args": []})]), name)
 
 
 def test_dispatch_packet_matches_the_launch(dev, tmp_path):
@@ -173,31 +179,26 @@ def test_every_user_sgpr(dev):
 def test_private_segment_buffer_is_refused(dev):
   """gfx9's private segment buffer (4 user SGPRs) is not provided on gfx11: a clear error, not garbage in s[0:3], and
   the device goes on working."""
-  from hcq.asm.elf_writer import KernelImage, kernel_descriptor, write_code_object
-  from hcq.asm.text import assemble
+  from hcq.asm.elf_writer import kernel_descriptor
   from hcq.autogen import amdgpu_kd as kd
   d = kernel_descriptor(vgprs=1)
   d.kernel_code_properties |= kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER
-  prg = dev.program(write_code_object("gfx1100", [KernelImage("psb", assemble("s_endpgm", "gfx1100"), d, {".args": []})]), "psb")
   with pytest.raises(HCQError, match="private segment buffer"):
-    prg(global_size=(1,), local_size=(1,), wait=True)
-  ok = dev.program(write_code_object("gfx1100", [KernelImage("ok", assemble("s_endpgm", "gfx1100"), kernel_descriptor(vgprs=1), {".args": []})]), "ok")
-  ok(global_size=(1,), local_size=(1,), wait=True)   # the refused launch left the device usable (no timeline value unsignalled)
+    endpgm_program(dev, d, "psb")(global_size=(1,), local_size=(1,), wait=True)
+  endpgm_program(dev, kernel_descriptor(vgprs=1), "ok")(global_size=(1,), local_size=(1,), wait=True)   # the refused launch left the device usable (no timeline value unsignalled)
 
 
 @pytest.mark.parametrize("field", ["trap_on_start", "trap_on_end"])
-def test_rsrc3_trap_fields_reach_the_gpu(field):
+def test_rsrc3_trap_fields_reach_the_gpu(dev, field):
   """COMPUTE_PGM_RSRC3 as the descriptor gives it reaches the GPU: a wave that must trap at its start or end, with no
   trap handler on the emulated GPU, is a fault naming the field (so a driver that writes RSRC3 as 0 is seen); the
   device works afterwards."""
-  from hcq.asm.elf_writer import KernelImage, kernel_descriptor, write_code_object
-  from hcq.asm.text import assemble
+  from hcq.asm.elf_writer import kernel_descriptor
   from hcq.autogen.am import gc_11_0_0 as gc
   from hcq.errors import GPUFault
-  dev = hcq.Device("MOCKKFD+AMD")
   d = kernel_descriptor(vgprs=1)
   d.compute_pgm_rsrc3 = gc.regCOMPUTE_PGM_RSRC3.encode(**{field: 1})
-  prg = dev.program(write_code_object("gfx1100", [KernelImage("t", assemble("s_endpgm", "gfx1100"), d, {".args": []})]), "t")
+  prg = endpgm_program(dev, d, "t")
   assert prg.rsrc3 == d.compute_pgm_rsrc3
   with pytest.raises(GPUFault, match=field.upper()):
     prg(global_size=(1,), local_size=(32,), wait=True)

@@ -12,7 +12,7 @@ SEEDS = range(1, 9)
 WAVES = 4
 
 
-def neighbour_exchange(barrier: str, wait: str, arch: str = "gfx1100") -> str:
+def neighbour_exchange(barrier: str, wait: str) -> str:
   """Each wave writes its 32 LDS slots (value = address + 1), passes `barrier`, then reads its partner's (wave ^ 1)."""
   return f"""
     v_lshlrev_b32 v1, 2, v0
