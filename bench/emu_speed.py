@@ -7,7 +7,7 @@ machine, as recorded in the issue (it is not installed here to rerun).
 
 The last line is the per-dispatch setup: CPU time of launch() for a kernel that only ends, best of 5 batches.
 
-  python bench/emu_speed.py [--repeat 3]
+  python bench/emu_speed.py [--repeat 3] [--interleave SEED]   (SEED: each workgroup's waves interleaved, as tests run)
 """
 from __future__ import annotations
 import argparse
@@ -48,6 +48,7 @@ def build() -> bytes:
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--repeat", type=int, default=3)
+  ap.add_argument("--interleave", type=int, default=None, help="seed: run each workgroup's waves interleaved (default lockstep)")
   args = ap.parse_args()
   sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
   from hcq.asm.codeobject import read_code_object
@@ -71,7 +72,7 @@ def main() -> None:
     for _ in range(args.repeat):
       argv = make()
       t0 = time.perf_counter()
-      r = run(co, argv, gs, ls, kernel=name)
+      r = run(co, argv, gs, ls, kernel=name, interleave=args.interleave)
       dt = time.perf_counter() - t0
       assert check(argv), f"{name}: wrong result"
       best = dt if best is None or dt < best else best

@@ -331,3 +331,23 @@ def test_every_dtype_op_and_cast_matches_the_cpu(dtype, rng):
   expect_refused = math64 if dtype in ("int32", "int64", "uint32", "uint64", "float64") else set()  # their math is float64
   if dtype not in ("float16", "bfloat16", "float32"): expect_refused = expect_refused | {"pow"}  # integer ** goes through float64
   assert refused == expect_refused, refused
+
+
+@pytest.mark.parametrize("level", [0, 1])
+def test_a_missing_tree_barrier_shows_under_interleaving(level, monkeypatch, rng):
+  """A planted bug: the LDS tree reduction without the barrier of one of its levels that crosses waves (level 0:
+  lanes 0-63 read the slots of waves 2-3; level 1: wave 0 reads wave 1's) reads slots before they are written. With
+  the waves interleaved (HCQ_EMU_INTERLEAVE, as tests run) the sums are wrong; with the barrier they are right; in
+  lockstep the bug would not show."""
+  from hcq.tensor.render_amd import _AMDKernelWriter
+  x = sample((8, 300), F32, rng)
+  x = np.abs(x) + 1
+  def row_sums(omit, seed: str) -> np.ndarray:
+    monkeypatch.setattr(runtime, "_cache", {})
+    monkeypatch.setattr(_AMDKernelWriter, "omit_barrier", omit)
+    monkeypatch.setenv("HCQ_EMU_INTERLEAVE", seed)
+    return A(x).sum(axis=1).numpy()
+  np.testing.assert_allclose(row_sums(None, "1"), x.sum(axis=1), rtol=2e-6)
+  # each seed is one interleaving; the race need not show in every one
+  assert any(not np.allclose(row_sums(level, str(seed)), x.sum(axis=1), rtol=1e-3) for seed in range(1, 5)), "the race did not show"
+  np.testing.assert_allclose(row_sums(level, "off"), x.sum(axis=1), rtol=2e-6)

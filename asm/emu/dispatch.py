@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from hcq.asm.emu.engine import Program, Stats, execute
-from hcq.asm.emu.errors import Cancelled
+from hcq.asm.emu.errors import Cancelled, TrapError
 from hcq.asm.emu.gfx9 import GFX9_ARCHS
 from hcq.asm.emu.memory import VirtualMemory
 from hcq.asm.emu.scratch import SLOT_GRANULE, ScratchRing
@@ -27,6 +27,17 @@ LDS_GRANULE = 512  # RSRC2.LDS_SIZE unit on gfx11 (128 dwords)
 MAX_LDS = 64 * 1024
 # a runaway kernel on the mock GPU stops with InstructionLimit after this many wave-instructions (0: no limit)
 DEFAULT_MAX_INSTRUCTIONS = int(os.environ.get("HCQ_EMU_MAX_INSTRUCTIONS", "0")) or None
+
+
+def interleave_from_env() -> int | None:
+  """HCQ_EMU_INTERLEAVE=SEED runs the waves of each workgroup interleaved in an order drawn from SEED (races show);
+  unset, empty or "off": lockstep. Read at every dispatch, so a test may set it for a while."""
+  value = os.environ.get("HCQ_EMU_INTERLEAVE", "").strip()
+  if value.lower() in ("", "off"): return None
+  try:
+    return int(value, 0)
+  except ValueError:
+    raise ValueError(f"HCQ_EMU_INTERLEAVE={value!r}: give an integer seed (e.g. 1), or off for lockstep") from None
 
 
 @dataclass
@@ -88,11 +99,14 @@ def from_state(state, arch: str = "gfx1100", board: Board = Board()) -> Dispatch
 
 
 def dispatch(mem: VirtualMemory, state, max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS,
-             cancel: Callable[[], bool] | None = None, arch: str = "gfx1100", board: Board = Board()) -> Stats:
+             cancel: Callable[[], bool] | None = None, arch: str = "gfx1100", board: Board = Board(),
+             interleave: int | None | str = "env") -> Stats:
   """Run the grid a DISPATCH_DIRECT describes (the mock GPU's shader core, whose board says `arch` and its engines).
   Raises PageFault / WaveError on faults; HCQ_EMU_MAX_INSTRUCTIONS bounds a runaway kernel; `cancel()` true stops it
-  with Cancelled."""
-  return launch(mem, from_state(state, arch, board), max_instructions, cancel=cancel)
+  with Cancelled. `interleave`: a seed for interleaved waves (see `launch`), None for lockstep, "env" for
+  HCQ_EMU_INTERLEAVE's."""
+  seed = interleave_from_env() if interleave == "env" else interleave
+  return launch(mem, from_state(state, arch, board), max_instructions, cancel=cancel, interleave=seed)
 
 
 @dataclass(frozen=True, eq=False)   # hashed by identity: _plan returns one object per register set
@@ -135,12 +149,17 @@ def _batch(plan: _Plan, g0: int, count: int, grid: tuple[int, int, int]):
 
 
 def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None, trace: Callable | None = None,
-           trace_wave: int | None = None, max_batch_bytes: int = 256 << 20, cancel: Callable[[], bool] | None = None) -> Stats:
-  """Run every workgroup of `d` to completion, in batches of workgroups whose waves run in lockstep."""
+           trace_wave: int | None = None, max_batch_bytes: int = 256 << 20, cancel: Callable[[], bool] | None = None,
+           interleave: int | None = None) -> Stats:
+  """Run every workgroup of `d` to completion, in batches of workgroups whose waves run in lockstep; with an
+  `interleave` seed, the waves of each workgroup (of more than one wave) run interleaved in an order drawn from it, so
+  that a missing barrier or an unsynchronised LDS / global access shows (engine.execute). The same seed gives the
+  same order."""
   gfx9 = d.arch in GFX9_ARCHS
   # gfx90a+: VGPRs and AGPRs share one file counted in granules of 8; AGPRs start at RSRC3.ACCUM_OFFSET (AMDGPUUsage)
   plan = _plan(d.rsrc1, d.rsrc2, tuple(d.local), d.wave32, d.lds_bytes, 8 if gfx9 else None)
   agpr_base = ((d.rsrc3 & 0x3f) + 1) * 4 if gfx9 else 0
+  traps = _rsrc3_gfx11(d.rsrc3, d.wave32) if d.arch.startswith("gfx11") else {}
   lanes, vgprs, lds, wpg = d.lanes, plan.vgprs, plan.lds, plan.wpg
   gx, gy, gz = d.grid
   groups = gx * gy * gz
@@ -177,10 +196,29 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
         st.s[TTMP0 + 7] = (ids[1] & 0xffff) | (ids[2] << 16)
       st.v[0] = v0
       st.set_mask(EXEC, slice(None), exec_mask)
-      execute(st, prog, stats, None if max_instructions is None else max_instructions - stats.instructions, trace, trace_wave, cancel, d.code)
+      if traps.get("trap_on_start"): raise TrapError("RSRC3.TRAP_ON_START with no trap handler", d.code, st.first_wave, st.dump(0), "(wave start)")
+      rng = None if interleave is None or wpg == 1 else np.random.default_rng((interleave & (1 << 64) - 1, g0))
+      execute(st, prog, stats, None if max_instructions is None else max_instructions - stats.instructions, trace, trace_wave, cancel, d.code,
+              rng, wpg)
+      if traps.get("trap_on_end"): raise TrapError("RSRC3.TRAP_ON_END with no trap handler", int(st.pc[0]), st.first_wave, st.dump(0), "(wave end)")
   finally:
     np.seterr(**old)
   return stats
+
+
+@functools.lru_cache(maxsize=64)
+def _rsrc3_gfx11(rsrc3: int, wave32: bool) -> dict[str, int]:
+  """gfx11's COMPUTE_PGM_RSRC3 (AMDGPUUsage, "compute_pgm_rsrc3 for GFX10-GFX12"): SHARED_VGPR_CNT (3:0) counts the
+  VGPR blocks shared by a wave64's halves in subvector mode and must be 0 in wave32; INST_PREF_SIZE (9:4) is how much
+  code the SQ prefetches (speed only: no consequence here); TRAP_ON_START / TRAP_ON_END (10, 11) enter the trap
+  handler when a wave starts / ends, which the emulated GPU does not run: it reports the trap, as it does for s_trap
+  (stricter than a GPU whose CWSR handler returns from such a trap); IMAGE_OP (31) tells the SPI the shader samples
+  images, which a compute dispatch here cannot (image ops are refused as graphics-only)."""
+  from hcq.autogen.am import gc_11_0_0 as gc
+  r3 = gc.regCOMPUTE_PGM_RSRC3.decode(rsrc3)
+  if r3["shared_vgpr_cnt"] and wave32:
+    raise ValueError(f"COMPUTE_PGM_RSRC3.SHARED_VGPR_CNT={r3['shared_vgpr_cnt']} in a wave32 dispatch: shared VGPRs exist only in wave64 (must be 0)")
+  return r3
 
 
 @functools.lru_cache(maxsize=64)

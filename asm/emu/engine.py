@@ -2,8 +2,15 @@
 
 At every step the waves whose PC is lowest run that instruction together (per-wave EXEC, SCC and registers live
 in numpy arrays, so one closure call covers all of them). Waves that branch elsewhere wait until the lowest-PC
-group reaches them again, which reconverges loops and if/else the way structured code expects. `s_barrier` parks a
-wave until no wave can run, then every parked wave continues.
+group reaches them again, which reconverges loops and if/else the way structured code expects.
+
+Interleaved (a seed given, workgroups of more than one wave): races show. Each workgroup's waves get a random order of
+slots; one random slot runs (that wave of every workgroup of the batch, still one numpy call per instruction) through
+1-4 of its memory, barrier or wait instructions, then another slot is drawn. A missing barrier or an
+unsynchronised LDS/global access then reads what another wave has or has not written yet, as on hardware.
+
+Barriers are exact in both modes: `s_barrier` (gfx12: `s_barrier_signal` then `s_barrier_wait`) holds a wave until
+every wave of its workgroup has signalled (a wave that ended counts as arrived, as the hardware drops it from the count).
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
@@ -46,6 +53,11 @@ VECTOR_FORMATS = frozenset({"VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC", "VOP3P", "
                            {f"{a}_{b}" for a in _DPP_BASES for b in ("DPP16", "DPP8", "DPP8FI")})
 
 
+MEMORY_FORMATS = frozenset({"SMEM", "DS", "GLOBAL", "FLAT", "SCRATCH", "MUBUF", "MTBUF", "VGLOBAL", "VFLAT", "VSCRATCH", "VBUFFER"})
+SYNC_OPS = frozenset({"s_barrier", "s_barrier_wait", "s_barrier_signal", "s_barrier_signal_isfirst", "s_endpgm", "s_endpgm_saved"})
+SWITCH_OPS = frozenset({"s_sleep", "s_sleep_var"})   # (and every s_waitcnt* / gfx12 s_wait_*)
+
+
 @dataclass
 class Compiled:
   fn: Callable
@@ -53,6 +65,8 @@ class Compiled:
   text: str
   fmt: str
   control: bool = False   # may change PCs, end or park waves: the scheduler must look again afterwards
+  switch: bool = False    # a memory, barrier or wait instruction: an interleaved run draws the next wave after it
+  sync: bool = False      # a barrier arrival or a wave's end: parked waves whose workgroup has all arrived go on
 
 
 _SHARED: dict[tuple, Compiled] = {}   # (arch, pc, bytes) -> Compiled, across dispatches (closures depend on nothing else)
@@ -115,7 +129,10 @@ class Program:
     except (ValueError, KeyError, NotImplementedError) as e:   # an operand or field value the emulator cannot run
       return self._illegal(pc, f"{ins.opcode.mnemonic}: {e}", text, ins.size)
     if fn is None: return self._illegal(pc, f"{ins.opcode.mnemonic} ({fmt}) is not implemented by the emulator", text, ins.size)
-    return Compiled(fn, ins.size, text, fmt, getattr(fn, "control", fmt == "SOPP" or hasattr(fn, "branch")))
+    name = ins.opcode.mnemonic
+    sync = name in SYNC_OPS
+    return Compiled(fn, ins.size, text, fmt, getattr(fn, "control", fmt == "SOPP" or hasattr(fn, "branch")) or sync,
+                    fmt in MEMORY_FORMATS or sync or name in SWITCH_OPS or name.startswith(("s_waitcnt", "s_wait_")), sync)
 
   def _illegal(self, pc: int, reason: str, text: str, size: int = 4) -> Compiled:
     def illegal(st: Waves, w):
@@ -129,25 +146,31 @@ _NO_PC = np.iinfo(np.int64).max
 
 def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None = None,
             trace: Callable | None = None, trace_wave: int | None = None, cancel: Callable[[], bool] | None = None,
-            start_pc: int | None = None) -> None:
+            start_pc: int | None = None, interleave: np.random.Generator | None = None, wave_slots: int = 1) -> None:
   """Run every wave of `st` to s_endpgm. `trace(wave, pc, text, writes)` is called for `trace_wave` (a dispatch index);
   `cancel()`, asked every 16 steps, stops the run with Cancelled (a queue reset ending a kernel that never ends; a
   step of a large batch of waves takes milliseconds, so a preemption waits at most a fraction of a second).
-  `start_pc`: every wave is live and starts there (a fresh launch), which spares the first scheduling pass."""
+  `start_pc`: every wave is live and starts there (a fresh launch), which spares the first scheduling pass.
+  `interleave`: run the `wave_slots` waves of each workgroup (consecutive in `st`) in the random order this generator
+  draws, switching at memory, barrier and wait instructions (lockstep when None or with one wave per workgroup)."""
   count = st.count
   all_waves = slice(None)
   executed = 0
   tw = None if trace_wave is None else trace_wave - st.first_wave
   if tw is not None and not 0 <= tw < count: tw = None
-  uniform, pc = (False, 0) if start_pc is None or not count else (True, start_pc)   # uniform: every wave is live and at `pc`
+  order = _Interleaving(st, wave_slots, interleave) if interleave is not None and wave_slots > 1 and count else None
+  uniform, pc = (False, 0) if start_pc is None or not count or order else (True, start_pc)   # uniform: every wave is live and at `pc`
   while True:
-    if not uniform:
+    if order is not None:
+      if not uniform:
+        picked = order.pick()
+        if picked is None: return
+        pc, w, sel, uniform = picked
+        st.follow_mode(int(w[0]))
+      k = len(w)
+    elif not uniform:
       runnable = ~st.done & ~st.blocked
-      if not runnable.any():
-        if st.blocked.any():
-          st.blocked[:] = False   # every live wave reached s_barrier (or ended): release them all
-          continue
-        return
+      if not runnable.any(): return _finished(st)   # barriers release as waves arrive (Waves.release_barriers)
       pcs = np.where(runnable, st.pc, _NO_PC)
       pc = int(pcs.min())
       sel = pcs == pc
@@ -181,8 +204,57 @@ def execute(st: Waves, prog: Program, stats: Stats, max_instructions: int | None
     stats.by_format[c.fmt] = stats.by_format.get(c.fmt, 0) + k
     if c.fmt in VECTOR_FORMATS: stats.valu_lane_ops += k * st.lanes
     if traced: trace(st.first_wave + tw, pc, c.text, _writes(st, tw, before))
-    if c.control: uniform = False
+    if c.sync: st.release_barriers()
+    if c.control or (order is not None and c.switch and order.switch()): uniform = False
     else: pc += c.size
+
+
+class _Interleaving:
+  """The interleaved schedule: each workgroup's waves in a random order of slots; a drawn slot runs (that wave of
+  every workgroup, lowest PC first as in lockstep) through 1-4 switch points, then the next slot is drawn. Waves of
+  different workgroups in one slot still run together (races between workgroups are not what this looks for)."""
+
+  def __init__(self, st: Waves, slots: int, rng: np.random.Generator):
+    if st.count % slots: raise ValueError(f"{st.count} waves are not whole workgroups of {slots}")
+    self.st, self.rng, self.cur, self.burst = st, rng, None, 0
+    groups = st.count // slots
+    # slot j of workgroup g is its wave perm[g, j]: each workgroup sees its own order
+    perm = rng.permuted(np.tile(np.arange(slots), (groups, 1)), axis=1) + np.arange(groups)[:, None] * slots
+    self.slots = [np.ascontiguousarray(perm[:, j]) for j in range(slots)]
+    self.slot_of = np.empty(st.count, np.int64)
+    self.slot_of[perm.reshape(-1)] = np.tile(np.arange(slots), groups)
+
+  def switch(self) -> bool:
+    """At a switch point: whether the drawn slot's burst (1-4 switch points, so that a wave may run well ahead) is over."""
+    self.burst -= 1
+    if self.burst > 0: return False
+    self.cur = None
+    return True
+
+  def pick(self):
+    """(pc, waves, selection over all waves, whether that is the slot's every wave) of the next step; None: all ended."""
+    st, rng = self.st, self.rng
+    live = ~st.done & ~st.blocked
+    if self.cur is not None and not live[self.slots[self.cur]].any(): self.cur = None   # parked or ended: draw again
+    if self.cur is None:
+      if not live.any(): return _finished(st)
+      cands = np.unique(self.slot_of[live])
+      self.cur, self.burst = int(cands[rng.integers(len(cands))]), int(rng.integers(1, 5))
+    waves = self.slots[self.cur]
+    pcs = np.where(live[waves], st.pc[waves], _NO_PC)
+    pc = int(pcs.min())
+    here = pcs == pc
+    w = waves if here.all() else waves[here]
+    sel = np.zeros(st.count, bool)
+    sel[w] = True
+    return pc, w, sel, bool(here.all())
+
+
+def _finished(st: Waves) -> None:
+  """No wave can run: every wave ended, or (which Waves.release_barriers rules out) some wait at a barrier forever."""
+  if st.blocked.any():
+    wave = int(np.nonzero(st.blocked)[0][0])
+    raise WaveError("waves wait at a barrier that can never complete", int(st.pc[wave]), st.first_wave + wave, st.dump(wave), "s_barrier")
 
 
 def _first(sel) -> int:

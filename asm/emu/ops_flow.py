@@ -34,9 +34,14 @@ def build(ins, pc: int):
   if name in ("s_endpgm", "s_endpgm_saved"):
     def endpgm(st: Waves, w): st.done[w] = True
     return endpgm
-  if name in ("s_barrier", "s_barrier_wait"):   # gfx12: s_barrier_signal (a no-op here) then s_barrier_wait parks
-    def barrier(st: Waves, w): st.blocked[w] = True
+  if name == "s_barrier":   # signal and wait: the engine releases the workgroup once all its waves signalled
+    def barrier(st: Waves, w):
+      st.signal(w)
+      st.blocked[w] = True
     return barrier
+  if name == "s_barrier_wait":   # gfx12: waits for the barrier s_barrier_signal (ops_salu) signalled
+    def barrier_wait(st: Waves, w): st.blocked[w] = True
+    return barrier_wait
   if name in ("s_trap", "s_sendmsghalt"):
     def trap(st: Waves, w):
       wave = int(np.arange(st.count)[w][0]) if not isinstance(w, slice) else 0

@@ -268,12 +268,11 @@ def _build_sop1(ins, name, v, lit):
         st.s[(dst + m0 + j) if not reads else np.full(len(waves), dst + j), waves] = val
       st.exec_written()
     return movrel
-  if name == "s_barrier_signal": return lambda st, w: None   # gfx12: the wave parks at s_barrier_wait (ops_flow)
-  if name == "s_barrier_signal_isfirst":   # SCC = 1 for the first wave of its workgroup to signal (the lowest, in lockstep)
+  if name == "s_barrier_signal": return lambda st, w: st.signal(w)   # gfx12: the wave parks at s_barrier_wait (ops_flow)
+  if name == "s_barrier_signal_isfirst":   # SCC = 1 for the first wave of its workgroup to signal
     def isfirst(st: Waves, w):
-      waves = np.arange(st.count)[w]
-      wg = st.wg[waves]
-      st.scc[waves] = np.r_[True, wg[1:] != wg[:-1]].astype(u32)
+      st.scc[w] = st.first_to_signal(w).astype(u32)
+      st.signal(w)
     return isfirst
   if name == "s_movrelsd_2_b32":   # s[sdst + M0[25:16]] = s[ssrc0 + M0[9:0]]
     src, dst = v["ssrc0"], v["sdst"]

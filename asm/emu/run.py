@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from hcq.asm.emu.dispatch import Dispatch, launch
+from hcq.asm.emu.dispatch import Dispatch, interleave_from_env, launch
 from hcq.asm.emu.engine import Stats
 from hcq.asm.emu.memory import VirtualMemory
 from hcq.asm.emu.operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI
@@ -63,13 +63,15 @@ def _natural_kind(value: Any) -> str:
 
 def run(code_object: bytes | Any, args: Sequence[Any], global_size: Sequence[int] = (1, 1, 1), local_size: Sequence[int] = (1, 1, 1),
         arch: str | None = None, kernel: str | None = None, max_instructions: int | None = None, trace: Callable | None = None,
-        trace_wave: int | None = None, dynamic_lds: int = 0, batch_bytes: int = 256 << 20) -> RunResult:
+        trace_wave: int | None = None, dynamic_lds: int = 0, batch_bytes: int = 256 << 20,
+        interleave: int | None | str = "env") -> RunResult:
   """Run `kernel` (default: the only one) of `code_object` over `global_size` workgroups of `local_size` work-items,
   on the architecture the code object is for (`arch` checks it).
 
   `trace(wave, pc, text, writes)` is called for each instruction wave `trace_wave` executes; `max_instructions` stops a
   runaway dispatch with InstructionLimit (a WaveError with the wave's state). Workgroups run in lockstep batches of
-  about `batch_bytes` of register state."""
+  about `batch_bytes` of register state. `interleave`: a seed to run each workgroup's waves interleaved, so races show
+  (hcq.asm.emu.launch), None for lockstep, "env" for HCQ_EMU_INTERLEAVE's."""
   from hcq.asm.codeobject import CodeObject, read_code_object
   from hcq.autogen import amdgpu_kd as kd
   from hcq.autogen import hsa
@@ -139,7 +141,8 @@ def run(code_object: bytes | Any, args: Sequence[Any], global_size: Sequence[int
   lds = desc.group_segment_fixed_size + dynamic_lds
   d = Dispatch(CODE_BASE + k.code_offset, desc.compute_pgm_rsrc1, desc.compute_pgm_rsrc2, desc.compute_pgm_rsrc3, user, gs, ls,
                k.wavefront_size == 32, (lds + 3) // 4 * 4, (desc.private_segment_fixed_size + 3) // 4 * 4, arch)
-  stats = launch(mem, d, max_instructions, trace, trace_wave, batch_bytes)
+  stats = launch(mem, d, max_instructions, trace, trace_wave, batch_bytes,
+                 interleave=interleave_from_env() if interleave == "env" else interleave)
   for arr, backing in buffers:
     out = backing[:arr.nbytes].view(arr.dtype).reshape(arr.shape)
     if arr.flags.writeable: np.copyto(arr, out)

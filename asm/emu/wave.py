@@ -23,7 +23,9 @@ class Waves:
     self.scc = np.zeros(count, np.uint32)
     self.pc = np.zeros(count, np.int64)
     self.done = np.zeros(count, bool)
-    self.blocked = np.zeros(count, bool)   # waiting at s_barrier
+    self.blocked = np.zeros(count, bool)   # waiting at s_barrier / s_barrier_wait
+    self.signals = np.zeros(count, np.int64)   # barriers each wave has signalled (s_barrier, gfx12 s_barrier_signal)
+    self.groups = groups
     self.wg = wg.astype(np.int64)
     self.mode = np.zeros(count, np.uint32)  # hardware MODE register (round/denorm/ieee bits)
     self.lds_bytes = lds_bytes
@@ -39,11 +41,14 @@ class Waves:
     self._dpp = self._dpp1 = None
     self.ftz = 0   # denormal flushing from MODE.FP_DENORM: bit 0/1 f32 inputs/outputs, bit 2/3 f16+f64 inputs/outputs
     self.round = 0   # MODE.FP_ROUND: bits 1:0 f32, 3:2 f16+f64 (0 nearest even, 1 toward +inf, 2 toward -inf, 3 toward 0)
+    self.mode_wave = 0   # the wave whose MODE ftz/round follow: the first; interleaved, the first of those running
+    self.mode_seen = -1  # the MODE value they were computed from
 
   def mode_changed(self) -> None:
-    """Recompute the flush flags and round modes from MODE (of the first wave: a dispatch's waves share their MODE in
-    practice, as LLVM sets it uniformly)."""
-    m = int(self.mode[0]) if self.count else 0
+    """Recompute the flush flags and round modes from MODE (of `mode_wave`: the waves running together share their MODE
+    in practice, as LLVM sets it uniformly)."""
+    m = int(self.mode[self.mode_wave]) if self.count else 0
+    self.mode_seen = m
     self.round = m & 0xf
     flags = 0
     for shift, bit in ((4, 0), (6, 2)):
@@ -51,6 +56,32 @@ class Waves:
       if d in (0, 2): flags |= 1 << bit
       if d in (0, 1): flags |= 2 << bit
     self.ftz = flags
+
+  def follow_mode(self, wave: int) -> None:
+    """Interleaved waves may be at different MODEs (one past s_round_mode, one not yet): follow the running one's."""
+    self.mode_wave = wave
+    if int(self.mode[wave]) != self.mode_seen: self.mode_changed()
+
+  def signal(self, w) -> None:
+    """Barrier arrival (s_barrier, s_barrier_signal): the wave's count of signalled barriers goes up."""
+    self.signals[w] += 1
+
+  def first_to_signal(self, w) -> np.ndarray:
+    """Per wave of `w`: whether it is the first of its workgroup to signal the barrier it is about to signal
+    (s_barrier_signal_isfirst); of waves signalling together, the lowest."""
+    waves = np.arange(self.count)[w]
+    ahead = np.full(self.groups, -1, np.int64)
+    np.maximum.at(ahead, self.wg, self.signals)
+    wg = self.wg[waves]
+    return (ahead[wg] < self.signals[waves] + 1) & np.r_[True, wg[1:] != wg[:-1]]
+
+  def release_barriers(self) -> None:
+    """Let parked waves go on whose workgroup's live waves have all signalled the barrier they wait for (waves that
+    ended no longer count, as on hardware). Exact per workgroup, whatever order the waves ran in."""
+    if not self.blocked.any(): return
+    least = np.full(self.groups, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(least, self.wg, np.where(self.done, np.iinfo(np.int64).max, self.signals))
+    self.blocked &= least[self.wg] < self.signals
 
   @property
   def dpp(self) -> np.ndarray:

@@ -90,12 +90,13 @@ class AMDProgram(Program):
   def kernargs(self, bufs: Sequence, vals: Sequence[Any], gs: tuple[int, int, int], ls: tuple[int, int, int]) -> bytearray:
     """Explicit and hidden arguments, then the dispatch packet."""
     out = pack_kernargs(self.name, self.layout, bufs, vals, self.dispatch_packet_offset + DISPATCH_PACKET_BYTES, self.device)
+    # the grid's dimensions: up to the last axis of more than one work-item (the packet's setup and hidden_grid_dims agree)
+    dims = 1 + (gs[1] * ls[1] > 1 or gs[2] * ls[2] > 1) + (gs[2] * ls[2] > 1)
     fill = {"hidden_block_count_x": gs[0], "hidden_block_count_y": gs[1], "hidden_block_count_z": gs[2],
-            "hidden_group_size_x": ls[0], "hidden_group_size_y": ls[1], "hidden_group_size_z": ls[2],
-            "hidden_grid_dims": 1 + (gs[1] * ls[1] > 1 or gs[2] * ls[2] > 1) + (gs[2] * ls[2] > 1)}
+            "hidden_group_size_x": ls[0], "hidden_group_size_y": ls[1], "hidden_group_size_z": ls[2], "hidden_grid_dims": dims}
     for kind, offset in self.hidden: struct.pack_into("<" + _HIDDEN[kind], out, offset, fill.get(kind, 0))
     pkt = hsa.hsa_kernel_dispatch_packet_t.from_buffer(out, self.dispatch_packet_offset)
-    pkt.setup = 3 << hsa.HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS
+    pkt.setup = dims << hsa.HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS
     pkt.workgroup_size_x, pkt.workgroup_size_y, pkt.workgroup_size_z = ls
     pkt.grid_size_x, pkt.grid_size_y, pkt.grid_size_z = gs[0] * ls[0], gs[1] * ls[1], gs[2] * ls[2]
     pkt.private_segment_size, pkt.group_segment_size = self.private_segment_size, self.group_segment_size

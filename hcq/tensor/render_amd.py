@@ -84,6 +84,7 @@ class _AMDKernelWriter(_KernelWriter):
   gptr = "ptr addrspace(1)"
   pptr = "ptr addrspace(5)"
   alloca_space = ", addrspace(5)"
+  omit_barrier: int | None = None   # test-only: leave out the s_barrier of this index (the race tests plant a missing barrier)
 
   def __init__(self, lk: LoopKernel, datalayout: str):
     super().__init__(scalar_plan(lk))
@@ -91,6 +92,7 @@ class _AMDKernelWriter(_KernelWriter):
     self.group = group_size(self.lk)  # 0: one workitem per output
     self.globals: list[str] = []      # LDS arrays of the lane trees; sin/cos's table
     self.sincos_table = False         # whether the globals hold SINCOS_TABLE
+    self.barriers = 0
 
   def unflatten(self, flat: str, axes: list[int], total: int) -> None:
     """Axis variables from a row-major flat index over `axes` (the last fastest)."""
@@ -154,7 +156,8 @@ class _AMDKernelWriter(_KernelWriter):
     """Every lane of the workgroup here, with its LDS writes visible to the others."""
     self.lines.append('  fence syncscope("workgroup") release')
     self.declare("void", "llvm.amdgcn.s.barrier", "")
-    self.lines.append("  call void @llvm.amdgcn.s.barrier()")
+    if self.barriers != self.omit_barrier: self.lines.append("  call void @llvm.amdgcn.s.barrier()")
+    self.barriers += 1
     self.lines.append('  fence syncscope("workgroup") acquire')
 
   def combine_lanes(self, op: str, acc: Value) -> Value:
