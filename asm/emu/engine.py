@@ -6,6 +6,8 @@ group reaches them again, which reconverges loops and if/else the way structured
 wave until no wave can run, then every parked wave continues.
 """
 from __future__ import annotations
+import atexit
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -53,6 +55,21 @@ class Compiled:
   text: str
   fmt: str
   control: bool = False   # may change PCs, end or park waves: the scheduler must look again afterwards
+  op: tuple[str, str] | None = None   # (format, opcode name) as the arch's table spells them; None for an illegal one
+
+
+# HCQ_EMU_COVERAGE=FILE: every (arch, format, opcode) this process compiles (each just before its first execution)
+# is appended to FILE at exit, one "arch format opcode" line each; off, the only cost is one test per compile
+EXECUTED: set[tuple[str, str, str]] | None = None
+
+
+def _write_executed(path: str) -> None:
+  with open(path, "a") as f: f.write("".join(f"{a} {fm} {o}\n" for a, fm, o in sorted(EXECUTED)))
+
+
+if os.environ.get("HCQ_EMU_COVERAGE"):
+  EXECUTED = set()
+  atexit.register(_write_executed, os.environ["HCQ_EMU_COVERAGE"])
 
 
 _SHARED: dict[tuple, Compiled] = {}   # (arch, pc, bytes) -> Compiled, across dispatches (closures depend on nothing else)
@@ -92,6 +109,7 @@ class Program:
       c = self._build(pc, data)
       if len(_SHARED) >= _SHARED_MAX: _SHARED.clear()
       _SHARED[key] = c
+    if EXECUTED is not None and c.op is not None: EXECUTED.add((self.arch, *c.op))
     return c
 
   def _build(self, pc: int, data: bytes) -> Compiled:
@@ -103,6 +121,7 @@ class Program:
       text = str(ins)
     except Exception:   # the printer cannot spell every field value yet
       text = f"{ins.opcode.mnemonic} {data[:ins.size].hex()}"
+    op = (ins.opcode.fmt.name, ins.opcode.name)   # as the arch's table spells them (gfx9.translate renames)
     if self.gfx9:
       try:
         ins = gfx9.translate(ins, self.agpr_base)
@@ -115,7 +134,7 @@ class Program:
     except (ValueError, KeyError, NotImplementedError) as e:   # an operand or field value the emulator cannot run
       return self._illegal(pc, f"{ins.opcode.mnemonic}: {e}", text, ins.size)
     if fn is None: return self._illegal(pc, f"{ins.opcode.mnemonic} ({fmt}) is not implemented by the emulator", text, ins.size)
-    return Compiled(fn, ins.size, text, fmt, getattr(fn, "control", fmt == "SOPP" or hasattr(fn, "branch")))
+    return Compiled(fn, ins.size, text, fmt, getattr(fn, "control", fmt == "SOPP" or hasattr(fn, "branch")), op)
 
   def _illegal(self, pc: int, reason: str, text: str, size: int = 4) -> Compiled:
     def illegal(st: Waves, w):

@@ -65,9 +65,11 @@ def saturating(fn, dt: str):
 def output_modifiers(t: str, clamp: bool, omod: int):
   """Post-processing of a float result: output modifier then clamp to [0, 1]; integer clamp is per-op."""
   scale = {1: 2.0, 2: 4.0, 3: 0.5}.get(omod)
-  def post(x):
+  def post(x, st):
     if t in FLOATS and scale is not None: x = (x * x.dtype.type(scale)).astype(x.dtype)
-    if t in FLOATS and clamp: x = np.clip(x, 0, 1).astype(x.dtype)
+    if t in FLOATS and clamp:
+      x = np.clip(x, 0, 1).astype(x.dtype)
+      if st.dx10_clamp: x = np.where(np.isnan(x), x.dtype.type(0), x)   # MODE.DX10_CLAMP: a NaN clamps to 0, else passes
     return x
   return post if (scale is not None or clamp) else None
 
