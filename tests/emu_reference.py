@@ -6,6 +6,7 @@ hide behind the same bug in its reference. Values are register bits (Python ints
 whose IEEE arithmetic is the reference for rounding, infinities, NaN and denormals.
 """
 from __future__ import annotations
+import functools
 import math
 from fractions import Fraction
 
@@ -22,6 +23,7 @@ def sx(x: int, bits: int) -> int:
   return x - (1 << bits) if x >> (bits - 1) else x
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def to_value(bits: int, t: str):
   """Register bits -> the operand value the ISA pseudocode names (int for integer types, numpy scalar for floats)."""
   if t in FLOAT: return FLOAT[t][1](bits).view(FLOAT[t][0])
@@ -64,7 +66,8 @@ def edges(t: str) -> list[int]:
   return FLOAT_EDGES[t] if t in FLOAT else EDGES[WIDTH[t]]
 
 
-def operand_tuples(types: tuple[str, ...], count: int, seed: int) -> list[tuple[int, ...]]:
+@functools.lru_cache(maxsize=None)
+def operand_tuples(types: tuple[str, ...], count: int, seed: int = 0) -> tuple[tuple[int, ...], ...]:
   """`count` source tuples: every edge of each source against edges of the others (the full cross product when it fits),
   the same value in every source (equality boundaries), and random bits."""
   rng = np.random.default_rng(seed)
@@ -78,11 +81,11 @@ def operand_tuples(types: tuple[str, ...], count: int, seed: int) -> list[tuple[
     same = [tuple(x & ((1 << WIDTH[t]) - 1) for t in types) for x in pools[0]] if len({WIDTH[t] for t in types}) == 1 else []
     out = same[:count // 4]
   while len(out) < count:
-    tup = []
-    for t, pool in zip(types, pools):
-      tup.append(int(pool[rng.integers(len(pool))]) if rng.random() < 0.8 else int(rng.integers(0, 1 << WIDTH[t], dtype=np.uint64)))
-    out.append(tuple(tup))
-  return out[:count]
+    picks, coins = rng.integers(0, 1 << 30, len(types)), rng.random(len(types))
+    rand = rng.integers(0, 1 << 63, len(types), dtype=np.uint64) * 2 + rng.integers(0, 2, len(types), dtype=np.uint64)
+    out.append(tuple(pool[int(k) % len(pool)] if c < 0.8 else int(r) & ((1 << WIDTH[t]) - 1)
+                     for t, pool, k, c, r in zip(types, pools, picks, coins, rand)))
+  return tuple(out[:count])
 
 
 # ---- VALU: name -> (dst type, source types, fn(*values) -> value) -------------------------------------------------------

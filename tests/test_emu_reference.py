@@ -20,6 +20,7 @@ TUPLES = 1024 if os.environ.get("HCQ_EMU_REF_FULL") else 128
 CARRY_IN = 0x3c5a96f0c3a5690f   # the lane mask carry-in / v_cndmask read, mixed across lanes
 DPP8_SEL = [7, 0, 3, 3, 5, 1, 6, 2]   # lane i of each group of 8 reads lane DPP8_SEL[i]
 PARTIAL_EXEC = 0x6db6db6d6db6db6d   # for DPP: some source lanes inactive
+FILL = 0xcdcdcdcdcdcdcdcd   # a destination's value before the instruction
 
 
 def _isa(arch):
@@ -62,6 +63,7 @@ def _regs(first: int, t: str) -> str:
 
 def _mnemonic(fmt: str, name: str) -> str:
   """The spelling the assembler takes: the table's name, with DPP forms as `_dpp` plus their control operands."""
+  if fmt.startswith("VOPC_"): return _base(name)   # VOPC with DPP: the plain mnemonic and the DPP operands, as llvm-mc prints it
   for suf in ("_dpp8_fi", "_dpp8", "_dpp16"):
     if name.endswith(suf): return name[: -len(suf)] + "_dpp"
   return name
@@ -143,7 +145,7 @@ def test_valu_opcode(arch, fmt, name, kind):
   elif kind == "cmp": types, fn = R.compare(base); dt = "u32"
   else: (_, fn), types, dt = R.CARRY_OPS[base], ("u32", "u32"), "u32"
   if fmt in ("VOP1", "VOP1_DPP16", "VOP1_DPP8", "VOP1_DPP8FI") and len(types) != 1: pytest.skip("not a VOP1 shape")
-  tuples = R.operand_tuples(types, TUPLES, hash((arch, name)) & 0xffff)
+  tuples = R.operand_tuples(tuple(types), TUPLES)
   chunks = [tuples[i:i + lanes] for i in range(0, len(tuples), lanes)]
   float_types = any(t in R.FLOAT for t in types)
   fmac = base.startswith(("v_fmac_", "v_mac_"))
@@ -187,17 +189,17 @@ def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, e
     # the reference: sources as lanes (src0 through DPP), modifiers, the op
     cols = [[tp[i] for tp in chunk] for i in range(len(types))]
     if dpp: cols[0] = _lanes_in(cols[0], fmt, exec_mask, lanes, fi)
+    chunk = list(zip(*cols))   # the sources each lane computes with (DPP's src0 from its source lane), for messages
     vals = [[_apply_src_mods(R.to_value(x, t), t, negs[i], abss[i]) if variant else R.to_value(x, t) for x in col]
             for i, (t, col) in enumerate(zip(types, cols))]
     active = [(exec_mask >> l) & 1 for l in range(lanes)]
     if kind == "valu":
-      if not dpp and not fmac: _put(v, dst, dt, [0xcdcdcdcdcdcdcdcd & ((1 << R.WIDTH[dt]) - 1)] * lanes, lanes, False)
-      elif dpp: _put(v, dst, dt, [0xcdcdcdcdcdcdcdcd & ((1 << R.WIDTH[dt]) - 1)] * lanes, lanes, False)
+      if not fmac: _put(v, dst, dt, [FILL & ((1 << R.WIDTH[dt]) - 1)] * lanes, lanes, False)   # what unwritten lanes keep
       want = []
       for l in range(lanes):
         r = fn(*[col[l] for col in vals])
         if clamp: r = _clamp(r, dt)
-        want.append(R.to_bits(r, dt) if active[l] else 0xcdcdcdcdcdcdcdcd & ((1 << R.WIDTH[dt]) - 1))
+        want.append(R.to_bits(r, dt) if active[l] else (cols[2][l] if fmac else FILL) & ((1 << R.WIDTH[dt]) - 1))
       code.append(f"{mnem} {_regs(dst, dt)}, {', '.join(srcs)}{' clamp' if clamp else ''}{_dpp_controls(fmt)}")
       expect.append(("v", dst, dt, want, chunk))
     elif kind == "cmp":
@@ -208,11 +210,11 @@ def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, e
         code += [f"{mnem} {vcc}, {', '.join(srcs)}{_dpp_controls(fmt)}" if arch == "gfx942" and False else f"{mnem} {', '.join(srcs)}{_dpp_controls(fmt)}",
                  f"{smov} {sreg(out)}, {vcc}"]
       elif cmpx and arch != "gfx942":
-        code += [f"{mnem} {', '.join(srcs)}{_dpp_controls(fmt)}", f"{smov} {sreg(out)}, {exec_name}", f"{smov} {exec_name}, -1"]
+        code += [f"{mnem} {', '.join(srcs)}{_dpp_controls(fmt)}", f"{smov} {sreg(out)}, {exec_name}", f"{smov} {exec_name}, {sreg(14)}"]
       elif cmpx:   # gfx9's v_cmpx also writes VCC (e32) or its sdst (e64)
         sd = vcc if fmt.startswith("VOPC") else sreg(70)
         code += [f"{mnem} {sd + ', ' if fmt.startswith('VOP3') else ''}{', '.join(srcs)}{_dpp_controls(fmt)}",
-                 f"{smov} {sreg(out)}, {exec_name}", f"{smov} {exec_name}, -1"]
+                 f"{smov} {sreg(out)}, {exec_name}", f"{smov} {exec_name}, {sreg(14)}"]
         if fmt.startswith("VOPC"): code.append(f"{smov} {sreg(out + 20)}, {vcc}")
         else: code.append(f"{smov} {sreg(out + 20)}, {sreg(70)}")
         expect.append(("s", out + 20, None, want, chunk))
@@ -237,8 +239,8 @@ def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, e
         code.append(f"{mnem} v{dst}, {sreg(out)}, {srcs[0]}, {srcs[1]}{', ' + sreg(12) if cin else ''}{_dpp_controls(fmt)}")
       expect.append(("v", dst, "u32", want, chunk))
       if base != "v_cndmask_b32": expect.append(("s", out, None, carry, chunk))
-  s = {12: CARRY_IN & R.M32, 13: CARRY_IN >> 32}
-  st = run_snippet("\n".join(code), s=s, v=v, lanes=lanes, exec_mask=exec_mask, vgprs=256, arch=arch)
+  s = {12: CARRY_IN & R.M32, 13: CARRY_IN >> 32, 14: exec_mask & R.M32, 15: exec_mask >> 32}   # s[14:15]: EXEC to restore after v_cmpx
+  st = run_snippet("\n".join(code), s=s, v=v, lanes=lanes, exec_mask=exec_mask, vgprs=80, arch=arch)
   errors = []
   for where, reg, t, want, chunk in expect:
     if where == "v":
