@@ -27,7 +27,7 @@ def sources(ins) -> list[int]:
 # True16 (how the hardware reads 16-bit VOP1/VOP2/VOPC operands; LLVM >= 20 emits it, LLVM 19's "fake16" keeps to
 # the low halves of v0-v127 so it reads the same): bit 7 of an 8-bit VGPR field selects the high half of v0-v127.
 def is_hi16(enc: int, t: str) -> bool:
-  return width(t) == 16 and enc >= 256 + 128
+  return width(t) == 16 and 256 + 128 <= enc < 512   # 512 and up: the DPP/SDWA pseudo sources (operands.DPP_SOURCE), whole registers
 
 
 def true16_sources(srcs: list[int], types) -> list[int]:
