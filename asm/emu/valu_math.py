@@ -19,8 +19,12 @@ def fmax(a, b): return np.where((a == 0) & (b == 0), np.where(np.signbit(a), b, 
 def fminimum(a, b): return np.where(np.isnan(a) | np.isnan(b), a + b, fmin(a, b))   # IEEE 754-2019 minimum: NaN wins
 def fmaximum(a, b): return np.where(np.isnan(a) | np.isnan(b), a + b, fmax(a, b))
 def med3(a, b, c, mn, mx): return mx(mn(a, b), mn(mx(a, b), c))
-def fmed3(a, b, c):   # V_MED3_F32 (ISA pseudocode): any NaN input gives v_min3 of the three (the NaN dropped by minNum)
-  return np.where(np.isnan(a) | np.isnan(b) | np.isnan(c), fmin(fmin(a, b), c), med3(a, b, c, fmin, fmax))
+def fmed3(a, b, c):
+  """V_MED3_F32 as the ISA pseudocode (and LLVM's constant folding of llvm.amdgcn.fmed3) define it: a NaN input gives
+  v_min3; else the max of the two sources other than the first one equal (==, so -0 == +0) to the max of all three."""
+  m = fmax(fmax(a, b), c)
+  r = np.where(m == a, fmax(b, c), np.where(m == b, fmax(a, c), fmax(a, b)))
+  return np.where(np.isnan(a) | np.isnan(b) | np.isnan(c), fmin(fmin(a, b), c), r)
 def shift_mask(b, bits): return b & b.dtype.type(bits - 1)
 
 
