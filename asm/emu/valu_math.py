@@ -36,7 +36,8 @@ def rcp(a): return (1.0 / a.astype(f64)).astype(a.dtype)
 def rsq(a): return (1.0 / np.sqrt(a.astype(f64))).astype(a.dtype)
 def bfe(a, off, n, signed):
   off, n = off & u32(31), n & u32(31)
-  sh = (a >> off).astype(u64) & ((u64(1) << n.astype(u64)) - u64(1))
+  src = a.astype(i32).astype(i64) if signed else a   # signed: an arithmetic shift (ISA pseudocode S0.i32 >> offset)
+  sh = (src >> off.astype(src.dtype)).astype(u64) & ((u64(1) << n.astype(u64)) - u64(1))
   if signed: sh = np.where((n > 0) & ((sh >> (n.astype(u64) - u64(1)).clip(0)) & u64(1)).astype(bool), sh | ~((u64(1) << n.astype(u64)) - u64(1)), sh)
   return sh.astype(u32) if not signed else sh.astype(u32).view(i32)
 
