@@ -168,8 +168,13 @@ def _bytes(x):
 def _bfe(x, off, n, signed):
   off, n = off & 31, n & 31
   if n == 0: return 0
-  r = (x >> off) & ((1 << n) - 1)
+  r = ((sx(x, 32) if signed else x) >> off) & ((1 << n) - 1)   # S0.i32 >> offset: arithmetic for the signed extract
   return sx(r, n) if signed else r
+
+
+def _bfe64s(a, off, n):
+  if n == 0: return 0
+  return sx((a >> off) & ((1 << n) - 1), n)   # a is signed: Python's shift is arithmetic
 
 
 def _perm(a, b, sel):
@@ -393,16 +398,16 @@ SOP2_OPS: dict[str, tuple] = {
   "s_lshl_b64": ("u64", ("u64", U), lambda a, b: _scc_nz((a << (b & 63)) & M64, 64)),
   "s_lshr_b64": ("u64", ("u64", U), lambda a, b: _scc_nz(a >> (b & 63), 64)),
   "s_ashr_i64": ("i64", ("i64", U), lambda a, b: _scc_nz((a >> (b & 63)) & M64, 64)),
-  "s_lshl1_add_u32": (U, (U, U), lambda a, b: (((a << 1) + b) & M32, ((a << 1) + b) >> 32)),
-  "s_lshl2_add_u32": (U, (U, U), lambda a, b: (((a << 2) + b) & M32, ((a << 2) + b) >> 32)),
-  "s_lshl3_add_u32": (U, (U, U), lambda a, b: (((a << 3) + b) & M32, ((a << 3) + b) >> 32)),
-  "s_lshl4_add_u32": (U, (U, U), lambda a, b: (((a << 4) + b) & M32, ((a << 4) + b) >> 32)),
+  # S_LSHLn_ADD_U32: SCC is the unsigned overflow of the 64-bit (S0 << n) + S1
+  **{f"s_lshl{n}_add_u32": (U, (U, U), (lambda n: lambda a, b: ((((a << n) + b) & M32, int((a << n) + b >= 1 << 32))))(n)) for n in (1, 2, 3, 4)},
   "s_bfm_b32": (U, (U, U), lambda a, b: ((((1 << (a & 31)) - 1) << (b & 31)) & M32, None)),
   "s_bfm_b64": ("u64", (U, U), lambda a, b: ((((1 << (a & 63)) - 1) << (b & 63)) & M64, None)),
   "s_mul_i32": (I, (I, I), lambda a, b: (a * b, None)),
   "s_mul_hi_u32": (U, (U, U), lambda a, b: ((a * b) >> 32, None)), "s_mul_hi_i32": (I, (I, I), lambda a, b: ((a * b) >> 32, None)),
   "s_bfe_u32": (U, (U, U), lambda a, b: _scc_nz(_bfe(a, b & 31, (b >> 16) & 0x7f, False) if (b >> 16) & 0x7f < 32 else a >> (b & 31))),
   "s_bfe_i32": (I, (U, U), lambda a, b: _scc_nz(_bfe(a, b & 31, (b >> 16) & 0x7f, True) & M32 if (b >> 16) & 0x7f < 32 else (sx(a, 32) >> (b & 31)) & M32)),
+  "s_bfe_u64": ("u64", ("u64", U), lambda a, b: _scc_nz((a >> (b & 63)) & ((1 << min((b >> 16) & 0x7f, 64)) - 1), 64)),
+  "s_bfe_i64": ("i64", ("i64", U), lambda a, b: _scc_nz(_bfe64s(a, b & 63, min((b >> 16) & 0x7f, 64)) & M64, 64)),
   "s_absdiff_i32": (I, (I, I), lambda a, b: _scc_nz(abs(a - b) & M32)),
   "s_pack_ll_b32_b16": (U, (U, U), lambda a, b: ((a & M16) | ((b & M16) << 16), None)),
   "s_pack_lh_b32_b16": (U, (U, U), lambda a, b: ((a & M16) | (b & 0xffff0000), None)),
@@ -458,3 +463,16 @@ for _t in ("f32", "f16"):
   for _c, _fn in FLOAT_CONDITIONS.items():
     if _c in ("f", "tru", "t"): continue
     SOPC_OPS[f"s_cmp_{_c}_{_t}"] = ((_t, _t), _fn)
+
+# SOPK: name -> (fn(s, imm16) -> (result or None, scc or None)); the 16-bit immediate is sign-extended unless the op says otherwise
+SOPK_OPS: dict[str, tuple] = {
+  "s_movk_i32": lambda s, k: (sx(k, 16) & M32, None),
+  "s_cmovk_i32": None,   # reads SCC: the test passes it
+  "s_addk_i32": lambda s, k: ((sx(s, 32) + sx(k, 16)) & M32, int(not -(1 << 31) <= sx(s, 32) + sx(k, 16) < (1 << 31))),
+  "s_addk_co_i32": lambda s, k: ((sx(s, 32) + sx(k, 16)) & M32, int(not -(1 << 31) <= sx(s, 32) + sx(k, 16) < (1 << 31))),
+  "s_mulk_i32": lambda s, k: ((sx(s, 32) * sx(k, 16)) & M32, None),
+}
+for _c, _fn in INT_CONDITIONS.items():
+  if _c in ("f", "t", "ne"): continue
+  SOPK_OPS[f"s_cmpk_{_c}_i32"] = (lambda fn: lambda s, k: (None, int(fn(sx(s, 32), sx(k, 16)))))(_fn)
+  SOPK_OPS[f"s_cmpk_{_c}_u32"] = (lambda fn: lambda s, k: (None, int(fn(s, k & M16))))(_fn)   # unsigned compares zero-extend
