@@ -3,7 +3,7 @@ fetch-inactive, VOPC/VOP3 compares and v_cmpx), run in the emulator on edge valu
 with tests/emu_reference.py, which is written from the ISA definitions and shares no code with the emulator.
 
 Cases are generated from the arch's opcode tables: an opcode the reference knows is tested in each format it appears in.
-The normal run samples 128 operand tuples per opcode; HCQ_EMU_REF_FULL=1 runs 1024.
+The normal run samples 128 operand tuples per opcode (one wave's worth for the DPP forms); HCQ_EMU_REF_FULL=1 runs 1024.
 """
 from __future__ import annotations
 import os
@@ -12,15 +12,32 @@ import numpy as np
 import pytest
 
 from tests import emu_reference as R
+from tests.emu_coverage import implemented
 
 np.seterr(all="ignore")   # the reference computes with infinities and NaNs on purpose
 
 ARCHS = {"gfx1100": 32, "gfx1201": 32, "gfx942": 64}
-TUPLES = 1024 if os.environ.get("HCQ_EMU_REF_FULL") else 128
+FULL = bool(os.environ.get("HCQ_EMU_REF_FULL"))   # the full sweep: 1024 operand tuples per opcode and form
+TUPLES = 1024 if FULL else 128
 CARRY_IN = 0x3c5a96f0c3a5690f   # the lane mask carry-in / v_cndmask read, mixed across lanes
 DPP8_SEL = [7, 0, 3, 3, 5, 1, 6, 2]   # lane i of each group of 8 reads lane DPP8_SEL[i]
 PARTIAL_EXEC = 0x6db6db6d6db6db6d   # for DPP: some source lanes inactive
 FILL = 0xcdcdcdcdcdcdcdcd   # a destination's value before the instruction
+
+
+def run_checked(arch: str, fmt: str, name: str, code: str, **kw):
+  """run_snippet, and check that the emulator executed opcode `name` in format `fmt` (the assembler chose that encoding)."""
+  from hcq.asm.emu import engine
+  from hcq.asm.emu.snippet import run_snippet
+  saved = engine.EXECUTED
+  engine.EXECUTED = set()
+  try:
+    st = run_snippet(code, arch=arch, **kw)
+  finally:
+    ran = engine.EXECUTED
+    engine.EXECUTED = saved if saved is None else saved | ran
+  assert (arch, fmt, name) in ran, f"{code!r} did not run {fmt} {name} on {arch}; it ran {sorted(ran)}"
+  return st
 
 
 def _isa(arch):
@@ -53,7 +70,7 @@ def valu_cases():
       if root not in VALU_FORMATS or (dpp and dpp not in DPP_KINDS): continue
       for opc in ops.values():
         kind = _kind(_base(opc.name))
-        if kind: out.append(pytest.param(arch, fmt, opc.name, kind, id=f"{arch}-{fmt}-{opc.name}"))
+        if kind and (fmt, opc.name) in implemented(arch): out.append(pytest.param(arch, fmt, opc.name, kind, id=f"{arch}-{fmt}-{opc.name}"))
   return out
 
 
@@ -145,7 +162,7 @@ def test_valu_opcode(arch, fmt, name, kind):
   elif kind == "cmp": types, fn = R.compare(base); dt = "u32"
   else: (_, fn), types, dt = R.CARRY_OPS[base], ("u32", "u32"), "u32"
   if fmt in ("VOP1", "VOP1_DPP16", "VOP1_DPP8", "VOP1_DPP8FI") and len(types) != 1: pytest.skip("not a VOP1 shape")
-  tuples = R.operand_tuples(tuple(types), TUPLES)
+  tuples = R.operand_tuples(tuple(types), TUPLES if FULL or "DPP" not in fmt else lanes)   # DPP forms: one wave's worth
   chunks = [tuples[i:i + lanes] for i in range(0, len(tuples), lanes)]
   float_types = any(t in R.FLOAT for t in types)
   fmac = base.startswith(("v_fmac_", "v_mac_"))
@@ -159,7 +176,6 @@ GROUP = 4   # chunks per snippet: sources in v0-v31, results in v64-v71 (true16 
 
 
 def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, exec_mask):
-  from hcq.asm.emu.snippet import run_snippet
   lanes = ARCHS[arch]
   wave64 = lanes == 64
   dpp = "DPP" in fmt
@@ -240,7 +256,7 @@ def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, e
       expect.append(("v", dst, "u32", want, chunk))
       if base != "v_cndmask_b32": expect.append(("s", out, None, carry, chunk))
   s = {12: CARRY_IN & R.M32, 13: CARRY_IN >> 32, 14: exec_mask & R.M32, 15: exec_mask >> 32}   # s[14:15]: EXEC to restore after v_cmpx
-  st = run_snippet("\n".join(code), s=s, v=v, lanes=lanes, exec_mask=exec_mask, vgprs=80, arch=arch)
+  st = run_checked(arch, fmt, name, "\n".join(code), s=s, v=v, lanes=lanes, exec_mask=exec_mask, vgprs=80)
   errors = []
   for where, reg, t, want, chunk in expect:
     if where == "v":
@@ -257,7 +273,7 @@ def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, e
 
 
 # ---- SALU: one wave per operand tuple, the op alone (SCC set before it from s5) ----------------------------------------
-SALU_WAVES = 1024 if os.environ.get("HCQ_EMU_REF_FULL") else 96
+SALU_WAVES = 1024 if FULL else 96
 
 
 def salu_cases():
@@ -266,7 +282,7 @@ def salu_cases():
     for fmt in ("SOP1", "SOP2", "SOPC", "SOPK"):
       for opc in _isa(arch).by_op.get(fmt, {}).values():
         n = opc.name
-        if n in R.SOP1_OPS or n in R.SOP2_OPS or n in R.SOP2_SCC_OPS or n in R.SOPC_OPS or n in R.SOPK_OPS:
+        if (fmt, n) in implemented(arch) and (n in R.SOP1_OPS or n in R.SOP2_OPS or n in R.SOP2_SCC_OPS or n in R.SOPC_OPS or n in R.SOPK_OPS):
           out.append(pytest.param(arch, fmt, n, id=f"{arch}-{fmt}-{n}"))
   return out
 
@@ -289,7 +305,7 @@ def test_salu_opcode(arch, fmt, name):
       s_in, d_in = [t[0] for t in tuples], [t[1] for t in tuples]
       cmp = name.startswith("s_cmpk")
       code = f"s_cmp_eq_u32 s5, 1\n{name} {'s0' if cmp else 's10'}, {k:#x}"
-      st = run_snippet(code, s={0: s_in, 10: d_in, 5: scc_in}, waves=SALU_WAVES, lanes=32, vgprs=1, arch=arch)
+      st = run_checked(arch, fmt, name, code, s={0: s_in, 10: d_in, 5: scc_in}, waves=SALU_WAVES, lanes=32, vgprs=1)
       errors = []
       for w in range(SALU_WAVES):
         if name == "s_cmovk_i32": want = (R.sx(k, 16) & R.M32 if scc_in[w] else d_in[w], None)
@@ -315,7 +331,7 @@ def test_salu_opcode(arch, fmt, name):
     else: s[2 * i] = [x & ((1 << R.WIDTH[t]) - 1) for x in vals]   # f16 compares read the low half
     srcs.append(_sregs(2 * i, t))
   dst = "" if kind == "sopc" else _sregs(10, dt) + ", "
-  st = run_snippet(f"s_cmp_eq_u32 s5, 1\n{name} {dst}{', '.join(srcs)}", s=s, waves=SALU_WAVES, lanes=32, vgprs=1, arch=arch)
+  st = run_checked(arch, fmt, name, f"s_cmp_eq_u32 s5, 1\n{name} {dst}{', '.join(srcs)}", s=s, waves=SALU_WAVES, lanes=32, vgprs=1)
   errors = []
   for w, tp in enumerate(tuples):
     vals = [R.to_value(x, t) for x, t in zip(tp, types)]
