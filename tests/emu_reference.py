@@ -320,7 +320,10 @@ CVT_OPS: dict[str, tuple] = {
   "v_cvt_flr_i32_f32": (I, (F32,), lambda a: _cvt_int(np.floor(a), True)),
 }
 
-VALU_OPS: dict[str, tuple] = {**INT_OPS, **_float_ops("f32"), **_float_ops("f16"), **_float_ops("f64"), **CVT_OPS}
+# V_MUL_DX9_ZERO_F32: DX9 rules, a zero operand gives +0 whatever the other (infinity and NaN included)
+SPECIAL_FLOAT_OPS = {"v_mul_dx9_zero_f32": (F32, (F32, F32), lambda a, b: np.float32(0) if a == 0 or b == 0 else a * b)}
+
+VALU_OPS: dict[str, tuple] = {**INT_OPS, **SPECIAL_FLOAT_OPS, **_float_ops("f32"), **_float_ops("f16"), **_float_ops("f64"), **CVT_OPS}
 
 # ---- VALU with a lane mask in or out: name -> (carry in?, fn(a, b, cin) -> (result, carry out or None)) -------------------
 CARRY_OPS: dict[str, tuple] = {
@@ -476,3 +479,17 @@ for _c, _fn in INT_CONDITIONS.items():
   if _c in ("f", "t", "ne"): continue
   SOPK_OPS[f"s_cmpk_{_c}_i32"] = (lambda fn: lambda s, k: (None, int(fn(sx(s, 32), sx(k, 16)))))(_fn)
   SOPK_OPS[f"s_cmpk_{_c}_u32"] = (lambda fn: lambda s, k: (None, int(fn(s, k & M16))))(_fn)   # unsigned compares zero-extend
+
+
+# ---- VOPD halves: v_dual_X -> (source types, fn(a, b, acc_or_vcc_bit, K)) ----------------------------------------------
+def vopd_part(name: str):
+  """(source types, uses the accumulator (vdst), fn(srcs, acc, vcc_bit, k)) of one VOPD half, or None."""
+  op = "v_" + name.removeprefix("v_dual_")
+  if op == "v_fmaak_f32": return (F32, F32), False, lambda s, d, c, k: fma_exact(s[0], s[1], k, F32)
+  if op == "v_fmamk_f32": return (F32, F32), False, lambda s, d, c, k: fma_exact(s[0], k, s[1], F32)
+  if op == "v_fmac_f32": return (F32, F32), True, lambda s, d, c, k: fma_exact(s[0], s[1], d, F32)
+  if op == "v_cndmask_b32": return (U, U), False, lambda s, d, c, k: s[1] if c else s[0]
+  if op in VALU_OPS and len(VALU_OPS[op][1]) <= 2:
+    dt, types, fn = VALU_OPS[op]
+    return types, False, lambda s, d, c, k: fn(*s)
+  return None

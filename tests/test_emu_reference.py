@@ -346,3 +346,60 @@ def test_salu_opcode(arch, fmt, name):
       errors.append(f"{name} {[hex(x) for x in tp]} scc_in={scc_in[w]}: got ({got_d if got_d is None else hex(got_d)}, scc {got_scc}), "
                     f"reference ({want_d if want_d is None else hex(want_d)}, scc {want_scc})")
   assert not errors, "\n".join(errors[:12])
+
+
+# ---- VOPD: both halves from the reference, sources read before either half writes -------------------------------------
+VOPD_K = 0x40490fdb   # the literal of fmaak/fmamk (pi)
+
+
+def vopd_cases():
+  out = []
+  for arch in ARCHS:
+    for opc in _isa(arch).by_op.get("VOPD", {}).values():
+      x, y = opc.name.split("__")
+      if R.vopd_part(x) and R.vopd_part(y) and ("VOPD", opc.name) in implemented(arch):
+        out.append(pytest.param(arch, opc.name, id=f"{arch}-VOPD-{opc.name}"))
+  return out
+
+
+def _vopd_text(name: str, dst: int, s0: int, s1: int) -> str:
+  if name.endswith("fmaak_f32"): return f"{name} v{dst}, v{s0}, v{s1}, {VOPD_K:#x}"
+  if name.endswith("fmamk_f32"): return f"{name} v{dst}, v{s0}, {VOPD_K:#x}, v{s1}"
+  if name.endswith("mov_b32"): return f"{name} v{dst}, v{s0}"
+  return f"{name} v{dst}, v{s0}, v{s1}"
+
+
+@pytest.mark.parametrize("arch,name", vopd_cases())
+def test_vopd_opcode(arch, name):
+  """A VOPD pair (X in banks 0/0, Y in banks 1/1, even and odd destinations) on 4 waves' worth of operands."""
+  lanes = ARCHS[arch]
+  halves = name.split("__")
+  parts = [R.vopd_part(h) for h in halves]
+  k = R.to_value(VOPD_K, "f32")
+  code, v, expect = [], {}, []
+  for j in range(4):
+    base = 16 * j
+    texts = []
+    for h, (half, (types, acc, fn)) in enumerate(zip(halves, parts)):
+      s0, s1, dst = base + h, base + 4 + h, base + 10 + h
+      tuples = R.operand_tuples(tuple(types) + ("f32",), 4 * lanes)[j * lanes:(j + 1) * lanes] if acc else \
+               R.operand_tuples(tuple(types), 4 * lanes)[j * lanes:(j + 1) * lanes]
+      if h: tuples = tuples[::-1]   # Y gets other operands than X
+      for i, t in enumerate(types): _put(v, (s0, s1)[i], t, [tp[i] for tp in tuples], lanes)
+      _put(v, dst, "u32", [tp[2] for tp in tuples] if acc else [FILL & R.M32] * lanes, lanes)
+      want = []
+      for l, tp in enumerate(tuples):
+        srcs = [R.to_value(x, t) for x, t in zip(tp, types)]
+        r = fn(srcs, R.to_value(tp[2], "f32") if acc else None, (CARRY_IN >> l) & 1, k)
+        want.append(R.to_bits(r, "f32") if isinstance(r, np.floating) else int(r) & R.M32)
+      expect.append((dst, "f32" if "f32" in half else "u32", want, tuples))
+      texts.append(_vopd_text(half, dst, s0, s1))
+    code.append(" :: ".join(texts))
+  st = run_checked(arch, "VOPD", name, "\n".join(code), s={106: CARRY_IN & R.M32}, v=v, lanes=lanes, vgprs=80)
+  errors = []
+  for dst, t, want, tuples in expect:
+    got = _get(st, dst, "u32", lanes)
+    for l in range(lanes):
+      e = _check_value(got[l], want[l], t, f"v{dst} lane {l} sources {[hex(x) for x in tuples[l]]}")
+      if e: errors.append(e)
+  assert not errors, code[0] + "\n" + "\n".join(errors[:12])
