@@ -403,3 +403,86 @@ def test_vopd_opcode(arch, name):
       e = _check_value(got[l], want[l], t, f"v{dst} lane {l} sources {[hex(x) for x in tuples[l]]}")
       if e: errors.append(e)
   assert not errors, code[0] + "\n" + "\n".join(errors[:12])
+
+
+# ---- SDWA (gfx9): sub-dword source selects (with sext), destination select and the unused bits --------------------------
+SEL = {"BYTE_0": (0, 8), "BYTE_1": (8, 8), "BYTE_2": (16, 8), "BYTE_3": (24, 8), "WORD_0": (0, 16), "WORD_1": (16, 16), "DWORD": (0, 32)}
+# per chunk: src0_sel, src1_sel, dst_sel, dst_unused (16-bit results take the WORD in place of a BYTE destination)
+SDWA_VARIANTS = [("DWORD", "DWORD", "DWORD", "UNUSED_PRESERVE"), ("WORD_1", "BYTE_0", "WORD_1", "UNUSED_PRESERVE"),
+                 ("BYTE_2", "WORD_1", "BYTE_1", "UNUSED_SEXT"), ("BYTE_3", "WORD_0", "WORD_0", "UNUSED_PAD")]
+
+
+def sdwa_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt in ("VOP1_SDWA", "VOP2_SDWA", "VOPC_SDWA"):
+      for opc in _isa(arch).by_op.get(fmt, {}).values():
+        base = _base(opc.name)
+        kind = _kind(base)
+        if kind == "valu": types, dt = R.VALU_OPS[base][1], R.VALU_OPS[base][0]
+        elif kind == "cmp": types, dt = R.compare(base)[0], "u32"
+        else: continue
+        if (fmt, opc.name) in implemented(arch) and all(R.WIDTH[t] < 64 for t in (*types, dt)) and (fmt != "VOP1_SDWA" or len(types) == 1) \
+           and len(types) <= 2 and not base.startswith(("v_fmac", "v_mac")):
+          out.append(pytest.param(arch, fmt, opc.name, kind, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+def _select(bits: int, sel: str, sext: bool) -> int:
+  shift, w = SEL[sel]
+  x = (bits >> shift) & ((1 << w) - 1)
+  return R.sx(x, w) & R.M32 if sext else x
+
+
+def _place(result: int, old: int, sel: str, unused: str) -> int:
+  shift, w = SEL[sel]
+  if w == 32: return result & R.M32
+  field = (result & ((1 << w) - 1)) << shift
+  if unused == "UNUSED_PRESERVE": return (old & ~(((1 << w) - 1) << shift) & R.M32) | field
+  if unused == "UNUSED_SEXT" and (result >> (w - 1)) & 1: return field | (R.M32 & ~((1 << (shift + w)) - 1))
+  return field
+
+
+@pytest.mark.parametrize("arch,fmt,name,kind", sdwa_cases())
+def test_sdwa_opcode(arch, fmt, name, kind):
+  lanes = ARCHS[arch]
+  base = _base(name)
+  if kind == "valu": dt, types, fn = R.VALU_OPS[base]
+  else: (types, fn), dt = R.compare(base), "u32"
+  tuples = R.operand_tuples(tuple("u32" for _ in types), lanes * len(SDWA_VARIANTS))   # whole registers: the selects pick the bits
+  code, v, expect = [], {}, []
+  for j, (s0, s1, ds, du) in enumerate(SDWA_VARIANTS):
+    chunk = tuples[j * lanes:(j + 1) * lanes]
+    if R.WIDTH[dt] == 16 and ds.startswith("BYTE"): ds = "WORD_1"
+    sels = (s0, s1)
+    sext = [types[i][0] == "i" and SEL[sels[i]][1] < 32 for i in range(len(types))]
+    srcs = []
+    for i in range(len(types)):
+      _put(v, 8 * j + 2 * i, "u32", [tp[i] for tp in chunk], lanes)
+      srcs.append(f"sext(v{8 * j + 2 * i})" if sext[i] else f"v{8 * j + 2 * i}")
+    sel_text = " ".join(f"src{i}_sel:{sels[i]}" for i in range(len(types)))
+    vals = [[R.to_value(_select(tp[i], sels[i], sext[i]) & ((1 << R.WIDTH[t]) - 1), t) for i, t in enumerate(types)] for tp in chunk]
+    if kind == "cmp":
+      out = 40 + 2 * j
+      code.append(f"{name} s[{out}:{out + 1}], {', '.join(srcs)} {sel_text}")
+      if base.startswith("v_cmpx"): code.append(f"s_mov_b64 exec, -1")
+      expect.append(("s", out, sum(int(bool(fn(*vs))) << l for l, vs in enumerate(vals)), chunk))
+    else:
+      dst = 64 + 2 * j
+      _put(v, dst, "u32", [FILL & R.M32] * lanes, lanes)
+      code.append(f"{name} v{dst}, {', '.join(srcs)} dst_sel:{ds} dst_unused:{du} {sel_text}")
+      want = [_place(R.to_bits(fn(*vs), dt), FILL & R.M32, ds, du) for vs in vals]
+      expect.append(("v", dst, want, chunk))
+  st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, vgprs=80)
+  errors = []
+  for where, reg, want, chunk in expect:
+    if where == "s":
+      got = _mask(st, reg, True)
+      if got != want: errors.append(f"s{reg}: mask {got:#x}, reference {want:#x}")
+      continue
+    got = _get(st, reg, "u32", lanes)
+    for l in range(lanes):
+      if got[l] != want[l] and not (dt in R.FLOAT and R.is_nan_bits(got[l] >> (16 if got[l] >> 16 and R.WIDTH[dt] == 16 else 0), dt)
+                                   and R.is_nan_bits(want[l] >> (16 if want[l] >> 16 and R.WIDTH[dt] == 16 else 0), dt)):
+        errors.append(f"v{reg} lane {l} sources {[hex(x) for x in chunk[l]]}: got {got[l]:#x}, reference {want[l]:#x}")
+  assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
