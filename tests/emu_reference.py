@@ -493,3 +493,37 @@ def vopd_part(name: str):
     dt, types, fn = VALU_OPS[op]
     return types, False, lambda s, d, c, k: fn(*s)
   return None
+
+
+# ---- VOP3P packed 16-bit math: v_pk_X -> (half type, the op on one half); each half of the result from its own halves --
+def _pk_ops() -> dict[str, tuple]:
+  h = "f16"
+  ops = {"v_pk_add_u16": ("u16", lambda a, b: a + b), "v_pk_sub_u16": ("u16", lambda a, b: a - b),
+         "v_pk_add_i16": ("i16", lambda a, b: a + b), "v_pk_sub_i16": ("i16", lambda a, b: a - b),
+         "v_pk_mul_lo_u16": ("u16", lambda a, b: a * b), "v_pk_lshlrev_b16": ("u16", lambda a, b: b << (a & 15)),
+         "v_pk_lshrrev_b16": ("u16", lambda a, b: b >> (a & 15)), "v_pk_ashrrev_i16": ("i16", lambda a, b: b >> (a & 15)),
+         "v_pk_max_i16": ("i16", max), "v_pk_min_i16": ("i16", min), "v_pk_max_u16": ("u16", max), "v_pk_min_u16": ("u16", min),
+         "v_pk_mad_u16": ("u16", lambda a, b, c: a * b + c), "v_pk_mad_i16": ("i16", lambda a, b, c: a * b + c),
+         "v_pk_add_f16": (h, lambda a, b: a + b), "v_pk_mul_f16": (h, lambda a, b: a * b),
+         "v_pk_fma_f16": (h, lambda a, b, c: fma_exact(a, b, c, h)),
+         "v_pk_max_f16": (h, fmax_ieee), "v_pk_min_f16": (h, fmin_ieee), "v_pk_max_num_f16": (h, fmax_ieee), "v_pk_min_num_f16": (h, fmin_ieee),
+         "v_pk_maximum_f16": (h, fmaximum), "v_pk_minimum_f16": (h, fminimum)}
+  return ops
+
+
+PK_OPS = _pk_ops()
+
+
+def _lanes_of(x: int, width: int, count: int, signed: bool) -> list[int]:
+  return [(sx if signed else (lambda v, w: v))((x >> (width * k)) & ((1 << width) - 1), width) for k in range(count)]
+
+
+# integer dot products (no modifiers): name -> fn(a, b, c) on 32-bit registers
+DOT_OPS = {
+  "v_dot4_u32_u8": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 8, 4, False), _lanes_of(b, 8, 4, False))) + c,
+  "v_dot8_u32_u4": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 4, 8, False), _lanes_of(b, 4, 8, False))) + c,
+  "v_dot2_u32_u16": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 16, 2, False), _lanes_of(b, 16, 2, False))) + c,
+  "v_dot4_i32_i8": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 8, 4, True), _lanes_of(b, 8, 4, True))) + sx(c, 32),
+  "v_dot8_i32_i4": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 4, 8, True), _lanes_of(b, 4, 8, True))) + sx(c, 32),
+  "v_dot2_i32_i16": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 16, 2, True), _lanes_of(b, 16, 2, True))) + sx(c, 32),
+}

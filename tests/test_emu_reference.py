@@ -486,3 +486,74 @@ def test_sdwa_opcode(arch, fmt, name, kind):
                                    and R.is_nan_bits(want[l] >> (16 if want[l] >> 16 and R.WIDTH[dt] == 16 else 0), dt)):
         errors.append(f"v{reg} lane {l} sources {[hex(x) for x in chunk[l]]}: got {got[l]:#x}, reference {want[l]:#x}")
   assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
+
+
+# ---- VOP3P: packed 16-bit math with op_sel / op_sel_hi / neg_lo / neg_hi, and the integer dot products ----------------
+def vop3p_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt in ("VOP3P", "VOP3P_DPP16", "VOP3P_DPP8", "VOP3P_DPP8FI"):
+      for opc in _isa(arch).by_op.get(fmt, {}).values():
+        base = _base(opc.name)
+        if (base in R.PK_OPS or base in R.DOT_OPS) and (fmt, opc.name) in implemented(arch):
+          out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,fmt,name", vop3p_cases())
+def test_vop3p_opcode(arch, fmt, name):
+  """Chunk 0: default selects; chunk 1: op_sel/op_sel_hi swapped per source and (floats) neg_lo/neg_hi."""
+  lanes = ARCHS[arch]
+  base = _base(name)
+  dpp = "DPP" in fmt
+  exec_mask = (PARTIAL_EXEC & ((1 << lanes) - 1)) if "DPP8" in fmt else (1 << lanes) - 1
+  mnem = _mnemonic(fmt, name)
+  code, v, expect = [], {}, []
+  if base in R.DOT_OPS:
+    n, ht = 3, "u32"
+  else:
+    ht, fn = R.PK_OPS[base]
+    n = 3 if "_mad_" in base or "_fma_" in base else 2
+  halves = R.operand_tuples((ht if base in R.PK_OPS else "u16",) * (2 * n), 2 * lanes)
+  for j in range(1 if dpp else 2):
+    chunk = halves[j * lanes:(j + 1) * lanes]
+    regs = [[(tp[2 * i] & R.M16) | ((tp[2 * i + 1] & R.M16) << 16) for tp in chunk] for i in range(n)]
+    if base in R.DOT_OPS: regs = [[x ^ (y * 0x9e3779b1 & R.M32) for x, y in zip(r, range(lanes))] for r in regs]   # whole-register bits
+    for i in range(n): _put(v, 8 * j + 2 * i, "u32", regs[i], lanes)
+    if dpp: regs[0] = _lanes_in(regs[0], fmt, exec_mask, lanes, fmt.endswith("DPP8FI"))
+    dst = 64 + 2 * j
+    _put(v, dst, "u32", [FILL & R.M32] * lanes, lanes)
+    srcs = ", ".join(f"v{8 * j + 2 * i}" for i in range(n))
+    sel, sel_hi = [0] * n, [1] * n
+    neg_lo, neg_hi = [0] * n, [0] * n
+    mods = ""
+    if j == 1 and base in R.PK_OPS:
+      sel, sel_hi = [1, 0, 1][:n], [0, 1, 0][:n]
+      mods = f" op_sel:[{','.join(map(str, sel))}] op_sel_hi:[{','.join(map(str, sel_hi))}]"
+      if ht == "f16":
+        neg_lo, neg_hi = [1, 0, 1][:n], [0, 1, 1][:n]
+        mods += f" neg_lo:[{','.join(map(str, neg_lo))}] neg_hi:[{','.join(map(str, neg_hi))}]"
+    code.append(f"{mnem} v{dst}, {srcs}{mods}{_dpp_controls(fmt)}")
+    want = []
+    for l in range(lanes):
+      if not (exec_mask >> l) & 1: want.append(FILL & R.M32); continue
+      if base in R.DOT_OPS:
+        want.append(R.DOT_OPS[base](*[r[l] for r in regs]) & R.M32); continue
+      out = 0
+      for half, (selv, negv) in enumerate(((sel, neg_lo), (sel_hi, neg_hi))):
+        args = []
+        for i in range(n):
+          x = R.to_value((regs[i][l] >> (16 * selv[i])) & R.M16, ht)
+          args.append(-x if negv[i] else x)
+        out |= R.to_bits(fn(*args), ht) << (16 * half)
+      want.append(out)
+    expect.append((dst, want, [[hex(r[l]) for r in regs] for l in range(lanes)]))
+  st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, exec_mask=exec_mask, vgprs=80)
+  errors = []
+  for dst, want, srcs in expect:
+    got = _get(st, dst, "u32", lanes)
+    for l in range(lanes):
+      if got[l] != want[l] and not all(R.is_nan_bits(g, "f16") and R.is_nan_bits(w, "f16") or g == w
+                                       for g, w in ((got[l] & R.M16, want[l] & R.M16), (got[l] >> 16, want[l] >> 16))):
+        errors.append(f"v{dst} lane {l} sources {srcs[l]}: got {got[l]:#x}, reference {want[l]:#x}")
+  assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
