@@ -557,3 +557,18 @@ def test_vop3p_opcode(arch, fmt, name):
                                        for g, w in ((got[l] & R.M16, want[l] & R.M16), (got[l] >> 16, want[l] >> 16))):
         errors.append(f"v{dst} lane {l} sources {srcs[l]}: got {got[l]:#x}, reference {want[l]:#x}")
   assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dx10", [0, 1])
+def test_clamp_of_nan_follows_mode_dx10_clamp(arch, dx10):
+  """The clamp modifier limits to [0, 1]; a NaN passes through, or becomes +0 when MODE.DX10_CLAMP (bit 8) is set
+  (LLVM AMDGPUUsage, COMPUTE_PGM_RSRC1.DX10_CLAMP)."""
+  from hcq.asm.emu.snippet import run_snippet
+  lanes = ARCHS[arch]
+  vals = [0x7fc00000, 0xffc00000, 0x7f800001, 0x3fc00000, 0xbf800000, 0x3f000000, 0x7f800000, 0xff800000] * (lanes // 8)
+  st = run_snippet(f"s_setreg_imm32_b32 hwreg(HW_REG_MODE, 8, 1), {dx10}\nv_add_f32_e64 v2, v0, v1 clamp", v={0: vals, 1: [0] * lanes},
+                   lanes=lanes, arch=arch)
+  for x, got in zip(vals, st.v[2, 0]):
+    want = R.to_bits(_clamp(R.to_value(x, "f32") + np.float32(0), "f32", bool(dx10)), "f32")
+    assert int(got) == want or (R.is_nan_bits(int(got), "f32") and R.is_nan_bits(want, "f32")), (hex(x), hex(int(got)), hex(want))
