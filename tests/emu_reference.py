@@ -527,3 +527,40 @@ DOT_OPS = {
   "v_dot8_i32_i4": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 4, 8, True), _lanes_of(b, 4, 8, True))) + sx(c, 32),
   "v_dot2_i32_i16": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 16, 2, True), _lanes_of(b, 16, 2, True))) + sx(c, 32),
 }
+
+
+# ---- DS (LDS): atomics as read-modify-write of one element, loads and stores by width ----------------------------------
+def _ds_atomics(bits: int) -> dict[str, object]:
+  m = (1 << bits) - 1
+  return {"add": lambda x, d: x + d, "sub": lambda x, d: x - d, "rsub": lambda x, d: d - x,
+          "inc": lambda x, d: 0 if x >= d else x + 1, "dec": lambda x, d: d if x == 0 or x > d else x - 1,
+          "min_u": min, "max_u": max, "min_i": lambda x, d: min(sx(x, bits), sx(d, bits)) & m,
+          "max_i": lambda x, d: max(sx(x, bits), sx(d, bits)) & m, "and": lambda x, d: x & d, "or": lambda x, d: x | d,
+          "xor": lambda x, d: x ^ d, "xchg": lambda x, d: d}
+
+
+def ds_atomic(name: str):
+  """(bits, returns the old value?, fn(old, data) -> new) of an integer DS atomic, or None."""
+  parts = name.removeprefix("ds_").split("_")
+  rtn = "rtn" in parts
+  parts = [p for p in parts if p != "rtn"]
+  if len(parts) != 2 or parts[1][1:] not in ("32", "64") or parts[1][0] not in "uib": return None
+  op, t = parts
+  op = {"storexchg": "xchg", "wrxchg": "xchg"}.get(op, op)
+  if op in ("min", "max"): op += "_i" if t[0] == "i" else "_u"
+  fn = _ds_atomics(int(t[1:])).get(op)
+  return None if fn is None else (int(t[1:]), rtn, fn)
+
+
+DS_LOADS = {"u8": (8, False), "i8": (8, True), "u16": (16, False), "i16": (16, True), "b32": (32, False), "b64": (64, False),
+            "b96": (96, False), "b128": (128, False)}
+DS_STORES = {"b8": 8, "b16": 16, "b32": 32, "b64": 64, "b96": 96, "b128": 128}
+
+
+def ds_access(name: str):
+  """("load", bits, signed) / ("store", bits) of ds_load_* / ds_read_* / ds_store_* / ds_write_*, or None."""
+  for pre in ("ds_load_", "ds_read_"):
+    if name.startswith(pre) and name[len(pre):] in DS_LOADS: return ("load", *DS_LOADS[name[len(pre):]])
+  for pre in ("ds_store_", "ds_write_"):
+    if name.startswith(pre) and name[len(pre):] in DS_STORES: return ("store", DS_STORES[name[len(pre):]], False)
+  return None

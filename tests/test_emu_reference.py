@@ -572,3 +572,79 @@ def test_clamp_of_nan_follows_mode_dx10_clamp(arch, dx10):
   for x, got in zip(vals, st.v[2, 0]):
     want = R.to_bits(_clamp(R.to_value(x, "f32") + np.float32(0), "f32", bool(dx10)), "f32")
     assert int(got) == want or (R.is_nan_bits(int(got), "f32") and R.is_nan_bits(want, "f32")), (hex(x), hex(int(got)), hex(want))
+
+
+# ---- DS: each lane its own 16-byte slot of LDS (no two lanes meet), offset field in use ---------------------------------
+DS_OFFSET = 8
+
+
+def ds_cases():
+  out = []
+  for arch in ARCHS:
+    for opc in _isa(arch).by_op.get("DS", {}).values():
+      if (R.ds_atomic(opc.name) or R.ds_access(opc.name)) and ("DS", opc.name) in implemented(arch):
+        out.append(pytest.param(arch, opc.name, id=f"{arch}-DS-{opc.name}"))
+  return out
+
+
+def _vrange(first: int, bits: int) -> str:
+  n = max(1, bits // 32)
+  return f"v{first}" if n == 1 else f"v[{first}:{first + n - 1}]"
+
+
+@pytest.mark.parametrize("arch,name", ds_cases())
+def test_ds_opcode(arch, name):
+  lanes = ARCHS[arch]
+  rng = np.random.default_rng(7)
+  size = 32 * lanes
+  lds = bytearray(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
+  # edge values into the first dword of each slot so that atomics meet their boundaries
+  e32 = R.EDGES[32]
+  for l in range(lanes): lds[32 * l + DS_OFFSET:32 * l + DS_OFFSET + 4] = e32[l % len(e32)].to_bytes(4, "little")
+  addr = [32 * l for l in range(lanes)]
+  atomic, access = R.ds_atomic(name), R.ds_access(name)
+  bits = atomic[0] if atomic else access[1]
+  data = [[int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)] for _ in range(4)]
+  for l in range(0, lanes, 3): data[0][l] = e32[(l * 7) % len(e32)]   # edge data too
+  v = {0: addr}
+  for k in range(4): v[2 + k] = data[k]
+  v[8], v[9], v[10], v[11] = ([FILL & R.M32] * lanes for _ in range(4))
+  ref = bytearray(lds)
+  want_regs = None
+  if atomic:
+    bits, rtn, fn = atomic
+    nbytes = bits // 8
+    text = f"{name} {'v8, ' if rtn and bits == 32 else 'v[8:9], ' if rtn else ''}v0, {_vrange(2, bits)} offset:{DS_OFFSET}"
+    want_regs = []
+    for l in range(lanes):
+      a = addr[l] + DS_OFFSET
+      old = int.from_bytes(ref[a:a + nbytes], "little")
+      d = data[0][l] | (data[1][l] << 32 if bits == 64 else 0)
+      ref[a:a + nbytes] = (fn(old, d) & ((1 << bits) - 1)).to_bytes(nbytes, "little")
+      want_regs.append(old)
+    if not rtn: want_regs = None
+  elif access[0] == "load":
+    _, bits, signed = access
+    text = f"{name} {_vrange(8, bits)}, v0 offset:{DS_OFFSET}"
+    want_regs = []
+    for l in range(lanes):
+      a = addr[l] + DS_OFFSET
+      x = int.from_bytes(ref[a:a + max(bits, 8) // 8], "little")
+      want_regs.append((R.sx(x, bits) & R.M32) if signed else x)
+  else:
+    bits = access[1]
+    text = f"{name} v0, {_vrange(2, bits)} offset:{DS_OFFSET}"
+    for l in range(lanes):
+      a = addr[l] + DS_OFFSET
+      x = sum(data[k][l] << (32 * k) for k in range(4)) & ((1 << bits) - 1)
+      ref[a:a + bits // 8] = x.to_bytes(bits // 8, "little")
+  st = run_checked(arch, "DS", name, text, s={125: R.M32}, v=v, lanes=lanes, vgprs=16, lds_bytes=size, lds=bytes(lds))
+  got_lds = st.lds[:size].tobytes()
+  errors = [f"LDS byte {i}: got {got_lds[i]:#x}, reference {ref[i]:#x}" for i in range(size) if got_lds[i] != ref[i]]
+  if want_regs is not None:
+    n = max(1, bits // 32)
+    for l in range(lanes):
+      got = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(n))
+      want = want_regs[l] & ((1 << (32 * n)) - 1)
+      if got != want: errors.append(f"lane {l} returned {got:#x}, reference {want:#x} (data {data[0][l]:#x})")
+  assert not errors, text + "\n" + "\n".join(errors[:12])
