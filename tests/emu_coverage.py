@@ -57,7 +57,7 @@ def implemented(arch: str) -> frozenset[tuple[str, str]]:
 
 def reference_tested(arch: str) -> frozenset[tuple[str, str]]:
   from tests import test_emu_reference as T
-  out = {(p.values[1], p.values[2]) for p in T.valu_cases() + T.salu_cases() + T.sdwa_cases() + T.vop3p_cases() if p.values[0] == arch}
+  out = {(p.values[1], p.values[2]) for p in T.valu_cases() + T.salu_cases() + T.sdwa_cases() + T.vop3p_cases() + T.lane_cases() if p.values[0] == arch}
   out |= {("VOPD", p.values[1]) for p in T.vopd_cases() if p.values[0] == arch}
   return frozenset(out | {("DS", p.values[1]) for p in T.ds_cases() if p.values[0] == arch})
 

@@ -648,3 +648,73 @@ def test_ds_opcode(arch, name):
       want = want_regs[l] & ((1 << (32 * n)) - 1)
       if got != want: errors.append(f"lane {l} returned {got:#x}, reference {want:#x} (data {data[0][l]:#x})")
   assert not errors, text + "\n" + "\n".join(errors[:12])
+
+
+# ---- cross-lane VALU: readfirstlane, readlane, writelane, mbcnt, swap, permlane16/x16 (the ISA's lane arithmetic) -------
+LANE_OPS = ("v_readfirstlane_b32", "v_readlane_b32", "v_writelane_b32", "v_mbcnt_lo_u32_b32", "v_mbcnt_hi_u32_b32", "v_swap_b32",
+            "v_permlane16_b32", "v_permlanex16_b32")
+
+
+def lane_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt in ("VOP1", "VOP3"):
+      for opc in _isa(arch).by_op.get(fmt, {}).values():
+        if _base(opc.name) in LANE_OPS and (fmt, opc.name) in implemented(arch):
+          out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,fmt,name", lane_cases())
+def test_lane_opcode(arch, fmt, name):
+  lanes = ARCHS[arch]
+  base = _base(name)
+  rng = np.random.default_rng(11)
+  a = [int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)]
+  b = [int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)]
+  exec_mask = (1 << lanes) - 1
+  v = {0: a, 1: b, 8: [FILL & R.M32] * lanes}
+  s = {}
+  code, want_v, want_s = [], {}, {}
+  if base == "v_readfirstlane_b32":
+    exec_mask = 0xfff0c000 & ((1 << lanes) - 1)
+    code, want_s = [f"{name} s10, v0"], {10: a[(exec_mask & -exec_mask).bit_length() - 1]}
+  elif base == "v_readlane_b32":
+    picks = [0, 5, lanes - 1, 37, 64 + 3]   # the lane number wraps at the wave size (S1[4:0] / S1[5:0])
+    for k, p in enumerate(picks):
+      s[20 + k] = p
+      code.append(f"{name} s{30 + k}, v0, s{20 + k}")
+      want_s[30 + k] = a[p % lanes]
+  elif base == "v_writelane_b32":
+    s.update({20: 0x12345678, 21: 7 + 32, 22: 0xcafef00d, 23: 3})
+    code = [f"{name} v8, s20, s21", f"{name} v8, s22, s23"]
+    w = [FILL & R.M32] * lanes
+    w[(7 + 32) % lanes], w[3] = 0x12345678, 0xcafef00d
+    want_v[8] = w
+  elif base.startswith("v_mbcnt"):
+    masks = [0xffffffff, 0x80000001, 0xdeadbeef, 0]
+    for k, m in enumerate(masks):
+      s[20 + k] = m
+      code.append(f"{name} v{8 + k}, s{20 + k}, v1")
+      if base == "v_mbcnt_lo_u32_b32": want_v[8 + k] = [(bin(m & ((1 << l) - 1) & R.M32).count("1") + b[l]) & R.M32 for l in range(lanes)]
+      else: want_v[8 + k] = [(bin(m & (((1 << l) - 1) >> 32)).count("1") + b[l]) & R.M32 for l in range(lanes)]
+      v[8 + k] = [FILL & R.M32] * lanes
+  elif base == "v_swap_b32":
+    v[8] = list(b)
+    code, want_v = [f"{name} v8, v0"], {8: a, 0: b}
+  else:   # permlane16 / permlanex16: lane i of each row of 16 reads lane sel[i] of its row (x16: of the other row)
+    sel = 0xfedcba9876543210 ^ 0x3a5c9e17b2d46081
+    s.update({20: sel & R.M32, 21: sel >> 32})
+    code = [f"{name} v8, v0, s20, s21"]
+    want = []
+    for l in range(lanes):
+      row = l & ~15
+      if base == "v_permlanex16_b32": row ^= 16
+      want.append(a[row + ((sel >> (4 * (l & 15))) & 15)])
+    want_v[8] = want
+  st = run_checked(arch, fmt, name, "\n".join(code), s=s, v=v, lanes=lanes, exec_mask=exec_mask, vgprs=16)
+  errors = [f"s{r}: got {int(st.s[r, 0]):#x}, reference {w:#x}" for r, w in want_s.items() if int(st.s[r, 0]) != w]
+  for r, w in want_v.items():
+    got = _get(st, r, "u32", lanes)
+    errors += [f"v{r} lane {l}: got {got[l]:#x}, reference {w[l]:#x}" for l in range(lanes) if got[l] != w[l]]
+  assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
