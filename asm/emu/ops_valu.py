@@ -88,7 +88,8 @@ OPS: dict[str, tuple] = {
   "v_cvt_pk_u16_u32": (U, (U, U), lambda a, b: np.minimum(a, u32(0xffff)) | (np.minimum(b, u32(0xffff)) << u32(16))),
   "v_cvt_pk_i16_i32": (U, (I, I), lambda a, b: (np.clip(a, -32768, 32767).astype(u32) & u32(0xffff)) | ((np.clip(b, -32768, 32767).astype(u32) & u32(0xffff)) << u32(16))),
   "v_cvt_pk_u8_f32": (U, (F, U, U), lambda a, b, c: (c & ~(u32(0xff) << ((b & u32(3)) * u32(8)))) | ((N.f32_to_int(np.rint(a), False).clip(0, 255).astype(u32)) << ((b & u32(3)) * u32(8)))),
-  "v_pack_b32_f16": (U, ("b16", "b16"), lambda a, b: a.astype(u32) | (b.astype(u32) << u32(16))),
+  # f16 sources, so neg/abs modifiers apply (LLVM folds fneg/fabs into it); the bits are packed, no arithmetic
+  "v_pack_b32_f16": (U, ("f16", "f16"), lambda a, b: a.view(u16).astype(u32) | (b.view(u16).astype(u32) << u32(16))),
   "v_cvt_pk_norm_i16_f32": (U, (F, F), lambda a, b: pack16(norm16(a, True), norm16(b, True))),
   "v_cvt_pk_norm_u16_f32": (U, (F, F), lambda a, b: pack16(norm16(a, False), norm16(b, False))),
   "v_cvt_pk_norm_i16_f16": (U, ("f16", "f16"), lambda a, b: pack16(norm16(a, True), norm16(b, True))),
