@@ -323,6 +323,50 @@ CVT_OPS: dict[str, tuple] = {
 # V_MUL_DX9_ZERO_F32: DX9 rules, a zero operand gives +0 whatever the other (infinity and NaN included)
 SPECIAL_FLOAT_OPS = {"v_mul_dx9_zero_f32": (F32, (F32, F32), lambda a, b: np.float32(0) if a == 0 or b == 0 else a * b)}
 
+
+def ldexp(a, e: int, t: str):
+  """S0 * 2**S1 rounded once; NaN, infinities and zeros pass (ISA V_LDEXP_F32)."""
+  if not np.isfinite(a) or a == 0: return a
+  lim = 400 if t != "f64" else 2300   # beyond this the result is 0 or infinity whatever S0 is
+  return round_fraction(Fraction(float(a)) * Fraction(2) ** max(-lim, min(lim, e)), t)
+
+
+def frexp_mant(a):
+  """V_FREXP_MANT: the significand in [0.5, 1) with S0's sign; NaN and infinities pass."""
+  return a if not np.isfinite(a) else np.frexp(a)[0].astype(a.dtype)
+
+
+def frexp_exp(a) -> int:
+  """V_FREXP_EXP: the exponent that goes with frexp_mant; 0 for NaN, infinities and zeros."""
+  return 0 if not np.isfinite(a) or a == 0 else int(np.frexp(a)[1])
+
+
+def f16_toward_zero(x):
+  """f32 -> f16 rounding toward zero (V_CVT_PK_RTZ_F16_F32): nearest, then one step back if that went outward."""
+  h = np.float16(x)
+  if np.isnan(x) or np.isinf(x): return h
+  return np.nextafter(h, np.float16(0)) if abs(float(h)) > abs(float(x)) else h
+
+
+def norm16(x, signed: bool) -> int:
+  """V_CVT_PK_NORM_{I16,U16}_F32 per half: clamp to [-1, 1] / [0, 1], scale by 32767 / 65535, round to nearest even; NaN 0."""
+  if np.isnan(x): return 0
+  lo, scale = (-1.0, 32767) if signed else (0.0, 65535)
+  return int(np.rint(min(max(float(x), lo), 1.0) * scale)) & M16
+
+
+SPECIAL_FLOAT_OPS.update({
+  "v_ldexp_f32": (F32, (F32, I), lambda a, e: ldexp(a, e, F32)), "v_ldexp_f64": ("f64", ("f64", I), lambda a, e: ldexp(a, e, "f64")),
+  "v_frexp_mant_f32": (F32, (F32,), frexp_mant), "v_frexp_mant_f64": ("f64", ("f64",), frexp_mant), "v_frexp_mant_f16": ("f16", ("f16",), frexp_mant),
+  "v_frexp_exp_i32_f32": (I, (F32,), frexp_exp), "v_frexp_exp_i32_f64": (I, ("f64",), frexp_exp), "v_frexp_exp_i16_f16": ("i16", ("f16",), frexp_exp),
+  "v_pack_b32_f16": (U, ("f16", "f16"), lambda a, b: to_bits(a, "f16") | (to_bits(b, "f16") << 16)),
+  "v_cvt_pk_rtz_f16_f32": (U, (F32, F32), lambda a, b: to_bits(f16_toward_zero(a), "f16") | (to_bits(f16_toward_zero(b), "f16") << 16)),
+  "v_sat_pk_u8_i16": ("u16", (U,), lambda a: max(0, min(255, sx(a, 16))) | (max(0, min(255, sx(a >> 16, 16))) << 8)),
+  "v_cvt_off_f32_i4": (F32, (U,), lambda a: np.float32(sx(a & 15, 4) / 16)),
+  "v_cvt_pk_norm_i16_f32": (U, (F32, F32), lambda a, b: norm16(a, True) | (norm16(b, True) << 16)),
+  "v_cvt_pk_norm_u16_f32": (U, (F32, F32), lambda a, b: norm16(a, False) | (norm16(b, False) << 16)),
+})
+
 VALU_OPS: dict[str, tuple] = {**INT_OPS, **SPECIAL_FLOAT_OPS, **_float_ops("f32"), **_float_ops("f16"), **_float_ops("f64"), **CVT_OPS}
 
 # ---- VALU with a lane mask in or out: name -> (carry in?, fn(a, b, cin) -> (result, carry out or None)) -------------------
