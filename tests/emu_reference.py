@@ -154,10 +154,6 @@ def fma_exact(a, b, c, t):
   return round_fraction(exact, t)
 
 
-def ushr(x, n, bits=32):
-  return (x & ((1 << bits) - 1)) >> n
-
-
 F32, U, I = "f32", "u32", "i32"
 
 
