@@ -604,3 +604,20 @@ def ds_access(name: str):
   for pre in ("ds_store_", "ds_write_"):
     if name.startswith(pre) and name[len(pre):] in DS_STORES: return ("store", DS_STORES[name[len(pre):]], False)
   return None
+
+
+# ---- SOP1 ops on EXEC: name -> (new EXEC from (s0, exec), D is the new EXEC (wrexec) rather than the old) -------------
+_EXEC_FNS = {"and": lambda s, e: s & e, "or": lambda s, e: s | e, "xor": lambda s, e: s ^ e, "nand": lambda s, e: ~(s & e),
+             "nor": lambda s, e: ~(s | e), "xnor": lambda s, e: ~(s ^ e), "and_not0": lambda s, e: ~s & e, "and_not1": lambda s, e: s & ~e,
+             "or_not0": lambda s, e: ~s | e, "or_not1": lambda s, e: s | ~e,
+             "andn1": lambda s, e: ~s & e, "andn2": lambda s, e: s & ~e, "orn1": lambda s, e: ~s | e, "orn2": lambda s, e: s | ~e}
+
+
+def exec_op(name: str):
+  """(bits, fn(s0, exec) -> new exec, writes the new EXEC to D?) of s_*_saveexec_* / s_*_wrexec_*, or None."""
+  for kind in ("_saveexec_b", "_wrexec_b"):
+    if kind in name:
+      op, bits = name[2:].split(kind)
+      fn = _EXEC_FNS.get(op)
+      return None if fn is None else (int(bits), fn, kind == "_wrexec_b")
+  return None

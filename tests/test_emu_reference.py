@@ -717,3 +717,59 @@ def test_lane_opcode(arch, fmt, name):
     got = _get(st, r, "u32", lanes)
     errors += [f"v{r} lane {l}: got {got[l]:#x}, reference {w[l]:#x}" for l in range(lanes) if got[l] != w[l]]
   assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
+
+
+# ---- SOP1 on EXEC (saveexec / wrexec), s_cmov, s_bitset0/1, s_bitreplicate: one wave per operand tuple -----------------
+def sop1_state_cases():
+  out = []
+  for arch in ARCHS:
+    for opc in _isa(arch).by_op.get("SOP1", {}).values():
+      n = opc.name
+      if (R.exec_op(n) or n in ("s_cmov_b32", "s_cmov_b64", "s_bitset0_b32", "s_bitset1_b32", "s_bitset0_b64", "s_bitset1_b64",
+                                "s_bitreplicate_b64_b32")) and ("SOP1", n) in implemented(arch) \
+         and not (R.exec_op(n) and R.exec_op(n)[0] == 64 and ARCHS[arch] == 32):   # wave32's EXEC_HI: see emu_coverage's reasons
+        out.append(pytest.param(arch, n, id=f"{arch}-SOP1-{n}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,name", sop1_state_cases())
+def test_sop1_state_opcode(arch, name):
+  waves = SALU_WAVES
+  wave64 = ARCHS[arch] == 64
+  rng = np.random.default_rng(5)
+  r64 = lambda: [int(x) for x in rng.integers(0, 1 << 63, waves, dtype=np.uint64) * 2 + rng.integers(0, 2, waves, dtype=np.uint64)]
+  src, old_d, ex = r64(), r64(), r64()
+  for w in range(0, waves, 4): src[w] = R.EDGES[64][(w // 4) % len(R.EDGES[64])]
+  scc_in = [(0x9d2c5680a3b1e7f4 >> (w % 64)) & 1 for w in range(waves)]
+  bits = 64 if name.endswith("64") or name.endswith("b64_b32") else 32
+  m = (1 << bits) - 1
+  emask = (1 << (64 if wave64 else 32)) - 1
+  ex = [e & emask for e in ex]
+  s = {0: [x & R.M32 for x in src], 1: [x >> 32 for x in src], 10: [x & R.M32 for x in old_d], 11: [x >> 32 for x in old_d],
+       5: scc_in, 6: [e & R.M32 for e in ex], 7: [e >> 32 for e in ex]}
+  reg = lambda r: f"s[{r}:{r + 1}]" if bits == 64 else f"s{r}"
+  src_reg = "s0" if name == "s_bitreplicate_b64_b32" or name.startswith("s_bitset") else reg(0)
+  set_exec = "s_mov_b64 exec, s[6:7]" if wave64 else "s_mov_b32 exec_lo, s6"
+  st = run_checked(arch, "SOP1", name, f"{set_exec}\ns_cmp_eq_u32 s5, 1\n{name} {reg(10)}, {src_reg}", s=s, waves=waves, vgprs=1,
+                   lanes=ARCHS[arch])
+  errors = []
+  for w in range(waves):
+    e0, s0, d0 = ex[w], src[w] & m, old_d[w] & m
+    new_exec, scc = e0, scc_in[w]
+    eo = R.exec_op(name)
+    if eo:
+      _, fn, wr = eo
+      new_exec = fn(s0, e0) & m & emask if bits == 64 or not wave64 else (fn(s0, e0 & R.M32) & R.M32) | (e0 & ~R.M32)
+      d = new_exec & m if wr else e0 & m
+      scc = int(new_exec & m != 0)
+    elif name.startswith("s_cmov"): d = s0 if scc_in[w] else d0
+    elif name.startswith("s_bitset"):
+      k = src[w] & (bits - 1)
+      d = (d0 | (1 << k)) if "bitset1" in name else (d0 & ~(1 << k))
+    else: d = sum(((src[w] >> i) & 1) * 3 << (2 * i) for i in range(32))
+    got_d = int(st.s[10, w]) | (int(st.s[11, w]) << 32 if bits == 64 else 0)
+    got_exec = int(st.s[126, w]) | (int(st.s[127, w]) << 32 if wave64 else 0)
+    if (got_d, got_exec, int(st.scc[w])) != (d, new_exec, scc):
+      errors.append(f"s0={src[w]:#x} exec={e0:#x} scc_in={scc_in[w]}: got D={got_d:#x} EXEC={got_exec:#x} SCC={int(st.scc[w])}, "
+                    f"reference D={d:#x} EXEC={new_exec:#x} SCC={scc}")
+  assert not errors, name + "\n" + "\n".join(errors[:12])
