@@ -621,3 +621,19 @@ def exec_op(name: str):
       fn = _EXEC_FNS.get(op)
       return None if fn is None else (int(bits), fn, kind == "_wrexec_b")
   return None
+
+
+# ---- global / flat loads and stores: the width and extension a mnemonic names, on either spelling (gfx11+ and gfx9) -----
+VMEM_LOADS = {"u8": (8, False), "i8": (8, True), "u16": (16, False), "i16": (16, True), "b32": (32, False), "b64": (64, False),
+              "b96": (96, False), "b128": (128, False), "ubyte": (8, False), "sbyte": (8, True), "ushort": (16, False),
+              "sshort": (16, True), "dword": (32, False), "dwordx2": (64, False), "dwordx3": (96, False), "dwordx4": (128, False)}
+VMEM_STORES = {"b8": 8, "b16": 16, "b32": 32, "b64": 64, "b96": 96, "b128": 128, "byte": 8, "short": 16, "dword": 32,
+               "dwordx2": 64, "dwordx3": 96, "dwordx4": 128}
+
+
+def vmem_access(name: str):
+  """("load", bits, signed) / ("store", bits, False) of global_/flat_ load/store mnemonics, or None."""
+  for seg in ("global_", "flat_"):
+    if name.startswith(seg + "load_") and name[len(seg) + 5:] in VMEM_LOADS: return ("load", *VMEM_LOADS[name[len(seg) + 5:]])
+    if name.startswith(seg + "store_") and name[len(seg) + 6:] in VMEM_STORES: return ("store", VMEM_STORES[name[len(seg) + 6:]], False)
+  return None

@@ -773,3 +773,60 @@ def test_sop1_state_opcode(arch, name):
       errors.append(f"s0={src[w]:#x} exec={e0:#x} scc_in={scc_in[w]}: got D={got_d:#x} EXEC={got_exec:#x} SCC={int(st.scc[w])}, "
                     f"reference D={d:#x} EXEC={new_exec:#x} SCC={scc}")
   assert not errors, name + "\n" + "\n".join(errors[:12])
+
+
+# ---- GLOBAL / FLAT loads and stores: each lane its own 32-byte slot of a mapped buffer, an offset in the instruction ----
+VMEM_BASE = 0x7d0000001000
+
+
+def vmem_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt in ("GLOBAL", "FLAT", "VGLOBAL", "VFLAT"):
+      for opc in _isa(arch).by_op.get(fmt, {}).values():
+        if R.vmem_access(opc.name) and (fmt, opc.name) in implemented(arch):
+          out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,fmt,name", vmem_cases())
+def test_vmem_opcode(arch, fmt, name):
+  from hcq.asm.emu.memory import VirtualMemory
+  lanes = ARCHS[arch]
+  rng = np.random.default_rng(9)
+  size = 32 * lanes
+  buf = rng.integers(0, 256, size, dtype=np.uint8)
+  init = buf.tobytes()
+  mem = VirtualMemory()
+  mem.map(VMEM_BASE, size, buf)
+  kind, bits, signed = R.vmem_access(name)
+  data = [[int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)] for _ in range(4)]
+  off = [32 * l for l in range(lanes)]
+  addr = [VMEM_BASE + o for o in off]
+  v = {0: off, 2: [a & R.M32 for a in addr], 3: [a >> 32 for a in addr]}
+  for k in range(4): v[4 + k] = data[k]
+  for k in range(4): v[8 + k] = [FILL & R.M32] * lanes
+  s = {0: VMEM_BASE & R.M32, 1: VMEM_BASE >> 32}
+  where = "v0, s[0:1]" if "GLOBAL" in fmt else "v[2:3]"
+  ref = bytearray(init)
+  want = None
+  if kind == "load":
+    text = f"{name} {_vrange(8, bits)}, {where} offset:8"
+    want = []
+    for l in range(lanes):
+      x = int.from_bytes(ref[off[l] + 8:off[l] + 8 + max(bits, 8) // 8], "little")
+      want.append((R.sx(x, bits) & R.M32) if signed else x)
+  else:
+    text = f"{name} {where.split(',')[0] if 'FLAT' in fmt else 'v0'}, {_vrange(4, bits)}{', s[0:1]' if 'GLOBAL' in fmt else ''} offset:8"
+    for l in range(lanes):
+      x = sum(data[k][l] << (32 * k) for k in range(4)) & ((1 << bits) - 1)
+      ref[off[l] + 8:off[l] + 8 + bits // 8] = x.to_bytes(bits // 8, "little")
+  st = run_checked(arch, fmt, name, text, s=s, v=v, lanes=lanes, vgprs=16, mem=mem)
+  got = buf.tobytes()
+  errors = [f"byte {i}: got {got[i]:#x}, reference {ref[i]:#x}" for i in range(size) if got[i] != ref[i]]
+  if want is not None:
+    n = max(1, bits // 32)
+    for l in range(lanes):
+      g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(n))
+      if g != want[l]: errors.append(f"lane {l} loaded {g:#x}, reference {want[l]:#x}")
+  assert not errors, text + "\n" + "\n".join(errors[:12])
