@@ -637,3 +637,24 @@ def vmem_access(name: str):
     if name.startswith(seg + "load_") and name[len(seg) + 5:] in VMEM_LOADS: return ("load", *VMEM_LOADS[name[len(seg) + 5:]])
     if name.startswith(seg + "store_") and name[len(seg) + 6:] in VMEM_STORES: return ("store", VMEM_STORES[name[len(seg) + 6:]], False)
   return None
+
+
+
+def vmem_atomic(name: str):
+  """(bits, fn(old, data) -> new) of an integer global_/flat_atomic_* on either spelling (add_u32 / add, add_u64 /
+  add_x2, min_i32 / smin ...), or None. cmpswap, float and packed atomics are not covered here."""
+  for seg in ("global_atomic_", "flat_atomic_"):
+    if name.startswith(seg):
+      op = name[len(seg):]
+      break
+  else:
+    return None
+  bits = 64 if op.endswith(("_x2", "64")) else 32
+  op = op.removesuffix("_x2")
+  for suf in ("_u32", "_u64", "_i32", "_i64", "_b32", "_b64"):
+    if op.endswith(suf):
+      op = {"min": "min_" + suf[1], "max": "max_" + suf[1]}.get(op[:-4], op[:-4])
+      break
+  op = {"smin": "min_i", "smax": "max_i", "umin": "min_u", "umax": "max_u", "swap": "xchg"}.get(op, op)
+  fn = _ds_atomics(bits).get(op)
+  return None if fn is None else (bits, fn)

@@ -830,3 +830,56 @@ def test_vmem_opcode(arch, fmt, name):
       g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(n))
       if g != want[l]: errors.append(f"lane {l} loaded {g:#x}, reference {want[l]:#x}")
   assert not errors, text + "\n" + "\n".join(errors[:12])
+
+
+RETURN_BIT = {"gfx1100": " glc", "gfx1201": " th:TH_ATOMIC_RETURN", "gfx942": " sc0"}   # an atomic returning the old value
+
+
+def vmem_atomic_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt in ("GLOBAL", "FLAT"):
+      for opc in _isa(arch).by_op.get(fmt, {}).values():
+        if R.vmem_atomic(opc.name) and (fmt, opc.name) in implemented(arch):
+          out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("rtn", [False, True])
+@pytest.mark.parametrize("arch,fmt,name", vmem_atomic_cases())
+def test_vmem_atomic_opcode(arch, fmt, name, rtn):
+  from hcq.asm.emu.memory import VirtualMemory
+  lanes = ARCHS[arch]
+  bits, fn = R.vmem_atomic(name)
+  nbytes = bits // 8
+  rng = np.random.default_rng(13)
+  size = 32 * lanes
+  buf = rng.integers(0, 256, size, dtype=np.uint8)
+  e = R.EDGES[bits]
+  for l in range(lanes): buf[32 * l + 8:32 * l + 8 + nbytes] = np.frombuffer(e[l % len(e)].to_bytes(nbytes, "little"), np.uint8)
+  ref = bytearray(buf.tobytes())
+  mem = VirtualMemory()
+  mem.map(VMEM_BASE, size, buf)
+  data = [int(x) for x in rng.integers(0, 1 << 63, lanes, dtype=np.uint64) * 2 + rng.integers(0, 2, lanes, dtype=np.uint64)]
+  for l in range(0, lanes, 3): data[l] = e[(l * 5) % len(e)]
+  data = [d & ((1 << bits) - 1) for d in data]
+  off = [32 * l for l in range(lanes)]
+  addr = [VMEM_BASE + o for o in off]
+  v = {0: off, 2: [a & R.M32 for a in addr], 3: [a >> 32 for a in addr], 4: [d & R.M32 for d in data], 5: [d >> 32 for d in data],
+       8: [FILL & R.M32] * lanes, 9: [FILL & R.M32] * lanes}
+  where = ("v0", ", s[0:1]") if fmt == "GLOBAL" else ("v[2:3]", "")
+  text = f"{name} {_vrange(8, bits) + ', ' if rtn else ''}{where[0]}, {_vrange(4, bits)}{where[1]} offset:8{RETURN_BIT[arch] if rtn else ''}"
+  old = []
+  for l in range(lanes):
+    a = off[l] + 8
+    o = int.from_bytes(ref[a:a + nbytes], "little")
+    ref[a:a + nbytes] = (fn(o, data[l]) & ((1 << bits) - 1)).to_bytes(nbytes, "little")
+    old.append(o)
+  st = run_checked(arch, fmt, name, text, s={0: VMEM_BASE & R.M32, 1: VMEM_BASE >> 32}, v=v, lanes=lanes, vgprs=16, mem=mem)
+  got = buf.tobytes()
+  errors = [f"byte {i}: got {got[i]:#x}, reference {ref[i]:#x}" for i in range(size) if got[i] != ref[i]]
+  if rtn:
+    for l in range(lanes):
+      g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(bits // 32))
+      if g != old[l]: errors.append(f"lane {l} returned {g:#x}, reference {old[l]:#x}")
+  assert not errors, text + "\n" + "\n".join(errors[:12])
