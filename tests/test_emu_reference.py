@@ -133,8 +133,17 @@ def _mask(st, sreg: int, wave64: bool) -> int:
   return int(st.s[sreg, 0]) | ((int(st.s[sreg + 1, 0]) << 32) if wave64 else 0)
 
 
+def _same_bits(got: int, want: int, t: str) -> bool:
+  """Equal bits, or (a float type) NaN in both, field by field: a 32-bit word holding f16 results is two fields."""
+  if got == want: return True
+  if t not in R.FLOAT: return False
+  if R.WIDTH[t] == 16: return all(_same_bits((got >> k) & R.M16, (want >> k) & R.M16, "b16") or
+                                  (R.is_nan_bits((got >> k) & R.M16, t) and R.is_nan_bits((want >> k) & R.M16, t)) for k in (0, 16))
+  return R.is_nan_bits(got, t) and R.is_nan_bits(want, t)
+
+
 def _check_value(got: int, want: int, t: str, what: str):
-  if got == want or (R.is_nan_bits(got, t) and R.is_nan_bits(want, t)): return None
+  if _same_bits(got, want, t): return None
   return f"{what}: got {got:#x}, reference {want:#x}"
 
 
@@ -481,8 +490,7 @@ def test_sdwa_opcode(arch, fmt, name, kind):
       continue
     got = _get(st, reg, "u32", lanes)
     for l in range(lanes):
-      if got[l] != want[l] and not (dt in R.FLOAT and R.is_nan_bits(got[l] >> (16 if got[l] >> 16 and R.WIDTH[dt] == 16 else 0), dt)
-                                   and R.is_nan_bits(want[l] >> (16 if want[l] >> 16 and R.WIDTH[dt] == 16 else 0), dt)):
+      if not _same_bits(got[l], want[l], dt):
         errors.append(f"v{reg} lane {l} sources {[hex(x) for x in chunk[l]]}: got {got[l]:#x}, reference {want[l]:#x}")
   assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
 
@@ -552,8 +560,7 @@ def test_vop3p_opcode(arch, fmt, name):
   for dst, want, srcs in expect:
     got = _get(st, dst, "u32", lanes)
     for l in range(lanes):
-      if got[l] != want[l] and not all(R.is_nan_bits(g, "f16") and R.is_nan_bits(w, "f16") or g == w
-                                       for g, w in ((got[l] & R.M16, want[l] & R.M16), (got[l] >> 16, want[l] >> 16))):
+      if not _same_bits(got[l], want[l], "f16" if base in R.PK_OPS and ht == "f16" else "u32"):
         errors.append(f"v{dst} lane {l} sources {srcs[l]}: got {got[l]:#x}, reference {want[l]:#x}")
   assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
 
