@@ -658,3 +658,23 @@ def vmem_atomic(name: str):
   op = {"smin": "min_i", "smax": "max_i", "umin": "min_u", "umax": "max_u", "swap": "xchg"}.get(op, op)
   fn = _ds_atomics(bits).get(op)
   return None if fn is None else (bits, fn)
+
+
+# gfx12's SALU float and 64-bit ops: the VALU definitions on one value per wave, SCC untouched
+for _t in ("f32", "f16"):
+  _n = lambda a, b, op: (op(a, b), None)
+  SOP2_OPS.update({f"s_add_{_t}": (_t, (_t, _t), lambda a, b: (a + b, None)), f"s_sub_{_t}": (_t, (_t, _t), lambda a, b: (a - b, None)),
+                   f"s_mul_{_t}": (_t, (_t, _t), lambda a, b: (a * b, None)),
+                   f"s_min_num_{_t}": (_t, (_t, _t), lambda a, b: (fmin_ieee(a, b), None)),
+                   f"s_max_num_{_t}": (_t, (_t, _t), lambda a, b: (fmax_ieee(a, b), None)),
+                   f"s_minimum_{_t}": (_t, (_t, _t), lambda a, b: (fminimum(a, b), None)),
+                   f"s_maximum_{_t}": (_t, (_t, _t), lambda a, b: (fmaximum(a, b), None))})
+  SOP1_OPS.update({f"s_ceil_{_t}": (_t, (_t,), lambda a: (np.ceil(a), None)), f"s_floor_{_t}": (_t, (_t,), lambda a: (np.floor(a), None)),
+                   f"s_trunc_{_t}": (_t, (_t,), lambda a: (np.trunc(a), None)), f"s_rndne_{_t}": (_t, (_t,), lambda a: (np.rint(a), None))})
+SOP2_OPS.update({"s_add_nc_u64": ("u64", ("u64", "u64"), lambda a, b: ((a + b) & M64, None)),
+                 "s_sub_nc_u64": ("u64", ("u64", "u64"), lambda a, b: ((a - b) & M64, None)),
+                 "s_mul_u64": ("u64", ("u64", "u64"), lambda a, b: ((a * b) & M64, None))})
+SOP1_OPS.update({name: (dt, types, (lambda fn: lambda *a: (fn(*a), None))(fn)) for name, (dt, types, fn) in
+                 {"s_cvt_f32_i32": CVT_OPS["v_cvt_f32_i32"], "s_cvt_f32_u32": CVT_OPS["v_cvt_f32_u32"], "s_cvt_i32_f32": CVT_OPS["v_cvt_i32_f32"],
+                  "s_cvt_u32_f32": CVT_OPS["v_cvt_u32_f32"], "s_cvt_f16_f32": CVT_OPS["v_cvt_f16_f32"],
+                  "s_cvt_f32_f16": CVT_OPS["v_cvt_f32_f16"]}.items()})

@@ -346,11 +346,11 @@ def test_salu_opcode(arch, fmt, name):
     if kind == "sopc": want_d, want_scc = None, int(bool(fn(*vals)))
     else:
       r, sc = fn(*vals, scc_in[w]) if kind == "scc_in" else fn(*vals)
-      want_d, want_scc = r & ((1 << R.WIDTH[dt]) - 1), sc
+      want_d, want_scc = R.to_bits(r, dt), sc
     want_scc = scc_in[w] if want_scc is None else want_scc
     got_scc = int(st.scc[w])
-    got_d = None if want_d is None else int(st.s[10, w]) | ((int(st.s[11, w]) << 32) if R.WIDTH[dt] == 64 else 0)
-    if (got_d, got_scc) != (want_d, want_scc):
+    got_d = None if want_d is None else int(st.s[10, w]) & ((1 << R.WIDTH[dt]) - 1) | ((int(st.s[11, w]) << 32) if R.WIDTH[dt] == 64 else 0)
+    if got_scc != want_scc or not (got_d == want_d or _same_bits(got_d, want_d, dt)):
       errors.append(f"{name} {[hex(x) for x in tp]} scc_in={scc_in[w]}: got ({got_d if got_d is None else hex(got_d)}, scc {got_scc}), "
                     f"reference ({want_d if want_d is None else hex(want_d)}, scc {want_scc})")
   assert not errors, "\n".join(errors[:12])
