@@ -890,3 +890,45 @@ def test_vmem_atomic_opcode(arch, fmt, name, rtn):
       g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(bits // 32))
       if g != old[l]: errors.append(f"lane {l} returned {g:#x}, reference {old[l]:#x}")
   assert not errors, text + "\n" + "\n".join(errors[:12])
+
+
+# ---- SMEM: scalar loads from a mapped buffer (s_load_*, and s_buffer_load_* through a V# over the same bytes) ----------
+SMEM_WIDTHS = {"b32": (32, False), "b64": (64, False), "b96": (96, False), "b128": (128, False), "b256": (256, False), "b512": (512, False),
+               "dword": (32, False), "dwordx2": (64, False), "dwordx4": (128, False), "dwordx8": (256, False), "dwordx16": (512, False),
+               "u8": (8, False), "i8": (8, True), "u16": (16, False), "i16": (16, True)}
+
+
+def _smem_shape(name: str):
+  base = name.removesuffix("_e64")
+  for pre in ("s_load_", "s_buffer_load_"):
+    if base.startswith(pre) and base[len(pre):] in SMEM_WIDTHS: return (pre == "s_buffer_load_", *SMEM_WIDTHS[base[len(pre):]])
+  return None
+
+
+def smem_cases():
+  out = []
+  for arch in ARCHS:
+    for opc in _isa(arch).by_op.get("SMEM", {}).values():
+      if _smem_shape(opc.name) and ("SMEM", opc.name) in implemented(arch):
+        out.append(pytest.param(arch, opc.name, id=f"{arch}-SMEM-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,name", smem_cases())
+def test_smem_opcode(arch, name):
+  from hcq.asm.emu.memory import VirtualMemory
+  buffer, bits, signed = _smem_shape(name)
+  rng = np.random.default_rng(17)
+  buf = rng.integers(0, 256, 256, dtype=np.uint8)
+  mem = VirtualMemory()
+  mem.map(VMEM_BASE, 256, buf)
+  n = max(1, bits // 32)
+  dst = f"s[40:{40 + n - 1}]" if n > 1 else "s40"
+  base = "s[4:7]" if buffer else "s[0:1]"
+  s = {0: VMEM_BASE & R.M32, 1: VMEM_BASE >> 32, 4: VMEM_BASE & R.M32, 5: (VMEM_BASE >> 32) & R.M16, 6: 256, 7: 0}
+  st = run_checked(arch, "SMEM", name, f"{name} {dst}, {base}, 0x10\ns_waitcnt lgkmcnt(0)" if arch == "gfx942" else
+                   f"{name} {dst}, {base}, 0x10", s=s, vgprs=1, mem=mem)
+  x = int.from_bytes(buf.tobytes()[0x10:0x10 + max(bits, 8) // 8], "little")
+  if bits < 32: x = R.sx(x, bits) & R.M32 if signed else x
+  got = sum(int(st.s[40 + k, 0]) << (32 * k) for k in range(n))
+  assert got == x, f"{name}: got {got:#x}, reference {x:#x}"
