@@ -920,6 +920,7 @@ def test_smem_opcode(arch, name):
   buffer, bits, signed = _smem_shape(name)
   rng = np.random.default_rng(17)
   buf = rng.integers(0, 256, 256, dtype=np.uint8)
+  buf[0x10:0x12] = (0x9c, 0xf3)   # negative as i8 and as i16: the sign extension shows
   mem = VirtualMemory()
   mem.map(VMEM_BASE, 256, buf)
   n = max(1, bits // 32)
