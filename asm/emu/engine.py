@@ -13,6 +13,8 @@ Barriers are exact in both modes: `s_barrier` (gfx12: `s_barrier_signal` then `s
 every wave of its workgroup has signalled (a wave that ended counts as arrived, as the hardware drops it from the count).
 """
 from __future__ import annotations
+import atexit
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -67,6 +69,21 @@ class Compiled:
   control: bool = False   # may change PCs, end or park waves: the scheduler must look again afterwards
   switch: bool = False    # a memory, barrier or wait instruction: an interleaved run draws the next wave after it
   sync: bool = False      # a barrier arrival or a wave's end: parked waves whose workgroup has all arrived go on
+  op: tuple[str, str] | None = None   # (format, opcode name) as the arch's table spells them; None for an illegal one
+
+
+# HCQ_EMU_COVERAGE=FILE: every (arch, format, opcode) this process compiles (each just before its first execution)
+# is appended to FILE at exit, one "arch format opcode" line each; off, the only cost is one test per compile
+EXECUTED: set[tuple[str, str, str]] | None = None
+
+
+def _write_executed(path: str) -> None:
+  with open(path, "a") as f: f.write("".join(f"{a} {fm} {o}\n" for a, fm, o in sorted(EXECUTED)))
+
+
+if os.environ.get("HCQ_EMU_COVERAGE"):
+  EXECUTED = set()
+  atexit.register(_write_executed, os.environ["HCQ_EMU_COVERAGE"])
 
 
 _SHARED: dict[tuple, Compiled] = {}   # (arch, pc, bytes) -> Compiled, across dispatches (closures depend on nothing else)
@@ -106,6 +123,7 @@ class Program:
       c = self._build(pc, data)
       if len(_SHARED) >= _SHARED_MAX: _SHARED.clear()
       _SHARED[key] = c
+    if EXECUTED is not None and c.op is not None: EXECUTED.add((self.arch, *c.op))
     return c
 
   def _build(self, pc: int, data: bytes) -> Compiled:
@@ -117,6 +135,7 @@ class Program:
       text = str(ins)
     except Exception:   # the printer cannot spell every field value yet
       text = f"{ins.opcode.mnemonic} {data[:ins.size].hex()}"
+    op = (ins.opcode.fmt.name, ins.opcode.name)   # as the arch's table spells them (gfx9.translate renames)
     if self.gfx9:
       try:
         ins = gfx9.translate(ins, self.agpr_base)
@@ -132,7 +151,7 @@ class Program:
     name = ins.opcode.mnemonic
     sync = name in SYNC_OPS
     return Compiled(fn, ins.size, text, fmt, getattr(fn, "control", fmt == "SOPP" or hasattr(fn, "branch")) or sync,
-                    fmt in MEMORY_FORMATS or sync or name in SWITCH_OPS or name.startswith(("s_waitcnt", "s_wait_")), sync)
+                    fmt in MEMORY_FORMATS or sync or name in SWITCH_OPS or name.startswith(("s_waitcnt", "s_wait_")), sync, op)
 
   def _illegal(self, pc: int, reason: str, text: str, size: int = 4) -> Compiled:
     def illegal(st: Waves, w):

@@ -49,7 +49,9 @@ def _bfe(a, b, bits, signed):
   n = (b >> u64(16)) & u64(0x7f)
   n = np.minimum(n, u64(bits))
   mask = np.where(n >= 64, u64(0xffffffffffffffff), (u64(1) << np.minimum(n, u64(63))) - u64(1))
-  r = (a >> off) & mask
+  # signed: the shift is arithmetic (ISA pseudocode S0.i32 >> offset; LLVM's constantFoldBFE gives Src0 >> Offset once
+  # offset + width reach the register width), so bits above the source are its sign
+  r = ((_sext(a, bits) >> off.astype(i64)).view(u64) if signed else a >> off) & mask
   if signed:
     top = np.where(n > 0, (r >> np.maximum(n, u64(1)) - u64(1)) & u64(1), u64(0))
     r = np.where(top.astype(bool), r | ~mask, r)

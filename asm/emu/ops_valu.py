@@ -15,7 +15,7 @@ from hcq.asm.emu.ops_vspecial import SPECIAL
 from hcq.asm.emu.operands import write_vgpr
 from hcq.asm.emu.valu_common import (base_name, dst_writer, is_hi16, output_modifiers, saturating, sources, true16_dst,
                                      true16_sources, typed_reader)
-from hcq.asm.emu.valu_math import (I24, U24, absdiff, bfe, cubeid, cubema, cubesc, cubetc, mullit, bitreverse, clz, cls, ctz, cvt_pk_rtz, div_fixup, float_to_int16, fmax, fmin,
+from hcq.asm.emu.valu_math import (I24, fmed3, U24, absdiff, bfe, cubeid, cubema, cubesc, cubetc, mullit, bitreverse, clz, cls, ctz, cvt_pk_rtz, div_fixup, float_to_int16, fmax, fmin,
                                    fmaximum, fminimum, med3, norm16, pack16, perm, popcount, rcp, rsq, shift_mask, trig_preop, via_f64)
 from hcq.asm.emu.wave import EXEC, VCC, Waves
 
@@ -34,7 +34,7 @@ OPS: dict[str, tuple] = {
   "v_fmac_dx9_zero_f32": (F, (F, F, F), lambda a, b, c: np.where((a == 0) | (b == 0), c + f32(0), N.fma32(a, b, c))),
   "v_ldexp_f32": (F, (F, I), lambda a, e: N.ldexp(a, e, f32)),
   "v_min3_f32": (F, (F, F, F), lambda a, b, c: fmin(fmin(a, b), c)), "v_max3_f32": (F, (F, F, F), lambda a, b, c: fmax(fmax(a, b), c)),
-  "v_med3_f32": (F, (F, F, F), lambda a, b, c: med3(a, b, c, fmin, fmax)),
+  "v_med3_f32": (F, (F, F, F), fmed3),
   "v_minmax_f32": (F, (F, F, F), lambda a, b, c: fmax(fmin(a, b), c)), "v_maxmin_f32": (F, (F, F, F), lambda a, b, c: fmin(fmax(a, b), c)),
   "v_floor_f32": (F, (F,), np.floor), "v_ceil_f32": (F, (F,), np.ceil), "v_trunc_f32": (F, (F,), np.trunc), "v_rndne_f32": (F, (F,), np.rint),
   "v_fract_f32": (F, (F,), N.fract), "v_sqrt_f32": (F, (F,), np.sqrt), "v_rcp_f32": (F, (F,), rcp), "v_rcp_iflag_f32": (F, (F,), rcp),
@@ -51,7 +51,7 @@ OPS: dict[str, tuple] = {
   "v_fma_f16": ("f16", ("f16",) * 3, N.fma16), "v_fmac_f16": ("f16", ("f16",) * 3, N.fma16),
   "v_ldexp_f16": ("f16", ("f16", I), lambda a, e: N.ldexp(a, e, f16)),
   "v_min3_f16": ("f16", ("f16",) * 3, lambda a, b, c: fmin(fmin(a, b), c)), "v_max3_f16": ("f16", ("f16",) * 3, lambda a, b, c: fmax(fmax(a, b), c)),
-  "v_med3_f16": ("f16", ("f16",) * 3, lambda a, b, c: med3(a, b, c, fmin, fmax)),
+  "v_med3_f16": ("f16", ("f16",) * 3, fmed3),
   "v_minmax_f16": ("f16", ("f16",) * 3, lambda a, b, c: fmax(fmin(a, b), c)), "v_maxmin_f16": ("f16", ("f16",) * 3, lambda a, b, c: fmin(fmax(a, b), c)),
   "v_floor_f16": ("f16", ("f16",), np.floor), "v_ceil_f16": ("f16", ("f16",), np.ceil), "v_trunc_f16": ("f16", ("f16",), np.trunc),
   "v_rndne_f16": ("f16", ("f16",), np.rint), "v_fract_f16": ("f16", ("f16",), N.fract), "v_sqrt_f16": ("f16", ("f16",), via_f64(np.sqrt, f16)),
@@ -88,7 +88,8 @@ OPS: dict[str, tuple] = {
   "v_cvt_pk_u16_u32": (U, (U, U), lambda a, b: np.minimum(a, u32(0xffff)) | (np.minimum(b, u32(0xffff)) << u32(16))),
   "v_cvt_pk_i16_i32": (U, (I, I), lambda a, b: (np.clip(a, -32768, 32767).astype(u32) & u32(0xffff)) | ((np.clip(b, -32768, 32767).astype(u32) & u32(0xffff)) << u32(16))),
   "v_cvt_pk_u8_f32": (U, (F, U, U), lambda a, b, c: (c & ~(u32(0xff) << ((b & u32(3)) * u32(8)))) | ((N.f32_to_int(np.rint(a), False).clip(0, 255).astype(u32)) << ((b & u32(3)) * u32(8)))),
-  "v_pack_b32_f16": (U, ("b16", "b16"), lambda a, b: a.astype(u32) | (b.astype(u32) << u32(16))),
+  # f16 sources, so neg/abs modifiers apply (LLVM folds fneg/fabs into it); the bits are packed, no arithmetic
+  "v_pack_b32_f16": (U, ("f16", "f16"), lambda a, b: a.view(u16).astype(u32) | (b.view(u16).astype(u32) << u32(16))),
   "v_cvt_pk_norm_i16_f32": (U, (F, F), lambda a, b: pack16(norm16(a, True), norm16(b, True))),
   "v_cvt_pk_norm_u16_f32": (U, (F, F), lambda a, b: pack16(norm16(a, False), norm16(b, False))),
   "v_cvt_pk_norm_i16_f16": (U, ("f16", "f16"), lambda a, b: pack16(norm16(a, True), norm16(b, True))),
@@ -263,7 +264,7 @@ def build(ins, pc: int):
     srcs, his = srcs[:2] + [vdst + 256], his[:2] + [dst_hi]
   readers = [typed_reader(srcs[i], t, lit, his[i], bool(absm >> i & 1), bool(negm >> i & 1)) for i, t in enumerate(sts)]
   post = output_modifiers(dt, bool(v.get("clamp", 0)), v.get("omod", 0))
-  if v.get("clamp", 0) and dt not in FLOATS and width(dt) <= 32:
+  if v.get("clamp", 0) and dt not in FLOATS and width(dt) <= 32 and not any(t in FLOATS for t in sts):   # float->int conversions saturate already
     fn = saturating(fn, dt)
   write = dst_writer(dt, vdst, dst_hi)
   if gfx9 and width(dt) == 16 and not dst_hi: write = _zero_high(write, vdst)
@@ -275,20 +276,20 @@ def build(ins, pc: int):
     def op1(st: Waves, w):
       a = r0(st, w)
       x = fn(a) if not st.round & rmask else rfn((st.round >> shift) & 3, a)
-      write(st, w, post(x) if post else x, st.exec_lanes(w))
+      write(st, w, post(x, st) if post else x, st.exec_lanes(w))
     return op1
   if len(readers) == 2:
     r0, r1 = readers
     def op2(st: Waves, w):
       a, b = r0(st, w), r1(st, w)
       x = fn(a, b) if not st.round & rmask else rfn((st.round >> shift) & 3, a, b)
-      write(st, w, post(x) if post else x, st.exec_lanes(w))
+      write(st, w, post(x, st) if post else x, st.exec_lanes(w))
     return op2
   r0, r1, r2 = readers
   def op3(st: Waves, w):
     a, b, c = r0(st, w), r1(st, w), r2(st, w)
     x = fn(a, b, c) if not st.round & rmask else rfn((st.round >> shift) & 3, a, b, c)
-    write(st, w, post(x) if post else x, st.exec_lanes(w))
+    write(st, w, post(x, st) if post else x, st.exec_lanes(w))
   return op3
 
 

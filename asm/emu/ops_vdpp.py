@@ -143,9 +143,10 @@ def build_dpp(ins, pc: int):
   inner = (ops_vpacked.build if base_fmt == "VOP3P" else build)(inner_ins, pc)
   if inner is None: return None
   src0 = v["src0"] - 256 if v["src0"] >= 256 else v["src0"]
+  writes_exec = name.startswith("v_cmpx") and not getattr(ins, "gfx9", False)
   if "dpp8" in v:
     sel = v["dpp8"]
-    fetch_inactive, bound_zero = fmt.endswith("FI"), False
+    fetch_inactive, bound_zero = fmt.endswith("FI"), True   # fi:0 fetches zero from an inactive lane (LLVM AMDGPUModifierSyntax, fi for dpp8)
     row_bank = None
     def lanes_for(n):
       lane = np.arange(n)
@@ -174,7 +175,7 @@ def build_dpp(ins, pc: int):
     try:
       inner(st, w)
     finally:
-      st.set_mask(EXEC, w, saved)
+      if not writes_exec: st.set_mask(EXEC, w, saved)   # v_cmpx's result is the new EXEC
   return op
 
 

@@ -16,14 +16,15 @@ def run_snippet(code: "str | bytes", s: dict[int, int] | None = None, v: dict[in
                 lanes: int = 32, waves: int = 1, exec_mask: int | None = None, scc: int = 0, mem: VirtualMemory | None = None,
                 lds_bytes: int = 0, private_bytes: int = 0, vgprs: int = 32, arch: str = "gfx1100",
                 max_instructions: int | None = 100000, scratch_slots: "np.ndarray | None" = None,
-                interleave: int | None = None) -> Waves:
+                interleave: int | None = None, lds: "bytes | None" = None) -> Waves:
   """Assemble `code` (text, or machine code bytes), append s_endpgm, run it on `waves` waves and return their state.
 
   `s` maps SGPR number (operand encoding: 106 VCC_LO, 125 M0, ...) to a value for every wave (or a list, one per wave); `v` maps a VGPR to one
   value or one per lane (the same for every wave). gfx942: the AGPRs are the upper half of the `vgprs` registers
   (a0 = v[vgprs // 2], as a kernel descriptor's accum_offset would put them). `scratch_slots`: each wave's scratch slot
   address in `mem`, where its private memory then lives as on gfx11 (hcq.asm.emu.scratch); else it is the emulator's own.
-  The waves form one workgroup (one LDS); `interleave`: a seed to run them interleaved (hcq.asm.emu.launch), else lockstep."""
+  The waves form one workgroup (one LDS); `interleave`: a seed to run them interleaved (hcq.asm.emu.launch), else lockstep. `lds`: the initial contents of the
+  first bytes of LDS (each workgroup's; the rest is zero)."""
   from hcq.asm.text import assemble
   data = (assemble(code, arch) if isinstance(code, str) else bytes(code)) + assemble("s_endpgm", arch)
   mem = mem or VirtualMemory()
@@ -31,6 +32,9 @@ def run_snippet(code: "str | bytes", s: dict[int, int] | None = None, v: dict[in
   st = Waves(waves, lanes, vgprs, np.zeros(waves, np.int64), lds_bytes, 1, private_bytes,
              None if scratch_slots is None else np.asarray(scratch_slots, np.uint64))
   st.mem = mem
+  if lds is not None:
+    if len(lds) > lds_bytes: raise ValueError(f"lds: {len(lds)} initial bytes do not fit lds_bytes={lds_bytes}")
+    st.lds[:len(lds)] = np.frombuffer(bytes(lds), np.uint8)
   st.pc[:] = SNIPPET_BASE
   st.scc[:] = scc
   st.mode[:] = 0xf0   # as LLVM's gfx11 kernels start: round to nearest even, denormals kept

@@ -27,7 +27,7 @@ def sources(ins) -> list[int]:
 # True16 (how the hardware reads 16-bit VOP1/VOP2/VOPC operands; LLVM >= 20 emits it, LLVM 19's "fake16" keeps to
 # the low halves of v0-v127 so it reads the same): bit 7 of an 8-bit VGPR field selects the high half of v0-v127.
 def is_hi16(enc: int, t: str) -> bool:
-  return width(t) == 16 and enc >= 256 + 128
+  return width(t) == 16 and 256 + 128 <= enc < 512   # 512 and up: the DPP/SDWA pseudo sources (operands.DPP_SOURCE), whole registers
 
 
 def true16_sources(srcs: list[int], types) -> list[int]:
@@ -65,9 +65,11 @@ def saturating(fn, dt: str):
 def output_modifiers(t: str, clamp: bool, omod: int):
   """Post-processing of a float result: output modifier then clamp to [0, 1]; integer clamp is per-op."""
   scale = {1: 2.0, 2: 4.0, 3: 0.5}.get(omod)
-  def post(x):
+  def post(x, st):
     if t in FLOATS and scale is not None: x = (x * x.dtype.type(scale)).astype(x.dtype)
-    if t in FLOATS and clamp: x = np.clip(x, 0, 1).astype(x.dtype)
+    if t in FLOATS and clamp:
+      x = np.clip(x, 0, 1).astype(x.dtype)
+      if st.dx10_clamp: x = np.where(np.isnan(x), x.dtype.type(0), x)   # MODE.DX10_CLAMP: a NaN clamps to 0, else passes
     return x
   return post if (scale is not None or clamp) else None
 

@@ -19,6 +19,12 @@ def fmax(a, b): return np.where((a == 0) & (b == 0), np.where(np.signbit(a), b, 
 def fminimum(a, b): return np.where(np.isnan(a) | np.isnan(b), a + b, fmin(a, b))   # IEEE 754-2019 minimum: NaN wins
 def fmaximum(a, b): return np.where(np.isnan(a) | np.isnan(b), a + b, fmax(a, b))
 def med3(a, b, c, mn, mx): return mx(mn(a, b), mn(mx(a, b), c))
+def fmed3(a, b, c):
+  """V_MED3_F32 as the ISA pseudocode (and LLVM's constant folding of llvm.amdgcn.fmed3) define it: a NaN input gives
+  v_min3; else the max of the two sources other than the first one equal (==, so -0 == +0) to the max of all three."""
+  m = fmax(fmax(a, b), c)
+  r = np.where(m == a, fmax(b, c), np.where(m == b, fmax(a, c), fmax(a, b)))
+  return np.where(np.isnan(a) | np.isnan(b) | np.isnan(c), fmin(fmin(a, b), c), r)
 def shift_mask(b, bits): return b & b.dtype.type(bits - 1)
 
 
@@ -30,7 +36,8 @@ def rcp(a): return (1.0 / a.astype(f64)).astype(a.dtype)
 def rsq(a): return (1.0 / np.sqrt(a.astype(f64))).astype(a.dtype)
 def bfe(a, off, n, signed):
   off, n = off & u32(31), n & u32(31)
-  sh = (a >> off).astype(u64) & ((u64(1) << n.astype(u64)) - u64(1))
+  src = a.astype(i32).astype(i64) if signed else a   # signed: an arithmetic shift (ISA pseudocode S0.i32 >> offset)
+  sh = (src >> off.astype(src.dtype)).astype(u64) & ((u64(1) << n.astype(u64)) - u64(1))
   if signed: sh = np.where((n > 0) & ((sh >> (n.astype(u64) - u64(1)).clip(0)) & u64(1)).astype(bool), sh | ~((u64(1) << n.astype(u64)) - u64(1)), sh)
   return sh.astype(u32) if not signed else sh.astype(u32).view(i32)
 

@@ -40,6 +40,7 @@ class Waves:
     self._exec_cache = None   # (lanes bools, all set?) for the whole batch; dropped whenever EXEC is written
     self._dpp = self._dpp1 = None
     self.ftz = 0   # denormal flushing from MODE.FP_DENORM: bit 0/1 f32 inputs/outputs, bit 2/3 f16+f64 inputs/outputs
+    self.dx10_clamp = False   # MODE.DX10_CLAMP (bit 8): the clamp modifier turns a NaN into 0 (LLVM AMDGPUUsage, COMPUTE_PGM_RSRC1)
     self.round = 0   # MODE.FP_ROUND: bits 1:0 f32, 3:2 f16+f64 (0 nearest even, 1 toward +inf, 2 toward -inf, 3 toward 0)
     self.mode_wave = 0   # the wave whose MODE ftz/round follow: the first; interleaved, the first of those running
     self.mode_seen = -1  # the MODE value they were computed from
@@ -50,6 +51,7 @@ class Waves:
     m = int(self.mode[self.mode_wave]) if self.count else 0
     self.mode_seen = m
     self.round = m & 0xf
+    self.dx10_clamp = bool(m >> 8 & 1)
     flags = 0
     for shift, bit in ((4, 0), (6, 2)):
       d = (m >> shift) & 3   # 0 flush in+out, 1 flush out, 2 flush in, 3 keep denormals (amdgpu_kd FLOAT_DENORM_MODE_*)

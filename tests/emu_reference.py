@@ -1,0 +1,680 @@
+"""Reference semantics of AMD GPU instructions, written from the ISA guides' definitions (RDNA3 / RDNA4 / CDNA3
+instruction pseudocode) one lane at a time in plain Python, for the opcode tests in test_emu_reference.py.
+
+Deliberately independent of hcq.asm.emu: nothing here imports it or shares its helpers, so a bug in a handler cannot
+hide behind the same bug in its reference. Values are register bits (Python ints); floats go through numpy scalars,
+whose IEEE arithmetic is the reference for rounding, infinities, NaN and denormals.
+"""
+from __future__ import annotations
+import functools
+import math
+from fractions import Fraction
+
+import numpy as np
+
+M32, M16, M64 = 0xffffffff, 0xffff, (1 << 64) - 1
+WIDTH = {"u32": 32, "i32": 32, "b32": 32, "f32": 32, "u16": 16, "i16": 16, "b16": 16, "f16": 16, "u64": 64, "i64": 64, "b64": 64, "f64": 64}
+FLOAT = {"f16": (np.float16, np.uint16), "f32": (np.float32, np.uint32), "f64": (np.float64, np.uint64)}
+
+
+def sx(x: int, bits: int) -> int:
+  """x's low `bits` bits as a two's complement number."""
+  x &= (1 << bits) - 1
+  return x - (1 << bits) if x >> (bits - 1) else x
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def to_value(bits: int, t: str):
+  """Register bits -> the operand value the ISA pseudocode names (int for integer types, numpy scalar for floats)."""
+  if t in FLOAT: return FLOAT[t][1](bits).view(FLOAT[t][0])
+  return sx(bits, WIDTH[t]) if t[0] == "i" else bits & ((1 << WIDTH[t]) - 1)
+
+
+def to_bits(x, t: str) -> int:
+  if t in FLOAT: return int(np.asarray(x, FLOAT[t][0]).view(FLOAT[t][1]))
+  return int(x) & ((1 << WIDTH[t]) - 1)
+
+
+def is_nan_bits(bits: int, t: str) -> bool:
+  return t in FLOAT and bool(np.isnan(to_value(bits, t)))
+
+
+# ---- edge values per type (register bits) ----------------------------------------------------------------------------
+EDGES = {
+  32: [0, 1, 2, 3, 0x1f, 0x20, 0x21, 0x3f, 0x7f, 0x80, 0xff, 0x100, 0x7fff, 0x8000, 0xffff, 0x10000, 0x7fffff, 0x800000, 0xffffff,
+       0x1000000, 0x7fffffff, 0x80000000, 0x80000001, 0xfffffffe, 0xffffffff, 0x12345678, 0xdeadbeef, 0xa5a5a5a5, 0x00ff00ff, 0xff00ff80],
+  16: [0, 1, 2, 0xf, 0x10, 0x11, 0x7f, 0x80, 0xff, 0x100, 0x7fff, 0x8000, 0x8001, 0xfffe, 0xffff, 0x1234, 0xbeef],
+  64: [0, 1, 0x1f, 0x3f, 0x40, 0xffffffff, 0x100000000, 0x7fffffffffffffff, 0x8000000000000000, M64, M64 - 1, 0x123456789abcdef0,
+       0x80000000, 0x7fffffff, 0xffffffff00000000],
+}
+# +-0, +-1, halves (rounding ties), denormals (smallest, largest), smallest/largest normal, +-inf, quiet and signalling NaNs
+# of both signs, 2**23 / 2**31 / 2**32 (integer conversion limits), and a few ordinary values
+FLOAT_EDGES = {
+  "f32": [0, 0x80000000, 0x3f800000, 0xbf800000, 0x3f000000, 0x3fc00000, 0x40200000, 0xc0200000, 0x40400000, 1, 0x807fffff,
+          0x00800000, 0x80800000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0x7f800001, 0xffc00000, 0xff800001,
+          0x3effffff, 0x4b000000, 0x4b7fffff, 0x4f000000, 0xcf000000, 0x4f800000, 0x3e2aaaab, 0x42f60000, 0xc2f70000, 0xbf7fffff, 0x3f800001],
+  "f16": [0, 0x8000, 0x3c00, 0xbc00, 0x3800, 0x3e00, 0x4100, 0xc100, 0x4200, 1, 0x83ff, 0x0400, 0x8400, 0x7bff, 0xfbff, 0x7c00,
+          0xfc00, 0x7e00, 0x7c01, 0xfe00, 0x37ff, 0x6400, 0x57b0, 0xd7b8, 0x3c01, 0x7800],
+  "f64": [0, 1 << 63, 0x3ff0000000000000, 0xbff0000000000000, 0x3fe0000000000000, 0x3ff8000000000000, 0x4004000000000000,
+          0xc004000000000000, 1, 0x800fffffffffffff, 0x0010000000000000, 0x7fefffffffffffff, 0xffefffffffffffff, 0x7ff0000000000000,
+          0xfff0000000000000, 0x7ff8000000000000, 0x7ff0000000000001, 0xfff8000000000000, 0x41e0000000000000, 0xc1e0000000000000,
+          0x41f0000000000000, 0x4330000000000000, 0x3fd5555555555555, 0x405ec00000000000, 0x3ff0000000000001],
+}
+
+
+def edges(t: str) -> list[int]:
+  return FLOAT_EDGES[t] if t in FLOAT else EDGES[WIDTH[t]]
+
+
+@functools.lru_cache(maxsize=None)
+def operand_tuples(types: tuple[str, ...], count: int, seed: int = 0) -> tuple[tuple[int, ...], ...]:
+  """`count` source tuples: every edge of each source against edges of the others (the full cross product when it fits),
+  the same value in every source (equality boundaries), and random bits."""
+  rng = np.random.default_rng(seed)
+  pools = [edges(t) for t in types]
+  out: list[tuple[int, ...]] = []
+  if len(types) == 1:
+    out = [(x,) for x in pools[0]]
+  elif len(types) == 2 and len(pools[0]) * len(pools[1]) <= count:
+    out = [(a, b) for a in pools[0] for b in pools[1]]
+  else:
+    same = [tuple(x & ((1 << WIDTH[t]) - 1) for t in types) for x in pools[0]] if len({WIDTH[t] for t in types}) == 1 else []
+    out = same[:count // 4]
+  while len(out) < count:
+    picks, coins = rng.integers(0, 1 << 30, len(types)), rng.random(len(types))
+    rand = rng.integers(0, 1 << 63, len(types), dtype=np.uint64) * 2 + rng.integers(0, 2, len(types), dtype=np.uint64)
+    out.append(tuple(pool[int(k) % len(pool)] if c < 0.8 else int(r) & ((1 << WIDTH[t]) - 1)
+                     for t, pool, k, c, r in zip(types, pools, picks, coins, rand)))
+  return tuple(out[:count])
+
+
+# ---- VALU: name -> (dst type, source types, fn(*values) -> value) -------------------------------------------------------
+def _f(t):
+  return FLOAT[t][0]
+
+
+def fmin_ieee(a, b):
+  """minNum: a NaN operand yields the other; -0 is less than +0 (the RDNA3 ISA's V_MIN_F32 pseudocode)."""
+  if np.isnan(a): return b if not np.isnan(b) else a
+  if np.isnan(b): return a
+  if a == 0 and b == 0: return a if np.signbit(a) else b
+  return a if a < b else b
+
+
+def fmax_ieee(a, b):
+  if np.isnan(a): return b if not np.isnan(b) else a
+  if np.isnan(b): return a
+  if a == 0 and b == 0: return b if np.signbit(a) else a
+  return a if a > b else b
+
+
+def fminimum(a, b):
+  """IEEE 754-2019 minimum: NaN propagates, -0 < +0 (RDNA4 V_MINIMUM_F32)."""
+  if np.isnan(a) or np.isnan(b): return a + b
+  return fmin_ieee(a, b)
+
+
+def fmaximum(a, b):
+  if np.isnan(a) or np.isnan(b): return a + b
+  return fmax_ieee(a, b)
+
+
+def med3_f(a, b, c):
+  """V_MED3_F32: with a NaN input min3 of the inputs, else the max of the two that are not the max of all (ISA pseudocode)."""
+  if np.isnan(a) or np.isnan(b) or np.isnan(c): return fmin_ieee(fmin_ieee(a, b), c)
+  mx = fmax_ieee(fmax_ieee(a, b), c)
+  if mx == a: return fmax_ieee(b, c)
+  if mx == b: return fmax_ieee(a, c)
+  return fmax_ieee(a, b)
+
+
+def round_fraction(x, t: str):
+  """An exact rational rounded once to float type t, to nearest even, overflowing to infinity."""
+  f = _f(t)
+  info = np.finfo(f)
+  big = Fraction(float(info.max)) + Fraction(float(info.max) - float(np.nextafter(info.max, f(0)))) / 2
+  if abs(x) >= big: return f(np.inf) if x > 0 else f(-np.inf)
+  r = f(float(x))   # near the answer (at most one step off after the double rounding through f64)
+  best = None
+  for c in (np.nextafter(r, f(-np.inf)), r, np.nextafter(r, f(np.inf))):
+    if not np.isfinite(c): continue
+    d = abs(Fraction(float(c)) - x)
+    if best is None or d < best[0] or (d == best[0] and int(np.asarray(c).view(FLOAT[t][1])) & 1 == 0): best = (d, c)
+  return best[1]
+
+
+def fma_exact(a, b, c, t):
+  """a*b+c rounded once (V_FMA_F32): exact rational arithmetic, one rounding; specials through f64 arithmetic."""
+  if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
+    return _f(t)(np.float64(a) * np.float64(b) + np.float64(c))
+  exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+  if exact == 0:   # an exact zero: -0 only when the product and the addend are both -0 (round to nearest)
+    prod_neg = bool(np.signbit(a)) != bool(np.signbit(b))
+    return _f(t)(-0.0) if prod_neg and np.signbit(c) and (a == 0 or b == 0) else _f(t)(0.0)
+  return round_fraction(exact, t)
+
+
+F32, U, I = "f32", "u32", "i32"
+
+
+def _bytes(x):
+  return [(x >> (8 * k)) & 0xff for k in range(4)]
+
+
+def _bfe(x, off, n, signed):
+  off, n = off & 31, n & 31
+  if n == 0: return 0
+  r = ((sx(x, 32) if signed else x) >> off) & ((1 << n) - 1)   # S0.i32 >> offset: arithmetic for the signed extract
+  return sx(r, n) if signed else r
+
+
+def _bfe64s(a, off, n):
+  if n == 0: return 0
+  return sx((a >> off) & ((1 << n) - 1), n)   # a is signed: Python's shift is arithmetic
+
+
+def _perm(a, b, sel):
+  """V_PERM_B32: each selector byte picks a byte of {a, b} (b is bytes 0-3), a sign fill, or a constant."""
+  data = b | (a << 32)
+  out = 0
+  for k in range(4):
+    s = (sel >> (8 * k)) & 0xff
+    if s <= 7: byte = (data >> (8 * s)) & 0xff
+    elif s == 8: byte = 0xff if (data >> 15) & 1 else 0
+    elif s == 9: byte = 0xff if (data >> 31) & 1 else 0
+    elif s == 10: byte = 0xff if (data >> 47) & 1 else 0
+    elif s == 11: byte = 0xff if (data >> 63) & 1 else 0
+    elif s == 12: byte = 0
+    else: byte = 0xff
+    out |= byte << (8 * k)
+  return out
+
+
+def _abs_diff(x, y):
+  return x - y if x > y else y - x
+
+
+INT_OPS: dict[str, tuple] = {
+  "v_mov_b32": (U, (U,), lambda a: a), "v_not_b32": (U, (U,), lambda a: ~a), "v_bfrev_b32": (U, (U,), lambda a: int(f"{a:032b}"[::-1], 2)),
+  "v_ctz_i32_b32": (I, (U,), lambda a: -1 if a == 0 else (a & -a).bit_length() - 1),
+  "v_ffbl_b32": (I, (U,), lambda a: -1 if a == 0 else (a & -a).bit_length() - 1),
+  "v_add_nc_u32": (U, (U, U), lambda a, b: a + b), "v_sub_nc_u32": (U, (U, U), lambda a, b: a - b),
+  "v_subrev_nc_u32": (U, (U, U), lambda a, b: b - a), "v_add_u32": (U, (U, U), lambda a, b: a + b),
+  "v_sub_u32": (U, (U, U), lambda a, b: a - b), "v_subrev_u32": (U, (U, U), lambda a, b: b - a),
+  "v_add_nc_i32": (I, (I, I), lambda a, b: a + b), "v_sub_nc_i32": (I, (I, I), lambda a, b: a - b),
+  "v_and_b32": (U, (U, U), lambda a, b: a & b), "v_or_b32": (U, (U, U), lambda a, b: a | b), "v_xor_b32": (U, (U, U), lambda a, b: a ^ b),
+  "v_xnor_b32": (U, (U, U), lambda a, b: ~(a ^ b)),
+  "v_lshlrev_b32": (U, (U, U), lambda a, b: b << (a & 31)), "v_lshrrev_b32": (U, (U, U), lambda a, b: b >> (a & 31)),
+  "v_ashrrev_i32": (I, (U, I), lambda a, b: b >> (a & 31)),
+  "v_lshl_b32": (U, (U, U), lambda a, b: a << (b & 31)), "v_lshr_b32": (U, (U, U), lambda a, b: a >> (b & 31)),
+  "v_min_i32": (I, (I, I), min), "v_max_i32": (I, (I, I), max), "v_min_u32": (U, (U, U), min), "v_max_u32": (U, (U, U), max),
+  "v_min3_i32": (I, (I,) * 3, min), "v_max3_i32": (I, (I,) * 3, max), "v_min3_u32": (U, (U,) * 3, min), "v_max3_u32": (U, (U,) * 3, max),
+  "v_med3_i32": (I, (I,) * 3, lambda a, b, c: sorted((a, b, c))[1]), "v_med3_u32": (U, (U,) * 3, lambda a, b, c: sorted((a, b, c))[1]),
+  "v_minmax_i32": (I, (I,) * 3, lambda a, b, c: max(min(a, b), c)), "v_maxmin_i32": (I, (I,) * 3, lambda a, b, c: min(max(a, b), c)),
+  "v_minmax_u32": (U, (U,) * 3, lambda a, b, c: max(min(a, b), c)), "v_maxmin_u32": (U, (U,) * 3, lambda a, b, c: min(max(a, b), c)),
+  "v_mul_lo_u32": (U, (U, U), lambda a, b: a * b), "v_mul_hi_u32": (U, (U, U), lambda a, b: (a * b) >> 32),
+  "v_mul_hi_i32": (I, (I, I), lambda a, b: (a * b) >> 32),
+  "v_mul_u32_u24": (U, (U, U), lambda a, b: (a & 0xffffff) * (b & 0xffffff)),
+  "v_mul_hi_u32_u24": (U, (U, U), lambda a, b: ((a & 0xffffff) * (b & 0xffffff)) >> 32),
+  "v_mul_i32_i24": (I, (U, U), lambda a, b: sx(a, 24) * sx(b, 24)),
+  "v_mul_hi_i32_i24": (I, (U, U), lambda a, b: (sx(a, 24) * sx(b, 24)) >> 32),
+  "v_mad_u32_u24": (U, (U, U, U), lambda a, b, c: (a & 0xffffff) * (b & 0xffffff) + c),
+  "v_mad_i32_i24": (I, (U, U, I), lambda a, b, c: sx(a, 24) * sx(b, 24) + c),
+  "v_mad_u32_u16": (U, ("u16", "u16", U), lambda a, b, c: a * b + c), "v_mad_i32_i16": (I, ("i16", "i16", I), lambda a, b, c: a * b + c),
+  "v_bfe_u32": (U, (U, U, U), lambda a, o, n: _bfe(a, o, n, False)), "v_bfe_i32": (I, (U, U, U), lambda a, o, n: _bfe(a, o, n, True)),
+  "v_bfi_b32": (U, (U, U, U), lambda a, b, c: (a & b) | (~a & c)), "v_bfm_b32": (U, (U, U), lambda a, b: ((1 << (a & 31)) - 1) << (b & 31)),
+  "v_alignbit_b32": (U, (U, U, U), lambda a, b, c: ((a << 32) | b) >> (c & 31)),
+  "v_alignbyte_b32": (U, (U, U, U), lambda a, b, c: ((a << 32) | b) >> (8 * (c & 3))),
+  "v_lshl_or_b32": (U, (U, U, U), lambda a, b, c: (a << (b & 31)) | c), "v_and_or_b32": (U, (U, U, U), lambda a, b, c: (a & b) | c),
+  "v_or3_b32": (U, (U, U, U), lambda a, b, c: a | b | c), "v_xor3_b32": (U, (U, U, U), lambda a, b, c: a ^ b ^ c),
+  "v_lshl_add_u32": (U, (U, U, U), lambda a, b, c: (a << (b & 31)) + c), "v_add_lshl_u32": (U, (U, U, U), lambda a, b, c: ((a + b) & M32) << (c & 31)),
+  "v_add3_u32": (U, (U, U, U), lambda a, b, c: a + b + c), "v_xad_u32": (U, (U, U, U), lambda a, b, c: (a ^ b) + c),
+  "v_bcnt_u32_b32": (U, (U, U), lambda a, b: bin(a).count("1") + b), "v_perm_b32": (U, (U, U, U), _perm),
+  "v_sad_u32": (U, (U, U, U), lambda a, b, c: _abs_diff(a, b) + c),
+  "v_sad_u8": (U, (U, U, U), lambda a, b, c: sum(_abs_diff(x, y) for x, y in zip(_bytes(a), _bytes(b))) + c),
+  "v_sad_hi_u8": (U, (U, U, U), lambda a, b, c: (sum(_abs_diff(x, y) for x, y in zip(_bytes(a), _bytes(b))) << 16) + c),
+  "v_sad_u16": (U, (U, U, U), lambda a, b, c: _abs_diff(a & M16, b & M16) + _abs_diff(a >> 16, b >> 16) + c),
+  "v_msad_u8": (U, (U, U, U), lambda a, b, c: sum(0 if y == 0 else _abs_diff(x, y) for x, y in zip(_bytes(a), _bytes(b))) + c),
+  # V_LERP_U8: per byte (a + b + (c & 1)) >> 1, the rounding bit from each byte of c
+  "v_lerp_u8": (U, (U, U, U), lambda a, b, c: sum(((x + y + (z & 1)) >> 1) << (8 * k) for k, (x, y, z) in enumerate(zip(_bytes(a), _bytes(b), _bytes(c))))),
+  "v_cvt_pk_u16_u32": (U, (U, U), lambda a, b: min(a, M16) | (min(b, M16) << 16)),
+  "v_cvt_pk_i16_i32": (U, (I, I), lambda a, b: (max(min(a, 32767), -32768) & M16) | ((max(min(b, 32767), -32768) & M16) << 16)),
+  "v_lshlrev_b64": ("u64", (U, "u64"), lambda a, b: b << (a & 63)), "v_lshrrev_b64": ("u64", (U, "u64"), lambda a, b: b >> (a & 63)),
+  "v_ashrrev_i64": ("i64", (U, "i64"), lambda a, b: b >> (a & 63)),
+  "v_lshl_add_u64": ("u64", ("u64", U, "u64"), lambda a, b, c: (a << (b & 7)) + c),
+  "v_mov_b64": ("u64", ("u64",), lambda a: a),
+  # 16-bit (VOP3 forms on gfx11/12; results in the low half)
+  "v_add_nc_u16": ("u16", ("u16", "u16"), lambda a, b: a + b), "v_sub_nc_u16": ("u16", ("u16", "u16"), lambda a, b: a - b),
+  "v_add_nc_i16": ("i16", ("i16", "i16"), lambda a, b: a + b), "v_sub_nc_i16": ("i16", ("i16", "i16"), lambda a, b: a - b),
+  "v_add_u16": ("u16", ("u16", "u16"), lambda a, b: a + b), "v_sub_u16": ("u16", ("u16", "u16"), lambda a, b: a - b),
+  "v_subrev_u16": ("u16", ("u16", "u16"), lambda a, b: b - a),
+  "v_mul_lo_u16": ("u16", ("u16", "u16"), lambda a, b: a * b),
+  "v_lshlrev_b16": ("u16", ("u16", "u16"), lambda a, b: b << (a & 15)), "v_lshrrev_b16": ("u16", ("u16", "u16"), lambda a, b: b >> (a & 15)),
+  "v_ashrrev_i16": ("i16", ("u16", "i16"), lambda a, b: b >> (a & 15)),
+  "v_max_u16": ("u16", ("u16", "u16"), max), "v_min_u16": ("u16", ("u16", "u16"), min),
+  "v_max_i16": ("i16", ("i16", "i16"), max), "v_min_i16": ("i16", ("i16", "i16"), min),
+  "v_mad_u16": ("u16", ("u16",) * 3, lambda a, b, c: a * b + c), "v_mad_i16": ("i16", ("i16",) * 3, lambda a, b, c: a * b + c),
+  "v_min3_i16": ("i16", ("i16",) * 3, min), "v_max3_i16": ("i16", ("i16",) * 3, max),
+  "v_min3_u16": ("u16", ("u16",) * 3, min), "v_max3_u16": ("u16", ("u16",) * 3, max),
+  "v_med3_i16": ("i16", ("i16",) * 3, lambda a, b, c: sorted((a, b, c))[1]), "v_med3_u16": ("u16", ("u16",) * 3, lambda a, b, c: sorted((a, b, c))[1]),
+}
+
+
+def _float_ops(t: str) -> dict[str, tuple]:
+  f = _f(t)
+  ops = {
+    f"v_add_{t}": (t, (t, t), lambda a, b: a + b), f"v_sub_{t}": (t, (t, t), lambda a, b: a - b),
+    f"v_subrev_{t}": (t, (t, t), lambda a, b: b - a), f"v_mul_{t}": (t, (t, t), lambda a, b: a * b),
+    f"v_min_{t}": (t, (t, t), fmin_ieee), f"v_max_{t}": (t, (t, t), fmax_ieee),
+    f"v_min_num_{t}": (t, (t, t), fmin_ieee), f"v_max_num_{t}": (t, (t, t), fmax_ieee),
+    f"v_minimum_{t}": (t, (t, t), fminimum), f"v_maximum_{t}": (t, (t, t), fmaximum),
+    f"v_fma_{t}": (t, (t, t, t), lambda a, b, c: fma_exact(a, b, c, t)),
+    f"v_floor_{t}": (t, (t,), np.floor), f"v_ceil_{t}": (t, (t,), np.ceil), f"v_trunc_{t}": (t, (t,), np.trunc),
+    f"v_rndne_{t}": (t, (t,), np.rint),
+    f"v_med3_{t}": (t, (t,) * 3, med3_f), f"v_med3_num_{t}": (t, (t,) * 3, med3_f),
+    # V_FRACT: S0 - floor(S0), kept below 1.0 (ISA pseudocode; an infinity gives inf - inf = NaN, as LLVM's constant folding of llvm.amdgcn.fract)
+    f"v_fract_{t}": (t, (t,), lambda a: a - np.floor(a) if not np.isfinite(a) else f(min(a - np.floor(a), np.nextafter(f(1), f(0))))),
+  }
+  if t != "f64":
+    ops.update({f"v_min3_{t}": (t, (t,) * 3, lambda a, b, c: fmin_ieee(fmin_ieee(a, b), c)),
+                f"v_max3_{t}": (t, (t,) * 3, lambda a, b, c: fmax_ieee(fmax_ieee(a, b), c)),
+                f"v_minmax_{t}": (t, (t,) * 3, lambda a, b, c: fmax_ieee(fmin_ieee(a, b), c)),
+                f"v_maxmin_{t}": (t, (t,) * 3, lambda a, b, c: fmin_ieee(fmax_ieee(a, b), c)),
+                f"v_min3_num_{t}": (t, (t,) * 3, lambda a, b, c: fmin_ieee(fmin_ieee(a, b), c)),
+                f"v_max3_num_{t}": (t, (t,) * 3, lambda a, b, c: fmax_ieee(fmax_ieee(a, b), c)),
+                f"v_minmax_num_{t}": (t, (t,) * 3, lambda a, b, c: fmax_ieee(fmin_ieee(a, b), c)),
+                f"v_maxmin_num_{t}": (t, (t,) * 3, lambda a, b, c: fmin_ieee(fmax_ieee(a, b), c)),
+                f"v_minimum3_{t}": (t, (t,) * 3, lambda a, b, c: fminimum(fminimum(a, b), c)),
+                f"v_maximum3_{t}": (t, (t,) * 3, lambda a, b, c: fmaximum(fmaximum(a, b), c)),
+                f"v_minimummaximum_{t}": (t, (t,) * 3, lambda a, b, c: fmaximum(fminimum(a, b), c)),
+                f"v_maximumminimum_{t}": (t, (t,) * 3, lambda a, b, c: fminimum(fmaximum(a, b), c)),
+                f"v_fmac_{t}": (t, (t, t, t), lambda a, b, c: fma_exact(a, b, c, t))})
+  return ops
+
+
+def _cvt_int(x, signed: bool, bits: int = 32):
+  """Float -> integer, truncating toward zero, saturating; NaN gives 0 (V_CVT_I32_F32)."""
+  if np.isnan(x): return 0
+  lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+  if np.isinf(x): return hi if x > 0 else lo
+  return max(lo, min(hi, int(math.trunc(float(x)))))
+
+
+CVT_OPS: dict[str, tuple] = {
+  "v_cvt_f32_i32": (F32, (I,), lambda a: np.float32(a)), "v_cvt_f32_u32": (F32, (U,), lambda a: np.float32(a)),
+  "v_cvt_i32_f32": (I, (F32,), lambda a: _cvt_int(a, True)), "v_cvt_u32_f32": (U, (F32,), lambda a: _cvt_int(a, False)),
+  "v_cvt_i32_f64": (I, ("f64",), lambda a: _cvt_int(a, True)), "v_cvt_u32_f64": (U, ("f64",), lambda a: _cvt_int(a, False)),
+  "v_cvt_f64_i32": ("f64", (I,), lambda a: np.float64(a)), "v_cvt_f64_u32": ("f64", (U,), lambda a: np.float64(a)),
+  "v_cvt_f32_f64": (F32, ("f64",), lambda a: np.float32(a)), "v_cvt_f64_f32": ("f64", (F32,), lambda a: np.float64(a)),
+  "v_cvt_f16_f32": ("f16", (F32,), lambda a: np.float16(a)), "v_cvt_f32_f16": (F32, ("f16",), lambda a: np.float32(a)),
+  "v_cvt_f16_i16": ("f16", ("i16",), lambda a: np.float16(a)), "v_cvt_f16_u16": ("f16", ("u16",), lambda a: np.float16(a)),
+  "v_cvt_i16_f16": ("i16", ("f16",), lambda a: _cvt_int(a, True, 16)), "v_cvt_u16_f16": ("u16", ("f16",), lambda a: _cvt_int(a, False, 16)),
+  "v_cvt_i32_i16": (I, ("i16",), lambda a: a), "v_cvt_u32_u16": (U, ("u16",), lambda a: a),
+  "v_cvt_f32_ubyte0": (F32, (U,), lambda a: np.float32(a & 0xff)), "v_cvt_f32_ubyte1": (F32, (U,), lambda a: np.float32((a >> 8) & 0xff)),
+  "v_cvt_f32_ubyte2": (F32, (U,), lambda a: np.float32((a >> 16) & 0xff)), "v_cvt_f32_ubyte3": (F32, (U,), lambda a: np.float32(a >> 24)),
+  "v_cvt_floor_i32_f32": (I, (F32,), lambda a: _cvt_int(np.floor(a), True)),
+  "v_cvt_flr_i32_f32": (I, (F32,), lambda a: _cvt_int(np.floor(a), True)),
+}
+
+# V_MUL_DX9_ZERO_F32: DX9 rules, a zero operand gives +0 whatever the other (infinity and NaN included)
+SPECIAL_FLOAT_OPS = {"v_mul_dx9_zero_f32": (F32, (F32, F32), lambda a, b: np.float32(0) if a == 0 or b == 0 else a * b)}
+
+
+def ldexp(a, e: int, t: str):
+  """S0 * 2**S1 rounded once; NaN, infinities and zeros pass (ISA V_LDEXP_F32)."""
+  if not np.isfinite(a) or a == 0: return a
+  lim = 400 if t != "f64" else 2300   # beyond this the result is 0 or infinity whatever S0 is
+  return round_fraction(Fraction(float(a)) * Fraction(2) ** max(-lim, min(lim, e)), t)
+
+
+def frexp_mant(a):
+  """V_FREXP_MANT: the significand in [0.5, 1) with S0's sign; NaN and infinities pass."""
+  return a if not np.isfinite(a) else np.frexp(a)[0].astype(a.dtype)
+
+
+def frexp_exp(a) -> int:
+  """V_FREXP_EXP: the exponent that goes with frexp_mant; 0 for NaN, infinities and zeros."""
+  return 0 if not np.isfinite(a) or a == 0 else int(np.frexp(a)[1])
+
+
+def f16_toward_zero(x):
+  """f32 -> f16 rounding toward zero (V_CVT_PK_RTZ_F16_F32): nearest, then one step back if that went outward."""
+  h = np.float16(x)
+  if np.isnan(x) or np.isinf(x): return h
+  return np.nextafter(h, np.float16(0)) if abs(float(h)) > abs(float(x)) else h
+
+
+def norm16(x, signed: bool) -> int:
+  """V_CVT_PK_NORM_{I16,U16}_F32 per half: clamp to [-1, 1] / [0, 1], scale by 32767 / 65535, round to nearest even; NaN 0."""
+  if np.isnan(x): return 0
+  lo, scale = (-1.0, 32767) if signed else (0.0, 65535)
+  return int(np.rint(min(max(float(x), lo), 1.0) * scale)) & M16
+
+
+SPECIAL_FLOAT_OPS.update({
+  "v_ldexp_f32": (F32, (F32, I), lambda a, e: ldexp(a, e, F32)), "v_ldexp_f64": ("f64", ("f64", I), lambda a, e: ldexp(a, e, "f64")),
+  "v_frexp_mant_f32": (F32, (F32,), frexp_mant), "v_frexp_mant_f64": ("f64", ("f64",), frexp_mant), "v_frexp_mant_f16": ("f16", ("f16",), frexp_mant),
+  "v_frexp_exp_i32_f32": (I, (F32,), frexp_exp), "v_frexp_exp_i32_f64": (I, ("f64",), frexp_exp), "v_frexp_exp_i16_f16": ("i16", ("f16",), frexp_exp),
+  "v_pack_b32_f16": (U, ("f16", "f16"), lambda a, b: to_bits(a, "f16") | (to_bits(b, "f16") << 16)),
+  "v_cvt_pk_rtz_f16_f32": (U, (F32, F32), lambda a, b: to_bits(f16_toward_zero(a), "f16") | (to_bits(f16_toward_zero(b), "f16") << 16)),
+  "v_sat_pk_u8_i16": ("u16", (U,), lambda a: max(0, min(255, sx(a, 16))) | (max(0, min(255, sx(a >> 16, 16))) << 8)),
+  "v_cvt_off_f32_i4": (F32, (U,), lambda a: np.float32(sx(a & 15, 4) / 16)),
+  "v_cvt_pk_norm_i16_f32": (U, (F32, F32), lambda a, b: norm16(a, True) | (norm16(b, True) << 16)),
+  "v_cvt_pk_norm_u16_f32": (U, (F32, F32), lambda a, b: norm16(a, False) | (norm16(b, False) << 16)),
+})
+
+VALU_OPS: dict[str, tuple] = {**INT_OPS, **SPECIAL_FLOAT_OPS, **_float_ops("f32"), **_float_ops("f16"), **_float_ops("f64"), **CVT_OPS}
+
+# ---- VALU with a lane mask in or out: name -> (carry in?, fn(a, b, cin) -> (result, carry out or None)) -------------------
+CARRY_OPS: dict[str, tuple] = {
+  "v_add_co_u32": (False, lambda a, b, c: ((a + b) & M32, (a + b) >> 32)),
+  "v_sub_co_u32": (False, lambda a, b, c: ((a - b) & M32, int(b > a))),
+  "v_subrev_co_u32": (False, lambda a, b, c: ((b - a) & M32, int(a > b))),
+  "v_add_co_ci_u32": (True, lambda a, b, c: ((a + b + c) & M32, (a + b + c) >> 32)),
+  "v_sub_co_ci_u32": (True, lambda a, b, c: ((a - b - c) & M32, int(b + c > a))),
+  "v_subrev_co_ci_u32": (True, lambda a, b, c: ((b - a - c) & M32, int(a + c > b))),
+  "v_addc_co_u32": (True, lambda a, b, c: ((a + b + c) & M32, (a + b + c) >> 32)),
+  "v_subb_co_u32": (True, lambda a, b, c: ((a - b - c) & M32, int(b + c > a))),
+  "v_subbrev_co_u32": (True, lambda a, b, c: ((b - a - c) & M32, int(a + c > b))),
+  "v_cndmask_b32": (True, lambda a, b, c: (b if c else a, None)),
+}
+
+# ---- compares: VOPC / VOP3 v_cmp_*, v_cmpx_* (the ISA's table of the 16 float and 8 integer conditions) ---------------
+FLOAT_CONDITIONS = {
+  "f": lambda a, b: False, "lt": lambda a, b: a < b, "eq": lambda a, b: a == b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+  "lg": lambda a, b: a < b or a > b, "ge": lambda a, b: a >= b, "o": lambda a, b: not (np.isnan(a) or np.isnan(b)),
+  "u": lambda a, b: bool(np.isnan(a) or np.isnan(b)), "nge": lambda a, b: not a >= b, "nlg": lambda a, b: not (a < b or a > b),
+  "ngt": lambda a, b: not a > b, "nle": lambda a, b: not a <= b, "neq": lambda a, b: not a == b, "nlt": lambda a, b: not a < b,
+  "tru": lambda a, b: True, "t": lambda a, b: True,
+}
+INT_CONDITIONS = {"f": lambda a, b: False, "lt": lambda a, b: a < b, "eq": lambda a, b: a == b, "le": lambda a, b: a <= b,
+                  "gt": lambda a, b: a > b, "ne": lambda a, b: a != b, "lg": lambda a, b: a != b, "ge": lambda a, b: a >= b,
+                  "t": lambda a, b: True}
+
+
+def float_class(x, mask: int) -> bool:
+  """V_CMP_CLASS: bit 0 signalling NaN, 1 quiet NaN, 2 -inf, 3 -normal, 4 -denormal, 5 -0, 6 +0, 7 +denormal, 8 +normal, 9 +inf."""
+  t = {2: "f16", 4: "f32", 8: "f64"}[x.dtype.itemsize]
+  bits, w = to_bits(x, t), WIDTH[t]
+  mant = {16: 10, 32: 23, 64: 52}[w]
+  if np.isnan(x): k = 1 if (bits >> (mant - 1)) & 1 else 0
+  elif np.isinf(x): k = 2 if x < 0 else 9
+  elif x == 0: k = 5 if np.signbit(x) else 6
+  elif ((bits >> mant) & ((1 << (w - 1 - mant)) - 1)) == 0: k = 4 if x < 0 else 7
+  else: k = 3 if x < 0 else 8
+  return bool((mask >> k) & 1)
+
+
+def compare(name: str):
+  """(source types, fn(a, b) -> bool) of v_cmp[x]_COND_TYPE / v_cmp[x]_class_TYPE, or None."""
+  parts = name.split("_")
+  if len(parts) != 4 or parts[0] != "v" or parts[1] not in ("cmp", "cmpx"): return None
+  cond, t = parts[2], parts[3]
+  if t not in WIDTH: return None
+  if cond == "class": return (t, "u32"), float_class
+  table = FLOAT_CONDITIONS if t in FLOAT else INT_CONDITIONS
+  return ((t, t), table[cond]) if cond in table else None
+
+
+# ---- SALU: name -> (dst type, source types, fn(*values) -> (result, scc or None)) -------------------------------------
+def _scc_nz(r, bits=32):
+  return (r, int(r & ((1 << bits) - 1) != 0))
+
+
+def _sop_logic(fn, bits):
+  return lambda a, b: _scc_nz(fn(a, b) & ((1 << bits) - 1), bits)
+
+
+SOP2_OPS: dict[str, tuple] = {
+  "s_add_u32": (U, (U, U), lambda a, b: ((a + b) & M32, (a + b) >> 32)),
+  "s_sub_u32": (U, (U, U), lambda a, b: ((a - b) & M32, int(b > a))),
+  "s_add_i32": (I, (I, I), lambda a, b: (a + b, int(not -(1 << 31) <= a + b < (1 << 31)))),
+  "s_sub_i32": (I, (I, I), lambda a, b: (a - b, int(not -(1 << 31) <= a - b < (1 << 31)))),
+  "s_add_co_i32": (I, (I, I), lambda a, b: (a + b, int(not -(1 << 31) <= a + b < (1 << 31)))),
+  "s_sub_co_i32": (I, (I, I), lambda a, b: (a - b, int(not -(1 << 31) <= a - b < (1 << 31)))),
+  "s_add_co_u32": (U, (U, U), lambda a, b: ((a + b) & M32, (a + b) >> 32)),
+  "s_sub_co_u32": (U, (U, U), lambda a, b: ((a - b) & M32, int(b > a))),
+  "s_min_i32": (I, (I, I), lambda a, b: (min(a, b), int(a < b))), "s_min_u32": (U, (U, U), lambda a, b: (min(a, b), int(a < b))),
+  "s_max_i32": (I, (I, I), lambda a, b: (max(a, b), int(a > b))), "s_max_u32": (U, (U, U), lambda a, b: (max(a, b), int(a > b))),
+  "s_lshl_b32": (U, (U, U), lambda a, b: _scc_nz((a << (b & 31)) & M32)), "s_lshr_b32": (U, (U, U), lambda a, b: _scc_nz(a >> (b & 31))),
+  "s_ashr_i32": (I, (I, U), lambda a, b: _scc_nz((a >> (b & 31)) & M32)),
+  "s_lshl_b64": ("u64", ("u64", U), lambda a, b: _scc_nz((a << (b & 63)) & M64, 64)),
+  "s_lshr_b64": ("u64", ("u64", U), lambda a, b: _scc_nz(a >> (b & 63), 64)),
+  "s_ashr_i64": ("i64", ("i64", U), lambda a, b: _scc_nz((a >> (b & 63)) & M64, 64)),
+  # S_LSHLn_ADD_U32: SCC is the unsigned overflow of the 64-bit (S0 << n) + S1
+  **{f"s_lshl{n}_add_u32": (U, (U, U), (lambda n: lambda a, b: ((((a << n) + b) & M32, int((a << n) + b >= 1 << 32))))(n)) for n in (1, 2, 3, 4)},
+  "s_bfm_b32": (U, (U, U), lambda a, b: ((((1 << (a & 31)) - 1) << (b & 31)) & M32, None)),
+  "s_bfm_b64": ("u64", (U, U), lambda a, b: ((((1 << (a & 63)) - 1) << (b & 63)) & M64, None)),
+  "s_mul_i32": (I, (I, I), lambda a, b: (a * b, None)),
+  "s_mul_hi_u32": (U, (U, U), lambda a, b: ((a * b) >> 32, None)), "s_mul_hi_i32": (I, (I, I), lambda a, b: ((a * b) >> 32, None)),
+  "s_bfe_u32": (U, (U, U), lambda a, b: _scc_nz(_bfe(a, b & 31, (b >> 16) & 0x7f, False) if (b >> 16) & 0x7f < 32 else a >> (b & 31))),
+  "s_bfe_i32": (I, (U, U), lambda a, b: _scc_nz(_bfe(a, b & 31, (b >> 16) & 0x7f, True) & M32 if (b >> 16) & 0x7f < 32 else (sx(a, 32) >> (b & 31)) & M32)),
+  "s_bfe_u64": ("u64", ("u64", U), lambda a, b: _scc_nz((a >> (b & 63)) & ((1 << min((b >> 16) & 0x7f, 64)) - 1), 64)),
+  "s_bfe_i64": ("i64", ("i64", U), lambda a, b: _scc_nz(_bfe64s(a, b & 63, min((b >> 16) & 0x7f, 64)) & M64, 64)),
+  "s_absdiff_i32": (I, (I, I), lambda a, b: _scc_nz(abs(a - b) & M32)),
+  "s_pack_ll_b32_b16": (U, (U, U), lambda a, b: ((a & M16) | ((b & M16) << 16), None)),
+  "s_pack_lh_b32_b16": (U, (U, U), lambda a, b: ((a & M16) | (b & 0xffff0000), None)),
+  "s_pack_hh_b32_b16": (U, (U, U), lambda a, b: ((a >> 16) | (b & 0xffff0000), None)),
+  "s_pack_hl_b32_b16": (U, (U, U), lambda a, b: ((a >> 16) | ((b & M16) << 16), None)),
+}
+_LOGIC = {"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b, "nand": lambda a, b: ~(a & b),
+          "nor": lambda a, b: ~(a | b), "xnor": lambda a, b: ~(a ^ b), "andn2": lambda a, b: a & ~b, "orn2": lambda a, b: a | ~b,
+          "and_not1": lambda a, b: a & ~b, "or_not1": lambda a, b: a | ~b}
+for _k, _fn in _LOGIC.items():
+  SOP2_OPS[f"s_{_k}_b32"] = (U, (U, U), _sop_logic(_fn, 32))
+  SOP2_OPS[f"s_{_k}_b64"] = ("u64", ("u64", "u64"), _sop_logic(_fn, 64))
+# with SCC in: s_addc/s_subb/s_cselect read SCC (passed as a third source)
+SOP2_SCC_OPS: dict[str, tuple] = {
+  "s_addc_u32": (U, (U, U), lambda a, b, c: ((a + b + c) & M32, (a + b + c) >> 32)),
+  "s_subb_u32": (U, (U, U), lambda a, b, c: ((a - b - c) & M32, int(b + c > a))),
+  "s_add_co_ci_u32": (U, (U, U), lambda a, b, c: ((a + b + c) & M32, (a + b + c) >> 32)),
+  "s_sub_co_ci_u32": (U, (U, U), lambda a, b, c: ((a - b - c) & M32, int(b + c > a))),
+  "s_cselect_b32": (U, (U, U), lambda a, b, c: (a if c else b, None)),
+  "s_cselect_b64": ("u64", ("u64", "u64"), lambda a, b, c: (a if c else b, None)),
+}
+
+SOP1_OPS: dict[str, tuple] = {
+  "s_mov_b32": (U, (U,), lambda a: (a, None)), "s_mov_b64": ("u64", ("u64",), lambda a: (a, None)),
+  "s_not_b32": (U, (U,), lambda a: _scc_nz(~a & M32)), "s_not_b64": ("u64", ("u64",), lambda a: _scc_nz(~a & M64, 64)),
+  "s_brev_b32": (U, (U,), lambda a: (int(f"{a:032b}"[::-1], 2), None)), "s_brev_b64": ("u64", ("u64",), lambda a: (int(f"{a:064b}"[::-1], 2), None)),
+  "s_bcnt0_i32_b32": (U, (U,), lambda a: _scc_nz(32 - bin(a).count("1"))), "s_bcnt1_i32_b32": (U, (U,), lambda a: _scc_nz(bin(a).count("1"))),
+  "s_bcnt0_i32_b64": (U, ("u64",), lambda a: _scc_nz(64 - bin(a).count("1"))), "s_bcnt1_i32_b64": (U, ("u64",), lambda a: _scc_nz(bin(a).count("1"))),
+  "s_ff0_i32_b32": (I, (U,), lambda a: (-1 if a == M32 else ((~a & (a + 1)).bit_length() - 1), None)),
+  "s_ff1_i32_b32": (I, (U,), lambda a: (-1 if a == 0 else (a & -a).bit_length() - 1, None)),
+  "s_ctz_i32_b32": (I, (U,), lambda a: (-1 if a == 0 else (a & -a).bit_length() - 1, None)),
+  "s_ff0_i32_b64": (I, ("u64",), lambda a: (-1 if a == M64 else ((~a & (a + 1)).bit_length() - 1), None)),
+  "s_ff1_i32_b64": (I, ("u64",), lambda a: (-1 if a == 0 else (a & -a).bit_length() - 1, None)),
+  "s_ctz_i32_b64": (I, ("u64",), lambda a: (-1 if a == 0 else (a & -a).bit_length() - 1, None)),
+  "s_sext_i32_i8": (I, (U,), lambda a: (sx(a, 8), None)), "s_sext_i32_i16": (I, (U,), lambda a: (sx(a, 16), None)),
+  "s_abs_i32": (I, (I,), lambda a: _scc_nz(abs(a) & M32)),
+  "s_quadmask_b32": (U, (U,), lambda a: _scc_nz(sum(((a >> (4 * k)) & 0xf != 0) << k for k in range(8)))),
+  "s_quadmask_b64": ("u64", ("u64",), lambda a: _scc_nz(sum(((a >> (4 * k)) & 0xf != 0) << k for k in range(16)), 64)),
+  "s_wqm_b32": (U, (U,), lambda a: _scc_nz(sum((0xf if (a >> (4 * k)) & 0xf else 0) << (4 * k) for k in range(8)))),
+  "s_wqm_b64": ("u64", ("u64",), lambda a: _scc_nz(sum((0xf if (a >> (4 * k)) & 0xf else 0) << (4 * k) for k in range(16)), 64)),
+}
+
+SOPC_OPS: dict[str, tuple] = {}
+for _t in ("i32", "u32", "u64"):
+  for _c, _fn in INT_CONDITIONS.items():
+    if _c in ("f", "t", "ne"): continue
+    SOPC_OPS[f"s_cmp_{_c}_{_t}"] = ((_t, _t), _fn)
+SOPC_OPS.update({
+  "s_bitcmp0_b32": ((U, U), lambda a, b: not (a >> (b & 31)) & 1), "s_bitcmp1_b32": ((U, U), lambda a, b: bool((a >> (b & 31)) & 1)),
+  "s_bitcmp0_b64": (("u64", U), lambda a, b: not (a >> (b & 63)) & 1), "s_bitcmp1_b64": (("u64", U), lambda a, b: bool((a >> (b & 63)) & 1)),
+})
+for _t in ("f32", "f16"):
+  for _c, _fn in FLOAT_CONDITIONS.items():
+    if _c in ("f", "tru", "t"): continue
+    SOPC_OPS[f"s_cmp_{_c}_{_t}"] = ((_t, _t), _fn)
+
+# SOPK: name -> (fn(s, imm16) -> (result or None, scc or None)); the 16-bit immediate is sign-extended unless the op says otherwise
+SOPK_OPS: dict[str, tuple] = {
+  "s_movk_i32": lambda s, k: (sx(k, 16) & M32, None),
+  "s_cmovk_i32": None,   # reads SCC: the test passes it
+  "s_addk_i32": lambda s, k: ((sx(s, 32) + sx(k, 16)) & M32, int(not -(1 << 31) <= sx(s, 32) + sx(k, 16) < (1 << 31))),
+  "s_addk_co_i32": lambda s, k: ((sx(s, 32) + sx(k, 16)) & M32, int(not -(1 << 31) <= sx(s, 32) + sx(k, 16) < (1 << 31))),
+  "s_mulk_i32": lambda s, k: ((sx(s, 32) * sx(k, 16)) & M32, None),
+}
+for _c, _fn in INT_CONDITIONS.items():
+  if _c in ("f", "t", "ne"): continue
+  SOPK_OPS[f"s_cmpk_{_c}_i32"] = (lambda fn: lambda s, k: (None, int(fn(sx(s, 32), sx(k, 16)))))(_fn)
+  SOPK_OPS[f"s_cmpk_{_c}_u32"] = (lambda fn: lambda s, k: (None, int(fn(s, k & M16))))(_fn)   # unsigned compares zero-extend
+
+
+# ---- VOPD halves: v_dual_X -> (source types, fn(a, b, acc_or_vcc_bit, K)) ----------------------------------------------
+def vopd_part(name: str):
+  """(source types, uses the accumulator (vdst), fn(srcs, acc, vcc_bit, k)) of one VOPD half, or None."""
+  op = "v_" + name.removeprefix("v_dual_")
+  if op == "v_fmaak_f32": return (F32, F32), False, lambda s, d, c, k: fma_exact(s[0], s[1], k, F32)
+  if op == "v_fmamk_f32": return (F32, F32), False, lambda s, d, c, k: fma_exact(s[0], k, s[1], F32)
+  if op == "v_fmac_f32": return (F32, F32), True, lambda s, d, c, k: fma_exact(s[0], s[1], d, F32)
+  if op == "v_cndmask_b32": return (U, U), False, lambda s, d, c, k: s[1] if c else s[0]
+  if op in VALU_OPS and len(VALU_OPS[op][1]) <= 2:
+    dt, types, fn = VALU_OPS[op]
+    return types, False, lambda s, d, c, k: fn(*s)
+  return None
+
+
+# ---- VOP3P packed 16-bit math: v_pk_X -> (half type, the op on one half); each half of the result from its own halves --
+def _pk_ops() -> dict[str, tuple]:
+  h = "f16"
+  ops = {"v_pk_add_u16": ("u16", lambda a, b: a + b), "v_pk_sub_u16": ("u16", lambda a, b: a - b),
+         "v_pk_add_i16": ("i16", lambda a, b: a + b), "v_pk_sub_i16": ("i16", lambda a, b: a - b),
+         "v_pk_mul_lo_u16": ("u16", lambda a, b: a * b), "v_pk_lshlrev_b16": ("u16", lambda a, b: b << (a & 15)),
+         "v_pk_lshrrev_b16": ("u16", lambda a, b: b >> (a & 15)), "v_pk_ashrrev_i16": ("i16", lambda a, b: b >> (a & 15)),
+         "v_pk_max_i16": ("i16", max), "v_pk_min_i16": ("i16", min), "v_pk_max_u16": ("u16", max), "v_pk_min_u16": ("u16", min),
+         "v_pk_mad_u16": ("u16", lambda a, b, c: a * b + c), "v_pk_mad_i16": ("i16", lambda a, b, c: a * b + c),
+         "v_pk_add_f16": (h, lambda a, b: a + b), "v_pk_mul_f16": (h, lambda a, b: a * b),
+         "v_pk_fma_f16": (h, lambda a, b, c: fma_exact(a, b, c, h)),
+         "v_pk_max_f16": (h, fmax_ieee), "v_pk_min_f16": (h, fmin_ieee), "v_pk_max_num_f16": (h, fmax_ieee), "v_pk_min_num_f16": (h, fmin_ieee),
+         "v_pk_maximum_f16": (h, fmaximum), "v_pk_minimum_f16": (h, fminimum)}
+  return ops
+
+
+PK_OPS = _pk_ops()
+
+
+def _lanes_of(x: int, width: int, count: int, signed: bool) -> list[int]:
+  return [(sx if signed else (lambda v, w: v))((x >> (width * k)) & ((1 << width) - 1), width) for k in range(count)]
+
+
+# integer dot products (no modifiers): name -> fn(a, b, c) on 32-bit registers
+DOT_OPS = {
+  "v_dot4_u32_u8": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 8, 4, False), _lanes_of(b, 8, 4, False))) + c,
+  "v_dot8_u32_u4": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 4, 8, False), _lanes_of(b, 4, 8, False))) + c,
+  "v_dot2_u32_u16": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 16, 2, False), _lanes_of(b, 16, 2, False))) + c,
+  "v_dot4_i32_i8": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 8, 4, True), _lanes_of(b, 8, 4, True))) + sx(c, 32),
+  "v_dot8_i32_i4": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 4, 8, True), _lanes_of(b, 4, 8, True))) + sx(c, 32),
+  "v_dot2_i32_i16": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 16, 2, True), _lanes_of(b, 16, 2, True))) + sx(c, 32),
+}
+
+
+# ---- DS (LDS): atomics as read-modify-write of one element, loads and stores by width ----------------------------------
+def _ds_atomics(bits: int) -> dict[str, object]:
+  m = (1 << bits) - 1
+  return {"add": lambda x, d: x + d, "sub": lambda x, d: x - d, "rsub": lambda x, d: d - x,
+          "inc": lambda x, d: 0 if x >= d else x + 1, "dec": lambda x, d: d if x == 0 or x > d else x - 1,
+          "min_u": min, "max_u": max, "min_i": lambda x, d: min(sx(x, bits), sx(d, bits)) & m,
+          "max_i": lambda x, d: max(sx(x, bits), sx(d, bits)) & m, "and": lambda x, d: x & d, "or": lambda x, d: x | d,
+          "xor": lambda x, d: x ^ d, "xchg": lambda x, d: d}
+
+
+def ds_atomic(name: str):
+  """(bits, returns the old value?, fn(old, data) -> new) of an integer DS atomic, or None."""
+  parts = name.removeprefix("ds_").split("_")
+  rtn = "rtn" in parts
+  parts = [p for p in parts if p != "rtn"]
+  if len(parts) != 2 or parts[1][1:] not in ("32", "64") or parts[1][0] not in "uib": return None
+  op, t = parts
+  op = {"storexchg": "xchg", "wrxchg": "xchg"}.get(op, op)
+  if op in ("min", "max"): op += "_i" if t[0] == "i" else "_u"
+  fn = _ds_atomics(int(t[1:])).get(op)
+  return None if fn is None else (int(t[1:]), rtn, fn)
+
+
+DS_LOADS = {"u8": (8, False), "i8": (8, True), "u16": (16, False), "i16": (16, True), "b32": (32, False), "b64": (64, False),
+            "b96": (96, False), "b128": (128, False)}
+DS_STORES = {"b8": 8, "b16": 16, "b32": 32, "b64": 64, "b96": 96, "b128": 128}
+
+
+def ds_access(name: str):
+  """("load", bits, signed) / ("store", bits) of ds_load_* / ds_read_* / ds_store_* / ds_write_*, or None."""
+  for pre in ("ds_load_", "ds_read_"):
+    if name.startswith(pre) and name[len(pre):] in DS_LOADS: return ("load", *DS_LOADS[name[len(pre):]])
+  for pre in ("ds_store_", "ds_write_"):
+    if name.startswith(pre) and name[len(pre):] in DS_STORES: return ("store", DS_STORES[name[len(pre):]], False)
+  return None
+
+
+# ---- SOP1 ops on EXEC: name -> (new EXEC from (s0, exec), D is the new EXEC (wrexec) rather than the old) -------------
+_EXEC_FNS = {"and": lambda s, e: s & e, "or": lambda s, e: s | e, "xor": lambda s, e: s ^ e, "nand": lambda s, e: ~(s & e),
+             "nor": lambda s, e: ~(s | e), "xnor": lambda s, e: ~(s ^ e), "and_not0": lambda s, e: ~s & e, "and_not1": lambda s, e: s & ~e,
+             "or_not0": lambda s, e: ~s | e, "or_not1": lambda s, e: s | ~e,
+             "andn1": lambda s, e: ~s & e, "andn2": lambda s, e: s & ~e, "orn1": lambda s, e: ~s | e, "orn2": lambda s, e: s | ~e}
+
+
+def exec_op(name: str):
+  """(bits, fn(s0, exec) -> new exec, writes the new EXEC to D?) of s_*_saveexec_* / s_*_wrexec_*, or None."""
+  for kind in ("_saveexec_b", "_wrexec_b"):
+    if kind in name:
+      op, bits = name[2:].split(kind)
+      fn = _EXEC_FNS.get(op)
+      return None if fn is None else (int(bits), fn, kind == "_wrexec_b")
+  return None
+
+
+# ---- global / flat loads and stores: the width and extension a mnemonic names, on either spelling (gfx11+ and gfx9) -----
+VMEM_LOADS = {"u8": (8, False), "i8": (8, True), "u16": (16, False), "i16": (16, True), "b32": (32, False), "b64": (64, False),
+              "b96": (96, False), "b128": (128, False), "ubyte": (8, False), "sbyte": (8, True), "ushort": (16, False),
+              "sshort": (16, True), "dword": (32, False), "dwordx2": (64, False), "dwordx3": (96, False), "dwordx4": (128, False)}
+VMEM_STORES = {"b8": 8, "b16": 16, "b32": 32, "b64": 64, "b96": 96, "b128": 128, "byte": 8, "short": 16, "dword": 32,
+               "dwordx2": 64, "dwordx3": 96, "dwordx4": 128}
+
+
+def vmem_access(name: str):
+  """("load", bits, signed) / ("store", bits, False) of global_/flat_ load/store mnemonics, or None."""
+  for seg in ("global_", "flat_"):
+    if name.startswith(seg + "load_") and name[len(seg) + 5:] in VMEM_LOADS: return ("load", *VMEM_LOADS[name[len(seg) + 5:]])
+    if name.startswith(seg + "store_") and name[len(seg) + 6:] in VMEM_STORES: return ("store", VMEM_STORES[name[len(seg) + 6:]], False)
+  return None
+
+
+
+def vmem_atomic(name: str):
+  """(bits, fn(old, data) -> new) of an integer global_/flat_atomic_* on either spelling (add_u32 / add, add_u64 /
+  add_x2, min_i32 / smin ...), or None. cmpswap, float and packed atomics are not covered here."""
+  for seg in ("global_atomic_", "flat_atomic_"):
+    if name.startswith(seg):
+      op = name[len(seg):]
+      break
+  else:
+    return None
+  bits = 64 if op.endswith(("_x2", "64")) else 32
+  op = op.removesuffix("_x2")
+  for suf in ("_u32", "_u64", "_i32", "_i64", "_b32", "_b64"):
+    if op.endswith(suf):
+      op = {"min": "min_" + suf[1], "max": "max_" + suf[1]}.get(op[:-4], op[:-4])
+      break
+  op = {"smin": "min_i", "smax": "max_i", "umin": "min_u", "umax": "max_u", "swap": "xchg"}.get(op, op)
+  fn = _ds_atomics(bits).get(op)
+  return None if fn is None else (bits, fn)
+
+
+# gfx12's SALU float and 64-bit ops: the VALU definitions on one value per wave, SCC untouched
+for _t in ("f32", "f16"):
+  _n = lambda a, b, op: (op(a, b), None)
+  SOP2_OPS.update({f"s_add_{_t}": (_t, (_t, _t), lambda a, b: (a + b, None)), f"s_sub_{_t}": (_t, (_t, _t), lambda a, b: (a - b, None)),
+                   f"s_mul_{_t}": (_t, (_t, _t), lambda a, b: (a * b, None)),
+                   f"s_min_num_{_t}": (_t, (_t, _t), lambda a, b: (fmin_ieee(a, b), None)),
+                   f"s_max_num_{_t}": (_t, (_t, _t), lambda a, b: (fmax_ieee(a, b), None)),
+                   f"s_minimum_{_t}": (_t, (_t, _t), lambda a, b: (fminimum(a, b), None)),
+                   f"s_maximum_{_t}": (_t, (_t, _t), lambda a, b: (fmaximum(a, b), None))})
+  SOP1_OPS.update({f"s_ceil_{_t}": (_t, (_t,), lambda a: (np.ceil(a), None)), f"s_floor_{_t}": (_t, (_t,), lambda a: (np.floor(a), None)),
+                   f"s_trunc_{_t}": (_t, (_t,), lambda a: (np.trunc(a), None)), f"s_rndne_{_t}": (_t, (_t,), lambda a: (np.rint(a), None))})
+SOP2_OPS.update({"s_add_nc_u64": ("u64", ("u64", "u64"), lambda a, b: ((a + b) & M64, None)),
+                 "s_sub_nc_u64": ("u64", ("u64", "u64"), lambda a, b: ((a - b) & M64, None)),
+                 "s_mul_u64": ("u64", ("u64", "u64"), lambda a, b: ((a * b) & M64, None))})
+SOP1_OPS.update({name: (dt, types, (lambda fn: lambda *a: (fn(*a), None))(fn)) for name, (dt, types, fn) in
+                 {"s_cvt_f32_i32": CVT_OPS["v_cvt_f32_i32"], "s_cvt_f32_u32": CVT_OPS["v_cvt_f32_u32"], "s_cvt_i32_f32": CVT_OPS["v_cvt_i32_f32"],
+                  "s_cvt_u32_f32": CVT_OPS["v_cvt_u32_f32"], "s_cvt_f16_f32": CVT_OPS["v_cvt_f16_f32"],
+                  "s_cvt_f32_f16": CVT_OPS["v_cvt_f32_f16"]}.items()})

@@ -1,0 +1,935 @@
+"""Every VALU/SALU opcode the reference knows, in every encoding the arch has (e32, e64, DPP16, DPP8 with and without
+fetch-inactive, VOPC/VOP3 compares and v_cmpx), run in the emulator on edge values across lanes and compared bit for bit
+with tests/emu_reference.py, which is written from the ISA definitions and shares no code with the emulator.
+
+Cases are generated from the arch's opcode tables: an opcode the reference knows is tested in each format it appears in.
+The normal run samples 128 operand tuples per opcode (one wave's worth for the DPP forms); HCQ_EMU_REF_FULL=1 runs 1024.
+"""
+from __future__ import annotations
+import os
+
+import numpy as np
+import pytest
+
+from tests import emu_reference as R
+from tests.emu_coverage import implemented
+
+np.seterr(all="ignore")   # the reference computes with infinities and NaNs on purpose
+
+ARCHS = {"gfx1100": 32, "gfx1201": 32, "gfx942": 64}
+FULL = bool(os.environ.get("HCQ_EMU_REF_FULL"))   # the full sweep: 1024 operand tuples per opcode and form
+TUPLES = 1024 if FULL else 128
+CARRY_IN = 0x3c5a96f0c3a5690f   # the lane mask carry-in / v_cndmask read, mixed across lanes
+DPP8_SEL = [7, 0, 3, 3, 5, 1, 6, 2]   # lane i of each group of 8 reads lane DPP8_SEL[i]
+PARTIAL_EXEC = 0x6db6db6d6db6db6d   # for DPP: some source lanes inactive
+FILL = 0xcdcdcdcdcdcdcdcd   # a destination's value before the instruction
+
+
+def run_checked(arch: str, fmt: str, name: str, code: str, **kw):
+  """run_snippet, and check that the emulator executed opcode `name` in format `fmt` (the assembler chose that encoding)."""
+  from hcq.asm.emu import engine
+  from hcq.asm.emu.snippet import run_snippet
+  saved = engine.EXECUTED
+  engine.EXECUTED = set()
+  try:
+    st = run_snippet(code, arch=arch, **kw)
+  finally:
+    ran = engine.EXECUTED
+    engine.EXECUTED = saved if saved is None else saved | ran
+  assert (arch, fmt, name) in ran, f"{code!r} did not run {fmt} {name} on {arch}; it ran {sorted(ran)}"
+  return st
+
+
+def _isa(arch):
+  from hcq.asm.isa import load
+  return load(arch)
+
+
+def _base(name: str) -> str:
+  for suf in ("_e32", "_e64", "_dpp8_fi", "_dpp8", "_dpp16", "_dpp", "_e64_dpp", "_sdwa"):
+    if name.endswith(suf): name = name[: -len(suf)]
+  return name.removesuffix("_e64").removesuffix("_e32")
+
+
+VALU_FORMATS = ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC")
+DPP_KINDS = {"DPP16": "dpp16", "DPP8": "dpp8", "DPP8FI": "dpp8fi"}
+
+
+def _kind(base: str):
+  if base in R.VALU_OPS: return "valu"
+  if base in R.CARRY_OPS: return "carry"
+  if R.compare(base): return "cmp"
+  return None
+
+
+def valu_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt, ops in _isa(arch).by_op.items():
+      root, _, dpp = fmt.partition("_")
+      if root not in VALU_FORMATS or (dpp and dpp not in DPP_KINDS): continue
+      for opc in ops.values():
+        kind = _kind(_base(opc.name))
+        vop1_shape = root != "VOP1" or (kind == "valu" and len(R.VALU_OPS[_base(opc.name)][1]) == 1)
+        if kind and vop1_shape and (fmt, opc.name) in implemented(arch): out.append(pytest.param(arch, fmt, opc.name, kind, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+def _regs(first: int, t: str) -> str:
+  return f"v[{first}:{first + 1}]" if R.WIDTH[t] == 64 else f"v{first}"
+
+
+def _mnemonic(fmt: str, name: str) -> str:
+  """The spelling the assembler takes: the table's name, with DPP forms as `_dpp` plus their control operands."""
+  if fmt.startswith("VOPC_"): return _base(name)   # VOPC with DPP: the plain mnemonic and the DPP operands, as llvm-mc prints it
+  for suf in ("_dpp8_fi", "_dpp8", "_dpp16"):
+    if name.endswith(suf): return name[: -len(suf)] + "_dpp"
+  return name
+
+
+def _dpp_controls(fmt: str) -> str:
+  if fmt.endswith("DPP16"): return " quad_perm:[3,0,1,1] row_mask:0xf bank_mask:0xf"
+  if fmt.endswith("DPP8FI"): return f" dpp8:[{','.join(map(str, DPP8_SEL))}] fi:1"
+  if fmt.endswith("DPP8"): return f" dpp8:[{','.join(map(str, DPP8_SEL))}]"
+  return ""
+
+
+def _source_lane(fmt: str, lane: int) -> int:
+  if fmt.endswith("DPP16"): return (lane & ~3) | [3, 0, 1, 1][lane & 3]
+  if "DPP8" in fmt: return (lane & ~7) | DPP8_SEL[lane & 7]
+  return lane
+
+
+def _lanes_in(arr_by_lane, fmt, exec_mask, lanes, fi):
+  """src0 as a DPP lane reads it: lane i takes its source lane's value; an inactive source lane reads 0 for DPP8
+  without FI (RDNA3 ISA, DPP8: 'FI=0: inactive lanes return 0'), its own value with FI."""
+  out = []
+  for i in range(lanes):
+    j = _source_lane(fmt, i)
+    active = (exec_mask >> j) & 1
+    out.append(arr_by_lane[j] if active or fi or fmt.endswith("DPP16") else 0)
+  return out
+
+
+def _put(v: dict, reg: int, t: str, values: list[int], lanes: int, fill_hi: bool = True):
+  """Lane values of type t into v[reg] (and v[reg+1] for 64-bit); 16-bit values get a stray high half the op must ignore."""
+  vals = np.array(values, dtype=object)
+  if R.WIDTH[t] == 64:
+    v[reg] = np.array([x & R.M32 for x in vals], np.uint64).astype(np.uint32)
+    v[reg + 1] = np.array([x >> 32 for x in vals], np.uint64).astype(np.uint32)
+  elif R.WIDTH[t] == 16:
+    v[reg] = np.array([(x & R.M16) | (0x5a5a0000 if fill_hi else 0) for x in vals], np.uint64).astype(np.uint32)
+  else:
+    v[reg] = np.array(list(vals), np.uint64).astype(np.uint32)
+
+
+def _get(st, reg: int, t: str, lanes: int) -> list[int]:
+  lo = [int(x) for x in st.v[reg, 0, :lanes]]
+  if R.WIDTH[t] == 64: return [l | (int(h) << 32) for l, h in zip(lo, st.v[reg + 1, 0, :lanes])]
+  return [x & ((1 << R.WIDTH[t]) - 1) for x in lo]
+
+
+def _mask(st, sreg: int, wave64: bool) -> int:
+  return int(st.s[sreg, 0]) | ((int(st.s[sreg + 1, 0]) << 32) if wave64 else 0)
+
+
+def _same_bits(got: int, want: int, t: str) -> bool:
+  """Equal bits, or (a float type) NaN in both, field by field: a 32-bit word holding f16 results is two fields."""
+  if got == want: return True
+  if t not in R.FLOAT: return False
+  if R.WIDTH[t] == 16: return all(_same_bits((got >> k) & R.M16, (want >> k) & R.M16, "b16") or
+                                  (R.is_nan_bits((got >> k) & R.M16, t) and R.is_nan_bits((want >> k) & R.M16, t)) for k in (0, 16))
+  return R.is_nan_bits(got, t) and R.is_nan_bits(want, t)
+
+
+def _check_value(got: int, want: int, t: str, what: str):
+  if _same_bits(got, want, t): return None
+  return f"{what}: got {got:#x}, reference {want:#x}"
+
+
+def _apply_src_mods(x, t, neg, ab):
+  if t not in R.FLOAT: return x
+  if ab: x = abs(x)
+  return -x if neg else x
+
+
+def _clamp(x, t, dx10: bool = False):
+  """The clamp modifier: a float result limited to [0, 1]; a NaN passes, or becomes 0 under MODE.DX10_CLAMP."""
+  if t in R.FLOAT:
+    f = R.FLOAT[t][0]
+    return (f(0) if dx10 else x) if np.isnan(x) else min(max(x, f(0)), f(1))
+  return x
+
+
+@pytest.mark.parametrize("arch,fmt,name,kind", valu_cases())
+def test_valu_opcode(arch, fmt, name, kind):
+  """One VALU opcode in one encoding on TUPLES operand tuples, as 32-lane (or 64-lane) chunks in one snippet."""
+  lanes = ARCHS[arch]
+  base = _base(name)
+  mnem = _mnemonic(fmt, name)
+  exec_mask = (PARTIAL_EXEC & ((1 << lanes) - 1)) if "DPP8" in fmt else (1 << lanes) - 1
+  if kind == "valu": dt, types, fn = R.VALU_OPS[base]
+  elif kind == "cmp": types, fn = R.compare(base); dt = "u32"
+  else: (_, fn), types, dt = R.CARRY_OPS[base], ("u32", "u32"), "u32"
+  tuples = R.operand_tuples(tuple(types), TUPLES if FULL or "DPP" not in fmt else lanes)   # DPP forms: one wave's worth
+  chunks = [tuples[i:i + lanes] for i in range(0, len(tuples), lanes)]
+  fmac = base.startswith(("v_fmac_", "v_mac_"))
+  errors = []
+  for g in range(0, len(chunks), GROUP):
+    errors += _run_group(arch, fmt, name, kind, chunks[g:g + GROUP], base, mnem, types, dt, fn, fmac, exec_mask)
+  assert not errors, "\n".join(errors[:14])
+
+
+GROUP = 4   # chunks per snippet: sources in v0-v31, results in v64-v71 (true16 encodings reach v127), masks in s40-s67
+
+
+def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, exec_mask):
+  lanes = ARCHS[arch]
+  wave64 = lanes == 64
+  dpp = "DPP" in fmt
+  fi = fmt.endswith("DPP8FI")
+  vcc = "vcc" if wave64 else "vcc_lo"
+  exec_name = "exec" if wave64 else "exec_lo"
+  smov = "s_mov_b64" if wave64 else "s_mov_b32"
+  sreg = lambda r: f"s[{r}:{r + 1}]" if wave64 else f"s{r}"
+  mods = fmt.startswith("VOP3") and kind in ("valu", "cmp") and not dpp
+  float_types = any(t in R.FLOAT for t in types)
+  cin = kind == "carry" and R.CARRY_OPS[base][0]
+  code, v, expect = [], {}, []
+  for j, chunk in enumerate(chunks):
+    src_base, dst = 8 * j, 64 + 2 * j
+    variant = j % 2 == 1 and mods and float_types   # odd chunks: neg/abs on the sources, clamp on the result
+    negs = [variant and i != 1 and not (fmac and i == 2) for i in range(3)]   # fmac's addend is vdst: no modifier
+    abss = [variant and i != 0 and not (fmac and i == 2) for i in range(3)]
+    clamp = variant and kind == "valu"
+    srcs = []
+    for i, t in enumerate(types):
+      if fmac and i == 2:
+        _put(v, dst, t, [tp[i] for tp in chunk], lanes); continue
+      _put(v, src_base + 2 * i, t, [tp[i] for tp in chunk], lanes)
+      r = _regs(src_base + 2 * i, t)
+      if variant and t in R.FLOAT: r = ("-" if negs[i] else "") + (f"|{r}|" if abss[i] else r)
+      srcs.append(r)
+    # the reference: sources as lanes (src0 through DPP), modifiers, the op
+    cols = [[tp[i] for tp in chunk] for i in range(len(types))]
+    if dpp: cols[0] = _lanes_in(cols[0], fmt, exec_mask, lanes, fi)
+    chunk = list(zip(*cols))   # the sources each lane computes with (DPP's src0 from its source lane), for messages
+    vals = [[_apply_src_mods(R.to_value(x, t), t, negs[i], abss[i]) if variant else R.to_value(x, t) for x in col]
+            for i, (t, col) in enumerate(zip(types, cols))]
+    active = [(exec_mask >> l) & 1 for l in range(lanes)]
+    if kind == "valu":
+      if not fmac: _put(v, dst, dt, [FILL & ((1 << R.WIDTH[dt]) - 1)] * lanes, lanes, False)   # what unwritten lanes keep
+      want = []
+      for l in range(lanes):
+        r = fn(*[col[l] for col in vals])
+        if clamp: r = _clamp(r, dt)
+        want.append(R.to_bits(r, dt) if active[l] else (cols[2][l] if fmac else FILL) & ((1 << R.WIDTH[dt]) - 1))
+      code.append(f"{mnem} {_regs(dst, dt)}, {', '.join(srcs)}{' clamp' if clamp else ''}{_dpp_controls(fmt)}")
+      expect.append(("v", dst, dt, want, chunk))
+    elif kind == "cmp":
+      want = sum(int(bool(fn(*[col[l] for col in vals]))) << l for l in range(lanes) if active[l])
+      out = 40 + 2 * j
+      cmpx = base.startswith("v_cmpx")
+      if fmt.startswith("VOPC") and not cmpx:
+        code += [f"{mnem} {', '.join(srcs)}{_dpp_controls(fmt)}",
+                 f"{smov} {sreg(out)}, {vcc}"]
+      elif cmpx and arch != "gfx942":
+        code += [f"{mnem} {', '.join(srcs)}{_dpp_controls(fmt)}", f"{smov} {sreg(out)}, {exec_name}", f"{smov} {exec_name}, {sreg(14)}"]
+      elif cmpx:   # gfx9's v_cmpx also writes VCC (e32) or its sdst (e64)
+        sd = vcc if fmt.startswith("VOPC") else sreg(70)
+        code += [f"{mnem} {sd + ', ' if fmt.startswith('VOP3') else ''}{', '.join(srcs)}{_dpp_controls(fmt)}",
+                 f"{smov} {sreg(out)}, {exec_name}", f"{smov} {exec_name}, {sreg(14)}"]
+        if fmt.startswith("VOPC"): code.append(f"{smov} {sreg(out + 20)}, {vcc}")
+        else: code.append(f"{smov} {sreg(out + 20)}, {sreg(70)}")
+        expect.append(("s", out + 20, None, want, chunk))
+      else:
+        code.append(f"{mnem} {sreg(out)}, {', '.join(srcs)}{_dpp_controls(fmt)}")
+      expect.append(("s", out, None, want, chunk))
+    else:   # carry in/out
+      out = 40 + 2 * j
+      cins = [(CARRY_IN >> l) & 1 for l in range(lanes)]
+      res = [fn(vals[0][l], vals[1][l], cins[l]) for l in range(lanes)]
+      _put(v, dst, "u32", [0xcdcdcdcd] * lanes, lanes)
+      want = [r[0] & R.M32 if active[l] else 0xcdcdcdcd for l, r in enumerate(res)]
+      carry = sum((r[1] or 0) << l for l, r in enumerate(res) if active[l])
+      e32 = not fmt.startswith("VOP3")
+      if base == "v_cndmask_b32":
+        code += [f"{smov} {vcc}, {sreg(12)}"] if e32 else []
+        code.append(f"{mnem} v{dst}, {srcs[0]}, {srcs[1]}, {vcc if e32 else sreg(12)}{_dpp_controls(fmt)}")
+      elif e32:
+        code += [f"{smov} {vcc}, {sreg(12)}", f"{mnem} v{dst}, {vcc}, {srcs[0]}, {srcs[1]}{', ' + vcc if cin else ''}{_dpp_controls(fmt)}",
+                 f"{smov} {sreg(out)}, {vcc}"]
+      else:
+        code.append(f"{mnem} v{dst}, {sreg(out)}, {srcs[0]}, {srcs[1]}{', ' + sreg(12) if cin else ''}{_dpp_controls(fmt)}")
+      expect.append(("v", dst, "u32", want, chunk))
+      if base != "v_cndmask_b32": expect.append(("s", out, None, carry, chunk))
+  s = {12: CARRY_IN & R.M32, 13: CARRY_IN >> 32, 14: exec_mask & R.M32, 15: exec_mask >> 32}   # s[14:15]: EXEC to restore after v_cmpx
+  st = run_checked(arch, fmt, name, "\n".join(code), s=s, v=v, lanes=lanes, exec_mask=exec_mask, vgprs=80)
+  errors = []
+  for where, reg, t, want, chunk in expect:
+    if where == "v":
+      got = _get(st, reg, t, lanes)
+      for l in range(lanes):
+        e = _check_value(got[l], want[l], t, f"v{reg} lane {l} sources {[hex(x) for x in chunk[l]]}")
+        if e: errors.append(e)
+    else:
+      got = _mask(st, reg, wave64)
+      if got != want:
+        bad = [l for l in range(lanes) if ((got ^ want) >> l) & 1]
+        errors.append(f"s{reg} mask {got:#x}, reference {want:#x}: lanes {bad[:6]} sources {[[hex(x) for x in chunk[l]] for l in bad[:6]]}")
+  return [f"{code[0]}: {e}" for e in errors]
+
+
+# ---- SALU: one wave per operand tuple, the op alone (SCC set before it from s5) ----------------------------------------
+SALU_WAVES = 1024 if FULL else 96
+
+
+def salu_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt in ("SOP1", "SOP2", "SOPC", "SOPK"):
+      for opc in _isa(arch).by_op.get(fmt, {}).values():
+        n = opc.name
+        if (fmt, n) in implemented(arch) and (n in R.SOP1_OPS or n in R.SOP2_OPS or n in R.SOP2_SCC_OPS or n in R.SOPC_OPS or n in R.SOPK_OPS):
+          out.append(pytest.param(arch, fmt, n, id=f"{arch}-{fmt}-{n}"))
+  return out
+
+
+def _sregs(first: int, t: str) -> str:
+  return f"s[{first}:{first + 1}]" if R.WIDTH[t] == 64 else f"s{first}"
+
+
+SOPK_IMMEDIATES = (0, 1, 0x7fff, 0x8000, 0xffff, 0x1234)
+
+
+@pytest.mark.parametrize("arch,fmt,name", salu_cases())
+def test_salu_opcode(arch, fmt, name):
+  """A scalar op on SALU_WAVES waves, each with its own operands and incoming SCC, against the ISA reference."""
+  from hcq.asm.emu.snippet import run_snippet
+  scc_in = [(0x9d2c5680a3b1e7f4 >> (i % 64)) & 1 for i in range(SALU_WAVES)]
+  if fmt == "SOPK":
+    for k in SOPK_IMMEDIATES:
+      tuples = R.operand_tuples(("u32", "u32"), SALU_WAVES)
+      s_in, d_in = [t[0] for t in tuples], [t[1] for t in tuples]
+      cmp = name.startswith("s_cmpk")
+      code = f"s_cmp_eq_u32 s5, 1\n{name} {'s0' if cmp else 's10'}, {k:#x}"
+      st = run_checked(arch, fmt, name, code, s={0: s_in, 10: d_in, 5: scc_in}, waves=SALU_WAVES, lanes=32, vgprs=1)
+      errors = []
+      for w in range(SALU_WAVES):
+        if name == "s_cmovk_i32": want = (R.sx(k, 16) & R.M32 if scc_in[w] else d_in[w], None)
+        else: want = R.SOPK_OPS[name](s_in[w] if cmp else d_in[w], k)
+        got_d, got_scc = int(st.s[10, w]), int(st.scc[w])
+        want_d = d_in[w] if want[0] is None else want[0]
+        want_scc = scc_in[w] if want[1] is None else want[1]
+        if (got_d, got_scc) != (want_d, want_scc):
+          errors.append(f"{name} imm {k:#x} s={s_in[w] if cmp else d_in[w]:#x} scc_in={scc_in[w]}: got ({got_d:#x}, scc {got_scc}), reference ({want_d:#x}, scc {want_scc})")
+      assert not errors, "\n".join(errors[:12])
+    return
+  if name in R.SOPC_OPS: types, fn = R.SOPC_OPS[name]; dt, kind = None, "sopc"
+  elif name in R.SOP2_SCC_OPS: (dt, types, fn), kind = R.SOP2_SCC_OPS[name], "scc_in"
+  elif name in R.SOP2_OPS: (dt, types, fn), kind = R.SOP2_OPS[name], "sop"
+  else: (dt, types, fn), kind = R.SOP1_OPS[name], "sop"
+  tuples = R.operand_tuples(tuple(types), SALU_WAVES)
+  s = {5: scc_in, 10: [0xcdcdcdcd] * SALU_WAVES, 11: [0xcdcdcdcd] * SALU_WAVES}
+  srcs = []
+  for i, t in enumerate(types):
+    vals = [tp[i] for tp in tuples]
+    s[2 * i] = [x & R.M32 for x in vals]
+    if R.WIDTH[t] == 64: s[2 * i + 1] = [x >> 32 for x in vals]
+    else: s[2 * i] = [x & ((1 << R.WIDTH[t]) - 1) for x in vals]   # f16 compares read the low half
+    srcs.append(_sregs(2 * i, t))
+  dst = "" if kind == "sopc" else _sregs(10, dt) + ", "
+  st = run_checked(arch, fmt, name, f"s_cmp_eq_u32 s5, 1\n{name} {dst}{', '.join(srcs)}", s=s, waves=SALU_WAVES, lanes=32, vgprs=1)
+  errors = []
+  for w, tp in enumerate(tuples):
+    vals = [R.to_value(x, t) for x, t in zip(tp, types)]
+    if kind == "sopc": want_d, want_scc = None, int(bool(fn(*vals)))
+    else:
+      r, sc = fn(*vals, scc_in[w]) if kind == "scc_in" else fn(*vals)
+      want_d, want_scc = R.to_bits(r, dt), sc
+    want_scc = scc_in[w] if want_scc is None else want_scc
+    got_scc = int(st.scc[w])
+    got_d = None if want_d is None else int(st.s[10, w]) & ((1 << R.WIDTH[dt]) - 1) | ((int(st.s[11, w]) << 32) if R.WIDTH[dt] == 64 else 0)
+    if got_scc != want_scc or not (got_d == want_d or _same_bits(got_d, want_d, dt)):
+      errors.append(f"{name} {[hex(x) for x in tp]} scc_in={scc_in[w]}: got ({got_d if got_d is None else hex(got_d)}, scc {got_scc}), "
+                    f"reference ({want_d if want_d is None else hex(want_d)}, scc {want_scc})")
+  assert not errors, "\n".join(errors[:12])
+
+
+# ---- VOPD: both halves from the reference, sources read before either half writes -------------------------------------
+VOPD_K = 0x40490fdb   # the literal of fmaak/fmamk (pi)
+
+
+def vopd_cases():
+  out = []
+  for arch in ARCHS:
+    for opc in _isa(arch).by_op.get("VOPD", {}).values():
+      x, y = opc.name.split("__")
+      if R.vopd_part(x) and R.vopd_part(y) and ("VOPD", opc.name) in implemented(arch):
+        out.append(pytest.param(arch, opc.name, id=f"{arch}-VOPD-{opc.name}"))
+  return out
+
+
+def _vopd_text(name: str, dst: int, s0: int, s1: int) -> str:
+  if name.endswith("fmaak_f32"): return f"{name} v{dst}, v{s0}, v{s1}, {VOPD_K:#x}"
+  if name.endswith("fmamk_f32"): return f"{name} v{dst}, v{s0}, {VOPD_K:#x}, v{s1}"
+  if name.endswith("mov_b32"): return f"{name} v{dst}, v{s0}"
+  return f"{name} v{dst}, v{s0}, v{s1}"
+
+
+@pytest.mark.parametrize("arch,name", vopd_cases())
+def test_vopd_opcode(arch, name):
+  """A VOPD pair (X in banks 0/0, Y in banks 1/1, even and odd destinations) on 4 waves' worth of operands."""
+  lanes = ARCHS[arch]
+  halves = name.split("__")
+  parts = [R.vopd_part(h) for h in halves]
+  k = R.to_value(VOPD_K, "f32")
+  code, v, expect = [], {}, []
+  for j in range(4):
+    base = 16 * j
+    texts = []
+    for h, (half, (types, acc, fn)) in enumerate(zip(halves, parts)):
+      s0, s1, dst = base + h, base + 4 + h, base + 10 + h
+      tuples = R.operand_tuples(tuple(types) + ("f32",), 4 * lanes)[j * lanes:(j + 1) * lanes] if acc else \
+               R.operand_tuples(tuple(types), 4 * lanes)[j * lanes:(j + 1) * lanes]
+      if h: tuples = tuples[::-1]   # Y gets other operands than X
+      for i, t in enumerate(types): _put(v, (s0, s1)[i], t, [tp[i] for tp in tuples], lanes)
+      _put(v, dst, "u32", [tp[2] for tp in tuples] if acc else [FILL & R.M32] * lanes, lanes)
+      want = []
+      for l, tp in enumerate(tuples):
+        srcs = [R.to_value(x, t) for x, t in zip(tp, types)]
+        r = fn(srcs, R.to_value(tp[2], "f32") if acc else None, (CARRY_IN >> l) & 1, k)
+        want.append(R.to_bits(r, "f32") if isinstance(r, np.floating) else int(r) & R.M32)
+      expect.append((dst, "f32" if "f32" in half else "u32", want, tuples))
+      texts.append(_vopd_text(half, dst, s0, s1))
+    code.append(" :: ".join(texts))
+  st = run_checked(arch, "VOPD", name, "\n".join(code), s={106: CARRY_IN & R.M32}, v=v, lanes=lanes, vgprs=80)
+  errors = []
+  for dst, t, want, tuples in expect:
+    got = _get(st, dst, "u32", lanes)
+    for l in range(lanes):
+      e = _check_value(got[l], want[l], t, f"v{dst} lane {l} sources {[hex(x) for x in tuples[l]]}")
+      if e: errors.append(e)
+  assert not errors, code[0] + "\n" + "\n".join(errors[:12])
+
+
+# ---- SDWA (gfx9): sub-dword source selects (with sext), destination select and the unused bits --------------------------
+SEL = {"BYTE_0": (0, 8), "BYTE_1": (8, 8), "BYTE_2": (16, 8), "BYTE_3": (24, 8), "WORD_0": (0, 16), "WORD_1": (16, 16), "DWORD": (0, 32)}
+# per chunk: src0_sel, src1_sel, dst_sel, dst_unused (16-bit results take the WORD in place of a BYTE destination)
+SDWA_VARIANTS = [("DWORD", "DWORD", "DWORD", "UNUSED_PRESERVE"), ("WORD_1", "BYTE_0", "WORD_1", "UNUSED_PRESERVE"),
+                 ("BYTE_2", "WORD_1", "BYTE_1", "UNUSED_SEXT"), ("BYTE_3", "WORD_0", "WORD_0", "UNUSED_PAD")]
+
+
+def sdwa_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt in ("VOP1_SDWA", "VOP2_SDWA", "VOPC_SDWA"):
+      for opc in _isa(arch).by_op.get(fmt, {}).values():
+        base = _base(opc.name)
+        kind = _kind(base)
+        if kind == "valu": types, dt = R.VALU_OPS[base][1], R.VALU_OPS[base][0]
+        elif kind == "cmp": types, dt = R.compare(base)[0], "u32"
+        else: continue
+        if (fmt, opc.name) in implemented(arch) and all(R.WIDTH[t] < 64 for t in (*types, dt)) and (fmt != "VOP1_SDWA" or len(types) == 1) \
+           and len(types) <= 2 and not base.startswith(("v_fmac", "v_mac")):
+          out.append(pytest.param(arch, fmt, opc.name, kind, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+def _select(bits: int, sel: str, sext: bool) -> int:
+  shift, w = SEL[sel]
+  x = (bits >> shift) & ((1 << w) - 1)
+  return R.sx(x, w) & R.M32 if sext else x
+
+
+def _place(result: int, old: int, sel: str, unused: str) -> int:
+  shift, w = SEL[sel]
+  if w == 32: return result & R.M32
+  field = (result & ((1 << w) - 1)) << shift
+  if unused == "UNUSED_PRESERVE": return (old & ~(((1 << w) - 1) << shift) & R.M32) | field
+  if unused == "UNUSED_SEXT" and (result >> (w - 1)) & 1: return field | (R.M32 & ~((1 << (shift + w)) - 1))
+  return field
+
+
+@pytest.mark.parametrize("arch,fmt,name,kind", sdwa_cases())
+def test_sdwa_opcode(arch, fmt, name, kind):
+  lanes = ARCHS[arch]
+  base = _base(name)
+  if kind == "valu": dt, types, fn = R.VALU_OPS[base]
+  else: (types, fn), dt = R.compare(base), "u32"
+  tuples = R.operand_tuples(tuple("u32" for _ in types), lanes * len(SDWA_VARIANTS))   # whole registers: the selects pick the bits
+  code, v, expect = [], {}, []
+  for j, (s0, s1, ds, du) in enumerate(SDWA_VARIANTS):
+    chunk = tuples[j * lanes:(j + 1) * lanes]
+    if R.WIDTH[dt] == 16 and ds.startswith("BYTE"): ds = "WORD_1"
+    sels = (s0, s1)
+    sext = [types[i][0] == "i" and SEL[sels[i]][1] < 32 for i in range(len(types))]
+    srcs = []
+    for i in range(len(types)):
+      _put(v, 8 * j + 2 * i, "u32", [tp[i] for tp in chunk], lanes)
+      srcs.append(f"sext(v{8 * j + 2 * i})" if sext[i] else f"v{8 * j + 2 * i}")
+    sel_text = " ".join(f"src{i}_sel:{sels[i]}" for i in range(len(types)))
+    vals = [[R.to_value(_select(tp[i], sels[i], sext[i]) & ((1 << R.WIDTH[t]) - 1), t) for i, t in enumerate(types)] for tp in chunk]
+    if kind == "cmp":
+      out = 40 + 2 * j
+      code.append(f"{name} s[{out}:{out + 1}], {', '.join(srcs)} {sel_text}")
+      if base.startswith("v_cmpx"): code.append(f"s_mov_b64 exec, -1")
+      expect.append(("s", out, sum(int(bool(fn(*vs))) << l for l, vs in enumerate(vals)), chunk))
+    else:
+      dst = 64 + 2 * j
+      _put(v, dst, "u32", [FILL & R.M32] * lanes, lanes)
+      code.append(f"{name} v{dst}, {', '.join(srcs)} dst_sel:{ds} dst_unused:{du} {sel_text}")
+      want = [_place(R.to_bits(fn(*vs), dt), FILL & R.M32, ds, du) for vs in vals]
+      expect.append(("v", dst, want, chunk))
+  st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, vgprs=80)
+  errors = []
+  for where, reg, want, chunk in expect:
+    if where == "s":
+      got = _mask(st, reg, True)
+      if got != want: errors.append(f"s{reg}: mask {got:#x}, reference {want:#x}")
+      continue
+    got = _get(st, reg, "u32", lanes)
+    for l in range(lanes):
+      if not _same_bits(got[l], want[l], dt):
+        errors.append(f"v{reg} lane {l} sources {[hex(x) for x in chunk[l]]}: got {got[l]:#x}, reference {want[l]:#x}")
+  assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
+
+
+# ---- VOP3P: packed 16-bit math with op_sel / op_sel_hi / neg_lo / neg_hi, and the integer dot products ----------------
+def vop3p_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt in ("VOP3P", "VOP3P_DPP16", "VOP3P_DPP8", "VOP3P_DPP8FI"):
+      for opc in _isa(arch).by_op.get(fmt, {}).values():
+        base = _base(opc.name)
+        if (base in R.PK_OPS or base in R.DOT_OPS) and (fmt, opc.name) in implemented(arch):
+          out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,fmt,name", vop3p_cases())
+def test_vop3p_opcode(arch, fmt, name):
+  """Chunk 0: default selects; chunk 1: op_sel/op_sel_hi swapped per source and (floats) neg_lo/neg_hi."""
+  lanes = ARCHS[arch]
+  base = _base(name)
+  dpp = "DPP" in fmt
+  exec_mask = (PARTIAL_EXEC & ((1 << lanes) - 1)) if "DPP8" in fmt else (1 << lanes) - 1
+  mnem = _mnemonic(fmt, name)
+  code, v, expect = [], {}, []
+  if base in R.DOT_OPS:
+    n, ht = 3, "u32"
+  else:
+    ht, fn = R.PK_OPS[base]
+    n = 3 if "_mad_" in base or "_fma_" in base else 2
+  halves = R.operand_tuples((ht if base in R.PK_OPS else "u16",) * (2 * n), 2 * lanes)
+  for j in range(1 if dpp else 2):
+    chunk = halves[j * lanes:(j + 1) * lanes]
+    regs = [[(tp[2 * i] & R.M16) | ((tp[2 * i + 1] & R.M16) << 16) for tp in chunk] for i in range(n)]
+    if base in R.DOT_OPS: regs = [[x ^ (y * 0x9e3779b1 & R.M32) for x, y in zip(r, range(lanes))] for r in regs]   # whole-register bits
+    for i in range(n): _put(v, 8 * j + 2 * i, "u32", regs[i], lanes)
+    if dpp: regs[0] = _lanes_in(regs[0], fmt, exec_mask, lanes, fmt.endswith("DPP8FI"))
+    dst = 64 + 2 * j
+    _put(v, dst, "u32", [FILL & R.M32] * lanes, lanes)
+    srcs = ", ".join(f"v{8 * j + 2 * i}" for i in range(n))
+    sel, sel_hi = [0] * n, [1] * n
+    neg_lo, neg_hi = [0] * n, [0] * n
+    mods = ""
+    if j == 1 and base in R.PK_OPS:
+      sel, sel_hi = [1, 0, 1][:n], [0, 1, 0][:n]
+      mods = f" op_sel:[{','.join(map(str, sel))}] op_sel_hi:[{','.join(map(str, sel_hi))}]"
+      if ht == "f16":
+        neg_lo, neg_hi = [1, 0, 1][:n], [0, 1, 1][:n]
+        mods += f" neg_lo:[{','.join(map(str, neg_lo))}] neg_hi:[{','.join(map(str, neg_hi))}]"
+    code.append(f"{mnem} v{dst}, {srcs}{mods}{_dpp_controls(fmt)}")
+    want = []
+    for l in range(lanes):
+      if not (exec_mask >> l) & 1: want.append(FILL & R.M32); continue
+      if base in R.DOT_OPS:
+        want.append(R.DOT_OPS[base](*[r[l] for r in regs]) & R.M32); continue
+      out = 0
+      for half, (selv, negv) in enumerate(((sel, neg_lo), (sel_hi, neg_hi))):
+        args = []
+        for i in range(n):
+          x = R.to_value((regs[i][l] >> (16 * selv[i])) & R.M16, ht)
+          args.append(-x if negv[i] else x)
+        out |= R.to_bits(fn(*args), ht) << (16 * half)
+      want.append(out)
+    expect.append((dst, want, [[hex(r[l]) for r in regs] for l in range(lanes)]))
+  st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, exec_mask=exec_mask, vgprs=80)
+  errors = []
+  for dst, want, srcs in expect:
+    got = _get(st, dst, "u32", lanes)
+    for l in range(lanes):
+      if not _same_bits(got[l], want[l], "f16" if base in R.PK_OPS and ht == "f16" else "u32"):
+        errors.append(f"v{dst} lane {l} sources {srcs[l]}: got {got[l]:#x}, reference {want[l]:#x}")
+  assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dx10", [0, 1])
+def test_clamp_of_nan_follows_mode_dx10_clamp(arch, dx10):
+  """The clamp modifier limits to [0, 1]; a NaN passes through, or becomes +0 when MODE.DX10_CLAMP (bit 8) is set
+  (LLVM AMDGPUUsage, COMPUTE_PGM_RSRC1.DX10_CLAMP)."""
+  from hcq.asm.emu.snippet import run_snippet
+  lanes = ARCHS[arch]
+  vals = [0x7fc00000, 0xffc00000, 0x7f800001, 0x3fc00000, 0xbf800000, 0x3f000000, 0x7f800000, 0xff800000] * (lanes // 8)
+  st = run_snippet(f"s_setreg_imm32_b32 hwreg(HW_REG_MODE, 8, 1), {dx10}\nv_add_f32_e64 v2, v0, v1 clamp", v={0: vals, 1: [0] * lanes},
+                   lanes=lanes, arch=arch)
+  for x, got in zip(vals, st.v[2, 0]):
+    want = R.to_bits(_clamp(R.to_value(x, "f32") + np.float32(0), "f32", bool(dx10)), "f32")
+    assert int(got) == want or (R.is_nan_bits(int(got), "f32") and R.is_nan_bits(want, "f32")), (hex(x), hex(int(got)), hex(want))
+
+
+# ---- DS: each lane its own 16-byte slot of LDS (no two lanes meet), offset field in use ---------------------------------
+DS_OFFSET = 8
+
+
+def ds_cases():
+  out = []
+  for arch in ARCHS:
+    for opc in _isa(arch).by_op.get("DS", {}).values():
+      if (R.ds_atomic(opc.name) or R.ds_access(opc.name)) and ("DS", opc.name) in implemented(arch):
+        out.append(pytest.param(arch, opc.name, id=f"{arch}-DS-{opc.name}"))
+  return out
+
+
+def _vrange(first: int, bits: int) -> str:
+  n = max(1, bits // 32)
+  return f"v{first}" if n == 1 else f"v[{first}:{first + n - 1}]"
+
+
+@pytest.mark.parametrize("arch,name", ds_cases())
+def test_ds_opcode(arch, name):
+  lanes = ARCHS[arch]
+  rng = np.random.default_rng(7)
+  size = 32 * lanes
+  lds = bytearray(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
+  # edge values into the first dword of each slot so that atomics meet their boundaries
+  e32 = R.EDGES[32]
+  for l in range(lanes): lds[32 * l + DS_OFFSET:32 * l + DS_OFFSET + 4] = e32[l % len(e32)].to_bytes(4, "little")
+  addr = [32 * l for l in range(lanes)]
+  atomic, access = R.ds_atomic(name), R.ds_access(name)
+  bits = atomic[0] if atomic else access[1]
+  data = [[int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)] for _ in range(4)]
+  for l in range(0, lanes, 3): data[0][l] = e32[(l * 7) % len(e32)]   # edge data too
+  v = {0: addr}
+  for k in range(4): v[2 + k] = data[k]
+  v[8], v[9], v[10], v[11] = ([FILL & R.M32] * lanes for _ in range(4))
+  ref = bytearray(lds)
+  want_regs = None
+  if atomic:
+    bits, rtn, fn = atomic
+    nbytes = bits // 8
+    text = f"{name} {'v8, ' if rtn and bits == 32 else 'v[8:9], ' if rtn else ''}v0, {_vrange(2, bits)} offset:{DS_OFFSET}"
+    want_regs = []
+    for l in range(lanes):
+      a = addr[l] + DS_OFFSET
+      old = int.from_bytes(ref[a:a + nbytes], "little")
+      d = data[0][l] | (data[1][l] << 32 if bits == 64 else 0)
+      ref[a:a + nbytes] = (fn(old, d) & ((1 << bits) - 1)).to_bytes(nbytes, "little")
+      want_regs.append(old)
+    if not rtn: want_regs = None
+  elif access[0] == "load":
+    _, bits, signed = access
+    text = f"{name} {_vrange(8, bits)}, v0 offset:{DS_OFFSET}"
+    want_regs = []
+    for l in range(lanes):
+      a = addr[l] + DS_OFFSET
+      x = int.from_bytes(ref[a:a + max(bits, 8) // 8], "little")
+      want_regs.append((R.sx(x, bits) & R.M32) if signed else x)
+  else:
+    bits = access[1]
+    text = f"{name} v0, {_vrange(2, bits)} offset:{DS_OFFSET}"
+    for l in range(lanes):
+      a = addr[l] + DS_OFFSET
+      x = sum(data[k][l] << (32 * k) for k in range(4)) & ((1 << bits) - 1)
+      ref[a:a + bits // 8] = x.to_bytes(bits // 8, "little")
+  st = run_checked(arch, "DS", name, text, s={125: R.M32}, v=v, lanes=lanes, vgprs=16, lds_bytes=size, lds=bytes(lds))
+  got_lds = st.lds[:size].tobytes()
+  errors = [f"LDS byte {i}: got {got_lds[i]:#x}, reference {ref[i]:#x}" for i in range(size) if got_lds[i] != ref[i]]
+  if want_regs is not None:
+    n = max(1, bits // 32)
+    for l in range(lanes):
+      got = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(n))
+      want = want_regs[l] & ((1 << (32 * n)) - 1)
+      if got != want: errors.append(f"lane {l} returned {got:#x}, reference {want:#x} (data {data[0][l]:#x})")
+  assert not errors, text + "\n" + "\n".join(errors[:12])
+
+
+# ---- cross-lane VALU: readfirstlane, readlane, writelane, mbcnt, swap, permlane16/x16 (the ISA's lane arithmetic) -------
+LANE_OPS = ("v_readfirstlane_b32", "v_readlane_b32", "v_writelane_b32", "v_mbcnt_lo_u32_b32", "v_mbcnt_hi_u32_b32", "v_swap_b32",
+            "v_permlane16_b32", "v_permlanex16_b32")
+
+
+def lane_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt in ("VOP1", "VOP3"):
+      for opc in _isa(arch).by_op.get(fmt, {}).values():
+        if _base(opc.name) in LANE_OPS and (fmt, opc.name) in implemented(arch):
+          out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,fmt,name", lane_cases())
+def test_lane_opcode(arch, fmt, name):
+  lanes = ARCHS[arch]
+  base = _base(name)
+  rng = np.random.default_rng(11)
+  a = [int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)]
+  b = [int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)]
+  exec_mask = (1 << lanes) - 1
+  v = {0: a, 1: b, 8: [FILL & R.M32] * lanes}
+  s = {}
+  code, want_v, want_s = [], {}, {}
+  if base == "v_readfirstlane_b32":
+    exec_mask = 0xfff0c000 & ((1 << lanes) - 1)
+    code, want_s = [f"{name} s10, v0"], {10: a[(exec_mask & -exec_mask).bit_length() - 1]}
+  elif base == "v_readlane_b32":
+    picks = [0, 5, lanes - 1, 37, 64 + 3]   # the lane number wraps at the wave size (S1[4:0] / S1[5:0])
+    for k, p in enumerate(picks):
+      s[20 + k] = p
+      code.append(f"{name} s{30 + k}, v0, s{20 + k}")
+      want_s[30 + k] = a[p % lanes]
+  elif base == "v_writelane_b32":
+    s.update({20: 0x12345678, 21: 7 + 32, 22: 0xcafef00d, 23: 3})
+    code = [f"{name} v8, s20, s21", f"{name} v8, s22, s23"]
+    w = [FILL & R.M32] * lanes
+    w[(7 + 32) % lanes], w[3] = 0x12345678, 0xcafef00d
+    want_v[8] = w
+  elif base.startswith("v_mbcnt"):
+    masks = [0xffffffff, 0x80000001, 0xdeadbeef, 0]
+    for k, m in enumerate(masks):
+      s[20 + k] = m
+      code.append(f"{name} v{8 + k}, s{20 + k}, v1")
+      if base == "v_mbcnt_lo_u32_b32": want_v[8 + k] = [(bin(m & ((1 << l) - 1) & R.M32).count("1") + b[l]) & R.M32 for l in range(lanes)]
+      else: want_v[8 + k] = [(bin(m & (((1 << l) - 1) >> 32)).count("1") + b[l]) & R.M32 for l in range(lanes)]
+      v[8 + k] = [FILL & R.M32] * lanes
+  elif base == "v_swap_b32":
+    v[8] = list(b)
+    code, want_v = [f"{name} v8, v0"], {8: a, 0: b}
+  else:   # permlane16 / permlanex16: lane i of each row of 16 reads lane sel[i] of its row (x16: of the other row)
+    sel = 0xfedcba9876543210 ^ 0x3a5c9e17b2d46081
+    s.update({20: sel & R.M32, 21: sel >> 32})
+    code = [f"{name} v8, v0, s20, s21"]
+    want = []
+    for l in range(lanes):
+      row = l & ~15
+      if base == "v_permlanex16_b32": row ^= 16
+      want.append(a[row + ((sel >> (4 * (l & 15))) & 15)])
+    want_v[8] = want
+  st = run_checked(arch, fmt, name, "\n".join(code), s=s, v=v, lanes=lanes, exec_mask=exec_mask, vgprs=16)
+  errors = [f"s{r}: got {int(st.s[r, 0]):#x}, reference {w:#x}" for r, w in want_s.items() if int(st.s[r, 0]) != w]
+  for r, w in want_v.items():
+    got = _get(st, r, "u32", lanes)
+    errors += [f"v{r} lane {l}: got {got[l]:#x}, reference {w[l]:#x}" for l in range(lanes) if got[l] != w[l]]
+  assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
+
+
+# ---- SOP1 on EXEC (saveexec / wrexec), s_cmov, s_bitset0/1, s_bitreplicate: one wave per operand tuple -----------------
+def sop1_state_cases():
+  out = []
+  for arch in ARCHS:
+    for opc in _isa(arch).by_op.get("SOP1", {}).values():
+      n = opc.name
+      if (R.exec_op(n) or n in ("s_cmov_b32", "s_cmov_b64", "s_bitset0_b32", "s_bitset1_b32", "s_bitset0_b64", "s_bitset1_b64",
+                                "s_bitreplicate_b64_b32")) and ("SOP1", n) in implemented(arch) \
+         and not (R.exec_op(n) and R.exec_op(n)[0] == 64 and ARCHS[arch] == 32):   # wave32's EXEC_HI: see emu_coverage's reasons
+        out.append(pytest.param(arch, n, id=f"{arch}-SOP1-{n}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,name", sop1_state_cases())
+def test_sop1_state_opcode(arch, name):
+  waves = SALU_WAVES
+  wave64 = ARCHS[arch] == 64
+  rng = np.random.default_rng(5)
+  r64 = lambda: [int(x) for x in rng.integers(0, 1 << 63, waves, dtype=np.uint64) * 2 + rng.integers(0, 2, waves, dtype=np.uint64)]
+  src, old_d, ex = r64(), r64(), r64()
+  for w in range(0, waves, 4): src[w] = R.EDGES[64][(w // 4) % len(R.EDGES[64])]
+  scc_in = [(0x9d2c5680a3b1e7f4 >> (w % 64)) & 1 for w in range(waves)]
+  bits = 64 if name.endswith("64") or name.endswith("b64_b32") else 32
+  m = (1 << bits) - 1
+  emask = (1 << (64 if wave64 else 32)) - 1
+  ex = [e & emask for e in ex]
+  s = {0: [x & R.M32 for x in src], 1: [x >> 32 for x in src], 10: [x & R.M32 for x in old_d], 11: [x >> 32 for x in old_d],
+       5: scc_in, 6: [e & R.M32 for e in ex], 7: [e >> 32 for e in ex]}
+  reg = lambda r: f"s[{r}:{r + 1}]" if bits == 64 else f"s{r}"
+  src_reg = "s0" if name == "s_bitreplicate_b64_b32" or name.startswith("s_bitset") else reg(0)
+  set_exec = "s_mov_b64 exec, s[6:7]" if wave64 else "s_mov_b32 exec_lo, s6"
+  st = run_checked(arch, "SOP1", name, f"{set_exec}\ns_cmp_eq_u32 s5, 1\n{name} {reg(10)}, {src_reg}", s=s, waves=waves, vgprs=1,
+                   lanes=ARCHS[arch])
+  errors = []
+  for w in range(waves):
+    e0, s0, d0 = ex[w], src[w] & m, old_d[w] & m
+    new_exec, scc = e0, scc_in[w]
+    eo = R.exec_op(name)
+    if eo:
+      _, fn, wr = eo
+      new_exec = fn(s0, e0) & m & emask if bits == 64 or not wave64 else (fn(s0, e0 & R.M32) & R.M32) | (e0 & ~R.M32)
+      d = new_exec & m if wr else e0 & m
+      scc = int(new_exec & m != 0)
+    elif name.startswith("s_cmov"): d = s0 if scc_in[w] else d0
+    elif name.startswith("s_bitset"):
+      k = src[w] & (bits - 1)
+      d = (d0 | (1 << k)) if "bitset1" in name else (d0 & ~(1 << k))
+    else: d = sum(((src[w] >> i) & 1) * 3 << (2 * i) for i in range(32))
+    got_d = int(st.s[10, w]) | (int(st.s[11, w]) << 32 if bits == 64 else 0)
+    got_exec = int(st.s[126, w]) | (int(st.s[127, w]) << 32 if wave64 else 0)
+    if (got_d, got_exec, int(st.scc[w])) != (d, new_exec, scc):
+      errors.append(f"s0={src[w]:#x} exec={e0:#x} scc_in={scc_in[w]}: got D={got_d:#x} EXEC={got_exec:#x} SCC={int(st.scc[w])}, "
+                    f"reference D={d:#x} EXEC={new_exec:#x} SCC={scc}")
+  assert not errors, name + "\n" + "\n".join(errors[:12])
+
+
+# ---- GLOBAL / FLAT loads and stores: each lane its own 32-byte slot of a mapped buffer, an offset in the instruction ----
+VMEM_BASE = 0x7d0000001000
+
+
+def vmem_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt in ("GLOBAL", "FLAT", "VGLOBAL", "VFLAT"):
+      for opc in _isa(arch).by_op.get(fmt, {}).values():
+        if R.vmem_access(opc.name) and (fmt, opc.name) in implemented(arch):
+          out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,fmt,name", vmem_cases())
+def test_vmem_opcode(arch, fmt, name):
+  from hcq.asm.emu.memory import VirtualMemory
+  lanes = ARCHS[arch]
+  rng = np.random.default_rng(9)
+  size = 32 * lanes
+  buf = rng.integers(0, 256, size, dtype=np.uint8)
+  init = buf.tobytes()
+  mem = VirtualMemory()
+  mem.map(VMEM_BASE, size, buf)
+  kind, bits, signed = R.vmem_access(name)
+  data = [[int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)] for _ in range(4)]
+  off = [32 * l for l in range(lanes)]
+  addr = [VMEM_BASE + o for o in off]
+  v = {0: off, 2: [a & R.M32 for a in addr], 3: [a >> 32 for a in addr]}
+  for k in range(4): v[4 + k] = data[k]
+  for k in range(4): v[8 + k] = [FILL & R.M32] * lanes
+  s = {0: VMEM_BASE & R.M32, 1: VMEM_BASE >> 32}
+  where = "v0, s[0:1]" if "GLOBAL" in fmt else "v[2:3]"
+  ref = bytearray(init)
+  want = None
+  if kind == "load":
+    text = f"{name} {_vrange(8, bits)}, {where} offset:8"
+    want = []
+    for l in range(lanes):
+      x = int.from_bytes(ref[off[l] + 8:off[l] + 8 + max(bits, 8) // 8], "little")
+      want.append((R.sx(x, bits) & R.M32) if signed else x)
+  else:
+    text = f"{name} {where.split(',')[0] if 'FLAT' in fmt else 'v0'}, {_vrange(4, bits)}{', s[0:1]' if 'GLOBAL' in fmt else ''} offset:8"
+    for l in range(lanes):
+      x = sum(data[k][l] << (32 * k) for k in range(4)) & ((1 << bits) - 1)
+      ref[off[l] + 8:off[l] + 8 + bits // 8] = x.to_bytes(bits // 8, "little")
+  st = run_checked(arch, fmt, name, text, s=s, v=v, lanes=lanes, vgprs=16, mem=mem)
+  got = buf.tobytes()
+  errors = [f"byte {i}: got {got[i]:#x}, reference {ref[i]:#x}" for i in range(size) if got[i] != ref[i]]
+  if want is not None:
+    n = max(1, bits // 32)
+    for l in range(lanes):
+      g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(n))
+      if g != want[l]: errors.append(f"lane {l} loaded {g:#x}, reference {want[l]:#x}")
+  assert not errors, text + "\n" + "\n".join(errors[:12])
+
+
+RETURN_BIT = {"gfx1100": " glc", "gfx1201": " th:TH_ATOMIC_RETURN", "gfx942": " sc0"}   # an atomic returning the old value
+
+
+def vmem_atomic_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt in ("GLOBAL", "FLAT"):
+      for opc in _isa(arch).by_op.get(fmt, {}).values():
+        if R.vmem_atomic(opc.name) and (fmt, opc.name) in implemented(arch):
+          out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("rtn", [False, True])
+@pytest.mark.parametrize("arch,fmt,name", vmem_atomic_cases())
+def test_vmem_atomic_opcode(arch, fmt, name, rtn):
+  from hcq.asm.emu.memory import VirtualMemory
+  lanes = ARCHS[arch]
+  bits, fn = R.vmem_atomic(name)
+  nbytes = bits // 8
+  rng = np.random.default_rng(13)
+  size = 32 * lanes
+  buf = rng.integers(0, 256, size, dtype=np.uint8)
+  e = R.EDGES[bits]
+  for l in range(lanes): buf[32 * l + 8:32 * l + 8 + nbytes] = np.frombuffer(e[l % len(e)].to_bytes(nbytes, "little"), np.uint8)
+  ref = bytearray(buf.tobytes())
+  mem = VirtualMemory()
+  mem.map(VMEM_BASE, size, buf)
+  data = [int(x) for x in rng.integers(0, 1 << 63, lanes, dtype=np.uint64) * 2 + rng.integers(0, 2, lanes, dtype=np.uint64)]
+  for l in range(0, lanes, 3): data[l] = e[(l * 5) % len(e)]
+  data = [d & ((1 << bits) - 1) for d in data]
+  off = [32 * l for l in range(lanes)]
+  addr = [VMEM_BASE + o for o in off]
+  v = {0: off, 2: [a & R.M32 for a in addr], 3: [a >> 32 for a in addr], 4: [d & R.M32 for d in data], 5: [d >> 32 for d in data],
+       8: [FILL & R.M32] * lanes, 9: [FILL & R.M32] * lanes}
+  where = ("v0", ", s[0:1]") if fmt == "GLOBAL" else ("v[2:3]", "")
+  text = f"{name} {_vrange(8, bits) + ', ' if rtn else ''}{where[0]}, {_vrange(4, bits)}{where[1]} offset:8{RETURN_BIT[arch] if rtn else ''}"
+  old = []
+  for l in range(lanes):
+    a = off[l] + 8
+    o = int.from_bytes(ref[a:a + nbytes], "little")
+    ref[a:a + nbytes] = (fn(o, data[l]) & ((1 << bits) - 1)).to_bytes(nbytes, "little")
+    old.append(o)
+  st = run_checked(arch, fmt, name, text, s={0: VMEM_BASE & R.M32, 1: VMEM_BASE >> 32}, v=v, lanes=lanes, vgprs=16, mem=mem)
+  got = buf.tobytes()
+  errors = [f"byte {i}: got {got[i]:#x}, reference {ref[i]:#x}" for i in range(size) if got[i] != ref[i]]
+  if rtn:
+    for l in range(lanes):
+      g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(bits // 32))
+      if g != old[l]: errors.append(f"lane {l} returned {g:#x}, reference {old[l]:#x}")
+  assert not errors, text + "\n" + "\n".join(errors[:12])
+
+
+# ---- SMEM: scalar loads from a mapped buffer (s_load_*, and s_buffer_load_* through a V# over the same bytes) ----------
+SMEM_WIDTHS = {"b32": (32, False), "b64": (64, False), "b96": (96, False), "b128": (128, False), "b256": (256, False), "b512": (512, False),
+               "dword": (32, False), "dwordx2": (64, False), "dwordx4": (128, False), "dwordx8": (256, False), "dwordx16": (512, False),
+               "u8": (8, False), "i8": (8, True), "u16": (16, False), "i16": (16, True)}
+
+
+def _smem_shape(name: str):
+  base = name.removesuffix("_e64")
+  for pre in ("s_load_", "s_buffer_load_"):
+    if base.startswith(pre) and base[len(pre):] in SMEM_WIDTHS: return (pre == "s_buffer_load_", *SMEM_WIDTHS[base[len(pre):]])
+  return None
+
+
+def smem_cases():
+  out = []
+  for arch in ARCHS:
+    for opc in _isa(arch).by_op.get("SMEM", {}).values():
+      if _smem_shape(opc.name) and ("SMEM", opc.name) in implemented(arch):
+        out.append(pytest.param(arch, opc.name, id=f"{arch}-SMEM-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,name", smem_cases())
+def test_smem_opcode(arch, name):
+  from hcq.asm.emu.memory import VirtualMemory
+  buffer, bits, signed = _smem_shape(name)
+  rng = np.random.default_rng(17)
+  buf = rng.integers(0, 256, 256, dtype=np.uint8)
+  buf[0x10:0x12] = (0x9c, 0xf3)   # negative as i8 and as i16: the sign extension shows
+  mem = VirtualMemory()
+  mem.map(VMEM_BASE, 256, buf)
+  n = max(1, bits // 32)
+  dst = f"s[40:{40 + n - 1}]" if n > 1 else "s40"
+  base = "s[4:7]" if buffer else "s[0:1]"
+  s = {0: VMEM_BASE & R.M32, 1: VMEM_BASE >> 32, 4: VMEM_BASE & R.M32, 5: (VMEM_BASE >> 32) & R.M16, 6: 256, 7: 0}
+  st = run_checked(arch, "SMEM", name, f"{name} {dst}, {base}, 0x10\ns_waitcnt lgkmcnt(0)" if arch == "gfx942" else
+                   f"{name} {dst}, {base}, 0x10", s=s, vgprs=1, mem=mem)
+  x = int.from_bytes(buf.tobytes()[0x10:0x10 + max(bits, 8) // 8], "little")
+  if bits < 32: x = R.sx(x, bits) & R.M32 if signed else x
+  got = sum(int(st.s[40 + k, 0]) << (32 * k) for k in range(n))
+  assert got == x, f"{name}: got {got:#x}, reference {x:#x}"
