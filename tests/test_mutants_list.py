@@ -17,6 +17,7 @@ def test_mutation_applies_and_names_real_tests(m):
   assert mutants.stale_reason(m) is None, f"{m.id} is stale: {mutants.stale_reason(m)}"
   text = (ROOT / m.file).read_text()
   assert m.replacement != m.original and text.replace(m.original, m.replacement) != text
+  compile(text.replace(m.original, m.replacement), m.file, "exec")  # a mutant is a bug, not a syntax error the import catches
   assert m.area in mutants.AREAS and m.bug
   paths = mutants.test_paths(m)
   assert paths, f"{m.id} names no test file"

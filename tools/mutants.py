@@ -54,8 +54,11 @@ def M(id, area, file, original, replacement, bug, tests, flux=""):  # noqa: N802
 PM4 = "tests/test_amd_queues.py tests/test_amd_dispatch.py tests/test_pm4_dialects.py"
 DISPATCH = "tests/test_amd_dispatch.py tests/test_emu_dispatch.py tests/test_core.py"
 EMU = "tests/test_emu.py"
-ASM = "tests/test_asm_dsl.py tests/test_asm_fast.py"
-TENSOR_AMD = ["tests/test_tensor_amd.py", "-k", "reduction or matmul or long"]
+# gfx1100 only, without the every-opcode self-agreement sweep (thousands of cases that compare our encoder with our decoder)
+ASM = ["tests/test_asm_dsl.py", "tests/test_asm_fast.py", "-k", "not agrees_with_itself and not gfx942 and not gfx1201"]
+ASM_LLVM = ["tests/test_asm_dsl.py", "tests/test_asm_fast.py", "tests/test_asm_llvm.py", "-k",
+            "not agrees_with_itself and not gfx942 and not gfx1201 and not every_opcode_matches and not covered_formats and not fresh"]
+TENSOR_AMD = ["tests/test_tensor_amd.py", "-k", "reduction or long"]
 SYMBOLIC = "tests/test_tensor_compiler.py tests/test_tensor_indexing.py tests/test_tensor_views.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
@@ -112,9 +115,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     "MAP_MEMORY_TO_GPU rejects a retry with n_success == n_devices", "tests/test_mock_kfd.py", "mock rule tests"),
   # ---- assembler: encoder, decoder, parser, printer and their fast paths (asm/) ----
   M("asm-decode-vgpr-range", "assembler", "asm/fast_decode.py", "(count == \"l\" or v + count <= 256))", "(count == \"l\" or v <= 255))",
-    "the decoder accepts a VGPR range past v255", ASM + " tests/test_asm_llvm.py", "assembler branch"),
+    "the decoder accepts a VGPR range past v255", ASM_LLVM, "assembler branch"),
   M("asm-source-vgpr-range", "assembler", "asm/operands.py", "value - 256 + count <= 256 else None", "value - 256 < 256 else None",
-    "a VGPR source range past v255 gets a text", ASM + " tests/test_asm_llvm.py", "assembler branch"),
+    "a VGPR source range past v255 gets a text", ASM_LLVM, "assembler branch"),
   M("asm-parse-vgpr-range", "assembler", "asm/operands.py", "if first + n > 256: raise", "if first + n > 257: raise",
     "the parser accepts v[255:256]", ASM),
   M("asm-inline-64", "assembler", "asm/operands.py", "if -16 <= number <= 64: return", "if -16 <= number < 64: return",
@@ -122,13 +125,13 @@ MUTATIONS: tuple[Mutation, ...] = (
   M("asm-inline-negative", "assembler", "asm/operands.py", "else 192 - number), None", "else 191 - number), None",
     "negative inline constants encoded one off (-1 as -2)", ASM),
   M("asm-print-inline-range", "assembler", "asm/numbers.py", "return str(v) if -16 <= v <= 64 else", "return str(v) if -16 < v <= 64 else",
-    "-16 printed as hex", ASM + " tests/test_asm_llvm.py"),
+    "-16 printed as hex", ASM_LLVM),
   M("asm-literal-ssrc", "assembler", "asm/instruction.py", "kinds[f].kind in (\"src\", \"ssrc\"))", "kinds[f].kind in (\"src\",))",
-    "a scalar source of 255 is not seen as a literal", ASM + " tests/test_emu.py"),
+    "a scalar source of 255 is not seen as a literal", [*ASM[:2], "tests/test_emu.py", *ASM[2:]]),
   M("asm-branch-delta", "assembler", "asm/text.py", "delta = (dest - offsets[i] - 4) // 4", "delta = (dest - offsets[i]) // 4",
-    "a branch to a label is one instruction too far", ASM + " tests/test_emu.py"),
+    "a branch to a label is one instruction too far", [*ASM[:2], "tests/test_emu.py", *ASM[2:]]),
   M("asm-decode-literal", "assembler", "asm/fast_decode.py", "if word >> lo & m == 255: need = True; break", "if word >> lo & m == 254: need = True; break",
-    "the fast decoder misses a literal operand", ASM + " tests/test_asm_llvm.py", "assembler branch"),
+    "the fast decoder misses a literal operand", ASM_LLVM, "assembler branch"),
   M("asm-codeobject-kernarg-size", "assembler", "asm/codeobject.py", "self.metadata.get(\".kernarg_segment_size\", self.descriptor.kernarg_size)",
     "self.descriptor.kernarg_size", "the kernarg size from the descriptor only, ignoring the metadata", "tests/test_codeobject.py tests/test_amd_dispatch.py"),
   # ---- emulator (asm/emu) ----
@@ -260,10 +263,15 @@ class Scratch:
     except BaseException:
       shutil.rmtree(self.dir, ignore_errors=True)
       raise
+    self.proc: subprocess.Popen | None = None
     (self.dir / "boot").mkdir()
     (self.dir / "boot" / "sitecustomize.py").write_text(BOOT.replace("{PACKAGES!r}", repr(PACKAGES)))
     self.env = dict(os.environ, HCQ_MUTANT_ROOT=str(self.root),
                     PYTHONPATH=os.pathsep.join([str(self.dir / "boot")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+
+  def stop(self) -> None:
+    """Kill the running tests (their whole session: pytest and anything it started)."""
+    if self.proc is not None and self.proc.poll() is None: os.killpg(self.proc.pid, signal.SIGKILL)
 
   def check_imports(self) -> None:
     """Every hcq package must come from the copy, or a mutant would run against the working tree."""
@@ -283,20 +291,23 @@ class Scratch:
     _drop_bytecode(path)
     t0 = time.monotonic()
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *m.tests]
-    proc = subprocess.Popen(cmd, cwd=self.root, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    self.proc = proc = subprocess.Popen(cmd, cwd=self.root, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True, start_new_session=True)
     try:
       out, _ = proc.communicate(timeout=timeout)
       rc = proc.returncode
     except subprocess.TimeoutExpired:
-      os.killpg(proc.pid, signal.SIGKILL)
+      self.stop()
       out, _ = proc.communicate()
       rc = None
     finally:
       path.write_text(original)
       _drop_bytecode(path)
+      self.proc = None
     secs = time.monotonic() - t0
-    tail = "\n".join(out.strip().splitlines()[-3:])
+    lines = out.strip().splitlines()
+    failed = [ln for ln in lines if ln.startswith(("FAILED ", "ERROR "))]   # which test caught it
+    tail = "\n".join(failed[:1] or lines[-3:])
     if rc is None: return "timeout", secs, tail
     if rc == 0: return "survived", secs, tail
     if rc in (1, 2): return "caught", secs, tail   # 1: a test failed; 2: collection/import broke (also a catch)
@@ -310,7 +321,6 @@ def run_all(selected: list[Mutation], jobs: int, timeout: float, baseline: bool)
     for _ in range(jobs): scratches.append(Scratch(base))
     scratches[0].check_imports()
     free = list(scratches)
-    results = []
 
     def one(m: Mutation):
       s = free.pop()
@@ -320,13 +330,19 @@ def run_all(selected: list[Mutation], jobs: int, timeout: float, baseline: bool)
         if baseline and verdict in ("survived", "caught"): verdict = "passes" if verdict == "survived" else "FAILS"
       finally:
         free.append(s)
-      line = f"{m.id:32s} {verdict:9s} {secs:6.1f}s  {m.bug}"
-      print(line + (f"\n    {tail.replace(chr(10), chr(10) + '    ')}" if verdict not in ("caught", "passes") else ""), flush=True)
+      detail = tail.replace("\n", "\n    ")[:300]
+      print(f"{m.id:32s} {verdict:9s} {secs:6.1f}s  {m.bug}" + (f"\n    {detail}" if verdict != "passes" else ""), flush=True)
       return m, verdict, secs, tail
 
-    with ThreadPoolExecutor(len(scratches)) as ex:
-      results = list(ex.map(one, selected))
-    return results
+    ex = ThreadPoolExecutor(len(scratches))
+    try:
+      return list(ex.map(one, selected))
+    except BaseException:   # Ctrl-C or SIGTERM: stop the running tests, start no more
+      ex.shutdown(wait=False, cancel_futures=True)
+      for s in scratches: s.stop()
+      raise
+    finally:
+      ex.shutdown(wait=True)
   finally:
     for s in scratches: shutil.rmtree(s.dir, ignore_errors=True)
 
@@ -344,6 +360,10 @@ def report(results) -> None:
     print(f"  {area:10s} {c:3d} / {n:3d}" + (f"   not caught: {', '.join(survivors)}" if survivors else ""))
   stale = [r[0].id for r in results if r[1] == "stale"]
   print(f"  {'total':10s} {total_c:3d} / {total_n:3d}" + (f"   ({len(stale)} stale: {', '.join(stale)})" if stale else ""))
+
+
+def _interrupt(signum, frame):
+  raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -367,10 +387,16 @@ def main(argv: list[str] | None = None) -> int:
       why = stale_reason(m)
       print(f"{m.id:32s} {m.area:10s} {'STALE: ' + why if why else 'applies':9s}  {m.file}: {m.bug}" + (f"  [in flux: {m.flux}]" if m.flux else ""))
     return 0
-  results = run_all(selected, a.jobs, a.timeout, a.baseline)
+  if a.baseline: selected = list({m.tests: m for m in reversed(selected)}.values())[::-1]  # each distinct test set once
+  signal.signal(signal.SIGTERM, _interrupt)   # a killed run still stops its tests and removes its scratch copies
+  try:
+    results = run_all(selected, a.jobs, a.timeout, a.baseline)
+  except KeyboardInterrupt:
+    print("mutants: interrupted; the working tree was never changed and the scratch copies are removed", file=sys.stderr)
+    return 130
   if a.baseline:
     bad = [r[0].id for r in results if r[1] != "passes"]
-    print(f"\nbaseline: {len(results) - len(bad)} / {len(results)} test sets pass unmutated" + (f"; not: {', '.join(bad)}" if bad else ""))
+    print(f"\nbaseline: {len(results) - len(bad)} / {len(results)} distinct test sets pass unmutated" + (f"; not those of: {', '.join(bad)}" if bad else ""))
     return 1 if bad else 0
   report(results)
   return 0
