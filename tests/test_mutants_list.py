@@ -19,7 +19,7 @@ def test_mutation_applies_and_names_real_tests(m):
   assert m.replacement != m.original and text.replace(m.original, m.replacement) != text
   compile(text.replace(m.original, m.replacement), m.file, "exec")  # a mutant is a bug, not a syntax error the import catches
   assert m.area in mutants.AREAS and m.bug
-  paths = mutants.test_paths(m)
+  paths = mutants.covering_files(m)
   assert paths, f"{m.id} names no test file"
   for p in paths: assert (ROOT / p).is_file(), f"{m.id}: covering test {p} does not exist"
   for a, b in zip(m.tests, m.tests[1:]):
