@@ -22,6 +22,9 @@ def test_mutation_applies_and_names_real_tests(m):
   paths = mutants.covering_files(m)
   assert paths, f"{m.id} names no test file"
   for p in paths: assert (ROOT / p).is_file(), f"{m.id}: covering test {p} does not exist"
+  for node in (a for a in m.tests if "::" in a):   # a node id names a test function its file defines
+    file, name = node.split("::")[0], node.split("::")[-1].split("[")[0]
+    assert f"def {name}(" in (ROOT / file).read_text(), f"{m.id}: {node} names no test in {file}"
   for a, b in zip(m.tests, m.tests[1:]):
     if a == "-k": assert b and not b.startswith("-"), f"{m.id}: -k without an expression"
 
