@@ -16,8 +16,10 @@ _spec.loader.exec_module(mutants)
 def test_mutation_applies_and_names_real_tests(m):
   assert mutants.stale_reason(m) is None, f"{m.id} is stale: {mutants.stale_reason(m)}"
   text = (ROOT / m.file).read_text()
-  assert m.replacement != m.original and text.replace(m.original, m.replacement) != text
-  compile(text.replace(m.original, m.replacement), m.file, "exec")  # a mutant is a bug, not a syntax error the import catches
+  original, replacement = mutants.edit(m, text)
+  assert replacement != original and text.replace(original, replacement) != text
+  compile(text.replace(original, replacement), m.file, "exec")  # a mutant is a bug, not a syntax error the import catches
+  if isinstance(m.original, tuple): assert isinstance(m.replacement, tuple) and len(m.original) == len(m.replacement)
   assert m.area in mutants.AREAS and m.bug
   paths = mutants.covering_files(m)
   assert paths, f"{m.id} names no test file"

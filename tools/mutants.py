@@ -36,12 +36,13 @@ COPY_IGNORE = (".git", ".venv", "__pycache__", ".pytest_cache", ".hypothesis", "
 
 @dataclass(frozen=True)
 class Mutation:
-  """One planted bug: `original` (found exactly once in `file`) becomes `replacement`; `tests` should fail."""
+  """One planted bug: `original` (found exactly once in `file`) becomes `replacement`; `tests` should fail. Code that
+  other work is rewriting may give alternatives (tuples of the same length): exactly one of them must apply."""
   id: str
   area: str
   file: str
-  original: str
-  replacement: str
+  original: str | tuple[str, ...]
+  replacement: str | tuple[str, ...]
   bug: str
   tests: tuple[str, ...]    # pytest arguments: node ids / files, and "-k EXPR" entries
   flux: str = ""            # which work in progress is likely to rewrite the mutated code (the entry may go stale)
@@ -93,11 +94,11 @@ MUTATIONS: tuple[Mutation, ...] = (
   M("sdma-poll-mask", "driver", "drivers/amd/sdma.py", "value=lo32(value), mask=0xffffffff", "value=lo32(value), mask=0xffff",
     "SDMA POLL_REGMEM with mask 0xffff", "tests/test_amd_queues.py tests/test_amd_dispatch.py tests/test_core.py", "mock strict waits"),
   # ---- mock: the kernel interface and the GPU model (drivers/mock) ----
-  M("mock-acquire-any-length", "mock", "drivers/mock/amdgpu/cp.py", "nvd.PACKET3_ACQUIRE_MEM: ({7}, self._nop)", "nvd.PACKET3_ACQUIRE_MEM: (None, self._nop)",
+  M("mock-acquire-any-length", "mock", "drivers/mock/amdgpu/cp.py", "nvd.PACKET3_ACQUIRE_MEM: ({7},", "nvd.PACKET3_ACQUIRE_MEM: (None,",
     "the CP accepts an ACQUIRE_MEM of any length", "tests/test_amd_queues.py", "mock rule tests, cache model"),
   M("mock-sh-reg-window", "mock", "drivers/mock/amdgpu/cp.py", "first + len(body) - 1 <= end", "first + len(body) - 2 <= end",
     "SET_SH_REG one register past the window is accepted", "tests/test_amd_queues.py", "mock rule tests"),
-  M("mock-nested-ib", "mock", "drivers/mock/amdgpu/cp.py", "if self.ib_depth: raise", "if self.ib_depth > 1: raise",
+  M("mock-nested-ib", "mock", "drivers/mock/amdgpu/cp.py", ("if self.ib_depth: raise", "elif not chain: raise"), ("if self.ib_depth > 1: raise", "elif False: raise"),
     "an INDIRECT_BUFFER inside an indirect buffer is accepted", "tests/test_amd_queues.py", "mock rule tests"),
   M("mock-wait-geq-gt", "mock", "drivers/mock/amdgpu/cp.py", "5: lambda v, r: v >= r", "5: lambda v, r: v > r",
     "WAIT_REG_MEM/POLL_REGMEM function 5 (>=) computes >", "tests/test_amd_queues.py tests/test_core.py", "mock strict waits"),
@@ -172,7 +173,7 @@ MUTATIONS: tuple[Mutation, ...] = (
   # ---- launch path: kernargs, user SGPRs, queues (hcq/, drivers/amd/program.py) ----
   M("launch-block-count-y", "launch", "drivers/amd/program.py", "\"hidden_block_count_y\": gs[1]", "\"hidden_block_count_y\": gs[0]",
     "hidden_block_count_y given the x count", DISPATCH + " tests/test_emu_kernels.py", "emulator hidden args"),
-  M("launch-grid-dims", "launch", "drivers/amd/program.py", "+ (gs[2] * ls[2] > 1)}", "+ (gs[2] * ls[2] >= 1)}",
+  M("launch-grid-dims", "launch", "drivers/amd/program.py", "+ (gs[2] * ls[2] > 1)", "+ (gs[2] * ls[2] >= 1)",
     "hidden_grid_dims off by one", DISPATCH + " tests/test_emu_kernels.py", "emulator hidden args"),
   M("launch-group-size-y", "launch", "drivers/amd/program.py", "\"hidden_group_size_y\": ls[1]", "\"hidden_group_size_y\": ls[0]",
     "hidden_group_size_y given the x size", DISPATCH + " tests/test_emu_kernels.py", "emulator hidden args"),
@@ -184,9 +185,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     "the queue pointer takes one user SGPR instead of two: the kernarg pointer lands one off", DISPATCH, "user-SGPR tests"),
   M("launch-lds-round", "launch", "drivers/amd/program.py", "lds = (d.group_segment_fixed_size + 511) // 512", "lds = d.group_segment_fixed_size // 512",
     "RSRC2.LDS_SIZE rounded down: the last partial granule of LDS is missing", DISPATCH + " tests/test_tensor_amd.py", "emulator RSRC handling"),
-  M("launch-natural-align", "launch", "hcq/program.py", "offset = (offset + size - 1) // size * size", "offset = (offset + size - 1) // 4 * 4",
+  M("launch-natural-align", "launch", "hcq/program.py", ("offset = (offset + size - 1) // size * size", "offset = (offset + align - 1) // align * align"),
+    ("offset = (offset + size - 1) // 4 * 4", "offset = (offset + align - 1) // 4 * 4"),
     "natural layout aligns every argument to 4 bytes", "tests/test_core.py tests/test_emu_dispatch.py"),
-  M("launch-buffer-addr-32", "launch", "hcq/program.py", "struct.pack_into(\"<Q\", out, arg.offset, b.addr)", "struct.pack_into(\"<Q\", out, arg.offset, b.addr & 0xffffffff)",
+  M("launch-buffer-addr-32", "launch", "hcq/program.py", "out, arg.offset, b.addr)", "out, arg.offset, b.addr & 0xffffffff)",
     "a buffer's address truncated to 32 bits", "tests/test_core.py tests/test_amd_dispatch.py"),
   M("launch-dims-pad", "launch", "hcq/program.py", "return (t + (1, 1))[:3]", "return (t + (0, 1))[:3]",
     "a 1-D launch gets a Y extent of 0", "tests/test_core.py tests/test_amd_dispatch.py"),
@@ -194,7 +196,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     "patch slots into the old frozen words are lost when a queue grows after its first submit", "tests/test_amd_queues.py tests/test_core.py tests/test_amd_rings.py"),
   M("launch-bound-wait", "launch", "drivers/amd/pm4.py", "if n >= k: self._done.wait(n - k + 1)", "if n >= k: self._done.wait(n - k)",
     "a bound queue's copy is repatched before its previous run has finished", "tests/test_amd_rings.py tests/test_amd_queues.py"),
-  M("launch-timeline-wait", "launch", "hcq/device.py", "vals = {\"wait\": value - 1,", "vals = {\"wait\": value - 2,",
+  M("launch-timeline-wait", "launch", "hcq/device.py", ("vals = {\"wait\": value - 1,", "vals[\"wait\"] = v - 1"), ("vals = {\"wait\": value - 2,", "vals[\"wait\"] = v - 2"),
     "a launch waits for the launch before last, not the last", "tests/test_core.py tests/test_amd_dispatch.py tests/test_amd_rings.py"),
   M("launch-kernarg-reuse", "launch", "hcq/device.py", "self.device.timeline_signal.wait(wait_for)", "self.device.timeline_signal.wait(wait_for - 1)",
     "the kernarg ring reuses a region one launch too early", "tests/test_core.py tests/test_amd_rings.py"),
@@ -218,13 +220,20 @@ MUTATIONS: tuple[Mutation, ...] = (
 
 # ---- applying a mutation ------------------------------------------------------------------------------------
 
+def edit(m: Mutation, text: str) -> tuple[str, str] | str:
+  """(original, replacement) of the one alternative that occurs exactly once in `text`, or why there is none."""
+  alts = list(zip(m.original, m.replacement)) if isinstance(m.original, tuple) else [(m.original, m.replacement)]
+  counts = [text.count(o) for o, _ in alts]
+  if counts.count(1) == 1 and sum(counts) == 1: return alts[counts.index(1)]
+  return f"its original text occurs {sum(counts)} times in {m.file} (must be exactly once)"
+
+
 def stale_reason(m: Mutation, root: Path = ROOT) -> str | None:
-  """Why `m` does not apply to the tree at `root` (None when its original text occurs exactly once)."""
+  """Why `m` does not apply to the tree at `root` (None when it does)."""
   path = root / m.file
   if not path.is_file(): return f"{m.file} does not exist"
-  n = path.read_text().count(m.original)
-  if n != 1: return f"its original text occurs {n} times in {m.file} (must be exactly once)"
-  return None
+  e = edit(m, path.read_text())
+  return e if isinstance(e, str) else None
 
 
 def covering_files(m: Mutation) -> list[str]:
@@ -290,8 +299,9 @@ class Scratch:
     """(verdict, seconds, last output lines): apply `m`, run its covering tests, restore the file."""
     path = self.root / m.file
     original = path.read_text()
-    if original.count(m.original) != 1: return "stale", 0.0, stale_reason(m, self.root) or ""
-    path.write_text(original.replace(m.original, m.replacement))
+    e = edit(m, original)
+    if isinstance(e, str): return "stale", 0.0, e
+    path.write_text(original.replace(*e))
     _drop_bytecode(path)
     t0 = time.monotonic()
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *m.tests]
