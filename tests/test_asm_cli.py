@@ -1,5 +1,6 @@
 """python -m hcq.asm asm/disasm/run as a user runs them (subprocesses), on the emulated GPU."""
 from __future__ import annotations
+import re
 import subprocess
 import sys
 
@@ -95,4 +96,5 @@ def test_run_faults_show_the_wave(tmp_path):
                                  ("lds.s", "LDSFault: LDS access of 4 bytes at 0x100000", "v0 = 00100000")):
     out = hcq_asm("run", str(tmp_path / name))
     assert out.returncode == 1 and fault in out.stderr and "Traceback" not in out.stderr, out.stderr
-    assert "the faulting wave (0):" in out.stderr and register in out.stderr, out.stderr
+    # which of the block's two waves faults first depends on the emulator's wave order (interleaved in tests)
+    assert re.search(r"the faulting wave \([01]\):", out.stderr) and register in out.stderr, out.stderr
