@@ -17,7 +17,9 @@ def packed(t: Tensor) -> bool:
   rows, panels, panel columns, k)."""
   sched = Scheduler(get_device("CPU"))
   sched.realize(t.node)
-  return any(len(i.kernel.full_shape) >= 5 and i.kernel.full_shape[-2] == PANEL and i.kernel.reduce_axes for i in sched.items)
+  found = any(len(i.kernel.full_shape) >= 5 and i.kernel.full_shape[-2] == PANEL and i.kernel.reduce_axes for i in sched.items)
+  sched.undo()  # nothing ran: t stays lazy
+  return found
 
 
 def f32_tol(k: int) -> float: return 2e-6 * max(k, 8) ** 0.5 * 4  # rounding of a k-term f32 sum of O(1) products, with margin
@@ -78,3 +80,17 @@ def test_matmul_1000():
   a, b = rng.standard_normal((1000, 1000)).astype(np.float32), rng.standard_normal((1000, 1000)).astype(np.float32)
   got = (Tensor(a) @ Tensor(b)).numpy()
   np.testing.assert_allclose(got, a @ b, rtol=f32_tol(1000), atol=f32_tol(1000) * 4)
+
+
+def test_matmul_row_blocks_and_k_chunks(monkeypatch):
+  """With a small L2 budget a modest shape takes every branch of the packed path: rows in several padded blocks and k
+  in chunks whose partial products a second kernel sums."""
+  from hcq.tensor import loops
+  monkeypatch.setattr(loops, "L2_BLOCK_BYTES", 64 << 10)
+  m, k, n = 97, 700, 8 * PANEL + 1
+  assert loops.matmul_k_splits(m, k, 4) > 1 and loops.matmul_row_blocks(m, k // loops.matmul_k_splits(m, k, 4), 4)[0] > 1
+  rng = np.random.default_rng(97)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  t = Tensor(a) @ Tensor(b)
+  assert packed(t)
+  np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(k), atol=f32_tol(k) * 4)

@@ -71,6 +71,14 @@ def matmul_row_blocks(m: int, k: int, itemsize: int) -> tuple[int, int]:
   return -(-tiles // per_block), per_block * rows
 
 
+def matmul_k_splits(m: int, k: int, itemsize: int) -> int:
+  """Chunks to split a packed matmul's k into (partial products summed by a second kernel) so that row blocks fit L2:
+  1 where they fit whole or m is too short for blocks, else the fewest (at most 8) that divide k and fit."""
+  rows = TILE_ROWS[0]
+  if -(-m // rows) < 8 or L2_BLOCK_BYTES // (rows * k * itemsize) >= 8: return 1
+  return next((s for s in range(2, 9) if k % s == 0 and L2_BLOCK_BYTES // (rows * (k // s) * itemsize) >= 8), 1)
+
+
 @dataclass
 class LoopKernel:
   """A kernel as loops. Axes index spec.full_shape; size-1 axes have no loop (index 0).
