@@ -79,7 +79,6 @@ def workloads(tiny):
   ha, hb, hc, hs = (Tensor(x, device="CPU") for x in (a, b, c, s))  # DEV may name tinygrad's device
   hmats = [(Tensor(x, device="CPU"), Tensor(y, device="CPU")) for x, y in mats]
   tin = (lambda x: tiny(x).realize()) if tiny is not None else None
-  tiny_fn = lambda f, *xs: (lambda: f(*[tin(x) for x in xs]).realize()) if tiny is not None else None
   out = [("fused relu(a*b+c).sum(), 2^24 f32", lambda: np.maximum(a * b + c, 0).sum(), lambda: (ha * hb + hc).relu().sum().realize(),
           None if tiny is None else (lambda ta, tb, tc: lambda: (ta * tb + tc).relu().sum().realize())(tin(a), tin(b), tin(c)), None)]
   refs, builders = [np.maximum(a * b + c, 0).sum()], [lambda: (ha * hb + hc).relu().sum()]
@@ -96,15 +95,20 @@ def workloads(tiny):
   return out, refs, builders
 
 
+def cpuinfo() -> tuple[int, float]:
+  """(f32 lanes of the widest FMA: 16 with AVX-512, 8 with AVX2+FMA, else 4; the clock in MHz) from /proc/cpuinfo."""
+  flags, mhz = [], 0.0
+  with open("/proc/cpuinfo") as f:
+    for line in f:
+      if line.startswith("flags") and not flags: flags = line.split()
+      if line.startswith("cpu MHz") and not mhz: mhz = float(line.split(":")[1])
+  return (16 if "avx512f" in flags else 8 if "fma" in flags else 4), mhz
+
+
 def computed_peak(cores: int) -> tuple[float, str]:
   """f32 FLOP/s from the core's FMA width and the clock /proc/cpuinfo reports (2 FMA units per core assumed: Zen 2-4
   and Intel server cores with AVX2/AVX-512), and how it was computed."""
-  flags, mhz = "", 0.0
-  with open("/proc/cpuinfo") as f:
-    for line in f:
-      if line.startswith("flags") and not flags: flags = line
-      if line.startswith("cpu MHz") and not mhz: mhz = float(line.split(":")[1])
-  lanes = 16 if "avx512f" in flags.split() else 8 if "fma" in flags.split() else 4
+  lanes, mhz = cpuinfo()
   return cores * 2 * lanes * 2 * mhz * 1e6, f"{cores} cores x 2 FMA units x {lanes} f32 lanes x 2 x {mhz:.0f} MHz"
 
 
@@ -113,7 +117,7 @@ def measured_peak(cores: int) -> float:
   processes' load does not count), times the cores."""
   from hcq.drivers.cpu.jit import jit_module
   import ctypes
-  lanes = 16 if "avx512f" in open("/proc/cpuinfo").read().split() else 8
+  lanes = cpuinfo()[0]
   v, chains = f"<{lanes} x float>", 12
   phis = "\n".join(f"  %a{i} = phi {v} [ %init, %entry ], [ %b{i}, %loop ]" for i in range(chains))
   body = "\n".join(f"  %b{i} = call {v} @llvm.fma.v{lanes}f32({v} %a{i}, {v} %x, {v} %y)" for i in range(chains))

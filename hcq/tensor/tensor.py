@@ -833,16 +833,14 @@ class Tensor:
       at = a.reshape(batch + (blocks, block_rows, splits, kc)).permute(*range(nb), nb + 2, nb, nb + 1, nb + 3)
       full = batch + (splits, blocks, block_rows, np_, panel, kc)
       at = at.reshape(batch + (splits, blocks, block_rows, 1, 1, kc))
-      prod = Tensor(at._broadcast_to(full).node.alu(mul, bt._broadcast_to(full).node))
-      out = prod._reduce(red, (len(full) - 1,))
-      if splits > 1: out = out._reduce(red, (nb,))
     else:
       bt = b.swapaxes(-1, -2).reshape(batch + (1, n, k))
       full = batch + (m, n, k)
       at = a.reshape(batch + (m, 1, k))
-      m_pad, n_pad = m, n
-      prod = Tensor(at._broadcast_to(full).node.alu(mul, bt._broadcast_to(full).node))
-      out = prod._reduce(red, (len(full) - 1,)) if k else prod._const_like(0, acc, full[:-1] + (1,))
+      m_pad, n_pad, splits = m, n, 1
+    prod = Tensor(at._broadcast_to(full).node.alu(mul, bt._broadcast_to(full).node))
+    out = prod._reduce(red, (len(full) - 1,)) if k else prod._const_like(0, acc, full[:-1] + (1,))
+    if splits > 1: out = out._reduce(red, (nb,))  # the k chunks' partial products
     out = out.reshape(batch + (m_pad, n_pad)).shrink(tuple((0, s) for s in batch) + ((0, m), (0, n))).cast(dt)
     if self.ndim == 1: out = out.reshape(out.shape[:-2] + (n,))
     if other.ndim == 1: out = out.reshape(out.shape[:-1])
