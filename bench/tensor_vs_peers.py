@@ -1,9 +1,17 @@
 """hcq.tensor on the CPU against numpy and tinygrad 0.14 (CPU device), side by side in one run.
 
-Workloads (issue 7): fused relu(a*b+c).sum() over 2^24 float32; 1024x1024 float32 matmul; softmax over
-4096x4096 float32 rows. Each figure is the best of REPEAT runs, in two alternating blocks per library so that
-machine noise hits them alike; "first" is the first run in this process (compile included). Ratios > 1 mean hcq is
-faster. hcq's kernels run the one runtime path: loaded as programs of hcq.Device("CPU") and launched on its compute
+Workloads (issues 7 and 19): fused relu(a*b+c).sum() over 2^24 float32; float32 matmuls 1024^2, 2048^2, 1000^2 and
+1024x4096 @ 4096x512; softmax over 4096x4096 float32 rows. Each figure is the best of REPEAT runs, in two alternating
+blocks per library so that machine noise hits them alike; "first" is the first run in this process (compile
+included), "compile CPU" the compiling thread's CPU time per kernel compiled (what the compile costs on an idle
+core, whatever the load). Ratios > 1 mean hcq is faster. Matmuls also show GFLOP/s and the share of the machine's
+peak: computed (cores x 2 FMA units x f32 lanes x 2 flops x the clock /proc/cpuinfo reports) and measured (an FMA
+loop's thread CPU time on one core, times the cores: the clock the core really runs at). The load average is
+printed: on a shared machine the wall-clock figures are only as good as it.
+
+To benchmark numpy's OpenBLAS at its best, unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE in the bench command alone
+(`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/tensor_vs_peers.py`); with threadpoolctl installed the
+script prints the OpenBLAS kernel and thread count it runs. hcq's kernels run the one runtime path: loaded as programs of hcq.Device("CPU") and launched on its compute
 queue, waited for on its timeline signal. tinygrad is optional and never imported by hcq itself:
 
   pip install --target /tmp/tinygrad-bench tinygrad==0.14.0      # or into a bench-only virtualenv
@@ -53,31 +61,105 @@ def timed(fn) -> float:
   return time.perf_counter() - t0
 
 
+MATMULS = [(1024, 1024, 1024), (2048, 2048, 2048), (1000, 1000, 1000), (1024, 4096, 512)]  # m, k, n
+
+
 def workloads(tiny):
+  """(name, numpy fn, hcq fn, tinygrad fn or None, flops or None), the references, and hcq builders for the checks."""
   rng = np.random.default_rng(0)
   n = 1 << 24
   a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
-  m1, m2 = rng.standard_normal((1024, 1024)).astype(np.float32), rng.standard_normal((1024, 1024)).astype(np.float32)
+  mats = [(rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, nn)).astype(np.float32)) for m, k, nn in MATMULS]
   s = rng.standard_normal((4096, 4096)).astype(np.float32)
 
   def np_softmax(x):
     e = np.exp(x - x.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
 
-  ha, hb, hc, hm1, hm2, hs = (Tensor(x, device="CPU") for x in (a, b, c, m1, m2, s))  # DEV may name tinygrad's device
-  out = [
-    ("fused relu(a*b+c).sum(), 2^24 f32", lambda: np.maximum(a * b + c, 0).sum(),
-     lambda: (ha * hb + hc).relu().sum().realize(), None),
-    ("1024^2 f32 matmul", lambda: m1 @ m2, lambda: (hm1 @ hm2).realize(), None),
-    ("softmax over 4096^2 f32", lambda: np_softmax(s), lambda: hs.softmax(-1).realize(), None),
-  ]
-  refs = [np.maximum(a * b + c, 0).sum(), m1 @ m2, np_softmax(s)]
-  if tiny is not None:
-    ta, tb, tc, tm1, tm2, ts = (tiny(x).realize() for x in (a, b, c, m1, m2, s))
-    out[0] = out[0][:3] + (lambda: (ta * tb + tc).relu().sum().realize(),)
-    out[1] = out[1][:3] + (lambda: (tm1 @ tm2).realize(),)
-    out[2] = out[2][:3] + (lambda: ts.softmax(-1).realize(),)
-  return out, refs, [lambda: (ha * hb + hc).relu().sum(), lambda: hm1 @ hm2, lambda: hs.softmax(-1)]
+  ha, hb, hc, hs = (Tensor(x, device="CPU") for x in (a, b, c, s))  # DEV may name tinygrad's device
+  hmats = [(Tensor(x, device="CPU"), Tensor(y, device="CPU")) for x, y in mats]
+  tin = (lambda x: tiny(x).realize()) if tiny is not None else None
+  out = [("fused relu(a*b+c).sum(), 2^24 f32", lambda: np.maximum(a * b + c, 0).sum(), lambda: (ha * hb + hc).relu().sum().realize(),
+          None if tiny is None else (lambda ta, tb, tc: lambda: (ta * tb + tc).relu().sum().realize())(tin(a), tin(b), tin(c)), None)]
+  refs, builders = [np.maximum(a * b + c, 0).sum()], [lambda: (ha * hb + hc).relu().sum()]
+  for (m, k, nn), (x, y), (hx, hy) in zip(MATMULS, mats, hmats):
+    name = f"{m}^2 f32 matmul" if m == k == nn else f"{m}x{k} @ {k}x{nn} f32 matmul"
+    tfn = None if tiny is None else (lambda tx, ty: lambda: (tx @ ty).realize())(tin(x), tin(y))
+    out.append((name, (lambda x, y: lambda: x @ y)(x, y), (lambda hx, hy: lambda: (hx @ hy).realize())(hx, hy), tfn, 2.0 * m * k * nn))
+    refs.append(x @ y)
+    builders.append((lambda hx, hy: lambda: hx @ hy)(hx, hy))
+  out.append(("softmax over 4096^2 f32", lambda: np_softmax(s), lambda: hs.softmax(-1).realize(),
+              None if tiny is None else (lambda ts: lambda: ts.softmax(-1).realize())(tin(s)), None))
+  refs.append(np_softmax(s))
+  builders.append(lambda: hs.softmax(-1))
+  return out, refs, builders
+
+
+def cpuinfo() -> tuple[int, float]:
+  """(f32 lanes of the widest FMA: 16 with AVX-512, 8 with AVX2+FMA, else 4; the clock in MHz) from /proc/cpuinfo."""
+  flags, mhz = [], 0.0
+  with open("/proc/cpuinfo") as f:
+    for line in f:
+      if line.startswith("flags") and not flags: flags = line.split()
+      if line.startswith("cpu MHz") and not mhz: mhz = float(line.split(":")[1])
+  return (16 if "avx512f" in flags else 8 if "fma" in flags else 4), mhz
+
+
+def computed_peak(cores: int) -> tuple[float, str]:
+  """f32 FLOP/s from the core's FMA width and the clock /proc/cpuinfo reports (2 FMA units per core assumed: Zen 2-4
+  and Intel server cores with AVX2/AVX-512), and how it was computed."""
+  lanes, mhz = cpuinfo()
+  return cores * 2 * lanes * 2 * mhz * 1e6, f"{cores} cores x 2 FMA units x {lanes} f32 lanes x 2 x {mhz:.0f} MHz"
+
+
+def measured_peak(cores: int) -> float:
+  """f32 FLOP/s of 12 independent chains of vector FMAs at the host's width on one core (thread CPU time, so other
+  processes' load does not count), times the cores."""
+  from hcq.drivers.cpu.jit import jit_module
+  import ctypes
+  lanes = cpuinfo()[0]
+  v, chains = f"<{lanes} x float>", 12
+  phis = "\n".join(f"  %a{i} = phi {v} [ %init, %entry ], [ %b{i}, %loop ]" for i in range(chains))
+  body = "\n".join(f"  %b{i} = call {v} @llvm.fma.v{lanes}f32({v} %a{i}, {v} %x, {v} %y)" for i in range(chains))
+  total = "\n".join(f"  %s{i} = fadd {v} %s{i - 1}, %b{i}" for i in range(1, chains))
+  ir = f"""declare {v} @llvm.fma.v{lanes}f32({v}, {v}, {v})
+declare float @llvm.vector.reduce.fadd.v{lanes}f32(float, {v})
+define float @hcq_bench_fma_peak(i64 %n, float %s) {{
+entry:
+  %init = insertelement {v} zeroinitializer, float %s, i32 0
+  %x = shufflevector {v} %init, {v} poison, <{lanes} x i32> zeroinitializer
+  %y = fadd {v} %x, %x
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %j, %loop ]
+{phis}
+{body}
+  %j = add i64 %i, 1
+  %more = icmp ult i64 %j, %n
+  br i1 %more, label %loop, label %done
+done:
+  %s0 = fadd {v} %b0, zeroinitializer
+{total}
+  %r = call float @llvm.vector.reduce.fadd.v{lanes}f32(float 0.0, {v} %s{chains - 1})
+  ret float %r
+}}"""
+  engine, mod = jit_module(ir, "the FMA peak loop")
+  fn = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_int64, ctypes.c_float)(engine.get_function_address("hcq_bench_fma_peak"))
+  iters, best = 20_000_000, float("inf")
+  for _ in range(5):
+    t0 = time.thread_time()
+    fn(iters, 1e-9)
+    best = min(best, time.thread_time() - t0)
+  return cores * iters * chains * lanes * 2 / best
+
+
+def openblas_info() -> str:
+  try:
+    from threadpoolctl import threadpool_info
+  except ImportError:
+    return "threadpoolctl not installed: OpenBLAS kernel unknown"
+  blas = [i for i in threadpool_info() if i.get("internal_api") == "openblas"]
+  return "; ".join(f"OpenBLAS {i.get('version')} kernel {i.get('architecture')}, {i.get('num_threads')} threads" for i in blas) or "no OpenBLAS found"
 
 
 def main():
@@ -86,13 +168,22 @@ def main():
   args = parser.parse_args()
   tiny = setup_tinygrad()
   from hcq.drivers.cpu.jit import host_jit
+  cores = get_device("CPU").threads
   print(f"llvmlite JIT set-up (once per process): {timed(host_jit) * 1e3:.0f} ms; device: {get_device('CPU')!r}, "
-        f"{get_device('CPU').threads} workgroups per kernel")
+        f"{cores} workgroups per kernel")
+  peak_c, how = computed_peak(cores)
+  peak_m = measured_peak(cores)
+  print(f"f32 peak: computed {peak_c / 1e9:.0f} GFLOP/s ({how}); measured {peak_m / 1e9:.0f} GFLOP/s (FMA loop on one core x {cores})")
+  print(f"numpy {np.__version__}: {openblas_info()}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')} "
+        f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE', '(unset)')}")
+  print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
   cases, refs, builders = workloads(tiny)
-  print(f"{'workload':38} {'numpy':>9} {'hcq':>9} {'tinygrad':>9} {'hcq/np':>7} {'hcq/tiny':>8}  first run: hcq (compile) | tinygrad")
-  for (name, np_fn, hcq_fn, tiny_fn), ref, build in zip(cases, refs, builders):
-    compiled_before = runtime.stats["compile_seconds"]
+  print(f"{'workload':38} {'numpy':>9} {'hcq':>9} {'tinygrad':>9} {'hcq/np':>7} {'hcq/tiny':>8}  first run: hcq (compile wall; CPU per kernel) | tinygrad")
+  flops_lines = []
+  for (name, np_fn, hcq_fn, tiny_fn, flops), ref, build in zip(cases, refs, builders):
+    compiled_before, kernels_before, cpu_before = runtime.stats["compile_seconds"], runtime.stats["kernels_compiled"], time.thread_time()
     first_hcq = timed(hcq_fn)
+    compile_cpu = (time.thread_time() - cpu_before) / max(1, runtime.stats["kernels_compiled"] - kernels_before)
     compile_s = runtime.stats["compile_seconds"] - compiled_before
     got = build().numpy()
     err = float(np.max(np.abs(got - ref)) / max(1.0, float(np.max(np.abs(ref)))))
@@ -110,9 +201,15 @@ def main():
     fmt = lambda t: f"{t * 1e3:7.1f}ms" if t is not None else "    n/a  "
     ratio_tiny = f"{t_tiny / t_hcq:7.2f}x" if t_tiny else "    n/a "
     print(f"{name:38} {fmt(t_np):>9} {fmt(t_hcq):>9} {fmt(t_tiny):>9} {t_np / t_hcq:6.2f}x {ratio_tiny}  "
-          f"{first_hcq * 1e3:.0f} ms ({compile_s * 1e3:.0f} ms) | {fmt(first_tiny).strip()}   [max rel err {err:.1e}]")
+          f"{first_hcq * 1e3:.0f} ms ({compile_s * 1e3:.0f} ms; {compile_cpu * 1e3:.0f} ms) | {fmt(first_tiny).strip()}   [max rel err {err:.1e}]", flush=True)
+    if flops:
+      share = lambda t: f"{flops / t / 1e9:5.0f} GFLOP/s = {flops / t / peak_c:4.0%} / {flops / t / peak_m:4.0%}"
+      flops_lines.append(f"{name:38} numpy {share(t_np)}   hcq {share(t_hcq)}")
+  print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+  print("matmul throughput, as a share of the computed / measured peak:")
+  print("\n".join(flops_lines))
   print("ratios: numpy time / hcq time and tinygrad time / hcq time (higher is better for hcq)")
-  print("targets (issue 7): fused >= 1.5x numpy; matmul >= 5x tinygrad and >= 0.33x numpy; softmax >= 1x numpy")
+  print("targets: fused >= 1.5x numpy; matmul >= 5x tinygrad and >= 1x numpy (issue 19); softmax >= 1x numpy; compile <= 50 ms per kernel")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hcq.tensor import Tensor, runtime
 from hcq.tensor.device import get_device
-from hcq.tensor.loops import THREADS, plan
+from hcq.tensor.loops import L2_BLOCK_BYTES, THREADS, TILE_ROWS, TILE_VECTORS, host_simd_registers, matmul_row_blocks, plan
 from hcq.tensor.schedule import Scheduler
 
 
@@ -53,16 +53,30 @@ def test_padded_computation_reads_zero_outside():
 
 
 def test_matmul_plan_is_a_register_tile():
-  a, b = f32(256, 128), f32(128, 256)
+  a, b = f32(240, 128), f32(128, 256)  # 240 rows: whole tiles of 6 (AVX2) and 8 (AVX-512) rows, whole row blocks
   items = schedule(a @ b)
   assert len(items) == 2  # b packed into column panels, then the tiled kernel
   lk = plan(items[-1].kernel, "mm")
-  assert lk.vec_width == 16 and lk.unroll[lk.vec_axis] == 2
+  assert lk.vec_width == 16 and lk.unroll[lk.vec_axis] == TILE_VECTORS
   tiled = [ax for ax in lk.unroll if ax != lk.vec_axis]
-  assert len(tiled) == 1 and lk.unroll[tiled[0]] == 8
+  assert len(tiled) == 1 and lk.unroll[tiled[0]] == TILE_ROWS[0]
   if THREADS > 1: assert lk.thread_axis is not None and lk.thread_axis != tiled[0]
   src = get_device("CPU").renderer.render(lk)
   assert "<16 x float>" in src and "contract" in src
+
+
+def test_matmul_tile_fits_the_register_file():
+  """The register tile's accumulators leave registers for the loaded b vectors and the broadcast a value."""
+  registers, native_bytes = (32, 64) if host_simd_registers() >= 32 else (16, 32)
+  accumulators = TILE_ROWS[0] * TILE_VECTORS * (64 // native_bytes)
+  assert accumulators + TILE_VECTORS * (64 // native_bytes) + 1 <= registers
+
+
+@pytest.mark.parametrize("m,k,blocks", [(1024, 1024, 19), (1000, 1000, 21), (1024, 4096, 1), (7, 64, 1)])
+def test_matmul_row_blocks_cover_m_in_whole_tiles(m, k, blocks):
+  got_blocks, rows = matmul_row_blocks(m, k, 4)
+  assert rows % TILE_ROWS[0] == 0 and got_blocks * rows >= m and (got_blocks - 1) * rows < m
+  if TILE_ROWS[0] == 6 and L2_BLOCK_BYTES == 512 << 10: assert got_blocks == blocks  # the blocks measured on Zen 3
 
 
 def test_softmax_vectorizes_the_row():

@@ -25,8 +25,58 @@ THREADS = usable_cpus()
 MIN_THREADED_WORK = 1 << 15  # loop-space elements below which one thread is faster than handing off
 VECTOR_BYTES = 64            # one AVX-512 register; LLVM splits wider-than-native vectors itself
 REDUCE_UNROLL = tuple(int(x) for x in os.environ.get("HCQ_REDUCE_UNROLL", "4,2").split(","))  # accumulators per reduce
-TILE_VECTORS = int(os.environ.get("HCQ_TILE_VECTORS", "2"))  # vectors of columns per register tile
-TILE_ROWS = tuple(int(x) for x in os.environ.get("HCQ_TILE_ROWS", "8,6,4,3,2").split(","))  # rows per register tile
+
+
+def host_simd_registers() -> int:
+  """SIMD registers of the host's widest vector unit: 32 with AVX-512 (zmm0-31), else 16 (ymm0-15 on AVX/AVX2;
+  the 16 of 64-byte vectors on other hosts are a guess). Read from /proc/cpuinfo's flags: no LLVM at import."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("flags"): return 32 if "avx512f" in line.split() else 16
+  except OSError:
+    pass
+  return 16
+
+
+# A register tile of matmul is TILE_ROWS rows x TILE_VECTORS vectors of VECTOR_BYTES: rows*vectors*VECTOR_BYTES
+# bytes of accumulators, which must leave registers for the loaded vectors and the broadcast row values. With 16
+# 32-byte registers (AVX2) that is 6 rows x 1 vector (12 ymm accumulators), with 32 64-byte ones 8 x 2 (16 zmm).
+_WIDE = host_simd_registers() >= 32
+TILE_VECTORS = int(os.environ.get("HCQ_TILE_VECTORS", "2" if _WIDE else "1"))  # vectors of columns per register tile
+TILE_ROWS = tuple(int(x) for x in os.environ.get("HCQ_TILE_ROWS", "8,6,4,3,2" if _WIDE else "6,4,3,2").split(","))  # rows per register tile
+
+
+def l2_bytes() -> int:
+  """The per-core L2 cache's size from sysfs (512 KiB where it cannot be read)."""
+  try:
+    with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f: text = f.read().strip()
+    return int(text[:-1]) << {"K": 10, "M": 20}[text[-1]] if text[-1] in "KM" else int(text)
+  except (OSError, ValueError):
+    return 512 << 10
+
+
+L2_BLOCK_BYTES = l2_bytes()  # the slice of a matmul's left operand kept in L2 (measured best at the whole L2 on Zen 3)
+
+
+def matmul_row_blocks(m: int, k: int, itemsize: int) -> tuple[int, int]:
+  """(blocks, rows per block) for a packed matmul's m rows: each block a whole number of TILE_ROWS[0]-row register
+  tiles, as many as fit L2_BLOCK_BYTES of k-long rows (at most 10), the count chosen among the nearest to that for
+  the least padding of m; one block of all rows when fewer than 8 tiles fit."""
+  rows = TILE_ROWS[0]
+  tiles = -(-m // rows)
+  fit = min(10, L2_BLOCK_BYTES // (rows * k * itemsize), tiles)
+  if fit < 8: return 1, tiles * rows  # rows too long for blocks worth having: b's panels would stream from L3 per block (measured)
+  per_block = min(range(max(1, fit // 2), fit + 1), key=lambda t: (-(-tiles // t) * t - tiles, -t))
+  return -(-tiles // per_block), per_block * rows
+
+
+def matmul_k_splits(m: int, k: int, itemsize: int) -> int:
+  """Chunks to split a packed matmul's k into (partial products summed by a second kernel) so that row blocks fit L2:
+  1 where they fit whole or m is too short for blocks, else the fewest (at most 8) that divide k and fit."""
+  rows = TILE_ROWS[0]
+  if -(-m // rows) < 8 or L2_BLOCK_BYTES // (rows * k * itemsize) >= 8: return 1
+  return next((s for s in range(2, 9) if k % s == 0 and L2_BLOCK_BYTES // (rows * (k // s) * itemsize) >= 8), 1)
 
 
 @dataclass

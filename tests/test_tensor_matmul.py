@@ -1,0 +1,96 @@
+"""The CPU matmul against numpy on odd shapes: 1, primes, and sizes one below, at and one above the register tile's
+rows and column panels (hcq.tensor.loops.TILE_ROWS, TILE_VECTORS) and the packing threshold (k >= 64, n >= two
+panels, at most 1/8 of n padding), on contiguous, transposed, strided and batched operands. f32 sums in another
+order than numpy's: tolerances grow with k."""
+import numpy as np
+import pytest
+from hcq.tensor import Tensor
+from hcq.tensor.device import get_device
+from hcq.tensor.loops import TILE_ROWS, TILE_VECTORS
+from hcq.tensor.schedule import Scheduler
+
+ROWS, PANEL = TILE_ROWS[0], TILE_VECTORS * 16  # f32 columns per panel
+
+
+def packed(t: Tensor) -> bool:
+  """Whether t's schedule runs the packed, register-tiled kernel (its loop space ends in the 5 packed axes: row blocks,
+  rows, panels, panel columns, k)."""
+  sched = Scheduler(get_device("CPU"))
+  sched.realize(t.node)
+  found = any(len(i.kernel.full_shape) >= 5 and i.kernel.full_shape[-2] == PANEL and i.kernel.reduce_axes for i in sched.items)
+  sched.undo()  # nothing ran: t stays lazy
+  return found
+
+
+def f32_tol(k: int) -> float: return 2e-6 * max(k, 8) ** 0.5 * 4  # rounding of a k-term f32 sum of O(1) products, with margin
+
+
+SHAPES = [(1, 1, 1), (1, 257, 97), (7, 13, 97), (97, 257, 13), (13, 97, 8 * PANEL + 1), (ROWS - 1, 64, 2 * PANEL),
+          (ROWS + 1, 63, 2 * PANEL), (ROWS + 1, 64, 2 * PANEL - 1), (2 * ROWS + 1, 97, 8 * PANEL - 1), (257, 257, 9 * PANEL - 3)]
+
+
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_matmul_odd_shapes(m, k, n):
+  rng = np.random.default_rng(m * 1000003 + k * 1009 + n)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  got = (Tensor(a) @ Tensor(b)).numpy()
+  np.testing.assert_allclose(got, a @ b, rtol=f32_tol(k), atol=f32_tol(k) * 4)
+
+
+def test_odd_shapes_take_the_packed_path():
+  """The straddlers above exercise the packed kernel where its conditions hold, and the plain one where not."""
+  want = {(13, 97, 8 * PANEL + 1): True, (ROWS - 1, 64, 2 * PANEL): True, (ROWS + 1, 63, 2 * PANEL): False,
+          (ROWS + 1, 64, 2 * PANEL - 1): False, (2 * ROWS + 1, 97, 8 * PANEL - 1): True, (257, 257, 9 * PANEL - 3): True,
+          (13, 97, 2 * PANEL + 1): False, (7, 13, 97): False}  # 2 panels + 1 column would pad n by more than 1/8
+  for (m, k, n), expect in want.items():
+    assert packed(Tensor(np.ones((m, k), np.float32)) @ Tensor(np.ones((k, n), np.float32))) == expect, (m, k, n)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_matmul_packed_other_dtypes(dtype):
+  rng = np.random.default_rng(5)
+  a, b = rng.integers(-3, 4, (ROWS + 1, 97)).astype(dtype), rng.integers(-3, 4, (97, 8 * PANEL + 5)).astype(dtype)
+  got = (Tensor(a) @ Tensor(b)).numpy()
+  assert got.dtype == (a @ b).dtype
+  np.testing.assert_array_equal(got, a @ b)  # small integers: every sum is exact in either type
+
+
+def test_matmul_transposed_strided_and_batched():
+  rng = np.random.default_rng(7)
+  a, b = rng.standard_normal((131, 97)).astype(np.float32), rng.standard_normal((97 * 2, 8 * PANEL + 7)).astype(np.float32)
+  tol = f32_tol(97)
+  at, bs = Tensor(a.T.copy()).T, Tensor(b)[::2]  # a transposed view and every other row of b
+  np.testing.assert_allclose((at @ bs).numpy(), a @ b[::2], rtol=tol, atol=4 * tol)
+  np.testing.assert_allclose((Tensor(b[::2].T.copy()).T.T @ at.T).numpy(), b[::2].T @ a.T, rtol=tol, atol=4 * tol)
+  x, y = rng.standard_normal((2, 3, 13, 97)).astype(np.float32), rng.standard_normal((3, 97, 8 * PANEL + 1)).astype(np.float32)
+  assert packed(Tensor(x) @ Tensor(y))
+  np.testing.assert_allclose((Tensor(x) @ Tensor(y)).numpy(), x @ y, rtol=tol, atol=4 * tol)
+
+
+def test_matmul_with_epilogue():
+  rng = np.random.default_rng(11)
+  a, b = rng.standard_normal((37, 200)).astype(np.float32), rng.standard_normal((200, 8 * PANEL + 2)).astype(np.float32)
+  tol = f32_tol(200)
+  np.testing.assert_allclose(((Tensor(a) @ Tensor(b)).relu() * 2 + 1).numpy(), np.maximum(a @ b, 0) * 2 + 1, rtol=tol, atol=8 * tol)
+
+
+def test_matmul_1000():
+  """One medium size: 1000 is no multiple of the tile rows (6 or 8) nor of the panel."""
+  rng = np.random.default_rng(1000)
+  a, b = rng.standard_normal((1000, 1000)).astype(np.float32), rng.standard_normal((1000, 1000)).astype(np.float32)
+  got = (Tensor(a) @ Tensor(b)).numpy()
+  np.testing.assert_allclose(got, a @ b, rtol=f32_tol(1000), atol=f32_tol(1000) * 4)
+
+
+def test_matmul_row_blocks_and_k_chunks(monkeypatch):
+  """With a small L2 budget a modest shape takes every branch of the packed path: rows in several padded blocks and k
+  in chunks whose partial products a second kernel sums."""
+  from hcq.tensor import loops
+  monkeypatch.setattr(loops, "L2_BLOCK_BYTES", 64 << 10)
+  m, k, n = 97, 700, 8 * PANEL + 1
+  assert loops.matmul_k_splits(m, k, 4) > 1 and loops.matmul_row_blocks(m, k // loops.matmul_k_splits(m, k, 4), 4)[0] > 1
+  rng = np.random.default_rng(97)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  t = Tensor(a) @ Tensor(b)
+  assert packed(t)
+  np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(k), atol=f32_tol(k) * 4)
