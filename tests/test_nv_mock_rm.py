@@ -9,7 +9,6 @@ import pytest
 from hcq.autogen.nv import classes as C, clc56f, clc8b5, clcbc0, ctrl0080, ctrl_fifo as F, nv_ioctl as I, nvos as O, uvm as U
 from hcq.drivers import libc
 from hcq.drivers.mock.nv.os import MockNVOS
-from hcq.drivers.nv import pending_autogen as P
 from hcq.drivers.nv.rm import RMCallError, RMInterface, check_branch, iowr
 from hcq.errors import HCQError
 
@@ -26,14 +25,14 @@ def rm():
   r.page = libc.mmap(0, 4 * PAGE, libc.PROT_READ | libc.PROT_WRITE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS, -1, 0)
   r.mem = r.alloc_os_descriptor(r.device, r.page, 4 * PAGE)
   r.va = r.map_dma(r.device, r.vas, r.mem, 4 * PAGE)
-  r.group = r.alloc(r.device, C.KEPLER_CHANNEL_GROUP_A, O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(engineType=P.NV2080_ENGINE_TYPE_GRAPHICS))
+  r.group = r.alloc(r.device, C.KEPLER_CHANNEL_GROUP_A, O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(engineType=C.NV2080_ENGINE_TYPE_GRAPHICS))
   yield r
   if r.client in r.os.rm.clients: r.free(r.client)  # the RM lets go of the pages (stops channels on them) before they go
   libc.munmap(r.page, 4 * PAGE)
 
 
 def channel_params(r, **kw):
-  p = O.NV_CHANNEL_ALLOC_PARAMS(gpFifoOffset=r.va, gpFifoEntries=64, engineType=P.NV2080_ENGINE_TYPE_GRAPHICS)
+  p = O.NV_CHANNEL_ALLOC_PARAMS(gpFifoOffset=r.va, gpFifoEntries=64, engineType=C.NV2080_ENGINE_TYPE_GRAPHICS)
   p.hUserdMemory[0], p.userdOffset[0] = r.mem, 2 * PAGE
   for k, v in kw.items():
     if k == "userdOffset": p.userdOffset[0] = v

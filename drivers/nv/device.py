@@ -26,7 +26,6 @@ from hcq.buffer import Buffer
 from hcq.device import Device, StagedCopies
 from hcq.devstring import DevSpec
 from hcq.drivers import libc
-from hcq.drivers.nv import pending_autogen as P  # TEMPORARY: see drivers/nv/rm.py
 from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL, COPY_SUBCHANNEL, NVComputeQueue, NVCopyQueue, NVQueue
 from hcq.drivers.nv.rm import RMInterface
 from hcq.errors import GPUFault, HCQError
@@ -160,7 +159,7 @@ class NVDevice(StagedCopies, Device):
     self.uuid = self._uuid()
     rm.uvm_register(self.uuid)
     self.usermode = rm.alloc(self.subdevice, self.arch.usermode)
-    self.doorbell = rm.map_cpu(self.subdevice, self.usermode, PAGE) + P.NVC361_NOTIFY_CHANNEL_PENDING
+    self.doorbell = rm.map_cpu(self.subdevice, self.usermode, PAGE) + C.NVC361_NOTIFY_CHANNEL_PENDING
     self._mem_lock = threading.Lock()
     self._memory: dict[int, tuple[int, int | None, int]] = {}  # GPU address -> (RM handle, CPU mapping, bytes)
     super().__init__(spec)
@@ -205,9 +204,9 @@ class NVDevice(StagedCopies, Device):
   def _make_channels(self) -> None:
     rm = self.rm
     self.group = rm.alloc(self.device, C.KEPLER_CHANNEL_GROUP_A,
-                          O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(hVASpace=self.vaspace, engineType=P.NV2080_ENGINE_TYPE_GRAPHICS))
-    self.channels = {"compute": self._channel("compute", P.NV2080_ENGINE_TYPE_GRAPHICS, self.arch.compute, COMPUTE_SUBCHANNEL),
-                     "copy": self._channel("copy", P.NV2080_ENGINE_TYPE_COPY0, self.arch.copy, COPY_SUBCHANNEL)}
+                          O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(hVASpace=self.vaspace, engineType=C.NV2080_ENGINE_TYPE_GRAPHICS))
+    self.channels = {"compute": self._channel("compute", C.NV2080_ENGINE_TYPE_GRAPHICS, self.arch.compute, COMPUTE_SUBCHANNEL),
+                     "copy": self._channel("copy", C.NV2080_ENGINE_TYPE_COPY0, self.arch.copy, COPY_SUBCHANNEL)}
     rm.control(self.group, F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, F.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1))
     for name, ch in self.channels.items():  # bind each channel's engine class to its subchannel
       q = (NVComputeQueue if name == "compute" else NVCopyQueue)(self.arch)
@@ -295,7 +294,7 @@ class NVDevice(StagedCopies, Device):
   def check_faults(self) -> None:
     """Raise GPUFault if the RM wrote a channel's error notifier (a channel error: an Xid); the device recovers first."""
     for name, ch in getattr(self, "channels", {}).items():
-      n = P.NvNotification.from_address(ch.notifier.host_addr)
+      n = O.NvNotification.from_address(ch.notifier.host_addr)
       if n.status == 0: continue
       xid, details = n.info32, getattr(self.os, "fault_details", lambda: [])()
       message = f"{self}: channel error (Xid {xid}) on the {name} channel" + (f": {details[-1]}" if details else "")

@@ -11,7 +11,6 @@ import functools
 import os as _os
 
 from hcq.autogen.nv import classes as C, ctrl0080, ctrl_fifo, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
-from hcq.drivers.nv import pending_autogen as P  # TEMPORARY: headers hcq.autogen.nv does not generate yet (see its first line)
 from hcq.errors import HCQError
 
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -131,7 +130,7 @@ class RMInterface:
   def alloc_os_descriptor(self, parent: int, address: int, size: int) -> int:
     """NV_ESC_RM_ALLOC_MEMORY of NV01_MEMORY_SYSTEM_OS_DESCRIPTOR: the process's pages at `address` as an RM memory object."""
     self.next_handle += 1
-    a = P.nv_ioctl_nvos02_parameters_with_fd(fd=-1)
+    a = I.nv_ioctl_nvos02_parameters_with_fd(fd=-1)
     a.params.hRoot, a.params.hObjectParent, a.params.hObjectNew, a.params.hClass = self.client, parent, self.next_handle, C.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR
     a.params.pMemory, a.params.limit = address, size - 1
     self.ioctl(self.ctl, I.NV_ESC_RM_ALLOC_MEMORY, a)
@@ -152,7 +151,7 @@ class RMInterface:
 
   def map_cpu(self, device: int, memory: int, length: int) -> int:
     """NV_ESC_RM_MAP_MEMORY then mmap of the GPU node: a CPU mapping of an RM object (the usermode registers)."""
-    a = P.nv_ioctl_nvos33_parameters_with_fd(fd=self.gpu)
+    a = I.nv_ioctl_nvos33_parameters_with_fd(fd=self.gpu)
     a.params.hClient, a.params.hDevice, a.params.hMemory, a.params.offset, a.params.length = self.client, device, memory, 0, length
     self.ioctl(self.ctl, I.NV_ESC_RM_MAP_MEMORY, a)
     self._check(f"NV_ESC_RM_MAP_MEMORY of {memory:#x}", a.params.status)

@@ -20,7 +20,6 @@ import numpy as np
 from hcq.autogen.nv import classes as C, clc56f, clc86f, clc8b5, clcbc0, ctrl0080, ctrl_fifo as F, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
 from hcq.drivers import libc
 from hcq.drivers.mock.nv.gpu import Channel, MockNVGPU, NVBoardSpec, notifier_write
-from hcq.drivers.nv import pending_autogen as P
 from hcq.drivers.va import AddressSpace
 
 PAGE = 4096
@@ -117,9 +116,9 @@ class MockRM:
     if (request >> 8) & 0xFF != I.NV_IOCTL_MAGIC: raise OSError(errno.ENOTTY, "not an NVIDIA ioctl (type is not NV_IOCTL_MAGIC 'F')")
     nr, size = ioc_nr(request), ioc_size(request)
     expected = {I.NV_ESC_RM_ALLOC: (O.NVOS21_PARAMETERS, O.NVOS64_PARAMETERS), I.NV_ESC_RM_FREE: (O.NVOS00_PARAMETERS,),
-                I.NV_ESC_RM_CONTROL: (O.NVOS54_PARAMETERS,), I.NV_ESC_RM_ALLOC_MEMORY: (P.nv_ioctl_nvos02_parameters_with_fd,),
+                I.NV_ESC_RM_CONTROL: (O.NVOS54_PARAMETERS,), I.NV_ESC_RM_ALLOC_MEMORY: (I.nv_ioctl_nvos02_parameters_with_fd,),
                 I.NV_ESC_RM_MAP_MEMORY_DMA: (O.NVOS46_PARAMETERS,), I.NV_ESC_RM_UNMAP_MEMORY_DMA: (O.NVOS47_PARAMETERS,),
-                I.NV_ESC_RM_MAP_MEMORY: (P.nv_ioctl_nvos33_parameters_with_fd,), I.NV_ESC_CHECK_VERSION_STR: (I.struct_nv_ioctl_rm_api_version,),
+                I.NV_ESC_RM_MAP_MEMORY: (I.nv_ioctl_nvos33_parameters_with_fd,), I.NV_ESC_CHECK_VERSION_STR: (I.struct_nv_ioctl_rm_api_version,),
                 I.NV_ESC_REGISTER_FD: (I.struct_nv_ioctl_register_fd,)}.get(nr)
     if expected is None: raise OSError(errno.EINVAL, f"escape {nr:#x} is not emulated")
     # escape.c: "if (dataSize != sizeof(*pApi)) { rmStatus = NV_ERR_INVALID_ARGUMENT; goto done; }" -> nvidia_ioctl -EINVAL
@@ -244,7 +243,7 @@ class MockRM:
 
   def _new_channel_group(self, client, obj, p) -> None:
     """fifo/kernel_channel_group_api.c kchangrpapiConstruct: an engine type the GPU has; a VA space of this device if given."""
-    if p.engineType not in (P.NV2080_ENGINE_TYPE_GRAPHICS, *range(P.NV2080_ENGINE_TYPE_COPY0, P.NV2080_ENGINE_TYPE_COPY9 + 1)):
+    if p.engineType not in (C.NV2080_ENGINE_TYPE_GRAPHICS, *range(C.NV2080_ENGINE_TYPE_COPY0, C.NV2080_ENGINE_TYPE_COPY9 + 1)):
       raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"channel group engine type {p.engineType}")
     if p.hVASpace: self._object(client, p.hVASpace, (C.FERMI_VASPACE_A,))
     obj.data.update(engine=p.engineType, enabled=False)
@@ -270,8 +269,8 @@ class MockRM:
       err = self._object(client, p.hObjectError, MEMORY_CLASSES)
       notifier = self._host_view(err)
     group = obj.parent
-    engine = "compute" if p.engineType == P.NV2080_ENGINE_TYPE_GRAPHICS else "copy"
-    if p.engineType not in (P.NV2080_ENGINE_TYPE_GRAPHICS, *range(P.NV2080_ENGINE_TYPE_COPY0, P.NV2080_ENGINE_TYPE_COPY9 + 1)):
+    engine = "compute" if p.engineType == C.NV2080_ENGINE_TYPE_GRAPHICS else "copy"
+    if p.engineType not in (C.NV2080_ENGINE_TYPE_GRAPHICS, *range(C.NV2080_ENGINE_TYPE_COPY0, C.NV2080_ENGINE_TYPE_COPY9 + 1)):
       raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"channel engine type {p.engineType}")
     view = self._host_view(userd)[p.userdOffset[0]:p.userdOffset[0] + ctrl].view(np.uint32)
     chid, self.next_chid = self.next_chid, self.next_chid + 1
