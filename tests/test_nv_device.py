@@ -58,12 +58,16 @@ def test_arch_rows_are_picked_by_the_class_list():
 def test_memory_kinds(dev):
   for kind in ("host", "uncached", "cpu"):
     b = dev.alloc(5000, kind)
-    assert b.host_addr is not None
+    assert b.host_addr == b.addr < 1 << 40  # the GPU address is the CPU address, within the host class's 40 bits
     b.view()[:] = 7
+    assert dev.rm.os.rm.gpu.mem.read(b.addr, 5000) == b"\x07" * 5000  # what the GPU sees there is the CPU's pages
     b.free()
   d = dev.alloc(5000, "device")
-  assert d.host_addr is None
+  assert d.host_addr is None and d.addr < 1 << 40
   d.free()
+  again = dev.alloc(5000, "host")  # a freed range is handed out again, on both sides
+  assert again.addr == again.host_addr
+  again.free()
 
 
 SIZES = [1, 3, 4, 5, 255, 256, 4095, 4096, 4097, 65536 + 7, (1 << 20) + 13]

@@ -91,6 +91,10 @@ CASES = [
   ("free of a handle that does not exist", lambda r: _status(lambda: r.free(0x4321)), "NV_ERR_INVALID_OBJECT_HANDLE"),
   ("DMA map into something not a VA space", lambda r: _status(lambda: r.map_dma(r.device, r.subdevice, r.mem, PAGE)), "NV_ERR_INVALID_OBJECT_HANDLE"),
   ("DMA map past the memory", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, 8 * PAGE)), "NV_ERR_INVALID_LIMIT"),
+  ("fixed DMA offset not page aligned", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, PAGE, fixed_va=r.page + 8)), "NV_ERR_INVALID_OFFSET"),
+  ("fixed DMA offset below the VA space", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, PAGE, fixed_va=0x1000)), "NV_ERR_INVALID_ARGUMENT"),
+  ("fixed DMA offset past the VA space", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, 2 * PAGE, fixed_va=(1 << 49) - PAGE)), "NV_ERR_INVALID_ARGUMENT"),
+  ("fixed DMA offset over a mapping", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, PAGE, fixed_va=r.va + PAGE)), "NV_ERR_NO_MEMORY"),
   ("DMA unmap where it is not mapped", lambda r: _status(lambda: r.unmap_dma(r.device, r.vas, r.mem, r.va + PAGE)), "NV_ERR_INVALID_OFFSET"),
   ("OS descriptor not page aligned", lambda r: _status(lambda: r.alloc_os_descriptor(r.device, r.page + 8, PAGE)), "NV_ERR_INVALID_ARGUMENT"),
   ("OS descriptor of unmapped pages", lambda r: _status(lambda: r.alloc_os_descriptor(r.device, 0x1000, PAGE)), "NV_ERR_INVALID_ADDRESS"),
@@ -114,7 +118,19 @@ def test_misuse_returns_the_rms_status(rm, name, call, expected):
 
 
 def test_case_count():
-  assert len(CASES) == 36
+  assert len(CASES) == 40
+
+
+def test_fixed_dma_offset_maps_at_the_address_asked(rm):
+  """NVOS46_FLAGS_DMA_OFFSET_FIXED: the GPU sees the memory at the caller's address (here its CPU address); an RM-picked
+  mapping later steps around it."""
+  va = rm.map_dma(rm.device, rm.vas, rm.mem, 4 * PAGE, fixed_va=rm.page)
+  assert va == rm.page
+  ctypes.memmove(rm.page, b"fixed", 5)
+  assert rm.os.rm.gpu.mem.read(va, 5) == b"fixed"
+  assert rm.map_dma(rm.device, rm.vas, rm.mem, 4 * PAGE) not in (va, rm.va)
+  rm.unmap_dma(rm.device, rm.vas, rm.mem, va)
+  assert rm.map_dma(rm.device, rm.vas, rm.mem, PAGE, fixed_va=rm.page) == rm.page  # free again after the unmap
 
 
 def test_errors_name_the_call_class_and_status(rm):

@@ -137,11 +137,15 @@ class RMInterface:
     self._check(f"NV_ESC_RM_ALLOC_MEMORY of NV01_MEMORY_SYSTEM_OS_DESCRIPTOR at {address:#x}+{size:#x}", a.params.status)
     return self.next_handle
 
-  def map_dma(self, device: int, vaspace: int, memory: int, length: int) -> int:
-    """NV_ESC_RM_MAP_MEMORY_DMA: map a memory object into the VA space; returns its GPU address."""
-    a = O.NVOS46_PARAMETERS(hClient=self.client, hDevice=device, hDma=vaspace, hMemory=memory, offset=0, length=length)
+  def map_dma(self, device: int, vaspace: int, memory: int, length: int, fixed_va: int | None = None) -> int:
+    """NV_ESC_RM_MAP_MEMORY_DMA: map a memory object into the VA space; returns its GPU address, `fixed_va` when given
+    (NVOS46_FLAGS_DMA_OFFSET_FIXED), else one the RM picks."""
+    flags = 0 if fixed_va is None else O.register("NVOS46_FLAGS").encode(dma_offset_fixed=O.NVOS46_FLAGS_DMA_OFFSET_FIXED_TRUE)
+    a = O.NVOS46_PARAMETERS(hClient=self.client, hDevice=device, hDma=vaspace, hMemory=memory, offset=0, length=length,
+                            flags=flags, dmaOffset=fixed_va or 0)
     self.ioctl(self.ctl, I.NV_ESC_RM_MAP_MEMORY_DMA, a)
-    self._check(f"NV_ESC_RM_MAP_MEMORY_DMA of {memory:#x} ({length:#x} bytes)", a.status)
+    at = "" if fixed_va is None else f" at {fixed_va:#x}"
+    self._check(f"NV_ESC_RM_MAP_MEMORY_DMA of {memory:#x} ({length:#x} bytes){at}", a.status)
     return a.dmaOffset
 
   def unmap_dma(self, device: int, vaspace: int, memory: int, va: int) -> None:

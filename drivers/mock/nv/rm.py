@@ -25,6 +25,9 @@ from hcq.drivers.va import AddressSpace
 PAGE = 4096
 CLIENT_HANDLE_BASE = 0xC1D00000     # rs_server.c: client handles come from the server's range (serverAllocClient)
 VA_BASE, VA_SIZE = 1 << 32, 1 << 40  # the GPU VA the VA space hands out (uvm/RM pick from 4 GiB up on GH100; unsure, the mock starts there)
+# gpu_vaspace.c gvaspaceConstruct_IMPL (580.142): a VA space starts at gvaspaceGetReservedVaspaceBase (1 MiB) and ends at
+# the MMU format's top bit; 49 bits here (Ampere's format; Hopper's may reach 57, unsure: the stricter limit).
+VA_START_MIN, VA_LIMIT = 1 << 20, (1 << 49) - 1
 USERMODE_MAP_OFFSET = 0x7F0000000   # the mmap offset the RM gives a usermode mapping (an opaque cookie to user space)
 
 
@@ -99,6 +102,7 @@ class MockRM:
     self.clients: dict[int, RMObject] = {}
     self.next_client = CLIENT_HANDLE_BASE
     self.va = AddressSpace(VA_BASE, VA_SIZE, granule=PAGE)
+    self.fixed_vas: set[int] = set()  # GPU ranges mapped at a caller's address (NVOS46_FLAGS_DMA_OFFSET_FIXED), not from self.va
     self.next_chid = 1
     self.mmap_contexts: dict[int, tuple[int, int]] = {}  # mmap offset -> (kind, size): what mmap of /dev/nvidia0 maps there
     self.xids: list[str] = []  # what the RM logs to the kernel log ("NVRM: Xid (PCI:...): 31, pid=...")
@@ -348,11 +352,35 @@ class MockRM:
     length = a.length or mem.data["size"] - a.offset
     if a.offset % PAGE or a.offset + length > mem.data["size"] or length <= 0:  # mapping.c: the range must lie in the memory
       raise RMError(S.NV_ERR_INVALID_LIMIT, f"offset {a.offset:#x} length {a.length:#x} in memory of {mem.data['size']:#x} bytes")
-    va = self.va.alloc(length)
+    fixed = O.register("NVOS46_FLAGS").decode(a.flags)["dma_offset_fixed"] == O.NVOS46_FLAGS_DMA_OFFSET_FIXED_TRUE
+    va = self._fixed_va(a.dmaOffset, length) if fixed else self._free_va(length)
     backing = mem.data["backing"]
     self.gpu.mem.map(va, length, backing[a.offset:a.offset + length] if isinstance(backing, np.ndarray) else backing + a.offset)
     mem.data["mappings"].add(va)
     a.dmaOffset = va
+
+  def _fixed_va(self, va: int, length: int) -> int:
+    """The caller's GPU address for a DMA_OFFSET_FIXED mapping, checked as virt_mem_allocator_gm107.c dmaAllocMapping_GM107
+    and gpu_vaspace.c gvaspaceAlloc_IMPL (580.142) check it."""
+    # dmaAllocMapping_GM107 aligns the address down to the page size; the mock refuses an unaligned one (stricter).
+    if va % PAGE: raise RMError(S.NV_ERR_INVALID_OFFSET, f"fixed DMA offset {va:#x} is not page aligned ({PAGE:#x}; stricter than the RM)")
+    end = va + (length + PAGE - 1) // PAGE * PAGE
+    # gvaspaceAlloc_IMPL clips the range to the VA space; a size that no longer fits is NV_ERR_INVALID_ARGUMENT
+    if va < VA_START_MIN or end - 1 > VA_LIMIT:
+      raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"fixed DMA offset {va:#x}+{length:#x} outside the VA space [{VA_START_MIN:#x}, {VA_LIMIT:#x}]")
+    # gvaspaceAlloc_IMPL: eheapAlloc at a taken address fails, returned as NV_ERR_NO_MEMORY
+    if self.gpu.mem.overlaps(va, end - va): raise RMError(S.NV_ERR_NO_MEMORY, f"fixed DMA offset {va:#x}+{length:#x} overlaps a mapping")
+    self.fixed_vas.add(va)
+    return va
+
+  def _free_va(self, length: int) -> int:
+    """A GPU address the RM picks: the next free range of self.va clear of fixed mappings (those found taken are held aside)."""
+    held = []
+    try:
+      while self.gpu.mem.overlaps(va := self.va.alloc(length), length): held.append(va)
+      return va
+    finally:
+      for h in held: self.va.free(h, length)
 
   def unmap_memory_dma(self, a) -> None:
     vas, mem = self._dma_objects(a)
@@ -362,7 +390,8 @@ class MockRM:
   def _unmap(self, mem: RMObject, va: int) -> None:
     size = self.gpu.mem.find(va, 1)[0].size
     self.gpu.mem.unmap(va)
-    self.va.free(va, size)
+    if va in self.fixed_vas: self.fixed_vas.discard(va)
+    else: self.va.free(va, size)
     mem.data["mappings"].discard(va)
 
   # ---- CPU mappings: NV_ESC_RM_MAP_MEMORY (rmapi/mapping_cpu.c memMap_IMPL): the usermode doorbell page ----
