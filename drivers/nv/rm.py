@@ -10,7 +10,7 @@ import errno
 import functools
 import os as _os
 
-from hcq.autogen.nv import classes as C, ctrl0080, ctrl_fifo, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
+from hcq.autogen.nv import classes as C, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
 from hcq.errors import HCQError
 
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -45,9 +45,10 @@ def _class_modules():
 
 def control_name(cmd: int) -> str:
   """The C name of an RM control (NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2), else its number."""
-  for mod in (ctrl0080, ctrl_fifo):
-    for k, v in vars(mod).items():
-      if v == cmd and "_CTRL_CMD_" in k: return k
+  import importlib
+  family = {0x0000: "ctrl0000", 0x0080: "ctrl0080", 0x2080: "ctrl2080"}.get(cmd >> 16, "ctrl_fifo")  # the class a control is for
+  for k, v in vars(importlib.import_module(f"hcq.autogen.nv.{family}")).items():
+    if v == cmd and "_CTRL_CMD_" in k: return k
   return f"control {cmd:#x}"
 
 

@@ -40,6 +40,7 @@ class NVBoardSpec:
   uuid: str = "GPU-6e3a0c4f-2d1b-4f0e-9a8c-0000000c0de0"  # made up; any GPU-<16 bytes as hex> does
   driver_version: str = "580.142"
   pci_slot: str = "0000:19:00.0"  # where an HGX board's first GPU often sits; made up
+  temperature_c: int = 34  # an idle H200's GPU temperature, about what nvidia-smi shows
 
 
 class ChannelError(Exception):
@@ -79,6 +80,8 @@ class MockNVGPU:
     self.board, self.mem, self.on_error = board, VirtualMemory(), on_error
     self.channels: dict[int, Channel] = {}
     self.t0 = time.monotonic_ns()
+    self.busy_ns = 0  # time channels spent running entries (the utilisation samples' source)
+    self._busy_lock = threading.Lock()
     f = H.register
     self.gp0, self.gp1 = f("NVC56F_GP_ENTRY0"), f("NVC56F_GP_ENTRY1")
     self.hdr, self.immd = f("NVC56F_DMA_INCR"), f("NVC56F_DMA_IMMD")
@@ -125,10 +128,12 @@ class MockNVGPU:
       ch.doorbell.clear()
       if not ch.scheduled.is_set(): continue  # a channel whose group is not scheduled does not run; GP_PUT just waits
       try:
+        t0 = time.monotonic_ns()
         while not ch.stopped and ch.error is None and (get := int(ch.userd[_CTRL["GPGet"]])) != (put := int(ch.userd[_CTRL["GPPut"]])):
           if put >= ch.entries: raise ChannelError(f"GP_PUT {put} is outside the {ch.entries}-entry GPFIFO", E.ROBUST_CHANNEL_PBDMA_ERROR)
           self._gp_entry(ch, get)
           ch.userd[_CTRL["GPGet"]] = (get + 1) % ch.entries
+        with self._busy_lock: self.busy_ns += time.monotonic_ns() - t0
       except ChannelError as e:
         self._fail(ch, str(e), e.xid)
       except PageFault as e:

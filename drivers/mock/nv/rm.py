@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from hcq.autogen.nv import classes as C, clc56f, clc86f, clc8b5, clcbc0, ctrl0080, ctrl_fifo as F, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
+from hcq.autogen.nv import classes as C, clc56f, clc86f, clc8b5, clcbc0, ctrl0080, ctrl2080 as X, ctrl_fifo as F, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
 from hcq.drivers import libc
 from hcq.drivers.mock.nv.gpu import Channel, MockNVGPU, NVBoardSpec, notifier_write
 from hcq.drivers.va import AddressSpace
@@ -81,6 +81,10 @@ CONTROLS = {
   ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2: ((C.NV01_DEVICE_0,), ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS),
   F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE: ((C.KEPLER_CHANNEL_GROUP_A,), F.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS),
   F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (CHANNEL_CLASSES, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS),
+  # what smi reads (hcq.smi.nvidia_rm)
+  X.NV2080_CTRL_CMD_FB_GET_INFO_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_FB_GET_INFO_V2_PARAMS),
+  X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS),
+  X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_THERMAL_SYSTEM_EXECUTE_V2_PARAMS),
 }
 
 
@@ -107,6 +111,7 @@ class MockRM:
     self.mmap_contexts: dict[int, tuple[int, int]] = {}  # mmap offset -> (kind, size): what mmap of /dev/nvidia0 maps there
     self.xids: list[str] = []  # what the RM logs to the kernel log ("NVRM: Xid (PCI:...): 31, pid=...")
     self.vram_used = 0
+    self.util_mark = (0, 0)  # (GPU clock, GPU busy ns) at the previous utilisation query
     self.uvm_initialized: int | bool = False  # False, or the flags UVM_INITIALIZE took
     self.uvm_gpus: set[bytes] = set()
     self.uvm_clients: set[int] = set()  # RM clients whose channels UVM knows (UVM_REGISTER_GPU's hClient)
@@ -338,6 +343,57 @@ class MockRM:
           c.data["channel"].doorbell.set()
     elif a.cmd == F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN:
       p.workSubmitToken = obj.data["chid"]
+    elif a.cmd == X.NV2080_CTRL_CMD_FB_GET_INFO_V2: self._fb_info(p)
+    elif a.cmd == X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2: self._util_samples(p)
+    elif a.cmd == X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2: self._thermal(p)
+
+  def _fb_info(self, p) -> None:
+    """kern_mem_sys_ctrl.c subdeviceCtrlCmdFbGetInfoV2_IMPL (580.142): 1..NV2080_CTRL_FB_INFO_MAX_LIST_SIZE entries; sizes in KiB.
+    Only the size indices are emulated; any other index is refused (stricter: the RM answers many more)."""
+    if not 0 < p.fbInfoListSize <= X.NV2080_CTRL_FB_INFO_MAX_LIST_SIZE:
+      raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"fbInfoListSize {p.fbInfoListSize}: 1..{X.NV2080_CTRL_FB_INFO_MAX_LIST_SIZE}")
+    total = self.board.vram_bytes >> 10
+    values = {X.NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE: total, X.NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE: total,
+              X.NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE: total, X.NV2080_CTRL_FB_INFO_INDEX_USABLE_RAM_SIZE: total,
+              X.NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE: (self.board.vram_bytes - self.vram_used) >> 10}
+    for e in p.fbInfoList[:p.fbInfoListSize]:
+      if e.index not in values: raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"FB info index {e.index:#x} is not emulated")
+      e.data = values[e.index]
+
+  def _util_samples(self, p) -> None:
+    """kern_perf_ctrl.c subdeviceCtrlCmdPerfGetGpumonPerfmonUtilSamplesV2 (580.142): bufSize is the whole ring's size. The
+    mock's ring holds one sample: the graphics engine's busy share (pct*100) since the previous query."""
+    if p.type != X.NV2080_CTRL_GPUMON_SAMPLE_TYPE_PERFMON_UTIL or p.bufSize != ctypes.sizeof(p.samples):
+      raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"sample type {p.type} / bufSize {p.bufSize}: type PERFMON_UTIL, bufSize {ctypes.sizeof(p.samples)}")
+    now, busy = self.gpu.clock(), self.gpu.busy_ns
+    since, busy_before = self.util_mark
+    self.util_mark = (now, busy)
+    ctypes.memset(ctypes.addressof(p.samples), 0, ctypes.sizeof(p.samples))
+    sample = p.samples[0]
+    sample.base.timeStamp = now
+    sample.gr.util = min(10000, (busy - busy_before) * 10000 // max(1, now - since))
+    for engine in (sample.fb, sample.gr, sample.nvenc, sample.nvdec, sample.nvjpg, sample.nvofa): engine.procId = X.NV2080_GPUMON_PID_INVALID
+    p.count, p.tracker = 1, 1
+
+  def _thermal(self, p) -> None:
+    """subdevice_ctrl_gpu_kernel.c subdeviceCtrlCmdThermalSystemExecuteV2_IMPL (580.142): at most the list's entries; the
+    client's API version, revision and instruction size must be the header's (else it goes to physical RM, which the mock
+    refuses: stricter). One sensor, the GPU's, reading board.temperature_c; other opcodes are not emulated."""
+    if p.instructionListSize > len(p.instructionList): raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"instructionListSize {p.instructionListSize}")
+    if (p.clientAPIVersion, p.clientAPIRevision, p.clientInstructionSizeOf) != (X.THERMAL_SYSTEM_API_VER, X.THERMAL_SYSTEM_API_REV, ctypes.sizeof(X.NV2080_CTRL_THERMAL_SYSTEM_INSTRUCTION)):
+      raise RMError(S.NV_ERR_NOT_SUPPORTED, "thermal API version/revision/instruction size other than the 580 header's")
+    p.successfulInstructions = 0
+    for ins in p.instructionList[:p.instructionListSize]:
+      ins.executed = 1
+      if ins.opcode == X.NV2080_CTRL_THERMAL_SYSTEM_GET_INFO_SENSORS_AVAILABLE_OPCODE:
+        ins.operands.getInfoSensorsAvailable.availableSensors, ins.result = 1, S.NV_OK
+      elif ins.opcode == X.NV2080_CTRL_THERMAL_SYSTEM_GET_STATUS_SENSOR_READING_OPCODE and ins.operands.getStatusSensorReading.sensorIndex == 0:
+        ins.operands.getStatusSensorReading.value, ins.result = self.board.temperature_c, S.NV_OK
+      else:
+        ins.result = S.NV_ERR_NOT_SUPPORTED
+      if ins.result != S.NV_OK and not p.executeFlags & X.NV2080_CTRL_THERMAL_SYSTEM_EXECUTE_FLAGS_IGNORE_FAIL:
+        raise RMError(ins.result, f"thermal instruction opcode {ins.opcode:#x} is not emulated")
+      p.successfulInstructions += ins.result == S.NV_OK
 
   # ---- GPU mappings: rmapi/mapping.c rmapiMapWithSecInfo (NVOS46) and rmapiUnmapWithSecInfo (NVOS47) ----
   def _dma_objects(self, a) -> tuple[RMObject, RMObject]:
