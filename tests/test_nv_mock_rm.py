@@ -6,7 +6,7 @@ import ctypes
 
 import pytest
 
-from hcq.autogen.nv import classes as C, clc56f, clc8b5, clcbc0, ctrl0080, ctrl_fifo as F, nv_ioctl as I, nvos as O, uvm as U
+from hcq.autogen.nv import classes as C, clc56f, clc8b5, clcbc0, ctrl0080, ctrl2080 as X, ctrl_fifo as F, nv_ioctl as I, nvos as O, uvm as U
 from hcq.drivers import libc
 from hcq.drivers.mock.nv.os import MockNVOS
 from hcq.drivers.nv.rm import RMCallError, RMInterface, check_branch, iowr
@@ -88,6 +88,10 @@ CASES = [
   ("work-submit token of a channel group", lambda r: ctrl(r, r.group, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS()), "NV_ERR_NOT_SUPPORTED"),
   ("scheduling channels UVM does not know", lambda r: (raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r)),
                                                        ctrl(r, r.group, F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, F.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1)))[1], "NV_ERR_INVALID_STATE"),
+  ("FB info with an empty list", lambda r: ctrl(r, r.subdevice, X.NV2080_CTRL_CMD_FB_GET_INFO_V2, X.NV2080_CTRL_FB_GET_INFO_V2_PARAMS(fbInfoListSize=0)), "NV_ERR_INVALID_ARGUMENT"),
+  ("utilisation samples with a short buffer", lambda r: ctrl(r, r.subdevice, X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2,
+                                                             X.NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS(type=X.NV2080_CTRL_GPUMON_SAMPLE_TYPE_PERFMON_UTIL, bufSize=8)), "NV_ERR_INVALID_ARGUMENT"),
+  ("thermal instructions past the list", lambda r: ctrl(r, r.subdevice, X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2, X.NV2080_CTRL_THERMAL_SYSTEM_EXECUTE_V2_PARAMS(instructionListSize=33)), "NV_ERR_INVALID_ARGUMENT"),
   ("free of a handle that does not exist", lambda r: _status(lambda: r.free(0x4321)), "NV_ERR_INVALID_OBJECT_HANDLE"),
   ("DMA map into something not a VA space", lambda r: _status(lambda: r.map_dma(r.device, r.subdevice, r.mem, PAGE)), "NV_ERR_INVALID_OBJECT_HANDLE"),
   ("DMA map past the memory", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, 8 * PAGE)), "NV_ERR_INVALID_LIMIT"),
@@ -118,7 +122,7 @@ def test_misuse_returns_the_rms_status(rm, name, call, expected):
 
 
 def test_case_count():
-  assert len(CASES) == 40
+  assert len(CASES) == 43
 
 
 def test_fixed_dma_offset_maps_at_the_address_asked(rm):
