@@ -25,19 +25,20 @@ from hcq.autogen.nv import (classes as C, clc56f, clc6b5, clc6c0, clc7b5, clc7c0
 from hcq.buffer import Buffer
 from hcq.device import Device, StagedCopies
 from hcq.devstring import DevSpec
-from hcq.drivers import libc
 from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL, COPY_SUBCHANNEL, NVComputeQueue, NVCopyQueue, NVQueue
 from hcq.drivers.nv.rm import RMCallError, RMInterface
-from hcq.drivers.va import ReservedRange
+from hcq.drivers.va import AddressSpace, ReservedRange
 from hcq.errors import GPUFault, HCQError
 
 PAGE = 4096
 GPFIFO_ENTRIES = 1024
 PUSHBUFFER_BYTES = 1 << 20
 STAGING_BYTES = 16 << 20
-# Buffers take their CPU and GPU addresses from one reserved range below 1 TiB: GPFIFO entries (NVC56F_GP_ENTRY1_GET_HI)
-# and host semaphores (NVC56F_SEM_ADDR_HI) carry 40-bit GPU addresses.
-VA_SPACE, VA_BELOW = 1 << 38, 1 << 40  # 256 GiB each: an H200's 141 GB of VRAM and host memory; three devices fit
+# Host buffers take their CPU and GPU address from one range of the process reserved below 1 TiB: GPFIFO entries
+# (NVC56F_GP_ENTRY1_GET_HI) and host semaphores (NVC56F_SEM_ADDR_HI) carry 40-bit GPU addresses. 64 GiB per device, so
+# a process holds a dozen devices. Device memory, which no CPU maps, takes GPU addresses from 1 TiB up (16 TiB).
+VA_SPACE, VA_BELOW = 1 << 36, 1 << 40
+DEVICE_VA_BASE, DEVICE_VA_SIZE = 1 << 40, 1 << 44
 USERD_BYTES = ctypes.sizeof(clc56f.struct_Nvc56fControl_struct)
 _said_emulated = False
 
@@ -166,8 +167,9 @@ class NVDevice(StagedCopies, Device):
     self.usermode = rm.alloc(self.subdevice, self.arch.usermode)
     self.doorbell = rm.map_cpu(self.subdevice, self.usermode, PAGE) + C.NVC361_NOTIFY_CHANNEL_PENDING
     self._mem_lock = threading.Lock()
-    self._memory: dict[int, tuple[int, int | None, int, int | None]] = {}  # GPU address -> (RM handle, CPU mapping, bytes, reserved va)
+    self._memory: dict[int, tuple[int, int, int, bool]] = {}  # GPU address -> (RM handle, bytes, address taken from the range, CPU pages there)
     self._range = ReservedRange(self.os, self.va_space, below=VA_BELOW, granule=PAGE)
+    self._device_va = AddressSpace(DEVICE_VA_BASE, DEVICE_VA_SIZE, granule=PAGE)
     super().__init__(spec)
     self.staging = self.alloc(STAGING_BYTES, "host")
     self._staging_lock = threading.Lock()
@@ -186,16 +188,27 @@ class NVDevice(StagedCopies, Device):
   def _alloc(self, nbytes: int, kind: str) -> Buffer:
     size = (nbytes + PAGE - 1) // PAGE * PAGE
     rm, host = self.rm, kind != "device"
-    va = self._range.take(size, cpu=host)  # host, uncached, cpu: the process's own pages there, described to the RM
+    va = self._take(size, host)  # host, uncached, cpu: the process's own pages there, described to the RM
     try:
       if host: handle = rm.alloc_os_descriptor(self.device, va, size)
       else: handle = rm.alloc(self.device, C.NV01_MEMORY_LOCAL_USER, O.NV_MEMORY_ALLOCATION_PARAMS(owner=self.device, type=O.NVOS32_TYPE_IMAGE, size=size))
     except BaseException:
-      self._range.give_back(va, size, cpu=host)
+      self._give_back(va, size, host)
       raise
     gpu = self._map(handle, size, va)
-    with self._mem_lock: self._memory[gpu] = (handle, va if host else None, size, va)
+    with self._mem_lock: self._memory[gpu] = (handle, size, va, host)
     return Buffer(self, gpu, nbytes, kind, va if host else None, owner=handle)
+
+  def _take(self, size: int, host: bool) -> int:
+    """The address a new buffer asks the RM to map it at: host memory from the CPU range below 1 TiB (its own pages
+    placed there), device memory from the GPU-only range above it."""
+    if host: return self._range.take(size, cpu=True)
+    with self._mem_lock: return self._device_va.alloc(size)
+
+  def _give_back(self, va: int, size: int, host: bool) -> None:
+    if host: self._range.give_back(va, size, cpu=True)
+    else:
+      with self._mem_lock: self._device_va.free(va, size)
 
   def _map(self, handle: int, size: int, va: int) -> int:
     """The GPU address of a memory object: `va` from the reserved range, so that a host buffer's CPU and GPU addresses are
@@ -207,10 +220,10 @@ class NVDevice(StagedCopies, Device):
     return self.rm.map_dma(self.device, self.vaspace, handle, size)
 
   def _free(self, buf: Buffer) -> None:
-    with self._mem_lock: handle, cpu, size, va = self._memory.pop(buf.addr)
+    with self._mem_lock: handle, size, va, host = self._memory.pop(buf.addr)
     self.rm.unmap_dma(self.device, self.vaspace, handle, buf.addr)
     self.rm.free(handle)
-    self._range.give_back(va, size, cpu=cpu is not None)
+    self._give_back(va, size, host)
 
   # ---- channels ----
   def _make_channels(self) -> None:
