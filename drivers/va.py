@@ -1,7 +1,9 @@
 """GPU virtual address ranges inside the driver's reservation: first fit over freed ranges, else the untouched top."""
 from __future__ import annotations
 import bisect
+import threading
 
+from hcq.drivers import libc
 from hcq.errors import HCQError
 
 
@@ -53,3 +55,36 @@ class AddressSpace:
 
   def largest_free(self) -> int:
     return max([self.base + self.size - self.top, *(e - s for s, e in zip(self.free_starts, self.free_ends))])
+
+
+class ReservedRange:
+  """A range of the process's address space reserved once (PROT_NONE, nothing behind it) from which buffers take their
+  addresses, so that a buffer's GPU address is its CPU address. `below` keeps the whole range under an address (NVIDIA's
+  GPFIFO entries and host semaphores carry 40-bit addresses)."""
+
+  def __init__(self, os_layer, size: int, below: int | None = None, granule: int = 1 << 16):
+    self.os, self.size = os_layer, size
+    self.base = self._reserve(size, below)
+    self.va = AddressSpace(self.base, size, granule)
+    self.lock = threading.Lock()
+
+  def _reserve(self, size: int, below: int | None) -> int:
+    flags = libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE
+    if below is None: return self.os.mmap(0, size, libc.PROT_NONE, flags, -1, 0)
+    step = min(size, 1 << 36)
+    for hint in range(below - size, 0, -step):  # the kernel takes a free hint as given; else it places the range elsewhere
+      base = self.os.mmap(hint, size, libc.PROT_NONE, flags, -1, 0)
+      if base + size <= below: return base
+      self.os.munmap(base, size)
+    raise HCQError(f"cannot reserve {size >> 30} GiB of address space below {below:#x}: every place there is taken")
+
+  def take(self, size: int, cpu: bool) -> int:
+    """The start of `size` bytes of the range; `cpu` backs it with the process's own read-write pages there."""
+    with self.lock: va = self.va.alloc(size)
+    if cpu: self.os.mmap(va, size, libc.PROT_READ | libc.PROT_WRITE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_FIXED, -1, 0)
+    return va
+
+  def give_back(self, va: int, size: int, cpu: bool) -> None:
+    """Return what `take` gave (its pages dropped back to the reservation when it had them), to be handed out again."""
+    if cpu: self.os.mmap(va, size, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE | libc.MAP_FIXED, -1, 0)
+    with self.lock: self.va.free(va, size)

@@ -88,7 +88,7 @@ def test_bad_packet_is_a_fault_and_the_device_recovers(dev):
 
 
 def test_page_fault_names_the_address_and_the_device_recovers(dev):
-  bad = dev._va_base + (1 << 39)  # reserved for hcq but never allocated: not mapped on the GPU
+  bad = dev._range.base + (1 << 39)  # reserved for hcq but never allocated: not mapped on the GPU
   ok = dev.alloc(4096, "host")
   dev.copy_queue().copy(ok.addr, bad, 64).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
   with pytest.raises(GPUFault, match=f"GPU page fault at {bad:#x} on the sdma queue") as e:

@@ -126,7 +126,7 @@ s_waitcnt lgkmcnt(0)
 global_store_b32 v0, v1, s[4:5]
 s_endpgm""")
   prg = dev.program(bad.to_elf())
-  address = dev._va_base + (1 << 39) + 0x1230  # inside hcq's reservation, never mapped for the GPU
+  address = dev._range.base + (1 << 39) + 0x1230  # inside hcq's reservation, never mapped for the GPU
   with pytest.raises(GPUFault, match=f"GPU page fault at {address & ~0xfff:#x}|GPU page fault at {address:#x}") as e:
     prg(global_size=1, local_size=32, vals=(address,), wait=True)
   assert e.value.queue == "compute"

@@ -129,6 +129,19 @@ def test_method_fields_encode_and_decode():
   assert copy.offset == 0x300 and "data_transfer_type" in copy.fields
 
 
+def test_flag_words_keep_their_sub_prefixed_fields():
+  """A method-less field whose name extends a flag word's (NVOS46_FLAGS_DMA_OFFSET_FIXED) is that word's field, at the bits
+  gcc reads; a family inside another field (NVOS46_FLAGS_P2P_*) and GP entry words stay registers of their own."""
+  nvos, facts = load("nvos")
+  flags = nvos.register("NVOS46_FLAGS")
+  hi, lo = map(int, facts["field NVOS46_FLAGS_DMA_OFFSET_FIXED"].split())
+  assert (hi, lo) == (15, 15) and flags.encode(dma_offset_fixed=1) == 1 << 15
+  assert {"dma_offset_fixed", "dma_offset_grows", "page_kind", "page_size", "access"} <= set(flags.fields)
+  assert "NVOS46_FLAGS_DMA_OFFSET" not in nvos.registers() and "NVOS46_FLAGS_P2P" in nvos.registers()
+  host = load("clc56f")[0]
+  assert {"NVC56F_GP_ENTRY0", "NVC56F_GP_ENTRY1"} <= set(host.registers())
+
+
 def test_qmd_fields_encode_across_words():
   q = load("clcbc0qmd")[0]
   qmd = q.register("NVCBC0_QMDV04_00")

@@ -8,6 +8,7 @@ import pytest
 
 import hcq
 from hcq.devstring import parse_dev
+from hcq.drivers.mock.nv.gpu import NVBoardSpec
 from hcq.drivers.mock.nv.os import MockNVOS
 from hcq.drivers.nv.device import ARCHS, NVDevice, pick_arch
 from hcq.drivers.nv.queue import COPY_SUBCHANNEL
@@ -58,12 +59,16 @@ def test_arch_rows_are_picked_by_the_class_list():
 def test_memory_kinds(dev):
   for kind in ("host", "uncached", "cpu"):
     b = dev.alloc(5000, kind)
-    assert b.host_addr is not None
+    assert b.host_addr == b.addr < 1 << 40  # the GPU address is the CPU address, within the host class's 40 bits
     b.view()[:] = 7
+    assert dev.rm.os.rm.gpu.mem.read(b.addr, 5000) == b"\x07" * 5000  # what the GPU sees there is the CPU's pages
     b.free()
   d = dev.alloc(5000, "device")
-  assert d.host_addr is None
+  assert d.host_addr is None and 1 << 40 <= d.addr < 1 << 57  # device memory: GPU-only addresses, above the host range
   d.free()
+  again = dev.alloc(5000, "host")  # a freed range is handed out again, on both sides
+  assert again.addr == again.host_addr
+  again.free()
 
 
 SIZES = [1, 3, 4, 5, 255, 256, 4095, 4096, 4097, 65536 + 7, (1 << 20) + 13]
@@ -287,6 +292,32 @@ def test_exec_and_programs_say_they_are_not_here_yet(dev):
     dev.compute_queue().exec(None, 0, (1, 1, 1), (1, 1, 1))
   with pytest.raises(HCQError, match="loading programs on NVIDIA is not part of this version yet"):
     dev.program(b"")
+
+
+def test_smi_reads_memory_utilisation_and_temperature_through_rm_controls(dev):
+  from hcq.smi import nvidia
+  (before,), _ = nvidia.find(dev.os, 0, [])
+  big = dev.alloc(1 << 30, "device")
+  src, dst = dev.alloc(8 << 20, "host"), dev.alloc(8 << 20, "device")
+  q = dev.copy_queue().wait(dev.timeline_signal, Variable("wait")).copy(dst.addr, src.addr, 8 << 20).signal(dev.timeline_signal, Variable("signal"))
+  for _ in range(4): dev.wait_timeline(dev.timeline_submit(q))
+  (after,), _ = nvidia.find(dev.os, 0, [])
+  assert after.vram_total_bytes == NVBoardSpec().vram_bytes >> 10 << 10
+  assert after.vram_used_bytes - before.vram_used_bytes >= (1 << 30) + (8 << 20)
+  assert 0 < after.busy_percent <= 100 and after.temp_edge_c == NVBoardSpec().temperature_c
+  assert set(after.unavailable) == {"power", "clocks", "fan"}
+  for b in (big, src, dst): b.free()
+
+
+def test_smi_names_the_control_the_rm_refuses():
+  from hcq.drivers.mock.nv import rm as mock_rm
+  from hcq.smi import nvidia
+
+  class NoThermal(mock_rm.MockRM):  # the RM refusing one control, as gVisor's nvproxy does for controls it does not know
+    def _thermal(self, p): raise mock_rm.RMError(mock_rm.S.NV_ERR_NOT_SUPPORTED, "refused")
+  (d,), _ = nvidia.find(MockNVOS(rm=NoThermal()), 0, [])
+  assert d.temp_edge_c is None and d.vram_total_bytes is not None
+  assert "NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2" in d.unavailable["temperature"] and "NV_ERR_NOT_SUPPORTED" in d.unavailable["temperature"]
 
 
 def test_smi_reads_the_emulated_board():

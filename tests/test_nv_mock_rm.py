@@ -6,10 +6,9 @@ import ctypes
 
 import pytest
 
-from hcq.autogen.nv import classes as C, clc56f, clc8b5, clcbc0, ctrl0080, ctrl_fifo as F, nv_ioctl as I, nvos as O, uvm as U
+from hcq.autogen.nv import classes as C, clc56f, clc8b5, clcbc0, ctrl0080, ctrl2080 as X, ctrl_fifo as F, nv_ioctl as I, nvos as O, uvm as U
 from hcq.drivers import libc
 from hcq.drivers.mock.nv.os import MockNVOS
-from hcq.drivers.nv import pending_autogen as P
 from hcq.drivers.nv.rm import RMCallError, RMInterface, check_branch, iowr
 from hcq.errors import HCQError
 
@@ -26,14 +25,14 @@ def rm():
   r.page = libc.mmap(0, 4 * PAGE, libc.PROT_READ | libc.PROT_WRITE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS, -1, 0)
   r.mem = r.alloc_os_descriptor(r.device, r.page, 4 * PAGE)
   r.va = r.map_dma(r.device, r.vas, r.mem, 4 * PAGE)
-  r.group = r.alloc(r.device, C.KEPLER_CHANNEL_GROUP_A, O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(engineType=P.NV2080_ENGINE_TYPE_GRAPHICS))
+  r.group = r.alloc(r.device, C.KEPLER_CHANNEL_GROUP_A, O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(engineType=C.NV2080_ENGINE_TYPE_GRAPHICS))
   yield r
   if r.client in r.os.rm.clients: r.free(r.client)  # the RM lets go of the pages (stops channels on them) before they go
   libc.munmap(r.page, 4 * PAGE)
 
 
 def channel_params(r, **kw):
-  p = O.NV_CHANNEL_ALLOC_PARAMS(gpFifoOffset=r.va, gpFifoEntries=64, engineType=P.NV2080_ENGINE_TYPE_GRAPHICS)
+  p = O.NV_CHANNEL_ALLOC_PARAMS(gpFifoOffset=r.va, gpFifoEntries=64, engineType=C.NV2080_ENGINE_TYPE_GRAPHICS)
   p.hUserdMemory[0], p.userdOffset[0] = r.mem, 2 * PAGE
   for k, v in kw.items():
     if k == "userdOffset": p.userdOffset[0] = v
@@ -89,9 +88,17 @@ CASES = [
   ("work-submit token of a channel group", lambda r: ctrl(r, r.group, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS()), "NV_ERR_NOT_SUPPORTED"),
   ("scheduling channels UVM does not know", lambda r: (raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r)),
                                                        ctrl(r, r.group, F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, F.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1)))[1], "NV_ERR_INVALID_STATE"),
+  ("FB info with an empty list", lambda r: ctrl(r, r.subdevice, X.NV2080_CTRL_CMD_FB_GET_INFO_V2, X.NV2080_CTRL_FB_GET_INFO_V2_PARAMS(fbInfoListSize=0)), "NV_ERR_INVALID_ARGUMENT"),
+  ("utilisation samples with a short buffer", lambda r: ctrl(r, r.subdevice, X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2,
+                                                             X.NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS(type=X.NV2080_CTRL_GPUMON_SAMPLE_TYPE_PERFMON_UTIL, bufSize=8)), "NV_ERR_INVALID_ARGUMENT"),
+  ("thermal instructions past the list", lambda r: ctrl(r, r.subdevice, X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2, X.NV2080_CTRL_THERMAL_SYSTEM_EXECUTE_V2_PARAMS(instructionListSize=33)), "NV_ERR_INVALID_ARGUMENT"),
   ("free of a handle that does not exist", lambda r: _status(lambda: r.free(0x4321)), "NV_ERR_INVALID_OBJECT_HANDLE"),
   ("DMA map into something not a VA space", lambda r: _status(lambda: r.map_dma(r.device, r.subdevice, r.mem, PAGE)), "NV_ERR_INVALID_OBJECT_HANDLE"),
   ("DMA map past the memory", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, 8 * PAGE)), "NV_ERR_INVALID_LIMIT"),
+  ("fixed DMA offset not page aligned", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, PAGE, fixed_va=r.page + 8)), "NV_ERR_INVALID_OFFSET"),
+  ("fixed DMA offset below the VA space", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, PAGE, fixed_va=0x1000)), "NV_ERR_INVALID_ARGUMENT"),
+  ("fixed DMA offset past the VA space", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, 2 * PAGE, fixed_va=(1 << 49) - PAGE)), "NV_ERR_INVALID_ARGUMENT"),
+  ("fixed DMA offset over a mapping", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, PAGE, fixed_va=r.va + PAGE)), "NV_ERR_NO_MEMORY"),
   ("DMA unmap where it is not mapped", lambda r: _status(lambda: r.unmap_dma(r.device, r.vas, r.mem, r.va + PAGE)), "NV_ERR_INVALID_OFFSET"),
   ("OS descriptor not page aligned", lambda r: _status(lambda: r.alloc_os_descriptor(r.device, r.page + 8, PAGE)), "NV_ERR_INVALID_ARGUMENT"),
   ("OS descriptor of unmapped pages", lambda r: _status(lambda: r.alloc_os_descriptor(r.device, 0x1000, PAGE)), "NV_ERR_INVALID_ADDRESS"),
@@ -115,7 +122,19 @@ def test_misuse_returns_the_rms_status(rm, name, call, expected):
 
 
 def test_case_count():
-  assert len(CASES) == 36
+  assert len(CASES) == 43
+
+
+def test_fixed_dma_offset_maps_at_the_address_asked(rm):
+  """NVOS46_FLAGS_DMA_OFFSET_FIXED: the GPU sees the memory at the caller's address (here its CPU address); an RM-picked
+  mapping later steps around it."""
+  va = rm.map_dma(rm.device, rm.vas, rm.mem, 4 * PAGE, fixed_va=rm.page)
+  assert va == rm.page
+  ctypes.memmove(rm.page, b"fixed", 5)
+  assert rm.os.rm.gpu.mem.read(va, 5) == b"fixed"
+  assert rm.map_dma(rm.device, rm.vas, rm.mem, 4 * PAGE) not in (va, rm.va)
+  rm.unmap_dma(rm.device, rm.vas, rm.mem, va)
+  assert rm.map_dma(rm.device, rm.vas, rm.mem, PAGE, fixed_va=rm.page) == rm.page  # free again after the unmap
 
 
 def test_errors_name_the_call_class_and_status(rm):

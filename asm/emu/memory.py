@@ -47,11 +47,18 @@ class VirtualMemory:
     host = backing[:size] if isinstance(backing, np.ndarray) else np.frombuffer((ctypes.c_uint8 * size).from_address(backing), np.uint8)
     if host.dtype != np.uint8 or host.size < size: raise ValueError(f"backing for {size} bytes must be a uint8 array of that size")
     with self._lock:
+      if self._overlaps(va, size): raise ValueError(f"mapping [{va:#x}, {va + size:#x}) overlaps an existing one")
       i = bisect.bisect_left(self._starts, va)
-      if (i > 0 and self._maps[i - 1].va + self._maps[i - 1].size > va) or (i < len(self._maps) and self._maps[i].va < va + size):
-        raise ValueError(f"mapping [{va:#x}, {va + size:#x}) overlaps an existing one")
       self._starts.insert(i, va)
       self._maps.insert(i, Mapping(va, size, host, writable, cached))
+
+  def overlaps(self, va: int, size: int) -> bool:
+    """Whether any mapping intersects [va, va+size)."""
+    with self._lock: return self._overlaps(va, size)
+
+  def _overlaps(self, va: int, size: int) -> bool:
+    i = bisect.bisect_left(self._starts, va)
+    return (i > 0 and self._maps[i - 1].va + self._maps[i - 1].size > va) or (i < len(self._maps) and self._maps[i].va < va + size)
 
   def unmap(self, va: int) -> None:
     with self._lock:

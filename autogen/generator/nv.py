@@ -31,11 +31,12 @@ QMD_PRELUDE = "#define MW(x) x\n"  # the QMD headers leave MW to the reader (nvm
 # module under hcq.autogen.nv -> (headers below the NV source folder, prelude)
 MODULES: dict[str, tuple[list[str], str]] = {
   "nv_ioctl": ([K + "kernel-open/common/inc/nv-ioctl-numbers.h", K + "kernel-open/common/inc/nv-ioctl.h",
-                K + "src/nvidia/arch/nvalloc/unix/include/nv_escape.h"], ""),
-  "nvos": ([S + "nvos.h", S + "alloc/alloc_channel.h"], ""),
+                K + "src/nvidia/arch/nvalloc/unix/include/nv_escape.h", K + "src/nvidia/arch/nvalloc/unix/include/nv-unix-nvos-params-wrappers.h"], ""),
+  "nvos": ([S + "nvos.h", S + "alloc/alloc_channel.h", S + "nvgputypes.h"], ""),
+  "nverror": ([S + "nverror.h"], ""),
   "nvstatus": ([S + "nvstatus.h"], ""),
   "classes": ([S + f"class/{c}.h" for c in ("cl0000", "cl0001", "cl0080", "cl2080", "cl90f1", "cl003e", "cl0040", "cl0070", "cl0071",
-                                              "cla06c", "cl9067", "clc461", "clc561", "clc661", "clc761")], ""),
+                                              "cla06c", "cl9067", "clc461", "clc561", "clc661", "clc761", "clc361", "cl2080_notification")], ""),
   "ctrl0000": ([S + f"ctrl/ctrl0000/ctrl0000{x}.h" for x in ("base", "client", "gpu", "system", "unix")], ""),
   "ctrl0080": ([S + f"ctrl/ctrl0080/ctrl0080{x}.h" for x in ("base", "gpu", "fifo", "fb")], ""),
   "ctrl2080": ([S + f"ctrl/ctrl2080/ctrl2080{x}.h" for x in ("base", "gpu", "fb", "perf", "thermal", "power", "mc", "bus", "fifo",
@@ -101,8 +102,12 @@ def field_table(sp: BindingSpec) -> tuple[str, list[str]]:
       continue
     groups.setdefault(owner, []).append(m)
   for m in orphans:  # fields without a method (GP entries): grouped by their longest prefix shared with another such field
+    if not _prefixes(m.name):
+      skipped.append(f"{m.name}: a hi:lo range with no name to group it by (an aperture such as NVC361's, not a field)")
+      continue
     shared = next((p for p in _prefixes(m.name) if sum(o.name.startswith(p + "_") for o in orphans) >= 2), None)
     groups.setdefault(shared or _prefixes(m.name)[0], []).append(m)
+  _merge_subgroups(groups, methods, plain)
   lines = []
   for owner, ms in groups.items():
     items, taken = [], 0
@@ -140,6 +145,19 @@ def field_table(sp: BindingSpec) -> tuple[str, list[str]]:
     offset = "-" if owner not in methods else f"{methods[owner]:x}"
     lines.append(" ".join([owner, offset] + [f"{n}:{hi:x}:{lo:x}" for n, hi, lo in items]))
   return "\n".join(lines), skipped
+
+
+def _merge_subgroups(groups: dict[str, list], methods: dict[str, int], plain: dict[str, tuple[int, int]]) -> None:
+  """Fold a method-less group into the method-less group its name extends when their bits are clear of each other:
+  NVOS46_FLAGS_DMA_OFFSET_FIXED (15:15) is a field of the NVOS46_FLAGS word, not a register of its own; NVOS46_FLAGS_P2P_ENABLE
+  stays apart because it lies inside NVOS46_FLAGS_P2P, and GP_ENTRY0/GP_ENTRY1 stay apart because no group GP exists."""
+  def plain_only(owner: str) -> bool: return owner not in methods and all(m.params is None and m.body[:1] != ("MW",) for m in groups[owner])
+  def mask(owner: str) -> int:
+    return functools.reduce(lambda a, b: a | b, (((1 << (hi - lo + 1)) - 1) << lo for hi, lo in (plain[m.name] for m in groups[owner] if m.name in plain)), 0)
+  for owner in sorted(groups, key=len, reverse=True):
+    if owner not in groups or not plain_only(owner): continue
+    parent = next((p for p in _prefixes(owner) if p in groups and plain_only(p)), None)
+    if parent is not None and not mask(owner) & mask(parent): groups[parent] += groups.pop(owner)
 
 
 def _prefixes(name: str) -> list[str]:

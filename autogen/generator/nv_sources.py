@@ -9,7 +9,7 @@ Made from git mirrors without a work tree, e.g.:
 
   git --git-dir=KMOD.git archive 580.142 version.mk src/common/sdk/nvidia/inc kernel-open/common/inc \\
       kernel-open/nvidia-uvm/uvm_ioctl.h kernel-open/nvidia-uvm/uvm_linux_ioctl.h kernel-open/nvidia-uvm/uvm_types.h \\
-      src/nvidia/arch/nvalloc/unix/include/nv_escape.h \\
+      src/nvidia/arch/nvalloc/unix/include/nv_escape.h src/nvidia/arch/nvalloc/unix/include/nv-unix-nvos-params-wrappers.h \\
       | tar -x -C $HCQ_NV_SRC/open-gpu-kernel-modules
   git --git-dir=DOC.git archive HEAD classes | tar -x -C $HCQ_NV_SRC/open-gpu-doc
   git --git-dir=DOC.git rev-parse HEAD > $HCQ_NV_SRC/open-gpu-doc/REVISION

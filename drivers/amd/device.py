@@ -16,12 +16,11 @@ from hcq.autogen import kfd as K
 from hcq.buffer import Buffer
 from hcq.device import Device, StagedCopies
 from hcq.devstring import DevSpec
-from hcq.drivers import libc
 from hcq.drivers.amd.kfd import KFDInterface, gpu_nodes
 from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue
 from hcq.drivers.amd.program import AMDProgram
 from hcq.drivers.amd.sdma import AMDCopyQueue
-from hcq.drivers.va import AddressSpace
+from hcq.drivers.va import ReservedRange
 from hcq.errors import GPUFault, HCQError
 
 PAGE = 4096
@@ -81,9 +80,8 @@ class AMDDevice(StagedCopies, Device):
     self.timestamp_frequency = TIMESTAMP_HZ[family]
     self.dialect = DIALECTS[family](self._gc_bases())
     self.tmpring_size, self.scratch_base, self._scratch, self._scratch_per_wave, self.scratch_generation = 0, 0, None, 0, 0
-    self._va_base = self.os.mmap(0, self.va_space, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE, -1, 0)
-    self._va = AddressSpace(self._va_base, self.va_space)
-    self._va_lock = threading.Lock()
+    self._range = ReservedRange(self.os, self.va_space)
+    self._handles_lock = threading.Lock()
     self._staging_lock = threading.Lock()  # one staging buffer: one host<->device copy at a time
     self._handles: dict[int, int] = {}
     super().__init__(spec)
@@ -102,25 +100,21 @@ class AMDDevice(StagedCopies, Device):
   # ---- memory ----
   def _alloc(self, nbytes: int, kind: str) -> Buffer:
     size = (nbytes + PAGE - 1) // PAGE * PAGE
-    with self._va_lock:
-      va = self._va.alloc(size)
+    va = self._range.take(size, cpu=kind == "cpu")
     flags = MEMORY_FLAGS[kind]
     if kind == "cpu":
-      self.os.mmap(va, size, libc.PROT_READ | libc.PROT_WRITE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_FIXED, -1, 0)
       handle, _ = self.kfd.alloc(size, flags, va, userptr=va)
     else:
       handle, offset = self.kfd.alloc(size, flags, va)
       if kind != "device": self.kfd.map_cpu(va, size, offset)
-    with self._va_lock: self._handles[va] = handle
+    with self._handles_lock: self._handles[va] = handle
     return Buffer(self, va, nbytes, kind, None if kind == "device" else va, owner=handle)
 
   def _free(self, buf: Buffer) -> None:
-    with self._va_lock: handle = self._handles.pop(buf.addr)
+    with self._handles_lock: handle = self._handles.pop(buf.addr)
     self.kfd.free(handle)
     size = (buf.nbytes + PAGE - 1) // PAGE * PAGE
-    if buf.host_addr is not None:  # give the range back to the reservation
-      self.os.mmap(buf.addr, size, libc.PROT_NONE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_NORESERVE | libc.MAP_FIXED, -1, 0)
-    with self._va_lock: self._va.free(buf.addr, size)  # unmapped on the GPU and the CPU: the range may be handed out again
+    self._range.give_back(buf.addr, size, cpu=buf.host_addr is not None)  # unmapped on the GPU and the CPU: handed out again
 
   # ---- queues ----
   def _cwsr_sizes(self) -> tuple[int, int, int]:

@@ -21,20 +21,24 @@ from types import ModuleType
 import numpy as np
 
 from hcq.autogen.nv import (classes as C, clc56f, clc6b5, clc6c0, clc7b5, clc7c0, clc86f, clc8b5, clc96f, clc9b5, clc9c0, clca6f, clcab5,
-                            clcbc0, clcdc0, clcec0, ctrl0080, ctrl_fifo as F, nvos as O)
+                            clcbc0, clcdc0, clcec0, ctrl0080, ctrl_fifo as F, nvos as O, nvstatus as S)
 from hcq.buffer import Buffer
 from hcq.device import Device, StagedCopies
 from hcq.devstring import DevSpec
-from hcq.drivers import libc
-from hcq.drivers.nv import pending_autogen as P  # TEMPORARY: see drivers/nv/rm.py
 from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL, COPY_SUBCHANNEL, NVComputeQueue, NVCopyQueue, NVQueue
-from hcq.drivers.nv.rm import RMInterface
+from hcq.drivers.nv.rm import RMCallError, RMInterface
+from hcq.drivers.va import AddressSpace, ReservedRange
 from hcq.errors import GPUFault, HCQError
 
 PAGE = 4096
 GPFIFO_ENTRIES = 1024
 PUSHBUFFER_BYTES = 1 << 20
 STAGING_BYTES = 16 << 20
+# Host buffers take their CPU and GPU address from one range of the process reserved below 1 TiB: GPFIFO entries
+# (NVC56F_GP_ENTRY1_GET_HI) and host semaphores (NVC56F_SEM_ADDR_HI) carry 40-bit GPU addresses. 64 GiB per device, so
+# a process holds a dozen devices. Device memory, which no CPU maps, takes GPU addresses from 1 TiB up (16 TiB).
+VA_SPACE, VA_BELOW = 1 << 36, 1 << 40
+DEVICE_VA_BASE, DEVICE_VA_SIZE = 1 << 40, 1 << 44
 USERD_BYTES = ctypes.sizeof(clc56f.struct_Nvc56fControl_struct)
 _said_emulated = False
 
@@ -145,6 +149,7 @@ class NVChannel:
 class NVDevice(StagedCopies, Device):
   """See the module docstring."""
   timestamp_frequency = 1e9  # the host semaphore's release timestamp is the global timer, in nanoseconds
+  va_space = VA_SPACE  # bytes of address space reserved at open (a class attribute, so a test can make it small)
 
   def __init__(self, spec: DevSpec, os_layer=None, gpfifo_entries: int = GPFIFO_ENTRIES):
     if gpfifo_entries < 2 or gpfifo_entries & (gpfifo_entries - 1): raise ValueError(f"gpfifo_entries must be a power of two >= 2, got {gpfifo_entries}")
@@ -160,9 +165,11 @@ class NVDevice(StagedCopies, Device):
     self.uuid = self._uuid()
     rm.uvm_register(self.uuid)
     self.usermode = rm.alloc(self.subdevice, self.arch.usermode)
-    self.doorbell = rm.map_cpu(self.subdevice, self.usermode, PAGE) + P.NVC361_NOTIFY_CHANNEL_PENDING
+    self.doorbell = rm.map_cpu(self.subdevice, self.usermode, PAGE) + C.NVC361_NOTIFY_CHANNEL_PENDING
     self._mem_lock = threading.Lock()
-    self._memory: dict[int, tuple[int, int | None, int]] = {}  # GPU address -> (RM handle, CPU mapping, bytes)
+    self._memory: dict[int, tuple[int, int, int, bool]] = {}  # GPU address -> (RM handle, bytes, address taken from the range, CPU pages there)
+    self._range = ReservedRange(self.os, self.va_space, below=VA_BELOW, granule=PAGE)
+    self._device_va = AddressSpace(DEVICE_VA_BASE, DEVICE_VA_SIZE, granule=PAGE)
     super().__init__(spec)
     self.staging = self.alloc(STAGING_BYTES, "host")
     self._staging_lock = threading.Lock()
@@ -180,34 +187,51 @@ class NVDevice(StagedCopies, Device):
   # ---- memory ----
   def _alloc(self, nbytes: int, kind: str) -> Buffer:
     size = (nbytes + PAGE - 1) // PAGE * PAGE
-    rm = self.rm
-    if kind == "device":
-      p = O.NV_MEMORY_ALLOCATION_PARAMS(owner=self.device, type=O.NVOS32_TYPE_IMAGE, size=size)
-      handle, cpu = rm.alloc(self.device, C.NV01_MEMORY_LOCAL_USER, p), None
-    else:  # host, uncached, cpu: the process's own pages, described to the RM
-      cpu = self.os.mmap(0, size, libc.PROT_READ | libc.PROT_WRITE, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS, -1, 0)
-      try:
-        handle = rm.alloc_os_descriptor(self.device, cpu, size)
-      except BaseException:
-        self.os.munmap(cpu, size)
-        raise
-    va = rm.map_dma(self.device, self.vaspace, handle, size)
-    with self._mem_lock: self._memory[va] = (handle, cpu, size)
-    return Buffer(self, va, nbytes, kind, cpu, owner=handle)
+    rm, host = self.rm, kind != "device"
+    va = self._take(size, host)  # host, uncached, cpu: the process's own pages there, described to the RM
+    try:
+      if host: handle = rm.alloc_os_descriptor(self.device, va, size)
+      else: handle = rm.alloc(self.device, C.NV01_MEMORY_LOCAL_USER, O.NV_MEMORY_ALLOCATION_PARAMS(owner=self.device, type=O.NVOS32_TYPE_IMAGE, size=size))
+    except BaseException:
+      self._give_back(va, size, host)
+      raise
+    gpu = self._map(handle, size, va)
+    with self._mem_lock: self._memory[gpu] = (handle, size, va, host)
+    return Buffer(self, gpu, nbytes, kind, va if host else None, owner=handle)
+
+  def _take(self, size: int, host: bool) -> int:
+    """The address a new buffer asks the RM to map it at: host memory from the CPU range below 1 TiB (its own pages
+    placed there), device memory from the GPU-only range above it."""
+    if host: return self._range.take(size, cpu=True)
+    with self._mem_lock: return self._device_va.alloc(size)
+
+  def _give_back(self, va: int, size: int, host: bool) -> None:
+    if host: self._range.give_back(va, size, cpu=True)
+    else:
+      with self._mem_lock: self._device_va.free(va, size)
+
+  def _map(self, handle: int, size: int, va: int) -> int:
+    """The GPU address of a memory object: `va` from the reserved range, so that a host buffer's CPU and GPU addresses are
+    equal as on AMD; where the RM refuses that address (taken by its own mappings, or outside the VA space), one it picks."""
+    try:
+      return self.rm.map_dma(self.device, self.vaspace, handle, size, fixed_va=va)
+    except RMCallError as e:
+      if e.status not in (S.NV_ERR_NO_MEMORY, S.NV_ERR_INVALID_ARGUMENT, S.NV_ERR_INVALID_OFFSET): raise
+    return self.rm.map_dma(self.device, self.vaspace, handle, size)
 
   def _free(self, buf: Buffer) -> None:
-    with self._mem_lock: handle, cpu, size = self._memory.pop(buf.addr)
+    with self._mem_lock: handle, size, va, host = self._memory.pop(buf.addr)
     self.rm.unmap_dma(self.device, self.vaspace, handle, buf.addr)
     self.rm.free(handle)
-    if cpu is not None: self.os.munmap(cpu, size)
+    self._give_back(va, size, host)
 
   # ---- channels ----
   def _make_channels(self) -> None:
     rm = self.rm
     self.group = rm.alloc(self.device, C.KEPLER_CHANNEL_GROUP_A,
-                          O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(hVASpace=self.vaspace, engineType=P.NV2080_ENGINE_TYPE_GRAPHICS))
-    self.channels = {"compute": self._channel("compute", P.NV2080_ENGINE_TYPE_GRAPHICS, self.arch.compute, COMPUTE_SUBCHANNEL),
-                     "copy": self._channel("copy", P.NV2080_ENGINE_TYPE_COPY0, self.arch.copy, COPY_SUBCHANNEL)}
+                          O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(hVASpace=self.vaspace, engineType=C.NV2080_ENGINE_TYPE_GRAPHICS))
+    self.channels = {"compute": self._channel("compute", C.NV2080_ENGINE_TYPE_GRAPHICS, self.arch.compute, COMPUTE_SUBCHANNEL),
+                     "copy": self._channel("copy", C.NV2080_ENGINE_TYPE_COPY0, self.arch.copy, COPY_SUBCHANNEL)}
     rm.control(self.group, F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, F.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1))
     for name, ch in self.channels.items():  # bind each channel's engine class to its subchannel
       q = (NVComputeQueue if name == "compute" else NVCopyQueue)(self.arch)
@@ -295,7 +319,7 @@ class NVDevice(StagedCopies, Device):
   def check_faults(self) -> None:
     """Raise GPUFault if the RM wrote a channel's error notifier (a channel error: an Xid); the device recovers first."""
     for name, ch in getattr(self, "channels", {}).items():
-      n = P.NvNotification.from_address(ch.notifier.host_addr)
+      n = O.NvNotification.from_address(ch.notifier.host_addr)
       if n.status == 0: continue
       xid, details = n.info32, getattr(self.os, "fault_details", lambda: [])()
       message = f"{self}: channel error (Xid {xid}) on the {name} channel" + (f": {details[-1]}" if details else "")

@@ -10,8 +10,7 @@ import errno
 import functools
 import os as _os
 
-from hcq.autogen.nv import classes as C, ctrl0080, ctrl_fifo, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
-from hcq.drivers.nv import pending_autogen as P  # TEMPORARY: headers hcq.autogen.nv does not generate yet (see its first line)
+from hcq.autogen.nv import classes as C, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
 from hcq.errors import HCQError
 
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -46,9 +45,10 @@ def _class_modules():
 
 def control_name(cmd: int) -> str:
   """The C name of an RM control (NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2), else its number."""
-  for mod in (ctrl0080, ctrl_fifo):
-    for k, v in vars(mod).items():
-      if v == cmd and "_CTRL_CMD_" in k: return k
+  import importlib
+  family = {0x0000: "ctrl0000", 0x0080: "ctrl0080", 0x2080: "ctrl2080"}.get(cmd >> 16, "ctrl_fifo")  # the class a control is for
+  for k, v in vars(importlib.import_module(f"hcq.autogen.nv.{family}")).items():
+    if v == cmd and "_CTRL_CMD_" in k: return k
   return f"control {cmd:#x}"
 
 
@@ -131,18 +131,22 @@ class RMInterface:
   def alloc_os_descriptor(self, parent: int, address: int, size: int) -> int:
     """NV_ESC_RM_ALLOC_MEMORY of NV01_MEMORY_SYSTEM_OS_DESCRIPTOR: the process's pages at `address` as an RM memory object."""
     self.next_handle += 1
-    a = P.nv_ioctl_nvos02_parameters_with_fd(fd=-1)
+    a = I.nv_ioctl_nvos02_parameters_with_fd(fd=-1)
     a.params.hRoot, a.params.hObjectParent, a.params.hObjectNew, a.params.hClass = self.client, parent, self.next_handle, C.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR
     a.params.pMemory, a.params.limit = address, size - 1
     self.ioctl(self.ctl, I.NV_ESC_RM_ALLOC_MEMORY, a)
     self._check(f"NV_ESC_RM_ALLOC_MEMORY of NV01_MEMORY_SYSTEM_OS_DESCRIPTOR at {address:#x}+{size:#x}", a.params.status)
     return self.next_handle
 
-  def map_dma(self, device: int, vaspace: int, memory: int, length: int) -> int:
-    """NV_ESC_RM_MAP_MEMORY_DMA: map a memory object into the VA space; returns its GPU address."""
-    a = O.NVOS46_PARAMETERS(hClient=self.client, hDevice=device, hDma=vaspace, hMemory=memory, offset=0, length=length)
+  def map_dma(self, device: int, vaspace: int, memory: int, length: int, fixed_va: int | None = None) -> int:
+    """NV_ESC_RM_MAP_MEMORY_DMA: map a memory object into the VA space; returns its GPU address, `fixed_va` when given
+    (NVOS46_FLAGS_DMA_OFFSET_FIXED), else one the RM picks."""
+    flags = 0 if fixed_va is None else O.register("NVOS46_FLAGS").encode(dma_offset_fixed=O.NVOS46_FLAGS_DMA_OFFSET_FIXED_TRUE)
+    a = O.NVOS46_PARAMETERS(hClient=self.client, hDevice=device, hDma=vaspace, hMemory=memory, offset=0, length=length,
+                            flags=flags, dmaOffset=fixed_va or 0)
     self.ioctl(self.ctl, I.NV_ESC_RM_MAP_MEMORY_DMA, a)
-    self._check(f"NV_ESC_RM_MAP_MEMORY_DMA of {memory:#x} ({length:#x} bytes)", a.status)
+    at = "" if fixed_va is None else f" at {fixed_va:#x}"
+    self._check(f"NV_ESC_RM_MAP_MEMORY_DMA of {memory:#x} ({length:#x} bytes){at}", a.status)
     return a.dmaOffset
 
   def unmap_dma(self, device: int, vaspace: int, memory: int, va: int) -> None:
@@ -152,7 +156,7 @@ class RMInterface:
 
   def map_cpu(self, device: int, memory: int, length: int) -> int:
     """NV_ESC_RM_MAP_MEMORY then mmap of the GPU node: a CPU mapping of an RM object (the usermode registers)."""
-    a = P.nv_ioctl_nvos33_parameters_with_fd(fd=self.gpu)
+    a = I.nv_ioctl_nvos33_parameters_with_fd(fd=self.gpu)
     a.params.hClient, a.params.hDevice, a.params.hMemory, a.params.offset, a.params.length = self.client, device, memory, 0, length
     self.ioctl(self.ctl, I.NV_ESC_RM_MAP_MEMORY, a)
     self._check(f"NV_ESC_RM_MAP_MEMORY of {memory:#x}", a.params.status)

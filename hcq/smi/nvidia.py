@@ -1,22 +1,20 @@
 """NVIDIA GPUs through the nvidia kernel driver's procfs files; no NVML.
 
 /proc/driver/nvidia/version names the driver, and /proc/driver/nvidia/gpus/<bus>/information gives each
-GPU's model, UUID, VBIOS and device minor. Memory, utilisation, temperatures, power and clocks need RM
-control calls on /dev/nvidiactl, which come with the NV driver issue; until then they are reported as
-unavailable with that reason.
+GPU's model, UUID, VBIOS and device minor. Memory, utilisation and temperature come from RM controls on
+/dev/nvidiactl (hcq.smi.nvidia_rm); power, clocks and fans have no open control and show as unavailable.
 """
 from __future__ import annotations
 import os
 
 from hcq.drivers.os import HostOS
 from hcq.smi.model import Device, DriverInfo, Note
+from hcq.smi.nvidia_rm import read_rm_fields
 from hcq.smi.sysfs import AttrReader, parse_colon_fields
 
 PROC_NVIDIA = "/proc/driver/nvidia"
 CONTROL_NODE = "/dev/nvidiactl"
 NVIDIA_VENDOR_ID = 0x10de
-NEEDS_RM = "needs NVIDIA RM control calls (not implemented yet: NV driver issue)"
-RM_FIELDS = ("memory", "busy_percent", "temperature", "power", "clocks", "fan")
 
 
 def parse_version(text: str) -> str | None:
@@ -60,7 +58,10 @@ def find(os_: HostOS, first_index: int, notes: list[Note]) -> tuple[list[Device]
       continue
     except OSError:
       continue
-    devices.append(read_device(os_, first_index + len(devices), bus, info, driver))
+    d = read_device(os_, first_index + len(devices), bus, info, driver)
+    # the RM numbers devices in the order it probed them, which is bus order here (unverified on multi-GPU machines)
+    read_rm_fields(os_, d, device_instance=len(devices))
+    devices.append(d)
   return devices, driver
 
 
@@ -75,7 +76,6 @@ def read_device(os_: HostOS, index: int, bus: str, info: dict[str, str], driver:
   if minor and minor.isdigit(): d.nodes = [f"/dev/nvidia{minor}"]
   speed, width = pci.text("current_link_speed"), pci.text("current_link_width")
   if speed: d.link = f"{speed} x{width}" if width else speed
-  d.unavailable = {name: NEEDS_RM for name in RM_FIELDS}
   return d
 
 

@@ -36,8 +36,8 @@ def take(os_: HostOS, *, with_processes: bool = False, vendors: tuple[str, ...] 
     notes.append(Note("info", "emulated GPU: the live state shown is this process's own instance; emulated GPUs in "
                       "other processes do not publish theirs"))
   if any(d.vendor == "nvidia" for d in devices):
-    notes.append(Note("limitation", "NVIDIA: memory, utilisation, temperatures, power and clocks need RM control "
-                      "calls, which hcq does not make yet (NV driver issue)"))
+    notes.append(Note("limitation", "NVIDIA: power, clocks and fans have no RM control in NVIDIA's open headers and no "
+                      "procfs/sysfs file; they show as unavailable"))
   if not devices:
     denied = [n for n in notes if n.kind == "permission"]
     summary = f"no GPU visible ({denied[0].message})" if denied else f"no GPU found ({', '.join(absent)})"

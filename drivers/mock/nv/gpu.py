@@ -19,9 +19,8 @@ from typing import Callable
 import numpy as np
 
 from hcq.asm.emu.memory import PageFault, VirtualMemory
-from hcq.autogen.nv import clc56f as H, clc8b5 as CE, nvstatus as S
+from hcq.autogen.nv import clc56f as H, clc8b5 as CE, nverror as E, nvos as O, nvstatus as S
 from hcq.autogen.nv.clcbc0 import HOPPER_COMPUTE_A
-from hcq.drivers.nv import pending_autogen as P
 
 GP_ENTRY_BYTES = 8
 HOST_METHODS_END = 0x100  # methods below this are the host's (PBDMA), on every subchannel (clc56f.h)
@@ -41,6 +40,7 @@ class NVBoardSpec:
   uuid: str = "GPU-6e3a0c4f-2d1b-4f0e-9a8c-0000000c0de0"  # made up; any GPU-<16 bytes as hex> does
   driver_version: str = "580.142"
   pci_slot: str = "0000:19:00.0"  # where an HGX board's first GPU often sits; made up
+  temperature_c: int = 34  # an idle H200's GPU temperature, about what nvidia-smi shows
 
 
 class ChannelError(Exception):
@@ -80,6 +80,8 @@ class MockNVGPU:
     self.board, self.mem, self.on_error = board, VirtualMemory(), on_error
     self.channels: dict[int, Channel] = {}
     self.t0 = time.monotonic_ns()
+    self.busy_ns = 0  # time channels spent running entries (the utilisation samples' source)
+    self._busy_lock = threading.Lock()
     f = H.register
     self.gp0, self.gp1 = f("NVC56F_GP_ENTRY0"), f("NVC56F_GP_ENTRY1")
     self.hdr, self.immd = f("NVC56F_DMA_INCR"), f("NVC56F_DMA_IMMD")
@@ -126,14 +128,16 @@ class MockNVGPU:
       ch.doorbell.clear()
       if not ch.scheduled.is_set(): continue  # a channel whose group is not scheduled does not run; GP_PUT just waits
       try:
+        t0 = time.monotonic_ns()
         while not ch.stopped and ch.error is None and (get := int(ch.userd[_CTRL["GPGet"]])) != (put := int(ch.userd[_CTRL["GPPut"]])):
-          if put >= ch.entries: raise ChannelError(f"GP_PUT {put} is outside the {ch.entries}-entry GPFIFO", P.ROBUST_CHANNEL_PBDMA_ERROR)
+          if put >= ch.entries: raise ChannelError(f"GP_PUT {put} is outside the {ch.entries}-entry GPFIFO", E.ROBUST_CHANNEL_PBDMA_ERROR)
           self._gp_entry(ch, get)
           ch.userd[_CTRL["GPGet"]] = (get + 1) % ch.entries
+        with self._busy_lock: self.busy_ns += time.monotonic_ns() - t0
       except ChannelError as e:
         self._fail(ch, str(e), e.xid)
       except PageFault as e:
-        self._fail(ch, f"MMU fault: {e}", P.ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT)
+        self._fail(ch, f"MMU fault: {e}", E.ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT)
       except _Stopped:
         return
 
@@ -149,10 +153,10 @@ class MockNVGPU:
     if length == 0:  # a control entry: only NOP is run; the others (ILLEGAL, CRC checks) are not used by user space
       if e1["opcode"] != H.NVC56F_GP_ENTRY1_OPCODE_NOP:
         raise ChannelError(f"GPFIFO entry {get}: control opcode {e1['opcode']} (only NOP is emulated; stricter than unsure hardware)",
-                           P.ROBUST_CHANNEL_PBDMA_ERROR)
+                           E.ROBUST_CHANNEL_PBDMA_ERROR)
       return
     if e0["fetch"] != H.NVC56F_GP_ENTRY0_FETCH_UNCONDITIONAL or e1["level"] != H.NVC56F_GP_ENTRY1_LEVEL_MAIN:
-      raise ChannelError(f"GPFIFO entry {get}: conditional fetch or subroutine level is not emulated", P.ROBUST_CHANNEL_PBDMA_ERROR)
+      raise ChannelError(f"GPFIFO entry {get}: conditional fetch or subroutine level is not emulated", E.ROBUST_CHANNEL_PBDMA_ERROR)
     addr = e1["get_hi"] << 32 | e0["get"] << 2
     stream = self.mem.view(addr, length * 4).view(np.uint32).tolist()
     self._methods(ch, stream, addr)
@@ -170,11 +174,11 @@ class MockNVGPU:
         i += 1
         continue
       if op not in (H.NVC56F_DMA_INCR_OPCODE_VALUE, H.NVC56F_DMA_NONINCR_OPCODE_VALUE, H.NVC56F_DMA_ONEINCR_OPCODE_VALUE):
-        raise ChannelError(f"{where}: method header {stream[i]:#010x} has opcode {op}, not INCR/NONINCR/ONEINCR/IMMD", P.ROBUST_CHANNEL_PBDMA_ERROR)
+        raise ChannelError(f"{where}: method header {stream[i]:#010x} has opcode {op}, not INCR/NONINCR/ONEINCR/IMMD", E.ROBUST_CHANNEL_PBDMA_ERROR)
       count = h["count"]
       if count == 0 or i + 1 + count > len(stream):
         raise ChannelError(f"{where}: method header {stream[i]:#010x} counts {count} data words, {len(stream) - i - 1} follow in the segment",
-                           P.ROBUST_CHANNEL_PBDMA_ERROR)
+                           E.ROBUST_CHANNEL_PBDMA_ERROR)
       for k in range(count):
         step = k if op == H.NVC56F_DMA_INCR_OPCODE_VALUE else (0 if op == H.NVC56F_DMA_NONINCR_OPCODE_VALUE else min(k, 1))
         self._method(ch, subch, method + 4 * step, stream[i + 1 + k], where)
@@ -183,19 +187,19 @@ class MockNVGPU:
   def _method(self, ch: Channel, subch: int, method: int, data: int, where: str) -> None:
     ch.methods += 1
     if method < HOST_METHODS_END:
-      if method not in self.host: raise ChannelError(f"{where}: host method {method:#x} is not a host (c56f) method", P.ROBUST_CHANNEL_PBDMA_ERROR)
+      if method not in self.host: raise ChannelError(f"{where}: host method {method:#x} is not a host (c56f) method", E.ROBUST_CHANNEL_PBDMA_ERROR)
       ch.state[method] = data
       handler = self.host[method]
       if handler: handler(ch, subch, data, where)
       return
     cls = ch.classes.get(subch)
-    if cls is None: raise ChannelError(f"{where}: method {method:#x} on subchannel {subch}, which has no class bound (SET_OBJECT)", P.ROBUST_CHANNEL_PBDMA_ERROR)
+    if cls is None: raise ChannelError(f"{where}: method {method:#x} on subchannel {subch}, which has no class bound (SET_OBJECT)", E.ROBUST_CHANNEL_PBDMA_ERROR)
     if cls == self.board.copy_class:
-      if method not in self.copy_methods: raise ChannelError(f"{where}: copy class {cls:#x} method {method:#x} is not emulated", P.ROBUST_CHANNEL_CE0_ERROR)
+      if method not in self.copy_methods: raise ChannelError(f"{where}: copy class {cls:#x} method {method:#x} is not emulated", E.ROBUST_CHANNEL_CE0_ERROR)
       ch.state[0x10000 | method] = data
       if method == CE.NVC8B5_LAUNCH_DMA: self._launch_dma(ch, data, where)
       return
-    raise ChannelError(f"{where}: class {cls:#x} method {method:#x}: compute methods come with exec (not emulated yet)", P.ROBUST_CHANNEL_GR_EXCEPTION)
+    raise ChannelError(f"{where}: class {cls:#x} method {method:#x}: compute methods come with exec (not emulated yet)", E.ROBUST_CHANNEL_GR_EXCEPTION)
 
   # ---- host methods ----
   def _set_object(self, ch: Channel, subch: int, data: int, where: str) -> None:
@@ -203,7 +207,7 @@ class MockNVGPU:
     allowed = {"copy": {self.board.copy_class}, "compute": {self.board.compute_class}}[ch.engine]
     if cls not in allowed or subch > 7:
       raise ChannelError(f"{where}: SET_OBJECT class {cls:#x} on subchannel {subch} of a {ch.engine} channel (takes {sorted(allowed)} on 0..7)",
-                         P.ROBUST_CHANNEL_PBDMA_ERROR)
+                         E.ROBUST_CHANNEL_PBDMA_ERROR)
     ch.classes[subch] = cls
 
   def _sem_execute(self, ch: Channel, subch: int, data: int, where: str) -> None:
@@ -212,13 +216,13 @@ class MockNVGPU:
     addr = self.sem_hi.decode(ch.state.get(H.NVC56F_SEM_ADDR_HI, 0))["offset"] << 32 | self.sem_lo.decode(ch.state.get(H.NVC56F_SEM_ADDR_LO, 0))["offset"] << 2
     wide = f["payload_size"] == H.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT
     payload = ch.state.get(H.NVC56F_SEM_PAYLOAD_LO, 0) | (ch.state.get(H.NVC56F_SEM_PAYLOAD_HI, 0) << 32 if wide else 0)
-    if addr % (8 if wide else 4): raise ChannelError(f"{where}: semaphore at {addr:#x} not aligned to its {8 if wide else 4}-byte payload", P.ROBUST_CHANNEL_PBDMA_ERROR)
+    if addr % (8 if wide else 4): raise ChannelError(f"{where}: semaphore at {addr:#x} not aligned to its {8 if wide else 4}-byte payload", E.ROBUST_CHANNEL_PBDMA_ERROR)
     size = 8 if wide else 4
     read = lambda: int.from_bytes(self.mem.read(addr, size), "little")
     op = f["operation"]
     if op == H.NVC56F_SEM_EXECUTE_OPERATION_RELEASE:
       if f["release_timestamp"]:
-        if addr % 16: raise ChannelError(f"{where}: a timestamped release at {addr:#x} needs 16-byte alignment", P.ROBUST_CHANNEL_PBDMA_ERROR)
+        if addr % 16: raise ChannelError(f"{where}: a timestamped release at {addr:#x} needs 16-byte alignment", E.ROBUST_CHANNEL_PBDMA_ERROR)
         self.mem.write(addr + 8, self.clock().to_bytes(8, "little"))
       self.mem.write(addr, payload.to_bytes(size, "little"))
     elif op in (H.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE, H.NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ):
@@ -227,12 +231,12 @@ class MockNVGPU:
       test = (lambda v: v == payload) if op == H.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE else (lambda v: v >= payload)
       self._poll(ch, lambda: test(read()))
     else:
-      raise ChannelError(f"{where}: SEM_EXECUTE operation {op} is not emulated (release, acquire, acq_strict_geq are)", P.ROBUST_CHANNEL_PBDMA_ERROR)
+      raise ChannelError(f"{where}: SEM_EXECUTE operation {op} is not emulated (release, acquire, acq_strict_geq are)", E.ROBUST_CHANNEL_PBDMA_ERROR)
 
   def _mem_op(self, ch: Channel, subch: int, data: int, where: str) -> None:
     op = self.mem_op_d.decode(data)["operation"]
     if op != H.NVC56F_MEM_OP_D_OPERATION_MEMBAR:
-      raise ChannelError(f"{where}: MEM_OP_D operation {op} is not emulated (MEMBAR is)", P.ROBUST_CHANNEL_PBDMA_ERROR)
+      raise ChannelError(f"{where}: MEM_OP_D operation {op} is not emulated (MEMBAR is)", E.ROBUST_CHANNEL_PBDMA_ERROR)
 
   def _poll(self, ch: Channel, check) -> None:
     spins = 0
@@ -246,10 +250,10 @@ class MockNVGPU:
     f = self.launch.decode(data)
     g = lambda name: ch.state.get(0x10000 | getattr(CE, f"NVC8B5_{name}"), 0)
     if f["src_memory_layout"] != CE.NVC8B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT_PITCH or f["dst_memory_layout"] != CE.NVC8B5_LAUNCH_DMA_DST_MEMORY_LAYOUT_PITCH:
-      raise ChannelError(f"{where}: LAUNCH_DMA with a block-linear layout is not emulated", P.ROBUST_CHANNEL_CE0_ERROR)
+      raise ChannelError(f"{where}: LAUNCH_DMA with a block-linear layout is not emulated", E.ROBUST_CHANNEL_CE0_ERROR)
     if f["data_transfer_type"] == CE.NVC8B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NONE: return
     if f["semaphore_type"] != CE.NVC8B5_LAUNCH_DMA_SEMAPHORE_TYPE_NONE or f["interrupt_type"] != CE.NVC8B5_LAUNCH_DMA_INTERRUPT_TYPE_NONE:
-      raise ChannelError(f"{where}: LAUNCH_DMA semaphores and interrupts are not emulated", P.ROBUST_CHANNEL_CE0_ERROR)
+      raise ChannelError(f"{where}: LAUNCH_DMA semaphores and interrupts are not emulated", E.ROBUST_CHANNEL_CE0_ERROR)
     src = self.ce_upper.decode(g("OFFSET_IN_UPPER"))["upper"] << 32 | g("OFFSET_IN_LOWER")
     dst = self.ce_upper.decode(g("OFFSET_OUT_UPPER"))["upper"] << 32 | g("OFFSET_OUT_LOWER")
     n, lines = g("LINE_LENGTH_IN"), g("LINE_COUNT") if f["multi_line_enable"] else 1
@@ -268,6 +272,6 @@ def notifier_write(notifier: np.ndarray, xid: int, now_ns: int) -> None:
   """Fill NvNotification[0] as the RM does for a channel error (kernel_rc_notification.c krcErrorWriteNotifier_CPU ->
   notifyFillNotifierMemory, index 0): the time, info32 = the Xid, status = the NV_STATUS (NV_ERR_RC_ERROR, 16 bits).
   info16 carries the engine type on the RM; the mock leaves it 0."""
-  n = P.NvNotification.from_buffer(notifier[:ctypes.sizeof(P.NvNotification)])
+  n = O.NvNotification.from_buffer(notifier[:ctypes.sizeof(O.NvNotification)])
   n.timeStamp.nanoseconds[0], n.timeStamp.nanoseconds[1] = now_ns & 0xFFFFFFFF, now_ns >> 32
   n.info32, n.info16, n.status = xid, 0, S.NV_ERR_RC_ERROR & 0xFFFF

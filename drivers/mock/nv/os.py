@@ -14,7 +14,7 @@ from typing import Any
 from hcq.drivers import libc
 from hcq.drivers.mock.nv.rm import MockRM
 from hcq.drivers.mock.os import FAKE_FD_BASE, MockTreeOS
-from hcq.drivers.nv import pending_autogen as P
+from hcq.autogen.nv import classes as C
 
 PCI_PARENT = "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0"  # the switch port above the GPU
 NODES = {"/dev/nvidiactl": "ctl", "/dev/nvidia0": "gpu", "/dev/nvidia-uvm": "uvm"}
@@ -88,7 +88,7 @@ class MockNVOS(MockTreeOS):
   def mmio_write32(self, address: int, value: int) -> None:
     super().mmio_write32(address, value)
     page = address & ~0xFFF
-    if page in self.usermode_pages and address - page == P.NVC361_NOTIFY_CHANNEL_PENDING: self.rm.gpu.doorbell(value)
+    if page in self.usermode_pages and address - page == C.NVC361_NOTIFY_CHANNEL_PENDING: self.rm.gpu.doorbell(value)
 
   def fault_details(self) -> list[str]:
     """The Xid lines the RM logged (the kernel log of a real machine)."""

@@ -17,15 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from hcq.autogen.nv import classes as C, clc56f, clc86f, clc8b5, clcbc0, ctrl0080, ctrl_fifo as F, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
+from hcq.autogen.nv import classes as C, clc56f, clc86f, clc8b5, clcbc0, ctrl0080, ctrl2080 as X, ctrl_fifo as F, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
 from hcq.drivers import libc
 from hcq.drivers.mock.nv.gpu import Channel, MockNVGPU, NVBoardSpec, notifier_write
-from hcq.drivers.nv import pending_autogen as P
 from hcq.drivers.va import AddressSpace
 
 PAGE = 4096
 CLIENT_HANDLE_BASE = 0xC1D00000     # rs_server.c: client handles come from the server's range (serverAllocClient)
 VA_BASE, VA_SIZE = 1 << 32, 1 << 40  # the GPU VA the VA space hands out (uvm/RM pick from 4 GiB up on GH100; unsure, the mock starts there)
+# gpu_vaspace.c gvaspaceConstruct_IMPL (580.142): a VA space starts at gvaspaceGetReservedVaspaceBase (1 MiB) and ends at
+# the MMU format's top bit; 49 bits here (Ampere's format; Hopper's may reach 57, unsure: the stricter limit).
+VA_START_MIN, VA_LIMIT = 1 << 20, (1 << 49) - 1
 USERMODE_MAP_OFFSET = 0x7F0000000   # the mmap offset the RM gives a usermode mapping (an opaque cookie to user space)
 
 
@@ -79,6 +81,10 @@ CONTROLS = {
   ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2: ((C.NV01_DEVICE_0,), ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS),
   F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE: ((C.KEPLER_CHANNEL_GROUP_A,), F.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS),
   F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (CHANNEL_CLASSES, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS),
+  # what smi reads (hcq.smi.nvidia_rm)
+  X.NV2080_CTRL_CMD_FB_GET_INFO_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_FB_GET_INFO_V2_PARAMS),
+  X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS),
+  X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_THERMAL_SYSTEM_EXECUTE_V2_PARAMS),
 }
 
 
@@ -100,10 +106,12 @@ class MockRM:
     self.clients: dict[int, RMObject] = {}
     self.next_client = CLIENT_HANDLE_BASE
     self.va = AddressSpace(VA_BASE, VA_SIZE, granule=PAGE)
+    self.fixed_vas: set[int] = set()  # GPU ranges mapped at a caller's address (NVOS46_FLAGS_DMA_OFFSET_FIXED), not from self.va
     self.next_chid = 1
     self.mmap_contexts: dict[int, tuple[int, int]] = {}  # mmap offset -> (kind, size): what mmap of /dev/nvidia0 maps there
     self.xids: list[str] = []  # what the RM logs to the kernel log ("NVRM: Xid (PCI:...): 31, pid=...")
     self.vram_used = 0
+    self.util_mark = (0, 0)  # (GPU clock, GPU busy ns) at the previous utilisation query
     self.uvm_initialized: int | bool = False  # False, or the flags UVM_INITIALIZE took
     self.uvm_gpus: set[bytes] = set()
     self.uvm_clients: set[int] = set()  # RM clients whose channels UVM knows (UVM_REGISTER_GPU's hClient)
@@ -117,9 +125,9 @@ class MockRM:
     if (request >> 8) & 0xFF != I.NV_IOCTL_MAGIC: raise OSError(errno.ENOTTY, "not an NVIDIA ioctl (type is not NV_IOCTL_MAGIC 'F')")
     nr, size = ioc_nr(request), ioc_size(request)
     expected = {I.NV_ESC_RM_ALLOC: (O.NVOS21_PARAMETERS, O.NVOS64_PARAMETERS), I.NV_ESC_RM_FREE: (O.NVOS00_PARAMETERS,),
-                I.NV_ESC_RM_CONTROL: (O.NVOS54_PARAMETERS,), I.NV_ESC_RM_ALLOC_MEMORY: (P.nv_ioctl_nvos02_parameters_with_fd,),
+                I.NV_ESC_RM_CONTROL: (O.NVOS54_PARAMETERS,), I.NV_ESC_RM_ALLOC_MEMORY: (I.nv_ioctl_nvos02_parameters_with_fd,),
                 I.NV_ESC_RM_MAP_MEMORY_DMA: (O.NVOS46_PARAMETERS,), I.NV_ESC_RM_UNMAP_MEMORY_DMA: (O.NVOS47_PARAMETERS,),
-                I.NV_ESC_RM_MAP_MEMORY: (P.nv_ioctl_nvos33_parameters_with_fd,), I.NV_ESC_CHECK_VERSION_STR: (I.struct_nv_ioctl_rm_api_version,),
+                I.NV_ESC_RM_MAP_MEMORY: (I.nv_ioctl_nvos33_parameters_with_fd,), I.NV_ESC_CHECK_VERSION_STR: (I.struct_nv_ioctl_rm_api_version,),
                 I.NV_ESC_REGISTER_FD: (I.struct_nv_ioctl_register_fd,)}.get(nr)
     if expected is None: raise OSError(errno.EINVAL, f"escape {nr:#x} is not emulated")
     # escape.c: "if (dataSize != sizeof(*pApi)) { rmStatus = NV_ERR_INVALID_ARGUMENT; goto done; }" -> nvidia_ioctl -EINVAL
@@ -244,7 +252,7 @@ class MockRM:
 
   def _new_channel_group(self, client, obj, p) -> None:
     """fifo/kernel_channel_group_api.c kchangrpapiConstruct: an engine type the GPU has; a VA space of this device if given."""
-    if p.engineType not in (P.NV2080_ENGINE_TYPE_GRAPHICS, *range(P.NV2080_ENGINE_TYPE_COPY0, P.NV2080_ENGINE_TYPE_COPY9 + 1)):
+    if p.engineType not in (C.NV2080_ENGINE_TYPE_GRAPHICS, *range(C.NV2080_ENGINE_TYPE_COPY0, C.NV2080_ENGINE_TYPE_COPY9 + 1)):
       raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"channel group engine type {p.engineType}")
     if p.hVASpace: self._object(client, p.hVASpace, (C.FERMI_VASPACE_A,))
     obj.data.update(engine=p.engineType, enabled=False)
@@ -270,8 +278,8 @@ class MockRM:
       err = self._object(client, p.hObjectError, MEMORY_CLASSES)
       notifier = self._host_view(err)
     group = obj.parent
-    engine = "compute" if p.engineType == P.NV2080_ENGINE_TYPE_GRAPHICS else "copy"
-    if p.engineType not in (P.NV2080_ENGINE_TYPE_GRAPHICS, *range(P.NV2080_ENGINE_TYPE_COPY0, P.NV2080_ENGINE_TYPE_COPY9 + 1)):
+    engine = "compute" if p.engineType == C.NV2080_ENGINE_TYPE_GRAPHICS else "copy"
+    if p.engineType not in (C.NV2080_ENGINE_TYPE_GRAPHICS, *range(C.NV2080_ENGINE_TYPE_COPY0, C.NV2080_ENGINE_TYPE_COPY9 + 1)):
       raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"channel engine type {p.engineType}")
     view = self._host_view(userd)[p.userdOffset[0]:p.userdOffset[0] + ctrl].view(np.uint32)
     chid, self.next_chid = self.next_chid, self.next_chid + 1
@@ -335,6 +343,57 @@ class MockRM:
           c.data["channel"].doorbell.set()
     elif a.cmd == F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN:
       p.workSubmitToken = obj.data["chid"]
+    elif a.cmd == X.NV2080_CTRL_CMD_FB_GET_INFO_V2: self._fb_info(p)
+    elif a.cmd == X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2: self._util_samples(p)
+    elif a.cmd == X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2: self._thermal(p)
+
+  def _fb_info(self, p) -> None:
+    """kern_mem_sys_ctrl.c subdeviceCtrlCmdFbGetInfoV2_IMPL (580.142): 1..NV2080_CTRL_FB_INFO_MAX_LIST_SIZE entries; sizes in KiB.
+    Only the size indices are emulated; any other index is refused (stricter: the RM answers many more)."""
+    if not 0 < p.fbInfoListSize <= X.NV2080_CTRL_FB_INFO_MAX_LIST_SIZE:
+      raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"fbInfoListSize {p.fbInfoListSize}: 1..{X.NV2080_CTRL_FB_INFO_MAX_LIST_SIZE}")
+    total = self.board.vram_bytes >> 10
+    values = {X.NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE: total, X.NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE: total,
+              X.NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE: total, X.NV2080_CTRL_FB_INFO_INDEX_USABLE_RAM_SIZE: total,
+              X.NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE: (self.board.vram_bytes - self.vram_used) >> 10}
+    for e in p.fbInfoList[:p.fbInfoListSize]:
+      if e.index not in values: raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"FB info index {e.index:#x} is not emulated")
+      e.data = values[e.index]
+
+  def _util_samples(self, p) -> None:
+    """kern_perf_ctrl.c subdeviceCtrlCmdPerfGetGpumonPerfmonUtilSamplesV2 (580.142): bufSize is the whole ring's size. The
+    mock's ring holds one sample: the graphics engine's busy share (pct*100) since the previous query."""
+    if p.type != X.NV2080_CTRL_GPUMON_SAMPLE_TYPE_PERFMON_UTIL or p.bufSize != ctypes.sizeof(p.samples):
+      raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"sample type {p.type} / bufSize {p.bufSize}: type PERFMON_UTIL, bufSize {ctypes.sizeof(p.samples)}")
+    now, busy = self.gpu.clock(), self.gpu.busy_ns
+    since, busy_before = self.util_mark
+    self.util_mark = (now, busy)
+    ctypes.memset(ctypes.addressof(p.samples), 0, ctypes.sizeof(p.samples))
+    sample = p.samples[0]
+    sample.base.timeStamp = now
+    sample.gr.util = min(10000, (busy - busy_before) * 10000 // max(1, now - since))
+    for engine in (sample.fb, sample.gr, sample.nvenc, sample.nvdec, sample.nvjpg, sample.nvofa): engine.procId = X.NV2080_GPUMON_PID_INVALID
+    p.count, p.tracker = 1, 1
+
+  def _thermal(self, p) -> None:
+    """subdevice_ctrl_gpu_kernel.c subdeviceCtrlCmdThermalSystemExecuteV2_IMPL (580.142): at most the list's entries; the
+    client's API version, revision and instruction size must be the header's (else it goes to physical RM, which the mock
+    refuses: stricter). One sensor, the GPU's, reading board.temperature_c; other opcodes are not emulated."""
+    if p.instructionListSize > len(p.instructionList): raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"instructionListSize {p.instructionListSize}")
+    if (p.clientAPIVersion, p.clientAPIRevision, p.clientInstructionSizeOf) != (X.THERMAL_SYSTEM_API_VER, X.THERMAL_SYSTEM_API_REV, ctypes.sizeof(X.NV2080_CTRL_THERMAL_SYSTEM_INSTRUCTION)):
+      raise RMError(S.NV_ERR_NOT_SUPPORTED, "thermal API version/revision/instruction size other than the 580 header's")
+    p.successfulInstructions = 0
+    for ins in p.instructionList[:p.instructionListSize]:
+      ins.executed = 1
+      if ins.opcode == X.NV2080_CTRL_THERMAL_SYSTEM_GET_INFO_SENSORS_AVAILABLE_OPCODE:
+        ins.operands.getInfoSensorsAvailable.availableSensors, ins.result = 1, S.NV_OK
+      elif ins.opcode == X.NV2080_CTRL_THERMAL_SYSTEM_GET_STATUS_SENSOR_READING_OPCODE and ins.operands.getStatusSensorReading.sensorIndex == 0:
+        ins.operands.getStatusSensorReading.value, ins.result = self.board.temperature_c, S.NV_OK
+      else:
+        ins.result = S.NV_ERR_NOT_SUPPORTED
+      if ins.result != S.NV_OK and not p.executeFlags & X.NV2080_CTRL_THERMAL_SYSTEM_EXECUTE_FLAGS_IGNORE_FAIL:
+        raise RMError(ins.result, f"thermal instruction opcode {ins.opcode:#x} is not emulated")
+      p.successfulInstructions += ins.result == S.NV_OK
 
   # ---- GPU mappings: rmapi/mapping.c rmapiMapWithSecInfo (NVOS46) and rmapiUnmapWithSecInfo (NVOS47) ----
   def _dma_objects(self, a) -> tuple[RMObject, RMObject]:
@@ -349,11 +408,35 @@ class MockRM:
     length = a.length or mem.data["size"] - a.offset
     if a.offset % PAGE or a.offset + length > mem.data["size"] or length <= 0:  # mapping.c: the range must lie in the memory
       raise RMError(S.NV_ERR_INVALID_LIMIT, f"offset {a.offset:#x} length {a.length:#x} in memory of {mem.data['size']:#x} bytes")
-    va = self.va.alloc(length)
+    fixed = O.register("NVOS46_FLAGS").decode(a.flags)["dma_offset_fixed"] == O.NVOS46_FLAGS_DMA_OFFSET_FIXED_TRUE
+    va = self._fixed_va(a.dmaOffset, length) if fixed else self._free_va(length)
     backing = mem.data["backing"]
     self.gpu.mem.map(va, length, backing[a.offset:a.offset + length] if isinstance(backing, np.ndarray) else backing + a.offset)
     mem.data["mappings"].add(va)
     a.dmaOffset = va
+
+  def _fixed_va(self, va: int, length: int) -> int:
+    """The caller's GPU address for a DMA_OFFSET_FIXED mapping, checked as virt_mem_allocator_gm107.c dmaAllocMapping_GM107
+    and gpu_vaspace.c gvaspaceAlloc_IMPL (580.142) check it."""
+    # dmaAllocMapping_GM107 aligns the address down to the page size; the mock refuses an unaligned one (stricter).
+    if va % PAGE: raise RMError(S.NV_ERR_INVALID_OFFSET, f"fixed DMA offset {va:#x} is not page aligned ({PAGE:#x}; stricter than the RM)")
+    end = va + (length + PAGE - 1) // PAGE * PAGE
+    # gvaspaceAlloc_IMPL clips the range to the VA space; a size that no longer fits is NV_ERR_INVALID_ARGUMENT
+    if va < VA_START_MIN or end - 1 > VA_LIMIT:
+      raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"fixed DMA offset {va:#x}+{length:#x} outside the VA space [{VA_START_MIN:#x}, {VA_LIMIT:#x}]")
+    # gvaspaceAlloc_IMPL: eheapAlloc at a taken address fails, returned as NV_ERR_NO_MEMORY
+    if self.gpu.mem.overlaps(va, end - va): raise RMError(S.NV_ERR_NO_MEMORY, f"fixed DMA offset {va:#x}+{length:#x} overlaps a mapping")
+    self.fixed_vas.add(va)
+    return va
+
+  def _free_va(self, length: int) -> int:
+    """A GPU address the RM picks: the next free range of self.va clear of fixed mappings (those found taken are held aside)."""
+    held = []
+    try:
+      while self.gpu.mem.overlaps(va := self.va.alloc(length), length): held.append(va)
+      return va
+    finally:
+      for h in held: self.va.free(h, length)
 
   def unmap_memory_dma(self, a) -> None:
     vas, mem = self._dma_objects(a)
@@ -363,7 +446,8 @@ class MockRM:
   def _unmap(self, mem: RMObject, va: int) -> None:
     size = self.gpu.mem.find(va, 1)[0].size
     self.gpu.mem.unmap(va)
-    self.va.free(va, size)
+    if va in self.fixed_vas: self.fixed_vas.discard(va)
+    else: self.va.free(va, size)
     mem.data["mappings"].discard(va)
 
   # ---- CPU mappings: NV_ESC_RM_MAP_MEMORY (rmapi/mapping_cpu.c memMap_IMPL): the usermode doorbell page ----
