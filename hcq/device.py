@@ -183,7 +183,7 @@ class Device(metaclass=_DeviceOpener):
         self._signal_mem.append(page)
         self._signal_pool += [Signal(page.offset(off, SIGNAL_BYTES)) for off in range(0, 4096, SIGNAL_BYTES)]
       sig = self._signal_pool.pop()
-    sig.name, sig.value = name, value
+    sig.reset(name, value)
     return sig
 
   def release_signal(self, sig: Signal) -> None:

@@ -20,11 +20,15 @@ class Signal:
 
   def __init__(self, buf: "Buffer", name: str = "signal", value: int = 0):
     if buf.host_addr is None: raise ValueError(f"a signal needs CPU-visible memory, got {buf!r}")
-    self.buf, self.name = buf, name
+    self.buf = buf
     self.value_addr, self.timestamp_addr = buf.addr, buf.addr + 8
     self._value = ctypes.c_uint64.from_address(buf.host_addr)
     self._timestamp = ctypes.c_uint64.from_address(buf.host_addr + 8)
-    self.value = value
+    self.reset(name, value)
+
+  def reset(self, name: str, value: int = 0) -> None:
+    """Name it, set its value and clear its timestamp (a pooled signal must not show its last user's time)."""
+    self.name, self.value = name, value
     self._timestamp.value = 0
 
   def __repr__(self) -> str:

@@ -246,3 +246,17 @@ def test_unbuilt_backend_says_so(monkeypatch):
 
 def test_kernel_arg_dataclass():
   assert KernelArg("x", 4, "f64").size == 8
+
+
+def test_pooled_signal_comes_back_without_its_old_timestamp():
+  """A signal handed out again starts at the value asked for and timestamp 0, so a wait on a new timestamp cannot
+  pass on the last user's."""
+  dev = hcq.Device("CPU")
+  s = dev.new_signal(name="first")
+  dev.compute_queue().timestamp(s).signal(s, 5).submit(dev)
+  s.wait(5, timeout=5)
+  assert s.timestamp > 0 and s.value == 5
+  dev.release_signal(s)
+  again = dev.new_signal(value=3, name="second")
+  assert again is s and (again.value, again.timestamp, again.name) == (3, 0, "second")
+  dev.release_signal(again)
