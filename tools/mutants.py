@@ -153,7 +153,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     "v_lerp_u8 drops its rounding bit", EMU, "emulator opcode tests"),
   M("emu-bfi", "emulator", "asm/emu/ops_valu.py", "lambda a, b, c: (a & b) | (~a & c))", "lambda a, b, c: (a & b) | (a & c))",
     "v_bfi_b32 drops the complement", EMU, "emulator opcode tests"),
-  M("emu-dpp8-fi", "emulator", "asm/emu/ops_vdpp.py", "fetch_inactive, bound_zero = fmt.endswith(\"FI\"), False", "fetch_inactive, bound_zero = False, False",
+  M("emu-dpp8-fi", "emulator", "asm/emu/ops_vdpp.py", "fetch_inactive, bound_zero = fmt.endswith(\"FI\"), True", "fetch_inactive, bound_zero = False, True",
     "DPP8 fetch-inactive (DPP8FI) ignored", EMU, "emulator opcode tests"),
   M("emu-cselect", "emulator", "asm/emu/ops_salu.py", "\"s_cselect_b32\": (32, lambda a, b, c: (np.where(c != 0, a, b)", "\"s_cselect_b32\": (32, lambda a, b, c: (np.where(c == 0, a, b)",
     "s_cselect_b32 picks the wrong source", EMU),
