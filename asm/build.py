@@ -343,7 +343,7 @@ def _number(opc: Opcode, name: str, arg: Any, syntax: str) -> int:
   if syntax.startswith("named:"):
     if isinstance(arg, str) and not arg.lstrip("-").replace("x", "").isdigit():
       v = named.parse(syntax[6:], arg, opc)
-      if v is None: raise OperandError(f"{name}: cannot read {arg!r} as {syntax[6:]}")
+      if v is None: raise OperandError(f"{name}: cannot read {arg!r} as {syntax[6:]}" + named.valid_names(syntax[6:], opc))
       return v
     syntax = "{ihex}"
   _, fmt, _ = split_syntax(syntax)

@@ -32,6 +32,13 @@ def load_names(opcode) -> dict:
   return opcode.isa.names
 
 
+def valid_names(kind: str, opcode) -> str:
+  """'; valid names: ...' for the kinds whose first argument is a name from the arch's table (hwreg, sendmsg), else ''."""
+  table = {"hwreg": "hwreg", "sendmsg": _sendmsg_table(opcode)}.get(kind)
+  if table is None or table not in opcode.isa.names: return ""
+  return f"; valid {kind} names: " + ", ".join(sorted({n.split(",")[0] for n in opcode.isa.names[table].values()})) + " (or a number)"
+
+
 def render(kind: str, value: int, inst) -> str | None:
   """Text of a symbolic immediate as llvm-mc prints it, or None where there is none (llvm-mc rejects it)."""
   names = inst.isa.names
@@ -171,7 +178,12 @@ _CALL = re.compile(r"(\w+)\(([^()]*)\)")
 
 
 def parse(kind: str, text: str, opcode) -> int | None:
-  """A symbolic immediate's text -> its 16-bit value; None if it is not in this syntax."""
+  """A symbolic immediate's text -> its 16-bit value; None if it is not in this syntax (hwreg(UNKNOWN) included)."""
+  try: return _parse(kind, text, opcode)
+  except ValueError: return None  # a word where a number must be: int() refused it
+
+
+def _parse(kind: str, text: str, opcode) -> int | None:
   names = load_names(opcode)
   t = text.strip()
   if kind == "vmcnt" and opcode.isa.sgprs < 106:

@@ -87,6 +87,10 @@ def test_errors_have_line_column_and_reason():
   for line in ("v_fmamk_f32 v0, v1, 0x100000000, v2", "s_setreg_imm32_b32 hwreg(HW_REG_MODE), 0x100000000"):  # no silent 32-bit wrap
     with pytest.raises(AsmError) as e: assemble(line)
     assert "does not fit a 32-bit literal" in str(e.value), line
+  for line, col, valid in (("s_getreg_b32 s0, hwreg(UNKNOWN)", 18, "HW_REG_MODE"), ("s_sendmsg sendmsg(MSG_FOO)", 11, "MSG_DEALLOC_VGPRS"),
+                            ("s_setreg_b32 hwreg(HW_REG_MODE, x, 3), s0", 14, "HW_REG_MODE")):  # a word where a number goes
+    with pytest.raises(AsmError) as e: assemble(line, "gfx1100")
+    assert e.value.column == col and valid in str(e.value), str(e.value)
   with pytest.raises(AsmError) as e: assemble("s_add_co_u32 s0, s1, s2", "gfx1100")
   assert "not a gfx1100 instruction" in str(e.value) and "gfx1201" in str(e.value)
   with pytest.raises(AsmError) as e: assemble("s_add_u32 s0, s1, s2", "gfx1201")
