@@ -15,12 +15,14 @@ FORMATS = [(arch, fmt) for arch in ARCHS for fmt in sorted(load(arch).by_op)]
 UNPRINTABLE: set[str] = set()
 
 
-# words llvm-mc rejects that we accept (a few VOP3 DPP and MIMG operand limits: docs/asm.md) and texts that differ
-# (gfx1201: llvm-mc prints v_cndmask_b32_dpp's |src1| around the vcc_lo after it, twice in the forced-format run, and
-# s_cmp_nlg_f16's inline 1.0 as 0x3c00, which we read back as a second literal), per 20,000 words: ceilings the
-# tests hold us to, reported in docs/asm.md
-REJECT_RATE = {"gfx1100": 0.999, "gfx1201": 0.999, "gfx942": 0.999}
-KNOWN_MISMATCHES = {"gfx1100": 0, "gfx1201": 3, "gfx942": 0}
+# The measured disagreements, per arch, of the seeded runs below (llvm-mc 19; docs/asm.md): the tests hold us to
+# exactly these, so a new one fails. Random words: none. Words forced into our formats: words llvm-mc decodes and we
+# reject (gfx1100: 2; gfx1201: 1, a v_dual_mul_dx9_zero_f32 pair; gfx942: 6, texts llvm-mc's own assembler refuses),
+# words it rejects and we accept (a few VOP3 DPP and MIMG operand limits), and texts that differ (gfx1201: llvm-mc
+# prints v_cndmask_b32_dpp's |src1| around the vcc_lo after it, twice).
+FORCED_UNDECODED = {"gfx1100": 2, "gfx1201": 1, "gfx942": 6}
+FORCED_OVERACCEPTED = {"gfx1100": 4, "gfx1201": 1, "gfx942": 0}
+FORCED_MISMATCHES = {"gfx1100": 0, "gfx1201": 2, "gfx942": 0}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -51,9 +53,8 @@ def test_random_words_match_llvm_mc(arch: str, capsys):
           f"we agree on {rep.accepted.agreed} ({rep.accepted.rate:.2%}); llvm-mc rejects {rep.rejected.checked}, "
           f"we reject {rep.rejected.agreed} ({rep.rejected.rate:.2%}); we reject {sum(rep.unsupported.values())} llvm-mc decodes; "
           f"{rep.llvm_unassemblable} print as text llvm-mc cannot assemble back")
-  assert len(mismatched) <= KNOWN_MISMATCHES[arch], "\n".join(mismatched[:30])
-  assert rep.rejected.rate >= REJECT_RATE[arch], "\n".join(rep.rejected.problems[:30])
-  assert rep.accepted.rate >= 0.99, "\n".join(rep.accepted.problems[:30])
+  assert rep.accepted.agreed == rep.accepted.checked and not mismatched, "\n".join(rep.accepted.problems[:30])
+  assert rep.rejected.agreed == rep.rejected.checked, "\n".join(rep.rejected.problems[:30])
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -67,9 +68,9 @@ def test_random_words_in_covered_formats(arch: str, capsys):
           f"({rep.accepted.rate:.2%}); rejects {rep.rejected.checked}, we reject {rep.rejected.agreed} ({rep.rejected.rate:.2%})")
   missing = {m: n for m, n in rep.unsupported.items() if m not in UNPRINTABLE}
   mismatched = [p for p in rep.accepted.problems if "we reject" not in p]
-  assert len(mismatched) <= KNOWN_MISMATCHES[arch], "\n".join(mismatched[:30])
-  assert rep.rejected.rate >= REJECT_RATE[arch], "\n".join(rep.rejected.problems[:30])
-  assert sum(missing.values()) <= rep.accepted.checked * 0.01, missing
+  assert len(mismatched) == FORCED_MISMATCHES[arch], "\n".join(mismatched[:30])
+  assert rep.rejected.checked - rep.rejected.agreed == FORCED_OVERACCEPTED[arch], "\n".join(rep.rejected.problems[:30])
+  assert rep.accepted.checked - rep.accepted.agreed - len(mismatched) == FORCED_UNDECODED[arch], (missing, rep.accepted.problems[:30])
 
 
 MEMORY_LINES = {  # a memory instruction per offset syntax, {} the offset (buffer offsets are left out: llvm-mc 19
