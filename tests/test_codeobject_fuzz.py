@@ -18,20 +18,13 @@ from hcq.asm.codeobject import MAX_ZERO_FILL, CodeObjectError, read_code_object
 from hcq.asm.msgpack import MsgpackError, pack, unpack
 from hcq.autogen import amdgpu_elf as E
 from hcq.errors import HCQError
+from tests.test_codeobject import KERNELS  # the reader's own two test kernels
 from tests.tools import compile_opencl, require_module
 
 CASES = int(os.environ.get("HCQ_FUZZ_CASES", "300"))
 SEED = int(os.environ.get("HCQ_FUZZ_SEED", "14"))
 SECONDS_PER_CASE = 2.0  # a case is about a millisecond; the bound is for a 2-core machine under load
 
-KERNELS = r"""
-__kernel void add(__global float *a, __global const float *b, float k, int n) {
-  int i = __builtin_amdgcn_workgroup_id_x() * 256 + __builtin_amdgcn_workitem_id_x();
-  if (i < n) a[i] += b[i] * k;
-}
-__constant int table[4] = {1, 2, 3, 4};
-__kernel void lookup(__global int *out) { out[__builtin_amdgcn_workitem_id_x()] = table[__builtin_amdgcn_workitem_id_x() & 3]; }
-"""
 IR = """target triple = "amdgcn-amd-amdhsa"
 define amdgpu_kernel void @scale(ptr addrspace(1) %p, float %k) {
   %i = call i32 @llvm.amdgcn.workitem.id.x()
