@@ -282,7 +282,9 @@ class Device(metaclass=_DeviceOpener):
       try:
         value = self._submit_next(q, vals)
       except BaseException:
-        if timed: self._signal_pool += [start, end]
+        if timed:
+          self.release_signal(start)
+          self.release_signal(end)
         raise
     if not timed: return None
     if self.profiling: self.profile_events.append(("exec", program.name, start, end))

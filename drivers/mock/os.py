@@ -51,7 +51,7 @@ class MockTreeOS(HostOS):
 
   def _resolve(self, path: str) -> str:
     """A path with every symlink of the tree resolved (how the kernel walks sysfs links)."""
-    parts, out = posixpath.normpath(path).split("/")[1:], "/"
+    parts = posixpath.normpath(path).split("/")[1:]
     for _ in range(40):
       for i in range(len(parts)):
         prefix = "/" + "/".join(parts[:i + 1])
