@@ -158,6 +158,56 @@ def test_replay_with_patched_values(dev):
   for b in bufs: b.free()
 
 
+def test_replay_patches_one_copy_while_the_other_is_in_flight(dev):
+  """Two replays held behind a closed gate occupy both copies of a bound queue, each with its own values; a third
+  takes the first copy once the GPU has read it, and a fourth, whose copy is still unread, waits (here: times out,
+  leaving the queue as it was)."""
+  gate, sig = dev.new_signal(0), dev.new_signal(0)
+  bufs = [dev.alloc(256, "host") for _ in range(6)]
+  for i, b in enumerate(bufs): b.view()[:] = i + 1
+  q = dev.copy_queue().wait(gate, Variable("gate")).copy(Variable("dst"), Variable("src"), 256).signal(sig, Variable("v")).bind(dev)
+  run = lambda k, s, d, **kw: q.submit(dev, {"gate": k, "src": bufs[s].addr, "dst": bufs[d].addr, "v": k, **kw})
+  run(1, 0, 1), run(2, 2, 3)
+  __import__("time").sleep(0.05)
+  assert sig.value == 0 and bufs[1].view()[0] == 2 and bufs[3].view()[0] == 4  # nothing ran: both copies are in flight
+  gate.value = 1
+  sig.wait(1, 5)
+  assert (bufs[1].view() == 1).all() and sig.value == 1 and bufs[3].view()[0] == 4  # the first ran with its own values only
+  run(3, 4, 5)  # the first copy is free again: no wait
+  old, dev.default_timeout = dev.default_timeout, 0.3
+  try:
+    with pytest.raises(GPUTimeout, match="bound queue"):
+      run(4, 0, 2)  # the second copy is still unread (its submission waits for gate 2)
+  finally:
+    dev.default_timeout = old
+  gate.value = 3
+  sig.wait(3, 5)
+  assert [int(b.view()[0]) for b in bufs] == [1, 1, 3, 3, 5, 5] and bufs[2].view()[0] == 3
+  run(4, 1, 0)  # the refused fourth left the queue usable: copies still alternate
+  gate.value = 4
+  sig.wait(4, 5)
+  assert (bufs[0].view() == 1).all()
+  for s in (gate, sig): dev.release_signal(s)
+  for b in bufs: b.free()
+
+
+def test_bound_queue_replays_after_a_recovery(dev):
+  """A recovery makes fresh channels: a bound queue's copies then count as read, and its replays run on them."""
+  a, b = dev.alloc(64, "host"), dev.alloc(64, "host")
+  a.view()[:] = 7
+  sig = dev.new_signal()
+  q = dev.copy_queue().copy(b.addr, a.addr, 64).signal(sig, Variable("v")).bind(dev)
+  q.submit(dev, {"v": 1})
+  sig.wait(1, 5)
+  _raw_submit(dev, "copy", [0xE0000000])
+  _expect_fault(dev, "Xid")
+  for v in (2, 3, 4): q.submit(dev, {"v": v})
+  sig.wait(4, 5)
+  assert (b.view() == 7).all()
+  dev.release_signal(sig)
+  a.free(), b.free()
+
+
 def test_many_copies_and_signals_keep_rss_flat(dev):
   a, b = dev.alloc(4096, "device"), dev.alloc(4096, "device")
   q = dev.copy_queue().wait(dev.timeline_signal, Variable("wait")).copy(b.addr, a.addr, 64).signal(dev.timeline_signal, Variable("signal")).bind(dev)
@@ -203,13 +253,8 @@ def test_channel_errors_raise_and_recover(dev, case):
 
 
 def _raw_gp_entry(dev, channel: str, e0: int, e1: int) -> None:
-  """A GPFIFO entry written as the driver writes one, with chosen words."""
-  with dev.lock:
-    ch = dev.channels[channel]
-    ch.gpfifo[ch.put % dev.gpfifo_entries] = e1 << 32 | e0
-    ch.put += 1
-    ch.userd[dev.arch.host.struct_Nvc56fControl_struct.GPPut.offset // 4] = ch.put % dev.gpfifo_entries
-    dev.os.mmio_write32(dev.doorbell, ch.token)
+  """A GPFIFO entry pushed as the driver pushes one, with chosen words."""
+  dev.push_entry(channel, e1 << 32 | e0)
 
 
 def _expect_fault(dev, pattern: str) -> None:
@@ -221,7 +266,7 @@ def _expect_fault(dev, pattern: str) -> None:
 
 @pytest.mark.parametrize("what", ["ILLEGAL control entry", "pushbuffer outside every mapping"])
 def test_malformed_gpfifo_entries_are_channel_errors(dev, what):
-  gp1 = dev.arch.host.register(f"{dev.arch.prefix}_GP_ENTRY1")
+  gp1 = dev.arch.host.register("GP_ENTRY1")
   if what == "ILLEGAL control entry": _raw_gp_entry(dev, "copy", 0, gp1.encode(opcode=dev.arch.c("GP_ENTRY1_OPCODE_ILLEGAL")))
   else: _raw_gp_entry(dev, "copy", 0x1000, gp1.encode(length=4))
   _expect_fault(dev, "Xid 3[12]\\) on the copy channel")

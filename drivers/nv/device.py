@@ -25,6 +25,7 @@ from hcq.autogen.nv import (classes as C, clc56f, clc6b5, clc6c0, clc7b5, clc7c0
 from hcq.buffer import Buffer
 from hcq.device import Device, StagedCopies
 from hcq.devstring import DevSpec
+from hcq.drivers.nv.host_class import HOST_CLASSES, HostClass
 from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL, COPY_SUBCHANNEL, NVComputeQueue, NVCopyQueue, NVQueue
 from hcq.drivers.nv.rm import RMCallError, RMInterface
 from hcq.drivers.va import AddressSpace, ReservedRange
@@ -40,14 +41,15 @@ STAGING_BYTES = 16 << 20
 VA_SPACE, VA_BELOW = 1 << 36, 1 << 40
 DEVICE_VA_BASE, DEVICE_VA_SIZE = 1 << 40, 1 << 44
 USERD_BYTES = ctypes.sizeof(clc56f.struct_Nvc56fControl_struct)
+_GP_GET, _GP_PUT = (getattr(clc56f.struct_Nvc56fControl_struct, f).offset // 4 for f in ("GPGet", "GPPut"))  # USERD words
 _said_emulated = False
 
 
 @dataclass(frozen=True)
 class NVArch:
   """One row of the arch table: the classes a GPU generation's channels use, and its QMD version (for exec, part 2).
-  Host methods and pushbuffer formats come from clc56f for every row: open-gpu-doc's complete host header; the SDK's
-  later host headers (clc86f, clc96f, clca6f) carry subsets of it at the same offsets."""
+  Host methods and pushbuffer formats come from the row's GPFIFO class (`host`: its header over clc56f's, see
+  hcq.drivers.nv.host_class)."""
   name: str
   sm: str
   gpfifo: int
@@ -55,22 +57,23 @@ class NVArch:
   copy: int
   usermode: int
   qmd: int
-  host: ModuleType = clc56f
-  prefix: str = "NVC56F"
   copy_module: ModuleType = clc8b5
 
+  @property
+  def host(self) -> HostClass:
+    return HOST_CLASSES[self.gpfifo]
+
   def m(self, name: str) -> int:
-    """A host method's byte offset."""
-    return getattr(self.host, f"{self.prefix}_{name}")
+    """A host method's byte offset (or a host constant) in the row's GPFIFO class."""
+    return self.host.m(name)
 
   c = m  # host constants share the prefix
 
   def header(self, subchannel: int, method: int, count: int) -> int:
-    return self.host.register(f"{self.prefix}_DMA_INCR").encode(opcode=self.c("DMA_INCR_OPCODE_VALUE"), count=count, subchannel=subchannel,
-                                                                address=method >> 2)
+    return self.host.register("DMA_INCR").encode(opcode=self.c("DMA_INCR_OPCODE_VALUE"), count=count, subchannel=subchannel, address=method >> 2)
 
   def sem_execute(self, **fields: int) -> int:
-    return self.host.register(f"{self.prefix}_SEM_EXECUTE").encode(**fields)
+    return self.host.register("SEM_EXECUTE").encode(**fields)
 
   def ce(self, name: str) -> int:
     """A copy-class method's byte offset (the copy classes keep their methods at the same offsets from c6b5 on)."""
@@ -89,7 +92,7 @@ class NVArch:
       dst_memory_layout=g("DST_MEMORY_LAYOUT_PITCH"), multi_line_enable=g("MULTI_LINE_ENABLE_FALSE"))
 
   def set_object(self, cls: int) -> int:
-    return self.host.register(f"{self.prefix}_SET_OBJECT").encode(nvclass=cls)
+    return self.host.register("SET_OBJECT").encode(nvclass=cls)
 
 
 # Newest first: the first row whose compute class the GPU lists is the GPU's.
@@ -254,7 +257,7 @@ class NVDevice(StagedCopies, Device):
 
   def _gp_get(self, ch: NVChannel) -> int:
     """Entries the GPU has consumed, never wrapping: from GP_GET in USERD, which wraps at the ring size."""
-    get = int(ch.userd[clc56f.struct_Nvc56fControl_struct.GPGet.offset // 4])
+    get = int(ch.userd[_GP_GET])
     return ch.put - ((ch.put - get) % self.gpfifo_entries)
 
   def _wait(self, ch: NVChannel, ready, what: str) -> None:
@@ -266,24 +269,28 @@ class NVDevice(StagedCopies, Device):
       time.sleep(1e-5)
 
   def submit_methods(self, name: str, q: NVQueue) -> None:
-    """Put `q`'s methods where the GPU reads them and push one GPFIFO entry (called with the device lock held)."""
+    """Copy `q`'s methods into the channel's pushbuffer and push one GPFIFO entry pointing at them."""
+    words = q.words()
     with self.lock:
       ch = self.channels[name]
-      self._wait(ch, lambda: ch.put - self._gp_get(ch) < self.gpfifo_entries - 1, "the GPFIFO is full")
-      if q._bound is not None and q._bound[0] is self:
-        _, buf, arr = q._bound
-        addr, nwords = buf.addr, len(arr)
-        q._last = (ch, ch.put)
-      else:
-        words = q.words()
-        nwords = len(words)
-        addr = self._pushbuffer_space(ch, 4 * nwords)
-        ctypes.memmove(ch.pushbuffer.host_addr + (addr - ch.pushbuffer.addr), words.buffer_info()[0], 4 * nwords)
-      gp0 = self.arch.host.register(f"{self.arch.prefix}_GP_ENTRY0").encode(get=(addr & 0xFFFFFFFF) >> 2)
-      gp1 = self.arch.host.register(f"{self.arch.prefix}_GP_ENTRY1").encode(get_hi=addr >> 32, length=nwords)
-      ch.gpfifo[ch.put % self.gpfifo_entries] = gp1 << 32 | gp0
+      addr = self._pushbuffer_space(ch, 4 * len(words))
+      ctypes.memmove(ch.pushbuffer.host_addr + (addr - ch.pushbuffer.addr), words.buffer_info()[0], 4 * len(words))
+      self.push_entry(name, self.gp_entry(addr, len(words)))
+
+  def gp_entry(self, addr: int, nwords: int) -> int:
+    """The 64-bit GPFIFO entry that has the GPU fetch `nwords` of methods at GPU address `addr`."""
+    h = self.arch.host
+    return h.register("GP_ENTRY1").encode(get_hi=addr >> 32, length=nwords) << 32 | h.register("GP_ENTRY0").encode(get=(addr & 0xFFFFFFFF) >> 2)
+
+  def push_entry(self, name: str, entry: int) -> None:
+    """Write a GPFIFO entry once the ring has room, move GP_PUT in USERD and ring the doorbell with the channel's token."""
+    with self.lock:
+      ch = self.channels[name]
+      if ch.put - self._gp_get(ch) >= self.gpfifo_entries - 1:
+        self._wait(ch, lambda: ch.put - self._gp_get(ch) < self.gpfifo_entries - 1, "the GPFIFO is full")
+      ch.gpfifo[ch.put % self.gpfifo_entries] = entry
       ch.put += 1
-      ch.userd[clc56f.struct_Nvc56fControl_struct.GPPut.offset // 4] = ch.put % self.gpfifo_entries
+      ch.userd[_GP_PUT] = ch.put % self.gpfifo_entries
       self.os.mmio_write32(self.doorbell, ch.token)
 
   def _pushbuffer_space(self, ch: NVChannel, nbytes: int) -> int:
@@ -300,11 +307,6 @@ class NVDevice(StagedCopies, Device):
     ch.pb_pos = end
     ch.pb_inflight.append((ch.put, start, end))
     return ch.pushbuffer.addr + start
-
-  def consumed(self, name: str, entry: int) -> None:
-    """Wait until the GPU has read GPFIFO entry `entry` of a channel (a bound queue is patched only after that)."""
-    ch = self.channels[name]
-    self._wait(ch, lambda: self._gp_get(ch) > entry, f"entry {entry} unread")
 
   def program(self, code, name=None, **kwargs):
     raise HCQError(f"{self}: loading programs on NVIDIA is not part of this version yet (NV driver part 2: cubins, QMDs, exec)")
@@ -341,6 +343,6 @@ class NVDevice(StagedCopies, Device):
   def queue_state(self) -> str:
     parts = []
     for name, ch in getattr(self, "channels", {}).items():
-      get = int(ch.userd[clc56f.struct_Nvc56fControl_struct.GPGet.offset // 4])
+      get = int(ch.userd[_GP_GET])
       parts.append(f"{name} GPFIFO get {get} put {ch.put % self.gpfifo_entries}")
     return super().queue_state() + ("; " + ", ".join(parts) if parts else "")

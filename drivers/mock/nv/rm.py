@@ -20,6 +20,7 @@ import numpy as np
 from hcq.autogen.nv import classes as C, clc56f, clc86f, clc8b5, clcbc0, ctrl0080, ctrl2080 as X, ctrl_fifo as F, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
 from hcq.drivers import libc
 from hcq.drivers.mock.nv.gpu import Channel, MockNVGPU, NVBoardSpec, notifier_write
+from hcq.drivers.nv.host_class import HOST_CLASSES
 from hcq.drivers.va import AddressSpace
 
 PAGE = 4096
@@ -284,7 +285,7 @@ class MockRM:
     view = self._host_view(userd)[p.userdOffset[0]:p.userdOffset[0] + ctrl].view(np.uint32)
     chid, self.next_chid = self.next_chid, self.next_chid + 1
     obj.data.update(chid=chid, group=group)
-    ch = Channel(chid, engine, p.gpFifoOffset, n, view, notifier)
+    ch = Channel(chid, engine, HOST_CLASSES[obj.cls], p.gpFifoOffset, n, view, notifier)
     if group.data.get("enabled"): ch.scheduled.set()
     obj.data["channel"] = ch
     self.gpu.add_channel(ch)
