@@ -2,6 +2,7 @@
 channel errors and hangs recovered, DEV strings."""
 from __future__ import annotations
 import os
+import re
 
 import numpy as np
 import pytest
@@ -227,29 +228,55 @@ def _raw_submit(dev, channel: str, words: list[int]) -> None:
 
 
 def _bad_streams(dev):
+  """case -> (channel, method words, what the channel error names)."""
   a = dev.arch
+  sem_hi = a.host.register("SEM_ADDR_HI").fields["offset"][1]  # clc86f: 25 bits
   return {
-    "unknown host method": ("compute", [a.header(0, 0xFC, 1), 0]),
-    "method on an unbound subchannel": ("compute", [a.header(5, 0x400, 1), 0]),
-    "malformed header": ("copy", [0xE0000000]),
-    "count past the segment": ("copy", [a.header(0, a.m("NOP"), 3), 0]),
-    "copy method not on a copy class": ("copy", [a.header(COPY_SUBCHANNEL, 0x7FC, 1), 0]),
+    "unknown host method": ("compute", [a.header(0, 0xFC, 1), 0], "host method 0xfc is not a NVC86F method"),
+    "NOP, which clc86f does not define": ("copy", [a.header(0, a.m("NOP"), 1), 0], "host method 0x8 is not a NVC86F method"),
+    "method on an unbound subchannel": ("compute", [a.header(5, 0x400, 1), 0], "no class bound"),
+    "malformed header": ("copy", [0xE0000000], "has opcode 7"),
+    "count past the segment": ("copy", [a.header(0, a.m("SEM_ADDR_LO"), 3), 0], "counts 3 data words, 1 follow"),
+    "copy method not on a copy class": ("copy", [a.header(COPY_SUBCHANNEL, 0x7FC, 1), 0], "method 0x7fc is not emulated"),
+    "semaphore address past SEM_ADDR_HI's bits": ("compute", [a.header(0, a.m("SEM_ADDR_LO"), 5), 0, sem_hi + 1, 0, 0,
+                                                               a.sem_execute(operation=a.c("SEM_EXECUTE_OPERATION_RELEASE"))],
+                                                  "sets bits outside NVC86F_SEM_ADDR_HI_OFFSET"),
   }
 
 
-@pytest.mark.parametrize("case", ["unknown host method", "method on an unbound subchannel", "malformed header", "count past the segment",
-                                  "copy method not on a copy class"])
+@pytest.mark.parametrize("case", ["unknown host method", "NOP, which clc86f does not define", "method on an unbound subchannel", "malformed header",
+                                  "count past the segment", "copy method not on a copy class", "semaphore address past SEM_ADDR_HI's bits"])
 def test_channel_errors_raise_and_recover(dev, case):
-  channel, words = _bad_streams(dev)[case]
+  channel, words, why = _bad_streams(dev)[case]
   old = dev.channels[channel].handle
   _raw_submit(dev, channel, words)
-  with pytest.raises(GPUFault, match=f"Xid \\d+\\) on the {channel} channel"):
+  with pytest.raises(GPUFault, match=f"Xid \\d+\\) on the {channel} channel.*{re.escape(why)}"):
     dev.synchronize(5)
     for _ in range(1000):
       dev.check_faults()
       __import__("time").sleep(1e-3)
   assert dev.channels[channel].handle != old  # fresh channels
   _still_works(dev)
+
+
+def test_each_arch_row_takes_its_gpfifo_class_host_table():
+  """Hopper and Blackwell rows read their own host headers (57-bit semaphore addresses), Ampere and Ada clc56f's (40
+  bits); the methods the driver writes sit at the same offsets in every class."""
+  from hcq.autogen.nv import clc56f, clc86f
+  widths = {row.sm: row.host.register("SEM_ADDR_HI").fields["offset"][1].bit_length() for row in ARCHS}
+  assert widths == {"sm_120": 25, "sm_100": 25, "sm_90": 25, "sm_89": 8, "sm_86": 8, "sm_80": 8}
+  for row in ARCHS:
+    for name in ("SET_OBJECT", "SEM_ADDR_LO", "SEM_ADDR_HI", "SEM_PAYLOAD_LO", "SEM_PAYLOAD_HI", "SEM_EXECUTE", "WFI", "MEM_OP_A", "MEM_OP_D"):
+      assert row.m(name) == getattr(clc56f, f"NVC56F_{name}"), (row.sm, name)
+  hopper = next(r for r in ARCHS if r.sm == "sm_90")
+  assert hopper.host.module is clc86f and hopper.host.register("SEM_ADDR_HI").name == "NVC86F_SEM_ADDR_HI"
+
+
+def test_the_h200_runs_its_channels_on_the_hopper_gpfifo_class(dev):
+  from hcq.autogen.nv import clc56f, clc86f
+  rm = dev.os.rm
+  assert {clc86f.HOPPER_CHANNEL_GPFIFO_A, clc56f.AMPERE_CHANNEL_GPFIFO_A} <= set(rm.classes) and dev.arch.gpfifo == clc86f.HOPPER_CHANNEL_GPFIFO_A
+  assert {ch.host.cls for ch in rm.gpu.channels.values()} == {clc86f.HOPPER_CHANNEL_GPFIFO_A}
 
 
 def _raw_gp_entry(dev, channel: str, e0: int, e1: int) -> None:
