@@ -233,6 +233,10 @@ class NVDevice(StagedCopies, Device):
     rm = self.rm
     self.group = rm.alloc(self.device, C.KEPLER_CHANNEL_GROUP_A,
                           O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(hVASpace=self.vaspace, engineType=C.NV2080_ENGINE_TYPE_GRAPHICS))
+    # One subcontext (VEID 0, SUBCONTEXT_SYNC) in our VA space, named by both channels: without it the RM puts the group
+    # in legacy mode with context shares of its own (kernel_channel.c kchannelConstruct_IMPL)
+    self.context_share = rm.alloc(self.group, C.FERMI_CONTEXT_SHARE_A,
+                                  O.NV_CTXSHARE_ALLOCATION_PARAMETERS(hVASpace=self.vaspace, flags=O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SYNC))
     self.channels = {"compute": self._channel("compute", C.NV2080_ENGINE_TYPE_GRAPHICS, self.arch.compute, COMPUTE_SUBCHANNEL),
                      "copy": self._channel("copy", C.NV2080_ENGINE_TYPE_COPY0, self.arch.copy, COPY_SUBCHANNEL)}
     rm.control(self.group, F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, F.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1))
@@ -246,7 +250,7 @@ class NVDevice(StagedCopies, Device):
     userd_off = (n * 8 + 511) // 512 * 512
     ring = self.alloc(userd_off + USERD_BYTES, "host")
     notifier = self.alloc(PAGE, "host")
-    p = O.NV_CHANNEL_ALLOC_PARAMS(hObjectError=notifier._owner, gpFifoOffset=ring.addr, gpFifoEntries=n, hVASpace=self.vaspace, engineType=engine)
+    p = O.NV_CHANNEL_ALLOC_PARAMS(hObjectError=notifier._owner, gpFifoOffset=ring.addr, gpFifoEntries=n, hContextShare=self.context_share, engineType=engine)
     p.hUserdMemory[0], p.userdOffset[0] = ring._owner, userd_off
     handle = rm.alloc(self.group, self.arch.gpfifo, p)
     rm.alloc(handle, engine_class)
