@@ -397,3 +397,30 @@ def test_smi_reads_the_emulated_board():
   found, driver = nvidia.find(MockNVOS(), 0, [])
   assert driver.version == "580.142" and [d.name for d in found] == ["NVIDIA H200"] and found[0].nodes == ["/dev/nvidia0"]
   assert found[0].device_id == 0x2335 and found[0].link == "32.0 GT/s PCIe x16"
+
+
+def test_uuid_comes_from_the_gid_control(dev):
+  """NV2080_CTRL_CMD_GPU_GET_GID_INFO gives the UUID nvidia-smi shows: the device, UVM registration and smi use it, not
+  procfs's copy (made to differ here)."""
+  from hcq.smi import nvidia
+  board = NVBoardSpec()
+  assert dev.uuid == board.uuid and dev.os.rm.uvm_gpus == {bytes.fromhex(board.uuid[4:].replace("-", ""))}
+  os_layer = MockNVOS()
+  info = next(k for k in os_layer.files if k.endswith("/information"))
+  os_layer.files[info] = os_layer.files[info].replace(board.uuid, "GPU-00000000-0000-0000-0000-000000000000")
+  (d,), _ = nvidia.find(os_layer, 0, [])
+  assert d.uuid == board.uuid
+
+
+def test_gid_control_formats_and_flags():
+  from hcq.autogen.nv import classes as C, ctrl2080 as X
+  from hcq.drivers.nv.rm import RMCallError, RMInterface
+  rm = RMInterface(MockNVOS())
+  device = rm.alloc(rm.client, C.NV01_DEVICE_0, C.struct_NV0080_ALLOC_PARAMETERS())
+  sub = rm.alloc(device, C.NV20_SUBDEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS())
+  p = rm.control(sub, X.NV2080_CTRL_CMD_GPU_GET_GID_INFO, X.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS(flags=1))  # FORMAT 1 is not BINARY: ASCII
+  assert p.length == 41 and bytes(p.data[:41]) == NVBoardSpec().uuid.encode() + b"\0"
+  assert rm.gpu_uuid(sub, binary=True) == bytes.fromhex(NVBoardSpec().uuid[4:].replace("-", ""))
+  with pytest.raises(RMCallError, match="NV2080_CTRL_CMD_GPU_GET_GID_INFO.*NV_ERR_INVALID_FLAGS"):
+    rm.control(sub, X.NV2080_CTRL_CMD_GPU_GET_GID_INFO, X.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS(flags=4))  # TYPE other than SHA1
+  rm.free(rm.client)

@@ -165,8 +165,8 @@ class NVDevice(StagedCopies, Device):
     self.class_list = list(classes.classList[:classes.numClasses])
     self.arch = pick_arch(self.class_list)
     self.vaspace = rm.alloc(self.device, C.FERMI_VASPACE_A, O.NV_VASPACE_ALLOCATION_PARAMETERS())
-    self.uuid = self._uuid()
-    rm.uvm_register(self.uuid)
+    self.uuid = rm.gpu_uuid(self.subdevice)  # "GPU-...", as nvidia-smi shows it
+    rm.uvm_register(rm.gpu_uuid(self.subdevice, binary=True))
     self.usermode = rm.alloc(self.subdevice, self.arch.usermode)
     self.doorbell = rm.map_cpu(self.subdevice, self.usermode, PAGE) + C.NVC361_NOTIFY_CHANNEL_PENDING
     self._mem_lock = threading.Lock()
@@ -177,15 +177,6 @@ class NVDevice(StagedCopies, Device):
     self.staging = self.alloc(STAGING_BYTES, "host")
     self._staging_lock = threading.Lock()
     self._make_channels()
-
-  def _uuid(self) -> bytes:
-    """The GPU's UUID (UVM registers the GPU by it), from the driver's procfs information file."""
-    from hcq.smi.nvidia import PROC_NVIDIA
-    from hcq.smi.sysfs import parse_colon_fields
-    for bus in sorted(self.os.listdir(f"{PROC_NVIDIA}/gpus")):
-      info = parse_colon_fields(self.os.read_text(f"{PROC_NVIDIA}/gpus/{bus}/information"))
-      if info.get("Device Minor") == "0": return bytes.fromhex(info["GPU UUID"][4:].replace("-", ""))
-    raise HCQError(f"no GPU with device minor 0 in {PROC_NVIDIA}/gpus: cannot register it with UVM")
 
   # ---- memory ----
   def _alloc(self, nbytes: int, kind: str) -> Buffer:

@@ -89,6 +89,7 @@ CONTROLS = {
   X.NV2080_CTRL_CMD_FB_GET_INFO_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_FB_GET_INFO_V2_PARAMS),
   X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS),
   X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_THERMAL_SYSTEM_EXECUTE_V2_PARAMS),
+  X.NV2080_CTRL_CMD_GPU_GET_GID_INFO: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS),
 }
 
 
@@ -391,6 +392,7 @@ class MockRM:
     elif a.cmd == X.NV2080_CTRL_CMD_FB_GET_INFO_V2: self._fb_info(p)
     elif a.cmd == X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2: self._util_samples(p)
     elif a.cmd == X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2: self._thermal(p)
+    elif a.cmd == X.NV2080_CTRL_CMD_GPU_GET_GID_INFO: self._gid_info(p)
 
   def _fb_info(self, p) -> None:
     """kern_mem_sys_ctrl.c subdeviceCtrlCmdFbGetInfoV2_IMPL (580.142): 1..NV2080_CTRL_FB_INFO_MAX_LIST_SIZE entries; sizes in KiB.
@@ -404,6 +406,18 @@ class MockRM:
     for e in p.fbInfoList[:p.fbInfoListSize]:
       if e.index not in values: raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"FB info index {e.index:#x} is not emulated")
       e.data = values[e.index]
+
+  def _gid_info(self, p) -> None:
+    """subdevice_ctrl_gpu_kernel.c subdeviceCtrlCmdGpuGetGidInfo_IMPL -> gpu.c gpuGetGidInfo_IMPL (580.142): the TYPE field
+    must be SHA1 (else NV_ERR_INVALID_FLAGS); FORMAT BINARY gives the 16 bytes, any other FORMAT value the string
+    "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" with its NUL (gpu_uuid.c transformGidToUserFriendlyString:
+    NV_UUID_STR_LEN, 41 bytes); `index` is ignored, as the RM ignores it."""
+    flags = X.register("NV2080_GPU_CMD_GPU_GET_GID_FLAGS").decode(p.flags)
+    if flags["type"] != X.NV2080_GPU_CMD_GPU_GET_GID_FLAGS_TYPE_SHA1: raise RMError(S.NV_ERR_INVALID_FLAGS, f"GID flags {p.flags:#x}: TYPE must be SHA1")
+    gid = self.board_uuid_bytes()
+    data = gid if flags["format"] == X.NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY else self.board.uuid.encode() + b"\0"
+    ctypes.memmove(p.data, data, len(data))
+    p.length = len(data)
 
   def _util_samples(self, p) -> None:
     """kern_perf_ctrl.c subdeviceCtrlCmdPerfGetGpumonPerfmonUtilSamplesV2 (580.142): bufSize is the whole ring's size. The
