@@ -126,6 +126,7 @@ class MockNVGPU:
     self.ce = {n: getattr(CE, f"NVC8B5_{n}") for n in ("NOP", "OFFSET_IN_UPPER", "OFFSET_IN_LOWER", "OFFSET_OUT_UPPER", "OFFSET_OUT_LOWER",
                                                         "PITCH_IN", "PITCH_OUT", "LINE_LENGTH_IN", "LINE_COUNT", "LAUNCH_DMA")}
     self.copy_methods = set(self.ce.values())
+    self.copy_state = self.copy_methods - {self.ce["LAUNCH_DMA"]}  # methods that only set state the launch reads
 
   def clock(self) -> int:
     """The GPU's global timer in nanoseconds (what semaphore release timestamps carry)."""
@@ -207,12 +208,15 @@ class MockNVGPU:
       if count == 0 or i + 1 + count > len(stream):
         raise ChannelError(f"pushbuffer {addr + 4 * i:#x}: method header {word:#010x} counts {count} data words, {len(stream) - i - 1} follow in the segment",
                            E.ROBUST_CHANNEL_PBDMA_ERROR)
+      on_copy = ch.classes.get(subch) == self.board.copy_class
       for k in range(count):
         m = method + 4 * (k if op == incr else (0 if op == nonincr else min(k, 1)))
-        if m < HOST_METHODS_END and d.methods.get(m, _run) is None:  # host state only (SEM_ADDR_LO...): no call
-          ch.state[m] = stream[i + 1 + k]
-          ch.methods += 1
-        else: self._method(ch, d, subch, m, stream[i + 1 + k], addr + 4 * i)
+        if m < HOST_METHODS_END and d.methods.get(m, _run) is None: ch.state[m] = stream[i + 1 + k]  # host state (SEM_ADDR_LO...)
+        elif on_copy and m in self.copy_state: ch.state[0x10000 | m] = stream[i + 1 + k]  # copy state (OFFSET_IN_UPPER...)
+        else:
+          self._method(ch, d, subch, m, stream[i + 1 + k], addr + 4 * i)
+          continue
+        ch.methods += 1
       i += 1 + count
 
   def _method(self, ch: Channel, d: HostDecoder, subch: int, method: int, data: int, at: int) -> None:
