@@ -16,6 +16,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import ModuleType
 
 import numpy as np
@@ -59,7 +60,7 @@ class NVArch:
   qmd: int
   copy_module: ModuleType = clc8b5
 
-  @property
+  @cached_property
   def host(self) -> HostClass:
     return HOST_CLASSES[self.gpfifo]
 

@@ -28,8 +28,7 @@ class HostClass:
 
   def m(self, name: str) -> int:
     """A host method's byte offset, or a constant (`SEM_EXECUTE_OPERATION_RELEASE`): the class's own, else clc56f's."""
-    own = getattr(self.module, f"{self.prefix}_{name}", None)
-    return own if own is not None else getattr(BASE, f"{BASE_PREFIX}_{name}")
+    return _value(self, name)
 
   c = m
 
@@ -44,6 +43,12 @@ class HostClass:
 
   def __repr__(self) -> str:
     return f"<HostClass {self.prefix} {self.cls:#x}>"
+
+
+@cache  # queues look names up per method they write: a miss in a subset header costs an exception
+def _value(host: HostClass, name: str) -> int:
+  own = getattr(host.module, f"{host.prefix}_{name}", None)
+  return own if own is not None else getattr(BASE, f"{BASE_PREFIX}_{name}")
 
 
 @cache
