@@ -109,6 +109,7 @@ class NVQueue(DwordQueue):
     device.push_entry(self.channel, entry)
     self._submitted += 1
 
+
 class NVComputeQueue(NVQueue):
   """The compute channel's queue (exec arrives with the compute class, part 2)."""
   channel = "compute"

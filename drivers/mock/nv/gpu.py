@@ -211,7 +211,7 @@ class MockNVGPU:
       on_copy = ch.classes.get(subch) == self.board.copy_class
       for k in range(count):
         m = method + 4 * (k if op == incr else (0 if op == nonincr else min(k, 1)))
-        if m < HOST_METHODS_END and d.methods.get(m, _run) is None: ch.state[m] = stream[i + 1 + k]  # host state (SEM_ADDR_LO...)
+        if m < HOST_METHODS_END and d.methods.get(m, _NOT_PLAIN) is None: ch.state[m] = stream[i + 1 + k]  # host state (SEM_ADDR_LO...)
         elif on_copy and m in self.copy_state: ch.state[0x10000 | m] = stream[i + 1 + k]  # copy state (OFFSET_IN_UPPER...)
         else:
           self._method(ch, d, subch, m, stream[i + 1 + k], addr + 4 * i)
@@ -302,7 +302,7 @@ class MockNVGPU:
       self.mem.view(d, n, write=True)[:] = data_
 
 
-_run = object()  # d.methods.get's default: a method that is not a plain host state write
+_NOT_PLAIN = object()  # d.methods.get's default: not a host method that only stores state
 
 
 class _Stopped(Exception):
