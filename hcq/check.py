@@ -142,7 +142,9 @@ def run(dev_string: str, nbytes: int, timeout: float, opener: Callable[[str], ob
   def open_device() -> str:
     import hcq
     holder["dev"] = dev = (opener or hcq.Device)(dev_string)
-    return f"{dev} ({getattr(getattr(dev, 'arch', None), 'name', None) or getattr(dev, 'arch', '') or ''})".replace(" ()", "")
+    arch = getattr(getattr(dev, "arch", None), "name", None) or getattr(dev, "arch", "") or ""
+    facts = [f for f in (arch, getattr(dev, "uuid", None), getattr(getattr(dev, "rm", None), "driver_version", None)) if f]
+    return f"{dev} ({', '.join(facts)})" if facts else str(dev)
 
   if not step("open", open_device): return rows
   c = Check(holder["dev"], nbytes, timeout)

@@ -47,3 +47,17 @@ def test_a_device_that_does_not_open_is_one_row_and_exit_1():
 def test_bad_arguments_exit_2_without_a_traceback():
   p = subprocess.run([sys.executable, "-m", "hcq.check", "--bytes", "0"], capture_output=True, text=True)
   assert p.returncode == 2 and "must be positive" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_hardware_script_runs_the_check_from_the_tree_without_installing_hcq(tmp_path):
+  """tools/hardware_check.sh, what a session lent the H200 runs: hcq imported from a symlink tree of this checkout (no
+  pip, no registry there), one header line, then the check's table; here on the emulated board."""
+  import os
+  from pathlib import Path
+  script = Path(__file__).resolve().parent.parent / "tools" / "hardware_check.sh"
+  env = {**os.environ, "PYTHON": sys.executable, "HCQ_CHECK_LIMIT": "120"}
+  p = subprocess.run(["bash", str(script), "--dev", "MOCKNV+NV", "--bytes", "65536"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=150)
+  assert p.returncode == 0, p.stdout + p.stderr
+  lines = p.stdout.splitlines()
+  assert lines[0].startswith("host: Linux") and lines[1].startswith("hcq.check MOCKNV+NV") and len(lines) == 3 + len(STEPS)
+  assert "GPU-" in lines[3] and "580." in lines[3]  # the open row names the UUID (GID control) and the driver version

@@ -2,6 +2,7 @@
 channel errors and hangs recovered, DEV strings."""
 from __future__ import annotations
 import os
+import re
 
 import numpy as np
 import pytest
@@ -158,6 +159,56 @@ def test_replay_with_patched_values(dev):
   for b in bufs: b.free()
 
 
+def test_replay_patches_one_copy_while_the_other_is_in_flight(dev):
+  """Two replays held behind a closed gate occupy both copies of a bound queue, each with its own values; a third
+  takes the first copy once the GPU has read it, and a fourth, whose copy is still unread, waits (here: times out,
+  leaving the queue as it was)."""
+  gate, sig = dev.new_signal(0), dev.new_signal(0)
+  bufs = [dev.alloc(256, "host") for _ in range(6)]
+  for i, b in enumerate(bufs): b.view()[:] = i + 1
+  q = dev.copy_queue().wait(gate, Variable("gate")).copy(Variable("dst"), Variable("src"), 256).signal(sig, Variable("v")).bind(dev)
+  run = lambda k, s, d, **kw: q.submit(dev, {"gate": k, "src": bufs[s].addr, "dst": bufs[d].addr, "v": k, **kw})
+  run(1, 0, 1), run(2, 2, 3)
+  __import__("time").sleep(0.05)
+  assert sig.value == 0 and bufs[1].view()[0] == 2 and bufs[3].view()[0] == 4  # nothing ran: both copies are in flight
+  gate.value = 1
+  sig.wait(1, 5)
+  assert (bufs[1].view() == 1).all() and sig.value == 1 and bufs[3].view()[0] == 4  # the first ran with its own values only
+  run(3, 4, 5)  # the first copy is free again: no wait
+  old, dev.default_timeout = dev.default_timeout, 0.3
+  try:
+    with pytest.raises(GPUTimeout, match="bound queue"):
+      run(4, 0, 2)  # the second copy is still unread (its submission waits for gate 2)
+  finally:
+    dev.default_timeout = old
+  gate.value = 3
+  sig.wait(3, 5)
+  assert [int(b.view()[0]) for b in bufs] == [1, 1, 3, 3, 5, 5] and bufs[2].view()[0] == 3
+  run(4, 1, 0)  # the refused fourth left the queue usable: copies still alternate
+  gate.value = 4
+  sig.wait(4, 5)
+  assert (bufs[0].view() == 1).all()
+  for s in (gate, sig): dev.release_signal(s)
+  for b in bufs: b.free()
+
+
+def test_bound_queue_replays_after_a_recovery(dev):
+  """A recovery makes fresh channels: a bound queue's copies then count as read, and its replays run on them."""
+  a, b = dev.alloc(64, "host"), dev.alloc(64, "host")
+  a.view()[:] = 7
+  sig = dev.new_signal()
+  q = dev.copy_queue().copy(b.addr, a.addr, 64).signal(sig, Variable("v")).bind(dev)
+  q.submit(dev, {"v": 1})
+  sig.wait(1, 5)
+  _raw_submit(dev, "copy", [0xE0000000])
+  _expect_fault(dev, "Xid")
+  for v in (2, 3, 4): q.submit(dev, {"v": v})
+  sig.wait(4, 5)
+  assert (b.view() == 7).all()
+  dev.release_signal(sig)
+  a.free(), b.free()
+
+
 def test_many_copies_and_signals_keep_rss_flat(dev):
   a, b = dev.alloc(4096, "device"), dev.alloc(4096, "device")
   q = dev.copy_queue().wait(dev.timeline_signal, Variable("wait")).copy(b.addr, a.addr, 64).signal(dev.timeline_signal, Variable("signal")).bind(dev)
@@ -177,23 +228,29 @@ def _raw_submit(dev, channel: str, words: list[int]) -> None:
 
 
 def _bad_streams(dev):
+  """case -> (channel, method words, what the channel error names)."""
   a = dev.arch
+  sem_hi = a.host.register("SEM_ADDR_HI").fields["offset"][1]  # clc86f: 25 bits
   return {
-    "unknown host method": ("compute", [a.header(0, 0xFC, 1), 0]),
-    "method on an unbound subchannel": ("compute", [a.header(5, 0x400, 1), 0]),
-    "malformed header": ("copy", [0xE0000000]),
-    "count past the segment": ("copy", [a.header(0, a.m("NOP"), 3), 0]),
-    "copy method not on a copy class": ("copy", [a.header(COPY_SUBCHANNEL, 0x7FC, 1), 0]),
+    "unknown host method": ("compute", [a.header(0, 0xFC, 1), 0], "host method 0xfc is not a NVC86F method"),
+    "NOP, which clc86f does not define": ("copy", [a.header(0, a.m("NOP"), 1), 0], "host method 0x8 is not a NVC86F method"),
+    "method on an unbound subchannel": ("compute", [a.header(5, 0x400, 1), 0], "no class bound"),
+    "malformed header": ("copy", [0xE0000000], "has opcode 7"),
+    "count past the segment": ("copy", [a.header(0, a.m("SEM_ADDR_LO"), 3), 0], "counts 3 data words, 1 follow"),
+    "copy method not on a copy class": ("copy", [a.header(COPY_SUBCHANNEL, 0x7FC, 1), 0], "method 0x7fc is not emulated"),
+    "semaphore address past SEM_ADDR_HI's bits": ("compute", [a.header(0, a.m("SEM_ADDR_LO"), 5), 0, sem_hi + 1, 0, 0,
+                                                               a.sem_execute(operation=a.c("SEM_EXECUTE_OPERATION_RELEASE"))],
+                                                  "sets bits outside NVC86F_SEM_ADDR_HI_OFFSET"),
   }
 
 
-@pytest.mark.parametrize("case", ["unknown host method", "method on an unbound subchannel", "malformed header", "count past the segment",
-                                  "copy method not on a copy class"])
+@pytest.mark.parametrize("case", ["unknown host method", "NOP, which clc86f does not define", "method on an unbound subchannel", "malformed header",
+                                  "count past the segment", "copy method not on a copy class", "semaphore address past SEM_ADDR_HI's bits"])
 def test_channel_errors_raise_and_recover(dev, case):
-  channel, words = _bad_streams(dev)[case]
+  channel, words, why = _bad_streams(dev)[case]
   old = dev.channels[channel].handle
   _raw_submit(dev, channel, words)
-  with pytest.raises(GPUFault, match=f"Xid \\d+\\) on the {channel} channel"):
+  with pytest.raises(GPUFault, match=f"Xid \\d+\\) on the {channel} channel.*{re.escape(why)}"):
     dev.synchronize(5)
     for _ in range(1000):
       dev.check_faults()
@@ -202,14 +259,29 @@ def test_channel_errors_raise_and_recover(dev, case):
   _still_works(dev)
 
 
+def test_each_arch_row_takes_its_gpfifo_class_host_table():
+  """Hopper and Blackwell rows read their own host headers (57-bit semaphore addresses), Ampere and Ada clc56f's (40
+  bits); the methods the driver writes sit at the same offsets in every class."""
+  from hcq.autogen.nv import clc56f, clc86f
+  widths = {row.sm: row.host.register("SEM_ADDR_HI").fields["offset"][1].bit_length() for row in ARCHS}
+  assert widths == {"sm_120": 25, "sm_100": 25, "sm_90": 25, "sm_89": 8, "sm_86": 8, "sm_80": 8}
+  for row in ARCHS:
+    for name in ("SET_OBJECT", "SEM_ADDR_LO", "SEM_ADDR_HI", "SEM_PAYLOAD_LO", "SEM_PAYLOAD_HI", "SEM_EXECUTE", "WFI", "MEM_OP_A", "MEM_OP_D"):
+      assert row.m(name) == getattr(clc56f, f"NVC56F_{name}"), (row.sm, name)
+  hopper = next(r for r in ARCHS if r.sm == "sm_90")
+  assert hopper.host.module is clc86f and hopper.host.register("SEM_ADDR_HI").name == "NVC86F_SEM_ADDR_HI"
+
+
+def test_the_h200_runs_its_channels_on_the_hopper_gpfifo_class(dev):
+  from hcq.autogen.nv import clc56f, clc86f
+  rm = dev.os.rm
+  assert {clc86f.HOPPER_CHANNEL_GPFIFO_A, clc56f.AMPERE_CHANNEL_GPFIFO_A} <= set(rm.classes) and dev.arch.gpfifo == clc86f.HOPPER_CHANNEL_GPFIFO_A
+  assert {ch.host.cls for ch in rm.gpu.channels.values()} == {clc86f.HOPPER_CHANNEL_GPFIFO_A}
+
+
 def _raw_gp_entry(dev, channel: str, e0: int, e1: int) -> None:
-  """A GPFIFO entry written as the driver writes one, with chosen words."""
-  with dev.lock:
-    ch = dev.channels[channel]
-    ch.gpfifo[ch.put % dev.gpfifo_entries] = e1 << 32 | e0
-    ch.put += 1
-    ch.userd[dev.arch.host.struct_Nvc56fControl_struct.GPPut.offset // 4] = ch.put % dev.gpfifo_entries
-    dev.os.mmio_write32(dev.doorbell, ch.token)
+  """A GPFIFO entry pushed as the driver pushes one, with chosen words."""
+  dev.push_entry(channel, e1 << 32 | e0)
 
 
 def _expect_fault(dev, pattern: str) -> None:
@@ -221,7 +293,7 @@ def _expect_fault(dev, pattern: str) -> None:
 
 @pytest.mark.parametrize("what", ["ILLEGAL control entry", "pushbuffer outside every mapping"])
 def test_malformed_gpfifo_entries_are_channel_errors(dev, what):
-  gp1 = dev.arch.host.register(f"{dev.arch.prefix}_GP_ENTRY1")
+  gp1 = dev.arch.host.register("GP_ENTRY1")
   if what == "ILLEGAL control entry": _raw_gp_entry(dev, "copy", 0, gp1.encode(opcode=dev.arch.c("GP_ENTRY1_OPCODE_ILLEGAL")))
   else: _raw_gp_entry(dev, "copy", 0x1000, gp1.encode(length=4))
   _expect_fault(dev, "Xid 3[12]\\) on the copy channel")
@@ -325,3 +397,30 @@ def test_smi_reads_the_emulated_board():
   found, driver = nvidia.find(MockNVOS(), 0, [])
   assert driver.version == "580.142" and [d.name for d in found] == ["NVIDIA H200"] and found[0].nodes == ["/dev/nvidia0"]
   assert found[0].device_id == 0x2335 and found[0].link == "32.0 GT/s PCIe x16"
+
+
+def test_uuid_comes_from_the_gid_control(dev):
+  """NV2080_CTRL_CMD_GPU_GET_GID_INFO gives the UUID nvidia-smi shows: the device, UVM registration and smi use it, not
+  procfs's copy (made to differ here)."""
+  from hcq.smi import nvidia
+  board = NVBoardSpec()
+  assert dev.uuid == board.uuid and dev.os.rm.uvm_gpus == {bytes.fromhex(board.uuid[4:].replace("-", ""))}
+  os_layer = MockNVOS()
+  info = next(k for k in os_layer.files if k.endswith("/information"))
+  os_layer.files[info] = os_layer.files[info].replace(board.uuid, "GPU-00000000-0000-0000-0000-000000000000")
+  (d,), _ = nvidia.find(os_layer, 0, [])
+  assert d.uuid == board.uuid
+
+
+def test_gid_control_formats_and_flags():
+  from hcq.autogen.nv import classes as C, ctrl2080 as X
+  from hcq.drivers.nv.rm import RMCallError, RMInterface
+  rm = RMInterface(MockNVOS())
+  device = rm.alloc(rm.client, C.NV01_DEVICE_0, C.struct_NV0080_ALLOC_PARAMETERS())
+  sub = rm.alloc(device, C.NV20_SUBDEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS())
+  p = rm.control(sub, X.NV2080_CTRL_CMD_GPU_GET_GID_INFO, X.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS(flags=1))  # FORMAT 1 is not BINARY: ASCII
+  assert p.length == 41 and bytes(p.data[:41]) == NVBoardSpec().uuid.encode() + b"\0"
+  assert rm.gpu_uuid(sub, binary=True) == bytes.fromhex(NVBoardSpec().uuid[4:].replace("-", ""))
+  with pytest.raises(RMCallError, match="NV2080_CTRL_CMD_GPU_GET_GID_INFO.*NV_ERR_INVALID_FLAGS"):
+    rm.control(sub, X.NV2080_CTRL_CMD_GPU_GET_GID_INFO, X.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS(flags=4))  # TYPE other than SHA1
+  rm.free(rm.client)

@@ -41,6 +41,12 @@ def channel_params(r, **kw):
   return p
 
 
+def share(r, parent=None, handle=0x5678, **kw) -> int:
+  """Allocate a FERMI_CONTEXT_SHARE_A (SUBCONTEXT_SYNC in the VA space unless `kw` says otherwise); its status."""
+  p = O.NV_CTXSHARE_ALLOCATION_PARAMETERS(**{"hVASpace": r.vas, "flags": O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SYNC, **kw})
+  return raw_alloc(r, r.client, parent or r.group, handle, C.FERMI_CONTEXT_SHARE_A, p)
+
+
 def raw_alloc(r, root, parent, handle, cls, params=None):
   a = O.NVOS21_PARAMETERS(hRoot=root, hObjectParent=parent, hObjectNew=handle, hClass=cls,
                           pAllocParms=ctypes.addressof(params) if params is not None else None, paramsSize=ctypes.sizeof(params) if params is not None else 0)
@@ -81,6 +87,26 @@ CASES = [
   ("a copy object on a compute channel", lambda r: (raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r)),
                                                     raw_alloc(r, r.client, 0x1234, 0x1235, clc8b5.HOPPER_DMA_COPY_A))[1], "NV_ERR_INVALID_ARGUMENT"),
   ("compute object under a channel group", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clcbc0.HOPPER_COMPUTE_A), "NV_ERR_INVALID_OBJECT_PARENT"),
+  ("context share without a VA space (the mock's device has no implicit one)", lambda r: share(r, hVASpace=0), "NV_ERR_INVALID_STATE"),
+  ("context share in a VA space that does not exist", lambda r: share(r, hVASpace=0x4321), "NV_ERR_OBJECT_NOT_FOUND"),
+  ("context share in a memory object, not a VA space", lambda r: share(r, hVASpace=r.mem), "NV_ERR_INVALID_OBJECT_HANDLE"),
+  ("context share with unknown flags", lambda r: share(r, flags=4), "NV_ERR_INVALID_ARGUMENT"),
+  ("context share under a device", lambda r: share(r, parent=r.device), "NV_ERR_INVALID_OBJECT_PARENT"),
+  ("two SYNC context shares (VEID 0 twice)", lambda r: (share(r), share(r, handle=0x5679))[1], "NV_ERR_NO_MEMORY"),
+  ("SPECIFIED context share past the 64 VEIDs", lambda r: share(r, flags=O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SPECIFIED, subctxId=64), "NV_ERR_NO_MEMORY"),
+  ("channel naming a context share and a VA space", lambda r: (share(r), raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A,
+                                                                                    channel_params(r, hContextShare=0x5678, hVASpace=r.vas)))[1], "NV_ERR_INVALID_ARGUMENT"),
+  ("channel naming a context share that does not exist", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A,
+                                                                             channel_params(r, hContextShare=0x4321)), "NV_ERR_OBJECT_NOT_FOUND"),
+  ("channel naming a VA space as its context share", lambda r: raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A,
+                                                                         channel_params(r, hContextShare=r.vas)), "NV_ERR_INVALID_OBJECT_HANDLE"),
+  ("channel naming another group's context share", lambda r: (share(r, parent=r.alloc(r.device, C.KEPLER_CHANNEL_GROUP_A, O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(
+                                                                engineType=C.NV2080_ENGINE_TYPE_GRAPHICS))),
+                                                              raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, hContextShare=0x5678)))[1],
+   "NV_ERR_INVALID_OBJECT_PARENT"),
+  ("a legacy channel beside one with a context share", lambda r: (share(r), raw_alloc(r, r.client, r.group, 0x1234, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, hContextShare=0x5678)),
+                                                                  raw_alloc(r, r.client, r.group, 0x1236, clc56f.AMPERE_CHANNEL_GPFIFO_A, channel_params(r, userdOffset=3 * PAGE)))[2],
+   "NV_ERR_INVALID_ARGUMENT"),
   ("control on an object that does not exist", lambda r: ctrl(r, 0x4321, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS()), "NV_ERR_INVALID_OBJECT_HANDLE"),
   ("control with the wrong parameter size", lambda r: ctrl(r, r.device, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS(), size=8), "NV_ERR_INVALID_ARGUMENT"),
   ("control with a size but no pointer", lambda r: ctrl(r, r.device, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS(), ptr=0), "NV_ERR_INVALID_ARGUMENT"),
@@ -122,7 +148,30 @@ def test_misuse_returns_the_rms_status(rm, name, call, expected):
 
 
 def test_case_count():
-  assert len(CASES) == 43
+  assert len(CASES) == 55
+
+
+def test_context_shares_take_veids_as_the_rm_hands_them_out(rm):
+  """kctxshareInitCommon: SYNC is VEID 0, ASYNC the highest free, ASYNC_PREFER_LOWER the lowest from 1, SPECIFIED the
+  one asked; freeing one gives its VEID back."""
+  got = []
+  for h, flags, sub in [(0x100, O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SYNC, 0), (0x101, O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC, 0),
+                        (0x102, O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC_PREFER_LOWER, 0), (0x103, O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SPECIFIED, 7)]:
+    p = O.NV_CTXSHARE_ALLOCATION_PARAMETERS(hVASpace=rm.vas, flags=flags, subctxId=sub)
+    rm.alloc(rm.group, C.FERMI_CONTEXT_SHARE_A, p, handle=h)
+    got.append(p.subctxId)
+  assert got == [0, 63, 1, 7]
+  rm.free(0x103)
+  assert share(rm, handle=0x104, flags=O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SPECIFIED, subctxId=7) == 0
+
+
+def test_the_driver_runs_its_channels_in_a_context_share():
+  import hcq
+  dev = hcq.Device("MOCKNV+NV")
+  objs = dev.os.rm.clients[dev.rm.client].data["objects"]
+  share_obj = objs[dev.context_share]
+  assert share_obj.cls == C.FERMI_CONTEXT_SHARE_A and share_obj.parent.handle == dev.group and share_obj.data == {"veid": 0, "vaspace": dev.vaspace}
+  assert not objs[dev.group].data["legacy"]
 
 
 def test_fixed_dma_offset_maps_at_the_address_asked(rm):

@@ -16,6 +16,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import ModuleType
 
 import numpy as np
@@ -25,6 +26,7 @@ from hcq.autogen.nv import (classes as C, clc56f, clc6b5, clc6c0, clc7b5, clc7c0
 from hcq.buffer import Buffer
 from hcq.device import Device, StagedCopies
 from hcq.devstring import DevSpec
+from hcq.drivers.nv.host_class import HOST_CLASSES, HostClass
 from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL, COPY_SUBCHANNEL, NVComputeQueue, NVCopyQueue, NVQueue
 from hcq.drivers.nv.rm import RMCallError, RMInterface
 from hcq.drivers.va import AddressSpace, ReservedRange
@@ -40,14 +42,15 @@ STAGING_BYTES = 16 << 20
 VA_SPACE, VA_BELOW = 1 << 36, 1 << 40
 DEVICE_VA_BASE, DEVICE_VA_SIZE = 1 << 40, 1 << 44
 USERD_BYTES = ctypes.sizeof(clc56f.struct_Nvc56fControl_struct)
+_GP_GET, _GP_PUT = (getattr(clc56f.struct_Nvc56fControl_struct, f).offset // 4 for f in ("GPGet", "GPPut"))  # USERD words
 _said_emulated = False
 
 
 @dataclass(frozen=True)
 class NVArch:
   """One row of the arch table: the classes a GPU generation's channels use, and its QMD version (for exec, part 2).
-  Host methods and pushbuffer formats come from clc56f for every row: open-gpu-doc's complete host header; the SDK's
-  later host headers (clc86f, clc96f, clca6f) carry subsets of it at the same offsets."""
+  Host methods and pushbuffer formats come from the row's GPFIFO class (`host`: its header over clc56f's, see
+  hcq.drivers.nv.host_class)."""
   name: str
   sm: str
   gpfifo: int
@@ -55,22 +58,23 @@ class NVArch:
   copy: int
   usermode: int
   qmd: int
-  host: ModuleType = clc56f
-  prefix: str = "NVC56F"
   copy_module: ModuleType = clc8b5
 
+  @cached_property
+  def host(self) -> HostClass:
+    return HOST_CLASSES[self.gpfifo]
+
   def m(self, name: str) -> int:
-    """A host method's byte offset."""
-    return getattr(self.host, f"{self.prefix}_{name}")
+    """A host method's byte offset (or a host constant) in the row's GPFIFO class."""
+    return self.host.m(name)
 
   c = m  # host constants share the prefix
 
   def header(self, subchannel: int, method: int, count: int) -> int:
-    return self.host.register(f"{self.prefix}_DMA_INCR").encode(opcode=self.c("DMA_INCR_OPCODE_VALUE"), count=count, subchannel=subchannel,
-                                                                address=method >> 2)
+    return self.host.register("DMA_INCR").encode(opcode=self.c("DMA_INCR_OPCODE_VALUE"), count=count, subchannel=subchannel, address=method >> 2)
 
   def sem_execute(self, **fields: int) -> int:
-    return self.host.register(f"{self.prefix}_SEM_EXECUTE").encode(**fields)
+    return self.host.register("SEM_EXECUTE").encode(**fields)
 
   def ce(self, name: str) -> int:
     """A copy-class method's byte offset (the copy classes keep their methods at the same offsets from c6b5 on)."""
@@ -89,7 +93,7 @@ class NVArch:
       dst_memory_layout=g("DST_MEMORY_LAYOUT_PITCH"), multi_line_enable=g("MULTI_LINE_ENABLE_FALSE"))
 
   def set_object(self, cls: int) -> int:
-    return self.host.register(f"{self.prefix}_SET_OBJECT").encode(nvclass=cls)
+    return self.host.register("SET_OBJECT").encode(nvclass=cls)
 
 
 # Newest first: the first row whose compute class the GPU lists is the GPU's.
@@ -162,8 +166,8 @@ class NVDevice(StagedCopies, Device):
     self.class_list = list(classes.classList[:classes.numClasses])
     self.arch = pick_arch(self.class_list)
     self.vaspace = rm.alloc(self.device, C.FERMI_VASPACE_A, O.NV_VASPACE_ALLOCATION_PARAMETERS())
-    self.uuid = self._uuid()
-    rm.uvm_register(self.uuid)
+    self.uuid = rm.gpu_uuid(self.subdevice)  # "GPU-...", as nvidia-smi shows it
+    rm.uvm_register(rm.gpu_uuid(self.subdevice, binary=True))
     self.usermode = rm.alloc(self.subdevice, self.arch.usermode)
     self.doorbell = rm.map_cpu(self.subdevice, self.usermode, PAGE) + C.NVC361_NOTIFY_CHANNEL_PENDING
     self._mem_lock = threading.Lock()
@@ -174,15 +178,6 @@ class NVDevice(StagedCopies, Device):
     self.staging = self.alloc(STAGING_BYTES, "host")
     self._staging_lock = threading.Lock()
     self._make_channels()
-
-  def _uuid(self) -> bytes:
-    """The GPU's UUID (UVM registers the GPU by it), from the driver's procfs information file."""
-    from hcq.smi.nvidia import PROC_NVIDIA
-    from hcq.smi.sysfs import parse_colon_fields
-    for bus in sorted(self.os.listdir(f"{PROC_NVIDIA}/gpus")):
-      info = parse_colon_fields(self.os.read_text(f"{PROC_NVIDIA}/gpus/{bus}/information"))
-      if info.get("Device Minor") == "0": return bytes.fromhex(info["GPU UUID"][4:].replace("-", ""))
-    raise HCQError(f"no GPU with device minor 0 in {PROC_NVIDIA}/gpus: cannot register it with UVM")
 
   # ---- memory ----
   def _alloc(self, nbytes: int, kind: str) -> Buffer:
@@ -230,6 +225,10 @@ class NVDevice(StagedCopies, Device):
     rm = self.rm
     self.group = rm.alloc(self.device, C.KEPLER_CHANNEL_GROUP_A,
                           O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS(hVASpace=self.vaspace, engineType=C.NV2080_ENGINE_TYPE_GRAPHICS))
+    # One subcontext (VEID 0, SUBCONTEXT_SYNC) in our VA space, named by both channels: without it the RM puts the group
+    # in legacy mode with context shares of its own (kernel_channel.c kchannelConstruct_IMPL)
+    self.context_share = rm.alloc(self.group, C.FERMI_CONTEXT_SHARE_A,
+                                  O.NV_CTXSHARE_ALLOCATION_PARAMETERS(hVASpace=self.vaspace, flags=O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SYNC))
     self.channels = {"compute": self._channel("compute", C.NV2080_ENGINE_TYPE_GRAPHICS, self.arch.compute, COMPUTE_SUBCHANNEL),
                      "copy": self._channel("copy", C.NV2080_ENGINE_TYPE_COPY0, self.arch.copy, COPY_SUBCHANNEL)}
     rm.control(self.group, F.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, F.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1))
@@ -243,7 +242,7 @@ class NVDevice(StagedCopies, Device):
     userd_off = (n * 8 + 511) // 512 * 512
     ring = self.alloc(userd_off + USERD_BYTES, "host")
     notifier = self.alloc(PAGE, "host")
-    p = O.NV_CHANNEL_ALLOC_PARAMS(hObjectError=notifier._owner, gpFifoOffset=ring.addr, gpFifoEntries=n, hVASpace=self.vaspace, engineType=engine)
+    p = O.NV_CHANNEL_ALLOC_PARAMS(hObjectError=notifier._owner, gpFifoOffset=ring.addr, gpFifoEntries=n, hContextShare=self.context_share, engineType=engine)
     p.hUserdMemory[0], p.userdOffset[0] = ring._owner, userd_off
     handle = rm.alloc(self.group, self.arch.gpfifo, p)
     rm.alloc(handle, engine_class)
@@ -254,7 +253,7 @@ class NVDevice(StagedCopies, Device):
 
   def _gp_get(self, ch: NVChannel) -> int:
     """Entries the GPU has consumed, never wrapping: from GP_GET in USERD, which wraps at the ring size."""
-    get = int(ch.userd[clc56f.struct_Nvc56fControl_struct.GPGet.offset // 4])
+    get = int(ch.userd[_GP_GET])
     return ch.put - ((ch.put - get) % self.gpfifo_entries)
 
   def _wait(self, ch: NVChannel, ready, what: str) -> None:
@@ -266,24 +265,28 @@ class NVDevice(StagedCopies, Device):
       time.sleep(1e-5)
 
   def submit_methods(self, name: str, q: NVQueue) -> None:
-    """Put `q`'s methods where the GPU reads them and push one GPFIFO entry (called with the device lock held)."""
+    """Copy `q`'s methods into the channel's pushbuffer and push one GPFIFO entry pointing at them."""
+    words = q.words()
     with self.lock:
       ch = self.channels[name]
-      self._wait(ch, lambda: ch.put - self._gp_get(ch) < self.gpfifo_entries - 1, "the GPFIFO is full")
-      if q._bound is not None and q._bound[0] is self:
-        _, buf, arr = q._bound
-        addr, nwords = buf.addr, len(arr)
-        q._last = (ch, ch.put)
-      else:
-        words = q.words()
-        nwords = len(words)
-        addr = self._pushbuffer_space(ch, 4 * nwords)
-        ctypes.memmove(ch.pushbuffer.host_addr + (addr - ch.pushbuffer.addr), words.buffer_info()[0], 4 * nwords)
-      gp0 = self.arch.host.register(f"{self.arch.prefix}_GP_ENTRY0").encode(get=(addr & 0xFFFFFFFF) >> 2)
-      gp1 = self.arch.host.register(f"{self.arch.prefix}_GP_ENTRY1").encode(get_hi=addr >> 32, length=nwords)
-      ch.gpfifo[ch.put % self.gpfifo_entries] = gp1 << 32 | gp0
+      addr = self._pushbuffer_space(ch, 4 * len(words))
+      ctypes.memmove(ch.pushbuffer.host_addr + (addr - ch.pushbuffer.addr), words.buffer_info()[0], 4 * len(words))
+      self.push_entry(name, self.gp_entry(addr, len(words)))
+
+  def gp_entry(self, addr: int, nwords: int) -> int:
+    """The 64-bit GPFIFO entry that has the GPU fetch `nwords` of methods at GPU address `addr`."""
+    h = self.arch.host
+    return h.register("GP_ENTRY1").encode(get_hi=addr >> 32, length=nwords) << 32 | h.register("GP_ENTRY0").encode(get=(addr & 0xFFFFFFFF) >> 2)
+
+  def push_entry(self, name: str, entry: int) -> None:
+    """Write a GPFIFO entry once the ring has room, move GP_PUT in USERD and ring the doorbell with the channel's token."""
+    with self.lock:
+      ch = self.channels[name]
+      if ch.put - self._gp_get(ch) >= self.gpfifo_entries - 1:
+        self._wait(ch, lambda: ch.put - self._gp_get(ch) < self.gpfifo_entries - 1, "the GPFIFO is full")
+      ch.gpfifo[ch.put % self.gpfifo_entries] = entry
       ch.put += 1
-      ch.userd[clc56f.struct_Nvc56fControl_struct.GPPut.offset // 4] = ch.put % self.gpfifo_entries
+      ch.userd[_GP_PUT] = ch.put % self.gpfifo_entries
       self.os.mmio_write32(self.doorbell, ch.token)
 
   def _pushbuffer_space(self, ch: NVChannel, nbytes: int) -> int:
@@ -300,11 +303,6 @@ class NVDevice(StagedCopies, Device):
     ch.pb_pos = end
     ch.pb_inflight.append((ch.put, start, end))
     return ch.pushbuffer.addr + start
-
-  def consumed(self, name: str, entry: int) -> None:
-    """Wait until the GPU has read GPFIFO entry `entry` of a channel (a bound queue is patched only after that)."""
-    ch = self.channels[name]
-    self._wait(ch, lambda: self._gp_get(ch) > entry, f"entry {entry} unread")
 
   def program(self, code, name=None, **kwargs):
     raise HCQError(f"{self}: loading programs on NVIDIA is not part of this version yet (NV driver part 2: cubins, QMDs, exec)")
@@ -341,6 +339,6 @@ class NVDevice(StagedCopies, Device):
   def queue_state(self) -> str:
     parts = []
     for name, ch in getattr(self, "channels", {}).items():
-      get = int(ch.userd[clc56f.struct_Nvc56fControl_struct.GPGet.offset // 4])
+      get = int(ch.userd[_GP_GET])
       parts.append(f"{name} GPFIFO get {get} put {ch.put % self.gpfifo_entries}")
     return super().queue_state() + ("; " + ", ".join(parts) if parts else "")

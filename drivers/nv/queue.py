@@ -7,12 +7,13 @@ RELEASE_TIMESTAMP, the global timer after it: the 16-byte layout of hcq.signal).
 COPY_SUBCHANNEL, pitch-linear, one line of at most COPY_CHUNK bytes per LAUNCH_DMA.
 """
 from __future__ import annotations
-import ctypes
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from hcq.errors import HCQError
 from hcq.queue import DwordQueue
-from hcq.sym import Sym, hi32, lo32
+from hcq.sym import Sym, Variable, hi32, lo32
 
 if TYPE_CHECKING:
   from hcq.drivers.nv.device import NVArch
@@ -29,8 +30,7 @@ class NVQueue(DwordQueue):
   def __init__(self, arch: "NVArch"):
     super().__init__()
     self.arch = arch
-    self._bound = None  # (device, buffer, words in it) once bound
-    self._last = None   # (channel, GPFIFO entry) of a bound queue's last submission
+    self._copies: list = []  # once bound: (device, buffer, its words as uint32, its GPFIFO entry) per copy of the methods
 
   def method(self, subchannel: int, method: int, *data: "int | Sym") -> "NVQueue":
     """One INCR method header and its data words (each may be symbolic: a patch slot)."""
@@ -66,29 +66,48 @@ class NVQueue(DwordQueue):
   def memory_barrier(self) -> "NVQueue":
     """A system-scope membar (MEM_OP_C SYS_MEMBAR, MEM_OP_D MEMBAR), after a wait for idle."""
     a = self.arch
-    self.method(0, a.m("WFI"), a.host.register(f"{a.prefix}_WFI").encode(scope=0))
-    return self.method(0, a.m("MEM_OP_A"), 0, 0, a.host.register(f"{a.prefix}_MEM_OP_C").encode(membar_type=a.c("MEM_OP_C_MEMBAR_TYPE_SYS_MEMBAR")),
-                       a.host.register(f"{a.prefix}_MEM_OP_D").encode(operation=a.c("MEM_OP_D_OPERATION_MEMBAR")))
+    self.method(0, a.m("WFI"), a.host.register("WFI").encode(scope=0))
+    return self.method(0, a.m("MEM_OP_A"), 0, 0, a.host.register("MEM_OP_C").encode(membar_type=a.c("MEM_OP_C_MEMBAR_TYPE_SYS_MEMBAR")),
+                       a.host.register("MEM_OP_D").encode(operation=a.c("MEM_OP_D_OPERATION_MEMBAR")))
 
-  def bind(self, device) -> "NVQueue":
-    """Copy the methods into device memory once; later submits patch them there and push one GPFIFO entry."""
+  def bind(self, device, copies: int = 2) -> "NVQueue":
+    """Copy the methods into host memory `copies` times, each ending with a release of a counting semaphore (how many
+    submissions the GPU has read). A submit patches a copy whose previous run has been read and pushes one GPFIFO entry
+    pointing at it, so a replay waits for the GPU only when every copy is still in flight. One copy patched in place
+    would hand its values to an earlier submission the PBDMA had not fetched yet."""
     words = self.words()
-    buf = device.alloc(max(4 * len(words), 4), "host")
-    arr = (ctypes.c_uint32 * len(words)).from_address(buf.host_addr)
-    ctypes.memmove(arr, words.buffer_info()[0], 4 * len(words))
-    self._patches = [(arr if c is words else c, i, sym) for c, i, sym in self._patches]
-    self._bound = (device, buf, arr)
+    if any(c is not words for c, _, _ in self._patches): raise ValueError("a bound queue's patch slots must lie in its methods")
+    self._done = device.new_signal(0, name="bound queue")
+    # No RELEASE_WFI: the release only says the PBDMA has fetched the methods before it, which is all a patch needs.
+    tail = type(self)(self.arch)._semaphore(self._done.value_addr, Variable("done"), operation=self.arch.c("SEM_EXECUTE_OPERATION_RELEASE"),
+                                            payload_size=self.arch.c("SEM_EXECUTE_PAYLOAD_SIZE_64BIT"))
+    tail_words = tail.words()
+    self._slots = [(i, sym) for _, i, sym in self._patches] + [(len(words) + i, sym) for _, i, sym in tail._patches]
+    self._copies = []
+    for _ in range(copies):
+      buf = device.alloc(4 * (len(words) + len(tail_words)), "host")
+      view = buf.view(np.uint32)
+      view[:len(words)], view[len(words):] = words, tail_words
+      self._copies.append((device, buf, view, device.gp_entry(buf.addr, len(view))))
+    self._submitted, self._channel = 0, None
     return self
 
   def _apply_patches(self, var_vals) -> None:
-    if self._bound is not None and self._last is not None:  # the GPU reads the bound methods in place: not while it may still
-      ch, entry = self._last
-      device = self._bound[0]
-      if device.channels.get(self.channel) is ch: device.consumed(self.channel, entry)  # a recovered channel reads nothing old
-    super()._apply_patches(var_vals)
+    if not self._copies: return super()._apply_patches(var_vals)
+    n, k = self._submitted, len(self._copies)
+    device, _, view, _ = self._copies[n % k]
+    ch = device.channels[self.channel]
+    if ch is not self._channel: self._done.value, self._channel = n, ch  # fresh channels after a recovery read nothing older
+    if n >= k: self._done.wait(n - k + 1)  # this copy's previous submission has been read (back-to-back replays wait here)
+    vals = {**var_vals, "done": n + 1} if var_vals else {"done": n + 1}
+    for i, sym in self._slots: view[i] = sym.eval(vals)
 
   def _submit(self, device) -> None:
-    device.submit_methods(self.channel, self)
+    if not self._copies: return device.submit_methods(self.channel, self)
+    bound_to, _, _, entry = self._copies[self._submitted % len(self._copies)]
+    if device is not bound_to: raise HCQError(f"a queue bound to {bound_to} is submitted to {device}; bind it to each device it runs on")
+    device.push_entry(self.channel, entry)
+    self._submitted += 1
 
 
 class NVComputeQueue(NVQueue):

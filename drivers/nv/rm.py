@@ -127,6 +127,17 @@ class RMInterface:
     self._check(f"NV_ESC_RM_CONTROL {control_name(cmd)} on {obj:#x}", a.status)
     return params
 
+  def gpu_uuid(self, subdevice: int, binary: bool = False) -> "str | bytes":
+    """The GPU's UUID through NV2080_CTRL_CMD_GPU_GET_GID_INFO (SHA-1 GID): the string nvidia-smi shows ("GPU-" and
+    the canonical UUID form), or its 16 bytes (`binary`), which UVM registers the GPU by."""
+    from hcq.autogen.nv import ctrl2080 as X
+    fmt = X.NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY if binary else X.NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_ASCII
+    p = self.control(subdevice, X.NV2080_CTRL_CMD_GPU_GET_GID_INFO,
+                     X.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS(flags=X.register("NV2080_GPU_CMD_GPU_GET_GID_FLAGS").encode(
+                       format=fmt, type=X.NV2080_GPU_CMD_GPU_GET_GID_FLAGS_TYPE_SHA1)))
+    data = bytes(p.data[:min(p.length, len(p.data))])
+    return data if binary else data.split(b"\0")[0].decode("ascii")
+
   # ---- memory ----
   def alloc_os_descriptor(self, parent: int, address: int, size: int) -> int:
     """NV_ESC_RM_ALLOC_MEMORY of NV01_MEMORY_SYSTEM_OS_DESCRIPTOR: the process's pages at `address` as an RM memory object."""

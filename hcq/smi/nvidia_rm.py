@@ -1,5 +1,7 @@
 """The NVIDIA fields smi reads through RM controls on /dev/nvidiactl (the open 580 headers' controls; no NVML).
 
+The UUID comes from NV2080_CTRL_CMD_GPU_GET_GID_INFO, as nvidia-smi shows it (procfs's copy stays where the RM
+refuses the control).
 Memory (NV2080_CTRL_CMD_FB_GET_INFO_V2), utilisation (NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2) and the
 GPU temperature (NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2, sensor 0) have controls there. Power draw and cap, clocks and
 fans do not: ctrl2080clk.h and ctrl2080fan.h are empty in the open headers, ctrl2080pmgr.h has only module info, and
@@ -30,6 +32,10 @@ def read_rm_fields(os_, d: Device, device_instance: int) -> None:
   try:
     device = rm.alloc(rm.client, C.NV01_DEVICE_0, C.struct_NV0080_ALLOC_PARAMETERS(deviceId=device_instance))
     subdevice = rm.alloc(device, C.NV20_SUBDEVICE_0, C.struct_NV2080_ALLOC_PARAMETERS(subDeviceId=0))
+    try:
+      d.uuid = rm.gpu_uuid(subdevice)
+    except Exception:  # noqa: BLE001 -- procfs's UUID, the same GID, stays
+      pass
     for name, read in zip(READ_FIELDS, (_memory, _utilisation, _temperature)):
       try:
         read(rm, subdevice, d)

@@ -1,9 +1,11 @@
 """The emulated NVIDIA GPU behind MOCKNV: one PBDMA thread per GPFIFO channel, host semaphores, a copy engine.
 
 Each channel's thread reads the GPFIFO ring between GP_GET and GP_PUT (USERD), fetches each entry's pushbuffer
-segment through the VA space, and decodes the method stream strictly with the generated host-class fields
-(hcq.autogen.nv.clc56f; the GPFIFO and method-header formats are the same from Ampere to Blackwell). Host methods
-(below 0x100) run on any subchannel; methods above go to the class bound there with SET_OBJECT. What the engine
+segment through the VA space, and decodes the method stream strictly with its own GPFIFO class's table
+(hcq.drivers.nv.host_class: the class's header over clc56f's, whose GPFIFO-entry and method-header formats every class
+shares). A channel takes only the host methods its class's header defines (a Hopper channel no NOP: clc86f.h omits
+it; stricter where unsure). Host methods (below 0x100) run on any subchannel; methods above go to the class bound
+there with SET_OBJECT. What the engine
 refuses (an unknown method, an unbound subchannel, a malformed entry or header, an access outside every mapping)
 stops the channel where it is and is reported as the RM reports a channel error: the error notifier is written and
 an Xid is logged (kernel_channel.c krcErrorSetNotifier / rcdbAddRmError). Memory is host-backed
@@ -19,8 +21,9 @@ from typing import Callable
 import numpy as np
 
 from hcq.asm.emu.memory import PageFault, VirtualMemory
-from hcq.autogen.nv import clc56f as H, clc8b5 as CE, nverror as E, nvos as O, nvstatus as S
+from hcq.autogen.nv import clc56f, clc86f, clc8b5 as CE, nverror as E, nvos as O, nvstatus as S
 from hcq.autogen.nv.clcbc0 import HOPPER_COMPUTE_A
+from hcq.drivers.nv.host_class import HOST_CLASSES, HostClass
 
 GP_ENTRY_BYTES = 8
 HOST_METHODS_END = 0x100  # methods below this are the host's (PBDMA), on every subchannel (clc56f.h)
@@ -34,7 +37,7 @@ class NVBoardSpec:
   arch: str = "sm_90"
   vram_bytes: int = 143771_058_176  # 137 GiB usable of 141 GB, as nvidia-smi -q shows an H200 SXM
   # engine classes the GPU supports (NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2 lists these among others)
-  gpfifo_class: int = H.AMPERE_CHANNEL_GPFIFO_A
+  gpfifo_classes: tuple[int, ...] = (clc86f.HOPPER_CHANNEL_GPFIFO_A, clc56f.AMPERE_CHANNEL_GPFIFO_A)  # GH100 lists both (g_gpu_class_list.c)
   copy_class: int = CE.HOPPER_DMA_COPY_A
   compute_class: int = HOPPER_COMPUTE_A
   uuid: str = "GPU-6e3a0c4f-2d1b-4f0e-9a8c-0000000c0de0"  # made up; any GPU-<16 bytes as hex> does
@@ -56,6 +59,7 @@ class Channel:
   """One GPFIFO channel as the PBDMA sees it."""
   chid: int
   engine: str                  # "compute" or "copy": which engine classes SET_OBJECT may bind
+  host: HostClass              # its GPFIFO class's host methods
   gpfifo_va: int
   entries: int
   userd: np.ndarray            # the USERD page's words (Nvc56fControl_struct), host-backed
@@ -70,7 +74,39 @@ class Channel:
   methods: int = 0
 
 
-_CTRL = {name: getattr(H.struct_Nvc56fControl_struct, name).offset // 4 for name in ("GPGet", "GPPut")}
+_CTRL = {name: getattr(clc56f.struct_Nvc56fControl_struct, name).offset // 4 for name in ("GPGet", "GPPut")}
+
+
+class HostDecoder:
+  """One GPFIFO class's decoding table: the fields the PBDMA reads as (shift, mask) pairs (no dict per word), the
+  host methods the class defines and what runs each."""
+
+  HANDLED = ("SET_OBJECT", "NOP", "SEM_ADDR_LO", "SEM_ADDR_HI", "SEM_PAYLOAD_LO", "SEM_PAYLOAD_HI", "SEM_EXECUTE", "WFI",
+             "MEM_OP_A", "MEM_OP_B", "MEM_OP_C", "MEM_OP_D", "NON_STALL_INTERRUPT")
+
+  def __init__(self, host: HostClass, handlers: dict[str, Callable | None]):
+    self.host = host
+    f = host.field
+    self.hdr = {k: f("DMA_INCR", k) for k in ("opcode", "count", "subchannel", "address")}
+    self.immd_data = f("DMA_IMMD", "data")
+    self.gp0 = {k: f("GP_ENTRY0", k) for k in ("fetch", "get")}
+    self.gp1 = {k: f("GP_ENTRY1", k) for k in ("get_hi", "length", "level", "opcode")}
+    self.sem_lo, self.sem_hi = f("SEM_ADDR_LO", "offset"), f("SEM_ADDR_HI", "offset")
+    self.sem = {k: f("SEM_EXECUTE", k) for k in ("operation", "payload_size", "release_timestamp")}
+    self.set_object = f("SET_OBJECT", "nvclass")
+    self.mem_op = f("MEM_OP_D", "operation")
+    own = lambda name: isinstance(getattr(host.module, f"{host.prefix}_{name}", None), int)
+    self.methods = {host.m(name): handlers.get(name) for name in self.HANDLED if own(name)}
+    self.c = {name: host.c(name) for name in (  # the method offsets and constants the PBDMA compares against
+      "GP_ENTRY1_OPCODE_NOP", "GP_ENTRY0_FETCH_UNCONDITIONAL", "GP_ENTRY1_LEVEL_MAIN", "DMA_INCR_OPCODE_VALUE", "DMA_NONINCR_OPCODE_VALUE",
+      "DMA_ONEINCR_OPCODE_VALUE", "DMA_IMMD_OPCODE_VALUE", "SEM_ADDR_LO", "SEM_ADDR_HI", "SEM_PAYLOAD_LO", "SEM_PAYLOAD_HI",
+      "SEM_EXECUTE_PAYLOAD_SIZE_64BIT", "SEM_EXECUTE_OPERATION_RELEASE", "SEM_EXECUTE_OPERATION_ACQUIRE",
+      "SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ", "MEM_OP_D_OPERATION_MEMBAR")}
+
+
+def bits(value: int, field: tuple[int, int]) -> int:
+  """One field of a word, from its (shift, mask)."""
+  return (value & field[1]) >> field[0]
 
 
 class MockNVGPU:
@@ -82,21 +118,15 @@ class MockNVGPU:
     self.t0 = time.monotonic_ns()
     self.busy_ns = 0  # time channels spent running entries (the utilisation samples' source)
     self._busy_lock = threading.Lock()
-    f = H.register
-    self.gp0, self.gp1 = f("NVC56F_GP_ENTRY0"), f("NVC56F_GP_ENTRY1")
-    self.hdr, self.immd = f("NVC56F_DMA_INCR"), f("NVC56F_DMA_IMMD")
-    self.sem_lo, self.sem_hi, self.mem_op_d = f("NVC56F_SEM_ADDR_LO"), f("NVC56F_SEM_ADDR_HI"), f("NVC56F_MEM_OP_D")
-    self.ce_upper = CE.register("NVC8B5_OFFSET_IN_UPPER")  # OFFSET_OUT_UPPER has the same field
-    self.sem_exec = f("NVC56F_SEM_EXECUTE")
-    self.set_object = f("NVC56F_SET_OBJECT")
+    self.ce_upper = CE.register("NVC8B5_OFFSET_IN_UPPER").fields["upper"]  # OFFSET_OUT_UPPER has the same field
     self.launch = CE.register("NVC8B5_LAUNCH_DMA")
-    self.host = {H.NVC56F_SET_OBJECT: self._set_object, H.NVC56F_NOP: None, H.NVC56F_SEM_ADDR_LO: None, H.NVC56F_SEM_ADDR_HI: None,
-                 H.NVC56F_SEM_PAYLOAD_LO: None, H.NVC56F_SEM_PAYLOAD_HI: None, H.NVC56F_SEM_EXECUTE: self._sem_execute,
-                 H.NVC56F_WFI: None, H.NVC56F_MEM_OP_A: None, H.NVC56F_MEM_OP_B: None, H.NVC56F_MEM_OP_C: None,
-                 H.NVC56F_MEM_OP_D: self._mem_op, H.NVC56F_NON_STALL_INTERRUPT: None}
+    handlers = {"SET_OBJECT": self._set_object, "SEM_EXECUTE": self._sem_execute, "MEM_OP_D": self._mem_op}
+    self.decoders = {cls: HostDecoder(host, handlers) for cls, host in HOST_CLASSES.items() if cls in board.gpfifo_classes}
     # copy class methods the engine takes (clc8b5.h); others stop the channel
-    self.copy_methods = {getattr(CE, f"NVC8B5_{n}") for n in ("NOP", "OFFSET_IN_UPPER", "OFFSET_IN_LOWER", "OFFSET_OUT_UPPER", "OFFSET_OUT_LOWER",
-                                                              "PITCH_IN", "PITCH_OUT", "LINE_LENGTH_IN", "LINE_COUNT", "LAUNCH_DMA")}
+    self.ce = {n: getattr(CE, f"NVC8B5_{n}") for n in ("NOP", "OFFSET_IN_UPPER", "OFFSET_IN_LOWER", "OFFSET_OUT_UPPER", "OFFSET_OUT_LOWER",
+                                                        "PITCH_IN", "PITCH_OUT", "LINE_LENGTH_IN", "LINE_COUNT", "LAUNCH_DMA")}
+    self.copy_methods = set(self.ce.values())
+    self.copy_state = self.copy_methods - {self.ce["LAUNCH_DMA"]}  # methods that only set state the launch reads
 
   def clock(self) -> int:
     """The GPU's global timer in nanoseconds (what semaphore release timestamps carry)."""
@@ -147,96 +177,104 @@ class MockNVGPU:
     if self.on_error: self.on_error(ch, ch.error, xid)
 
   def _gp_entry(self, ch: Channel, get: int) -> None:
-    words = self.mem.view(ch.gpfifo_va + get * GP_ENTRY_BYTES, GP_ENTRY_BYTES).view(np.uint32)
-    e0, e1 = self.gp0.decode(int(words[0])), self.gp1.decode(int(words[1]))
-    length = e1["length"]
+    d = self.decoders[ch.host.cls]
+    e0, e1 = (int(w) for w in self.mem.view(ch.gpfifo_va + get * GP_ENTRY_BYTES, GP_ENTRY_BYTES).view(np.uint32))
+    length = bits(e1, d.gp1["length"])
     if length == 0:  # a control entry: only NOP is run; the others (ILLEGAL, CRC checks) are not used by user space
-      if e1["opcode"] != H.NVC56F_GP_ENTRY1_OPCODE_NOP:
-        raise ChannelError(f"GPFIFO entry {get}: control opcode {e1['opcode']} (only NOP is emulated; stricter than unsure hardware)",
-                           E.ROBUST_CHANNEL_PBDMA_ERROR)
+      if (op := bits(e1, d.gp1["opcode"])) != d.c["GP_ENTRY1_OPCODE_NOP"]:
+        raise ChannelError(f"GPFIFO entry {get}: control opcode {op} (only NOP is emulated; stricter than unsure hardware)", E.ROBUST_CHANNEL_PBDMA_ERROR)
       return
-    if e0["fetch"] != H.NVC56F_GP_ENTRY0_FETCH_UNCONDITIONAL or e1["level"] != H.NVC56F_GP_ENTRY1_LEVEL_MAIN:
+    if bits(e0, d.gp0["fetch"]) != d.c["GP_ENTRY0_FETCH_UNCONDITIONAL"] or bits(e1, d.gp1["level"]) != d.c["GP_ENTRY1_LEVEL_MAIN"]:
       raise ChannelError(f"GPFIFO entry {get}: conditional fetch or subroutine level is not emulated", E.ROBUST_CHANNEL_PBDMA_ERROR)
-    addr = e1["get_hi"] << 32 | e0["get"] << 2
-    stream = self.mem.view(addr, length * 4).view(np.uint32).tolist()
-    self._methods(ch, stream, addr)
+    addr = bits(e1, d.gp1["get_hi"]) << 32 | bits(e0, d.gp0["get"]) << 2
+    self._methods(ch, d, self.mem.view(addr, length * 4).view(np.uint32).tolist(), addr)
 
-  def _methods(self, ch: Channel, stream: list[int], addr: int) -> None:
+  def _methods(self, ch: Channel, d: HostDecoder, stream: list[int], addr: int) -> None:
     """Decode one pushbuffer segment: each header (INCR, NONINCR, ONEINCR, IMMD) and its data."""
+    incr, nonincr, oneincr, immd = (d.c[f"DMA_{k}_OPCODE_VALUE"] for k in ("INCR", "NONINCR", "ONEINCR", "IMMD"))
+    f_op, f_count, f_sub, f_addr = d.hdr["opcode"], d.hdr["count"], d.hdr["subchannel"], d.hdr["address"]
     i = 0
     while i < len(stream):
       if ch.stopped: raise _Stopped()
-      h = self.hdr.decode(stream[i])
-      op, method, subch = h["opcode"], h["address"] << 2, h["subchannel"]
-      where = f"pushbuffer {addr + 4 * i:#x}"
-      if op == H.NVC56F_DMA_IMMD_OPCODE_VALUE:
-        self._method(ch, subch, method, self.immd.decode(stream[i])["data"], where)
+      word = stream[i]
+      op, method, subch = bits(word, f_op), bits(word, f_addr) << 2, bits(word, f_sub)
+      if op == immd:
+        self._method(ch, d, subch, method, bits(word, d.immd_data), addr + 4 * i)
         i += 1
         continue
-      if op not in (H.NVC56F_DMA_INCR_OPCODE_VALUE, H.NVC56F_DMA_NONINCR_OPCODE_VALUE, H.NVC56F_DMA_ONEINCR_OPCODE_VALUE):
-        raise ChannelError(f"{where}: method header {stream[i]:#010x} has opcode {op}, not INCR/NONINCR/ONEINCR/IMMD", E.ROBUST_CHANNEL_PBDMA_ERROR)
-      count = h["count"]
+      if op not in (incr, nonincr, oneincr):
+        raise ChannelError(f"pushbuffer {addr + 4 * i:#x}: method header {word:#010x} has opcode {op}, not INCR/NONINCR/ONEINCR/IMMD", E.ROBUST_CHANNEL_PBDMA_ERROR)
+      count = bits(word, f_count)
       if count == 0 or i + 1 + count > len(stream):
-        raise ChannelError(f"{where}: method header {stream[i]:#010x} counts {count} data words, {len(stream) - i - 1} follow in the segment",
+        raise ChannelError(f"pushbuffer {addr + 4 * i:#x}: method header {word:#010x} counts {count} data words, {len(stream) - i - 1} follow in the segment",
                            E.ROBUST_CHANNEL_PBDMA_ERROR)
+      on_copy = ch.classes.get(subch) == self.board.copy_class
       for k in range(count):
-        step = k if op == H.NVC56F_DMA_INCR_OPCODE_VALUE else (0 if op == H.NVC56F_DMA_NONINCR_OPCODE_VALUE else min(k, 1))
-        self._method(ch, subch, method + 4 * step, stream[i + 1 + k], where)
+        m = method + 4 * (k if op == incr else (0 if op == nonincr else min(k, 1)))
+        if m < HOST_METHODS_END and d.methods.get(m, _NOT_PLAIN) is None: ch.state[m] = stream[i + 1 + k]  # host state (SEM_ADDR_LO...)
+        elif on_copy and m in self.copy_state: ch.state[0x10000 | m] = stream[i + 1 + k]  # copy state (OFFSET_IN_UPPER...)
+        else:
+          self._method(ch, d, subch, m, stream[i + 1 + k], addr + 4 * i)
+          continue
+        ch.methods += 1
       i += 1 + count
 
-  def _method(self, ch: Channel, subch: int, method: int, data: int, where: str) -> None:
+  def _method(self, ch: Channel, d: HostDecoder, subch: int, method: int, data: int, at: int) -> None:
     ch.methods += 1
     if method < HOST_METHODS_END:
-      if method not in self.host: raise ChannelError(f"{where}: host method {method:#x} is not a host (c56f) method", E.ROBUST_CHANNEL_PBDMA_ERROR)
+      if method not in d.methods:
+        raise ChannelError(f"pushbuffer {at:#x}: host method {method:#x} is not a {d.host.prefix} method the emulated PBDMA runs", E.ROBUST_CHANNEL_PBDMA_ERROR)
       ch.state[method] = data
-      handler = self.host[method]
-      if handler: handler(ch, subch, data, where)
+      handler = d.methods[method]
+      if handler: handler(ch, d, subch, data, at)
       return
     cls = ch.classes.get(subch)
-    if cls is None: raise ChannelError(f"{where}: method {method:#x} on subchannel {subch}, which has no class bound (SET_OBJECT)", E.ROBUST_CHANNEL_PBDMA_ERROR)
+    if cls is None: raise ChannelError(f"pushbuffer {at:#x}: method {method:#x} on subchannel {subch}, which has no class bound (SET_OBJECT)", E.ROBUST_CHANNEL_PBDMA_ERROR)
     if cls == self.board.copy_class:
-      if method not in self.copy_methods: raise ChannelError(f"{where}: copy class {cls:#x} method {method:#x} is not emulated", E.ROBUST_CHANNEL_CE0_ERROR)
+      if method not in self.copy_methods: raise ChannelError(f"pushbuffer {at:#x}: copy class {cls:#x} method {method:#x} is not emulated", E.ROBUST_CHANNEL_CE0_ERROR)
       ch.state[0x10000 | method] = data
-      if method == CE.NVC8B5_LAUNCH_DMA: self._launch_dma(ch, data, where)
+      if method == CE.NVC8B5_LAUNCH_DMA: self._launch_dma(ch, data, f"pushbuffer {at:#x}")
       return
-    raise ChannelError(f"{where}: class {cls:#x} method {method:#x}: compute methods come with exec (not emulated yet)", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    raise ChannelError(f"pushbuffer {at:#x}: class {cls:#x} method {method:#x}: compute methods come with exec (not emulated yet)", E.ROBUST_CHANNEL_GR_EXCEPTION)
 
   # ---- host methods ----
-  def _set_object(self, ch: Channel, subch: int, data: int, where: str) -> None:
-    cls = self.set_object.decode(data)["nvclass"]
+  def _set_object(self, ch: Channel, d: HostDecoder, subch: int, data: int, at: int) -> None:
+    cls = bits(data, d.set_object)
     allowed = {"copy": {self.board.copy_class}, "compute": {self.board.compute_class}}[ch.engine]
     if cls not in allowed or subch > 7:
-      raise ChannelError(f"{where}: SET_OBJECT class {cls:#x} on subchannel {subch} of a {ch.engine} channel (takes {sorted(allowed)} on 0..7)",
+      raise ChannelError(f"pushbuffer {at:#x}: SET_OBJECT class {cls:#x} on subchannel {subch} of a {ch.engine} channel (takes {sorted(allowed)} on 0..7)",
                          E.ROBUST_CHANNEL_PBDMA_ERROR)
     ch.classes[subch] = cls
 
-  def _sem_execute(self, ch: Channel, subch: int, data: int, where: str) -> None:
-    f = self.sem_exec.decode(data)
-    # the fields as c56f lays them out: a 40-bit address (Hopper's c86f widens SEM_ADDR_HI; addresses here stay below 2^40)
-    addr = self.sem_hi.decode(ch.state.get(H.NVC56F_SEM_ADDR_HI, 0))["offset"] << 32 | self.sem_lo.decode(ch.state.get(H.NVC56F_SEM_ADDR_LO, 0))["offset"] << 2
-    wide = f["payload_size"] == H.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT
-    payload = ch.state.get(H.NVC56F_SEM_PAYLOAD_LO, 0) | (ch.state.get(H.NVC56F_SEM_PAYLOAD_HI, 0) << 32 if wide else 0)
-    if addr % (8 if wide else 4): raise ChannelError(f"{where}: semaphore at {addr:#x} not aligned to its {8 if wide else 4}-byte payload", E.ROBUST_CHANNEL_PBDMA_ERROR)
+  def _sem_execute(self, ch: Channel, d: HostDecoder, subch: int, data: int, at: int) -> None:
+    where = f"pushbuffer {at:#x}"
+    hi = ch.state.get(d.c["SEM_ADDR_HI"], 0)
+    # SEM_ADDR_HI carries as many address bits as the class's header gives it (c56f 8: 40-bit addresses; c86f on 25:
+    # 57-bit); set bits above them are refused (stricter: hardware may drop them and release elsewhere)
+    if hi & ~d.sem_hi[1]: raise ChannelError(f"{where}: SEM_ADDR_HI {hi:#x} sets bits outside {d.host.prefix}_SEM_ADDR_HI_OFFSET", E.ROBUST_CHANNEL_PBDMA_ERROR)
+    addr = bits(hi, d.sem_hi) << 32 | bits(ch.state.get(d.c["SEM_ADDR_LO"], 0), d.sem_lo) << 2
+    wide = bits(data, d.sem["payload_size"]) == d.c["SEM_EXECUTE_PAYLOAD_SIZE_64BIT"]
+    payload = ch.state.get(d.c["SEM_PAYLOAD_LO"], 0) | (ch.state.get(d.c["SEM_PAYLOAD_HI"], 0) << 32 if wide else 0)
     size = 8 if wide else 4
-    read = lambda: int.from_bytes(self.mem.read(addr, size), "little")
-    op = f["operation"]
-    if op == H.NVC56F_SEM_EXECUTE_OPERATION_RELEASE:
-      if f["release_timestamp"]:
+    if addr % size: raise ChannelError(f"{where}: semaphore at {addr:#x} not aligned to its {size}-byte payload", E.ROBUST_CHANNEL_PBDMA_ERROR)
+    op = bits(data, d.sem["operation"])
+    if op == d.c["SEM_EXECUTE_OPERATION_RELEASE"]:
+      if bits(data, d.sem["release_timestamp"]):
         if addr % 16: raise ChannelError(f"{where}: a timestamped release at {addr:#x} needs 16-byte alignment", E.ROBUST_CHANNEL_PBDMA_ERROR)
         self.mem.write(addr + 8, self.clock().to_bytes(8, "little"))
       self.mem.write(addr, payload.to_bytes(size, "little"))
-    elif op in (H.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE, H.NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ):
+    elif op in (d.c["SEM_EXECUTE_OPERATION_ACQUIRE"], d.c["SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ"]):
       # ACQUIRE: equal; ACQ_STRICT_GEQ: value >= payload, compared unsigned at the payload's width (clc56f.h: "strictly"
       # greater or equal, without the circular wrap of ACQ_CIRC_GEQ)
-      test = (lambda v: v == payload) if op == H.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE else (lambda v: v >= payload)
+      read = lambda: int.from_bytes(self.mem.read(addr, size), "little")
+      test = (lambda v: v == payload) if op == d.c["SEM_EXECUTE_OPERATION_ACQUIRE"] else (lambda v: v >= payload)
       self._poll(ch, lambda: test(read()))
     else:
       raise ChannelError(f"{where}: SEM_EXECUTE operation {op} is not emulated (release, acquire, acq_strict_geq are)", E.ROBUST_CHANNEL_PBDMA_ERROR)
 
-  def _mem_op(self, ch: Channel, subch: int, data: int, where: str) -> None:
-    op = self.mem_op_d.decode(data)["operation"]
-    if op != H.NVC56F_MEM_OP_D_OPERATION_MEMBAR:
-      raise ChannelError(f"{where}: MEM_OP_D operation {op} is not emulated (MEMBAR is)", E.ROBUST_CHANNEL_PBDMA_ERROR)
+  def _mem_op(self, ch: Channel, d: HostDecoder, subch: int, data: int, at: int) -> None:
+    if (op := bits(data, d.mem_op)) != d.c["MEM_OP_D_OPERATION_MEMBAR"]:
+      raise ChannelError(f"pushbuffer {at:#x}: MEM_OP_D operation {op} is not emulated (MEMBAR is)", E.ROBUST_CHANNEL_PBDMA_ERROR)
 
   def _poll(self, ch: Channel, check) -> None:
     spins = 0
@@ -248,20 +286,23 @@ class MockNVGPU:
   # ---- the copy engine ----
   def _launch_dma(self, ch: Channel, data: int, where: str) -> None:
     f = self.launch.decode(data)
-    g = lambda name: ch.state.get(0x10000 | getattr(CE, f"NVC8B5_{name}"), 0)
+    g = lambda name: ch.state.get(0x10000 | self.ce[name], 0)
     if f["src_memory_layout"] != CE.NVC8B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT_PITCH or f["dst_memory_layout"] != CE.NVC8B5_LAUNCH_DMA_DST_MEMORY_LAYOUT_PITCH:
       raise ChannelError(f"{where}: LAUNCH_DMA with a block-linear layout is not emulated", E.ROBUST_CHANNEL_CE0_ERROR)
     if f["data_transfer_type"] == CE.NVC8B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NONE: return
     if f["semaphore_type"] != CE.NVC8B5_LAUNCH_DMA_SEMAPHORE_TYPE_NONE or f["interrupt_type"] != CE.NVC8B5_LAUNCH_DMA_INTERRUPT_TYPE_NONE:
       raise ChannelError(f"{where}: LAUNCH_DMA semaphores and interrupts are not emulated", E.ROBUST_CHANNEL_CE0_ERROR)
-    src = self.ce_upper.decode(g("OFFSET_IN_UPPER"))["upper"] << 32 | g("OFFSET_IN_LOWER")
-    dst = self.ce_upper.decode(g("OFFSET_OUT_UPPER"))["upper"] << 32 | g("OFFSET_OUT_LOWER")
+    src = bits(g("OFFSET_IN_UPPER"), self.ce_upper) << 32 | g("OFFSET_IN_LOWER")
+    dst = bits(g("OFFSET_OUT_UPPER"), self.ce_upper) << 32 | g("OFFSET_OUT_LOWER")
     n, lines = g("LINE_LENGTH_IN"), g("LINE_COUNT") if f["multi_line_enable"] else 1
     pin, pout = g("PITCH_IN"), g("PITCH_OUT")
     for line in range(lines):
       s, d = src + line * pin, dst + line * pout
       data_ = self.mem.view(s, n).copy()  # memmove semantics where the ranges overlap
       self.mem.view(d, n, write=True)[:] = data_
+
+
+_NOT_PLAIN = object()  # d.methods.get's default: not a host method that only stores state
 
 
 class _Stopped(Exception):

@@ -20,6 +20,7 @@ import numpy as np
 from hcq.autogen.nv import classes as C, clc56f, clc86f, clc8b5, clcbc0, ctrl0080, ctrl2080 as X, ctrl_fifo as F, nv_ioctl as I, nvos as O, nvstatus as S, uvm as U
 from hcq.drivers import libc
 from hcq.drivers.mock.nv.gpu import Channel, MockNVGPU, NVBoardSpec, notifier_write
+from hcq.drivers.nv.host_class import HOST_CLASSES
 from hcq.drivers.va import AddressSpace
 
 PAGE = 4096
@@ -28,6 +29,7 @@ VA_BASE, VA_SIZE = 1 << 32, 1 << 40  # the GPU VA the VA space hands out (uvm/RM
 # gpu_vaspace.c gvaspaceConstruct_IMPL (580.142): a VA space starts at gvaspaceGetReservedVaspaceBase (1 MiB) and ends at
 # the MMU format's top bit; 49 bits here (Ampere's format; Hopper's may reach 57, unsure: the stricter limit).
 VA_START_MIN, VA_LIMIT = 1 << 20, (1 << 49) - 1
+SUBCONTEXTS = 64  # VEIDs per channel group on GH100 (kfifoGetMaxSubcontext; the subctxId heap of kchangrpInit spans 0..63)
 USERMODE_MAP_OFFSET = 0x7F0000000   # the mmap offset the RM gives a usermode mapping (an opaque cookie to user space)
 
 
@@ -57,6 +59,7 @@ PARENTS: dict[int, tuple[int, ...]] = {
   C.NV01_MEMORY_SYSTEM: (C.NV01_DEVICE_0, C.NV20_SUBDEVICE_0),
   C.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR: (C.NV01_DEVICE_0, C.NV20_SUBDEVICE_0),
   C.KEPLER_CHANNEL_GROUP_A: (C.NV01_DEVICE_0, C.NV20_SUBDEVICE_0),
+  C.FERMI_CONTEXT_SHARE_A: (C.KEPLER_CHANNEL_GROUP_A,),
   clc56f.AMPERE_CHANNEL_GPFIFO_A: (C.KEPLER_CHANNEL_GROUP_A,),
   clc86f.HOPPER_CHANNEL_GPFIFO_A: (C.KEPLER_CHANNEL_GROUP_A,),
   clcbc0.HOPPER_COMPUTE_A: (clc56f.AMPERE_CHANNEL_GPFIFO_A, clc86f.HOPPER_CHANNEL_GPFIFO_A),
@@ -71,6 +74,7 @@ ALLOC_PARAMS: dict[int, Any] = {
   C.NV01_DEVICE_0: C.struct_NV0080_ALLOC_PARAMETERS, C.NV20_SUBDEVICE_0: C.struct_NV2080_ALLOC_PARAMETERS,
   C.FERMI_VASPACE_A: O.NV_VASPACE_ALLOCATION_PARAMETERS, C.NV01_MEMORY_LOCAL_USER: O.NV_MEMORY_ALLOCATION_PARAMS,
   C.NV01_MEMORY_SYSTEM: O.NV_MEMORY_ALLOCATION_PARAMS, C.KEPLER_CHANNEL_GROUP_A: O.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS,
+  C.FERMI_CONTEXT_SHARE_A: O.NV_CTXSHARE_ALLOCATION_PARAMETERS,
   clc56f.AMPERE_CHANNEL_GPFIFO_A: O.NV_CHANNEL_ALLOC_PARAMS, clc86f.HOPPER_CHANNEL_GPFIFO_A: O.NV_CHANNEL_ALLOC_PARAMS,
   clcbc0.HOPPER_COMPUTE_A: None, clc8b5.HOPPER_DMA_COPY_A: None, C.HOPPER_USERMODE_A: None,
 }
@@ -85,6 +89,7 @@ CONTROLS = {
   X.NV2080_CTRL_CMD_FB_GET_INFO_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_FB_GET_INFO_V2_PARAMS),
   X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS),
   X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_THERMAL_SYSTEM_EXECUTE_V2_PARAMS),
+  X.NV2080_CTRL_CMD_GPU_GET_GID_INFO: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS),
 }
 
 
@@ -117,7 +122,7 @@ class MockRM:
     self.uvm_clients: set[int] = set()  # RM clients whose channels UVM knows (UVM_REGISTER_GPU's hClient)
     self.last_error = ""
     self.classes = [C.NV01_ROOT, C.NV01_DEVICE_0, C.NV20_SUBDEVICE_0, C.FERMI_VASPACE_A, *MEMORY_CLASSES,
-                    C.KEPLER_CHANNEL_GROUP_A, *CHANNEL_CLASSES, clcbc0.HOPPER_COMPUTE_A, clc8b5.HOPPER_DMA_COPY_A, C.HOPPER_USERMODE_A]
+                    C.KEPLER_CHANNEL_GROUP_A, C.FERMI_CONTEXT_SHARE_A, *CHANNEL_CLASSES, clcbc0.HOPPER_COMPUTE_A, clc8b5.HOPPER_DMA_COPY_A, C.HOPPER_USERMODE_A]
 
   # ---- the escape layer: nvidia_ioctl (kernel-open/nvidia/nv.c) -> RmIoctl (arch/nvalloc/unix/src/escape.c) ----
   def ioctl(self, node: str, request: int, arg) -> int:
@@ -204,7 +209,7 @@ class MockRM:
     obj = RMObject(a.hObjectNew, parent, a.hClass)
     init = {C.NV01_DEVICE_0: self._new_device, C.NV20_SUBDEVICE_0: self._new_subdevice, C.FERMI_VASPACE_A: self._new_vaspace,
             C.NV01_MEMORY_LOCAL_USER: self._new_memory, C.NV01_MEMORY_SYSTEM: self._new_memory,
-            C.KEPLER_CHANNEL_GROUP_A: self._new_channel_group}.get(a.hClass)
+            C.KEPLER_CHANNEL_GROUP_A: self._new_channel_group, C.FERMI_CONTEXT_SHARE_A: self._new_context_share}.get(a.hClass)
     if a.hClass in CHANNEL_CLASSES: init = self._new_channel
     if a.hClass in (clcbc0.HOPPER_COMPUTE_A, clc8b5.HOPPER_DMA_COPY_A): init = self._new_engine_object
     if init: init(client, obj, p)
@@ -255,7 +260,31 @@ class MockRM:
     if p.engineType not in (C.NV2080_ENGINE_TYPE_GRAPHICS, *range(C.NV2080_ENGINE_TYPE_COPY0, C.NV2080_ENGINE_TYPE_COPY9 + 1)):
       raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"channel group engine type {p.engineType}")
     if p.hVASpace: self._object(client, p.hVASpace, (C.FERMI_VASPACE_A,))
-    obj.data.update(engine=p.engineType, enabled=False)
+    obj.data.update(engine=p.engineType, enabled=False, veids=set(), legacy=False)
+
+  def _new_context_share(self, client, obj, p) -> None:
+    """fifo/kernel_ctxshare.c kctxshareapiConstruct_IMPL and kctxshareInitCommon_IMPL (580.142): a subcontext (VEID) of
+    the channel group in a VA space. The RM takes hVASpace 0 as the device's implicit VA space, which the mock does
+    not have: it refuses that as the RM does in MULTIPLE_VASPACES mode (vaspaceGetByHandleOrDeviceDefault, stricter)."""
+    group = obj.parent
+    if p.hVASpace == 0: raise RMError(S.NV_ERR_INVALID_STATE, "hVASpace 0: the mock's device has no implicit VA space; name a FERMI_VASPACE_A")
+    # vaspaceGetByHandleOrDeviceDefault -> serverutilGetResourceRefWithType: missing NV_ERR_OBJECT_NOT_FOUND, other class INVALID_OBJECT_HANDLE
+    self._object(client, p.hVASpace, status=S.NV_ERR_OBJECT_NOT_FOUND)
+    self._object(client, p.hVASpace, (C.FERMI_VASPACE_A,))
+    free = [v for v in range(SUBCONTEXTS) if v not in group.data["veids"]]
+    # kctxshareInitCommon: SYNC takes VEID 0, SPECIFIED the one asked for, ASYNC the highest free from 63 down to 1 (then
+    # 0), ASYNC_PREFER_LOWER the lowest from 1 up (then 0); any other flags value is NV_ERR_INVALID_ARGUMENT
+    if p.flags == O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SYNC: want = [0]
+    elif p.flags == O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_SPECIFIED: want = [p.subctxId]
+    elif p.flags == O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC: want = sorted((v for v in free if v), reverse=True) + [0]
+    elif p.flags == O.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC_PREFER_LOWER: want = sorted(v for v in free if v) + [0]
+    else: raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"context share flags {p.flags:#x}: SUBCONTEXT_SYNC, _ASYNC, _SPECIFIED or _ASYNC_PREFER_LOWER (0..3)")
+    veid = next((v for v in want if v in free), None)
+    # eheapAlloc of a taken or out-of-range VEID fails; the RM returns its status (unsure which: the mock says NV_ERR_NO_MEMORY)
+    if veid is None: raise RMError(S.NV_ERR_NO_MEMORY, f"no free subcontext for flags {p.flags} (subctxId {p.subctxId}; {len(free)} of {SUBCONTEXTS} free)")
+    group.data["veids"].add(veid)
+    obj.data.update(veid=veid, vaspace=p.hVASpace)
+    p.subctxId = veid
 
   def _new_channel(self, client, obj, p) -> None:
     """fifo/kernel_channel.c kchannelConstruct: GPFIFO entries a power of two in a mapped range, USERD memory of this device."""
@@ -273,6 +302,7 @@ class MockRM:
     # an unaligned offset's low bits, so the GPU would read USERD elsewhere: the mock refuses it (stricter)
     if p.userdOffset[0] % 512 or p.userdOffset[0] + ctrl > userd.data["size"]:
       raise RMError(S.NV_ERR_INVALID_OFFSET, f"USERD offset {p.userdOffset[0]:#x} in {userd.data['size']:#x} bytes (512-byte aligned, room for {ctrl})")
+    self._channel_context(client, obj.parent, p)
     notifier = None
     if p.hObjectError:
       err = self._object(client, p.hObjectError, MEMORY_CLASSES)
@@ -284,10 +314,25 @@ class MockRM:
     view = self._host_view(userd)[p.userdOffset[0]:p.userdOffset[0] + ctrl].view(np.uint32)
     chid, self.next_chid = self.next_chid, self.next_chid + 1
     obj.data.update(chid=chid, group=group)
-    ch = Channel(chid, engine, p.gpFifoOffset, n, view, notifier)
+    ch = Channel(chid, engine, HOST_CLASSES[obj.cls], p.gpFifoOffset, n, view, notifier)
     if group.data.get("enabled"): ch.scheduled.set()
     obj.data["channel"] = ch
     self.gpu.add_channel(ch)
+
+  def _channel_context(self, client, group: RMObject, p) -> None:
+    """kernel_channel.c kchannelConstruct_IMPL (580.142): a channel names a context share or a VA space, not both; the
+    channels of a group either all name a context share of that group or none does (then the group is in legacy mode)."""
+    if p.hContextShare and p.hVASpace:
+      raise RMError(S.NV_ERR_INVALID_ARGUMENT, "both hContextShare and hVASpace: a channel takes its VA space from its context share")
+    has_channels = any("channel" in c.data for c in group.children.values())
+    if has_channels and group.data["legacy"] == bool(p.hContextShare):
+      raise RMError(S.NV_ERR_INVALID_ARGUMENT, "all channels of a channel group must name a context share if any one of them does")
+    if p.hContextShare:
+      share = self._object(client, p.hContextShare, status=S.NV_ERR_OBJECT_NOT_FOUND)  # clientGetResourceRefByType
+      if share.cls != C.FERMI_CONTEXT_SHARE_A: raise RMError(S.NV_ERR_INVALID_OBJECT_HANDLE, f"hContextShare {p.hContextShare:#x} is class {share.cls:#x}")
+      if share.parent is not group: raise RMError(S.NV_ERR_INVALID_OBJECT_PARENT, f"context share {p.hContextShare:#x} belongs to another channel group")
+    else:
+      group.data["legacy"] = True  # kchangrpapiSetLegacyMode: the RM makes the group's own context shares
 
   def _new_engine_object(self, client, obj, p) -> None:
     ch: Channel = obj.parent.data["channel"]
@@ -312,6 +357,7 @@ class MockRM:
   def _free_tree(self, client: RMObject, obj: RMObject) -> None:
     for child in list(obj.children.values()): self._free_tree(client, child)
     if "channel" in obj.data: self.gpu.remove_channel(obj.data["chid"])
+    if "veid" in obj.data: obj.parent.data["veids"].discard(obj.data["veid"])
     for va in list(obj.data.get("mappings", ())): self._unmap(obj, va)
     if obj.cls == C.NV01_MEMORY_LOCAL_USER: self.vram_used -= obj.data["size"]
     obj.parent.children.pop(obj.handle, None)
@@ -346,6 +392,7 @@ class MockRM:
     elif a.cmd == X.NV2080_CTRL_CMD_FB_GET_INFO_V2: self._fb_info(p)
     elif a.cmd == X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2: self._util_samples(p)
     elif a.cmd == X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2: self._thermal(p)
+    elif a.cmd == X.NV2080_CTRL_CMD_GPU_GET_GID_INFO: self._gid_info(p)
 
   def _fb_info(self, p) -> None:
     """kern_mem_sys_ctrl.c subdeviceCtrlCmdFbGetInfoV2_IMPL (580.142): 1..NV2080_CTRL_FB_INFO_MAX_LIST_SIZE entries; sizes in KiB.
@@ -359,6 +406,18 @@ class MockRM:
     for e in p.fbInfoList[:p.fbInfoListSize]:
       if e.index not in values: raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"FB info index {e.index:#x} is not emulated")
       e.data = values[e.index]
+
+  def _gid_info(self, p) -> None:
+    """subdevice_ctrl_gpu_kernel.c subdeviceCtrlCmdGpuGetGidInfo_IMPL -> gpu.c gpuGetGidInfo_IMPL (580.142): the TYPE field
+    must be SHA1 (else NV_ERR_INVALID_FLAGS); FORMAT BINARY gives the 16 bytes, any other FORMAT value the string
+    "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" with its NUL (gpu_uuid.c transformGidToUserFriendlyString:
+    NV_UUID_STR_LEN, 41 bytes); `index` is ignored, as the RM ignores it."""
+    flags = X.register("NV2080_GPU_CMD_GPU_GET_GID_FLAGS").decode(p.flags)
+    if flags["type"] != X.NV2080_GPU_CMD_GPU_GET_GID_FLAGS_TYPE_SHA1: raise RMError(S.NV_ERR_INVALID_FLAGS, f"GID flags {p.flags:#x}: TYPE must be SHA1")
+    gid = self.board_uuid_bytes()
+    data = gid if flags["format"] == X.NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY else self.board.uuid.encode() + b"\0"
+    ctypes.memmove(p.data, data, len(data))
+    p.length = len(data)
 
   def _util_samples(self, p) -> None:
     """kern_perf_ctrl.c subdeviceCtrlCmdPerfGetGpumonPerfmonUtilSamplesV2 (580.142): bufSize is the whole ring's size. The
