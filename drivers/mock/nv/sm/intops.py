@@ -2,7 +2,7 @@
 from __future__ import annotations
 import numpy as np
 
-from .types import SINT, UINT, int_limits, is_signed
+from .types import SINT, UINT, as_uint, int_limits, is_signed
 from .parser import type_bytes
 
 M32 = np.uint64(0xffffffff)
@@ -24,9 +24,9 @@ def mul(mode: str, t: str, a, b):
   sg = is_signed(t)
   if mode == "wide":
     wt = (SINT if sg else UINT)[2 * n]
-    return np.asarray(a).astype(wt) * np.asarray(b).astype(wt)
+    return np.asarray(a).astype(wt, copy=False) * np.asarray(b).astype(wt, copy=False)
   if mode == "lo":
-    return (np.asarray(a).astype(UINT[n]) * np.asarray(b).astype(UINT[n])).view((SINT if sg else UINT)[n])
+    return (as_uint(a, n) * as_uint(b, n)).view((SINT if sg else UINT)[n])
   if n < 8:
     wt = np.int64 if sg else np.uint64
     p = np.asarray(a).astype(wt) * np.asarray(b).astype(wt)

@@ -27,11 +27,13 @@ FUNDAMENTAL_TYPES = {"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64
                      "f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "pred", "tf32", "e4m3x2", "e5m2x2"}
 
 
+_TYPE_BYTES = {t: 1 if t == "pred" else 4 if t in ("f16x2", "bf16x2", "tf32") else 2 if t.endswith("x2") else int(re.sub(r"\D", "", t)) // 8
+               for t in FUNDAMENTAL_TYPES}
+
+
 def type_bytes(t: str) -> int:
   """Size in bytes of a PTX fundamental type (.pred counts as 1 byte in memory; PTX 5.2)."""
-  if t == "pred": return 1
-  if t.endswith("x2"): return 4 if t in ("f16x2", "bf16x2") else 2
-  return int(re.sub(r"\D", "", t)) // 8 if t != "tf32" else 4
+  return _TYPE_BYTES[t]
 
 
 @dataclass(frozen=True)
