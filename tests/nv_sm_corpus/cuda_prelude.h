@@ -12,3 +12,5 @@
 #define gridDim_x __nvvm_read_ptx_sreg_nctaid_x()
 #define __syncthreads() __nvvm_bar_sync(0)
 #define GID (blockIdx_x * blockDim_x + threadIdx_x)
+static __device__ inline float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
+static __device__ inline int __float_as_int(float x) { return __builtin_bit_cast(int, x); }

@@ -172,7 +172,7 @@ def fma_f32_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 def arith(op: str, fmt: str, mode: str, *xs: np.ndarray) -> np.ndarray:
   """add/sub/mul/fma/div/sqrt in fmt with rounding `mode`, correctly rounded; inputs in fmt, result in fmt."""
-  v = [from_fmt(x, fmt) for x in xs]
+  v = np.broadcast_arrays(*[from_fmt(x, fmt) for x in xs])
   with np.errstate(all="ignore"):
     if op in ("add", "sub"):
       s, e = two_sum(v[0], -v[1] if op == "sub" else v[1])
