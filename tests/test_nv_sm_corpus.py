@@ -292,3 +292,25 @@ def test_cuda_kernel(cuda_mod, name, make, grid, block, check):
   shared = 256 * 4 if name == "dynamic_shared_reverse" else None
   launch(cuda_mod, name, args, grid, block, shared_bytes=shared, local_bytes=None)
   assert check(args), f"{name}: wrong result"
+
+
+# --- random programs ----------------------------------------------------------------------------------------------
+import random_ir  # noqa: E402
+
+RANDOM = int(os.environ.get("HCQ_NV_SM_RANDOM", "50"))
+PER_MODULE = 25
+
+
+@pytest.mark.parametrize("first", range(0, RANDOM, PER_MODULE))
+def test_random_programs_match_host(first):
+  """Random straight-line, branching and looping LLVM IR: the SM's results equal the host's bit for bit."""
+  rng = np.random.default_rng(first)
+  seeds = range(first, min(first + PER_MODULE, RANDOM))
+  cases = {f"rand{s}": random_ir.program(s) for s in seeds}
+  data = {"i32": ints("i32", rng), "i64": ints("i64", rng), "double": floats("double", rng)}
+  bad = []
+  for name, s, h, args in run_group(cases, lambda ty, k: data[ty]):
+    if not np.array_equal(s, h):
+      i = int(np.argmax(s != h))
+      bad.append(f"{name} (HCQ_NV_SM_RANDOM seed {name[4:]}): thread {i} SM {s[i]:#x} host {h[i]:#x} from {[a[i] for a in args]}")
+  assert not bad, "\n".join(bad)

@@ -125,7 +125,7 @@ def _kernel(name: str, targs: list[str], tout: str, body: str) -> tuple[str, str
   hparams = ", ".join(f"ptr %p{v}" for v in "abc"[:len(targs)])
   hloads = "".join(f"%g{v} = getelementptr {t}, ptr %p{v}, i64 %i\n%{v} = load {t}, ptr %g{v}\n" for t, v in zip(targs, "abc"))
   host = (f"define void @host_{name}(ptr %out, {hparams}, i64 %count) {{\nentry:\nbr label %loop\nloop:\n"
-          "%i = phi i64 [0, %entry], [%i1, %loop]\n" + hloads + body + "\n" +
+          "%i = phi i64 [0, %entry], [%i1, %latch]\n" + hloads + body + "\nbr label %latch\nlatch:\n" +
           f"%go = getelementptr {tout}, ptr %out, i64 %i\nstore {tout} %r, ptr %go\n%i1 = add i64 %i, 1\n"
           "%done = icmp eq i64 %i1, %count\nbr i1 %done, label %exit, label %loop\nexit:\nret void\n}\n")
   return kern, host
