@@ -9,6 +9,7 @@ Python fractions (float(Fraction) rounds correctly), since numpy has no fused mu
 f16 values live as numpy float16, bf16 as its uint16 bits, f32/f64 as numpy floats.
 """
 from __future__ import annotations
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -140,17 +141,27 @@ def saturate(x: np.ndarray, fmt: str) -> np.ndarray:
 
 
 def _f64_fma_exact(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str, idx: np.ndarray) -> np.ndarray:
+  """fma.f64 for finite inputs with rationals: the exact a*b+c rounded by mode (IEEE 754 signed zeros)."""
   out = np.empty(idx.size, np.float64)
+  big = np.finfo(np.float64).max
   for j, i in enumerate(idx.tolist()):
     x, y, z = float(a[i]), float(b[i]), float(c[i])
-    exact = Fraction(x) * Fraction(y) + Fraction(z)
-    r = float(exact)
-    if mode != "rn" and Fraction(r) != exact:
-      below = Fraction(r) > exact
-      if mode == "rm" and below: r = float(np.nextafter(r, -np.inf))
-      elif mode == "rp" and not below: r = float(np.nextafter(r, np.inf))
-      elif mode == "rz" and (r > 0) == below and r != 0: r = float(np.nextafter(r, 0.0))
-    if exact == 0 and r == 0: r = x * y + z if (x * y + z) != 0 else (-0.0 if mode == "rm" else 0.0) if not (np.signbit(x * y) and np.signbit(z)) else -0.0
+    prod = Fraction(x) * Fraction(y)
+    exact = prod + Fraction(z)
+    if exact == 0:   # both addends zero: -0 only if both are; an exact cancellation: -0 only rounding down
+      both_neg = prod == 0 and z == 0 and math.copysign(1, x) * math.copysign(1, y) < 0 and math.copysign(1, z) < 0
+      out[j] = -0.0 if both_neg or (mode == "rm" and not (prod == 0 and z == 0 and not both_neg and
+                                                            (math.copysign(1, x) * math.copysign(1, y) > 0) == (math.copysign(1, z) > 0))) else 0.0
+      continue
+    try: r = float(exact)   # correctly rounded to nearest
+    except OverflowError: r = math.inf if exact > 0 else -math.inf
+    if math.isinf(r):
+      if mode == "rz" or (mode == "rm" and r > 0) or (mode == "rp" and r < 0): r = math.copysign(big, r)
+    elif mode != "rn" and Fraction(r) != exact:
+      above = Fraction(r) > exact
+      if mode == "rm" and above: r = float(np.nextafter(r, -np.inf))
+      elif mode == "rp" and not above: r = float(np.nextafter(r, np.inf))
+      elif mode == "rz" and (r > 0) == above: r = float(np.nextafter(r, 0.0))
     out[j] = r
   return out
 
@@ -188,7 +199,9 @@ def arith(op: str, fmt: str, mode: str, *xs: np.ndarray) -> np.ndarray:
         p, pe = two_prod(v[0], v[1])
         s, e = two_sum(p, v[2])
         r = adjust_f64(s, np.sign(e), mode)
-        hard = np.nonzero((pe != 0) & np.isfinite(s))[0]
+        fin = np.isfinite(v[0]) & np.isfinite(v[1])
+        r = np.where(fin & np.isinf(v[2]), v[2], r)   # finite*finite + inf is that inf, even when a*b overflows in f64
+        hard = np.nonzero(((pe != 0) | np.isinf(p)) & fin & np.isfinite(v[2]))[0]
         if hard.size:
           r = r.copy()
           r[hard] = _f64_fma_exact(v[0], v[1], v[2], mode, hard)
