@@ -220,7 +220,7 @@ def test_approximations_within_ptx_bounds():
 
 
 # --- CUDA C++ through clang-19 ------------------------------------------------------------------------------------
-CU = open(os.path.join(os.path.dirname(__file__), "nv_sm_corpus", "kernels.cu")).read()
+with open(os.path.join(os.path.dirname(__file__), "nv_sm_corpus", "kernels.cu")) as _f: CU = _f.read()
 
 
 @pytest.fixture(scope="module")

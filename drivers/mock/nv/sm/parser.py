@@ -168,6 +168,10 @@ class _Parser:
       elif k == "bc":
         nls = m.group().count("\n")
         if nls: line, lstart = line + nls, pos + m.group().rfind("\n") + 1
+      elif k == "num" and re.match(r"[\w.$]", text[m.end():m.end() + 1]):
+        bad = re.compile(r"[\w.$]+").match(text, pos).group()
+        raise PTXError(name, line, pos - lstart + 1, f"{bad!r} is not a valid number: PTX numbers are decimal, 0x hex, 0 octal, "
+                                                     "0b binary (optional U suffix), decimal floats, 0fXXXXXXXX or 0dXXXXXXXXXXXXXXXX")
       elif k not in ("ws", "lc"): self.toks.append(Tok(k, m.group(), line, pos - lstart + 1))
       pos = m.end()
     if text[pos:].strip() == "" and "/*" in text[max(0, pos - 2):]: pass

@@ -1,0 +1,217 @@
+"""The emulated SM's parser and executor on hand-written PTX: errors with name:line:col, faults with the address,
+kernel and PTX line, divergence with exit and bar.sync, warp operations, and a fuzz of the parser."""
+from __future__ import annotations
+import random
+
+import numpy as np
+import pytest
+
+from hcq.asm.emu.memory import VirtualMemory
+from hcq.drivers.mock.nv.sm import PTXError, PTXModule, SMFault
+from tests.nv_sm_tools import launch
+
+HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+
+def kernel(body: str, params: str = ".param .u64 out", regs: str = ".reg .b32 %r<20>;\n.reg .b64 %rd<20>;\n.reg .pred %p<8>;\n.reg .f32 %f<8>;") -> PTXModule:
+  return PTXModule.parse(HEAD + f".visible .entry k({params})\n{{\n{regs}\n{body}\n}}\n", "t.ptx")
+
+
+def run1(body: str, n: int = 32, block: int | None = None, dtype=np.uint32, **kw) -> np.ndarray:
+  """Run k(out) over n threads; each thread's `%r1` (or what the body stores) lands in out[tid]."""
+  out = np.zeros(n, dtype)
+  mod = kernel("ld.param.u64 %rd1, [out];\nmov.u32 %r0, %tid.x;\nmov.u32 %r9, %ctaid.x;\nmov.u32 %r8, %ntid.x;\n"
+               "mad.lo.u32 %r0, %r9, %r8, %r0;\nmul.wide.u32 %rd2, %r0, 4;\nadd.s64 %rd3, %rd1, %rd2;\n" + body +
+               "\nst.global.u32 [%rd3], %r1;\nret;")
+  b = block or n
+  launch(mod, "k", [out], (n // b,), (b,), **kw)
+  return out
+
+
+# --- parsing ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,where,what", [
+  (HEAD + ".visible .entry k()\n{\n  mov.u32 %r1, 1;\n}", "t.ptx:6:3", "register %r1 is not declared"),
+  (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  bra NOWHERE;\n}", "t.ptx:7:3", "undefined label 'NOWHERE'"),
+  (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  mov.u32 %r1, 0q12;\n}", "t.ptx:7:16", "'0q12' is not a valid number"),
+  (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  mov.u32 %r1 1;\n}", "t.ptx:7:15", "expected ',' or ';'"),
+  (".target sm_90\n.visible .entry k() { ret; }", "t.ptx:1:1", "missing .version"),
+  (".version 8.0\n.target gfx1100\n", "t.ptx:2:1", "is not a PTX target"),
+  (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  mov.u32 %r1, 09;\n}", "t.ptx:7:16", "not a valid number"),
+  (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  mov.u32 %r1, 1;\n", "t.ptx:7:", "no closing"),
+  (HEAD + ".global .u32 g;\n", "t.ptx:4:1", "module-scope .global"),
+  (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n L: L: ret;\n}", "t.ptx:7:5", "label 'L' defined twice"),
+])
+def test_parse_errors_name_line_column(text, where, what):
+  with pytest.raises(PTXError) as e: PTXModule.parse(text, "t.ptx")
+  assert str(e.value).startswith(where) and what in str(e.value), str(e.value)
+
+
+def test_parameters_laid_out_as_ptxas_does():
+  mod = kernel("ret;", ".param .u8 a, .param .u64 b, .param .f32 c, .param .align 16 .b8 s[20], .param .u16 d")
+  assert mod.kernels["k"].params == [("a", 0, 1), ("b", 8, 8), ("c", 16, 4), ("s", 32, 20), ("d", 52, 2)]
+
+
+def test_immediates_in_every_form():
+  body = "\n".join(f"mov.b32 %r{i + 2}, {v};" for i, v in enumerate(["0x10", "010", "0b101", "17U", "-3", "0f3F800000"]))
+  body += "\nadd.u32 %r1, %r2, %r3;\nadd.u32 %r1, %r1, %r4;\nadd.u32 %r1, %r1, %r5;\nadd.u32 %r1, %r1, %r6;\nxor.b32 %r1, %r1, %r7;"
+  want = ((16 + 8 + 5 + 17 - 3) & 0xffffffff) ^ 0x3f800000
+  assert (run1(body) == want).all()
+
+
+def test_hex_double_immediate_and_vector_operands():
+  r = run1("mov.b64 %rd5, 0d4000000000000000;\nmov.b64 {%r1, %r2}, %rd5;\nmov.b64 %rd6, {%r2, %r1};\ncvt.u32.u64 %r1, %rd6;")
+  assert (r == 0x40000000).all()
+
+
+# --- faults -------------------------------------------------------------------------------------------------------
+def test_unmapped_access_is_an_mmu_fault_with_address_kernel_and_line():
+  with pytest.raises(SMFault) as e: run1("mov.u64 %rd4, 0xdead0000;\nld.global.u32 %r1, [%rd4+16];")
+  f = e.value
+  assert (f.kind, f.address, f.kernel, f.ptx_line) == ("mmu", 0xdead0010, "k", 18), str(f)
+
+
+def test_misaligned_access_faults():
+  with pytest.raises(SMFault) as e: run1("ld.global.u32 %r1, [%rd3+2];")
+  assert e.value.kind == "misaligned" and "not 4-byte aligned" in str(e.value)
+
+
+def test_shared_access_outside_the_window_faults():
+  mod = kernel(".shared .align 4 .b8 sm[64];\nmov.u32 %r0, %tid.x;\nshl.b32 %r0, %r0, 2;\nst.shared.u32 [%r0], %r0;\nret;",
+               regs=".reg .b32 %r<4>;")
+  launch(mod, "k", [np.zeros(1, np.uint64)], (1,), (16,))
+  with pytest.raises(SMFault) as e: launch(mod, "k", [np.zeros(1, np.uint64)], (1,), (17,))
+  assert e.value.kind == "shared" and e.value.address == 64
+
+
+def test_too_little_shared_or_local_memory_is_refused():
+  mod = kernel(".shared .align 4 .b8 sm[64];\n.local .align 4 .b8 depot[32];\nret;")
+  with pytest.raises(SMFault, match="gives 32 bytes of shared memory"): launch(mod, "k", [np.zeros(1, np.uint64)], (1,), (1,), shared_bytes=32)
+  with pytest.raises(SMFault, match="needs 32"): launch(mod, "k", [np.zeros(1, np.uint64)], (1,), (1,), local_bytes=16)
+
+
+def test_misplaced_parameters_read_what_the_va_space_holds():
+  """The SM reads parameters through the VA space at params_va: pointing it elsewhere faults or reads other bytes."""
+  mod = kernel("ld.param.u64 %rd1, [out];\nst.global.u32 [%rd1], 7;\nret;")
+  vm = VirtualMemory()
+  with pytest.raises(SMFault) as e: mod.launch("k", vm, (1, 1, 1), (1, 1, 1), params_va=0x5000)
+  assert e.value.kind == "mmu" and e.value.address == 0x5000
+
+
+def test_trap_and_exit():
+  with pytest.raises(SMFault) as e: run1("setp.eq.u32 %p1, %r0, 5;\n@%p1 trap;\nmov.u32 %r1, 1;")
+  assert e.value.kind == "trap" and e.value.ptx_line == 18
+  assert (run1("setp.lt.u32 %p1, %r0, 5;\n@%p1 exit;\nmov.u32 %r1, 9;") == np.where(np.arange(32) < 5, 0, 9)).all()
+
+
+def test_unsupported_instruction_names_itself():
+  with pytest.raises(SMFault, match="call .* not supported"): run1("call.uni foo, (%r1);")
+
+
+# --- divergence, barriers, warps ----------------------------------------------------------------------------------
+def test_divergent_paths_reconverge():
+  body = """setp.lt.u32 %p1, %r0, 10;
+@%p1 bra LOW;
+mul.lo.u32 %r1, %r0, 3;
+bra.uni DONE;
+LOW:
+add.u32 %r1, %r0, 100;
+DONE:
+add.u32 %r1, %r1, 1;"""
+  assert (run1(body) == np.where(np.arange(32) < 10, np.arange(32) + 101, np.arange(32) * 3 + 1)).all()
+
+
+def test_barrier_with_exited_threads_and_divergent_arrival():
+  """Half the block exits; the rest meet at bar.sync from two different paths (then and else), and see each other's
+  shared-memory writes after it."""
+  mod = kernel("""ld.param.u64 %rd1, [out];
+mov.u32 %r0, %tid.x;
+setp.ge.u32 %p1, %r0, 64;
+@%p1 exit;
+shl.b32 %r2, %r0, 2;
+setp.lt.u32 %p2, %r0, 16;
+@%p2 bra A;
+st.shared.u32 [%r2], %r0;
+bra.uni B;
+A:
+add.u32 %r3, %r0, 1000;
+st.shared.u32 [%r2], %r3;
+B:
+bar.sync 0;
+xor.b32 %r4, %r2, 4;
+ld.shared.u32 %r5, [%r4];
+mul.wide.u32 %rd2, %r0, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r5;
+ret;
+.shared .align 4 .b8 sm[256];""")
+  out = np.zeros(128, np.uint32)
+  launch(mod, "k", [out], (1,), (128,))
+  src = np.arange(64) ^ 1
+  assert (out[:64] == np.where(src < 16, src + 1000, src)).all() and (out[64:] == 0).all()
+
+
+def test_shfl_clamp_and_predicate():
+  body = "shfl.sync.down.b32 %r1|%p1, %r0, 5, 0x1f, 0xffffffff;\nselp.u32 %r2, 0x10000, 0, %p1;\nadd.u32 %r1, %r1, %r2;"
+  lane = np.arange(64) % 32
+  want = np.where(lane + 5 <= 31, np.arange(64) + 5 + 0x10000, np.arange(64))
+  assert (run1(body, 64) == want).all()
+
+
+def test_vote_and_redux_per_warp():
+  r = run1("setp.lt.u32 %p1, %r0, 40;\nvote.sync.ballot.b32 %r1, %p1, 0xffffffff;", 64)
+  assert (r[:32] == 0xffffffff).all() and (r[32:] == 0xff).all()
+  r = run1("redux.sync.add.u32 %r1, %r0, 0xffffffff;", 64)
+  assert (r[:32] == sum(range(32))).all() and (r[32:] == sum(range(32, 64))).all()
+
+
+def test_atomics_serialise_in_lane_order():
+  body = "mov.u64 %rd4, %rd1;\natom.global.add.u32 %r1, [%rd4+256], 1;"
+  out = np.zeros(128, np.uint32)
+  mod = kernel("ld.param.u64 %rd1, [out];\nmov.u32 %r0, %tid.x;\nmul.wide.u32 %rd2, %r0, 4;\nadd.s64 %rd3, %rd1, %rd2;\n" + body +
+               "\nst.global.u32 [%rd3], %r1;\nret;")
+  launch(mod, "k", [out], (1,), (64,))
+  assert (out[:64] == np.arange(64)).all() and out[64] == 64
+
+
+def test_float_modifiers_ftz_sat_and_rounding():
+  tiny = np.float32(1e-40).view(np.uint32)
+  r = run1(f"mov.b32 %f1, {tiny:#x};\nadd.ftz.f32 %f2, %f1, %f1;\nmov.b32 %r1, %f2;")
+  assert (r == 0).all()
+  r = run1("mov.b32 %f1, 0f40000000;\nmul.sat.f32 %f2, %f1, %f1;\nmov.b32 %r1, %f2;")
+  assert (r == 0x3f800000).all()
+  r = run1("mov.b32 %f1, 0f3F800000;\nmov.b32 %f2, 0f33800000;\nadd.rp.f32 %f3, %f1, %f2;\nmov.b32 %r1, %f3;")
+  assert (r == 0x3f800001).all()   # 1 + 2^-24 rounds up only with .rp
+
+
+# --- fuzz ---------------------------------------------------------------------------------------------------------
+def test_parser_fuzz_gives_ptx_errors_only():
+  """Random edits of a valid kernel (deleted, duplicated, swapped tokens and characters) parse or raise PTXError with
+  a name:line:col prefix, never another exception."""
+  base = HEAD + """.visible .entry k(.param .u64 out, .param .align 8 .b8 blob[16])
+{
+.reg .b32 %r<9>;
+.reg .pred %p<3>;
+.shared .align 4 .f32 sm[32];
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, %tid.x;
+setp.lt.u32 %p1, %r1, 0x10;
+@!%p1 bra L1;
+st.shared.f32 [sm+4], 0f3F800000;
+L1:
+ld.global.v2.u32 {%r2, %r3}, [%rd1+-8];
+ret;
+}
+"""
+  rng = random.Random(18)
+  pieces = list(";,{}[]()@!.+-|<>%$_:0x1f") + ["\n", " ", ".reg", "%r1", "0f3F800000", "0d3FF0000000000000", "L1", "bra"]
+  for _ in range(600):
+    t = list(base)
+    for _ in range(rng.randint(1, 4)):
+      i = rng.randrange(len(t))
+      k = rng.random()
+      if k < 0.4: del t[i]
+      elif k < 0.8: t.insert(i, rng.choice(pieces))
+      else: t[i], t[-i] = t[-i], t[i]
+    text = "".join(t)
+    try: PTXModule.parse(text, "fuzz.ptx")
+    except PTXError as e: assert str(e).startswith("fuzz.ptx:") and str(e).split(":")[1].isdigit(), str(e)
