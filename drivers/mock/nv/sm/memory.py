@@ -53,15 +53,17 @@ class GlobalSpace:
                                     "mapping" + (" (or to a read-only one)" if write else "")) from None
 
   def _fast(self, addrs: np.ndarray, size: int, write: bool):
-    """Element indices into one mapping's typed view when every address lies in the mapping of the first and the
-    mapping is size-aligned (one subtraction, one max, one alignment test); None otherwise."""
-    try: m, _ = self.mem.find(int(addrs[0]), size, write)
+    """Element indices into one mapping's typed view when every address lies in one size-aligned mapping and is
+    aligned (two reductions, a test of the low bytes, one subtract-and-shift in place); None otherwise."""
+    addrs = np.ascontiguousarray(addrs)
+    lo, hi = int(addrs.min()), int(addrs.max())
+    try: m, _ = self.mem.find(lo, hi - lo + size, write)
     except PageFault: return None
     if m.va % size or m.host.size % size: return None
-    offs = addrs - np.uint64(m.va)   # an address below the mapping wraps to a huge offset
-    if int(offs.max()) + size > m.size: return None
-    if size > 1 and (offs & np.uint64(size - 1)).any(): return None
-    return m.host.view(UINT[size]), (offs >> np.uint64(size.bit_length() - 1)).view(np.int64)
+    if size > 1 and (addrs.view(np.uint8)[::8] & np.uint8(size - 1)).any(): return None   # little-endian low bytes
+    idx = np.subtract(addrs, np.uint64(m.va))
+    np.right_shift(idx, np.uint64(size.bit_length() - 1), out=idx)
+    return m.host.view(UINT[size]), idx.view(np.int64)
 
   def load(self, addrs: np.ndarray, size: int) -> np.ndarray:
     """Raw words (unsigned of `size` bytes) at each address."""
