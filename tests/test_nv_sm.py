@@ -215,3 +215,23 @@ ret;
     text = "".join(t)
     try: PTXModule.parse(text, "fuzz.ptx")
     except PTXError as e: assert str(e).startswith("fuzz.ptx:") and str(e).split(":")[1].isdigit(), str(e)
+
+
+def test_carry_chains_make_wide_arithmetic():
+  """add.cc/addc and sub.cc/subc: a 64-bit add and subtract from 32-bit halves."""
+  body = """mov.u32 %r2, 0xffffffff;
+add.cc.u32 %r3, %r2, %r0;
+addc.u32 %r4, %r0, 0;
+sub.cc.u32 %r5, %r0, 1;
+subc.u32 %r6, 7, 0;
+shl.b32 %r4, %r4, 8;
+shl.b32 %r6, %r6, 16;
+or.b32 %r1, %r4, %r6;"""
+  tid = np.arange(32, dtype=np.uint64)
+  carry = ((0xffffffff + tid) >> 32)
+  borrow = (tid < 1).astype(np.uint64)
+  assert (run1(body) == (((tid + carry) << 8) | ((7 - borrow) << 16)).astype(np.uint32)).all()
+
+
+def test_unsupported_barrier_forms_are_refused():
+  with pytest.raises(SMFault, match="only bar.sync"): run1("bar.red.popc.u32 %r1, 0, %p1;")

@@ -36,7 +36,8 @@ def ints(t: str, rng, n: int = N) -> np.ndarray:
 def floats(t: str, rng, n: int = N) -> np.ndarray:
   dt = NP[t]
   fi = np.finfo(dt)
-  v = (rng.standard_normal(n) * np.exp2(rng.integers(-20, 20, n))).astype(dt)
+  span = 8 if t == "half" else 20   # f16 tops out at 65504
+  v = (rng.standard_normal(n) * np.exp2(rng.integers(-span, span, n))).astype(dt)
   special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, fi.tiny, -fi.tiny / 4, fi.max, 1.0, -1.5, 2.5, 0.5, 3.0], dt)
   v[:special.size] = special
   v[special.size:2 * special.size] = rng.permutation(special)

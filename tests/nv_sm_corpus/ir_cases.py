@@ -37,6 +37,9 @@ def int_cases(t: str) -> dict[str, tuple[str, str]]:
     "madd": f"%x = mul {t} %a, %b\n%r = add {t} %x, %c",
   }
   if t != "i8": c["bswap"] = f"%r = call {t} @llvm.bswap.{t}({t} %a)"
+  if t == "i64":   # i128 arithmetic: carry chains (add.cc/addc, sub.cc/subc)
+    c["carry128"] = ("%x = zext i64 %a to i128\n%y = sext i64 %b to i128\n%z = add i128 %x, %y\n%w = sub i128 %z, %y\n"
+                     "%v = sub i128 %w, %y\n%s = add i128 %v, %x\n%h = lshr i128 %s, 61\n%q = xor i128 %h, %s\n%r = trunc i128 %q to i64")
   return {k: (t, v) for k, v in c.items()}
 
 

@@ -289,7 +289,9 @@ class Executor:
     op = ins.op
     if op in ("bra", "exit", "ret", "trap"): return op
     if op in ("bar", "barrier") and ins.mods[:1] != ("warp",):
-      if len(ins.args) > 1: raise self.fault("unsupported", None, "bar.sync with a thread count is not supported")
+      # bar.sync / barrier.sync[.aligned] / bar.cta.sync on barrier 0..15 with every thread; arrive/red/counts are not modelled
+      if not ({"sync"} <= set(ins.mods) <= {"sync", "aligned", "cta"}) or len(ins.args) > 1:
+        raise self.fault("unsupported", None, f"{ins.text}: only bar.sync / barrier.sync without a thread count is supported")
       return "bar"
     g = self.guard(b, ins, m)
     mm = g if m is None else (m if g is None else m & g)
@@ -380,6 +382,9 @@ def fpre(ins: Instr, t: str, v):
 def _arith(ex: Executor, b: Batch, ins: Instr, m) -> None:
   t = mods_type(ins)
   o = ins.op
+  if "cc" in ins.mods:
+    if o not in ("add", "sub"): raise Unsupported(f"{o}.cc (extended-precision multiply-add)")
+    return _carry(ex, b, ins, m)
   if is_float(t) or packed(t):
     fop = {"add": "add", "sub": "sub", "mul": "mul", "mad": "fma", "fma": "fma"}[o]
     mode = rounding(ins)
@@ -403,7 +408,6 @@ def _arith(ex: Executor, b: Batch, ins: Instr, m) -> None:
       r = np.asarray(a).astype(np.int64) + (np.asarray(c).astype(np.int64) * (1 if o == "add" else -1))
       ex.wr(b, ins.args[0], I.saturate_int(r, t), t, m)
       return
-    if "cc" in ins.mods or ins.op.endswith("c"): raise Unsupported("carry chains (add.cc/addc)")
     n = type_bytes(t)
     ua, uc = as_uint(a, n), as_uint(c, n)
     ex.wr(b, ins.args[0], (ua + uc) if o == "add" else (ua - uc), t, m)
@@ -426,6 +430,34 @@ def _arith(ex: Executor, b: Batch, ins: Instr, m) -> None:
 def relu(r, ft):
   v = F.from_fmt(r, ft)
   return np.where(v < 0, F.to_fmt(np.float64(0), ft), r) if ft != "bf16" else np.where(v < 0, np.uint16(0), r)
+
+
+@op("addc", "subc")
+def _carry(ex, b, ins, m):
+  """add.cc/addc/sub.cc/subc (PTX 9.7.2): CC.CF is the carry out of an add and the borrow out of a subtract;
+  addc adds it, subc subtracts it. The flag is a hidden per-thread register."""
+  t = mods_type(ins)
+  n = type_bytes(t)
+  a = as_uint(ex.rd(b, ins.args[1], t), n).astype(np.uint64)
+  c = as_uint(ex.rd(b, ins.args[2], t), n).astype(np.uint64)
+  cf = b.regs.get(CARRY, np.zeros(1, np.uint64)).astype(np.uint64) if ins.op.endswith("c") else np.uint64(0)
+  if n == 4:
+    full = a + c + cf if ins.op.startswith("add") else a - c - cf
+    d, out = full & np.uint64(0xffffffff), (full >> np.uint64(32)) & np.uint64(1)
+  else:
+    if ins.op.startswith("add"):
+      d = a + c + cf
+      out = ((d < a) | ((cf == 1) & (d == a))).astype(np.uint64)
+    else:
+      d = a - c - cf
+      out = ((a < c) | ((cf == 1) & (a == c))).astype(np.uint64)
+  ex.wr(b, ins.args[0], d.astype(UINT[n]), t, m)
+  if "cc" in ins.mods:
+    cur = b.regs.get(CARRY, np.zeros(b.T, np.uint64))
+    b.regs[CARRY] = np.where(m, np.broadcast_to(out, (b.T,)), cur) if m is not None else np.broadcast_to(out, (b.T,))
+
+
+CARRY = "%%cc"
 
 
 @op("div", "rem")
