@@ -11,9 +11,7 @@ PTX through its own emulator; it is not installed here, so no figure is given fo
 from __future__ import annotations
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -29,32 +27,11 @@ extern "C" __global__ void matmul(float* c, const float* a, const float* b, int 
 """
 
 
-def cuda_to_ptx(src: str, arch: str = "sm_90") -> str:
-  """CUDA C++ -> PTX with clang-19 (no CUDA SDK: the corpus prelude declares what the kernels use)."""
-  prelude = os.path.join(HERE, "..", "tests", "nv_sm_corpus", "cuda_prelude.h")
-  with tempfile.TemporaryDirectory() as d:
-    cu, ptx = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
-    open(cu, "w").write(src)
-    subprocess.run(["clang-19", "--cuda-device-only", "-nocudainc", "-nocudalib", f"--cuda-gpu-arch={arch}", "-O2", "-S",
-                    "-Wno-unknown-cuda-version", "-include", prelude, "-x", "cuda", cu, "-o", ptx], check=True)
-    return open(ptx).read()
-
-
 def nv_run(mod, name: str, bufs: list, grid, block) -> tuple[float, float, int]:
-  """Map bufs (arrays; scalars go into the parameters by value) and launch; (wall seconds, CPU seconds, lane-ops)."""
-  from hcq.asm.emu.memory import VirtualMemory
-  vm, params, va = VirtualMemory(), b"", 0x1_0000_0000
-  for x in bufs:
-    if isinstance(x, np.ndarray):
-      vm.map(va, x.nbytes, x.reshape(-1).view(np.uint8))
-      params += np.uint64(va).tobytes()
-      va += (x.nbytes + 0xffff) & ~0xffff
-    else: params += x.tobytes()
-  pbuf = np.zeros(4096, np.uint8)
-  pbuf[:len(params)] = np.frombuffer(params, np.uint8)
-  vm.map(0x1000, 4096, pbuf)
+  """Launch with bufs mapped (tests/nv_sm_tools.launch); (wall seconds, CPU seconds, lane-ops)."""
+  from tests.nv_sm_tools import launch
   t0, c0 = time.perf_counter(), time.process_time()
-  st = mod.launch(name, vm, grid, block, params_va=0x1000)
+  st = launch(mod, name, bufs, grid, block)
   return time.perf_counter() - t0, time.process_time() - c0, st["lane_ops"]
 
 
@@ -67,7 +44,8 @@ def main() -> None:
   import emu_speed
   from hcq.asm.codeobject import read_code_object
   from hcq.asm.emu import run
-  mod = PTXModule.parse(cuda_to_ptx(CUDA), "nv_emu_speed.cu")
+  from tests.nv_sm_tools import cuda_to_ptx
+  mod = PTXModule.parse(cuda_to_ptx(CUDA, "sm_90"), "nv_emu_speed.cu")
   co = read_code_object(emu_speed.build())
   rng = np.random.default_rng(0)
   n, m = 1 << 20, 256

@@ -14,7 +14,7 @@ from hcq.asm.emu.memory import VirtualMemory
 
 from .errors import PTXError, SMFault
 from .executor import Executor, Launch
-from .parser import Kernel, parse, type_bytes
+from .parser import Kernel, parse
 
 __all__ = ["PTXModule", "PTXError", "SMFault", "Kernel"]
 
@@ -70,8 +70,6 @@ class PTXModule:
     if local_bytes_per_thread < k.local_bytes:
       raise SMFault("resources", None, entry, k.line, f"the launch gives {local_bytes_per_thread} bytes of local memory per thread; "
                     f"the kernel needs {k.local_bytes}")
-    if not k.instrs and not k.labels and k.line and entry in self.kernels and k.instrs == []:
-      pass
     ex = Executor(self, k, mem, Launch(grid, block, int(params_va), int(shared_bytes), int(local_bytes_per_thread)), trace)
     ex.run()
     return {"instructions": ex.steps, "lane_ops": ex.lane_ops}

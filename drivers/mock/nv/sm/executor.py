@@ -7,7 +7,6 @@ non-exited thread of its block has arrived (exited threads count as arrived, as 
 are independent (the programming model gives no order between them), so many run in one batch.
 """
 from __future__ import annotations
-import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
@@ -23,7 +22,6 @@ from .types import SINT, UINT, VALUE_DTYPE, as_uint, int_limits, is_float, is_si
 
 ROUND = ("rn", "rz", "rm", "rp")
 IROUND = {"rni": "rn", "rzi": "rz", "rmi": "rm", "rpi": "rp"}
-SPACES = ("global", "shared", "local", "param", "const", "generic")
 BATCH_THREADS = 1 << 16   # threads run as one numpy batch: large enough to amortise Python, small enough for the caches
 
 
@@ -211,7 +209,6 @@ class Executor:
           if g is None: pc = tgt
           else:
             g = g if m is None else g & m
-            live = m if m is not None else True
             if g.all() if m is None else (g == m).all(): pc = tgt
             elif not g.any(): pc += 1
             else:
@@ -416,13 +413,13 @@ def _arith(ex: Executor, b: Batch, ins: Instr, m) -> None:
     if "24" in ins.mods: raise Unsupported("mul24")
     ex.wr(b, ins.args[0], I.mul(mode or "lo", t, a, c), t, m)
     return
-  d = ex.rd(b, ins.args[3], "s" + t[1:] if mode == "wide" and False else ({"wide": ("s" if is_signed(t) else "u") + str(type_bytes(t) * 16)}.get(mode, t)))
+  wt = ("s" if is_signed(t) else "u") + str(type_bytes(t) * 16) if mode == "wide" else t
+  d = ex.rd(b, ins.args[3], wt)
   p = I.mul(mode or "lo", t, a, c)
   if mode == "hi" and "sat" in ins.mods:
     r = np.asarray(p).astype(np.int64) + np.asarray(d).astype(np.int64)
     ex.wr(b, ins.args[0], I.saturate_int(r, t), t, m)
     return
-  wt = t if mode != "wide" else ("s" if is_signed(t) else "u") + str(type_bytes(t) * 16)
   n = type_bytes(wt)
   ex.wr(b, ins.args[0], as_uint(p, n) + as_uint(d, n), wt, m)
 
@@ -1070,7 +1067,6 @@ def _vote(ex, b, ins, m):
     bits = np.where(p & part, np.uint32(1) << (b.local_tid % 32).astype(np.uint32), np.uint32(0))
     ex.wr(b, ins.args[0], warp_reduce(b, bits.astype(np.uint32), part, np.bitwise_or, np.uint32(0)), "b32", m)
     return
-  if "not" in ins.mods or (isinstance(ins.args[1], tuple)): pass
   anyv = warp_reduce(b, p & part, part, np.logical_or, False)
   allv = warp_reduce(b, p | ~part, part, np.logical_and, True)
   r = {"all": allv, "any": anyv, "uni": allv | ~anyv}[mode]

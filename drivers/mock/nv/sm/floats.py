@@ -14,8 +14,6 @@ from fractions import Fraction
 
 import numpy as np
 
-MODES = ("rn", "rz", "rm", "rp")
-FLOAT_DTYPE = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 _TINY32 = np.float32(np.finfo(np.float32).tiny)
 
 

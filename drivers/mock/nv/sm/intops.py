@@ -31,7 +31,6 @@ def mul(mode: str, t: str, a, b):
     wt = np.int64 if sg else np.uint64
     p = np.asarray(a).astype(wt) * np.asarray(b).astype(wt)
     return (p >> (8 * n)).astype((SINT if sg else UINT)[n])
-  ua, ub = np.asarray(a).view(np.uint64) if np.ndim(a) else np.uint64(np.int64(a).view(np.uint64)), None
   ua = np.asarray(a).astype(np.int64).view(np.uint64) if sg else np.asarray(a, np.uint64)
   ub = np.asarray(b).astype(np.int64).view(np.uint64) if sg else np.asarray(b, np.uint64)
   hi = mulhi_u64(ua, ub)
@@ -58,7 +57,7 @@ def div(t: str, a, b, rem: bool):
     if is_signed(t):
       wide = a.astype(np.int64), bs.astype(np.int64)
       if n < 8:
-        q = np.trunc(wide[0] / wide[1]).astype(np.int64) if False else _tdiv(wide[0], wide[1])
+        q = _tdiv(wide[0], wide[1])
         r = wide[0] - q * wide[1]
       else:
         r = np.fmod(a, bs)

@@ -174,7 +174,6 @@ class _Parser:
                                                      "0b binary (optional U suffix), decimal floats, 0fXXXXXXXX or 0dXXXXXXXXXXXXXXXX")
       elif k not in ("ws", "lc"): self.toks.append(Tok(k, m.group(), line, pos - lstart + 1))
       pos = m.end()
-    if text[pos:].strip() == "" and "/*" in text[max(0, pos - 2):]: pass
     self.i = 0
     self.lines = text.split("\n")
     self.module_shared: dict[str, Variable] = {}
@@ -329,7 +328,6 @@ class _Parser:
     if self.accept("="):
       init = self._initializer()
     self.expect(";")
-    if space == "param": pass
     v = Variable(name.text, space, typ, count if sized else 0, align or type_bytes(typ) * vec, init, extern)
     if not sized and not (extern and space == "shared"):
       raise self.err(name, f"{name.text!r}: an unsized array is only valid as `.extern .shared` (dynamic shared memory)")
