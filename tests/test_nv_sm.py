@@ -235,3 +235,84 @@ or.b32 %r1, %r4, %r6;"""
 
 def test_unsupported_barrier_forms_are_refused():
   with pytest.raises(SMFault, match="only bar.sync"): run1("bar.red.popc.u32 %r1, 0, %p1;")
+
+
+ATOMS = [("add", t) for t in ("u32", "s32", "u64", "f32", "f64")] + [(o, t) for o in ("min", "max") for t in ("u32", "s32", "u64", "s64")] + \
+        [(o, t) for o in ("and", "or", "xor", "exch", "cas") for t in ("b32", "b64")] + [("inc", "u32"), ("dec", "u32")]
+NPT = {"u32": np.uint32, "s32": np.int32, "u64": np.uint64, "s64": np.int64, "f32": np.float32, "f64": np.float64, "b32": np.uint32, "b64": np.uint64}
+
+
+def serial_model(op: str, t: str, mem: np.ndarray, slots: np.ndarray, x: np.ndarray) -> np.ndarray:
+  """What the atomics do one lane after another: the old values, and mem updated in place."""
+  old = np.zeros_like(x)
+  for lane in range(x.size):
+    o, v = mem[slots[lane]], x[lane]
+    old[lane] = o
+    with np.errstate(all="ignore"):
+      new = {"add": lambda: o + v, "min": lambda: min(o, v), "max": lambda: max(o, v), "and": lambda: o & v, "or": lambda: o | v,
+             "xor": lambda: o ^ v, "exch": lambda: v, "cas": lambda: (v + 1) if o == v else o,
+             "inc": lambda: 0 if o >= v else o + 1, "dec": lambda: v if o == 0 or o > v else o - 1}[op]()
+    mem[slots[lane]] = np.asarray(new).astype(mem.dtype)
+  return old
+
+
+@pytest.mark.parametrize("instr", ["atom", "red"])
+@pytest.mark.parametrize("op,t", ATOMS, ids=[f"{o}.{t}" for o, t in ATOMS])
+def test_atomics_against_a_serial_model(instr, op, t):
+  if instr == "red" and op in ("exch", "cas"): pytest.skip("red has no exch/cas (PTX 9.7.12.6)")
+  size = np.dtype(NPT[t]).itemsize
+  r = "%rd" if size == 8 else "%r"
+  cas = f", {r}12" if op == "cas" else ""
+  atom = f"atom.global.{op}.{t} {r}11, [%rd4], {r}10{cas};" if instr == "atom" else f"red.global.{op}.{t} [%rd4], {r}10;"
+  mod = kernel(f"""ld.param.u64 %rd1, [out];
+ld.param.u64 %rd2, [memory];
+ld.param.u64 %rd7, [vals];
+mov.u32 %r0, %tid.x;
+rem.u32 %r1, %r0, 3;
+mul.wide.u32 %rd3, %r1, {size};
+add.s64 %rd4, %rd2, %rd3;
+mul.wide.u32 %rd5, %r0, {size};
+add.s64 %rd6, %rd7, %rd5;
+ld.global.b{size * 8} {r}10, [%rd6];
+add.s{size * 8} {r}12, {r}10, 1;
+{atom}
+add.s64 %rd8, %rd1, %rd5;
+st.global.b{size * 8} [%rd8], {r}11;
+ret;""", ".param .u64 out, .param .u64 memory, .param .u64 vals")
+  rng = np.random.default_rng(len(op) * 7 + size)
+  n = 96
+  if t[0] == "f": x = rng.standard_normal(n).astype(NPT[t])
+  elif op in ("inc", "dec"): x = rng.integers(0, 40, n).astype(NPT[t])
+  else: x = rng.integers(-50, 50, n).astype(np.int64).astype(NPT[t])
+  if op == "cas": x[::4] = np.resize(x[:3], x[::4].size)   # some compares succeed
+  mem = (rng.integers(0, 20, 4) if t[0] != "f" else rng.standard_normal(4)).astype(NPT[t])
+  want_mem = mem.copy()
+  want_old = serial_model(op, t, want_mem, np.arange(n) % 3, x)
+  out = np.zeros(n, NPT[t])
+  launch(mod, "k", [out, mem, x], (1,), (n,))
+  assert np.array_equal(mem, want_mem), f"memory {mem} != {want_mem}"
+  if instr == "atom": assert np.array_equal(out, want_old)
+
+
+def test_const_space_and_trace():
+  mod = PTXModule.parse(HEAD + """.const .align 4 .u32 table[4] = {10, 20, 30, 40};
+.visible .entry k(.param .u64 out)
+{
+.reg .b32 %r<4>; .reg .b64 %rd<4>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r0, %tid.x;
+shl.b32 %r1, %r0, 2;
+ld.const.u32 %r2, [table+4];
+cvt.u64.u32 %rd2, %r1;
+mov.u64 %rd3, table;
+add.s64 %rd3, %rd3, %rd2;
+ld.const.u32 %r3, [%rd3];
+add.u32 %r3, %r3, %r2;
+add.s64 %rd2, %rd1, %rd2;
+st.global.u32 [%rd2], %r3;
+ret;
+}""", "c.ptx")
+  out, lines = np.zeros(4, np.uint32), []
+  launch(mod, "k", [out], (1,), (4,), trace=lines.append)
+  assert list(out) == [30, 40, 50, 60]
+  assert len(lines) == 12 and lines[0].startswith("k line 8: ld.param.u64") and lines[0].endswith("[4 threads]"), lines[:2]
