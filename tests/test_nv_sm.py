@@ -317,3 +317,27 @@ ret;
   launch(mod, "k", [out], (1,), (4,), trace=lines.append)
   assert list(out) == [30, 40, 50, 60]
   assert len(lines) == 12 and lines[0].startswith("k line 8: ld.param.u64") and lines[0].endswith("[4 threads]"), lines[:2]
+
+
+@pytest.mark.parametrize("op,ref,bound", [("tanh.approx.f32", np.tanh, 2 ** -11), ("ex2.approx.ftz.f32", np.exp2, None),
+                                          ("sin.approx.f32", np.sin, None), ("rsqrt.approx.f32", lambda v: 1 / np.sqrt(v), 2 ** -22.9)])
+def test_approximations_in_ptx_bounds(op, ref, bound):
+  """tanh.approx.f32: relative error 2^-11; ex2.approx.ftz.f32: 2 ulp; sin.approx.f32: 2^-20.9 absolute on [-pi, pi]
+  (PTX ISA 9.7.3)."""
+  x = np.linspace(0.01, 3.0, 64).astype(np.float32)
+  out = np.zeros(64, np.float32)
+  mod = kernel(f"""ld.param.u64 %rd1, [out];
+ld.param.u64 %rd2, [inp];
+mov.u32 %r0, %tid.x;
+mul.wide.u32 %rd3, %r0, 4;
+add.s64 %rd4, %rd2, %rd3;
+ld.global.f32 %f1, [%rd4];
+{op} %f2, %f1;
+add.s64 %rd5, %rd1, %rd3;
+st.global.f32 [%rd5], %f2;
+ret;""", ".param .u64 out, .param .u64 inp")
+  launch(mod, "k", [out, x], (1,), (64,))
+  want = ref(x.astype(np.float64))
+  if op.startswith("ex2"): assert (np.abs(out - want) <= 2 * np.spacing(want.astype(np.float32))).all()
+  elif op.startswith("sin"): assert (np.abs(out - want) <= 2 ** -20.9).all()
+  else: assert (np.abs(out - want) / np.abs(want) <= bound).all()

@@ -224,9 +224,9 @@ def test_approximations_within_ptx_bounds():
 with open(os.path.join(os.path.dirname(__file__), "nv_sm_corpus", "kernels.cu")) as _f: CU = _f.read()
 
 
-@pytest.fixture(scope="module")
-def cuda_mod():
-  return PTXModule.parse(cuda_to_ptx(CU, "sm_80"), "kernels.cu")
+@pytest.fixture(scope="module", params=["sm_80", "sm_90"])
+def cuda_mod(request):
+  return PTXModule.parse(cuda_to_ptx(CU, request.param), f"kernels.cu ({request.param})")
 
 
 def cuda_cases():
