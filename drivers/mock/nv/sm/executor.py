@@ -982,6 +982,25 @@ def serial_apply(view: np.ndarray, idx: np.ndarray, op_: str, t: str, x, y, want
     np.add.at(tv.view(UINT[n]), idx, np.asarray(x).astype(dt).view(UINT[n]))
     return old
   old = np.empty(idx.size, UINT[type_bytes(t)])
+  if uniq.size <= 256:   # contention on few addresses: each address's lanes in order, a scan where the op allows one
+    order = np.argsort(idx, kind="stable")
+    bounds = np.searchsorted(idx[order], uniq)
+    scan = {"add": np.add, "min": np.fmin if is_float(t) else np.minimum, "max": np.fmax if is_float(t) else np.maximum,
+            "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}.get(op_)
+    xs = np.broadcast_to(np.asarray(x).astype(dt), idx.shape)
+    for g, (a, n) in enumerate(zip(bounds.tolist(), counts.tolist())):
+      lanes = order[a:a + n]
+      if scan is not None and t not in ("f16", "bf16"):
+        with np.errstate(all="ignore"): acc = scan.accumulate(np.concatenate([tv[uniq[g]:uniq[g] + 1], xs[lanes]]), dtype=dt)
+        old[lanes] = acc[:-1].view(UINT[type_bytes(t)])
+        tv[uniq[g]] = acc[-1]
+        continue
+      cur = tv[uniq[g]:uniq[g] + 1].copy()
+      for k in lanes.tolist():   # cas, exch, inc, dec, half types: one lane after another
+        old[k] = cur.view(UINT[type_bytes(t)])[0]
+        cur = np.asarray(atomic_update(op_, t, cur, xs[k:k + 1], None if y is None else np.broadcast_to(y, idx.shape)[k:k + 1])).astype(dt)
+      tv[uniq[g]] = cur[0]
+    return old
   rest = np.arange(idx.size)
   while rest.size:
     _, f = np.unique(idx[rest], return_index=True)
