@@ -238,8 +238,8 @@ def test_unsupported_barrier_forms_are_refused():
 
 
 ATOMS = [("add", t) for t in ("u32", "s32", "u64", "f32", "f64")] + [(o, t) for o in ("min", "max") for t in ("u32", "s32", "u64", "s64")] + \
-        [(o, t) for o in ("and", "or", "xor", "exch", "cas") for t in ("b32", "b64")] + [("inc", "u32"), ("dec", "u32")]
-NPT = {"u32": np.uint32, "s32": np.int32, "u64": np.uint64, "s64": np.int64, "f32": np.float32, "f64": np.float64, "b32": np.uint32, "b64": np.uint64}
+        [(o, t) for o in ("and", "or", "xor", "exch", "cas") for t in ("b32", "b64")] + [("inc", "u32"), ("dec", "u32"), ("add", "f16")]
+NPT = {"f16": np.float16, "u32": np.uint32, "s32": np.int32, "u64": np.uint64, "s64": np.int64, "f32": np.float32, "f64": np.float64, "b32": np.uint32, "b64": np.uint64}
 
 
 def serial_model(op: str, t: str, mem: np.ndarray, slots: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -264,7 +264,8 @@ def test_atomics_against_a_serial_model(instr, op, t):
   size = np.dtype(NPT[t]).itemsize
   r = "%rd" if size == 8 else "%r"
   cas = f", {r}12" if op == "cas" else ""
-  atom = f"atom.global.{op}.{t} {r}11, [%rd4], {r}10{cas};" if instr == "atom" else f"red.global.{op}.{t} [%rd4], {r}10;"
+  opm = op + (".noftz" if t == "f16" else "")   # atom.add.noftz.f16 (PTX 9.7.12.5)
+  atom = f"atom.global.{opm}.{t} {r}11, [%rd4], {r}10{cas};" if instr == "atom" else f"red.global.{opm}.{t} [%rd4], {r}10;"
   mod = kernel(f"""ld.param.u64 %rd1, [out];
 ld.param.u64 %rd2, [memory];
 ld.param.u64 %rd7, [vals];
@@ -341,3 +342,31 @@ ret;""", ".param .u64 out, .param .u64 inp")
   if op.startswith("ex2"): assert (np.abs(out - want) <= 2 * np.spacing(want.astype(np.float32))).all()
   elif op.startswith("sin"): assert (np.abs(out - want) <= 2 ** -20.9).all()
   else: assert (np.abs(out - want) / np.abs(want) <= bound).all()
+
+
+def test_packed_half2_ops_are_per_half_and_correctly_rounded():
+  """add/mul/fma.rn.f16x2 act on both halves (lower half from the lower 16 bits), each rounded once."""
+  rng = np.random.default_rng(3)
+  a, b, c = (rng.standard_normal(128).astype(np.float16) for _ in range(3))
+  out = np.zeros(3 * 128, np.float16)
+  mod = kernel("""ld.param.u64 %rd1, [out];
+ld.param.u64 %rd2, [inp];
+mov.u32 %r0, %tid.x;
+mul.wide.u32 %rd3, %r0, 4;
+add.s64 %rd4, %rd2, %rd3;
+ld.global.b32 %r1, [%rd4];
+ld.global.b32 %r2, [%rd4+256];
+ld.global.b32 %r3, [%rd4+512];
+add.rn.f16x2 %r4, %r1, %r2;
+mul.rn.f16x2 %r5, %r1, %r2;
+fma.rn.f16x2 %r6, %r1, %r2, %r3;
+add.s64 %rd5, %rd1, %rd3;
+st.global.b32 [%rd5], %r4;
+st.global.b32 [%rd5+256], %r5;
+st.global.b32 [%rd5+512], %r6;
+ret;""", ".param .u64 out, .param .u64 inp")
+  launch(mod, "k", [out, np.concatenate([a, b, c])], (1,), (64,))
+  a64, b64, c64 = (v.astype(np.float64) for v in (a, b, c))
+  assert np.array_equal(out[:128], (a64 + b64).astype(np.float16))
+  assert np.array_equal(out[128:256], (a64 * b64).astype(np.float16))
+  assert np.array_equal(out[256:], (a64 * b64 + c64).astype(np.float16))   # exact in f64 for these magnitudes, one rounding
