@@ -1,4 +1,4 @@
-"""Random LLVM IR programs for the SM's differential test: straight-line arithmetic in i32/i64/float/double, if/else
+"""Random LLVM IR programs for the SM's differential test: straight-line arithmetic in i8/i16/i32/i64/float/double, if/else
 diamonds on data-dependent conditions (threads diverge), and short data-dependent loops, over the inputs %a (i32),
 %b (i64), %c (double); the result %r (i64) folds the last integer and the last float (NaN made canonical, since
 hosts keep NaN payloads PTX does not). Every operation is defined for every input (divisors made non-zero and not
@@ -6,8 +6,8 @@ hosts keep NaN payloads PTX does not). Every operation is defined for every inpu
 from __future__ import annotations
 import random
 
-TYPES = ("i32", "i64", "float", "double")
-BITS = {"i32": 32, "i64": 64}
+TYPES = ("i8", "i16", "i32", "i64", "float", "double")
+BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
 
 
 class Gen:
@@ -15,7 +15,7 @@ class Gen:
     self.rng = random.Random(seed)
     self.n = 0
     self.lines: list[str] = []
-    self.pool = {"i32": ["%a"], "i64": ["%b"], "float": [], "double": ["%c"]}
+    self.pool = {"i8": [], "i16": [], "i32": ["%a"], "i64": ["%b"], "float": [], "double": ["%c"]}
     self.block = "entry0"
 
   def new(self) -> str:
@@ -37,6 +37,7 @@ class Gen:
     if t == "float": return self.emit(t, f"fptrunc double {self.pick('double')} to float")
     if t == "double": return self.emit(t, f"sitofp i32 {self.pick('i32')} to double")
     if t == "i32": return self.emit(t, f"trunc i64 {self.pick('i64')} to i32")
+    if t in ("i8", "i16"): return self.emit(t, f"trunc i32 {self.pick('i32')} to {t}")
     return self.emit(t, f"sext i32 {self.pick('i32')} to i64")
 
   def op(self) -> None:
@@ -67,7 +68,8 @@ class Gen:
         f = r.choice(["smin", "umax", "ctpop", "abs"])
         rest = {"smin": f", {t} {b}", "umax": f", {t} {b}", "ctpop": "", "abs": ", i1 false"}[f]
         self.emit(t, f"call {t} @llvm.{f}.{t}({t} {a}{rest})")
-      else: self.emit(t, f"{'trunc i64' if t == 'i32' else 'zext i32'} {self.pick('i64' if t == 'i32' else 'i32')} to {t}")
+      elif t == "i64": self.emit(t, f"zext i32 {self.pick('i32')} to i64")
+      else: self.emit(t, f"trunc i64 {self.pick('i64')} to {t}")
     else:
       s = "f32" if t == "float" else "f64"
       a, b = self.pick(t), self.pick(t)
@@ -153,7 +155,9 @@ class Gen:
     self.lines.append("br label %entry0")
     self.lines.append("entry0:")
     self.body(0, self.rng.randint(2, 6))
-    i, f = self.pick("i64"), self.pick("double")
+    small = self.emit("i64", f"sext i16 {self.pick('i16')} to i64")
+    i = self.emit("i64", f"xor i64 {self.pick('i64')}, {small}")
+    f = self.pick("double")
     self.lines += [f"%fn = fcmp uno double {f}, 0.0", f"%fc = select i1 %fn, double 0x7FF8000000000000, double {f}",
                    "%fb = bitcast double %fc to i64", f"%r = xor i64 {i}, %fb"]
     return "\n".join(self.lines)
