@@ -370,3 +370,34 @@ ret;""", ".param .u64 out, .param .u64 inp")
   assert np.array_equal(out[:128], (a64 + b64).astype(np.float16))
   assert np.array_equal(out[128:256], (a64 * b64).astype(np.float16))
   assert np.array_equal(out[256:], (a64 * b64 + c64).astype(np.float16))   # exact in f64 for these magnitudes, one rounding
+
+
+def test_threads_at_different_bar_sync_instructions_meet():
+  """sm_70+: bar.sync counts threads per barrier, not per instruction, so the two sides of an if/else can each hold a
+  bar.sync 0 and still meet."""
+  mod = kernel("""ld.param.u64 %rd1, [out];
+mov.u32 %r0, %tid.x;
+shl.b32 %r2, %r0, 2;
+setp.lt.u32 %p1, %r0, 16;
+@%p1 bra LOW;
+st.shared.u32 [%r2], %r0;
+bar.sync 0;
+xor.b32 %r4, %r2, 64;
+ld.shared.u32 %r5, [%r4];
+bra.uni OUT;
+LOW:
+add.u32 %r3, %r0, 500;
+st.shared.u32 [%r2], %r3;
+bar.sync 0;
+xor.b32 %r4, %r2, 64;
+ld.shared.u32 %r5, [%r4];
+OUT:
+mul.wide.u32 %rd2, %r0, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r5;
+ret;
+.shared .align 4 .b8 sm[128];""")
+  out = np.zeros(32, np.uint32)
+  launch(mod, "k", [out], (1,), (32,))
+  src = np.arange(32) ^ 16
+  assert (out == np.where(src < 16, src + 500, src)).all()
