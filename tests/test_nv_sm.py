@@ -401,3 +401,11 @@ ret;
   launch(mod, "k", [out], (1,), (32,))
   src = np.arange(32) ^ 16
   assert (out == np.where(src < 16, src + 500, src)).all()
+
+
+@pytest.mark.parametrize("mode,want", [("rz", np.finfo(np.float64).max), ("rm", np.finfo(np.float64).max), ("rp", np.inf), ("rn", np.inf)])
+def test_f64_overflow_by_rounding_mode(mode, want):
+  """DBL_MAX + DBL_MAX overflows to +inf only when rounding up or to nearest (IEEE 754 7.4)."""
+  r = run1(f"mov.b64 %rd5, 0d7FEFFFFFFFFFFFFF;\nadd.{mode}.f64 %rd6, %rd5, %rd5;\nmov.b64 {{%r1, %r2}}, %rd6;\n"
+           "setp.eq.u32 %p1, %r0, 1;\n@%p1 mov.b32 %r1, %r2;", 2)
+  assert r.view(np.uint64)[0] == np.float64(want).view(np.uint64)

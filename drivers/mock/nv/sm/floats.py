@@ -58,31 +58,36 @@ def round_odd(v: np.ndarray, err_sign: np.ndarray) -> np.ndarray:
   return np.where(fix, np.nextafter(v, np.where(err_sign > 0, np.inf, -np.inf)), v)
 
 
-def adjust_f64(v: np.ndarray, err_sign: np.ndarray, mode: str) -> np.ndarray:
-  """An f64 RN result `v` (exact value v + err of sign err_sign) rounded by `mode` instead."""
+def adjust_f64(v: np.ndarray, err_sign: np.ndarray, mode: str, finite_in: np.ndarray | bool = False) -> np.ndarray:
+  """An f64 RN result `v` (exact value v + err of sign err_sign) rounded by `mode` instead; where the inputs were
+  finite (`finite_in`) an infinite v is an overflow, which .rz gives as the largest finite value, and .rm/.rp on
+  the side they round toward zero (IEEE 754 7.4)."""
   if mode == "rn": return v
   if mode == "rm": step = err_sign < 0
   elif mode == "rp": step = err_sign > 0
   else: step = (err_sign != 0) & (np.sign(err_sign) != np.sign(v)) & (v != 0)
-  if not np.any(step): return v
   target = {"rm": -np.inf, "rp": np.inf, "rz": 0.0}[mode]
-  return np.where(step & np.isfinite(v), np.nextafter(v, target), np.where(step & np.isinf(v) & (mode != "rn"), np.nextafter(v, target) if mode == "rz" else v, v))
+  r = np.where(step & np.isfinite(v), np.nextafter(v, target), v)
+  ovf = np.isinf(v) & finite_in & ((mode == "rz") | ((mode == "rm") & (v > 0)) | ((mode == "rp") & (v < 0)))
+  return np.where(ovf, np.copysign(np.finfo(np.float64).max, v), r)
 
 
-def _f32_from_f64(v: np.ndarray, mode: str) -> np.ndarray:
+def _narrow(v: np.ndarray, dtype, mode: str) -> np.ndarray:
+  """f64 -> f32 or f16 by mode: numpy's conversion rounds to nearest; a directed mode steps one ulp where the
+  conversion went the wrong way (the difference is exact: the two are within a factor of 2)."""
   with np.errstate(all="ignore"):
-    r = v.astype(np.float32)
+    r = v.astype(dtype)
     if mode == "rn": return r
     d = v - r.astype(np.float64)
   if mode == "rm": step, tgt = d < 0, -np.inf
   elif mode == "rp": step, tgt = d > 0, np.inf
   else: step, tgt = (d != 0) & (np.sign(d) != np.sign(r)) & (r != 0), 0.0
-  return np.where(step, np.nextafter(r, np.float32(tgt)), r)
+  return np.where(step, np.nextafter(r, dtype(tgt)), r)
 
 
 def _ro32(v: np.ndarray) -> np.ndarray:
   """f64 -> f32 rounded to odd (for a following rounding to bf16)."""
-  r = _f32_from_f64(v, "rz")
+  r = _narrow(v, np.float32, "rz")
   with np.errstate(all="ignore"): inexact = (r.astype(np.float64) != v) & np.isfinite(v)
   bits = r.view(np.uint32)
   return np.where(inexact, bits | np.uint32(1), bits).view(np.float32)
@@ -101,23 +106,12 @@ def _bf16_from_f32(x: np.ndarray, mode: str) -> np.ndarray:
   return np.where(nan, np.uint16(0x7fff), out).astype(np.uint16)
 
 
-def _f16_from_f64(v: np.ndarray, mode: str) -> np.ndarray:
-  with np.errstate(all="ignore"):
-    r = v.astype(np.float16)
-    if mode == "rn": return r
-    d = v - r.astype(np.float64)
-  if mode == "rm": step, tgt = d < 0, -np.inf
-  elif mode == "rp": step, tgt = d > 0, np.inf
-  else: step, tgt = (d != 0) & (np.sign(d) != np.sign(r)) & (r != 0), 0.0
-  return np.where(step, np.nextafter(r, np.float16(tgt)), r)
-
-
 def to_fmt(v: np.ndarray, fmt: str, mode: str = "rn") -> np.ndarray:
   """f64 values (rounded to odd where inexact) rounded to fmt by mode; bf16 comes back as uint16 bits."""
   v = np.asarray(v, np.float64)
   if fmt == "f64": return v
-  if fmt == "f32": return _f32_from_f64(v, mode)
-  if fmt == "f16": return _f16_from_f64(v, mode)
+  if fmt == "f32": return _narrow(v, np.float32, mode)
+  if fmt == "f16": return _narrow(v, np.float16, mode)
   if fmt == "bf16": return _bf16_from_f32(_ro32(v), mode)
   raise ValueError(fmt)
 
@@ -185,12 +179,12 @@ def arith(op: str, fmt: str, mode: str, *xs: np.ndarray) -> np.ndarray:
   with np.errstate(all="ignore"):
     if op in ("add", "sub"):
       s, e = two_sum(v[0], -v[1] if op == "sub" else v[1])
-      if fmt == "f64": return adjust_f64(s, np.sign(e), mode)
+      if fmt == "f64": return adjust_f64(s, np.sign(e), mode, np.isfinite(v[0]) & np.isfinite(v[1]))
       r = round_odd(s, np.sign(e))
     elif op == "mul":
       if fmt == "f64":
         p, e = two_prod(v[0], v[1])
-        return adjust_f64(p, np.sign(e), mode)
+        return adjust_f64(p, np.sign(e), mode, np.isfinite(v[0]) & np.isfinite(v[1]))
       r = v[0] * v[1]
     elif op == "fma":
       if fmt == "f64":
@@ -211,7 +205,7 @@ def arith(op: str, fmt: str, mode: str, *xs: np.ndarray) -> np.ndarray:
       h, l = two_prod(q, v[1])
       rs = np.sign((v[0] - h) - l) * np.sign(v[1])
       rs = np.where(np.isfinite(q) & (q != 0) | ((q == 0) & (v[0] != 0) & np.isfinite(v[1])), rs, 0)
-      if fmt == "f64": return adjust_f64(q, rs, mode)
+      if fmt == "f64": return adjust_f64(q, rs, mode, np.isfinite(v[0]) & np.isfinite(v[1]) & (v[1] != 0))
       r = round_odd(q, rs)
     elif op == "sqrt":
       q = np.sqrt(v[0])
