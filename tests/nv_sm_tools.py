@@ -20,7 +20,8 @@ BUF_VA = 0x1_0000_0000
 
 @lru_cache(maxsize=1)
 def _llvm():
-  import llvmlite.binding as llvm
+  from tests.tools import require_module
+  llvm = require_module("llvmlite.binding")
   llvm.initialize_all_targets()
   llvm.initialize_all_asmprinters()
   try: llvm.initialize_native_target(); llvm.initialize_native_asmprinter()
@@ -55,10 +56,12 @@ class HostJIT:
 @lru_cache(maxsize=8)
 def cuda_to_ptx(src: str, arch: str = "sm_80") -> str:
   """CUDA C++ -> PTX with clang-19 (no CUDA SDK here: cuda_prelude.h declares what the kernels use)."""
+  from tests.tools import require_tool
+  clang = require_tool("clang-19")
   with tempfile.TemporaryDirectory() as d:
     cu, ptx = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
     open(cu, "w").write(src)
-    subprocess.run(["clang-19", "--cuda-device-only", "-nocudainc", "-nocudalib", f"--cuda-gpu-arch={arch}", "-O2", "-S",
+    subprocess.run([clang, "--cuda-device-only", "-nocudainc", "-nocudalib", f"--cuda-gpu-arch={arch}", "-O2", "-S",
                     "-Wno-unknown-cuda-version", "-include", os.path.join(CORPUS, "cuda_prelude.h"), "-x", "cuda", cu, "-o", ptx],
                    check=True, capture_output=True)
     return open(ptx).read()
