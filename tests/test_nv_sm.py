@@ -409,3 +409,8 @@ def test_f64_overflow_by_rounding_mode(mode, want):
   r = run1(f"mov.b64 %rd5, 0d7FEFFFFFFFFFFFFF;\nadd.{mode}.f64 %rd6, %rd5, %rd5;\nmov.b64 {{%r1, %r2}}, %rd6;\n"
            "setp.eq.u32 %p1, %r0, 1;\n@%p1 mov.b32 %r1, %r2;", 2)
   assert r.view(np.uint64)[0] == np.float64(want).view(np.uint64)
+
+
+def test_cache_qualifiers_parse_and_do_not_change_values():
+  r = run1("st.global.L1::no_allocate.u32 [%rd3], %r0;\nld.global.nc.L1::evict_last.L2::256B.u32 %r1, [%rd3];\nadd.u32 %r1, %r1, 1;")
+  assert (r == np.arange(32) + 1).all()

@@ -19,7 +19,7 @@ _TOKEN = re.compile(r"""
   (?P<num>0[fF][0-9a-fA-F]{8}(?![\w.]) | 0[dD][0-9a-fA-F]{16}(?![\w.]) |
           (?:\d+\.\d*(?:[eE][+-]?\d+)? | \.\d+(?:[eE][+-]?\d+)? | \d+[eE][+-]?\d+) |
           0[xX][0-9a-fA-F]+U? | 0[bB][01]+U? | \d+U?) |
-  (?P<id>[%$.A-Za-z_][\w$%.]*) |
+  (?P<id>[%$.A-Za-z_](?:[\w$%.]|::)*) |   # `::` joins qualifiers such as ld.global.L1::evict_last
   (?P<punct>[{}()\[\],;:+\-@!<>=|*/&~^])
 """, re.X | re.S)
 
