@@ -149,7 +149,9 @@ class Executor:
     if name in k.param_types: return dict((p[0], p[1]) for p in k.params)[name] + off
     if name in k.shared:
       o = k.shared[name][0]
-      return (k.static_shared_bytes + 15) // 16 * 16 + off if o < 0 else o + off
+      if o >= 0: return o + off
+      align = max(16, k.shared[name][1].align)   # dynamic shared memory starts after the static part, aligned
+      return (k.static_shared_bytes + align - 1) // align * align + off
     if name in k.local: return k.local[name][0] + off
     if name in self.module.const_offsets: return self.module.const_offsets[name] + off
     raise Unsupported(f"symbol {name!r} is not a parameter or variable of kernel {k.name}")
