@@ -1,0 +1,301 @@
+"""Runs one kernel launch: blocks in batches, threads of a batch as numpy lanes, divergence by a per-thread PC.
+
+Scheduling (PTX ISA 3.3 "independent thread scheduling" as sm_70+ implement it, simplified): while every live thread
+is at one PC the batch runs converged; after a divergent branch, the threads at the lowest PC run next, so both
+sides of an if/else run and the paths meet again at their common successor. bar.sync holds a thread until every
+non-exited thread of its block has arrived (exited threads count as arrived, as on sm_70+). Blocks of one launch
+are independent (the programming model gives no order between them), so many run in one batch.
+"""
+from __future__ import annotations
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+
+from . import floats as F
+from . import ops_alu, ops_mem, ops_warp  # noqa: F401  (they fill OPS)
+from .errors import SMFault
+from .memory import Fault, GlobalSpace, WindowSpace, fault_to_sm
+from .ops_common import OPS, Unsupported
+from .parser import SINK, Addr, Imm, Instr, Kernel, PredPair, Reg, Sym, type_bytes
+from .types import SINT, UINT, VALUE_DTYPE, is_float, is_signed, storage_dtype
+
+BATCH_THREADS = 1 << 16   # threads run as one numpy batch: large enough to amortise Python, small enough for the caches
+
+
+@dataclass
+class Launch:
+  grid: tuple[int, int, int]
+  block: tuple[int, int, int]
+  params_va: int
+  shared_bytes: int
+  local_bytes: int
+
+
+class Batch:
+  """The state of `nblk` blocks (first linear block index `blk0`) running together: T = nblk * block threads."""
+
+  def __init__(self, ex: "Executor", blk0: int, nblk: int):
+    self.ex, self.blk0, self.nblk = ex, blk0, nblk
+    L = ex.launch
+    self.bs = L.block[0] * L.block[1] * L.block[2]
+    self.T = nblk * self.bs
+    self.regs: dict[str, np.ndarray] = {}
+    self.shared = WindowSpace("shared", nblk, L.shared_bytes)
+    self.local = WindowSpace("local", self.T, L.local_bytes)
+    self._special: dict[str, np.ndarray] = {}
+
+  @cached_property
+  def local_tid(self) -> np.ndarray:
+    """Each thread's linear index in its block."""
+    return np.tile(np.arange(self.bs, dtype=np.int64), self.nblk)
+
+  @cached_property
+  def block_of(self) -> np.ndarray:
+    """Each thread's block, counted from the batch's first."""
+    return np.repeat(np.arange(self.nblk, dtype=np.int64), self.bs)
+
+  @cached_property
+  def thread_index(self) -> np.ndarray:
+    return np.arange(self.T)
+
+  def special(self, name: str) -> np.ndarray:
+    if name in self._special: return self._special[name]
+    L = self.ex.launch
+    bx, by, _ = L.block
+    gx, gy, _ = L.grid
+    base, comp = name.split(".") if "." in name else (name, "")
+    ax = "xyz".index(comp) if comp else 0
+    lt = np.arange(self.bs, dtype=np.int64)             # per thread of one block, then tiled over the batch
+    lin = np.arange(self.blk0, self.blk0 + self.nblk)   # per block, then repeated for its threads
+    per_thread = per_block = None
+    if base == "%tid": per_thread = [lt % bx, lt // bx % by, lt // (bx * by)][ax]
+    elif base == "%ntid": per_thread = np.full(self.bs, L.block[ax])
+    elif base == "%ctaid": per_block = [lin % gx, lin // gx % gy, lin // (gx * gy)][ax]
+    elif base == "%nctaid": per_thread = np.full(self.bs, L.grid[ax])
+    elif base == "%laneid": per_thread = lt % 32
+    elif base == "%warpid": per_thread = lt // 32
+    elif base == "%nwarpid": per_thread = np.full(self.bs, (self.bs + 31) // 32)
+    elif base in ("%smid", "%gridid"): per_thread = np.zeros(self.bs)
+    elif base == "%nsmid": per_thread = np.full(self.bs, 132)   # an H200 has 132 SMs
+    elif base.startswith("%lanemask_"):
+      one = np.uint64(1) << (lt % 32).astype(np.uint64)
+      per_thread = {"eq": one, "lt": one - np.uint64(1), "le": (one << np.uint64(1)) - np.uint64(1),
+                    "gt": ~((one << np.uint64(1)) - np.uint64(1)), "ge": ~(one - np.uint64(1))}[base[10:]] & np.uint64(0xffffffff)
+    elif base in ("%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
+      return np.broadcast_to(np.array(self.ex.steps, np.uint64 if base in ("%clock64", "%globaltimer") else np.uint32), (self.T,))
+    elif base == "%dynamic_smem_size": per_thread = np.full(self.bs, L.shared_bytes - self.ex.kernel.static_shared_bytes)
+    elif base == "%total_smem_size": per_thread = np.full(self.bs, L.shared_bytes)
+    else: raise Unsupported(f"special register {name}")
+    v = np.tile(per_thread.astype(np.uint32), self.nblk) if per_thread is not None else np.repeat(per_block.astype(np.uint32), self.bs)
+    self._special[name] = v
+    return v
+
+
+class Executor:
+  """One launch of `kernel`: call run()."""
+
+  def __init__(self, module, kernel: Kernel, mem, launch: Launch, trace: Callable[[str], None] | None):
+    self.module, self.kernel, self.mem, self.launch, self.trace = module, kernel, mem, launch, trace
+    self.glob = GlobalSpace(mem)
+    self.steps = 0
+    self.lane_ops = 0
+    self.ins: Instr | None = None
+
+  # --- operands -----------------------------------------------------------------------------------------------
+  def rd(self, b: Batch, op, t: str):
+    """Operand `op` as values of type t (array of T, or a scalar for an immediate)."""
+    dt = VALUE_DTYPE[t]
+    if isinstance(op, Reg):
+      if op.name in self.kernel.regs:
+        arr = b.regs.get(op.name)
+        if arr is None: arr = b.regs[op.name] = np.broadcast_to(np.zeros(1, storage_dtype(self.kernel.regs[op.name])), (b.T,))
+      else: arr = b.special(op.name)
+      return self.fit(arr, t)
+    if isinstance(op, Imm):
+      if op.is_float:
+        if t == "bf16": return F.to_fmt(np.float64(op.value), "bf16")
+        if not is_float(t) and t not in ("b32", "b64"): raise Unsupported(f"a float immediate for a .{t} operand")
+        if t in ("b32", "b64", "f32", "f64", "f16"):
+          if t == "b32": return np.float32(op.value).view(np.uint32)
+          if t == "b64": return np.float64(op.value).view(np.uint64)
+          return dt(op.value)
+      if t == "pred": return np.bool_(op.value != 0)
+      if is_float(t) and t != "bf16": raise Unsupported(f"an integer immediate for a .{t} operand (use 0f/0d)")
+      n = type_bytes(t)
+      return UINT[n](op.value & ((1 << 8 * n) - 1)).view(dt) if t != "bf16" else np.uint16(op.value & 0xffff)
+    if isinstance(op, (Sym, Addr)):
+      return self.fit(np.uint64(self.symbol_address(op)), t)
+    if isinstance(op, tuple) and op[0] == "not": return ~self.rd(b, op[1], "pred")
+    if isinstance(op, tuple) and op[0] == "neg": return -self.rd(b, op[1], t)
+    raise Unsupported(f"operand {op}")
+
+  def fit(self, arr, t: str):
+    """A register's raw bits (or a value) as type t: same width viewed, wider truncated, narrower extended."""
+    dt = VALUE_DTYPE[t]
+    arr = np.asarray(arr)
+    if t == "pred": return arr if arr.dtype == np.bool_ else arr != 0
+    if arr.dtype == np.bool_: arr = arr.astype(np.uint8)
+    n = type_bytes(t)
+    s = arr.dtype.itemsize
+    if s == n: return arr.view(dt) if arr.dtype != dt else arr
+    if s > n: return arr.astype(UINT[s]).astype(UINT[n]).view(dt)
+    return (arr.view(SINT[s]).astype(SINT[n]) if is_signed(t) else arr.view(UINT[s]).astype(UINT[n])).view(dt)
+
+  def symbol_address(self, op) -> int:
+    name, off = (op.name, 0) if isinstance(op, Sym) else (op.base.name, op.offset)
+    k = self.kernel
+    if name in k.param_types: return dict((p[0], p[1]) for p in k.params)[name] + off
+    if name in k.shared:
+      o = k.shared[name][0]
+      if o >= 0: return o + off
+      align = max(16, k.shared[name][1].align)   # dynamic shared memory starts after the static part, aligned
+      return (k.static_shared_bytes + align - 1) // align * align + off
+    if name in k.local: return k.local[name][0] + off
+    if name in self.module.const_offsets: return self.module.const_offsets[name] + off
+    raise Unsupported(f"symbol {name!r} is not a parameter or variable of kernel {k.name}")
+
+  def wr(self, b: Batch, op, val, t: str, m) -> None:
+    """Write val (type t) to register op under mask m (None: every thread)."""
+    if op is SINK or op is None: return
+    if isinstance(op, PredPair):
+      raise Unsupported("p|q destination outside setp")
+    if not isinstance(op, Reg) or op.name not in self.kernel.regs:
+      raise Unsupported(f"destination {op} is not a declared register")
+    st = self.kernel.regs[op.name]
+    sd = storage_dtype(st)
+    v = np.asarray(val)
+    if sd == np.bool_: v = v.astype(np.bool_) if v.dtype != np.bool_ else v
+    else:
+      if v.dtype == np.bool_: v = v.astype(np.uint8)
+      if v.dtype.itemsize != sd().itemsize:
+        v = self.fit(v, ("s" if is_signed(t) else "u") + str(sd().itemsize * 8))
+      v = v.view(sd) if v.dtype != sd else v
+    if v.ndim == 0 or v.shape != (b.T,): v = np.broadcast_to(v, (b.T,))
+    if m is not None:
+      old = b.regs.get(op.name)
+      if old is None: old = np.zeros(b.T, sd)
+      v = np.where(m, v, old)
+    b.regs[op.name] = v
+
+  # --- the loop -----------------------------------------------------------------------------------------------
+  def run(self) -> None:
+    L = self.launch
+    bs = L.block[0] * L.block[1] * L.block[2]
+    nblocks = L.grid[0] * L.grid[1] * L.grid[2]
+    per = max(1, min(nblocks, BATCH_THREADS // max(bs, 1)))
+    for blk0 in range(0, nblocks, per):
+      self.run_batch(Batch(self, blk0, min(per, nblocks - blk0)))
+
+  def run_batch(self, b: Batch) -> None:
+    code = self.kernel.instrs
+    n = len(code)
+    DEAD = n + 1
+    pc, pcs, alive, blocked = 0, None, None, None
+    while True:
+      if pcs is None:
+        if pc >= n: return
+        ins = code[pc]
+        m = alive
+        kind = self.step(b, ins, m)
+        if kind is None: pc += 1
+        elif kind == "bra":
+          g = self.guard(b, ins, m)
+          tgt = self.kernel.labels[ins.args[0].name]
+          if g is None: pc = tgt
+          else:
+            g = g if m is None else g & m
+            if g.all() if m is None else (g == m).all(): pc = tgt
+            elif not g.any(): pc += 1
+            else:
+              pcs = np.where(g, tgt, pc + 1)
+              if m is not None: pcs = np.where(m, pcs, DEAD)
+        elif kind in ("exit", "ret"):
+          g = self.guard(b, ins, m)
+          if g is None: return
+          alive = ~g if alive is None else alive & ~g
+          if not alive.any(): return
+          pc += 1
+        elif kind == "bar": pc += 1   # converged: every live thread of every block is here
+        elif kind == "trap": raise self.fault("trap", None, "trap instruction executed")
+        continue
+      # divergent
+      runnable = alive if blocked is None else (alive & ~blocked if alive is not None else ~blocked)
+      pr = pcs if runnable is None else np.where(runnable, pcs, DEAD)
+      minpc = int(pr.min())
+      if minpc >= n:
+        if blocked is not None and blocked.any():
+          if self.release(b, alive, blocked, pcs): continue
+          raise SMFault("barrier", None, self.kernel.name, None, "every live thread waits at bar.sync but some block can never "
+                        "complete its barrier")
+        return
+      m = pr == minpc
+      if blocked is None or not blocked.any():
+        if (m == (alive if alive is not None else True)).all():
+          pc, pcs, blocked = minpc, None, None
+          continue
+      ins = code[minpc]
+      kind = self.step(b, ins, m)
+      if kind is None: pcs = np.where(m, pcs + 1, pcs)
+      elif kind == "bra":
+        g = self.guard(b, ins, m)
+        tgt = self.kernel.labels[ins.args[0].name]
+        tk = m if g is None else m & g
+        pcs = np.where(tk, tgt, np.where(m, pcs + 1, pcs))
+      elif kind in ("exit", "ret"):
+        g = self.guard(b, ins, m)
+        ex = m if g is None else m & g
+        alive = ~ex if alive is None else alive & ~ex
+        pcs = np.where(ex, DEAD, np.where(m, pcs + 1, pcs))
+      elif kind == "bar":
+        g = self.guard(b, ins, m)
+        arr = m if g is None else m & g
+        blocked = arr if blocked is None else blocked | arr
+        pcs = np.where(m & ~arr, pcs + 1, pcs)
+        self.release(b, alive, blocked, pcs)
+      elif kind == "trap": raise self.fault("trap", None, "trap instruction executed")
+
+  def release(self, b: Batch, alive, blocked, pcs) -> bool:
+    """Let every block whose live threads all wait at a barrier go on; whether any did (pcs, blocked in place)."""
+    al = np.ones(b.T, bool) if alive is None else alive
+    done = (blocked | ~al).reshape(b.nblk, b.bs).all(1) & blocked.reshape(b.nblk, b.bs).any(1)
+    if not done.any(): return False
+    rel = blocked & np.repeat(done, b.bs)
+    pcs[rel] += 1
+    blocked[rel] = False
+    return True
+
+  def guard(self, b: Batch, ins: Instr, m):
+    if ins.pred is None: return None
+    p = self.rd(b, ins.pred, "pred")
+    p = ~p if ins.pred_neg else p
+    return np.broadcast_to(p, (b.T,))
+
+  def fault(self, kind: str, address: int | None, message: str) -> SMFault:
+    return SMFault(kind, address, self.kernel.name, self.ins.line if self.ins else None, message)
+
+  def step(self, b: Batch, ins: Instr, m):
+    """Execute ins for the threads in m (None: all); returns the control kind or None."""
+    self.ins = ins
+    self.steps += 1
+    if self.trace: self.trace(f"{self.kernel.name} line {ins.line}: {ins.text}  [{b.T if m is None else int(m.sum())} threads]")
+    op = ins.op
+    if op in ("bra", "exit", "ret", "trap"): return op
+    if op in ("bar", "barrier") and ins.mods[:1] != ("warp",):
+      # bar.sync / barrier.sync[.aligned] / bar.cta.sync on barrier 0..15 with every thread; arrive/red/counts are not modelled
+      if not ({"sync"} <= set(ins.mods) <= {"sync", "aligned", "cta"}) or len(ins.args) > 1:
+        raise self.fault("unsupported", None, f"{ins.text}: only bar.sync / barrier.sync without a thread count is supported")
+      return "bar"
+    g = self.guard(b, ins, m)
+    mm = g if m is None else (m if g is None else m & g)
+    if mm is not None and not mm.any(): return None
+    try:
+      fn = OPS.get(op)
+      if fn is None: raise Unsupported(f"instruction {op}")
+      fn(self, b, ins, mm)
+    except Fault as f: raise fault_to_sm(f, self.kernel.name, ins.line) from None
+    except Unsupported as u:
+      raise SMFault("unsupported", None, self.kernel.name, ins.line, f"{ins.text}: {u} is not supported by the emulated SM") from None
+    self.lane_ops += b.T if mm is None else int(np.count_nonzero(mm))
+    return None

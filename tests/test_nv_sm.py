@@ -1,0 +1,425 @@
+"""The emulated SM's parser and executor on hand-written PTX: errors with name:line:col, faults with the address,
+kernel and PTX line, divergence with exit and bar.sync, warp operations, and a fuzz of the parser."""
+from __future__ import annotations
+import random
+
+import numpy as np
+import pytest
+
+from hcq.asm.emu.memory import VirtualMemory
+from hcq.drivers.mock.nv.sm import PTXError, PTXModule, SMFault
+from tests.nv_sm_tools import launch
+
+HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+
+def kernel(body: str, params: str = ".param .u64 out", regs: str = ".reg .b32 %r<20>;\n.reg .b64 %rd<20>;\n.reg .pred %p<8>;\n.reg .f32 %f<8>;") -> PTXModule:
+  return PTXModule.parse(HEAD + f".visible .entry k({params})\n{{\n{regs}\n{body}\n}}\n", "t.ptx")
+
+
+def run1(body: str, n: int = 32, block: int | None = None, dtype=np.uint32, **kw) -> np.ndarray:
+  """Run k(out) over n threads; each thread's `%r1` (or what the body stores) lands in out[tid]."""
+  out = np.zeros(n, dtype)
+  mod = kernel("ld.param.u64 %rd1, [out];\nmov.u32 %r0, %tid.x;\nmov.u32 %r9, %ctaid.x;\nmov.u32 %r8, %ntid.x;\n"
+               "mad.lo.u32 %r0, %r9, %r8, %r0;\nmul.wide.u32 %rd2, %r0, 4;\nadd.s64 %rd3, %rd1, %rd2;\n" + body +
+               "\nst.global.u32 [%rd3], %r1;\nret;")
+  b = block or n
+  launch(mod, "k", [out], (n // b,), (b,), **kw)
+  return out
+
+
+# --- parsing ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,where,what", [
+  (HEAD + ".visible .entry k()\n{\n  mov.u32 %r1, 1;\n}", "t.ptx:6:3", "register %r1 is not declared"),
+  (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  bra NOWHERE;\n}", "t.ptx:7:3", "undefined label 'NOWHERE'"),
+  (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  mov.u32 %r1, 0q12;\n}", "t.ptx:7:16", "'0q12' is not a valid number"),
+  (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  mov.u32 %r1 1;\n}", "t.ptx:7:15", "expected ',' or ';'"),
+  (".target sm_90\n.visible .entry k() { ret; }", "t.ptx:1:1", "missing .version"),
+  (".version 8.0\n.target gfx1100\n", "t.ptx:2:1", "is not a PTX target"),
+  (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  mov.u32 %r1, 09;\n}", "t.ptx:7:16", "not a valid number"),
+  (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  mov.u32 %r1, 1;\n", "t.ptx:7:", "no closing"),
+  (HEAD + ".global .u32 g;\n", "t.ptx:4:1", "module-scope .global"),
+  (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n L: L: ret;\n}", "t.ptx:7:5", "label 'L' defined twice"),
+])
+def test_parse_errors_name_line_column(text, where, what):
+  with pytest.raises(PTXError) as e: PTXModule.parse(text, "t.ptx")
+  assert str(e.value).startswith(where) and what in str(e.value), str(e.value)
+
+
+def test_parameters_laid_out_as_ptxas_does():
+  mod = kernel("ret;", ".param .u8 a, .param .u64 b, .param .f32 c, .param .align 16 .b8 s[20], .param .u16 d")
+  assert mod.kernels["k"].params == [("a", 0, 1), ("b", 8, 8), ("c", 16, 4), ("s", 32, 20), ("d", 52, 2)]
+
+
+def test_immediates_in_every_form():
+  body = "\n".join(f"mov.b32 %r{i + 2}, {v};" for i, v in enumerate(["0x10", "010", "0b101", "17U", "-3", "0f3F800000"]))
+  body += "\nadd.u32 %r1, %r2, %r3;\nadd.u32 %r1, %r1, %r4;\nadd.u32 %r1, %r1, %r5;\nadd.u32 %r1, %r1, %r6;\nxor.b32 %r1, %r1, %r7;"
+  want = ((16 + 8 + 5 + 17 - 3) & 0xffffffff) ^ 0x3f800000
+  assert (run1(body) == want).all()
+
+
+def test_hex_double_immediate_and_vector_operands():
+  r = run1("mov.b64 %rd5, 0d4000000000000000;\nmov.b64 {%r1, %r2}, %rd5;\nmov.b64 %rd6, {%r2, %r1};\ncvt.u32.u64 %r1, %rd6;")
+  assert (r == 0x40000000).all()
+
+
+# --- faults -------------------------------------------------------------------------------------------------------
+def test_unmapped_access_is_an_mmu_fault_with_address_kernel_and_line():
+  with pytest.raises(SMFault) as e: run1("mov.u64 %rd4, 0xdead0000;\nld.global.u32 %r1, [%rd4+16];")
+  f = e.value
+  assert (f.kind, f.address, f.kernel, f.ptx_line) == ("mmu", 0xdead0010, "k", 18), str(f)
+
+
+def test_misaligned_access_faults():
+  with pytest.raises(SMFault) as e: run1("ld.global.u32 %r1, [%rd3+2];")
+  assert e.value.kind == "misaligned" and "not 4-byte aligned" in str(e.value)
+
+
+def test_shared_access_outside_the_window_faults():
+  mod = kernel(".shared .align 4 .b8 sm[64];\nmov.u32 %r0, %tid.x;\nshl.b32 %r0, %r0, 2;\nst.shared.u32 [%r0], %r0;\nret;",
+               regs=".reg .b32 %r<4>;")
+  launch(mod, "k", [np.zeros(1, np.uint64)], (1,), (16,))
+  with pytest.raises(SMFault) as e: launch(mod, "k", [np.zeros(1, np.uint64)], (1,), (17,))
+  assert e.value.kind == "shared" and e.value.address == 64
+
+
+def test_too_little_shared_memory_is_refused_local_memory_is_the_callers_check():
+  """Shared memory below the static declarations is refused (ptxas keeps even unused .shared: 512 bytes smem for an
+  unused 512-byte array). A PTX .local depot may live in registers after ptxas (0-byte stack frame), so a launch with
+  no local memory still runs, each thread getting the depot, and only an access past it faults."""
+  mod = kernel(".shared .align 4 .b8 sm[64];\n.local .align 4 .b8 depot[32];\nmov.u32 %r1, 7;\nst.local.u32 [depot+28], %r1;\n"
+               "ld.local.u32 %r2, [depot+28];\nld.param.u64 %rd1, [out];\nst.global.u32 [%rd1], %r2;\nret;")
+  with pytest.raises(SMFault, match="gives 32 bytes of shared memory"): launch(mod, "k", [np.zeros(1, np.uint64)], (1,), (1,), shared_bytes=32)
+  out = np.zeros(1, np.uint64)
+  launch(mod, "k", [out], (1,), (1,), local_bytes=0)
+  assert out[0] == 7
+  bad = kernel(".local .align 4 .b8 depot[32];\nmov.u32 %r1, 7;\nst.local.u32 [depot+32], %r1;\nret;")
+  with pytest.raises(SMFault) as e: launch(bad, "k", [np.zeros(1, np.uint64)], (1,), (1,), local_bytes=0)
+  assert e.value.kind == "local" and e.value.address == 32
+
+
+def test_misplaced_parameters_read_what_the_va_space_holds():
+  """The SM reads parameters through the VA space at params_va: pointing it elsewhere faults or reads other bytes."""
+  mod = kernel("ld.param.u64 %rd1, [out];\nst.global.u32 [%rd1], 7;\nret;")
+  vm = VirtualMemory()
+  with pytest.raises(SMFault) as e: mod.launch("k", vm, (1, 1, 1), (1, 1, 1), params_va=0x5000)
+  assert e.value.kind == "mmu" and e.value.address == 0x5000
+
+
+def test_trap_and_exit():
+  with pytest.raises(SMFault) as e: run1("setp.eq.u32 %p1, %r0, 5;\n@%p1 trap;\nmov.u32 %r1, 1;")
+  assert e.value.kind == "trap" and e.value.ptx_line == 18
+  assert (run1("setp.lt.u32 %p1, %r0, 5;\n@%p1 exit;\nmov.u32 %r1, 9;") == np.where(np.arange(32) < 5, 0, 9)).all()
+
+
+def test_unsupported_instruction_names_itself():
+  with pytest.raises(SMFault, match="call .* not supported"): run1("call.uni foo, (%r1);")
+
+
+# --- divergence, barriers, warps ----------------------------------------------------------------------------------
+def test_divergent_paths_reconverge():
+  body = """setp.lt.u32 %p1, %r0, 10;
+@%p1 bra LOW;
+mul.lo.u32 %r1, %r0, 3;
+bra.uni DONE;
+LOW:
+add.u32 %r1, %r0, 100;
+DONE:
+add.u32 %r1, %r1, 1;"""
+  assert (run1(body) == np.where(np.arange(32) < 10, np.arange(32) + 101, np.arange(32) * 3 + 1)).all()
+
+
+def test_barrier_with_exited_threads_and_divergent_arrival():
+  """Half the block exits; the rest meet at bar.sync from two different paths (then and else), and see each other's
+  shared-memory writes after it."""
+  mod = kernel("""ld.param.u64 %rd1, [out];
+mov.u32 %r0, %tid.x;
+setp.ge.u32 %p1, %r0, 64;
+@%p1 exit;
+shl.b32 %r2, %r0, 2;
+setp.lt.u32 %p2, %r0, 16;
+@%p2 bra A;
+st.shared.u32 [%r2], %r0;
+bra.uni B;
+A:
+add.u32 %r3, %r0, 1000;
+st.shared.u32 [%r2], %r3;
+B:
+bar.sync 0;
+xor.b32 %r4, %r2, 4;
+ld.shared.u32 %r5, [%r4];
+mul.wide.u32 %rd2, %r0, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r5;
+ret;
+.shared .align 4 .b8 sm[256];""")
+  out = np.zeros(128, np.uint32)
+  launch(mod, "k", [out], (1,), (128,))
+  src = np.arange(64) ^ 1
+  assert (out[:64] == np.where(src < 16, src + 1000, src)).all() and (out[64:] == 0).all()
+
+
+def test_shfl_clamp_and_predicate():
+  body = "shfl.sync.down.b32 %r1|%p1, %r0, 5, 0x1f, 0xffffffff;\nselp.u32 %r2, 0x10000, 0, %p1;\nadd.u32 %r1, %r1, %r2;"
+  lane = np.arange(64) % 32
+  want = np.where(lane + 5 <= 31, np.arange(64) + 5 + 0x10000, np.arange(64))
+  assert (run1(body, 64) == want).all()
+
+
+def test_vote_and_redux_per_warp():
+  r = run1("setp.lt.u32 %p1, %r0, 40;\nvote.sync.ballot.b32 %r1, %p1, 0xffffffff;", 64)
+  assert (r[:32] == 0xffffffff).all() and (r[32:] == 0xff).all()
+  r = run1("redux.sync.add.u32 %r1, %r0, 0xffffffff;", 64)
+  assert (r[:32] == sum(range(32))).all() and (r[32:] == sum(range(32, 64))).all()
+
+
+def test_atomics_serialise_in_lane_order():
+  body = "mov.u64 %rd4, %rd1;\natom.global.add.u32 %r1, [%rd4+256], 1;"
+  out = np.zeros(128, np.uint32)
+  mod = kernel("ld.param.u64 %rd1, [out];\nmov.u32 %r0, %tid.x;\nmul.wide.u32 %rd2, %r0, 4;\nadd.s64 %rd3, %rd1, %rd2;\n" + body +
+               "\nst.global.u32 [%rd3], %r1;\nret;")
+  launch(mod, "k", [out], (1,), (64,))
+  assert (out[:64] == np.arange(64)).all() and out[64] == 64
+
+
+def test_float_modifiers_ftz_sat_and_rounding():
+  tiny = np.float32(1e-40).view(np.uint32)
+  r = run1(f"mov.b32 %f1, {tiny:#x};\nadd.ftz.f32 %f2, %f1, %f1;\nmov.b32 %r1, %f2;")
+  assert (r == 0).all()
+  r = run1("mov.b32 %f1, 0f40000000;\nmul.sat.f32 %f2, %f1, %f1;\nmov.b32 %r1, %f2;")
+  assert (r == 0x3f800000).all()
+  r = run1("mov.b32 %f1, 0f3F800000;\nmov.b32 %f2, 0f33800000;\nadd.rp.f32 %f3, %f1, %f2;\nmov.b32 %r1, %f3;")
+  assert (r == 0x3f800001).all()   # 1 + 2^-24 rounds up only with .rp
+
+
+# --- fuzz ---------------------------------------------------------------------------------------------------------
+def test_parser_fuzz_gives_ptx_errors_only():
+  """Random edits of a valid kernel (deleted, duplicated, swapped tokens and characters) parse or raise PTXError with
+  a name:line:col prefix, never another exception."""
+  base = HEAD + """.visible .entry k(.param .u64 out, .param .align 8 .b8 blob[16])
+{
+.reg .b32 %r<9>;
+.reg .pred %p<3>;
+.shared .align 4 .f32 sm[32];
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, %tid.x;
+setp.lt.u32 %p1, %r1, 0x10;
+@!%p1 bra L1;
+st.shared.f32 [sm+4], 0f3F800000;
+L1:
+ld.global.v2.u32 {%r2, %r3}, [%rd1+-8];
+ret;
+}
+"""
+  rng = random.Random(18)
+  pieces = list(";,{}[]()@!.+-|<>%$_:0x1f") + ["\n", " ", ".reg", "%r1", "0f3F800000", "0d3FF0000000000000", "L1", "bra"]
+  for _ in range(600):
+    t = list(base)
+    for _ in range(rng.randint(1, 4)):
+      i = rng.randrange(len(t))
+      k = rng.random()
+      if k < 0.4: del t[i]
+      elif k < 0.8: t.insert(i, rng.choice(pieces))
+      else: t[i], t[-i] = t[-i], t[i]
+    text = "".join(t)
+    try: PTXModule.parse(text, "fuzz.ptx")
+    except PTXError as e: assert str(e).startswith("fuzz.ptx:") and str(e).split(":")[1].isdigit(), str(e)
+
+
+def test_carry_chains_make_wide_arithmetic():
+  """add.cc/addc and sub.cc/subc: a 64-bit add and subtract from 32-bit halves."""
+  body = """mov.u32 %r2, 0xffffffff;
+add.cc.u32 %r3, %r2, %r0;
+addc.u32 %r4, %r0, 0;
+sub.cc.u32 %r5, %r0, 1;
+subc.u32 %r6, 7, 0;
+shl.b32 %r4, %r4, 8;
+shl.b32 %r6, %r6, 16;
+or.b32 %r1, %r4, %r6;"""
+  tid = np.arange(32, dtype=np.uint64)
+  carry = ((0xffffffff + tid) >> 32)
+  borrow = (tid < 1).astype(np.uint64)
+  assert (run1(body) == (((tid + carry) << 8) | ((7 - borrow) << 16)).astype(np.uint32)).all()
+
+
+def test_unsupported_barrier_forms_are_refused():
+  with pytest.raises(SMFault, match="only bar.sync"): run1("bar.red.popc.u32 %r1, 0, %p1;")
+
+
+ATOMS = [("add", t) for t in ("u32", "s32", "u64", "f32", "f64")] + [(o, t) for o in ("min", "max") for t in ("u32", "s32", "u64", "s64")] + \
+        [(o, t) for o in ("and", "or", "xor", "exch", "cas") for t in ("b32", "b64")] + [("inc", "u32"), ("dec", "u32"), ("add", "f16")]
+NPT = {"f16": np.float16, "u32": np.uint32, "s32": np.int32, "u64": np.uint64, "s64": np.int64, "f32": np.float32, "f64": np.float64, "b32": np.uint32, "b64": np.uint64}
+
+
+def serial_model(op: str, t: str, mem: np.ndarray, slots: np.ndarray, x: np.ndarray) -> np.ndarray:
+  """What the atomics do one lane after another: the old values, and mem updated in place."""
+  old = np.zeros_like(x)
+  for lane in range(x.size):
+    o, v = mem[slots[lane]], x[lane]
+    old[lane] = o
+    with np.errstate(all="ignore"):
+      new = {"add": lambda: o + v, "min": lambda: min(o, v), "max": lambda: max(o, v), "and": lambda: o & v, "or": lambda: o | v,
+             "xor": lambda: o ^ v, "exch": lambda: v, "cas": lambda: (v + 1) if o == v else o,
+             "inc": lambda: 0 if o >= v else o + 1, "dec": lambda: v if o == 0 or o > v else o - 1}[op]()
+    mem[slots[lane]] = np.asarray(new).astype(mem.dtype)
+  return old
+
+
+ATOM_CASES = [(i, o, t) for i in ("atom", "red") for o, t in ATOMS if not (i == "red" and o in ("exch", "cas"))]   # red has no exch/cas
+
+
+@pytest.mark.parametrize("instr,op,t", ATOM_CASES, ids=[f"{i}.{o}.{t}" for i, o, t in ATOM_CASES])
+def test_atomics_against_a_serial_model(instr, op, t):
+  size = np.dtype(NPT[t]).itemsize
+  r = "%rd" if size == 8 else "%r"
+  cas = f", {r}12" if op == "cas" else ""
+  opm = op + (".noftz" if t == "f16" else "")   # atom.add.noftz.f16 (PTX 9.7.12.5)
+  atom = f"atom.global.{opm}.{t} {r}11, [%rd4], {r}10{cas};" if instr == "atom" else f"red.global.{opm}.{t} [%rd4], {r}10;"
+  mod = kernel(f"""ld.param.u64 %rd1, [out];
+ld.param.u64 %rd2, [memory];
+ld.param.u64 %rd7, [vals];
+mov.u32 %r0, %tid.x;
+rem.u32 %r1, %r0, 3;
+mul.wide.u32 %rd3, %r1, {size};
+add.s64 %rd4, %rd2, %rd3;
+mul.wide.u32 %rd5, %r0, {size};
+add.s64 %rd6, %rd7, %rd5;
+ld.global.b{size * 8} {r}10, [%rd6];
+add.s{size * 8} {r}12, {r}10, 1;
+{atom}
+add.s64 %rd8, %rd1, %rd5;
+st.global.b{size * 8} [%rd8], {r}11;
+ret;""", ".param .u64 out, .param .u64 memory, .param .u64 vals")
+  rng = np.random.default_rng(len(op) * 7 + size)
+  n = 96
+  if t[0] == "f": x = rng.standard_normal(n).astype(NPT[t])
+  elif op in ("inc", "dec"): x = rng.integers(0, 40, n).astype(NPT[t])
+  else: x = rng.integers(-50, 50, n).astype(np.int64).astype(NPT[t])
+  if op == "cas": x[::4] = np.resize(x[:3], x[::4].size)   # some compares succeed
+  mem = (rng.integers(0, 20, 4) if t[0] != "f" else rng.standard_normal(4)).astype(NPT[t])
+  want_mem = mem.copy()
+  want_old = serial_model(op, t, want_mem, np.arange(n) % 3, x)
+  out = np.zeros(n, NPT[t])
+  launch(mod, "k", [out, mem, x], (1,), (n,))
+  assert np.array_equal(mem, want_mem), f"memory {mem} != {want_mem}"
+  if instr == "atom": assert np.array_equal(out, want_old)
+
+
+def test_const_space_and_trace():
+  mod = PTXModule.parse(HEAD + """.const .align 4 .u32 table[4] = {10, 20, 30, 40};
+.visible .entry k(.param .u64 out)
+{
+.reg .b32 %r<4>; .reg .b64 %rd<4>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r0, %tid.x;
+shl.b32 %r1, %r0, 2;
+ld.const.u32 %r2, [table+4];
+cvt.u64.u32 %rd2, %r1;
+mov.u64 %rd3, table;
+add.s64 %rd3, %rd3, %rd2;
+ld.const.u32 %r3, [%rd3];
+add.u32 %r3, %r3, %r2;
+add.s64 %rd2, %rd1, %rd2;
+st.global.u32 [%rd2], %r3;
+ret;
+}""", "c.ptx")
+  out, lines = np.zeros(4, np.uint32), []
+  launch(mod, "k", [out], (1,), (4,), trace=lines.append)
+  assert list(out) == [30, 40, 50, 60]
+  assert len(lines) == 12 and lines[0].startswith("k line 8: ld.param.u64") and lines[0].endswith("[4 threads]"), lines[:2]
+
+
+@pytest.mark.parametrize("op,ref,bound", [("tanh.approx.f32", np.tanh, 2 ** -11), ("ex2.approx.ftz.f32", np.exp2, None),
+                                          ("sin.approx.f32", np.sin, None), ("rsqrt.approx.f32", lambda v: 1 / np.sqrt(v), 2 ** -22.9)])
+def test_approximations_in_ptx_bounds(op, ref, bound):
+  """tanh.approx.f32: relative error 2^-11; ex2.approx.ftz.f32: 2 ulp; sin.approx.f32: 2^-20.9 absolute on [-pi, pi]
+  (PTX ISA 9.7.3)."""
+  x = np.linspace(0.01, 3.0, 64).astype(np.float32)
+  out = np.zeros(64, np.float32)
+  mod = kernel(f"""ld.param.u64 %rd1, [out];
+ld.param.u64 %rd2, [inp];
+mov.u32 %r0, %tid.x;
+mul.wide.u32 %rd3, %r0, 4;
+add.s64 %rd4, %rd2, %rd3;
+ld.global.f32 %f1, [%rd4];
+{op} %f2, %f1;
+add.s64 %rd5, %rd1, %rd3;
+st.global.f32 [%rd5], %f2;
+ret;""", ".param .u64 out, .param .u64 inp")
+  launch(mod, "k", [out, x], (1,), (64,))
+  want = ref(x.astype(np.float64))
+  if op.startswith("ex2"): assert (np.abs(out - want) <= 2 * np.spacing(want.astype(np.float32))).all()
+  elif op.startswith("sin"): assert (np.abs(out - want) <= 2 ** -20.9).all()
+  else: assert (np.abs(out - want) / np.abs(want) <= bound).all()
+
+
+def test_packed_half2_ops_are_per_half_and_correctly_rounded():
+  """add/mul/fma.rn.f16x2 act on both halves (lower half from the lower 16 bits), each rounded once."""
+  rng = np.random.default_rng(3)
+  a, b, c = (rng.standard_normal(128).astype(np.float16) for _ in range(3))
+  out = np.zeros(3 * 128, np.float16)
+  mod = kernel("""ld.param.u64 %rd1, [out];
+ld.param.u64 %rd2, [inp];
+mov.u32 %r0, %tid.x;
+mul.wide.u32 %rd3, %r0, 4;
+add.s64 %rd4, %rd2, %rd3;
+ld.global.b32 %r1, [%rd4];
+ld.global.b32 %r2, [%rd4+256];
+ld.global.b32 %r3, [%rd4+512];
+add.rn.f16x2 %r4, %r1, %r2;
+mul.rn.f16x2 %r5, %r1, %r2;
+fma.rn.f16x2 %r6, %r1, %r2, %r3;
+add.s64 %rd5, %rd1, %rd3;
+st.global.b32 [%rd5], %r4;
+st.global.b32 [%rd5+256], %r5;
+st.global.b32 [%rd5+512], %r6;
+ret;""", ".param .u64 out, .param .u64 inp")
+  launch(mod, "k", [out, np.concatenate([a, b, c])], (1,), (64,))
+  a64, b64, c64 = (v.astype(np.float64) for v in (a, b, c))
+  assert np.array_equal(out[:128], (a64 + b64).astype(np.float16))
+  assert np.array_equal(out[128:256], (a64 * b64).astype(np.float16))
+  assert np.array_equal(out[256:], (a64 * b64 + c64).astype(np.float16))   # exact in f64 for these magnitudes, one rounding
+
+
+def test_threads_at_different_bar_sync_instructions_meet():
+  """sm_70+: bar.sync counts threads per barrier, not per instruction, so the two sides of an if/else can each hold a
+  bar.sync 0 and still meet."""
+  mod = kernel("""ld.param.u64 %rd1, [out];
+mov.u32 %r0, %tid.x;
+shl.b32 %r2, %r0, 2;
+setp.lt.u32 %p1, %r0, 16;
+@%p1 bra LOW;
+st.shared.u32 [%r2], %r0;
+bar.sync 0;
+xor.b32 %r4, %r2, 64;
+ld.shared.u32 %r5, [%r4];
+bra.uni OUT;
+LOW:
+add.u32 %r3, %r0, 500;
+st.shared.u32 [%r2], %r3;
+bar.sync 0;
+xor.b32 %r4, %r2, 64;
+ld.shared.u32 %r5, [%r4];
+OUT:
+mul.wide.u32 %rd2, %r0, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r5;
+ret;
+.shared .align 4 .b8 sm[128];""")
+  out = np.zeros(32, np.uint32)
+  launch(mod, "k", [out], (1,), (32,))
+  src = np.arange(32) ^ 16
+  assert (out == np.where(src < 16, src + 500, src)).all()
+
+
+@pytest.mark.parametrize("mode,want", [("rz", np.finfo(np.float64).max), ("rm", np.finfo(np.float64).max), ("rp", np.inf), ("rn", np.inf)])
+def test_f64_overflow_by_rounding_mode(mode, want):
+  """DBL_MAX + DBL_MAX overflows to +inf only when rounding up or to nearest (IEEE 754 7.4)."""
+  r = run1(f"mov.b64 %rd5, 0d7FEFFFFFFFFFFFFF;\nadd.{mode}.f64 %rd6, %rd5, %rd5;\nmov.b64 {{%r1, %r2}}, %rd6;\n"
+           "setp.eq.u32 %p1, %r0, 1;\n@%p1 mov.b32 %r1, %r2;", 2)
+  assert r.view(np.uint64)[0] == np.float64(want).view(np.uint64)
+
+
+def test_cache_qualifiers_parse_and_do_not_change_values():
+  r = run1("st.global.L1::no_allocate.u32 [%rd3], %r0;\nld.global.nc.L1::evict_last.L2::256B.u32 %r1, [%rd3];\nadd.u32 %r1, %r1, 1;")
+  assert (r == np.arange(32) + 1).all()
