@@ -21,6 +21,7 @@ import numpy as np
 from hcq.asm.emu.memory import PageFault, VirtualMemory
 from hcq.autogen.nv import clc56f as H, clc8b5 as CE, nverror as E, nvos as O, nvstatus as S
 from hcq.autogen.nv.clcbc0 import HOPPER_COMPUTE_A
+from hcq.drivers.mock.nv.compute import ComputeClass, ComputeError
 
 GP_ENTRY_BYTES = 8
 HOST_METHODS_END = 0x100  # methods below this are the host's (PBDMA), on every subchannel (clc56f.h)
@@ -90,6 +91,7 @@ class MockNVGPU:
     self.sem_exec = f("NVC56F_SEM_EXECUTE")
     self.set_object = f("NVC56F_SET_OBJECT")
     self.launch = CE.register("NVC8B5_LAUNCH_DMA")
+    self.compute, self._compute_state = ComputeClass(self.mem), {}  # the compute class and each channel's state of it
     self.host = {H.NVC56F_SET_OBJECT: self._set_object, H.NVC56F_NOP: None, H.NVC56F_SEM_ADDR_LO: None, H.NVC56F_SEM_ADDR_HI: None,
                  H.NVC56F_SEM_PAYLOAD_LO: None, H.NVC56F_SEM_PAYLOAD_HI: None, H.NVC56F_SEM_EXECUTE: self._sem_execute,
                  H.NVC56F_WFI: None, H.NVC56F_MEM_OP_A: None, H.NVC56F_MEM_OP_B: None, H.NVC56F_MEM_OP_C: None,
@@ -199,7 +201,12 @@ class MockNVGPU:
       ch.state[0x10000 | method] = data
       if method == CE.NVC8B5_LAUNCH_DMA: self._launch_dma(ch, data, where)
       return
-    raise ChannelError(f"{where}: class {cls:#x} method {method:#x}: compute methods come with exec (not emulated yet)", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    if cls == self.board.compute_class:
+      try:
+        return self.compute.method(self._compute_state.setdefault(ch.chid, {}), method, data, where)
+      except ComputeError as e:
+        raise ChannelError(str(e), e.xid) from None
+    raise ChannelError(f"{where}: class {cls:#x} method {method:#x} is not emulated", E.ROBUST_CHANNEL_GR_EXCEPTION)
 
   # ---- host methods ----
   def _set_object(self, ch: Channel, subch: int, data: int, where: str) -> None:
