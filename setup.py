@@ -32,6 +32,8 @@ setup(
   extras_require={
     "autogen": ["libclang>=16"],
     "compile": ["llvmlite"],
-    "test": ["pytest", "hypothesis", "libclang>=16", "llvmlite"],
+    # NVIDIA: ptxas (PTX -> cubin) and cuobjdump (the tests read cubins with it too)
+    "nv": ["nvidia-cuda-nvcc", "nvidia-cuda-cuobjdump"],
+    "test": ["pytest", "hypothesis", "libclang>=16", "llvmlite", "nvidia-cuda-nvcc", "nvidia-cuda-cuobjdump"],
   },
 )
