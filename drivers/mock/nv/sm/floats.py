@@ -1,0 +1,197 @@
+"""IEEE arithmetic with PTX's rounding modifiers (.rn/.rz/.rm/.rp), .ftz and .sat, vectorised with numpy.
+
+f16, bf16 and f32 results are computed exactly enough in f64 and rounded once: an f64 result rounded to odd
+(RO: truncate, set the last bit if inexact) keeps every rounding to a format of p <= 51 bits correct (Boldo &
+Melquiond, "When double rounding is odd", 2005). Round-to-odd needs the sign of the exact error, which TwoSum
+(add), an exact product (f32 and narrower multiply exactly in f64), and exact residuals (div, sqrt) give.
+f64 results with a directed mode use the same error terms; an f64 fma whose product is inexact is computed with
+Python fractions (float(Fraction) rounds correctly), since numpy has no fused multiply-add.
+f16 values live as numpy float16, bf16 as its uint16 bits, f32/f64 as numpy floats.
+"""
+from __future__ import annotations
+from fractions import Fraction
+
+import numpy as np
+
+MODES = ("rn", "rz", "rm", "rp")
+FLOAT_DTYPE = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+_TINY32 = np.float32(np.finfo(np.float32).tiny)
+
+
+def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+  return (np.asarray(bits, np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def from_fmt(v: np.ndarray, fmt: str) -> np.ndarray:
+  """A format's values (bf16 as bits) as f64."""
+  return bf16_to_f32(v).astype(np.float64) if fmt == "bf16" else np.asarray(v).astype(np.float64)
+
+
+def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """s = RN(a+b) and the exact error e = a + b - s (Knuth)."""
+  with np.errstate(all="ignore"):
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+  return s, np.where(np.isfinite(s), e, 0.0)
+
+
+def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """p = RN(a*b) and the exact error (Dekker's split; exact unless the product under- or overflows)."""
+  with np.errstate(all="ignore"):
+    p = a * b
+    def split(x):
+      c = x * 134217729.0
+      hi = c - (c - x)
+      return hi, x - hi
+    ah, al = split(a)
+    bh, bl = split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+  return p, np.where(np.isfinite(p) & np.isfinite(e), e, 0.0)
+
+
+def round_odd(v: np.ndarray, err_sign: np.ndarray) -> np.ndarray:
+  """Round-to-odd of an f64 RN result `v` whose exact value is v + (something of sign err_sign)."""
+  v = np.asarray(v, np.float64)
+  bits = v.view(np.uint64)
+  fix = (err_sign != 0) & ((bits & np.uint64(1)) == 0) & np.isfinite(v)
+  if not fix.any(): return v
+  return np.where(fix, np.nextafter(v, np.where(err_sign > 0, np.inf, -np.inf)), v)
+
+
+def adjust_f64(v: np.ndarray, err_sign: np.ndarray, mode: str) -> np.ndarray:
+  """An f64 RN result `v` (exact value v + err of sign err_sign) rounded by `mode` instead."""
+  if mode == "rn": return v
+  if mode == "rm": step = err_sign < 0
+  elif mode == "rp": step = err_sign > 0
+  else: step = (err_sign != 0) & (np.sign(err_sign) != np.sign(v)) & (v != 0)
+  if not np.any(step): return v
+  target = {"rm": -np.inf, "rp": np.inf, "rz": 0.0}[mode]
+  return np.where(step & np.isfinite(v), np.nextafter(v, target), np.where(step & np.isinf(v) & (mode != "rn"), np.nextafter(v, target) if mode == "rz" else v, v))
+
+
+def _f32_from_f64(v: np.ndarray, mode: str) -> np.ndarray:
+  with np.errstate(all="ignore"):
+    r = v.astype(np.float32)
+    if mode == "rn": return r
+    d = v - r.astype(np.float64)
+  if mode == "rm": step, tgt = d < 0, -np.inf
+  elif mode == "rp": step, tgt = d > 0, np.inf
+  else: step, tgt = (d != 0) & (np.sign(d) != np.sign(r)) & (r != 0), 0.0
+  return np.where(step, np.nextafter(r, np.float32(tgt)), r)
+
+
+def _ro32(v: np.ndarray) -> np.ndarray:
+  """f64 -> f32 rounded to odd (for a following rounding to bf16)."""
+  r = _f32_from_f64(v, "rz")
+  with np.errstate(all="ignore"): inexact = (r.astype(np.float64) != v) & np.isfinite(v)
+  bits = r.view(np.uint32)
+  return np.where(inexact, bits | np.uint32(1), bits).view(np.float32)
+
+
+def _bf16_from_f32(x: np.ndarray, mode: str) -> np.ndarray:
+  b = np.asarray(x, np.float32).view(np.uint32)
+  low, hi = b & np.uint32(0xffff), b >> np.uint32(16)
+  neg = (b >> np.uint32(31)) == 1
+  if mode == "rn": up = (low > 0x8000) | ((low == 0x8000) & ((hi & np.uint32(1)) == 1))
+  elif mode == "rz": up = np.zeros(b.shape, bool)
+  elif mode == "rp": up = (low != 0) & ~neg
+  else: up = (low != 0) & neg
+  out = (hi + up.astype(np.uint32)).astype(np.uint16)
+  nan = np.isnan(np.asarray(x, np.float32))
+  return np.where(nan, np.uint16(0x7fff), out).astype(np.uint16)
+
+
+def _f16_from_f64(v: np.ndarray, mode: str) -> np.ndarray:
+  with np.errstate(all="ignore"):
+    r = v.astype(np.float16)
+    if mode == "rn": return r
+    d = v - r.astype(np.float64)
+  if mode == "rm": step, tgt = d < 0, -np.inf
+  elif mode == "rp": step, tgt = d > 0, np.inf
+  else: step, tgt = (d != 0) & (np.sign(d) != np.sign(r)) & (r != 0), 0.0
+  return np.where(step, np.nextafter(r, np.float16(tgt)), r)
+
+
+def to_fmt(v: np.ndarray, fmt: str, mode: str = "rn") -> np.ndarray:
+  """f64 values (rounded to odd where inexact) rounded to fmt by mode; bf16 comes back as uint16 bits."""
+  v = np.asarray(v, np.float64)
+  if fmt == "f64": return v
+  if fmt == "f32": return _f32_from_f64(v, mode)
+  if fmt == "f16": return _f16_from_f64(v, mode)
+  if fmt == "bf16": return _bf16_from_f32(_ro32(v), mode)
+  raise ValueError(fmt)
+
+
+def ftz(x: np.ndarray, fmt: str) -> np.ndarray:
+  """Subnormal inputs/results to sign-preserving zero (PTX .ftz; f32 and f16 only)."""
+  if fmt == "f32":
+    return np.where(np.abs(x) < _TINY32, np.copysign(np.float32(0), x), x).astype(np.float32)
+  if fmt == "f16":
+    return np.where(np.abs(x) < np.float16(6.104e-05), np.copysign(np.float16(0), x), x).astype(np.float16)
+  return x
+
+
+def saturate(x: np.ndarray, fmt: str) -> np.ndarray:
+  """.sat: clamp to [0.0, 1.0], NaN to +0.0 (PTX ISA 9.7.3, add.f32 and others)."""
+  v = from_fmt(x, fmt)
+  v = np.where(np.isnan(v), 0.0, np.clip(v, 0.0, 1.0))
+  return to_fmt(v, fmt)
+
+
+def _f64_fma_exact(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str, idx: np.ndarray) -> np.ndarray:
+  out = np.empty(idx.size, np.float64)
+  for j, i in enumerate(idx.tolist()):
+    x, y, z = float(a[i]), float(b[i]), float(c[i])
+    exact = Fraction(x) * Fraction(y) + Fraction(z)
+    r = float(exact)
+    if mode != "rn" and Fraction(r) != exact:
+      below = Fraction(r) > exact
+      if mode == "rm" and below: r = float(np.nextafter(r, -np.inf))
+      elif mode == "rp" and not below: r = float(np.nextafter(r, np.inf))
+      elif mode == "rz" and (r > 0) == below and r != 0: r = float(np.nextafter(r, 0.0))
+    if exact == 0 and r == 0: r = x * y + z if (x * y + z) != 0 else (-0.0 if mode == "rm" else 0.0) if not (np.signbit(x * y) and np.signbit(z)) else -0.0
+    out[j] = r
+  return out
+
+
+def arith(op: str, fmt: str, mode: str, *xs: np.ndarray) -> np.ndarray:
+  """add/sub/mul/fma/div/sqrt in fmt with rounding `mode`, correctly rounded; inputs in fmt, result in fmt."""
+  v = [from_fmt(x, fmt) for x in xs]
+  with np.errstate(all="ignore"):
+    if op in ("add", "sub"):
+      s, e = two_sum(v[0], -v[1] if op == "sub" else v[1])
+      if fmt == "f64": return adjust_f64(s, np.sign(e), mode)
+      r = round_odd(s, np.sign(e))
+    elif op == "mul":
+      if fmt == "f64":
+        p, e = two_prod(v[0], v[1])
+        return adjust_f64(p, np.sign(e), mode)
+      r = v[0] * v[1]
+    elif op == "fma":
+      if fmt == "f64":
+        p, pe = two_prod(v[0], v[1])
+        s, e = two_sum(p, v[2])
+        r = adjust_f64(s, np.sign(e), mode)
+        hard = np.nonzero((pe != 0) & np.isfinite(s))[0]
+        if hard.size:
+          r = r.copy()
+          r[hard] = _f64_fma_exact(v[0], v[1], v[2], mode, hard)
+        return r
+      s, e = two_sum(v[0] * v[1], v[2])
+      r = round_odd(s, np.sign(e))
+    elif op == "div":
+      q = v[0] / v[1]
+      h, l = two_prod(q, v[1])
+      rs = np.sign((v[0] - h) - l) * np.sign(v[1])
+      rs = np.where(np.isfinite(q) & (q != 0) | ((q == 0) & (v[0] != 0) & np.isfinite(v[1])), rs, 0)
+      if fmt == "f64": return adjust_f64(q, rs, mode)
+      r = round_odd(q, rs)
+    elif op == "sqrt":
+      q = np.sqrt(v[0])
+      h, l = two_prod(q, q)
+      rs = np.where(np.isfinite(q) & (q > 0), np.sign((v[0] - h) - l), 0)
+      if fmt == "f64": return adjust_f64(q, rs, mode)
+      r = round_odd(q, rs)
+    else: raise ValueError(op)
+  return to_fmt(r, fmt, mode)
