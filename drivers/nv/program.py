@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from hcq.autogen.nv import clc6c0, clc7c0, clc9c0, clcbc0, clcdc0, clcec0
 from hcq.drivers.nv.compile import compile_ptx, llvm_to_ptx, record
 from hcq.drivers.nv.cubin import CubinError, CubinKernel, read_cubin
-from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, QMDAddress, cbank_address_bits, encode_qmd, field_bytes
+from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, QMDAddress, cbank_patch, encode_qmd
 from hcq.errors import HCQError, ProgramArgumentError
 from hcq.program import KernelArg, Program, launch_dims, pack_kernargs
 from hcq.sym import Sym
@@ -113,8 +113,9 @@ class NVProgram(Program):
     self.max_shared = MAX_SHARED_PER_BLOCK.get(arch, 48 << 10)
     self.shared_size = k.shared_size
     self.local_per_thread = k.stack_size
-    self._cbank_patch = field_bytes(self.layout_qmd, self.layout_qmd.cbank("addr_lower", 0), self.layout_qmd.cbank("addr_upper", 0))
+    self._cbank_patch = cbank_patch(self.layout_qmd, 0)
     self._templates: dict[tuple, bytes] = {}
+    self._checked: set[tuple] = set()  # launch shapes that passed check_limits
 
   def check_limits(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> None:
     """The launch limits of the arch, before anything is sent; ProgramArgumentError naming the limit."""
@@ -156,10 +157,9 @@ class NVProgram(Program):
     """Write a launch block into the kernarg ring and point its QMD at its constant bank 0; returns the QMD's address."""
     ring = self.device.kernargs
     addr = ring.write(block, timeline_value)
-    lo, hi = self._cbank_patch
-    bits = cbank_address_bits(self.layout_qmd, 0, addr + self.qmd_bytes) >> (8 * lo)
-    host = ring.buf.host_addr + (addr - ring.buf.addr)
-    ctypes.memmove(host + lo, (int.from_bytes(block[lo:hi], "little") | bits).to_bytes(hi - lo, "little"), hi - lo)
+    lo, hi, bits = self._cbank_patch
+    patched = (int.from_bytes(block[lo:hi], "little") | bits(addr + self.qmd_bytes)).to_bytes(hi - lo, "little")
+    ctypes.memmove(ring.buf.host_addr + (addr - ring.buf.addr) + lo, patched, hi - lo)
     return addr
 
   def __call__(self, *bufs, global_size=1, local_size=1, vals=(), wait: bool = False, shared: int | None = None) -> float | None:
@@ -168,7 +168,9 @@ class NVProgram(Program):
     gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
     smem = self.shared_size if shared is None else shared
     if smem < self.shared_size: raise ProgramArgumentError(f"{self.name}: shared={smem} is less than its {self.shared_size} bytes of static shared memory")
-    self.check_limits(gs, ls, smem)
+    if (gs, ls, smem) not in self._checked:
+      self.check_limits(gs, ls, smem)
+      self._checked.add((gs, ls, smem))
     return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls, smem), gs, ls, wait)
 
 

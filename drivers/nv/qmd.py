@@ -8,6 +8,7 @@ generated Registers; what differs between versions here is the names of the fiel
 from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Callable
 
 from hcq.autogen.nv import clc6c0qmd, clcbc0qmd, clcdc0qmd
 from hcq.autogen.support import Register
@@ -98,18 +99,25 @@ def encode_qmd(layout: QMDLayout, *, program: int, registers: int, grid: tuple[i
   return layout.register.encode(**f)
 
 
+def cbank_patch(layout: QMDLayout, bank: int) -> tuple[int, int, Callable[[int], int]]:
+  """(start, end, bits): QMD bytes [start, end) hold constant bank `bank`'s address fields, and bits(addr) is their value
+  counted from byte `start`, to OR into those bytes of a QMD encoded with address 0 (one launch's patch, a few ints)."""
+  fields = layout.register.fields
+  (lo_shift, lo_mask), (hi_shift, hi_mask) = fields[layout.cbank("addr_lower", bank)], fields[layout.cbank("addr_upper", bank)]
+  start, end = min(lo_shift, hi_shift) // 8, (max(lo_mask, hi_mask).bit_length() + 7) // 8
+  shift, hi_limit, rel_lo, rel_hi = layout.cbank_shift, hi_mask >> hi_shift, lo_shift - 8 * start, hi_shift - 8 * start
+
+  def bits(addr: int) -> int:
+    lo, hi = _split(addr, shift, f"constant bank {bank} address")
+    if hi > hi_limit: raise HCQError(f"constant bank {bank} address {addr:#x} does not fit the QMD's address fields")
+    return lo << rel_lo | hi << rel_hi
+  return start, end, bits
+
+
 def cbank_address_bits(layout: QMDLayout, bank: int, addr: int) -> int:
   """Constant bank `bank`'s address fields alone, to OR into a QMD encoded with address 0."""
-  lo, hi = _split(addr, layout.cbank_shift, f"constant bank {bank} address")
-  return layout.register.encode(**{layout.cbank("addr_lower", bank): lo, layout.cbank("addr_upper", bank): hi})
-
-
-def field_bytes(layout: QMDLayout, *names: str) -> tuple[int, int]:
-  """The byte range [start, end) of the QMD that holds fields `names`: what a per-launch patch rewrites."""
-  fields = layout.register.fields
-  lo = min(fields[n][0] for n in names)
-  hi = max(fields[n][1].bit_length() for n in names)
-  return lo // 8, (hi + 7) // 8
+  start, _, bits = cbank_patch(layout, bank)
+  return bits(addr) << 8 * start
 
 
 @dataclass(frozen=True, eq=False)
