@@ -178,3 +178,31 @@ def test_an_unknown_compute_method_is_a_channel_error(dev, saxpy):
   dev.timeline_submit(q)
   _expect_fault(dev, r"Xid 13.*method 0x1234 is not emulated")
   _still_works(dev, saxpy)
+
+
+def test_cli_runs_a_ptx_kernel_and_prints_results(tmp_path, capsys):
+  from hcq.drivers.nv.run import run
+  (tmp_path / "saxpy.ptx").write_text(SAXPY)
+  x = np.arange(6, dtype=np.float32)
+  np.save(tmp_path / "x.npy", x)
+  rc = run([str(tmp_path / "saxpy.ptx"), "--dev", "MOCKNV+NV", "--arg", "out=buffer:f32:6", "--arg", f"x=buffer:{tmp_path / 'x.npy'}",
+            "--arg", "a=f32:2", "--arg", "n=u32:6", "--block", "32", "--save", str(tmp_path / "out"), "--trace"])
+  out = capsys.readouterr().out
+  assert rc == 0 and "out: [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]" in out and "GPU time:" in out and "saxpy line" in out
+  np.testing.assert_array_equal(np.load(tmp_path / "out" / "out.npy"), 2 * x)
+
+
+@pytest.mark.parametrize("argv,message", [
+  (["k.cu"], "CUDA C++ (NVRTC) is not supported yet"), (["k.txt"], "unknown kind of kernel file; valid: .ptx"),
+  (["saxpy.ptx", "--arg", "x=buffer:f32:4"], "saxpy takes out (buffer), x (buffer), a (f32), n (u32) in that order"),
+  (["saxpy.ptx", "--dev", "MOCKKFD+AMD"], "this command runs NVIDIA kernels"),
+])
+def test_cli_user_errors_are_one_line(tmp_path, capsys, monkeypatch, argv, message):
+  from hcq.drivers.nv.run import run
+  monkeypatch.chdir(tmp_path)
+  (tmp_path / "saxpy.ptx").write_text(SAXPY)
+  (tmp_path / "k.cu").write_text("")
+  (tmp_path / "k.txt").write_text("")
+  assert run(argv + (["--dev", "MOCKNV+NV"] if "--dev" not in argv else [])) == 2
+  err = capsys.readouterr().err
+  assert len(err.strip().splitlines()) == 1 and message in err
