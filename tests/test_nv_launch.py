@@ -140,6 +140,7 @@ def _still_works(dev, saxpy):
   ("constant bank 0 unmapped", lambda p, L: {L.cbank("addr_upper", 0): 0x3FF0, L.cbank("addr_lower", 0): 0}, r"Xid 31.*MMU fault"),
   ("constant bank 0 too small", lambda p, L: {"constant_buffer_size_shifted4_0": 4}, r"Xid 13.*constant bank 0 holds 64 bytes"),
   ("constant bank 0 not valid", lambda p, L: {"constant_buffer_valid_0": 0}, r"Xid 13.*constant bank 0 is not valid"),
+  ("a block no SM holds", lambda p, L: {L.registers_field: 255, "cta_thread_dimension0": 1024}, r"Xid 13.*1024 threads with 255 registers"),
   ("another QMD version", lambda p, L: {"qmd_major_version": 3}, r"Xid 13.*QMD major version 3, the class takes 4"),
 ])
 def test_a_misplaced_qmd_field_faults_as_on_the_gpu(dev, saxpy, bug, fields, pattern):
@@ -192,17 +193,34 @@ def test_cli_runs_a_ptx_kernel_and_prints_results(tmp_path, capsys):
   np.testing.assert_array_equal(np.load(tmp_path / "out" / "out.npy"), 2 * x)
 
 
+def test_cli_runs_cuda_cpp_through_nvrtc(tmp_path, capsys):
+  from hcq.drivers.nv.run import run
+  (tmp_path / "k.cu").write_text('extern "C" __global__ void axpb(float *out, const float *x, float a, float b, int n) {\n'
+                                 '  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = a * x[i] + b;\n}\n')
+  rc = run([str(tmp_path / "k.cu"), "--dev", "MOCKNV+NV", "--arg", "out=buffer:f32:100", "--arg", "x=buffer:f32:100:arange", "--arg", "a=f32:2",
+            "--arg", "b=f32:1", "--arg", "n=u32:100", "--grid", "2", "--block", "64", "--show", "4", "--save", str(tmp_path)])
+  assert rc == 0 and "out: [1.0, 3.0, 5.0, 7.0] ..." in capsys.readouterr().out
+  np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), 2 * np.arange(100, dtype=np.float32) + 1)
+
+
 @pytest.mark.parametrize("argv,message", [
-  (["k.cu"], "CUDA C++ (NVRTC) is not supported yet"), (["k.txt"], "unknown kind of kernel file; valid: .ptx"),
-  (["saxpy.ptx", "--arg", "x=buffer:f32:4"], "saxpy takes out (buffer), x (buffer), a (f32), n (u32) in that order"),
+  (["k.txt"], "unknown kind of kernel file; valid: .ptx"),
+  (["saxpy.ptx", "--arg", "x=buffer:f32:4"], "saxpy takes out (buffer), x (buffer), a (f32), n (u32) in that order; --arg gave x (buffer)"),
   (["saxpy.ptx", "--dev", "MOCKKFD+AMD"], "this command runs NVIDIA kernels"),
 ])
 def test_cli_user_errors_are_one_line(tmp_path, capsys, monkeypatch, argv, message):
   from hcq.drivers.nv.run import run
   monkeypatch.chdir(tmp_path)
   (tmp_path / "saxpy.ptx").write_text(SAXPY)
-  (tmp_path / "k.cu").write_text("")
   (tmp_path / "k.txt").write_text("")
   assert run(argv + (["--dev", "MOCKNV+NV"] if "--dev" not in argv else [])) == 2
   err = capsys.readouterr().err
   assert len(err.strip().splitlines()) == 1 and message in err
+
+
+def test_cli_compile_errors_show_the_compilers_message(tmp_path, capsys):
+  from hcq.drivers.nv.run import run
+  (tmp_path / "k.cu").write_text("__global__ void k(int *o) { o[0] = nothing; }")
+  assert run([str(tmp_path / "k.cu"), "--dev", "MOCKNV+NV"]) == 1
+  err = capsys.readouterr().err
+  assert err.startswith("error: CompileError: NVRTC refused the CUDA C++") and 'identifier "nothing" is undefined' in err

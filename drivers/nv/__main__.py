@@ -1,4 +1,4 @@
-"""python -m hcq.drivers.nv run KERNEL [--arg ...]: run a PTX, cubin or LLVM IR kernel on an NV device (see hcq.drivers.nv.run)."""
+"""python -m hcq.drivers.nv run KERNEL [--arg ...]: run a PTX, cubin, CUDA C++ or LLVM IR kernel on an NV device (see hcq.drivers.nv.run)."""
 import sys
 
 from hcq.drivers.nv.run import run

@@ -1,10 +1,12 @@
-"""Code for NVIDIA GPUs: PTX through ptxas (the PyPI package nvidia-cuda-nvcc), LLVM IR through llvmlite's NVPTX backend.
+"""Code for NVIDIA GPUs: PTX through ptxas (the PyPI package nvidia-cuda-nvcc), LLVM IR through llvmlite's NVPTX backend,
+CUDA C++ through NVRTC (the PyPI package nvidia-cuda-nvrtc, loaded with ctypes) to PTX.
 
 Every cubin ptxas makes here is recorded in SASS_RECORDS, keyed by the bytes of each kernel's code: the PTX it came
 from, the entry, and what ptxas reported (registers, stack, shared memory). That table stands for the emulated SM's
 knowledge of SASS: the emulated GPU runs the PTX of code it finds there and refuses other code (docs/nv.md).
 """
 from __future__ import annotations
+import ctypes
 import hashlib
 import os
 import subprocess
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from hcq.drivers.nv.cubin import Cubin, read_cubin
 from hcq.errors import HCQError
 
-PTXAS_PACKAGE = "nvidia-cuda-nvcc"
+PTXAS_PACKAGE, NVRTC_PACKAGE = "nvidia-cuda-nvcc", "nvidia-cuda-nvrtc"
 
 
 class CompileError(HCQError):
@@ -55,17 +57,53 @@ class _Records:
 SASS_RECORDS = _Records()
 
 
-def ptxas_path() -> str:
-  """ptxas from the installed nvidia-cuda-nvcc package (cu13/ or cuda_nvcc/ layouts); CompileError naming the package."""
+def _nvidia_file(*parts: str) -> str | None:
+  """A file of NVIDIA's PyPI packages (namespace package `nvidia`, cu13/ or cuda_*/ layouts), newest first."""
   try:
     import nvidia  # the namespace package of NVIDIA's wheels
   except ImportError:
-    nvidia = None
+    return None
   for root in list(getattr(nvidia, "__path__", [])):
     for sub in sorted(os.listdir(root), reverse=True):
-      p = os.path.join(root, sub, "bin", "ptxas")
-      if os.access(p, os.X_OK): return p
-  raise CompileError(f"ptxas not found: install the PyPI package {PTXAS_PACKAGE} (pip install 'hcq[nv]')")
+      p = os.path.join(root, sub, *parts)
+      if os.path.exists(p): return p
+  return None
+
+
+def ptxas_path() -> str:
+  """ptxas from the installed nvidia-cuda-nvcc package; CompileError naming the package when it is not there."""
+  p = _nvidia_file("bin", "ptxas")
+  if p is None or not os.access(p, os.X_OK): raise CompileError(f"ptxas not found: install the PyPI package {PTXAS_PACKAGE} (pip install 'hcq[nv]')")
+  return p
+
+
+def cuda_to_ptx(source: str, arch: str) -> str:
+  """PTX from CUDA C++ with NVRTC (-arch=compute_XX of `arch`). Kernels keep C++ names unless declared extern "C"."""
+  lib = next((p for name in ("libnvrtc.so.13", "libnvrtc.so.12") if (p := _nvidia_file("lib", name))), None)
+  if lib is None: raise CompileError(f"NVRTC not found: install the PyPI package {NVRTC_PACKAGE} (pip install 'hcq[nv]')")
+  nvrtc = ctypes.CDLL(lib)
+  nvrtc.nvrtcGetErrorString.restype = ctypes.c_char_p
+  prog = ctypes.c_void_p()
+
+  def check(status: int, what: str) -> None:
+    if status: raise CompileError(f"NVRTC {what}: {nvrtc.nvrtcGetErrorString(status).decode()}")
+  check(nvrtc.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"kernel.cu", 0, None, None), "nvrtcCreateProgram")
+  try:
+    opts = (ctypes.c_char_p * 1)(f"--gpu-architecture=compute_{arch[3:]}".encode())
+    status = nvrtc.nvrtcCompileProgram(prog, 1, opts)
+    if status:
+      size = ctypes.c_size_t()
+      nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+      log = ctypes.create_string_buffer(size.value)
+      nvrtc.nvrtcGetProgramLog(prog, log)
+      raise CompileError(f"NVRTC refused the CUDA C++:\n{log.value.decode(errors='replace').strip()}")
+    size = ctypes.c_size_t()
+    check(nvrtc.nvrtcGetPTXSize(prog, ctypes.byref(size)), "nvrtcGetPTXSize")
+    ptx = ctypes.create_string_buffer(size.value)
+    check(nvrtc.nvrtcGetPTX(prog, ptx), "nvrtcGetPTX")
+    return ptx.value.decode()
+  finally:
+    nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
 def compile_ptx(ptx: str, arch: str) -> bytes:

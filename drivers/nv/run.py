@@ -1,8 +1,8 @@
-"""`python -m hcq.drivers.nv run`: load a PTX, cubin or LLVM IR kernel on an NV device (the emulated H200 when there is
+"""`python -m hcq.drivers.nv run`: load a PTX, cubin, CUDA C++ or LLVM IR kernel on an NV device (the emulated H200 when there is
 no NVIDIA GPU), fill its buffers, launch it, and print the results and the GPU time.
 
 The NVIDIA counterpart of `python -m hcq.asm run` (AMD assembly): a separate command, because the two take different
-code (AMD assembly there, NVIDIA's PTX/cubins here) and different launch options (LDS and workgroup-id SGPRs there,
+code (AMD assembly there, NVIDIA's PTX, cubins and CUDA C++ here) and different launch options (LDS and workgroup-id SGPRs there,
 shared memory here). Arguments are written the same way in both (hcq.asm.runner.parse_arg).
 """
 from __future__ import annotations
@@ -21,9 +21,9 @@ SUFFIXES = {".ptx": "PTX", ".cubin": "cubin", ".ll": "LLVM IR", ".cu": "CUDA C++
 
 def build_parser() -> argparse.ArgumentParser:
   ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].replace("\n", " ") + " " + __doc__.split("\n\n")[1].replace("\n", " "))
-  ap.add_argument("kernel", type=Path, help="a .ptx, .cubin or .ll file (.cu: not yet; compile it to PTX first)")
+  ap.add_argument("kernel", type=Path, help="a .ptx, .cubin, .cu (CUDA C++, through NVRTC) or .ll (LLVM IR) file")
   ap.add_argument("--name", default=None, help="kernel entry (default: the only one)")
-  ap.add_argument("--arg", action="append", default=[], metavar="SPEC", help="the kernel's parameters in order: NAME=buffer:DTYPE:COUNT[:INIT], "
+  ap.add_argument("--arg", action="append", default=[], metavar="SPEC", help="the kernel's parameters in order (by position; NAME is for the printout): NAME=buffer:DTYPE:COUNT[:INIT], "
                   "NAME=buffer:FILE.npy or NAME=DTYPE:VALUE (INIT: zeros, ones, arange or rand)")
   ap.add_argument("--grid", default="1", help="blocks, X[,Y[,Z]] (default 1)")
   ap.add_argument("--block", default="64", help="threads per block, X[,Y[,Z]] (default 64)")
@@ -56,7 +56,6 @@ def _run_reporting(args) -> int:
 def _code(path: Path):
   kind = SUFFIXES.get(path.suffix)
   if kind is None: raise RunError(f"{path}: unknown kind of kernel file; valid: {', '.join(f'{s} ({k})' for s, k in SUFFIXES.items())}")
-  if kind == "CUDA C++": raise RunError(f"{path}: CUDA C++ (NVRTC) is not supported yet; compile it to PTX (nvcc -ptx, or clang-19 --cuda-device-only -S) and run the .ptx")
   try:
     data = path.read_bytes()
   except OSError as e:
@@ -82,9 +81,10 @@ def _run(args) -> int:
     if gpu is None: raise RunError(f"--trace needs the emulated GPU (--dev MOCKNV+NV); {dev} is real hardware")
     gpu.compute.trace = lambda line: print(f"  {line}")
   prg = dev.program(code, args.name)
-  if [n for n, _, _ in specs] != [a.name for a in prg.layout]:
+  kinds = ["buffer" if a.kind == "buffer" else "value" for a in prg.layout]
+  if [("buffer" if k == "buffer" else "value") for _, k, _ in specs] != kinds:  # by position: NVRTC and LLVM name parameters NAME_param_N
     raise RunError(f"{prg.name} takes {', '.join(f'{a.name} ({a.kind})' for a in prg.layout) or 'no parameters'} in that order; "
-                   f"--arg gave {', '.join(n for n, _, _ in specs) or 'none'}")
+                   f"--arg gave {', '.join(f'{n} ({k})' for n, k, _ in specs) or 'none'}")
   bufs, vals = [], []
   for n, kind, v in specs:
     if kind == "buffer": bufs.append((n, dev.alloc(max(v.nbytes, 4)).copyin(v), v))

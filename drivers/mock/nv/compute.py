@@ -106,12 +106,15 @@ class ComputeClass:
     grid = (q["grid_width"], q["grid_height"], q["grid_depth"])
     block = (q["cta_thread_dimension0"], q["cta_thread_dimension1"], q["cta_thread_dimension2"])
     if 0 in grid or 0 in block: raise ComputeError(f"{at}: kernel {record.entry}: empty grid {grid} or block {block}", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    threads = block[0] * block[1] * block[2]
+    if threads > 1024 or q["register_count"] * ((threads + 31) // 32 * 32) > 65536:  # an SM's 1024 threads and 64K registers
+      raise ComputeError(f"{at}: kernel {record.entry}: a block of {threads} threads with {q['register_count']} registers each does not "
+                         "fit an SM (1024 threads, 65536 registers)", E.ROBUST_CHANNEL_GR_EXCEPTION)
     shared = q["shared_memory_size"]
     local = q["shader_local_memory_low_size"]
     if local:
       base = state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_A, 0) << 32 | state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_B, 0)
       size = state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, 0) << 32 | state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B, 0)
-      threads = block[0] * block[1] * block[2]
       if size < local * threads: raise ComputeError(f"{at}: kernel {record.entry}: {local} bytes of local memory per thread, the channel's "
                                                     f"local memory (SET_SHADER_LOCAL_MEMORY_NON_THROTTLED) holds {size}", E.ROBUST_CHANNEL_GR_EXCEPTION)
       self.mem.read(base, 1)  # an unmapped local memory base faults
