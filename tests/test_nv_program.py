@@ -180,8 +180,9 @@ def test_code_for_another_arch_is_refused_naming_both(dev, cubins):
 
 
 def test_bad_code_is_refused_with_what_is_valid(dev):
-  with pytest.raises(HCQError, match="takes a cubin"):
-    dev.program(12)
+  for bad in (12, b"\x00\xff\xfe", "int main() {}"):
+    with pytest.raises(HCQError, match="takes a cubin"):
+      dev.program(bad)
   with pytest.raises(HCQError, match="ptxas -arch=sm_90 refused"):
     dev.program(add_ptx("sm_90").replace("add.u32", "add.q32"))
   with pytest.raises(CubinError, match="invalid cubin"):
@@ -223,6 +224,7 @@ def test_qmd_fields_decode_back_with_the_generated_layout(version):
   addr = lambda i: (f[L.cbank("addr_upper", i)] << 32 | f[L.cbank("addr_lower", i)]) << L.cbank_shift
   assert addr(0) == 0x7F_1234_5640 and addr(3) == 0x2_0000_0040
   assert f["constant_buffer_size_shifted4_0"] == 0x24 and f["constant_buffer_valid_3"] and not f["constant_buffer_valid_1"]
+  assert f["constant_buffer_invalidate_0"] and f["constant_buffer_invalidate_3"]
 
 
 def test_qmd_refuses_values_it_cannot_hold():

@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hcq.autogen.nv import clc6c0, clc7c0, clc9c0, clcbc0, clcdc0, clcec0
-from hcq.drivers.nv.compile import compile_ptx, cuda_to_ptx, llvm_to_ptx, record
+from hcq.drivers.nv.compile import compile_ptx, cuda_to_ptx, llvm_to_ptx
 from hcq.drivers.nv.cubin import CubinError, CubinKernel, read_cubin
 from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, QMDAddress, cbank_patch, encode_qmd
 from hcq.errors import HCQError, ProgramArgumentError
@@ -61,15 +61,11 @@ def to_cubin(code: Any, arch: str) -> tuple[bytes, str | None]:
   """(cubin, the PTX it came from or None) for a cubin, PTX text, CUDA C++ (a __global__ function) or LLVM IR; HCQError
   naming what `code` may be."""
   if isinstance(code, (bytes, bytearray, memoryview)) and bytes(code[:4]) == b"\x7fELF": return bytes(code), None
-  text = code.decode() if isinstance(code, (bytes, bytearray)) else code
+  text = code.decode("utf-8", "replace") if isinstance(code, (bytes, bytearray)) else code
   if isinstance(text, str):
-    if ".entry" in text and ".target" in text: return compile_ptx(text, arch), text
-    if "__global__" in text:
-      ptx = cuda_to_ptx(text, arch)
-      return compile_ptx(ptx, arch), ptx
-    if "define " in text:
-      ptx = llvm_to_ptx(text, arch)
-      return compile_ptx(ptx, arch), ptx
+    ptx = text if ".entry" in text and ".target" in text else cuda_to_ptx(text, arch) if "__global__" in text \
+      else llvm_to_ptx(text, arch) if "define " in text else None
+    if ptx is not None: return compile_ptx(ptx, arch), ptx  # compile_ptx records the code's PTX for the emulated SM
   raise HCQError(f"dev.program on NV takes a cubin (ELF bytes), PTX text (with .target and .entry), CUDA C++ (with a __global__ "
                  f"function) or LLVM IR (with a define); "
                  f"got {type(code).__name__} {str(code)[:40]!r}")
@@ -95,7 +91,6 @@ class NVProgram(Program):
       off, typ, sym = k.relocations[0]
       raise HCQError(f"{name}: {len(k.relocations)} relocations against its code (the first at {off:#x}, type {typ}, symbol {sym}); "
                      "hcq applies none yet (calls to other functions, device globals)")
-    if ptx is not None: record(cubin, ptx)
     self.kernel, self.layout_qmd = k, QMD_LAYOUTS[device.arch.qmd]
     self.qmd_bytes = self.layout_qmd.nbytes
     kinds = ptx_param_kinds(ptx).get(name) if ptx else None

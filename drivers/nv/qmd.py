@@ -94,6 +94,7 @@ def encode_qmd(layout: QMDLayout, *, program: int, registers: int, grid: tuple[i
   f[layout.local_fields[0]], f[layout.local_fields[1]] = local >> layout.local_shift, 0
   for i, (addr, size) in cbanks.items():
     f[f"constant_buffer_valid_{i}"] = 1
+    f[f"constant_buffer_invalidate_{i}"] = 1  # the kernarg ring reuses its slots: never read a bank from a stale constant cache
     f[f"constant_buffer_size_shifted4_{i}"] = (size + 15) // 16
     if addr: f[layout.cbank("addr_lower", i)], f[layout.cbank("addr_upper", i)] = _split(addr, layout.cbank_shift, f"constant bank {i} address")
   return layout.register.encode(**f)
