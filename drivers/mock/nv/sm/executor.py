@@ -9,6 +9,7 @@ are independent (the programming model gives no order between them), so many run
 from __future__ import annotations
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -18,11 +19,12 @@ from . import intops as I
 from .errors import SMFault
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, Fault, GlobalSpace, WindowSpace, fault_to_sm
 from .parser import SINK, Addr, Imm, Instr, Kernel, PredPair, Reg, Sym, Vec, type_bytes
-from .types import SINT, UINT, VALUE_DTYPE, int_limits, is_float, is_signed, storage_dtype
+from .types import SINT, UINT, VALUE_DTYPE, as_uint, int_limits, is_float, is_signed, storage_dtype
 
 ROUND = ("rn", "rz", "rm", "rp")
 IROUND = {"rni": "rn", "rzi": "rz", "rmi": "rm", "rpi": "rp"}
 SPACES = ("global", "shared", "local", "param", "const", "generic")
+BATCH_THREADS = 1 << 16   # threads run as one numpy batch: large enough to amortise Python, small enough for the caches
 
 
 class Unsupported(Exception):
@@ -47,39 +49,53 @@ class Batch:
     self.bs = L.block[0] * L.block[1] * L.block[2]
     self.T = nblk * self.bs
     self.regs: dict[str, np.ndarray] = {}
-    self.local_tid = np.tile(np.arange(self.bs, dtype=np.int64), nblk)
-    self.block_of = np.repeat(np.arange(nblk, dtype=np.int64), self.bs)
     self.shared = WindowSpace("shared", nblk, L.shared_bytes)
     self.local = WindowSpace("local", self.T, L.local_bytes)
     self._special: dict[str, np.ndarray] = {}
 
+  @cached_property
+  def local_tid(self) -> np.ndarray:
+    """Each thread's linear index in its block."""
+    return np.tile(np.arange(self.bs, dtype=np.int64), self.nblk)
+
+  @cached_property
+  def block_of(self) -> np.ndarray:
+    """Each thread's block, counted from the batch's first."""
+    return np.repeat(np.arange(self.nblk, dtype=np.int64), self.bs)
+
+  @cached_property
+  def thread_index(self) -> np.ndarray:
+    return np.arange(self.T)
+
   def special(self, name: str) -> np.ndarray:
     if name in self._special: return self._special[name]
-    L, lt = self.ex.launch, self.local_tid
+    L = self.ex.launch
     bx, by, _ = L.block
-    gx, gy, gz = L.grid
-    lin = self.blk0 + self.block_of
+    gx, gy, _ = L.grid
     base, comp = name.split(".") if "." in name else (name, "")
     ax = "xyz".index(comp) if comp else 0
-    if base == "%tid": v = [lt % bx, lt // bx % by, lt // (bx * by)][ax]
-    elif base == "%ntid": v = np.full(self.T, L.block[ax])
-    elif base == "%ctaid": v = [lin % gx, lin // gx % gy, lin // (gx * gy)][ax]
-    elif base == "%nctaid": v = np.full(self.T, L.grid[ax])
-    elif base == "%laneid": v = lt % 32
-    elif base == "%warpid": v = lt // 32
-    elif base == "%nwarpid": v = np.full(self.T, (self.bs + 31) // 32)
-    elif base in ("%smid", "%gridid", "%nsmid"): v = np.zeros(self.T) if base != "%nsmid" else np.full(self.T, 132)
+    lt = np.arange(self.bs, dtype=np.int64)             # per thread of one block, then tiled over the batch
+    lin = np.arange(self.blk0, self.blk0 + self.nblk)   # per block, then repeated for its threads
+    per_thread = per_block = None
+    if base == "%tid": per_thread = [lt % bx, lt // bx % by, lt // (bx * by)][ax]
+    elif base == "%ntid": per_thread = np.full(self.bs, L.block[ax])
+    elif base == "%ctaid": per_block = [lin % gx, lin // gx % gy, lin // (gx * gy)][ax]
+    elif base == "%nctaid": per_thread = np.full(self.bs, L.grid[ax])
+    elif base == "%laneid": per_thread = lt % 32
+    elif base == "%warpid": per_thread = lt // 32
+    elif base == "%nwarpid": per_thread = np.full(self.bs, (self.bs + 31) // 32)
+    elif base in ("%smid", "%gridid"): per_thread = np.zeros(self.bs)
+    elif base == "%nsmid": per_thread = np.full(self.bs, 132)   # an H200 has 132 SMs
     elif base.startswith("%lanemask_"):
-      lane = (lt % 32).astype(np.uint64)
-      one = np.uint64(1) << lane
-      v = {"eq": one, "lt": one - np.uint64(1), "le": (one << np.uint64(1)) - np.uint64(1),
-           "gt": ~((one << np.uint64(1)) - np.uint64(1)), "ge": ~(one - np.uint64(1))}[base[10:]] & np.uint64(0xffffffff)
+      one = np.uint64(1) << (lt % 32).astype(np.uint64)
+      per_thread = {"eq": one, "lt": one - np.uint64(1), "le": (one << np.uint64(1)) - np.uint64(1),
+                    "gt": ~((one << np.uint64(1)) - np.uint64(1)), "ge": ~(one - np.uint64(1))}[base[10:]] & np.uint64(0xffffffff)
     elif base in ("%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
-      v = np.full(self.T, self.ex.steps)
-    elif base == "%dynamic_smem_size": v = np.full(self.T, L.shared_bytes - self.ex.kernel.static_shared_bytes)
-    elif base == "%total_smem_size": v = np.full(self.T, L.shared_bytes)
+      return np.broadcast_to(np.array(self.ex.steps, np.uint64 if base in ("%clock64", "%globaltimer") else np.uint32), (self.T,))
+    elif base == "%dynamic_smem_size": per_thread = np.full(self.bs, L.shared_bytes - self.ex.kernel.static_shared_bytes)
+    elif base == "%total_smem_size": per_thread = np.full(self.bs, L.shared_bytes)
     else: raise Unsupported(f"special register {name}")
-    v = np.asarray(v).astype(np.uint64 if base in ("%clock64", "%globaltimer") else np.uint32)
+    v = np.tile(per_thread.astype(np.uint32), self.nblk) if per_thread is not None else np.repeat(per_block.astype(np.uint32), self.bs)
     self._special[name] = v
     return v
 
@@ -173,7 +189,7 @@ class Executor:
     L = self.launch
     bs = L.block[0] * L.block[1] * L.block[2]
     nblocks = L.grid[0] * L.grid[1] * L.grid[2]
-    per = max(1, min(nblocks, (1 << 18) // max(bs, 1)))
+    per = max(1, min(nblocks, BATCH_THREADS // max(bs, 1)))
     for blk0 in range(0, nblocks, per):
       self.run_batch(Batch(self, blk0, min(per, nblocks - blk0)))
 
@@ -373,6 +389,7 @@ def _arith(ex: Executor, b: Batch, ins: Instr, m) -> None:
       if ft == "f32" and mode == "rn" and fop in ("add", "sub", "mul"):  # numpy's f32 arithmetic is IEEE RN already
         with np.errstate(all="ignore"):
           r = xs[0] + xs[1] if fop == "add" else xs[0] - xs[1] if fop == "sub" else xs[0] * xs[1]
+      elif ft == "f32" and mode == "rn" and fop == "fma": r = F.fma_f32_rn(*xs)
       else: r = F.arith(fop, ft, mode, *xs)
       if "relu" in ins.mods: r = relu(r, ft)
       return fpost(ins, ft, r)
@@ -388,7 +405,7 @@ def _arith(ex: Executor, b: Batch, ins: Instr, m) -> None:
       return
     if "cc" in ins.mods or ins.op.endswith("c"): raise Unsupported("carry chains (add.cc/addc)")
     n = type_bytes(t)
-    ua, uc = np.asarray(a).astype(UINT[n]), np.asarray(c).astype(UINT[n])
+    ua, uc = as_uint(a, n), as_uint(c, n)
     ex.wr(b, ins.args[0], (ua + uc) if o == "add" else (ua - uc), t, m)
     return
   if o == "mul":
@@ -403,7 +420,7 @@ def _arith(ex: Executor, b: Batch, ins: Instr, m) -> None:
     return
   wt = t if mode != "wide" else ("s" if is_signed(t) else "u") + str(type_bytes(t) * 16)
   n = type_bytes(wt)
-  ex.wr(b, ins.args[0], np.asarray(p).astype(UINT[n]) + np.asarray(d).astype(UINT[n]), wt, m)
+  ex.wr(b, ins.args[0], as_uint(p, n) + as_uint(d, n), wt, m)
 
 
 def relu(r, ft):
@@ -743,7 +760,7 @@ def mem_access(ex: Executor, b: Batch, space: str, addrs: np.ndarray, lanes: np.
     return None
   if space in ("shared", "local"):
     win = b.shared if space == "shared" else b.local
-    owner = (b.block_of if space == "shared" else np.arange(b.T))
+    owner = (b.block_of if space == "shared" else b.thread_index)
     owner = owner[lanes] if lanes is not None else owner
     if store is None: return win.load(owner, a, size)
     win.store(owner, a, np.broadcast_to(st, a.shape), size)
@@ -893,7 +910,7 @@ def do_atomic(ex, b, ins, m, addr_arg: Addr, op_: str, t: str, x, y, want_old: b
     if sp == "global": views = ex.glob.views(a, size)
     elif sp in ("shared", "local"):
       win = b.shared if sp == "shared" else b.local
-      owner = (b.block_of if sp == "shared" else np.arange(b.T))[lanes[sub]]
+      owner = (b.block_of if sp == "shared" else b.thread_index)[lanes[sub]]
       views = win.views(owner, a, size)
     else: raise Unsupported(f"atom.{sp}")
     sidx = np.nonzero(sub)[0]
@@ -1006,7 +1023,7 @@ def _shfl(ex, b, ins, m):
     ok = j <= maxl
   warp_base = b.local_tid - lane
   ok = ok & (warp_base + j < b.bs) & (j >= 0)
-  src = np.where(ok, b.block_of * b.bs + warp_base + j, np.arange(b.T))
+  src = np.where(ok, b.block_of * b.bs + warp_base + j, b.thread_index)
   ex.wr(b, dst, a[src], "b32", m)
   if pdst is not None: ex.wr(b, pdst, ok, "pred", m)
 

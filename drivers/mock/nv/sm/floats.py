@@ -155,9 +155,24 @@ def _f64_fma_exact(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str, idx: 
   return out
 
 
+def fma_f32_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+  """fma.rn.f32 fast: a*b is exact in f64, so RN32(RN64(a*b + c)) is right unless RN64 lands on an f32 midpoint
+  (low 29 mantissa bits 1 followed by zeros) or the result is f32-subnormal; those few take the exact path."""
+  with np.errstate(all="ignore"):
+    s = np.asarray(a, np.float64) * b + c
+    r = s.astype(np.float32)
+  hard = ((s.view(np.uint64) & np.uint64(0x1fffffff)) == np.uint64(0x10000000)) | (np.abs(s) < 1.1754943508222875e-38)
+  if hard.any():
+    i = np.nonzero(hard)[0]
+    a, b, c = (np.broadcast_to(x, s.shape)[i] for x in (a, b, c))
+    r = np.array(r, copy=True)
+    r[i] = arith("fma", "f32", "rn", a, b, c)
+  return r
+
+
 def arith(op: str, fmt: str, mode: str, *xs: np.ndarray) -> np.ndarray:
   """add/sub/mul/fma/div/sqrt in fmt with rounding `mode`, correctly rounded; inputs in fmt, result in fmt."""
-  v = [from_fmt(x, fmt) for x in xs]
+  v = np.broadcast_arrays(*[from_fmt(x, fmt) for x in xs])
   with np.errstate(all="ignore"):
     if op in ("add", "sub"):
       s, e = two_sum(v[0], -v[1] if op == "sub" else v[1])

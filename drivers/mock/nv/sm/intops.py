@@ -2,7 +2,7 @@
 from __future__ import annotations
 import numpy as np
 
-from .types import SINT, UINT, int_limits, is_signed
+from .types import SINT, UINT, as_uint, int_limits, is_signed
 from .parser import type_bytes
 
 M32 = np.uint64(0xffffffff)
@@ -24,9 +24,9 @@ def mul(mode: str, t: str, a, b):
   sg = is_signed(t)
   if mode == "wide":
     wt = (SINT if sg else UINT)[2 * n]
-    return np.asarray(a).astype(wt) * np.asarray(b).astype(wt)
+    return np.asarray(a).astype(wt, copy=False) * np.asarray(b).astype(wt, copy=False)
   if mode == "lo":
-    return (np.asarray(a).astype(UINT[n]) * np.asarray(b).astype(UINT[n])).view((SINT if sg else UINT)[n])
+    return (as_uint(a, n) * as_uint(b, n)).view((SINT if sg else UINT)[n])
   if n < 8:
     wt = np.int64 if sg else np.uint64
     p = np.asarray(a).astype(wt) * np.asarray(b).astype(wt)
@@ -97,15 +97,17 @@ def popc(t: str, a) -> np.ndarray:
   return np.bitwise_count(u).astype(np.uint32) if hasattr(np, "bitwise_count") else np.array([bin(int(x)).count("1") for x in u.ravel()], np.uint32)
 
 
+def _bitlen32(u: np.ndarray) -> np.ndarray:
+  """Bit length of values below 2^32 (frexp's exponent is exact for them)."""
+  return np.frexp(u.astype(np.float64))[1].astype(np.int64)
+
+
 def clz(t: str, a) -> np.ndarray:
   n = type_bytes(t) * 8
-  u = np.asarray(a).astype(np.uint64)
-  out = np.full(u.shape, n, np.uint32)
-  nz = u != 0
-  bl = np.floor(np.log2(np.where(nz, u, 1).astype(np.float64))).astype(np.int64)
-  # log2 of a 64-bit value rounded to f64 can land one high near powers of two: correct by testing the bit
-  bl = np.where((np.uint64(1) << np.clip(bl, 0, 63).astype(np.uint64)) > u, bl - 1, bl)
-  return np.where(nz, n - 1 - bl, out).astype(np.uint32)
+  u = np.asarray(a).astype(UINT[n // 8]).astype(np.uint64)
+  if n < 64: return (n - _bitlen32(u)).astype(np.uint32)
+  hi, lo = u >> np.uint64(32), u & M32
+  return np.where(hi != 0, 32 - _bitlen32(hi), 64 - _bitlen32(lo)).astype(np.uint32)
 
 
 def bfind(t: str, a, shiftamt: bool) -> np.ndarray:

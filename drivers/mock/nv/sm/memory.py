@@ -47,24 +47,40 @@ class GlobalSpace:
     self.mem = mem
 
   def _locate(self, addrs: np.ndarray, size: int, write: bool):
-    try: return self.mem.locate(addrs, size, write)
+    try: return self.mem.locate_fast(addrs, size, write) or self.mem.locate(addrs, size, write)
     except PageFault as e:
       raise Fault("mmu", e.address, f"MMU fault: {'write' if write else 'read'} of {size} bytes at {e.address:#x} outside every "
                                     "mapping" + (" (or to a read-only one)" if write else "")) from None
 
+  def _fast(self, addrs: np.ndarray, size: int, write: bool):
+    """Element indices into one mapping's typed view when every address lies in the mapping of the first and the
+    mapping is size-aligned (one subtraction, one max, one alignment test); None otherwise."""
+    try: m, _ = self.mem.find(int(addrs[0]), size, write)
+    except PageFault: return None
+    if m.va % size or m.host.size % size: return None
+    offs = addrs - np.uint64(m.va)   # an address below the mapping wraps to a huge offset
+    if int(offs.max()) + size > m.size: return None
+    if size > 1 and (offs & np.uint64(size - 1)).any(): return None
+    return m.host.view(UINT[size]), (offs >> np.uint64(size.bit_length() - 1)).view(np.int64)
+
   def load(self, addrs: np.ndarray, size: int) -> np.ndarray:
     """Raw words (unsigned of `size` bytes) at each address."""
+    if addrs.size and (f := self._fast(addrs, size, False)) is not None: return f[0].take(f[1])
     check_aligned(addrs, size, "global")
     out = np.empty(addrs.size, UINT[size])
+    shift = size.bit_length() - 1
     for host, offs, lanes in self._locate(addrs, size, False):
-      v = typed_view(host, size)[offs // size] if not (offs % size).any() else _gather(host, offs, size)
+      v = typed_view(host, size)[offs >> shift] if not (offs & (size - 1)).any() else _gather(host, offs, size)
       if lanes is None: out = v
       else: out[lanes] = v
     return out
 
   def store(self, addrs: np.ndarray, vals: np.ndarray, size: int) -> None:
-    check_aligned(addrs, size, "global")
     vals = np.asarray(vals).astype(UINT[size], copy=False)
+    if addrs.size and (f := self._fast(addrs, size, True)) is not None:
+      f[0][f[1]] = vals
+      return
+    check_aligned(addrs, size, "global")
     for host, offs, lanes in self._locate(addrs, size, True):
       v = vals if lanes is None else vals[lanes]
       if not (offs % size).any(): typed_view(host, size)[offs // size] = v

@@ -27,11 +27,13 @@ FUNDAMENTAL_TYPES = {"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64
                      "f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "pred", "tf32", "e4m3x2", "e5m2x2"}
 
 
+_TYPE_BYTES = {t: 1 if t == "pred" else 4 if t in ("f16x2", "bf16x2", "tf32") else 2 if t.endswith("x2") else int(re.sub(r"\D", "", t)) // 8
+               for t in FUNDAMENTAL_TYPES}
+
+
 def type_bytes(t: str) -> int:
   """Size in bytes of a PTX fundamental type (.pred counts as 1 byte in memory; PTX 5.2)."""
-  if t == "pred": return 1
-  if t.endswith("x2"): return 4 if t in ("f16x2", "bf16x2") else 2
-  return int(re.sub(r"\D", "", t)) // 8 if t != "tf32" else 4
+  return _TYPE_BYTES[t]
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,7 @@ class _Parser:
     if text[pos:].strip() == "" and "/*" in text[max(0, pos - 2):]: pass
     self.i = 0
     self.lines = text.split("\n")
+    self.module_shared: dict[str, Variable] = {}
 
   # --- token helpers ---------------------------------------------------------------------------------------
   def peek(self, k: int = 0) -> Tok | None:
@@ -231,9 +234,25 @@ class _Parser:
       else:
         raise self.err(t, f"unexpected {t.text!r} at module level: expected a directive (.version, .target, .address_size, "
                           ".entry, .func, .global, .const, .shared)")
+    for k in kernels.values(): self._add_module_shared(k)
     if "version" not in header: raise PTXError(self.name, 1, 1, "missing .version directive: PTX text starts with .version X.Y")
     if "target" not in header: raise PTXError(self.name, 1, 1, "missing .target directive: PTX text names its target (.target sm_XX)")
     return kernels, consts, header
+
+  def _add_module_shared(self, k: Kernel) -> None:
+    """Module-scope .shared variables a kernel names join its shared window (static ones after its own, as ptxas
+    allocates only what a kernel references); an `.extern .shared` array is its dynamic shared memory."""
+    used = {a.name if isinstance(a, Sym) else a.base.name for ins in k.instrs for a in ins.args
+            if isinstance(a, Sym) or (isinstance(a, Addr) and isinstance(a.base, Sym))}
+    for v in self.module_shared.values():
+      if v.name not in used or v.name in k.shared: continue
+      if v.extern:
+        k.shared[v.name] = (-1, v)
+        k.dynamic_shared = v.name
+      else:
+        o = _align(k.static_shared_bytes, v.align)
+        k.shared[v.name] = (o, v)
+        k.static_shared_bytes = o + v.size
 
   def _skip_statement(self) -> None:
     start = self.next("a directive")
@@ -265,8 +284,8 @@ class _Parser:
       if v.space == "global":
         raise self.err(t, f"module-scope .global variable {v.name!r}: the emulated SM has no loader for module globals; "
                           "pass the data as a kernel parameter (a buffer) instead")
-      if v.space == "shared": raise self.err(t, f"module-scope .shared variable {v.name!r}: declare shared memory inside the .entry")
-      consts[v.name] = v
+      if v.space == "shared": self.module_shared[v.name] = v
+      else: consts[v.name] = v
     else: raise self.err(t, f"expected .entry, .func or a variable after {' '.join(linkage)}, found {t.text!r}")
 
   def _func(self) -> None:

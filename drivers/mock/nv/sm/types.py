@@ -30,3 +30,10 @@ def storage_dtype(t: str):
 def int_limits(t: str) -> tuple[int, int]:
   bits = type_bytes(t) * 8
   return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if is_signed(t) else (0, (1 << bits) - 1)
+
+
+def as_uint(x, n: int) -> np.ndarray:
+  """x's bits as unsigned n-byte words: a view when the width matches, a wrapping conversion otherwise."""
+  x = np.asarray(x)
+  if x.dtype.itemsize == n and x.dtype != np.bool_: return x.view(UINT[n])
+  return x.astype(SINT[x.dtype.itemsize] if x.dtype.kind == "i" else x.dtype).astype(UINT[n])

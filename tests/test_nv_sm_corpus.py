@@ -1,0 +1,316 @@
+"""Differential corpus for the emulated SM: LLVM IR through llvmlite's NVPTX backend and CUDA C++ through clang-19,
+run on the SM and compared with the host (the same IR JIT-compiled by llvmlite, numpy, exact rationals).
+Integers and correctly rounded float operations bit-exact; .approx operations within the PTX ISA's bounds.
+HCQ_NV_SM_RANDOM=N runs N random programs (default 50)."""
+from __future__ import annotations
+import ctypes
+import math
+import os
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "nv_sm_corpus"))
+import ir_cases as C  # noqa: E402
+from tests.nv_sm_tools import HostJIT, cuda_to_ptx, ir_to_ptx, launch  # noqa: E402
+
+from hcq.drivers.mock.nv.sm import PTXModule  # noqa: E402
+
+N = 256
+NP = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "float": np.float32, "double": np.float64,
+      "half": np.float16, "bfloat": np.uint16}
+
+
+def ints(t: str, rng, n: int = N) -> np.ndarray:
+  dt = NP[t]
+  info = np.iinfo(dt)
+  v = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+  special = np.array([0, 1, -1, info.min, info.max, 2, info.min + 1, 7], dt)
+  v[:special.size] = special
+  v[special.size:2 * special.size] = rng.integers(-40, 40, special.size)   # small values: shifts, near-equal compares
+  return v
+
+
+def floats(t: str, rng, n: int = N) -> np.ndarray:
+  dt = NP[t]
+  fi = np.finfo(dt)
+  v = (rng.standard_normal(n) * np.exp2(rng.integers(-20, 20, n))).astype(dt)
+  special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, fi.tiny, -fi.tiny / 4, fi.max, 1.0, -1.5, 2.5, 0.5, 3.0], dt)
+  v[:special.size] = special
+  v[special.size:2 * special.size] = rng.permutation(special)
+  return v
+
+
+def same_bits(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+  """Equal bit for bit, any NaN matching any NaN (PTX returns the canonical NaN, a host keeps payloads)."""
+  if got.dtype.kind == "f": return (got.view(f"u{got.itemsize}") == want.view(f"u{want.itemsize}")) | (np.isnan(got) & np.isnan(want))
+  return got == want
+
+
+def run_group(cases: dict, inputs, arch: str = "sm_80"):
+  """Compile cases (name -> (arg types, result type, body)) for the SM and the host, run both; yields
+  (name, sm result, host result, args)."""
+  dev, host = C.module(cases)
+  mod = PTXModule.parse(ir_to_ptx(dev, arch), "corpus.ptx")
+  jit = HostJIT(host)
+  for name, (targs, tout, _) in cases.items():
+    args = [inputs(t, k) for k, t in enumerate(targs)]
+    out_sm, out_host = np.zeros(N, NP[tout]), np.zeros(N, NP[tout])
+    launch(mod, name, [out_sm] + args, (N // 128,), (128,))
+    f = jit.fn(f"host_{name}", None, *([ctypes.c_void_p] * (1 + len(targs))), ctypes.c_int64)
+    f(out_host.ctypes.data, *[a.ctypes.data for a in args], N)
+    yield name, out_sm, out_host, args
+
+
+@pytest.mark.parametrize("t", C.INT)
+def test_integer_ops_match_host(t):
+  rng = np.random.default_rng(BITS_SEED := C.BITS[t])
+  cases = {f"{k}_{t}": ([t, t, t], rt, body) for k, (rt, body) in C.int_cases(t).items()}
+  data = [ints(t, rng) for _ in range(3)]
+  bad = [(n, np.argmax(~same_bits(s, h))) for n, s, h, _ in run_group(cases, lambda ty, k: data[k]) if not same_bits(s, h).all()]
+  assert not bad, f"{t}: results differ from the host in {bad}"
+
+
+def test_integer_conversions_match_host():
+  rng = np.random.default_rng(1)
+  cases = {k: ([s], d, body) for k, (s, d, body) in C.conv_cases().items()}
+  bad = [n for n, s, h, _ in run_group(cases, lambda ty, k: ints(ty, rng)) if not same_bits(s, h).all()]
+  assert not bad, f"conversions differ from the host: {bad}"
+
+
+@pytest.mark.parametrize("t", C.FLOAT)
+def test_float_ops_match_host_bit_exact(t):
+  rng = np.random.default_rng(2)
+  data = [floats(t, rng) for _ in range(3)]
+  cases = {f"{k}_{t}": ([t, t, t], rt, body) for k, (rt, body) in C.float_cases(t).items()}
+  bad = []
+  for n, s, h, args in run_group(cases, lambda ty, k: data[k]):
+    ok = same_bits(s, h)
+    if n.startswith(("minnum", "maxnum")): ok |= (s == 0) & (h == 0)   # LLVM leaves the sign of a zero result open here
+    if not ok.all():
+      i = int(np.argmax(~ok))
+      bad.append(f"{n}[{i}]: SM {s[i]!r} host {h[i]!r} from {[a[i] for a in args]}")
+  assert not bad, "\n".join(bad)
+
+
+def test_float_conversions_match_host():
+  rng = np.random.default_rng(3)
+  cases = {k: ([s], d, body) for k, (s, d, body) in C.fconv_cases().items()}
+  def inputs(ty, k):
+    if ty in C.FLOAT:
+      v = floats(ty, rng)
+      v[20:60] = (rng.standard_normal(40) * 2.0 ** rng.integers(0, 70, 40)).astype(NP[ty])   # near and past the int ranges
+      return v
+    return ints(ty, rng)
+  bad = []
+  for n, s, h, args in run_group(cases, inputs):
+    ok = same_bits(s, h)
+    if not ok.all():
+      i = int(np.argmax(~ok))
+      bad.append(f"{n}[{i}]: SM {s[i]!r} host {h[i]!r} from {args[0][i]!r}")
+  assert not bad, "\n".join(bad)
+
+
+# --- exact references ---------------------------------------------------------------------------------------------
+FORMATS = {"f64": (53, -1022, 1023), "f32": (24, -126, 127), "f16": (11, -14, 15), "bf16": (8, -126, 127)}
+
+
+def round_exact(x: Fraction, fmt: str, mode: str) -> float:
+  """x rounded to fmt by mode (rn: ties to even), with subnormals and overflow: an independent reference."""
+  p, emin, emax = FORMATS[fmt]
+  if x == 0: return 0.0
+  neg, a = x < 0, abs(x)
+  e = a.numerator.bit_length() - a.denominator.bit_length()
+  if Fraction(2) ** e > a: e -= 1
+  q = Fraction(2) ** (max(e, emin) - p + 1)
+  n, rem = divmod(a, q)
+  n = int(n)
+  up = {"rn": rem > q / 2 or (rem == q / 2 and n % 2 == 1), "rz": False, "rp": rem > 0 and not neg, "rm": rem > 0 and neg}[mode]
+  r = (n + up) * q
+  big = (2 - Fraction(2) ** (1 - p)) * Fraction(2) ** emax
+  if r > big: r = math.inf if (mode == "rn" or (mode == "rp" and not neg) or (mode == "rm" and neg)) else big
+  v = float(r) if r != math.inf else math.inf
+  return -v if neg else v
+
+
+def bf16_value(bits: np.ndarray) -> np.ndarray:
+  return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def test_half_and_bfloat_ops_match_exact_rounding():
+  rng = np.random.default_rng(4)
+  fails = []
+  for t in C.HALF:
+    fmt = "f16" if t == "half" else "bf16"
+    if t == "half": data = [floats(t, rng) for _ in range(3)]
+    else: data = [(floats("float", rng).view(np.uint32) >> 16).astype(np.uint16) for _ in range(3)]
+    vals = [d.astype(np.float64) if t == "half" else bf16_value(d) for d in data]
+    cases = {f"{k}_{fmt}": ([t, t, t], rt, body) for k, (rt, body) in C.half_cases(t).items()}
+    dev, _ = C.module(cases)
+    mod = PTXModule.parse(ir_to_ptx(dev, "sm_90"), "half.ptx")
+    for name, (_, _, body) in cases.items():
+      out = np.zeros(N, NP[t])
+      launch(mod, name, [out] + data, (N // 128,), (128,))
+      got = out.astype(np.float64) if t == "half" else bf16_value(out)
+      op = name.split("_")[0]
+      for i in range(N):
+        a, b, c = (v[i] for v in vals)
+        if not all(math.isfinite(x) for x in (a, b, c)) or (op == "hdiv" and b == 0): continue
+        exact = {"hadd": lambda: Fraction(a) + Fraction(b), "hsub": lambda: Fraction(a) - Fraction(b),
+                 "hmul": lambda: Fraction(a) * Fraction(b), "hfma": lambda: Fraction(a) * Fraction(b) + Fraction(c),
+                 "hdiv": lambda: Fraction(a) / Fraction(b), "hmax": lambda: max(Fraction(a), Fraction(b))}[op]()
+        want = round_exact(exact, fmt, "rn")
+        if got[i] != want and not (got[i] == 0 and want == 0):
+          fails.append(f"{name}[{i}]: {a!r}, {b!r}, {c!r} -> SM {got[i]!r}, exact {want!r}")
+  assert not fails, "\n".join(fails[:10])
+
+
+def test_directed_rounding_matches_exact_rounding():
+  rng = np.random.default_rng(5)
+  cases, kinds = {}, {}
+  for name, (intr, op, mode, s) in C.DIRECTED.items():
+    t = "float" if s == "f32" else "double"
+    n = 3 if op == "fma" else 2
+    body = f"%r = call {t} @{intr}(" + ", ".join(f"{t} %{v}" for v in "abc"[:n]) + ")"
+    cases[name] = ([t] * n, t, body)
+    kinds[name] = (op, mode, s, t)
+  dev, _ = C.module(cases)
+  mod = PTXModule.parse(ir_to_ptx(dev), "directed.ptx")
+  fails = []
+  for name, (op, mode, s, t) in kinds.items():
+    args = [(rng.standard_normal(N) * np.exp2(rng.integers(-30, 30, N))).astype(NP[t]) for _ in cases[name][0]]
+    args[0][:4] = np.array([1.0, 1.0, -1.0, 3.0], NP[t])
+    if op == "div": args[1][:4] = np.array([3.0, -3.0, 3.0, 7.0], NP[t])
+    out = np.zeros(N, NP[t])
+    launch(mod, name, [out] + args, (N // 128,), (128,))
+    for i in range(N):
+      fr = [Fraction(float(x[i])) for x in args]
+      exact = {"add": lambda: fr[0] + fr[1], "mul": lambda: fr[0] * fr[1], "div": lambda: fr[0] / fr[1],
+               "fma": lambda: fr[0] * fr[1] + fr[2]}[op]()
+      want = round_exact(exact, s, mode)
+      if float(out[i]) != want: fails.append(f"{name}[{i}]: {[float(x[i]) for x in args]} -> SM {float(out[i])!r}, exact {want!r}")
+  assert not fails, "\n".join(fails[:10])
+
+
+def test_approximations_within_ptx_bounds():
+  rng = np.random.default_rng(6)
+  cases = {name: (["float"], "float", f"%r = call float @{intr}(float %a)") for name, (intr, *_rest) in C.APPROX.items()}
+  dev, _ = C.module(cases)
+  mod = PTXModule.parse(ir_to_ptx(dev), "approx.ptx")
+  for name, (_, ref, kind, bound) in C.APPROX.items():
+    x = rng.uniform(-np.pi, np.pi, N).astype(np.float32) if ref in ("sin", "cos") else \
+        rng.uniform(-100, 100, N).astype(np.float32) if ref == "exp2" else np.abs(floats("float", rng)) + np.float32(1e-30)
+    x = x[np.isfinite(x)] if ref != "exp2" else x
+    x = np.resize(x, N).astype(np.float32)
+    out = np.zeros(N, np.float32)
+    launch(mod, name, [out, x], (N // 128,), (128,))
+    xd = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+      want = {"sin": np.sin, "cos": np.cos, "exp2": np.exp2, "log2": np.log2, "rsqrt": lambda v: 1 / np.sqrt(v),
+              "rcp": lambda v: 1 / v, "sqrt": np.sqrt}[ref](xd)
+    fin = np.isfinite(want) & (np.abs(want) < 3e38) & (np.abs(want) > 1.2e-38)
+    got = out.astype(np.float64)
+    if kind == "abs":   # an f32 result cannot be closer than half its ulp: the stated absolute bound is the mantissa's
+      err = np.abs(got - want) / np.maximum(1.0, np.spacing(np.abs(want).astype(np.float32)).astype(np.float64) / bound)
+    elif kind == "rel": err = np.abs(got - want) / np.abs(want)
+    else: err = np.abs(got - want) / np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    assert (err[fin] <= bound).all(), f"{name}: error {err[fin].max()} above the PTX bound {bound} ({kind})"
+
+
+# --- CUDA C++ through clang-19 ------------------------------------------------------------------------------------
+CU = open(os.path.join(os.path.dirname(__file__), "nv_sm_corpus", "kernels.cu")).read()
+
+
+@pytest.fixture(scope="module")
+def cuda_mod():
+  return PTXModule.parse(cuda_to_ptx(CU, "sm_80"), "kernels.cu")
+
+
+def cuda_cases():
+  rng = np.random.default_rng(7)
+  f = rng.standard_normal(4096).astype(np.float32)
+  i = rng.integers(-1000, 1000, 4096).astype(np.int32)
+  u = rng.integers(0, 1 << 32, 4096, dtype=np.uint64).astype(np.uint32)
+  d = rng.standard_normal(1024)
+  hist_in = rng.integers(0, 64, 4096).astype(np.int32)
+  m = 64
+  ma, mb = rng.standard_normal((m, m)).astype(np.float32), rng.standard_normal((m, m)).astype(np.float32)
+  lane = np.arange(4096) % 32
+  def ballot(p):
+    return np.array([sum(int(b) << j for j, b in enumerate(p[w * 32:(w + 1) * 32])) for w in range(p.size // 32)], np.uint64).astype(np.uint32)
+  def collatz(v):
+    out = []
+    for x in v.tolist():
+      x, n = x & 0xffff | 1, 0
+      while x != 1 and n < 1000: x, n = (x // 2 if x % 2 == 0 else 3 * x + 1), n + 1
+      out.append(n)
+    return np.array(out, np.int32)
+  yield "reduce_shared", lambda: [np.zeros(16, np.float32), f], (16,), (256,), lambda o: np.allclose(o[0], f.reshape(16, 256).sum(1), atol=1e-4)
+  yield "reduce_warp_shfl", lambda: [np.zeros(1, np.int32), i], (16,), (256,), lambda o: o[0][0] == i.sum()
+  yield "atomic_add_int", lambda: [np.zeros(1, np.int32), i], (16,), (256,), lambda o: o[0][0] == i.sum()
+  yield "atomic_ops", lambda: [np.array([0, 1 << 30, -(1 << 30), 0, 0xff, 0, 0, 0], np.int32), i], (16,), (256,), lambda o: (
+    o[0][1] == min(i.min(), 1 << 30) and o[0][2] == max(i.max(), -(1 << 30)) and o[0][3] == np.bitwise_xor.reduce(i)
+    and o[0][4] == (np.bitwise_or.reduce(i) | 0xff) and o[0][5] == 4096 and o[0][6] == 0xffff)
+  yield "atomic_old_values", lambda: [np.zeros(4096, np.uint32), np.zeros(1, np.uint32)], (16,), (256,), lambda o: (
+    np.array_equal(np.sort(o[0]), np.arange(4096)) and o[1][0] == 4096)
+  yield "atomic_cas_max_float", lambda: [np.array([-np.inf], np.float32), f], (16,), (256,), lambda o: o[0][0] == f.max()
+  yield "atomic_add_float_shared", lambda: [np.zeros(16, np.float32), f], (16,), (256,), lambda o: np.allclose(o[0], f.reshape(16, 256).sum(1), atol=1e-3)
+  yield "histogram_shared", lambda: [np.zeros(64, np.int32), hist_in], (16,), (256,), lambda o: np.array_equal(o[0], np.bincount(hist_in, minlength=64))
+  yield "vote_ballot", lambda: [np.zeros(128, np.uint32), i], (16,), (256,), lambda o: np.array_equal(o[0], ballot(i > 0))
+  yield "vote_all_any", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(o[0], np.repeat(
+    [(w > -990).all() * 2 + (w > 990).any() for w in i.reshape(-1, 32)], 32))
+  yield "shfl_modes", lambda: [np.zeros(4096 * 4, np.int32), i], (16,), (256,), lambda o: np.array_equal(o[0].reshape(4, -1), np.stack([
+    np.take_along_axis(i.reshape(-1, 32), (np.arange(32) ^ 5)[None].repeat(128, 0), 1).reshape(-1),
+    np.where(lane >= 3, np.roll(i, 3), i), np.where(lane < 29, np.roll(i, -3), i), np.repeat(i.reshape(-1, 32)[:, 7], 32)]))
+  yield "match_any", lambda: [np.zeros(4096, np.uint32), hist_in & 3], (16,), (256,), lambda o: np.array_equal(o[0], np.concatenate([
+    [sum(1 << j for j in range(32) if w[j] == w[k]) for k in range(32)] for w in (hist_in & 3).reshape(-1, 32)]).astype(np.uint32))
+  yield "divergent_loop", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(o[0], collatz(i))
+  yield "nested_divergence", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(o[0], np.where(
+    i > 0, np.where(i % 3 == 0, i * 2, i + 7), np.where(i & 1 == 1, -i, i >> 1)).astype(np.int32))
+  yield "early_exit_barrier", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(
+    o[0].reshape(16, 256)[:, :128], (i.reshape(16, 256)[:, :128] + i.reshape(16, 256)[:, 127::-1]))
+  yield "matmul_tiled", lambda: [np.zeros((m, m), np.float32), ma, mb, np.int32(m)], (m // 16, m // 16), (16, 16), lambda o: np.allclose(o[0], ma @ mb, atol=1e-3)
+  yield "transpose_shared", lambda: [np.zeros((m, m), np.float32), ma, np.int32(m)], (m // 16, m // 16), (16, 16), lambda o: np.array_equal(o[0], ma.T)
+  yield "scan_shared", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(o[0], np.cumsum(i.reshape(16, 256), 1).reshape(-1).astype(np.int32))
+  mix = ((u.astype(np.uint64) * np.uint64(2654435761)) ^ (u.astype(np.uint64) << np.uint64(17))).view(np.int64)
+  yield "int64_mix", lambda: [np.zeros(4096, np.int64), u], (16,), (256,), lambda o: np.array_equal(o[0], np.sign(mix) * (np.abs(mix) // 7))
+  yield "double_ops", lambda: [np.zeros(1024, np.float64), d], (4,), (256,), lambda o: np.allclose(o[0], np.sqrt(np.abs(d)) * d + 1.0 / (1.0 + d * d), rtol=1e-15)
+  yield "byte_short_ops", lambda: [np.zeros(4096, np.uint8), np.zeros(4096, np.int16), i], (16,), (256,), lambda o: (
+    np.array_equal(o[0], (i.astype(np.uint8) * np.uint8(3) + np.uint8(1))) and np.array_equal(o[1], (i.astype(np.int16) * np.int16(-5)) >> 1))
+  yield "dynamic_shared_reverse", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(o[0], i.reshape(16, 256)[:, ::-1].reshape(-1))
+  yield "grid_stride_2d", lambda: [np.zeros((48, 40), np.int32), np.int32(40), np.int32(48)], (3, 4), (8, 8), lambda o: np.array_equal(
+    o[0], (np.arange(48)[:, None] * 1000 + np.arange(40)[None, :]).astype(np.int32))
+  yield "local_array", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(o[0], np.array(
+    [sum(v * (((k * 7 + v) & 15) + 1) for k in range(0, 16, 3)) for v in i.tolist()], np.int64).astype(np.int32))
+
+
+@pytest.mark.parametrize("name,make,grid,block,check", list(cuda_cases()), ids=[c[0] for c in cuda_cases()])
+def test_cuda_kernel(cuda_mod, name, make, grid, block, check):
+  args = make()
+  shared = 256 * 4 if name == "dynamic_shared_reverse" else None
+  launch(cuda_mod, name, args, grid, block, shared_bytes=shared, local_bytes=None)
+  assert check(args), f"{name}: wrong result"
+
+
+# --- random programs ----------------------------------------------------------------------------------------------
+import random_ir  # noqa: E402
+
+RANDOM = int(os.environ.get("HCQ_NV_SM_RANDOM", "50"))
+PER_MODULE = 25
+
+
+@pytest.mark.parametrize("first", range(0, RANDOM, PER_MODULE))
+def test_random_programs_match_host(first):
+  """Random straight-line, branching and looping LLVM IR: the SM's results equal the host's bit for bit."""
+  rng = np.random.default_rng(first)
+  seeds = range(first, min(first + PER_MODULE, RANDOM))
+  cases = {f"rand{s}": random_ir.program(s) for s in seeds}
+  data = {"i32": ints("i32", rng), "i64": ints("i64", rng), "double": floats("double", rng)}
+  bad = []
+  for name, s, h, args in run_group(cases, lambda ty, k: data[ty]):
+    if not np.array_equal(s, h):
+      i = int(np.argmax(s != h))
+      bad.append(f"{name} (HCQ_NV_SM_RANDOM seed {name[4:]}): thread {i} SM {s[i]:#x} host {h[i]:#x} from {[a[i] for a in args]}")
+  assert not bad, "\n".join(bad)
