@@ -1,7 +1,7 @@
 """The emulated compute class (the board's, HOPPER_COMPUTE_A on the H200): methods, QMDs, and the SM that runs PTX.
 
-Methods are decoded strictly: a method this model does not know stops the channel with a graphics exception (Xid 13),
-as the copy class does with its own. SEND_SIGNALING_PCAS2_B schedules the QMD at SEND_PCAS_A's address: it is read
+Methods are decoded strictly: a method this model does not know stops the channel with a graphics exception (Xid 13,
+nverror.h ROBUST_CHANNEL_GR_EXCEPTION, what the RM logs for an engine exception), as the copy class does with its own. SEND_SIGNALING_PCAS2_B schedules the QMD at SEND_PCAS_A's address: it is read
 through the VA space (an unmapped QMD is an MMU fault, Xid 31) and decoded with the generated layout of the board's
 QMD version (v4 on Hopper: Mesa NVK's nak qmd.rs picks QMDV04_00 for HOPPER_COMPUTE_A). The hardware's checks, each
 stricter where unsure:
@@ -16,6 +16,7 @@ space. An SM fault (MMU, misaligned, trap) stops the channel with the kernel, ad
 """
 from __future__ import annotations
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -57,7 +58,7 @@ class ComputeClass:
   """The compute engine of one GPU; `mem` its VA space. `trace` (a callable taking a line) sees each instruction."""
   mem: object
   trace: Callable[[str], None] | None = None
-  launches: list[Launch] = field(default_factory=list)
+  launches: deque = field(default_factory=lambda: deque(maxlen=64))  # the last launches decoded
   _modules: dict[str, object] = field(default_factory=dict)
   _lock: threading.Lock = field(default_factory=threading.Lock)
 
