@@ -224,3 +224,43 @@ def test_cli_compile_errors_show_the_compilers_message(tmp_path, capsys):
   assert run([str(tmp_path / "k.cu"), "--dev", "MOCKNV+NV"]) == 1
   err = capsys.readouterr().err
   assert err.startswith("error: CompileError: NVRTC refused the CUDA C++") and 'identifier "nothing" is undefined' in err
+
+
+def test_llvm_ir_kernel_runs(dev):
+  ir = """
+target triple = "nvptx64-nvidia-cuda"
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+define void @iota3(ptr addrspace(1) %out, i32 %k) {
+  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %v = mul i32 %t, %k
+  %p = getelementptr i32, ptr addrspace(1) %out, i32 %t
+  store i32 %v, ptr addrspace(1) %p
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{ptr @iota3, !"kernel", i32 1}
+"""
+  prg = dev.program(ir)
+  out = dev.alloc(4 * 64, "device")
+  prg(out, vals=(np.uint32(3),), local_size=64, wait=True)
+  np.testing.assert_array_equal(out.copyout(np.empty(64, np.uint32)), 3 * np.arange(64, dtype=np.uint32))
+
+
+def test_parameters_at_another_arch_base_give_a_wrong_result(dev, saxpy):
+  """A driver that writes the parameters where Ampere reads them (0x160) instead of Hopper's 0x210: the kernel reads
+  what is at 0x210 (zeros: n = 0), so nothing is written, as on the GPU."""
+  n = 64
+  x = np.arange(n, dtype=np.float32)
+  xb, ob = dev.alloc(4 * n, "device"), dev.alloc(4 * n, "device")
+  xb.copyin(x)
+  ob.copyin(np.full(n, -1, np.float32))
+  block = saxpy.kernargs([ob, xb], (2.0, n), (1, 1, 1), (64, 1, 1))
+  start = saxpy.qmd_bytes + saxpy.kernel.param_base
+  params = bytes(block[start:start + saxpy.kernel.param_size])
+  block[start:start + len(params)] = bytes(len(params))
+  block[saxpy.qmd_bytes + 0x160:saxpy.qmd_bytes + 0x160 + len(params)] = params
+  with dev.lock:
+    addr = saxpy.place_kernargs(block, dev.timeline_value)
+  _launch_at(dev, saxpy, addr, (1, 1, 1), (64, 1, 1))
+  dev.synchronize()
+  np.testing.assert_array_equal(ob.copyout(np.empty(n, np.float32)), np.full(n, -1, np.float32))
