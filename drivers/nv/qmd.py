@@ -109,9 +109,10 @@ def cbank_patch(layout: QMDLayout, bank: int) -> tuple[int, int, Callable[[int],
   shift, hi_limit, rel_lo, rel_hi = layout.cbank_shift, hi_mask >> hi_shift, lo_shift - 8 * start, hi_shift - 8 * start
 
   def bits(addr: int) -> int:
-    lo, hi = _split(addr, shift, f"constant bank {bank} address")
-    if hi > hi_limit: raise HCQError(f"constant bank {bank} address {addr:#x} does not fit the QMD's address fields")
-    return lo << rel_lo | hi << rel_hi
+    v = addr >> shift
+    if v << shift != addr or v >> 32 > hi_limit: _split(addr, shift, f"constant bank {bank} address")  # raises, saying why
+    if v >> 32 > hi_limit: raise HCQError(f"constant bank {bank} address {addr:#x} does not fit the QMD's address fields")
+    return (v & 0xFFFFFFFF) << rel_lo | (v >> 32) << rel_hi
   return start, end, bits
 
 
