@@ -114,6 +114,8 @@ class NVProgram(Program):
     self.shared_size = k.shared_size
     self.local_per_thread = k.stack_size
     self._cbank_patch = cbank_patch(self.layout_qmd, 0)
+    ring = device.kernargs.buf  # written through a memoryview: ctypes.memmove would release the GIL to the emulator's threads
+    self._ring = memoryview((ctypes.c_uint8 * ring.nbytes).from_address(ring.host_addr)).cast("B")
     self._templates: dict[tuple, bytes] = {}
     self._checked: set[tuple] = set()  # launch shapes that passed check_limits
 
@@ -158,8 +160,8 @@ class NVProgram(Program):
     ring = self.device.kernargs
     addr = ring.write(block, timeline_value)
     lo, hi, bits = self._cbank_patch
-    patched = (int.from_bytes(block[lo:hi], "little") | bits(addr + self.qmd_bytes)).to_bytes(hi - lo, "little")
-    ctypes.memmove(ring.buf.host_addr + (addr - ring.buf.addr) + lo, patched, hi - lo)
+    at = addr - ring.buf.addr
+    self._ring[at + lo:at + hi] = (int.from_bytes(block[lo:hi], "little") | bits(addr + self.qmd_bytes)).to_bytes(hi - lo, "little")
     return addr
 
   def __call__(self, *bufs, global_size=1, local_size=1, vals=(), wait: bool = False, shared: int | None = None) -> float | None:
