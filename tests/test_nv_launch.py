@@ -207,6 +207,7 @@ def test_cli_runs_cuda_cpp_through_nvrtc(tmp_path, capsys):
   (["k.txt"], "unknown kind of kernel file; valid: .ptx"),
   (["saxpy.ptx", "--arg", "x=buffer:f32:4"], "saxpy takes out (buffer), x (buffer), a (f32), n (u32) in that order; --arg gave x (buffer)"),
   (["saxpy.ptx", "--dev", "MOCKKFD+AMD"], "this command runs NVIDIA kernels"),
+  (["saxpy.ptx", "--save", "k.txt"], "--save k.txt: cannot make the folder: File exists"),
 ])
 def test_cli_user_errors_are_one_line(tmp_path, capsys, monkeypatch, argv, message):
   from hcq.drivers.nv.run import run

@@ -73,6 +73,11 @@ def _run(args) -> int:
   code = _code(args.kernel)
   specs = [parse_arg(s, (args.seed, i)) for i, s in enumerate(args.arg)]
   grid, block = dims(args.grid, "grid"), dims(args.block, "block")
+  if args.save:
+    try:
+      args.save.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+      raise RunError(f"--save {args.save}: cannot make the folder: {e.strerror}") from None
   spec = parse_dev(args.dev)
   if spec.device != "NV": raise RunError(f"--dev {args.dev}: this command runs NVIDIA kernels; use NV or MOCKNV+NV (AMD assembly: python -m hcq.asm run)")
   dev = hcq.Device(spec)
@@ -97,8 +102,6 @@ def _run(args) -> int:
   for n, buf, host in bufs:
     out = buf.copyout(np.empty_like(host))
     print(f"  {n}: {out[:args.show].tolist()}{' ...' if out.size > args.show else ''}")
-    if args.save:
-      args.save.mkdir(parents=True, exist_ok=True)
-      np.save(args.save / f"{n}.npy", out)
+    if args.save: np.save(args.save / f"{n}.npy", out)
   print(f"  GPU time: {secs * 1e6:.1f} us" + (" (emulated: the emulator's wall time, not a performance figure)" if gpu is not None else ""))
   return 0
