@@ -42,6 +42,29 @@ LOCAL = """
 }
 """
 
+REDUCE = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry block_sum(.param .u64 out, .param .u64 x)
+{
+  .reg .b32 %r<10>; .reg .b64 %rd<8>; .reg .pred %p<3>; .shared .align 4 .b32 part[256];
+  mov.u32 %r1, %tid.x; mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mad.lo.u32 %r4, %r2, %r3, %r1;
+  ld.param.u64 %rd1, [x]; mul.wide.u32 %rd2, %r4, 4; add.u64 %rd1, %rd1, %rd2; ld.global.u32 %r5, [%rd1];
+  mov.u32 %r6, part; shl.b32 %r7, %r1, 2; add.u32 %r6, %r6, %r7; st.shared.u32 [%r6], %r5; bar.sync 0;
+  shr.u32 %r8, %r3, 1;
+LOOP:
+  setp.eq.u32 %p1, %r8, 0; @%p1 bra DONE;
+  setp.lt.u32 %p2, %r1, %r8; shl.b32 %r9, %r8, 2; add.u32 %r9, %r6, %r9;
+  @%p2 ld.shared.u32 %r7, [%r9]; @%p2 ld.shared.u32 %r5, [%r6]; @%p2 add.u32 %r5, %r5, %r7; @%p2 st.shared.u32 [%r6], %r5;
+  bar.sync 0; shr.u32 %r8, %r8, 1; bra LOOP;
+DONE:
+  setp.ne.u32 %p1, %r1, 0; @%p1 bra END;
+  ld.shared.u32 %r5, [%r6]; ld.param.u64 %rd3, [out]; mul.wide.u32 %rd4, %r2, 4; add.u64 %rd3, %rd3, %rd4; st.global.u32 [%rd3], %r5;
+END: ret;
+}
+"""
+
 
 @pytest.fixture(scope="module")
 def dev():
@@ -64,6 +87,20 @@ def _run_saxpy(dev, prg, n, a, **kw):
 def test_saxpy_matches_numpy(dev, saxpy):
   _, out, want = _run_saxpy(dev, saxpy, 300, 1.5)
   np.testing.assert_array_equal(out, want)
+
+
+def test_shared_memory_and_barriers(dev):
+  prg = dev.program(REDUCE)
+  assert prg.kernel.barriers == 1 and prg.kernel.shared_size >= 1024
+  x = np.random.default_rng(1).integers(0, 1000, 4 * 256, dtype=np.uint32)
+  xb, ob = dev.alloc(x.nbytes, "device"), dev.alloc(16, "device")
+  xb.copyin(x)
+  prg(ob, xb, global_size=4, local_size=256, wait=True)
+  np.testing.assert_array_equal(ob.copyout(np.empty(4, np.uint32)), x.reshape(4, 256).sum(1, dtype=np.uint32))
+  for fields, pattern in [({"barrier_count": 0}, "uses 1 barriers, the QMD allocates 0"), ({"shared_memory_size": 256}, "bytes of shared memory, the QMD gives 256")]:
+    addr = _place_patched(dev, prg, [ob, xb], (), (4, 1, 1), (256, 1, 1), **fields)
+    _launch_at(dev, prg, addr, (4, 1, 1), (256, 1, 1))
+    _expect_fault(dev, "Xid 13.*" + pattern)
 
 
 def test_wait_returns_gpu_seconds_from_the_timestamps(dev, saxpy):

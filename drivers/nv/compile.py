@@ -35,6 +35,7 @@ class SASSRecord:
   shared_size: int
   param_base: int   # where ptxas's code reads the parameters in constant bank 0
   param_size: int
+  barriers: int     # named barriers the code uses (EIATTR_NUM_BARRIERS)
 
 
 class _Records:
@@ -121,7 +122,7 @@ def compile_ptx(ptx: str, arch: str) -> bytes:
 def record(cubin: Cubin, ptx: str) -> None:
   """Remember, for each kernel of a cubin ptxas made from `ptx`, which PTX its code runs."""
   for k in cubin.kernels.values():
-    SASS_RECORDS.add(k.code, SASSRecord(ptx, k.name, cubin.arch, k.registers, k.stack_size, k.shared_size, k.param_base, k.param_size))
+    SASS_RECORDS.add(k.code, SASSRecord(ptx, k.name, cubin.arch, k.registers, k.stack_size, k.shared_size, k.param_base, k.param_size, k.barriers))
 
 
 _llvm_lock = threading.Lock()

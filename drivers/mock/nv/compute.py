@@ -8,7 +8,8 @@ stricter where unsure:
   - the QMD's major version must be the class's (the class rejects another layout; Xid 13);
   - the code at the program address must be SASS the emulated SM knows (hcq.drivers.nv.compile.SASS_RECORDS: what ptxas
     made, by its bytes): other bytes are an illegal instruction (Xid 13), code without PTX a fault that says so;
-  - the QMD's register count must cover ptxas's (fewer registers: an out-of-range register access, Xid 13);
+  - the QMD's register count must cover ptxas's (fewer registers: an out-of-range register access, Xid 13), its
+    barrier count the kernel's barriers, its shared memory the kernel's, and a block must fit an SM;
   - constant bank 0 must be valid, mapped, and hold the parameters at ptxas's parameter base;
   - shared memory must cover the kernel's static shared memory, local memory (SET_SHADER_LOCAL_MEMORY_*) its stack.
 The kernel then runs on the emulated SM (hcq.drivers.mock.nv.sm) reading its parameters from bank 0 through the VA
@@ -112,6 +113,12 @@ class ComputeClass:
       raise ComputeError(f"{at}: kernel {record.entry}: a block of {threads} threads with {q['register_count']} registers each does not "
                          "fit an SM (1024 threads, 65536 registers)", E.ROBUST_CHANNEL_GR_EXCEPTION)
     shared = q["shared_memory_size"]
+    if shared < record.shared_size:  # the block's shared memory must hold the kernel's (with sm_90's reserved 1 KiB)
+      raise ComputeError(f"{at}: kernel {record.entry} needs {record.shared_size} bytes of shared memory, the QMD gives {shared}",
+                         E.ROBUST_CHANNEL_GR_EXCEPTION)
+    if q["barrier_count"] < record.barriers:  # a bar.sync on a barrier the launch did not allocate traps (stricter: unsure)
+      raise ComputeError(f"{at}: kernel {record.entry} uses {record.barriers} barriers, the QMD allocates {q['barrier_count']}",
+                         E.ROBUST_CHANNEL_GR_EXCEPTION)
     local = q["shader_local_memory_low_size"]
     if local:
       base = state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_A, 0) << 32 | state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_B, 0)
