@@ -29,8 +29,8 @@ MAX_GRID_DIMS = ((1 << 31) - 1, 65535, 65535)
 REGISTERS_PER_BLOCK = 65536
 # local memory: the stack of every thread the GPU may hold at once (SMs x resident threads), as the CUDA driver sizes it
 MAX_SM_COUNT, THREADS_PER_SM = 132, 2048  # an H100/H200's SMs (the RM's NV2080_CTRL_GR_INFO_INDEX_SHADER_PIPE_COUNT is not read yet)
-# the generic-address windows of shared and local memory (SET_SHADER_SHARED/LOCAL_MEMORY_WINDOW): above every GPU address
-# the driver maps (below 2^49), 4 GiB each, as the windows are 32 bits wide
+# the generic-address windows of shared and local memory (SET_SHADER_SHARED/LOCAL_MEMORY_WINDOW): in the VA space (below
+# 2^49) where hcq maps nothing (its buffers lie below 17 TiB), 4 GiB apart
 SHARED_WINDOW, LOCAL_WINDOW = 0xFE00_0000_0000, 0xFF00_0000_0000
 MAX_SHARED_PER_BLOCK = {"sm_80": 163 << 10, "sm_86": 99 << 10, "sm_89": 99 << 10, "sm_90": 227 << 10, "sm_100": 227 << 10, "sm_120": 99 << 10}
 # PTX .param types -> argument kinds; a .u64 parameter (with or without .ptr) is a buffer's address
@@ -149,9 +149,15 @@ class NVProgram(Program):
     return t
 
   def kernargs(self, bufs: Sequence, vals: Sequence[Any], gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int | None = None) -> bytearray:
-    """The launch block: the QMD (bank 0's address still 0), the driver's part of bank 0, the parameters."""
+    """The launch block: the QMD (bank 0's address still 0), the driver's part of bank 0, the parameters. The launch limits
+    are checked here (once per shape), so a block made for a replayed queue is checked as a launch is."""
+    smem = self.shared_size if shared is None else shared
+    if (gs, ls, smem) not in self._checked:
+      if smem < self.shared_size: raise ProgramArgumentError(f"{self.name}: shared={smem} is less than its {self.shared_size} bytes of static shared memory")
+      self.check_limits(gs, ls, smem)
+      self._checked.add((gs, ls, smem))
     out = pack_kernargs(self.name, self.layout, bufs, vals, self.kernarg_size, self.device)
-    out[:self.qmd_bytes] = self.qmd_template(gs, ls, self.shared_size if shared is None else shared)
+    out[:self.qmd_bytes] = self.qmd_template(gs, ls, smem)
     out[self.qmd_bytes:self.qmd_bytes + len(self.cbank0_init)] = self.cbank0_init
     return out
 
@@ -168,13 +174,7 @@ class NVProgram(Program):
     """Launch over `global_size` blocks of `local_size` threads; `shared`: bytes of shared memory per block (static and
     dynamic; the kernel's static size by default). With wait=True, the GPU seconds it took."""
     gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
-    smem = self.shared_size if shared is None else shared
-    if smem < self.shared_size: raise ProgramArgumentError(f"{self.name}: shared={smem} is less than its {self.shared_size} bytes of static shared memory")
-    if (gs, ls, smem) not in self._checked:
-      self.check_limits(gs, ls, smem)
-      self._checked.add((gs, ls, smem))
-    return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls, smem), gs, ls, wait)
-
+    return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls, shared), gs, ls, wait)
 
 
 def compute_class(class_id: int) -> tuple[Any, str]:
