@@ -213,6 +213,7 @@ def test_qmd_fields_decode_back_with_the_generated_layout(version):
   q = encode_qmd(L, program=0x1_0000_2000, registers=37, grid=(5, 6, 7), block=(64, 4, 2), shared=3000, shared_max=100 << 10,
                  local_per_thread=100, barriers=1, cbanks={0: (0, 0x240), 3: (0x2_0000_0040, 0x100)})
   q |= cbank_address_bits(L, 0, 0x7F_1234_5640)
+  assert L.nbytes == {3: 256, 4: 384, 5: 384}[version]  # 64 and 96 words, as NVK's Qmd3_0/Qmd4_0/Qmd5_0 hold them
   assert q.bit_length() <= 8 * L.nbytes
   f = L.register.decode(q)
   assert f["qmd_major_version"] == version and f[L.registers_field] == 37 and f["barrier_count"] == 1

@@ -22,7 +22,6 @@ class QMDLayout:
   version: int
   module: ModuleType
   register_name: str
-  nbytes: int
   minor_field: str
   grid_fields: tuple[str, str, str]
   registers_field: str
@@ -40,19 +39,24 @@ class QMDLayout:
   def register(self) -> Register:
     return self.module.register(self.register_name)
 
+  @property
+  def nbytes(self) -> int:
+    """The QMD's size: its generated fields' extent, in whole 32-bit words (256 bytes for v3, 384 for v4 and v5)."""
+    return (max(mask.bit_length() for _, mask in self.register.fields.values()) + 31) // 32 * 4
+
   def cbank(self, part: str, i: int) -> str:
     return self.cbank_fields.format(part=part, i=i)
 
 
 QMD_LAYOUTS = {
-  3: QMDLayout(3, clc6c0qmd, "NVC6C0_QMDV03_00", 256, "qmd_version", ("cta_raster_width", "cta_raster_height", "cta_raster_depth"),
+  3: QMDLayout(3, clc6c0qmd, "NVC6C0_QMDV03_00", "qmd_version", ("cta_raster_width", "cta_raster_height", "cta_raster_depth"),
                "register_count_v", ("program_address_lower", "program_address_upper"), 0, "shared_memory_size", 0,
                ("shader_local_memory_low_size", "shader_local_memory_high_size"), 0, "constant_buffer_{part}_{i}", 0,
                (("sm_global_caching_enable", 1),)),
-  4: QMDLayout(4, clcbc0qmd, "NVCBC0_QMDV04_00", 384, "qmd_minor_version", ("grid_width", "grid_height", "grid_depth"),
+  4: QMDLayout(4, clcbc0qmd, "NVCBC0_QMDV04_00", "qmd_minor_version", ("grid_width", "grid_height", "grid_depth"),
                "register_count", ("program_address_lower", "program_address_upper"), 0, "shared_memory_size", 0,
                ("shader_local_memory_low_size", "shader_local_memory_high_size"), 0, "constant_buffer_{part}_shifted6_{i}", 6),
-  5: QMDLayout(5, clcdc0qmd, "NVCDC0_QMDV05_00", 384, "qmd_minor_version", ("grid_width", "grid_height", "grid_depth"),
+  5: QMDLayout(5, clcdc0qmd, "NVCDC0_QMDV05_00", "qmd_minor_version", ("grid_width", "grid_height", "grid_depth"),
                "register_count", ("program_address_lower_shifted4", "program_address_upper_shifted4"), 4, "shared_memory_size_shifted7", 7,
                ("shader_local_memory_low_size_shifted4", "shader_local_memory_high_size_shifted4"), 4, "constant_buffer_{part}_shifted6_{i}", 6,
                (("qmd_type", 2), ("qmd_group_id", 0x1F))),  # NVK's Qmd5_0::new: a grid QMD in group 0x1f

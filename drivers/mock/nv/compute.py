@@ -26,7 +26,7 @@ from hcq.autogen.nv import clcbc0 as CC, clcbc0qmd, nverror as E
 
 # the board's class and QMD layout (v4: see the module docstring)
 QMD_REGISTER = clcbc0qmd.register("NVCBC0_QMDV04_00")
-QMD_BYTES, QMD_MAJOR = 384, 4
+QMD_BYTES, QMD_MAJOR = (max(m.bit_length() for _, m in QMD_REGISTER.fields.values()) + 31) // 32 * 4, 4
 _PCAS2 = CC.register("NVCBC0_SEND_SIGNALING_PCAS2_B")
 # methods that only set state this model keeps (the values are read at launch)
 _STATE = {getattr(CC, f"NVCBC0_{n}") for n in (
