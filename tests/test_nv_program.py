@@ -14,7 +14,7 @@ import hcq
 from hcq.drivers.nv.compile import SASS_RECORDS, compile_ptx, llvm_to_ptx, ptxas_path
 from hcq.drivers.nv.cubin import CubinError, read_cubin
 from hcq.drivers.nv.device import ARCHS
-from hcq.drivers.nv.program import NVProgram, ptx_param_kinds
+from hcq.drivers.nv.program import ptx_param_kinds
 from hcq.drivers.nv.qmd import QMD_LAYOUTS, cbank_address_bits, encode_qmd
 from hcq.errors import HCQError, ProgramArgumentError
 
