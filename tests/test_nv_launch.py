@@ -189,6 +189,19 @@ def test_a_misplaced_qmd_field_faults_as_on_the_gpu(dev, saxpy, bug, fields, pat
   _still_works(dev, saxpy)
 
 
+def test_block_and_grid_sizes_must_be_in_constant_bank_0(dev, saxpy):
+  """The SASS reads %ntid and %nctaid from bank 0 (cubin.DRIVER_CONSTANTS); a driver that leaves them out faults here."""
+  n = 64
+  xb, ob = dev.alloc(4 * n, "device"), dev.alloc(4 * n, "device")
+  block = saxpy.kernargs([ob, xb], (1.0, n), (1, 1, 1), (64, 1, 1))
+  block[saxpy.qmd_bytes:saxpy.qmd_bytes + 24] = bytes(24)
+  with dev.lock:
+    addr = saxpy.place_kernargs(block, dev.timeline_value)
+  _launch_at(dev, saxpy, addr, (1, 1, 1), (64, 1, 1))
+  _expect_fault(dev, r"Xid 13.*constant bank 0 holds block \(0, 0, 0\) and grid \(0, 0, 0\)")
+  _still_works(dev, saxpy)
+
+
 def test_sm_faults_name_the_kernel_and_ptx_line(dev, saxpy):
   prg = dev.program(LOCAL)
   out = dev.alloc(4 * 32, "device")

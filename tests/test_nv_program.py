@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import hcq
 from hcq.drivers.nv.compile import SASS_RECORDS, compile_ptx, llvm_to_ptx, ptxas_path
-from hcq.drivers.nv.cubin import CubinError, read_cubin
+from hcq.drivers.nv.cubin import DRIVER_CONSTANTS, CubinError, read_cubin
 from hcq.drivers.nv.device import ARCHS
 from hcq.drivers.nv.program import ptx_param_kinds
 from hcq.drivers.nv.qmd import QMD_LAYOUTS, cbank_address_bits, encode_qmd
@@ -81,6 +81,35 @@ def test_reader_agrees_with_cuobjdump_on_every_arch(cubins, arch, tmp_path):
   assert (k.param_base, k.param_size) == (facts["param_base"], facts["param_size"])
   assert k.code and len(k.code) % 16 == 0 and not k.relocations
   assert SASS_RECORDS.get(k.code).entry == "add"
+
+
+DIMS = """
+.version {v}
+.target {arch}
+.address_size 64
+.visible .entry dims(.param .u64 out)
+{{
+  .reg .b32 %r<8>; .reg .b64 %rd<4>;
+  mov.u32 %r1, %ntid.x; mov.u32 %r2, %ntid.y; mov.u32 %r3, %ntid.z; mov.u32 %r4, %nctaid.x; mov.u32 %r5, %nctaid.y; mov.u32 %r6, %nctaid.z;
+  add.u32 %r1, %r1, %r2; add.u32 %r1, %r1, %r3; add.u32 %r1, %r1, %r4; add.u32 %r1, %r1, %r5; add.u32 %r1, %r1, %r6;
+  ld.param.u64 %rd1, [out]; st.global.u32 [%rd1], %r1; ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("arch", [row.sm for row in ARCHS])
+def test_driver_constants_are_where_the_sass_reads_them(arch, tmp_path):
+  """Differential: the constant-bank 0 words below the parameters that ptxas's code reads (cuobjdump -sass, nvdisasm) are
+  exactly the block and grid sizes, the stack's start and the memory descriptor of DRIVER_CONSTANTS."""
+  cubin = compile_ptx(DIMS.format(v=PTX_VERSION[arch], arch=arch), arch)
+  (tmp_path / "k.cubin").write_bytes(cubin)
+  bindir = os.path.dirname(ptxas_path())
+  sass = subprocess.run([os.path.join(bindir, "cuobjdump"), "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True, check=True,
+                        env={**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}).stdout
+  base = read_cubin(cubin).kernels["dims"].param_base
+  read = {int(x, 16) for x in re.findall(r"c\[0x0\]\[(0x[0-9a-f]+)\]", sass)}
+  c = DRIVER_CONSTANTS[arch]
+  assert {o for o in read if o < base} == {c.ntid, c.ntid + 4, c.ntid + 8, c.nctaid, c.nctaid + 4, c.nctaid + 8, c.stack_top, c.memory_descriptor}
 
 
 def test_stack_shared_and_barriers(tmp_path):

@@ -35,6 +35,22 @@ EIATTR_NUM_BARRIERS = 0x4C
 KPARAM_CBANK = 0x1F  # KPARAM_INFO's cbank field when the parameter lives in the constant bank
 
 
+@dataclass(frozen=True)
+class DriverConstants:
+  """Where ptxas's SASS reads what the driver puts in constant bank 0 below the parameters, per arch (read off ptxas
+  13.5's code with cuobjdump -sass: %ntid.xyz and %nctaid.xyz are loaded from the bank, the stack pointer R1 starts at
+  `stack_top`; tests/test_nv_program.py checks these against the disassembly on every arch)."""
+  ntid: int                  # block dimensions x, y, z: three u32
+  nctaid: int                # grid dimensions x, y, z: three u32
+  stack_top: int             # u32: where each thread's stack starts (the top of its local memory)
+  memory_descriptor: int     # u64 that global loads and stores name (desc[UR]): what the CUDA driver puts there is not known
+
+
+DRIVER_CONSTANTS = {**dict.fromkeys(("sm_80", "sm_86", "sm_89"), DriverConstants(0x0, 0xC, 0x28, 0x118)),
+                    "sm_90": DriverConstants(0x0, 0xC, 0x28, 0x208),
+                    **dict.fromkeys(("sm_100", "sm_120"), DriverConstants(0x360, 0x370, 0x37C, 0x358))}
+
+
 class CubinError(ValueError):
   """A malformed cubin: the message names the byte offset and what is wrong."""
 

@@ -8,11 +8,12 @@ address (SEND_PCAS_A) and schedules it; the QMD points at the bank, the code and
 from __future__ import annotations
 import ctypes
 import re
+import struct
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hcq.autogen.nv import clc6c0, clc7c0, clc9c0, clcbc0, clcdc0, clcec0
 from hcq.drivers.nv.compile import compile_ptx, cuda_to_ptx, llvm_to_ptx
-from hcq.drivers.nv.cubin import CubinError, CubinKernel, read_cubin
+from hcq.drivers.nv.cubin import DRIVER_CONSTANTS, CubinError, CubinKernel, read_cubin
 from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, QMDAddress, cbank_patch, encode_qmd
 from hcq.errors import HCQError, ProgramArgumentError
 from hcq.program import KernelArg, Program, launch_dims, pack_kernargs
@@ -102,6 +103,8 @@ class NVProgram(Program):
     bank0 = k.constant_banks.get(0, b"")
     self.cbank0_size = (max(len(bank0), k.param_base + k.param_size) + 15) // 16 * 16
     self.cbank0_init = bank0[:k.param_base]
+    self.driver_constants = DRIVER_CONSTANTS.get(arch)
+    if self.driver_constants is None: raise HCQError(f"{name}: where {arch}'s code reads the block and grid sizes in constant bank 0 is not known")
     super().__init__(device, name, layout, self.qmd_bytes + self.cbank0_size)
     self.code = device.alloc(max(len(k.code), 1) + 256, "device")  # the SM prefetches past the end of a program
     device.upload(self.code, k.code)
@@ -139,7 +142,7 @@ class NVProgram(Program):
 
   def qmd_template(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> bytes:
     """The QMD of a launch with constant bank 0's address left 0 (place_kernargs fills it)."""
-    key = (gs, ls, shared)
+    key = ("qmd", gs, ls, shared)
     t = self._templates.get(key)
     if t is None:
       cbanks = {0: (0, self.cbank0_size), **{i: (b.addr, b.nbytes) for i, b in self.banks.items()}}
@@ -147,6 +150,20 @@ class NVProgram(Program):
                      shared_max=self.max_shared, local_per_thread=self.local_per_thread, barriers=self.kernel.barriers, cbanks=cbanks)
       t = self._templates[key] = q.to_bytes(self.qmd_bytes, "little")
     return t
+
+  def driver_part(self, gs: tuple[int, int, int], ls: tuple[int, int, int]) -> bytes:
+    """Constant bank 0 below the parameters: ptxas's initial contents with what the code reads from the driver: the block
+    and grid sizes (%ntid, %nctaid) and the stack's start, the top of each thread's local memory (unsure: the value
+    the CUDA driver puts there was not read; the emulated SM, which runs PTX, does not use it)."""
+    key = ("driver", gs, ls)
+    part = self._templates.get(key)
+    if part is None:
+      c, out = self.driver_constants, bytearray(self.cbank0_init.ljust(self.kernel.param_base, b"\0"))
+      struct.pack_into("<3I", out, c.ntid, *ls)
+      struct.pack_into("<3I", out, c.nctaid, *gs)
+      struct.pack_into("<I", out, c.stack_top, (self.local_per_thread + 15) // 16 * 16)
+      part = self._templates[key] = bytes(out)
+    return part
 
   def kernargs(self, bufs: Sequence, vals: Sequence[Any], gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int | None = None) -> bytearray:
     """The launch block: the QMD (bank 0's address still 0), the driver's part of bank 0, the parameters. The launch limits
@@ -158,7 +175,7 @@ class NVProgram(Program):
       self._checked.add((gs, ls, smem))
     out = pack_kernargs(self.name, self.layout, bufs, vals, self.kernarg_size, self.device)
     out[:self.qmd_bytes] = self.qmd_template(gs, ls, smem)
-    out[self.qmd_bytes:self.qmd_bytes + len(self.cbank0_init)] = self.cbank0_init
+    out[self.qmd_bytes:self.qmd_bytes + self.kernel.param_base] = self.driver_part(gs, ls)
     return out
 
   def place_kernargs(self, block: bytes | bytearray, timeline_value: int) -> int:

@@ -10,7 +10,8 @@ stricter where unsure:
     made, by its bytes): other bytes are an illegal instruction (Xid 13), code without PTX a fault that says so;
   - the QMD's register count must cover ptxas's (fewer registers: an out-of-range register access, Xid 13), its
     barrier count the kernel's barriers, its shared memory the kernel's, and a block must fit an SM;
-  - constant bank 0 must be valid, mapped, and hold the parameters at ptxas's parameter base;
+  - constant bank 0 must be valid, mapped, hold the parameters at ptxas's parameter base, and the block and grid sizes
+    where ptxas's code reads %ntid and %nctaid (cubin.DRIVER_CONSTANTS);
   - shared memory must cover the kernel's static shared memory, local memory (SET_SHADER_LOCAL_MEMORY_*) its stack.
 The kernel then runs on the emulated SM (hcq.drivers.mock.nv.sm) reading its parameters from bank 0 through the VA
 space. An SM fault (MMU, misaligned, trap) stops the channel with the kernel, address and PTX line in the message.
@@ -23,6 +24,7 @@ from typing import Callable
 
 from hcq.asm.emu.memory import PageFault
 from hcq.autogen.nv import clcbc0 as CC, clcbc0qmd, nverror as E
+from hcq.drivers.nv.cubin import DRIVER_CONSTANTS
 
 # the board's class and QMD layout (v4: see the module docstring)
 QMD_REGISTER = clcbc0qmd.register("NVCBC0_QMDV04_00")
@@ -126,6 +128,12 @@ class ComputeClass:
       if size < local * threads: raise ComputeError(f"{at}: kernel {record.entry}: {local} bytes of local memory per thread, the channel's "
                                                     f"local memory (SET_SHADER_LOCAL_MEMORY_NON_THROTTLED) holds {size}", E.ROBUST_CHANNEL_GR_EXCEPTION)
       self.mem.read(base, 1)  # an unmapped local memory base faults
+    dims = DRIVER_CONSTANTS[record.arch]
+    in_bank = lambda off: tuple(int.from_bytes(self.mem.read(cb0 + off + 4 * i, 4), "little") for i in range(3))
+    if in_bank(dims.ntid) != block or in_bank(dims.nctaid) != grid:  # the SASS reads %ntid/%nctaid there, not from the QMD
+      raise ComputeError(f"{at}: kernel {record.entry}: constant bank 0 holds block {in_bank(dims.ntid)} and grid {in_bank(dims.nctaid)} at "
+                         f"{dims.ntid:#x}/{dims.nctaid:#x}, the QMD launches {block} x {grid}: the code would compute wrong indices "
+                         "(stricter: the SM emulates the PTX, whose %ntid is the QMD's)", E.ROBUST_CHANNEL_GR_EXCEPTION)
     params_va = cb0 + record.param_base
     self.launches.append(Launch(qmd_addr, q, record.entry, grid, block, params_va))
     self._run(record, grid, block, params_va, shared, local, at)
