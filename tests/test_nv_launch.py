@@ -189,6 +189,32 @@ def test_a_misplaced_qmd_field_faults_as_on_the_gpu(dev, saxpy, bug, fields, pat
   _still_works(dev, saxpy)
 
 
+CONST = """
+.version 8.0
+.target sm_90
+.address_size 64
+.const .align 4 .b32 tab[4] = {10, 20, 30, 40};
+.visible .entry lookup(.param .u64 out)
+{
+  .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  mov.u32 %r1, %tid.x; and.b32 %r1, %r1, 3; shl.b32 %r1, %r1, 2; mov.u32 %r2, tab; add.u32 %r2, %r2, %r1; ld.const.u32 %r3, [%r2];
+  ld.param.u64 %rd1, [out]; mov.u32 %r1, %tid.x; mul.wide.u32 %rd2, %r1, 4; add.u64 %rd1, %rd1, %rd2; st.global.u32 [%rd1], %r3; ret;
+}
+"""
+
+
+def test_module_constants_are_bound_as_their_bank(dev):
+  """.const data is the cubin's .nv.constant3: the QMD binds it, and a launch without it faults."""
+  prg = dev.program(CONST)
+  assert prg.kernel.constant_banks[3] == np.array([10, 20, 30, 40], np.uint32).tobytes() and 3 in prg.banks
+  out = dev.alloc(4 * 8, "device")
+  prg(out, local_size=8, wait=True)
+  np.testing.assert_array_equal(out.copyout(np.empty(8, np.uint32)), [10, 20, 30, 40] * 2)
+  addr = _place_patched(dev, prg, [out], (), (1, 1, 1), (8, 1, 1), constant_buffer_valid_3=0)
+  _launch_at(dev, prg, addr, (1, 1, 1), (8, 1, 1))
+  _expect_fault(dev, "Xid 13.*reads 16 bytes of constant bank 3, the QMD binds none")
+
+
 def test_block_and_grid_sizes_must_be_in_constant_bank_0(dev, saxpy):
   """The SASS reads %ntid and %nctaid from bank 0 (cubin.DRIVER_CONSTANTS); a driver that leaves them out faults here."""
   n = 64

@@ -36,6 +36,7 @@ class SASSRecord:
   param_base: int   # where ptxas's code reads the parameters in constant bank 0
   param_size: int
   barriers: int     # named barriers the code uses (EIATTR_NUM_BARRIERS)
+  banks: tuple[tuple[int, int], ...] = ()  # (bank, bytes) of the constant banks besides 0 the code reads (.nv.constant<N>)
 
 
 class _Records:
@@ -122,7 +123,8 @@ def compile_ptx(ptx: str, arch: str) -> bytes:
 def record(cubin: Cubin, ptx: str) -> None:
   """Remember, for each kernel of a cubin ptxas made from `ptx`, which PTX its code runs."""
   for k in cubin.kernels.values():
-    SASS_RECORDS.add(k.code, SASSRecord(ptx, k.name, cubin.arch, k.registers, k.stack_size, k.shared_size, k.param_base, k.param_size, k.barriers))
+    SASS_RECORDS.add(k.code, SASSRecord(ptx, k.name, cubin.arch, k.registers, k.stack_size, k.shared_size, k.param_base, k.param_size, k.barriers,
+                                         tuple((i, len(d)) for i, d in sorted(k.constant_banks.items()) if i)))
 
 
 _llvm_lock = threading.Lock()

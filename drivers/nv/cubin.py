@@ -239,11 +239,12 @@ def _kernel(name: str, sym_index: int, text: _Section, data: bytes, sections, by
       raise CubinError(f"kernel {name}: parameter {p.ordinal} at [{p.offset}, {p.offset + p.size}) is outside the {param_size}-byte parameter space")
   regs, frame, stack = _per_function(data, by_name, sym_index, name)
   banks = {}
-  for s in sections:
-    if s.name.startswith(".nv.constant") and s.name.endswith(f".{name}"):
-      digits = s.name[len(".nv.constant"):-len(name) - 1]
-      if not digits.isdigit(): raise CubinError(f"offset {s.header_at:#x}: constant bank section {s.name} has no bank number")
-      banks[int(digits)] = body(s)
+  for s in sections:  # the kernel's own banks (.nv.constant0.<name>, ...) and the module's (.nv.constant3: .const data)
+    if not s.name.startswith(".nv.constant"): continue
+    digits, _, owner = s.name[len(".nv.constant"):].partition(".")
+    if owner not in ("", name): continue
+    if not digits.isdigit(): raise CubinError(f"offset {s.header_at:#x}: constant bank section {s.name} has no bank number")
+    if owner or int(digits) not in banks: banks[int(digits)] = body(s)
   if 0 in banks and len(banks[0]) < param_base + (param_size or 0):
     raise CubinError(f"kernel {name}: .nv.constant0.{name} holds {len(banks[0])} bytes, fewer than the parameters need ({param_base} + {param_size})")
   shared = by_name.get(f".nv.shared.{name}")

@@ -111,6 +111,7 @@ class NVProgram(Program):
     self.banks = {}
     for i, data in sorted(k.constant_banks.items()):
       if i == 0 or not data: continue
+      if i > 7: raise HCQError(f"{name}: constant bank {i}; a QMD binds banks 0 to 7")
       buf = self.banks[i] = device.alloc(len(data), "device")
       device.upload(buf, data)
     self.max_shared = MAX_SHARED_PER_BLOCK.get(arch, 48 << 10)

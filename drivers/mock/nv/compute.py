@@ -107,6 +107,11 @@ class ComputeClass:
       raise ComputeError(f"{at}: kernel {record.entry}: constant bank 0 holds {cb0_size} bytes, its parameters end at "
                          f"{record.param_base + record.param_size}", E.ROBUST_CHANNEL_GR_EXCEPTION)
     self.mem.read(cb0, cb0_size)  # an unmapped bank is an MMU fault when the SM loads it
+    for i, size in record.banks:  # the code reads c[i][...] too (.const data): the QMD must bind the bank, mapped
+      if not q[f"constant_buffer_valid_{i}"] or q[f"constant_buffer_size_shifted4_{i}"] << 4 < size:
+        raise ComputeError(f"{at}: kernel {record.entry} reads {size} bytes of constant bank {i}, the QMD binds "
+                           f"{q[f'constant_buffer_size_shifted4_{i}'] << 4 if q[f'constant_buffer_valid_{i}'] else 'none'}", E.ROBUST_CHANNEL_GR_EXCEPTION)
+      self.mem.read((q[f"constant_buffer_addr_upper_shifted6_{i}"] << 32 | q[f"constant_buffer_addr_lower_shifted6_{i}"]) << 6, size)
     grid = (q["grid_width"], q["grid_height"], q["grid_depth"])
     block = (q["cta_thread_dimension0"], q["cta_thread_dimension1"], q["cta_thread_dimension2"])
     if 0 in grid or 0 in block: raise ComputeError(f"{at}: kernel {record.entry}: empty grid {grid} or block {block}", E.ROBUST_CHANNEL_GR_EXCEPTION)
