@@ -159,8 +159,15 @@ def test_malformed_cubins_name_the_offset(cubins):
 def test_fuzzed_cubins_parse_or_raise_cubin_error(cubins, data):
   """Random byte changes and truncations: the reader returns a cubin or raises CubinError, never anything else."""
   good = bytearray(cubins[data.draw(st.sampled_from(sorted(cubins)))])
+  # anywhere, or inside the attribute sections and the section headers, where most bytes matter
+  regions = [(0, len(good))]
+  for name in (".nv.info", ".nv.info.add", ".symtab"):
+    at = _section_header(bytes(good), name)
+    off, size = struct.unpack_from("<QQ", good, at + 24)
+    regions += [(off, off + size), (at, at + 64)]
+  lo, hi = data.draw(st.sampled_from(regions))
   for _ in range(data.draw(st.integers(1, 8))):
-    good[data.draw(st.integers(0, len(good) - 1))] = data.draw(st.integers(0, 255))
+    good[data.draw(st.integers(lo, hi - 1))] = data.draw(st.integers(0, 255))
   if data.draw(st.booleans()): good = good[:data.draw(st.integers(0, len(good)))]
   try:
     read_cubin(bytes(good))
