@@ -154,7 +154,7 @@ def test_malformed_cubins_name_the_offset(cubins):
     read_cubin(_with(good, info + 32, "<Q", 1 << 20))
 
 
-@settings(max_examples=int(os.environ.get("HCQ_FUZZ_EXAMPLES", 300)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get("HCQ_FUZZ_EXAMPLES", 150)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
 def test_fuzzed_cubins_parse_or_raise_cubin_error(cubins, data):
   """Random byte changes and truncations: the reader returns a cubin or raises CubinError, never anything else."""
