@@ -292,3 +292,14 @@ def test_register_and_shared_limits(dev):
     prg.kernel.registers = old
   with pytest.raises(ProgramArgumentError, match="shared memory per block exceed sm_90's 232448"):
     prg.check_limits((1, 1, 1), (32, 1, 1), 300 << 10)
+
+
+@pytest.mark.parametrize("arch", [row.sm for row in ARCHS])
+def test_the_check_kernel_has_a_cubin_for_every_arch(arch):
+  """drivers/nv/check_kernel.py (tools/nv_check_kernel.py): the cubin hcq.check loads agrees with what ptxas makes now."""
+  from hcq.drivers.nv.check_kernel import cubin_for, ptx_for
+  shipped = read_cubin(cubin_for(arch))
+  fresh = read_cubin(compile_ptx(ptx_for(arch), arch))
+  assert shipped.arch == arch and list(shipped.kernels) == ["check_axpi"]
+  a, b = shipped.kernels["check_axpi"], fresh.kernels["check_axpi"]
+  assert (a.params, a.param_base, a.param_size) == (b.params, b.param_base, b.param_size)
