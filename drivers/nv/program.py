@@ -218,8 +218,8 @@ def local_memory(device: "NVDevice", per_thread: int):
 
 def exec_methods(q: "NVComputeQueue", program: NVProgram, qmd_addr: "int | Sym") -> "NVComputeQueue":
   """The compute class methods of one launch: the local and shared memory state (what the CUDA driver sends once per
-  channel; sent with each launch here, so a recovered channel or a grown local memory needs nothing else), then the QMD's
-  address (SEND_PCAS_A) and SEND_SIGNALING_PCAS2_B to invalidate, copy and schedule it."""
+  channel; sent with each launch here, so a recovered channel or a grown local memory needs nothing else), the QMD's
+  address (SEND_PCAS_A), SEND_SIGNALING_PCAS2_B to invalidate, copy and schedule it, and a wait for idle."""
   from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL
   if not isinstance(qmd_addr, Sym) and qmd_addr % QMD_ALIGN: raise HCQError(f"a QMD at {qmd_addr:#x} is not {QMD_ALIGN}-byte aligned")
   sub = COMPUTE_SUBCHANNEL
@@ -235,4 +235,6 @@ def exec_methods(q: "NVComputeQueue", program: NVProgram, qmd_addr: "int | Sym")
   q.method(sub, m("SET_SHADER_SHARED_MEMORY_WINDOW_A"), SHARED_WINDOW >> 32, SHARED_WINDOW & 0xFFFFFFFF)
   q.method(sub, m("SEND_PCAS_A"), QMDAddress(qmd_addr) if isinstance(qmd_addr, Sym) else qmd_addr >> 8)
   q.method(sub, m("SEND_SIGNALING_PCAS2_B"), enc("SEND_SIGNALING_PCAS2_B", pcas_action=getattr(cls, f"{prefix}_SEND_SIGNALING_PCAS2_B_PCAS_ACTION_INVALIDATE_COPY_SCHEDULE")))
-  return q
+  # Unsure whether the next grid of this channel may start before this one ends: a wait for idle keeps launches in order,
+  # as AMD's CS partial flush does (chaining through dependent QMDs would let the hardware start the next one sooner).
+  return q.method(0, program.device.arch.m("WFI"), 0)  # WFI's SCOPE 0: the current subcontext
