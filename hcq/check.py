@@ -122,6 +122,30 @@ class Check:
       for b in bufs: b.free()
 
 
+  def nv_launch(self) -> str:
+    """The kernel of hcq.drivers.nv.check_kernel (ptxas's cubin for the device's arch) over 1000 floats, against numpy."""
+    from hcq.drivers.nv.check_kernel import cubin_for, ptx_for
+    from hcq.drivers.nv.compile import record
+    from hcq.drivers.nv.cubin import read_cubin
+    dev, n, arch = self.dev, 1000, self.dev.arch.sm
+    cubin = cubin_for(arch)
+    record(read_cubin(cubin), ptx_for(arch))  # what ptxas made it from: the emulated SM runs that PTX
+    prg = dev.program(cubin)
+    x, out = dev.alloc(4 * n, "host"), dev.alloc(4 * n, "host")
+    try:
+      data = np.random.default_rng(5).standard_normal(n).astype(np.float32)
+      x.view(np.float32)[:] = data
+      out.view(np.float32)[:] = np.nan
+      # a cubin alone gives its parameters' sizes, not their types: addresses as ints, the float as a float
+      secs = prg(vals=(out.addr, x.addr, np.float32(1.5), n), global_size=(n + 127) // 128, local_size=128, wait=True)
+      want = (data.astype(np.float64) * 1.5 + np.arange(n)).astype(np.float32)  # fma.rn: one rounding of the exact a*x+i
+      bad = np.flatnonzero(out.view(np.float32) != want)
+      if bad.size: raise AssertionError(f"{bad.size} of {n} results differ, the first at {bad[0]}: {out.view(np.float32)[bad[0]]} != {want[bad[0]]}")
+      return f"{prg.name} ({arch} cubin, QMD v{dev.arch.qmd}) over {n} floats: results equal, {secs * 1e6:.0f} us"
+    finally:
+      x.free(), out.free()
+
+
 def run(dev_string: str, nbytes: int, timeout: float, opener: Callable[[str], object] | None = None) -> list[Row]:
   """Every step's row; the open first (nothing else runs when it fails). `opener` makes the device (default hcq.Device)."""
   rows: list[Row] = []
@@ -151,6 +175,7 @@ def run(dev_string: str, nbytes: int, timeout: float, opener: Callable[[str], ob
   for name, fn in (("memory kinds", c.memory_kinds), ("copy both ways", c.copy_both_ways), ("signal/wait", c.signal_wait),
                    ("timestamps", c.timestamps), ("replay", c.replay)):
     step(name, fn)
+  if hasattr(getattr(holder["dev"], "arch", None), "sm"): step("launch", c.nv_launch)  # NV: a kernel through a QMD
   return rows
 
 

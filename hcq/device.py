@@ -275,7 +275,7 @@ class Device(metaclass=_DeviceOpener):
     timed = wait or self.profiling
     with self.lock:  # the kernarg ring, the cached queue's patch slots and the value's place in the ring are shared
       q = self._launch_queue(program, tuple(global_size), tuple(local_size), timed)
-      vals = {"kernargs": self.kernargs.write(kernargs, self.timeline_value)}
+      vals = {"kernargs": program.place_kernargs(kernargs, self.timeline_value)}
       if timed:
         start, end = self.new_signal(name=f"{program.name}.start"), self.new_signal(name=f"{program.name}.end")
         vals.update(start=start.timestamp_addr, end=end.timestamp_addr)

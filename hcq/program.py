@@ -263,6 +263,10 @@ class Program:
   def __repr__(self) -> str:
     return f"<Program {self.name} on {self.device}: {', '.join(f'{a.name}: {a.kind}' for a in self.layout) or 'no arguments'}>"
 
+  def place_kernargs(self, kernargs: bytes | bytearray, timeline_value: int) -> int:
+    """Put one launch's kernargs where the GPU reads them (the device's kernarg ring); returns their address."""
+    return self.device.kernargs.write(kernargs, timeline_value)
+
   def __call__(self, *bufs: "Buffer", global_size: "int | Sequence[int]" = 1, local_size: "int | Sequence[int]" = 1,
                vals: Sequence[Any] = (), wait: bool = False) -> float | None:
     """Launch over `global_size` workgroups of `local_size` threads; with wait=True, the GPU seconds it took."""

@@ -359,10 +359,8 @@ def test_submissions_from_threads_keep_timeline_order(dev):
   src.free(), dst.free()
 
 
-def test_exec_and_programs_say_they_are_not_here_yet(dev):
-  with pytest.raises(HCQError, match="exec on NVIDIA is not part of this version yet"):
-    dev.compute_queue().exec(None, 0, (1, 1, 1), (1, 1, 1))
-  with pytest.raises(HCQError, match="loading programs on NVIDIA is not part of this version yet"):
+def test_program_says_what_it_takes(dev):  # programs and launches: test_nv_program.py, test_nv_launch.py
+  with pytest.raises(HCQError, match="takes a cubin .*, PTX text .* or LLVM IR"):
     dev.program(b"")
 
 

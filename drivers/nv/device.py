@@ -304,8 +304,11 @@ class NVDevice(StagedCopies, Device):
     ch.pb_inflight.append((ch.put, start, end))
     return ch.pushbuffer.addr + start
 
-  def program(self, code, name=None, **kwargs):
-    raise HCQError(f"{self}: loading programs on NVIDIA is not part of this version yet (NV driver part 2: cubins, QMDs, exec)")
+  def program(self, code, name=None):
+    """A kernel from a cubin, PTX text or LLVM IR (see hcq.drivers.nv.program)."""
+    from hcq.drivers.nv.program import NVProgram
+    self.kernargs.align = max(self.kernargs.align, 256)  # each launch block starts with a QMD (SEND_PCAS_A takes address >> 8)
+    return NVProgram(self, code, name)
 
   def compute_queue(self) -> NVComputeQueue:
     return NVComputeQueue(self.arch)

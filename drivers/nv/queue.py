@@ -111,12 +111,13 @@ class NVQueue(DwordQueue):
 
 
 class NVComputeQueue(NVQueue):
-  """The compute channel's queue (exec arrives with the compute class, part 2)."""
+  """The compute channel's queue: host methods and the compute class."""
   channel = "compute"
 
   def exec(self, program, kernargs_addr, global_size, local_size) -> "NVComputeQueue":
-    raise HCQError("exec on NVIDIA is not part of this version yet (the compute class and QMDs come with the NV driver's part 2); "
-                   "wait, signal, timestamp, memory_barrier and copy work")
+    """Launch the QMD at `kernargs_addr` (the block NVProgram.kernargs made for these sizes and place_kernargs placed)."""
+    from hcq.drivers.nv.program import exec_methods
+    return exec_methods(self, program, kernargs_addr)
 
 
 class NVCopyQueue(NVQueue):

@@ -23,6 +23,7 @@ import numpy as np
 from hcq.asm.emu.memory import PageFault, VirtualMemory
 from hcq.autogen.nv import clc56f, clc86f, clc8b5 as CE, nverror as E, nvos as O, nvstatus as S
 from hcq.autogen.nv.clcbc0 import HOPPER_COMPUTE_A
+from hcq.drivers.mock.nv.compute import ComputeClass, ComputeError
 from hcq.drivers.nv.host_class import HOST_CLASSES, HostClass
 
 GP_ENTRY_BYTES = 8
@@ -122,6 +123,7 @@ class MockNVGPU:
     self.launch = CE.register("NVC8B5_LAUNCH_DMA")
     handlers = {"SET_OBJECT": self._set_object, "SEM_EXECUTE": self._sem_execute, "MEM_OP_D": self._mem_op}
     self.decoders = {cls: HostDecoder(host, handlers) for cls, host in HOST_CLASSES.items() if cls in board.gpfifo_classes}
+    self.compute, self._compute_state = ComputeClass(self.mem), {}  # the compute class and each channel's state of it
     # copy class methods the engine takes (clc8b5.h); others stop the channel
     self.ce = {n: getattr(CE, f"NVC8B5_{n}") for n in ("NOP", "OFFSET_IN_UPPER", "OFFSET_IN_LOWER", "OFFSET_OUT_UPPER", "OFFSET_OUT_LOWER",
                                                         "PITCH_IN", "PITCH_OUT", "LINE_LENGTH_IN", "LINE_COUNT", "LAUNCH_DMA")}
@@ -235,7 +237,12 @@ class MockNVGPU:
       ch.state[0x10000 | method] = data
       if method == CE.NVC8B5_LAUNCH_DMA: self._launch_dma(ch, data, f"pushbuffer {at:#x}")
       return
-    raise ChannelError(f"pushbuffer {at:#x}: class {cls:#x} method {method:#x}: compute methods come with exec (not emulated yet)", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    if cls == self.board.compute_class:
+      try:
+        return self.compute.method(self._compute_state.setdefault(ch.chid, {}), method, data, f"pushbuffer {at:#x}")
+      except ComputeError as e:
+        raise ChannelError(str(e), e.xid) from None
+    raise ChannelError(f"pushbuffer {at:#x}: class {cls:#x} method {method:#x} is not emulated", E.ROBUST_CHANNEL_GR_EXCEPTION)
 
   # ---- host methods ----
   def _set_object(self, ch: Channel, d: HostDecoder, subch: int, data: int, at: int) -> None:

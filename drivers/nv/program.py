@@ -1,0 +1,240 @@
+"""NVIDIA programs: a kernel of a cubin (or of PTX / LLVM IR compiled to one) loaded on an NV device.
+
+A launch's block in the kernarg ring is the QMD (QMD_LAYOUTS[arch.qmd].nbytes, 256-byte aligned) followed by constant
+bank 0 as the kernel sees it: the driver's part, then the parameters at the arch's parameter base (EIATTR_PARAM_CBANK:
+0x160 on sm_80-89, 0x210 on sm_90, 0x380 on sm_100/120), at the offsets the cubin declares. The queue sends the QMD's
+address (SEND_PCAS_A) and schedules it; the QMD points at the bank, the code and the local memory.
+"""
+from __future__ import annotations
+import ctypes
+import re
+import struct
+from typing import TYPE_CHECKING, Any, Sequence
+
+from hcq.autogen.nv import clc6c0, clc7c0, clc9c0, clcbc0, clcdc0, clcec0
+from hcq.drivers.nv.compile import compile_ptx, cuda_to_ptx, llvm_to_ptx
+from hcq.drivers.nv.cubin import DRIVER_CONSTANTS, CubinError, CubinKernel, read_cubin
+from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, QMDAddress, cbank_patch, encode_qmd
+from hcq.errors import HCQError, ProgramArgumentError
+from hcq.program import KernelArg, Program, launch_dims, pack_kernargs
+from hcq.sym import Sym
+
+if TYPE_CHECKING:
+  from hcq.drivers.nv.device import NVDevice
+  from hcq.drivers.nv.queue import NVComputeQueue
+
+# per-block and per-grid limits of sm_80 to sm_120 (CUDA C Programming Guide, compute capabilities 8.x-12.x)
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_DIMS = (1024, 1024, 64)
+MAX_GRID_DIMS = ((1 << 31) - 1, 65535, 65535)
+REGISTERS_PER_BLOCK = 65536
+# local memory: the stack of every thread the GPU may hold at once (SMs x resident threads), as the CUDA driver sizes it
+MAX_SM_COUNT, THREADS_PER_SM = 132, 2048  # an H100/H200's SMs (the RM's NV2080_CTRL_GR_INFO_INDEX_SHADER_PIPE_COUNT is not read yet)
+# the generic-address windows of shared and local memory (SET_SHADER_SHARED/LOCAL_MEMORY_WINDOW): in the VA space (below
+# 2^49) where hcq maps nothing (its buffers lie below 17 TiB), 4 GiB apart
+SHARED_WINDOW, LOCAL_WINDOW = 0xFE00_0000_0000, 0xFF00_0000_0000
+MAX_SHARED_PER_BLOCK = {"sm_80": 163 << 10, "sm_86": 99 << 10, "sm_89": 99 << 10, "sm_90": 227 << 10, "sm_100": 227 << 10, "sm_120": 99 << 10}
+# PTX .param types -> argument kinds; a .u64 parameter (with or without .ptr) is a buffer's address
+_PTX_KINDS = {"u8": "u8", "s8": "i8", "u16": "u16", "s16": "i16", "u32": "u32", "s32": "i32", "u64": "buffer", "s64": "i64",
+              "f16": "f16", "f32": "f32", "f64": "f64", "b8": "b8", "b16": "b16", "b32": "b32", "b64": "b64"}
+_ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\(([^)]*)\)", re.S)
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.\w+\s+)*)?(?:\.align\s+\d+\s+)?([\w$]+)\s*(?:\[\s*(\d+)\s*\])?")
+
+
+def ptx_param_kinds(ptx: str) -> dict[str, list[tuple[str, str]]]:
+  """Each .entry's parameters as (name, kind), in declaration order, from PTX text."""
+  out = {}
+  for m in _ENTRY.finditer(ptx):
+    params = []
+    for decl in filter(None, (d.strip() for d in m.group(2).split(","))):
+      p = _PARAM.match(decl)
+      if p is None: raise HCQError(f"PTX entry {m.group(1)}: cannot read the parameter declaration {decl!r}")
+      typ, name, count = p.groups()
+      kind = _PTX_KINDS.get(typ)
+      if kind is None: raise HCQError(f"PTX entry {m.group(1)}: parameter {name} has type .{typ}; valid: {', '.join('.' + t for t in _PTX_KINDS)}")
+      if count is not None: kind = f"b{8 * int(count) * (int(typ[1:]) // 8)}"  # an array: bytes of that size
+      params.append((name, kind))
+    out[m.group(1)] = params
+  return out
+
+
+def to_cubin(code: Any, arch: str) -> tuple[bytes, str | None]:
+  """(cubin, the PTX it came from or None) for a cubin, PTX text, CUDA C++ (a __global__ function) or LLVM IR; HCQError
+  naming what `code` may be."""
+  if isinstance(code, (bytes, bytearray, memoryview)) and bytes(code[:4]) == b"\x7fELF": return bytes(code), None
+  text = code.decode("utf-8", "replace") if isinstance(code, (bytes, bytearray)) else code
+  if isinstance(text, str):
+    ptx = text if ".entry" in text and ".target" in text else cuda_to_ptx(text, arch) if "__global__" in text \
+      else llvm_to_ptx(text, arch) if "define " in text else None
+    if ptx is not None: return compile_ptx(ptx, arch), ptx  # compile_ptx records the code's PTX for the emulated SM
+  raise HCQError(f"dev.program on NV takes a cubin (ELF bytes), PTX text (with .target and .entry), CUDA C++ (with a __global__ "
+                 f"function) or LLVM IR (with a define); "
+                 f"got {type(code).__name__} {str(code)[:40]!r}")
+
+
+class NVProgram(Program):
+  """A kernel of a cubin loaded on an NV device: its code in GPU memory, its QMD template, its argument layout."""
+
+  def __init__(self, device: "NVDevice", code: Any, name: str | None = None):
+    arch = device.arch.sm
+    cubin_bytes, ptx = to_cubin(code, arch)
+    try:
+      cubin = read_cubin(cubin_bytes)
+    except CubinError as e:
+      raise CubinError(f"invalid cubin: {e}") from None
+    if cubin.arch != arch: raise HCQError(f"the cubin is for {cubin.arch}, the device is {device.arch.name} {arch}")
+    if name is None:
+      if len(cubin.kernels) != 1: raise HCQError(f"the cubin has kernels {', '.join(cubin.kernels)}: name one")
+      name = next(iter(cubin.kernels))
+    if name not in cubin.kernels: raise HCQError(f"no kernel {name!r} in the cubin; it has {', '.join(cubin.kernels)}")
+    k: CubinKernel = cubin.kernels[name]
+    if k.relocations:
+      off, typ, sym = k.relocations[0]
+      raise HCQError(f"{name}: {len(k.relocations)} relocations against its code (the first at {off:#x}, type {typ}, symbol {sym}); "
+                     "hcq applies none yet (calls to other functions, device globals)")
+    self.kernel, self.layout_qmd = k, QMD_LAYOUTS[device.arch.qmd]
+    self.qmd_bytes = self.layout_qmd.nbytes
+    kinds = ptx_param_kinds(ptx).get(name) if ptx else None
+    layout = []
+    for i, p in enumerate(k.params):
+      pname, kind = kinds[i] if kinds and i < len(kinds) else (f"arg{i}", f"b{8 * p.size}")
+      if KernelArg(pname, 0, kind).size != p.size: raise HCQError(f"{name}: parameter {pname} is {kind} in the PTX but {p.size} bytes in the cubin")
+      layout.append(KernelArg(pname, self.qmd_bytes + k.param_base + p.offset, kind))
+    bank0 = k.constant_banks.get(0, b"")
+    self.cbank0_size = (max(len(bank0), k.param_base + k.param_size) + 15) // 16 * 16
+    self.cbank0_init = bank0[:k.param_base]
+    self.driver_constants = DRIVER_CONSTANTS.get(arch)
+    if self.driver_constants is None: raise HCQError(f"{name}: where {arch}'s code reads the block and grid sizes in constant bank 0 is not known")
+    super().__init__(device, name, layout, self.qmd_bytes + self.cbank0_size)
+    self.code = device.alloc(max(len(k.code), 1) + 256, "device")  # the SM prefetches past the end of a program
+    device.upload(self.code, k.code)
+    self.banks = {}
+    for i, data in sorted(k.constant_banks.items()):
+      if i == 0 or not data: continue
+      if i > 7: raise HCQError(f"{name}: constant bank {i}; a QMD binds banks 0 to 7")
+      buf = self.banks[i] = device.alloc(len(data), "device")
+      device.upload(buf, data)
+    self.max_shared = MAX_SHARED_PER_BLOCK.get(arch, 48 << 10)
+    self.shared_size = k.shared_size
+    self.local_per_thread = k.stack_size
+    self._cbank_patch = cbank_patch(self.layout_qmd, 0)
+    ring = device.kernargs.buf  # written through a memoryview: ctypes.memmove would release the GIL to the emulator's threads
+    self._ring = memoryview((ctypes.c_uint8 * ring.nbytes).from_address(ring.host_addr)).cast("B")
+    self._templates: dict[tuple, bytes] = {}
+    self._checked: set[tuple] = set()  # launch shapes that passed check_limits
+
+  def check_limits(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> None:
+    """The launch limits of the arch, before anything is sent; ProgramArgumentError naming the limit."""
+    threads = ls[0] * ls[1] * ls[2]
+    k, name = self.kernel, self.name
+    if threads > MAX_THREADS_PER_BLOCK: raise ProgramArgumentError(f"{name}: a block of {ls} = {threads} threads exceeds {MAX_THREADS_PER_BLOCK}")
+    for axis, n, most in zip("xyz", ls, MAX_BLOCK_DIMS):
+      if n > most: raise ProgramArgumentError(f"{name}: block {axis} = {n} exceeds {most}")
+    for axis, n, most in zip("xyz", gs, MAX_GRID_DIMS):
+      if n > most: raise ProgramArgumentError(f"{name}: grid {axis} = {n} blocks exceeds {most}")
+    if k.reqntid and tuple(k.reqntid) != ls: raise ProgramArgumentError(f"{name}: the kernel was built for blocks of exactly {tuple(k.reqntid)} (.reqntid), got {ls}")
+    if k.max_threads and threads > k.max_threads[0] * k.max_threads[1] * k.max_threads[2]:
+      raise ProgramArgumentError(f"{name}: a block of {threads} threads exceeds the kernel's .maxntid {tuple(k.max_threads)}")
+    regs = k.registers * ((threads + 31) // 32 * 32)
+    if regs > REGISTERS_PER_BLOCK:
+      raise ProgramArgumentError(f"{name}: {k.registers} registers x {threads} threads (whole warps) = {regs} exceed the {REGISTERS_PER_BLOCK} registers of an SM")
+    if shared > self.max_shared:
+      raise ProgramArgumentError(f"{name}: {shared} bytes of shared memory per block exceed {self.device.arch.sm}'s {self.max_shared}")
+
+  def qmd_template(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> bytes:
+    """The QMD of a launch with constant bank 0's address left 0 (place_kernargs fills it)."""
+    key = ("qmd", gs, ls, shared)
+    t = self._templates.get(key)
+    if t is None:
+      cbanks = {0: (0, self.cbank0_size), **{i: (b.addr, b.nbytes) for i, b in self.banks.items()}}
+      q = encode_qmd(self.layout_qmd, program=self.code.addr, registers=self.kernel.registers, grid=gs, block=ls, shared=shared,
+                     shared_max=self.max_shared, local_per_thread=self.local_per_thread, barriers=self.kernel.barriers, cbanks=cbanks)
+      t = self._templates[key] = q.to_bytes(self.qmd_bytes, "little")
+    return t
+
+  def driver_part(self, gs: tuple[int, int, int], ls: tuple[int, int, int]) -> bytes:
+    """Constant bank 0 below the parameters: ptxas's initial contents with what the code reads from the driver: the block
+    and grid sizes (%ntid, %nctaid) and the stack's start, the top of each thread's local memory (unsure: the value
+    the CUDA driver puts there was not read; the emulated SM, which runs PTX, does not use it)."""
+    key = ("driver", gs, ls)
+    part = self._templates.get(key)
+    if part is None:
+      c, out = self.driver_constants, bytearray(self.cbank0_init.ljust(self.kernel.param_base, b"\0"))
+      struct.pack_into("<3I", out, c.ntid, *ls)
+      struct.pack_into("<3I", out, c.nctaid, *gs)
+      struct.pack_into("<I", out, c.stack_top, (self.local_per_thread + 15) // 16 * 16)
+      part = self._templates[key] = bytes(out)
+    return part
+
+  def kernargs(self, bufs: Sequence, vals: Sequence[Any], gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int | None = None) -> bytearray:
+    """The launch block: the QMD (bank 0's address still 0), the driver's part of bank 0, the parameters. The launch limits
+    are checked here (once per shape), so a block made for a replayed queue is checked as a launch is."""
+    smem = self.shared_size if shared is None else shared
+    if (gs, ls, smem) not in self._checked:
+      if smem < self.shared_size: raise ProgramArgumentError(f"{self.name}: shared={smem} is less than its {self.shared_size} bytes of static shared memory")
+      self.check_limits(gs, ls, smem)
+      self._checked.add((gs, ls, smem))
+    out = pack_kernargs(self.name, self.layout, bufs, vals, self.kernarg_size, self.device)
+    out[:self.qmd_bytes] = self.qmd_template(gs, ls, smem)
+    out[self.qmd_bytes:self.qmd_bytes + self.kernel.param_base] = self.driver_part(gs, ls)
+    return out
+
+  def place_kernargs(self, block: bytes | bytearray, timeline_value: int) -> int:
+    """Write a launch block into the kernarg ring and point its QMD at its constant bank 0; returns the QMD's address."""
+    ring = self.device.kernargs
+    addr = ring.write(block, timeline_value)
+    lo, hi, bits = self._cbank_patch
+    at = addr - ring.buf.addr
+    self._ring[at + lo:at + hi] = (int.from_bytes(block[lo:hi], "little") | bits(addr + self.qmd_bytes)).to_bytes(hi - lo, "little")
+    return addr
+
+  def __call__(self, *bufs, global_size=1, local_size=1, vals=(), wait: bool = False, shared: int | None = None) -> float | None:
+    """Launch over `global_size` blocks of `local_size` threads; `shared`: bytes of shared memory per block (static and
+    dynamic; the kernel's static size by default). With wait=True, the GPU seconds it took."""
+    gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
+    return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls, shared), gs, ls, wait)
+
+
+def compute_class(class_id: int) -> tuple[Any, str]:
+  """(generated module, method prefix) of a compute class: 0xcbc0 -> (clcbc0, "NVCBC0")."""
+  for mod in (clc6c0, clc7c0, clc9c0, clcbc0, clcdc0, clcec0):
+    name = mod.__name__.rsplit(".", 1)[1]
+    if int(name[2:], 16) == class_id: return mod, "NV" + name[2:].upper()
+  raise HCQError(f"no generated compute class module for class {class_id:#x}")
+
+
+def local_memory(device: "NVDevice", per_thread: int):
+  """The device's local memory for stacks of `per_thread` bytes: grown (never shrunk, and the old buffer kept for queues
+  built with it) when a program needs more. None when no program needs any."""
+  per_thread = (per_thread + 15) // 16 * 16
+  cur = getattr(device, "_nv_local", None)
+  if per_thread == 0: return cur
+  if cur is None or cur[1] < per_thread:
+    buf = device.alloc(per_thread * THREADS_PER_SM * MAX_SM_COUNT, "device")
+    device.__dict__.setdefault("_nv_local_old", []).append(cur)
+    device._nv_local = cur = (buf, per_thread)
+  return cur
+
+
+def exec_methods(q: "NVComputeQueue", program: NVProgram, qmd_addr: "int | Sym") -> "NVComputeQueue":
+  """The compute class methods of one launch: the local and shared memory state (what the CUDA driver sends once per
+  channel; sent with each launch here, so a recovered channel or a grown local memory needs nothing else), the QMD's
+  address (SEND_PCAS_A), SEND_SIGNALING_PCAS2_B to invalidate, copy and schedule it, and a wait for idle."""
+  from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL
+  if not isinstance(qmd_addr, Sym) and qmd_addr % QMD_ALIGN: raise HCQError(f"a QMD at {qmd_addr:#x} is not {QMD_ALIGN}-byte aligned")
+  sub = COMPUTE_SUBCHANNEL
+  cls, prefix = compute_class(program.device.arch.compute)
+  m = lambda name: getattr(cls, f"{prefix}_{name}")
+  enc = lambda name, **f: cls.register(f"{prefix}_{name}").encode(**f)
+  local = local_memory(program.device, program.local_per_thread)
+  if local is not None:
+    buf, per_thread = local
+    q.method(sub, m("SET_SHADER_LOCAL_MEMORY_A"), buf.addr >> 32, buf.addr & 0xFFFFFFFF)
+    q.method(sub, m("SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A"), buf.nbytes >> 32, buf.nbytes & 0xFFFFFFFF, MAX_SM_COUNT)
+  q.method(sub, m("SET_SHADER_LOCAL_MEMORY_WINDOW_A"), LOCAL_WINDOW >> 32, LOCAL_WINDOW & 0xFFFFFFFF)
+  q.method(sub, m("SET_SHADER_SHARED_MEMORY_WINDOW_A"), SHARED_WINDOW >> 32, SHARED_WINDOW & 0xFFFFFFFF)
+  q.method(sub, m("SEND_PCAS_A"), QMDAddress(qmd_addr) if isinstance(qmd_addr, Sym) else qmd_addr >> 8)
+  q.method(sub, m("SEND_SIGNALING_PCAS2_B"), enc("SEND_SIGNALING_PCAS2_B", pcas_action=getattr(cls, f"{prefix}_SEND_SIGNALING_PCAS2_B_PCAS_ACTION_INVALIDATE_COPY_SCHEDULE")))
+  # Unsure whether the next grid of this channel may start before this one ends: a wait for idle keeps launches in order,
+  # as AMD's CS partial flush does (chaining through dependent QMDs would let the hardware start the next one sooner).
+  return q.method(0, program.device.arch.m("WFI"), 0)  # WFI's SCOPE 0: the current subcontext

@@ -1,0 +1,137 @@
+"""QMDs: the compute class's launch descriptor, per arch, filled from the generated field tables (hcq.autogen.nv).
+
+One arch row names its QMD version (NVArch.qmd): v3 (QMDV03_00, 256 bytes) on Ampere and Ada, v4 (QMDV04_00, 384
+bytes) on Hopper and v5 (QMDV05_00, 384 bytes) on Blackwell, as Mesa NVK picks them by compute class (nak qmd.rs
+nak_fill_qmd: HOPPER_COMPUTE_A and later take Qmd4_0, BLACKWELL_COMPUTE_A Qmd5_0). Bit positions come only from the
+generated Registers; what differs between versions here is the names of the fields and their units (SHIFTED4/6/7).
+"""
+from __future__ import annotations
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Callable
+
+from hcq.autogen.nv import clc6c0qmd, clcbc0qmd, clcdc0qmd
+from hcq.autogen.support import Register
+from hcq.errors import HCQError
+from hcq.sym import Sym
+
+
+@dataclass(frozen=True)
+class QMDLayout:
+  """One QMD version: its generated Register, size, and the names and units of the fields a launch fills."""
+  version: int
+  module: ModuleType
+  register_name: str
+  minor_field: str
+  grid_fields: tuple[str, str, str]
+  registers_field: str
+  program_fields: tuple[str, str]
+  program_shift: int
+  shared_field: str
+  shared_shift: int
+  local_fields: tuple[str, str]
+  local_shift: int
+  cbank_fields: str   # format string over the bank index: "{}_{i}" completes addr_lower/addr_upper
+  cbank_shift: int
+  fixed: tuple[tuple[str, int], ...] = ()
+
+  @property
+  def register(self) -> Register:
+    return self.module.register(self.register_name)
+
+  @property
+  def nbytes(self) -> int:
+    """The QMD's size: its generated fields' extent, in whole 32-bit words (256 bytes for v3, 384 for v4 and v5)."""
+    return (max(mask.bit_length() for _, mask in self.register.fields.values()) + 31) // 32 * 4
+
+  def cbank(self, part: str, i: int) -> str:
+    return self.cbank_fields.format(part=part, i=i)
+
+
+QMD_LAYOUTS = {
+  3: QMDLayout(3, clc6c0qmd, "NVC6C0_QMDV03_00", "qmd_version", ("cta_raster_width", "cta_raster_height", "cta_raster_depth"),
+               "register_count_v", ("program_address_lower", "program_address_upper"), 0, "shared_memory_size", 0,
+               ("shader_local_memory_low_size", "shader_local_memory_high_size"), 0, "constant_buffer_{part}_{i}", 0,
+               (("sm_global_caching_enable", 1),)),
+  4: QMDLayout(4, clcbc0qmd, "NVCBC0_QMDV04_00", "qmd_minor_version", ("grid_width", "grid_height", "grid_depth"),
+               "register_count", ("program_address_lower", "program_address_upper"), 0, "shared_memory_size", 0,
+               ("shader_local_memory_low_size", "shader_local_memory_high_size"), 0, "constant_buffer_{part}_shifted6_{i}", 6),
+  5: QMDLayout(5, clcdc0qmd, "NVCDC0_QMDV05_00", "qmd_minor_version", ("grid_width", "grid_height", "grid_depth"),
+               "register_count", ("program_address_lower_shifted4", "program_address_upper_shifted4"), 4, "shared_memory_size_shifted7", 7,
+               ("shader_local_memory_low_size_shifted4", "shader_local_memory_high_size_shifted4"), 4, "constant_buffer_{part}_shifted6_{i}", 6,
+               (("qmd_type", 2), ("qmd_group_id", 0x1F))),  # NVK's Qmd5_0::new: a grid QMD in group 0x1f
+}
+QMD_ALIGN = 256  # SEND_PCAS_A and SET_INLINE_QMD_ADDRESS take the QMD's address shifted right by 8
+
+
+def sm_config_shared(nbytes: int) -> int:
+  """The SM's shared-memory carve-out for a block using `nbytes`, in the QMD's *_SM_CONFIG_SHARED_MEM_SIZE encoding
+  (4 KiB units plus one; the steps 8/16/32/64/96 KiB of Volta and later, as NVK's gv100_sm_config_smem_size encodes them;
+  the larger carve-outs of Ampere and Hopper (up to 228 KiB) continue in the same units)."""
+  for step in (8, 16, 32, 64, 100, 132, 164, 196, 228):
+    if nbytes <= step << 10: return (step << 10) // 4096 + 1
+  raise HCQError(f"{nbytes} bytes of shared memory exceed the largest carve-out (228 KiB)")
+
+
+def _split(value: int, shift: int, what: str) -> tuple[int, int]:
+  if value & ((1 << shift) - 1): raise HCQError(f"{what} {value:#x} is not a multiple of {1 << shift} (the QMD holds it shifted by {shift})")
+  v = value >> shift
+  return v & 0xFFFFFFFF, v >> 32
+
+
+def encode_qmd(layout: QMDLayout, *, program: int, registers: int, grid: tuple[int, int, int], block: tuple[int, int, int],
+               shared: int, shared_max: int, local_per_thread: int, barriers: int, cbanks: dict[int, tuple[int, int]]) -> int:
+  """The QMD as one integer of layout.nbytes * 8 bits. `cbanks`: bank -> (address, size); addresses may be 0 here and
+  filled per launch with cbank_address_bits. Values that do not fit a field raise (Register.encode)."""
+  f = dict(layout.fixed)
+  f.update(qmd_major_version=layout.version, api_visible_call_limit=1, sampler_index=0)  # NO_CHECK, INDEPENDENTLY
+  f[layout.minor_field] = 0
+  for name, v in zip(layout.grid_fields, grid): f[name] = v
+  f.update(cta_thread_dimension0=block[0], cta_thread_dimension1=block[1], cta_thread_dimension2=block[2], barrier_count=barriers)
+  f[layout.registers_field] = registers
+  f[layout.program_fields[0]], f[layout.program_fields[1]] = _split(program, layout.program_shift, "program address")
+  shared = (shared + 255) // 256 * 256
+  f[layout.shared_field] = shared >> layout.shared_shift
+  f.update(min_sm_config_shared_mem_size=sm_config_shared(shared), target_sm_config_shared_mem_size=sm_config_shared(shared),
+           max_sm_config_shared_mem_size=sm_config_shared(max(shared, shared_max)))
+  local = (local_per_thread + 15) // 16 * 16
+  f[layout.local_fields[0]], f[layout.local_fields[1]] = local >> layout.local_shift, 0
+  for i, (addr, size) in cbanks.items():
+    f[f"constant_buffer_valid_{i}"] = 1
+    f[f"constant_buffer_invalidate_{i}"] = 1  # the kernarg ring reuses its slots: never read a bank from a stale constant cache
+    f[f"constant_buffer_size_shifted4_{i}"] = (size + 15) // 16
+    if addr: f[layout.cbank("addr_lower", i)], f[layout.cbank("addr_upper", i)] = _split(addr, layout.cbank_shift, f"constant bank {i} address")
+  return layout.register.encode(**f)
+
+
+def cbank_patch(layout: QMDLayout, bank: int) -> tuple[int, int, Callable[[int], int]]:
+  """(start, end, bits): QMD bytes [start, end) hold constant bank `bank`'s address fields, and bits(addr) is their value
+  counted from byte `start`, to OR into those bytes of a QMD encoded with address 0 (one launch's patch, a few ints)."""
+  fields = layout.register.fields
+  (lo_shift, lo_mask), (hi_shift, hi_mask) = fields[layout.cbank("addr_lower", bank)], fields[layout.cbank("addr_upper", bank)]
+  start, end = min(lo_shift, hi_shift) // 8, (max(lo_mask, hi_mask).bit_length() + 7) // 8
+  shift, hi_limit, rel_lo, rel_hi = layout.cbank_shift, hi_mask >> hi_shift, lo_shift - 8 * start, hi_shift - 8 * start
+
+  def bits(addr: int) -> int:
+    v = addr >> shift
+    if v << shift != addr or v >> 32 > hi_limit: _split(addr, shift, f"constant bank {bank} address")  # raises, saying why
+    if v >> 32 > hi_limit: raise HCQError(f"constant bank {bank} address {addr:#x} does not fit the QMD's address fields")
+    return (v & 0xFFFFFFFF) << rel_lo | (v >> 32) << rel_hi
+  return start, end, bits
+
+
+def cbank_address_bits(layout: QMDLayout, bank: int, addr: int) -> int:
+  """Constant bank `bank`'s address fields alone, to OR into a QMD encoded with address 0."""
+  start, _, bits = cbank_patch(layout, bank)
+  return bits(addr) << 8 * start
+
+
+@dataclass(frozen=True, eq=False)
+class QMDAddress(Sym):
+  """A QMD's address as SEND_PCAS_A takes it (shifted right by 8), of a symbolic address; refuses a misaligned one."""
+  base: Sym
+
+  def eval(self, var_vals: dict[str, int]) -> int:
+    addr = self.base.eval(var_vals)
+    if addr % QMD_ALIGN: raise ValueError(f"a QMD at {addr:#x} is not {QMD_ALIGN}-byte aligned (SEND_PCAS_A takes the address >> 8)")
+    return addr >> 8
