@@ -61,5 +61,5 @@ def test_the_hardware_script_runs_the_check_from_the_tree_without_installing_hcq
   p = subprocess.run(["bash", str(script), "--dev", "MOCKNV+NV", "--bytes", "65536"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=150)
   assert p.returncode == 0, p.stdout + p.stderr
   lines = p.stdout.splitlines()
-  assert lines[0].startswith("host: Linux") and lines[1].startswith("hcq.check MOCKNV+NV") and len(lines) == 3 + len(STEPS)
+  assert lines[0].startswith("host: Linux") and lines[1].startswith("hcq.check MOCKNV+NV") and len(lines) == 3 + len(NV_STEPS)
   assert "GPU-" in lines[3] and "580." in lines[3]  # the open row names the UUID (GID control) and the driver version
