@@ -66,7 +66,7 @@ ASM_LLVM = ["tests/test_asm_fast.py", "tests/test_asm_llvm.py", "-k", "gfx1100 a
 # the barrier test plants the missing barrier itself and first checks the unplanted kernel under interleaving
 TENSOR_AMD = ["tests/test_tensor_amd.py", "-k", "missing_tree_barrier or reduction or long"]
 # without the compile-time guard: a timing test on a loaded machine fails with no mutant at all
-SYMBOLIC = ["tests/test_tensor_compiler.py", "tests/test_tensor_indexing.py", "tests/test_tensor_views.py", "-k", "not compile_time"]
+SYMBOLIC = ["tests/test_tensor_views.py", "tests/test_tensor_compiler.py", "tests/test_tensor_indexing.py", "-k", "not compile_time"]
 # the newer targeted tests come first in each set (pytest runs its arguments in order and stops at the first failure),
 # except test_launch_args.py: a kernel given misplaced arguments on the CPU engine can crash pytest (SIGSEGV, no verdict)
 CACHES = "tests/test_mock_caches.py"
