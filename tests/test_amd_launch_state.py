@@ -54,6 +54,28 @@ def test_hidden_arguments(dev, tmp_path, grid, block):
   assert got == expected_hidden(grid, block)
 
 
+
+def test_the_kernarg_segment_is_sized_by_the_metadata(dev, tmp_path):
+  """The loader sizes the kernarg segment by the metadata's .kernarg_segment_size (ROCr's loader reads that key; the CP
+  never reads the descriptor's kernarg_size): a descriptor that says 8 bytes, under metadata that places the hidden
+  arguments past them, still gets every hidden argument exact."""
+  from hcq.asm.codeobject import read_code_object
+  from hcq.autogen import amdgpu_kd as kd
+  co = compile_opencl(HIDDEN, tmp_path)
+  k = read_code_object(co).kernels["hidden"]
+  assert k.metadata[".kernarg_segment_size"] > 8 and k.descriptor.kernarg_size == k.metadata[".kernarg_segment_size"]
+  at = co.find(bytes(k.descriptor))
+  assert at > 0 and co.count(bytes(k.descriptor)) == 1
+  field = at + kd.struct_kernel_descriptor_t.kernarg_size.offset
+  co = co[:field] + (8).to_bytes(4, "little") + co[field + 4:]
+  prg = dev.program(co, "hidden")
+  out = dev.alloc(128)
+  for grid, block in SHAPES[1:3]:
+    out.copyin(np.full(32, 0xdeadbeef, np.uint32))
+    prg(out, global_size=grid, local_size=block, wait=True)
+    raw = out.copyout(np.empty(32, np.uint32)).tobytes()
+    assert {k: int.from_bytes(raw[o:o + n], "little") for k, (o, n) in V5.items()} == expected_hidden(grid, block)
+
 def endpgm_program(dev, descriptor, name: str):
   """A kernel that only ends, with the given descriptor, loaded on `dev`."""
   from hcq.asm.elf_writer import KernelImage, write_code_object

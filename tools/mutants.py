@@ -154,7 +154,7 @@ MUTATIONS: tuple[Mutation, ...] = (
   M("asm-decode-literal", "assembler", "asm/fast_decode.py", "if word >> lo & m == 255: need = True; break", "if word >> lo & m == 254: need = True; break",
     "the fast decoder misses a literal operand", ASM_LLVM, "assembler branch"),
   M("asm-codeobject-kernarg-size", "assembler", "asm/codeobject.py", "self.metadata.get(\".kernarg_segment_size\", self.descriptor.kernarg_size)",
-    "self.descriptor.kernarg_size", "the kernarg size from the descriptor only, ignoring the metadata", "tests/test_codeobject.py tests/test_amd_dispatch.py"),
+    "self.descriptor.kernarg_size", "the kernarg size from the descriptor only, ignoring the metadata", f"{LS}the_kernarg_segment_is_sized_by_the_metadata tests/test_codeobject.py tests/test_amd_dispatch.py"),
   # ---- emulator (asm/emu) ----
   M("emu-cmp-le-int", "emulator", "asm/emu/ops_valu.py", "\"le\": np.less_equal, \"gt\": np.greater, \"ne\"", "\"le\": np.less, \"gt\": np.greater, \"ne\"",
     "integer v_cmp_le computes lt", [REF, "-k", "v_cmp_le_i or v_cmp_le_u"], "emulator opcode tests"),
