@@ -101,7 +101,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     "INDIRECT_BUFFER one dword short: the last packet of a bound queue is cut", PM4 + " tests/test_amd_rings.py " + CACHES),
   M("sdma-fence-order", "driver", "drivers/amd/sdma.py", "((signal.value_addr + 4, hi32(value)), (signal.value_addr, lo32(value)))",
     "((signal.value_addr, lo32(value)), (signal.value_addr + 4, hi32(value)))",
-    "SDMA fence halves in the wrong order: a waiter on the low half sees a torn value", f"{WAITS}::test_a_signal_past_2_32_is_never_seen_torn_by_a_waiter_on_its_low_half {WAITS}" + " tests/test_amd_queues.py tests/test_amd_dispatch.py tests/test_core.py"),
+    "SDMA fence halves in the wrong order: a waiter on the low half sees a torn value", f"{WAITS}::test_a_signal_past_2_32_is_never_seen_torn_by_a_waiter_on_its_low_half {WAITS} tests/test_amd_queues.py tests/test_amd_dispatch.py tests/test_core.py"),
   M("sdma-copy-count", "driver", "drivers/amd/sdma.py", "count=n - 1,", "count=n,",
     "COPY_LINEAR's count is bytes, not bytes - 1: one byte too many copied",
     "tests/test_amd_queues.py tests/test_core.py tests/test_amd_scratch.py::test_spilling_kernel_on_every_engine"),
