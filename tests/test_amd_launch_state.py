@@ -70,11 +70,11 @@ def test_the_kernarg_segment_is_sized_by_the_metadata(dev, tmp_path):
   co = co[:field] + (8).to_bytes(4, "little") + co[field + 4:]
   prg = dev.program(co, "hidden")
   out = dev.alloc(128)
-  for grid, block in SHAPES[1:3]:
-    out.copyin(np.full(32, 0xdeadbeef, np.uint32))
-    prg(out, global_size=grid, local_size=block, wait=True)
-    raw = out.copyout(np.empty(32, np.uint32)).tobytes()
-    assert {k: int.from_bytes(raw[o:o + n], "little") for k, (o, n) in V5.items()} == expected_hidden(grid, block)
+  grid, block = SHAPES[1]
+  out.copyin(np.full(32, 0xdeadbeef, np.uint32))
+  prg(out, global_size=grid, local_size=block, wait=True)
+  raw = out.copyout(np.empty(32, np.uint32)).tobytes()
+  assert {k: int.from_bytes(raw[o:o + n], "little") for k, (o, n) in V5.items()} == expected_hidden(grid, block)
 
 def endpgm_program(dev, descriptor, name: str):
   """A kernel that only ends, with the given descriptor, loaded on `dev`."""
