@@ -54,7 +54,6 @@ def test_hidden_arguments(dev, tmp_path, grid, block):
   assert got == expected_hidden(grid, block)
 
 
-
 def test_the_kernarg_segment_is_sized_by_the_metadata(dev, tmp_path):
   """The loader sizes the kernarg segment by the metadata's .kernarg_segment_size (ROCr's loader reads that key; the CP
   never reads the descriptor's kernarg_size): a descriptor that says 8 bytes, under metadata that places the hidden
@@ -75,6 +74,7 @@ def test_the_kernarg_segment_is_sized_by_the_metadata(dev, tmp_path):
   prg(out, global_size=grid, local_size=block, wait=True)
   raw = out.copyout(np.empty(32, np.uint32)).tobytes()
   assert {k: int.from_bytes(raw[o:o + n], "little") for k, (o, n) in V5.items()} == expected_hidden(grid, block)
+
 
 def endpgm_program(dev, descriptor, name: str):
   """A kernel that only ends, with the given descriptor, loaded on `dev`."""
@@ -198,7 +198,6 @@ def test_every_user_sgpr(dev):
     np.testing.assert_array_equal(w[32:48], tid % 4 | (tid // 4 % 2) << 10 | (tid // 8) << 20)
 
 
-
 def test_workitem_id_y_with_two_dims(dev, tmp_path):
   """A kernel that reads workitem ids X and Y only: the compiler sets RSRC2.TIDIG_COMP_CNT to 1, and v0 still carries Y
   in bits 19:10 (AMDGPUUsage, "VGPR register set up order": the Y id is packed when the count is 1 or 2)."""
@@ -243,6 +242,7 @@ def test_workgroup_info_counts_the_waves_of_the_workgroup(dev, wave32, block):
   prg(out, global_size=(2,), local_size=(block,), wait=True)
   got = out.copyout(np.empty(2 * block, np.uint32))
   np.testing.assert_array_equal(got & 0x3f, -(-block // (32 if wave32 else 64)))
+
 
 def test_private_segment_buffer_is_refused(dev):
   """gfx9's private segment buffer (4 user SGPRs) is not provided on gfx11: a clear error, not garbage in s[0:3], and

@@ -109,7 +109,6 @@ def test_patch_slots_replay(board):
     assert board.u64(3 << 20) == step + 1 and (board.mem[8 << 20:(8 << 20) + 16] == step + 1).all()
 
 
-
 class BoardDevice:
   """The device side of HWQueue.submit for a Board: the queue's words go into the board's ring."""
 
@@ -133,6 +132,7 @@ def test_patch_slots_keep_their_values_when_a_submitted_queue_grows(board, kind)
     board.idle(kind)
     assert not board.errors and board.u64(3 << 20) == 10 * step, f"submit {step}: signal {board.u64(3 << 20)}"
     assert board.u64((3 << 20) + 64) == (0 if step == 1 else 100 * step + min(step, 3)), f"submit {step}"
+
 
 def test_interrupt_from_signal_with_event(board):
   sig = FakeSignal(board.addr(3 << 20))

@@ -116,7 +116,6 @@ def test_memory(dev):
     buf.copyin(np.zeros(1, np.int32))
 
 
-
 def test_the_kernarg_ring_never_overwrites_the_arguments_of_a_launch_in_flight():
   """On a lazy device that finishes launches only when the ring waits for them, every launch the ring has not waited
   for keeps its argument bytes intact while later launches write theirs (seeded sizes, through many wraps)."""
@@ -139,6 +138,7 @@ def test_the_kernarg_ring_never_overwrites_the_arguments_of_a_launch_in_flight()
     for u, (off, d) in list(live.items()):
       if u <= timeline.done: del live[u]
       else: assert mem[off:off + len(d)].tobytes() == d, f"launch {u}'s arguments (still in flight) overwritten by launch {v}'s"
+
 
 def test_kernarg_layout_and_packing(dev):
   layout = natural_layout(["u8", "i64", "buffer", "f32", "u16"])

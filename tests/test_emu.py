@@ -276,7 +276,6 @@ def test_global_load_store_with_saddr_and_vaddr64():
   assert (out.view(u32) == LANES + 3).all()
 
 
-
 def test_global_negative_offsets():
   """GLOBAL offsets are signed (13 bits on gfx11): -4, -8 and the most negative, -4096, reach below the address."""
   mem = VirtualMemory()
@@ -286,6 +285,7 @@ def test_global_negative_offsets():
                    v={0: 4 * LANES, 4: 0x11000 + 4 * LANES, 5: 0, 6: 0x10000 + 4 * LANES, 7: 0}, s={0: 0x11000, 1: 0}, mem=mem)
   assert (uv(st, 1) == 1023 + LANES).all() and (uv(st, 2) == LANES).all() and (uv(st, 3) == 1023 + LANES).all()
   assert (buf.view(u32)[1022:1022 + 32] == 4 * LANES).all()
+
 
 def test_global_wide_and_subdword():
   mem = VirtualMemory()

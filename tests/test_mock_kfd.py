@@ -119,7 +119,6 @@ def test_map_unmap_free_checks(p):
   p.call("FREE_MEMORY_OF_GPU", "free_memory_of_gpu", handle=a.handle)
 
 
-
 def test_a_map_batch_reports_how_many_devices_it_did(p):
   """MAP/UNMAP walk device_ids_array[n_success:n_devices], raising n_success past each device done; a failure leaves it
   at the devices done, and a retry from there with n_success == n_devices has nothing left and succeeds
@@ -145,6 +144,7 @@ def test_a_map_batch_reports_how_many_devices_it_did(p):
   assert batch(*u, (p.gpu_id, bogus)) == (errno.EINVAL, 1)
   assert batch(*u, (p.gpu_id,), n_success=1) == (0, 1)
   p.call("FREE_MEMORY_OF_GPU", "free_memory_of_gpu", handle=a.handle)  # unmapped by the first device of the failed batch
+
 
 def test_create_queue_checks(p):
   wptr = p.alloc(4096, va=p.va + (8 << 20))
