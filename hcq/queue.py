@@ -119,5 +119,6 @@ class DwordQueue(HWQueue):
   def words(self) -> array.array:
     if self._frozen is None or len(self._frozen) != len(self._q):
       old, self._frozen = self._frozen, array.array("I", self._q)
+      if old is not None: self._frozen[:len(old)] = old  # this submit patched the old words, not the list they came from
       self._patches = [(self._frozen if c is self._q or c is old else c, i, sym) for c, i, sym in self._patches]
     return self._frozen

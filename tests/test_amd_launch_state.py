@@ -54,6 +54,28 @@ def test_hidden_arguments(dev, tmp_path, grid, block):
   assert got == expected_hidden(grid, block)
 
 
+def test_the_kernarg_segment_is_sized_by_the_metadata(dev, tmp_path):
+  """The loader sizes the kernarg segment by the metadata's .kernarg_segment_size (ROCr's loader reads that key; the CP
+  never reads the descriptor's kernarg_size): a descriptor that says 8 bytes, under metadata that places the hidden
+  arguments past them, still gets every hidden argument exact."""
+  from hcq.asm.codeobject import read_code_object
+  from hcq.autogen import amdgpu_kd as kd
+  co = compile_opencl(HIDDEN, tmp_path)
+  k = read_code_object(co).kernels["hidden"]
+  assert k.metadata[".kernarg_segment_size"] > 8 and k.descriptor.kernarg_size == k.metadata[".kernarg_segment_size"]
+  at = co.find(bytes(k.descriptor))
+  assert at > 0 and co.count(bytes(k.descriptor)) == 1
+  field = at + kd.struct_kernel_descriptor_t.kernarg_size.offset
+  co = co[:field] + (8).to_bytes(4, "little") + co[field + 4:]
+  prg = dev.program(co, "hidden")
+  out = dev.alloc(128)
+  grid, block = SHAPES[1]
+  out.copyin(np.full(32, 0xdeadbeef, np.uint32))
+  prg(out, global_size=grid, local_size=block, wait=True)
+  raw = out.copyout(np.empty(32, np.uint32)).tobytes()
+  assert {k: int.from_bytes(raw[o:o + n], "little") for k, (o, n) in V5.items()} == expected_hidden(grid, block)
+
+
 def endpgm_program(dev, descriptor, name: str):
   """A kernel that only ends, with the given descriptor, loaded on `dev`."""
   from hcq.asm.elf_writer import KernelImage, write_code_object
@@ -174,6 +196,52 @@ def test_every_user_sgpr(dev):
     assert w[14] & 0x3f == 1                    # workgroup info: waves in the workgroup (bits 5:0)
     tid = np.arange(16)
     np.testing.assert_array_equal(w[32:48], tid % 4 | (tid // 4 % 2) << 10 | (tid // 8) << 20)
+
+
+def test_workitem_id_y_with_two_dims(dev, tmp_path):
+  """A kernel that reads workitem ids X and Y only: the compiler sets RSRC2.TIDIG_COMP_CNT to 1, and v0 still carries Y
+  in bits 19:10 (AMDGPUUsage, "VGPR register set up order": the Y id is packed when the count is 1 or 2)."""
+  src = r"""
+  __kernel void xy(__global uint *out) {
+    uint x = __builtin_amdgcn_workitem_id_x(), y = __builtin_amdgcn_workitem_id_y(), g = __builtin_amdgcn_workgroup_id_x();
+    out[g * 32 + y * 8 + x] = y << 16 | x;
+  }"""
+  prg = dev.program(compile_opencl(src, tmp_path), "xy")
+  assert prg.rsrc2 >> 11 & 3 == 1, "the compiler no longer asks for exactly two workitem id dims"
+  out = dev.alloc(3 * 32 * 4)
+  prg(out, global_size=(3,), local_size=(8, 4, 1), wait=True)
+  y, x = np.divmod(np.arange(32), 8)
+  np.testing.assert_array_equal(out.copyout(np.empty((3, 32), np.uint32)), np.broadcast_to(y << 16 | x, (3, 32)))
+
+
+@pytest.mark.parametrize("wave32, block", [(True, 200), (True, 32), (False, 200), (False, 64)])
+def test_workgroup_info_counts_the_waves_of_the_workgroup(dev, wave32, block):
+  """RSRC2.TG_SIZE_EN: the system SGPR after the workgroup id holds the waves in the workgroup in bits 5:0 (AMDGPUUsage
+  "SGPR register set up order", workgroup info), the same in every wave of it: 200 work-items are 7 waves of 32 or
+  4 of 64."""
+  from hcq.asm.elf_writer import KernelImage, kernel_descriptor, write_code_object
+  from hcq.asm.text import assemble
+  from hcq.autogen import amdgpu_kd as kd
+  code = assemble(f"""
+    s_load_b64 s[4:5], s[0:1], 0x0
+    s_mul_i32 s6, s2, {4 * block}
+    s_waitcnt lgkmcnt(0)
+    s_add_u32 s4, s4, s6
+    s_addc_u32 s5, s5, 0
+    v_lshlrev_b32 v1, 2, v0
+    v_mov_b32 v2, s3
+    global_store_b32 v1, v2, s[4:5]
+    s_endpgm""", "gfx1100")
+  d = kernel_descriptor(vgprs=3, sgprs=8, kernarg_size=8, wave32=wave32)
+  d.compute_pgm_rsrc2 |= kd.COMPUTE_PGM_RSRC2_ENABLE_SGPR_WORKGROUP_INFO
+  args = [{".name": "out", ".offset": 0, ".size": 8, ".value_kind": "global_buffer", ".address_space": "global"}]
+  prg = dev.program(write_code_object("gfx1100", [KernelImage("tg", code, d, {".args": args, ".kernarg_segment_size": 8,
+                                                                              ".wavefront_size": 32 if wave32 else 64})]), "tg")
+  out = dev.alloc(2 * block * 4)
+  out.copyin(np.full(2 * block, 0xdeadbeef, np.uint32))
+  prg(out, global_size=(2,), local_size=(block,), wait=True)
+  got = out.copyout(np.empty(2 * block, np.uint32))
+  np.testing.assert_array_equal(got & 0x3f, -(-block // (32 if wave32 else 64)))
 
 
 def test_private_segment_buffer_is_refused(dev):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 import re
 import time
+import types
 
 import numpy as np
 import pytest
@@ -106,6 +107,31 @@ def test_patch_slots_replay(board):
     board.submit("sdma", list(q._q))
     board.idle("sdma")
     assert board.u64(3 << 20) == step + 1 and (board.mem[8 << 20:(8 << 20) + 16] == step + 1).all()
+
+
+class BoardDevice:
+  """The device side of HWQueue.submit for a Board: the queue's words go into the board's ring."""
+
+  def __init__(self, board: Board):
+    self.board, self._taken = board, types.SimpleNamespace()
+
+  def submit_pm4(self, q) -> None: self.board.submit("compute", list(q.words()))
+  def submit_sdma(self, q) -> None: self.board.submit("sdma", list(q.words()))
+  def submit_refused(self) -> None: pass
+
+
+@pytest.mark.parametrize("kind", ["compute", "sdma"])
+def test_patch_slots_keep_their_values_when_a_submitted_queue_grows(board, kind):
+  """A queue that grows after a submit refreezes its words: every patch slot, old and new, carries each later submit's
+  values (the first submit after the growth included)."""
+  sig, extra = FakeSignal(board.addr(3 << 20)), FakeSignal(board.addr((3 << 20) + 64))
+  q = (AMDComputeQueue(gfx11_dialect(GC_BASE)) if kind == "compute" else AMDCopyQueue()).signal(sig, Variable("v"))
+  for step in range(1, 5):
+    if step in (2, 3): q.signal(extra, Variable("w") + step)  # grows after the first and the second submit
+    q.submit(BoardDevice(board), {"v": 10 * step, "w": 100 * step})
+    board.idle(kind)
+    assert not board.errors and board.u64(3 << 20) == 10 * step, f"submit {step}: signal {board.u64(3 << 20)}"
+    assert board.u64((3 << 20) + 64) == (0 if step == 1 else 100 * step + min(step, 3)), f"submit {step}"
 
 
 def test_interrupt_from_signal_with_event(board):

@@ -2,11 +2,13 @@
 from __future__ import annotations
 import json
 import struct
+import types
 
 import numpy as np
 import pytest
 
 import hcq
+from hcq.device import KernargRing
 from hcq.devstring import DevSpec, parse_dev
 from hcq.errors import DevStringError, GPUFault, GPUTimeout, HCQError, ProgramArgumentError
 from hcq.program import KernelArg, natural_layout, pack_kernargs
@@ -112,6 +114,30 @@ def test_memory(dev):
   buf.free()
   with pytest.raises(ValueError, match="was freed"):
     buf.copyin(np.zeros(1, np.int32))
+
+
+def test_the_kernarg_ring_never_overwrites_the_arguments_of_a_launch_in_flight():
+  """On a lazy device that finishes launches only when the ring waits for them, every launch the ring has not waited
+  for keeps its argument bytes intact while later launches write theirs (seeded sizes, through many wraps)."""
+  mem = np.zeros(512, np.uint8)
+
+  class LazyTimeline:
+    done, writing = 0, 0
+
+    def wait(self, value: int, timeout=None) -> None:
+      assert value < self.writing, f"waited for launch {value} while writing launch {self.writing}'s arguments (a deadlock)"
+      self.done = max(self.done, value)
+
+  timeline = LazyTimeline()
+  device = types.SimpleNamespace(timeline_signal=timeline, alloc=lambda n, kind: types.SimpleNamespace(host_addr=mem.ctypes.data, addr=1 << 20, nbytes=n))
+  ring, rng, live = KernargRing(device, mem.size, 64), np.random.default_rng(16), {}
+  for v in range(1, 400):
+    data = rng.integers(0, 256, int(rng.integers(1, 200)), dtype=np.uint8).tobytes()
+    timeline.writing = v
+    live[v] = (ring.write(data, v) - (1 << 20), data)
+    for u, (off, d) in list(live.items()):
+      if u <= timeline.done: del live[u]
+      else: assert mem[off:off + len(d)].tobytes() == d, f"launch {u}'s arguments (still in flight) overwritten by launch {v}'s"
 
 
 def test_kernarg_layout_and_packing(dev):

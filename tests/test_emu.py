@@ -276,6 +276,17 @@ def test_global_load_store_with_saddr_and_vaddr64():
   assert (out.view(u32) == LANES + 3).all()
 
 
+def test_global_negative_offsets():
+  """GLOBAL offsets are signed (13 bits on gfx11): -4, -8 and the most negative, -4096, reach below the address."""
+  mem = VirtualMemory()
+  buf = _buffer(mem, 0x10000, np.arange(2048, dtype=u32))  # 8 KiB of word indices
+  st = run_snippet("global_load_b32 v1, v0, s[0:1] offset:-4\nglobal_load_b32 v2, v[4:5], off offset:-4096\n"
+                   "global_load_b32 v3, v[6:7], off offset:4092\ns_waitcnt vmcnt(0)\nglobal_store_b32 v0, v0, s[0:1] offset:-8",
+                   v={0: 4 * LANES, 4: 0x11000 + 4 * LANES, 5: 0, 6: 0x10000 + 4 * LANES, 7: 0}, s={0: 0x11000, 1: 0}, mem=mem)
+  assert (uv(st, 1) == 1023 + LANES).all() and (uv(st, 2) == LANES).all() and (uv(st, 3) == 1023 + LANES).all()
+  assert (buf.view(u32)[1022:1022 + 32] == 4 * LANES).all()
+
+
 def test_global_wide_and_subdword():
   mem = VirtualMemory()
   buf = _buffer(mem, 0x10000, np.arange(256, dtype=np.uint8))

@@ -119,6 +119,33 @@ def test_map_unmap_free_checks(p):
   p.call("FREE_MEMORY_OF_GPU", "free_memory_of_gpu", handle=a.handle)
 
 
+def test_a_map_batch_reports_how_many_devices_it_did(p):
+  """MAP/UNMAP walk device_ids_array[n_success:n_devices], raising n_success past each device done; a failure leaves it
+  at the devices done, and a retry from there with n_success == n_devices has nothing left and succeeds
+  (kfd_chardev.c kfd_ioctl_map_memory_to_gpu / kfd_ioctl_unmap_memory_from_gpu, Linux 6.1; ROCr retries this way)."""
+  a = p.alloc(4096)
+  bogus = p.gpu_id ^ 0xdead
+
+  def batch(name: str, struct: str, ids: tuple[int, ...], n_success: int = 0):
+    arr = (ctypes.c_uint32 * len(ids))(*ids)
+    args = getattr(K, f"struct_kfd_ioctl_{struct}_args")(handle=a.handle, device_ids_array_ptr=ctypes.addressof(arr), n_devices=len(ids), n_success=n_success)
+    try:
+      p.os.ioctl(p.kfd, getattr(K, f"AMDKFD_IOC_{name}"), args)
+      return 0, args.n_success
+    except OSError as e:
+      return e.errno, args.n_success
+
+  m, u = ("MAP_MEMORY_TO_GPU", "map_memory_to_gpu"), ("UNMAP_MEMORY_FROM_GPU", "unmap_memory_from_gpu")
+  assert batch(*m, (p.gpu_id, bogus, p.gpu_id)) == (errno.EINVAL, 1)  # the first device mapped, the second unknown
+  assert p.errno_of("FREE_MEMORY_OF_GPU", "free_memory_of_gpu", handle=a.handle) == errno.EBUSY  # the first mapping stands
+  assert batch(*m, (p.gpu_id, bogus, p.gpu_id), n_success=2) == (0, 3)  # a retry skips the devices done
+  assert batch(*m, (p.gpu_id, p.gpu_id), n_success=2) == (0, 2)  # all done already: nothing to do, no error
+  assert batch(*m, (p.gpu_id,), n_success=2) == (errno.EINVAL, 2)
+  assert batch(*u, (p.gpu_id, bogus)) == (errno.EINVAL, 1)
+  assert batch(*u, (p.gpu_id,), n_success=1) == (0, 1)
+  p.call("FREE_MEMORY_OF_GPU", "free_memory_of_gpu", handle=a.handle)  # unmapped by the first device of the failed batch
+
+
 def test_create_queue_checks(p):
   wptr = p.alloc(4096, va=p.va + (8 << 20))
   p.map(wptr.handle, p.gpu_id)

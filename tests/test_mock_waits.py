@@ -92,3 +92,32 @@ def test_the_driver_waits_for_at_least_the_value_in_all_32_bits(dev, kind):
   dev.synchronize(timeout=5)
   assert out.value == 1
   for s in (gate, out): dev.release_signal(s)
+
+
+def packets(kind: str, words: list[int]) -> list[list[int]]:
+  """Split a queue's dwords at packet boundaries: PM4 type-3 headers count their body dwords minus one (the PM4 packet
+  reference); the SDMA signal packets are FENCE and TRAP, whose sizes the SDMA packet table gives."""
+  sizes = {sdma.SDMA_OP_FENCE: sdma_packets()["FENCE"].size, sdma.SDMA_OP_TRAP: sdma_packets()["TRAP"].size}
+  out, i = [], 0
+  while i < len(words):
+    n = (words[i] >> 16 & 0x3FFF) + 2 if kind == "compute" else sizes[words[i] & 0xFF]
+    out.append(words[i:i + n]); i += n
+  return out
+
+
+@pytest.mark.parametrize("kind", ["compute", "sdma"])
+@pytest.mark.parametrize("old, new", [(0xFFFF_FFFF, 0x1_0000_0000), (0x1_FFFF_FFF0, 0x2_0000_0005), (7, 0x3_0000_0009)])
+def test_a_signal_past_2_32_is_never_seen_torn_by_a_waiter_on_its_low_half(kind, old, new):
+  """GPU waits compare the low 32 bits, and an SDMA FENCE writes 32: after each packet of a signal to a value past 2^32,
+  a reader that sees the new low half must see the new high half too (the engines run packets one at a time, in order)."""
+  b = Board()
+  try:
+    b.mem[FLAG:FLAG + 8] = np.frombuffer(np.uint64(old).tobytes(), np.uint8)
+    for pkt in packets(kind, mark_packet(kind, b.addr(FLAG), new)):
+      b.submit(kind, pkt)
+      b.idle(kind)
+      lo, hi = b.u64(FLAG) & 0xFFFF_FFFF, b.u64(FLAG) >> 32
+      assert lo != new & 0xFFFF_FFFF or hi == new >> 32, f"{kind}: low half {lo:#x} landed before high half {new >> 32:#x} (reads {b.u64(FLAG):#x})"
+    assert not b.errors and b.u64(FLAG) == new
+  finally:
+    b.close()

@@ -77,3 +77,37 @@ def test_symbolic_simplification():
   for iv in range(10):
     for jv in range(4):
       assert substitute(e, {"i": Num(iv), "j": Num(jv)}) == Num((iv * 6 + jv) % 4 + 1)
+
+
+def random_index(rng: np.random.Generator, ranges: dict[str, tuple[int, int]], depth: int):
+  """(folded expression, reference): a random tree of + * // % built through the folding constructors, and the same
+  tree as plain Python floor arithmetic on a dict of values."""
+  if depth == 0 or rng.random() < 0.2:
+    if rng.random() < 0.15:
+      k = int(rng.integers(-4, 9))
+      return Num(k), lambda env: k
+    name = str(rng.choice(list(ranges)))
+    return Var(name, *ranges[name]), lambda env: env[name]
+  a, fa = random_index(rng, ranges, depth - 1)
+  op, c = int(rng.integers(4)), int(rng.integers(1, 10))
+  if op == 0:
+    b, fb = random_index(rng, ranges, depth - 1)
+    return add(a, b), lambda env: fa(env) + fb(env)
+  if op == 1:
+    c -= 4  # negative and zero factors too
+    return mul(a, c), lambda env: fa(env) * c
+  if op == 2: return div(a, c), lambda env: fa(env) // c
+  return mod(a, c), lambda env: fa(env) % c
+
+
+def test_index_folding_equals_plain_integer_arithmetic():
+  """Index expressions over variables with ranges, folded as they are built, equal the unfolded floor arithmetic at
+  every point of the ranges and stay within their own [vmin, vmax] (seeded random trees: x // c with x up to c,
+  nested // and %, sums that straddle 0)."""
+  rng = np.random.default_rng(16)
+  for case in range(1500):
+    ranges = {n: tuple(sorted(int(v) for v in rng.integers(lo, hi, 2))) for n, lo, hi in (("i", -3, 30), ("j", 0, 6))}
+    e, ref = random_index(rng, ranges, 4)
+    for i, j in itertools.product(range(ranges["i"][0], ranges["i"][1] + 1), sorted(set(ranges["j"]))):
+      want, got = ref({"i": i, "j": j}), substitute(e, {"i": Num(i), "j": Num(j)})
+      assert got == Num(want) and e.vmin <= want <= e.vmax, f"case {case}: {e} at i={i}, j={j} is {got}, want {want} in [{e.vmin}, {e.vmax}]"

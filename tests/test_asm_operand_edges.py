@@ -1,0 +1,92 @@
+"""Operand edges against llvm-mc 19, both ways: VGPR ranges that end at v255 or run past it, every inline integer
+constant and its neighbours, and the small numbers SOPP immediates print as decimals (gfx1100)."""
+from __future__ import annotations
+
+import pytest
+
+from hcq.asm import AsmError, DecodeError, assemble, decode_all, disassemble, llvm
+from tests.tools import require
+
+ARCH = "gfx1100"
+# an operand of 2 or 4 VGPRs in each position: 9-bit sources (VOP3, VOP1), 8-bit destinations (VOP3, GLOBAL), memory data
+RANGES = ["v_add_f64 v[0:1], {2}, v[2:3]", "v_add_f64 v[0:1], v[2:3], {2}", "v_add_f64 {2}, v[2:3], v[4:5]",
+          "v_fma_f64 v[0:1], v[2:3], v[4:5], {2}", "v_cvt_f64_f32 {2}, v1", "v_cvt_f32_f64 v0, {2}", "v_lshlrev_b64 v[0:1], 1, {2}",
+          "global_load_b64 {2}, v[2:3], off", "global_store_b64 v[2:3], {2}, off", "global_load_b128 {4}, v[2:3], off",
+          "global_store_b128 v[2:3], {4}, off", "global_load_b32 v1, {2}, off"]
+# Measured disagreements (llvm-mc 19), held exactly so that a fix or a new one shows: our decoder takes a GLOBAL address
+# pair at v255 (its 'off' form's 64-bit address), which llvm-mc rejects; and a 32-bit operand spelled 0xffffffff or
+# 0xfffffff0 we encode as a literal where llvm-mc uses the inline -1 / -16 (the same value, one dword longer).
+KNOWN_DECODED = {"global_load_b32 v1, v[255:256], off"}
+KNOWN_LITERALS = {t.format(n) for t in ("v_mov_b32 v0, {}", "s_mov_b32 s0, {}", "v_add_nc_u32 v0, {}, v1", "s_add_u32 s0, s1, {}",
+                                        "v_add_f32 v0, {}, v1") for n in ("0xffffffff", "0xfffffff0")}
+INLINE = ["v_mov_b32 v0, {}", "s_mov_b32 s0, {}", "v_add_nc_u32 v0, {}, v1", "s_add_u32 s0, s1, {}", "v_add_f32 v0, {}, v1",
+          "s_mov_b64 s[0:1], {}", "v_add_f64 v[0:1], {}, v[2:3]"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def needs_llvm_mc():
+  require(llvm.available(), "llvm-mc-19")
+
+
+def ours_assemble(line: str) -> bytes | None:
+  try:
+    return assemble(line, ARCH)
+  except AsmError:
+    return None
+
+
+def ours_disassemble(data: bytes) -> str | None:
+  try:
+    return disassemble(data, ARCH)[0]
+  except DecodeError:
+    return None
+
+
+def assembled_both_ways(lines: list[str]) -> list[tuple[str, bytes | None, bytes | None]]:
+  """(line, llvm-mc's bytes or None, ours or None) for each line."""
+  theirs = [b if isinstance(b, bytes) else None for b in llvm.assemble_each(lines, ARCH)]
+  return [(line, t, ours_assemble(line)) for line, t in zip(lines, theirs)]
+
+
+def test_vgpr_ranges_at_v255_assemble_as_llvm_mc_does():
+  """v[254:255] and v[252:255] are the last ranges: both assemblers take them with the same bytes, and both refuse
+  v[255:256] and v[253:256]."""
+  lines = [t.replace("{2}", r2).replace("{4}", r4) for t in RANGES for r2, r4 in (("v[254:255]", "v[252:255]"), ("v[255:256]", "v[253:256]"))]
+  rows = assembled_both_ways(lines)
+  assert [r for r in rows if r[1] != r[2]] == [], "llvm-mc and hcq.asm differ"
+  assert sum(r[1] is None for r in rows) == len(RANGES)   # every range past v255 refused, none at v255
+
+
+def test_words_with_a_vgpr_range_past_v255_decode_as_llvm_mc_does():
+  """Each register field of the accepted v[254:255] / v[252:255] words, moved up by one so the range runs past v255:
+  llvm-mc rejects those words, and so must we; where it decodes, our text is its text."""
+  words = []
+  for line in (t.replace("{2}", "v[254:255]").replace("{4}", "v[252:255]") for t in RANGES):
+    inst = decode_all(assemble(line, ARCH), ARCH)[0]
+    for field, value in inst.values.items():
+      if value in (254, 252, 256 + 254, 256 + 252):   # the range's first register, in an 8-bit or 9-bit field
+        moved = decode_all(inst.encode(), ARCH)[0]
+        moved.values[field] = value + 1
+        words.append(moved.encode())
+  assert len(words) == len(RANGES)
+  theirs = llvm.disassemble_each(words, ARCH)
+  rows = [(w.hex(), t.text if t else None, ours_disassemble(w)) for w, t in zip(words, theirs)]
+  assert {r[2] for r in rows if r[1] != r[2]} == KNOWN_DECODED, [r for r in rows if r[1] != r[2]]
+
+
+def test_inline_integer_constants_assemble_as_llvm_mc_does():
+  """-16..64 are inline constants (one dword, no literal), -17 and 65 literals, in 32- and 64-bit, VALU and SALU
+  operands, in decimal and hex spellings: the bytes llvm-mc gives."""
+  numbers = [*range(-17, 66), "0x40", "0x41", "0xffffffff", "0xfffffff0", "-0x10", "-0x11"]
+  rows = assembled_both_ways([t.format(n) for t in INLINE for n in numbers])
+  assert all(r[1] is not None for r in rows), [r[0] for r in rows if r[1] is None]
+  assert {r[0] for r in rows if r[1] != r[2]} == KNOWN_LITERALS, [r for r in rows if r[1] != r[2] and r[0] not in KNOWN_LITERALS]
+
+
+def test_sopp_immediates_print_as_llvm_mc_does():
+  """SOPP immediates print as decimals up to 64 and hex above (s_nop 64, s_nop 0x41): llvm-mc's texts of the words."""
+  words = [bytes([v & 0xff, v >> 8, op, 0xbf]) for op in (0x80, 0x83, 0x90, 0xb5) for v in (0, 1, 15, 16, 63, 64, 65, 0x100, 0xffff)]
+  theirs = llvm.disassemble_each(words, ARCH)
+  rows = [(w.hex(), t.text if t else None, ours_disassemble(w)) for w, t in zip(words, theirs)]
+  assert all(r[1] is not None for r in rows), rows
+  assert [r for r in rows if r[1] != r[2]] == [], "llvm-mc and hcq.asm differ"
