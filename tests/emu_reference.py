@@ -678,3 +678,130 @@ SOP1_OPS.update({name: (dt, types, (lambda fn: lambda *a: (fn(*a), None))(fn)) f
                  {"s_cvt_f32_i32": CVT_OPS["v_cvt_f32_i32"], "s_cvt_f32_u32": CVT_OPS["v_cvt_f32_u32"], "s_cvt_i32_f32": CVT_OPS["v_cvt_i32_f32"],
                   "s_cvt_u32_f32": CVT_OPS["v_cvt_u32_f32"], "s_cvt_f16_f32": CVT_OPS["v_cvt_f16_f32"],
                   "s_cvt_f32_f16": CVT_OPS["v_cvt_f32_f16"]}.items()})
+
+
+# ---- transcendentals: the exact function, rounded; the test accepts results within ULP_BOUND of it ---------------------
+# The bound: 1 ulp, what the RDNA3/RDNA4/CDNA3 guides and ROCm's device libraries (ocml's "1ulp sqrt" built on the raw
+# v_sqrt_f32) give for v_rcp/rsq/sqrt/exp/log/sin/cos of f32 and f16. For f64 rcp/rsq/sqrt the guides allow more; the
+# test holds them to 1 ulp too (stricter: the emulator promises that). Specials (NaN, ±inf, ±0 results) are exact.
+def _sin_rev(x: Fraction) -> float:
+  """sin(2*pi*x) with x reduced exactly: r = x - round(x) in [-1/2, 1/2], folded by sin(pi - y) = sin(y) into
+  [-1/4, 1/4], so the one inexact step (the fraction to f64) keeps full relative precision."""
+  r = x - round(x)
+  a = abs(r)
+  if a > Fraction(1, 4): a = Fraction(1, 2) - a
+  return math.copysign(math.sin(2 * math.pi * float(a)), float(r)) if a else 0.0
+
+
+def _trig(a, t: str, cos: bool):
+  """V_SIN_F32 / V_COS_F32: D = sin(S0 * 2 * PI) / cos(...); an infinity or NaN gives NaN."""
+  if not np.isfinite(a): return _f(t)(np.nan)
+  x = Fraction(float(a)) + (Fraction(1, 4) if cos else 0)
+  if a == 0 and not cos: return a   # sin(±0) = ±0
+  return _f(t)(_sin_rev(x))
+
+
+def _rsq64(a):
+  """1/sqrt(a) for f64 to 40 digits (decimal), rounded once."""
+  import decimal
+  with decimal.localcontext() as ctx:
+    ctx.prec = 40
+    return np.float64(float(1 / decimal.Decimal(float(a)).sqrt()))
+
+
+def _via(fn, t):
+  """A function evaluated on f64 (exact inputs, 53-bit results: within 2**-29 ulp of f32 / f16) and rounded to t."""
+  def g(a):
+    with np.errstate(all="ignore"): return _f(t)(fn(np.float64(a)))
+  return g
+
+
+TRANSCENDENTAL_OPS: dict[str, tuple] = {}
+for _t in ("f32", "f16"):
+  TRANSCENDENTAL_OPS.update({
+    f"v_rcp_{_t}": (_t, (_t,), _via(lambda x: 1.0 / x, _t)), f"v_rsq_{_t}": (_t, (_t,), _via(lambda x: 1.0 / np.sqrt(x), _t)),
+    f"v_sqrt_{_t}": (_t, (_t,), _via(np.sqrt, _t)), f"v_exp_{_t}": (_t, (_t,), _via(np.exp2, _t)),
+    f"v_log_{_t}": (_t, (_t,), _via(np.log2, _t)),
+    f"v_sin_{_t}": (_t, (_t,), (lambda t: lambda a: _trig(a, t, False))(_t)),
+    f"v_cos_{_t}": (_t, (_t,), (lambda t: lambda a: _trig(a, t, True))(_t))})
+TRANSCENDENTAL_OPS.update({
+  "v_rcp_iflag_f32": TRANSCENDENTAL_OPS["v_rcp_f32"],
+  "v_rcp_f64": ("f64", ("f64",), lambda a: round_fraction(1 / Fraction(float(a)), "f64") if np.isfinite(a) and a != 0 else np.float64(1.0) / a),
+  "v_sqrt_f64": ("f64", ("f64",), lambda a: np.sqrt(a)),   # IEEE sqrt is correctly rounded on the host
+  "v_rsq_f64": ("f64", ("f64",), lambda a: _rsq64(a) if np.isfinite(a) and a > 0 else np.float64(1.0) / np.sqrt(a)),
+})
+ULP_BOUND = {name: 1 for name in TRANSCENDENTAL_OPS}
+# sin/cos: the guides define the input domain as [-256, 256] revolutions; operands outside it are folded into it
+DOMAIN = {name: 256.0 for name in TRANSCENDENTAL_OPS if name.startswith(("v_sin_", "v_cos_"))}
+VALU_OPS.update(TRANSCENDENTAL_OPS)
+
+
+def ulp_distance(a: int, b: int, t: str) -> int:
+  """How many representable values of t lie between register bits a and b (ordered by value; -0 and +0 are one step)."""
+  w = WIDTH[t]
+  key = lambda x: (x & ((1 << (w - 1)) - 1)) * (-1 if x >> (w - 1) else 1)
+  return abs(key(a) - key(b))
+
+
+# ---- more VALU definitions (ISA pseudocode): 16-bit logic, leading-bit counts, rounding conversions, gfx9 names ------
+def clz32(a: int) -> int:
+  """V_CLZ_I32_U32 (gfx9 V_FFBH_U32): leading zeros counted from bit 31; -1 when no bit is set."""
+  return -1 if a == 0 else 32 - a.bit_length()
+
+
+def cls32(a: int) -> int:
+  """V_CLS_I32 (gfx9 V_FFBH_I32): how many bits below bit 31 equal it before the first that differs; -1 when all do."""
+  for i in range(1, 32):
+    if (a >> (31 - i)) & 1 != a >> 31: return i
+  return -1
+
+
+def _unfused_mad(a, b, c, t):
+  """V_MAD_F16 / V_MAC_F16 (gfx9, not fused): the product rounded to t, then the sum rounded to t (each step exact first)."""
+  f = _f(t)
+  if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)): return f(np.float64(f(np.float64(a) * np.float64(b))) + np.float64(c))
+  p = f(np.float64(a) * np.float64(b))   # f16 x f16 is exact in f64; one rounding
+  if not np.isfinite(p): return f(np.float64(p) + np.float64(c))
+  return f(np.float64(p) + np.float64(c))   # two f16 values sum exactly in f64; one rounding
+
+
+def _f32_to_int16(x, signed: bool) -> int:
+  """f32_to_i16 / f32_to_u16 (V_CVT_PK_I16_F32): truncate toward zero, saturate, NaN 0."""
+  return _cvt_int(x, signed, 16) & M16
+
+
+VALU_OPS.update({
+  "v_and_b16": ("u16", ("u16", "u16"), lambda a, b: a & b), "v_or_b16": ("u16", ("u16", "u16"), lambda a, b: a | b),
+  "v_xor_b16": ("u16", ("u16", "u16"), lambda a, b: a ^ b), "v_not_b16": ("u16", ("u16",), lambda a: ~a),
+  "v_mov_b16": ("u16", ("u16",), lambda a: a),
+  "v_clz_i32_u32": (I, (U,), clz32), "v_ffbh_u32": (I, (U,), clz32), "v_cls_i32": (I, (U,), cls32), "v_ffbh_i32": (I, (U,), cls32),
+  # V_CVT_NEAREST_I32_F32 (gfx9 V_CVT_RPI_I32_F32): f32_to_i32(floor(S0 + 0.5)), the sum rounded in f32 as the pseudocode reads
+  "v_cvt_nearest_i32_f32": (I, (F32,), lambda a: _cvt_int(np.floor(np.float32(a + np.float32(0.5))), True)),
+  "v_cvt_rpi_i32_f32": (I, (F32,), lambda a: _cvt_int(np.floor(np.float32(a + np.float32(0.5))), True)),
+  "v_cvt_norm_i16_f16": ("i16", ("f16",), lambda a: sx(norm16(a, True), 16)), "v_cvt_norm_u16_f16": ("u16", ("f16",), lambda a: norm16(a, False)),
+  "v_cvt_pk_norm_i16_f16": (U, ("f16", "f16"), lambda a, b: norm16(a, True) | (norm16(b, True) << 16)),
+  "v_cvt_pk_norm_u16_f16": (U, ("f16", "f16"), lambda a, b: norm16(a, False) | (norm16(b, False) << 16)),
+  "v_cvt_pknorm_i16_f16": (U, ("f16", "f16"), lambda a, b: norm16(a, True) | (norm16(b, True) << 16)),
+  "v_cvt_pknorm_u16_f16": (U, ("f16", "f16"), lambda a, b: norm16(a, False) | (norm16(b, False) << 16)),
+  "v_cvt_pknorm_i16_f32": (U, (F32, F32), lambda a, b: norm16(a, True) | (norm16(b, True) << 16)),
+  "v_cvt_pknorm_u16_f32": (U, (F32, F32), lambda a, b: norm16(a, False) | (norm16(b, False) << 16)),
+  "v_cvt_pkrtz_f16_f32": SPECIAL_FLOAT_OPS["v_cvt_pk_rtz_f16_f32"],
+  "v_cvt_pk_i16_f32": (U, (F32, F32), lambda a, b: _f32_to_int16(a, True) | (_f32_to_int16(b, True) << 16)),
+  "v_cvt_pk_u16_f32": (U, (F32, F32), lambda a, b: _f32_to_int16(a, False) | (_f32_to_int16(b, False) << 16)),
+  "v_ldexp_f16": ("f16", ("f16", I), lambda a, e: ldexp(a, e, "f16")),
+  "v_add_i32": (I, (I, I), lambda a, b: a + b), "v_sub_i32": (I, (I, I), lambda a, b: a - b),
+  "v_add_i16": ("i16", ("i16", "i16"), lambda a, b: a + b), "v_sub_i16": ("i16", ("i16", "i16"), lambda a, b: a - b),
+  "v_mul_legacy_f32": SPECIAL_FLOAT_OPS["v_mul_dx9_zero_f32"],
+  "v_mad_legacy_u16": VALU_OPS["v_mad_u16"], "v_mad_legacy_i16": VALU_OPS["v_mad_i16"],
+  "v_mad_f16": ("f16", ("f16",) * 3, lambda a, b, c: _unfused_mad(a, b, c, "f16")),
+  "v_mac_f16": ("f16", ("f16",) * 3, lambda a, b, c: _unfused_mad(a, b, c, "f16")),
+  "v_fmac_f64": ("f64", ("f64",) * 3, lambda a, b, c: fma_exact(a, b, c, "f64")),
+})
+SOP1_OPS.update({
+  "s_clz_i32_u32": (I, (U,), lambda a: (clz32(a), None)), "s_flbit_i32_b32": (I, (U,), lambda a: (clz32(a), None)),
+  "s_cls_i32": (I, (U,), lambda a: (cls32(a), None)), "s_flbit_i32": (I, (U,), lambda a: (cls32(a), None)),
+  "s_clz_i32_u64": (I, ("u64",), lambda a: (-1 if a == 0 else 64 - a.bit_length(), None)),
+  "s_flbit_i32_b64": (I, ("u64",), lambda a: (-1 if a == 0 else 64 - a.bit_length(), None)),
+  "s_cls_i32_i64": (I, ("u64",), lambda a: (next((i for i in range(1, 64) if (a >> (63 - i)) & 1 != a >> 63), -1), None)),
+  "s_flbit_i32_i64": (I, ("u64",), lambda a: (next((i for i in range(1, 64) if (a >> (63 - i)) & 1 != a >> 63), -1), None)),
+})
