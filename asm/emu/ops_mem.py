@@ -567,14 +567,21 @@ def _ds_append(kind, v, pc):
 
 
 # ---- MUBUF / MTBUF (buffer resource V# in 4 SGPRs) -----------------------------------------------------------------
-def _buffer_address(v, pc: int, gfx9: bool = False):
+def _rsrc_sgpr(ins) -> int:
+  """The first SGPR of the V#: gfx9/gfx11 encode it divided by 4 in a 5-bit field; gfx12's VBUFFER holds the SGPR number
+  itself in 7 bits (llvm-mc-19 -mcpu=gfx1201 encodes s[4:7] as 4 and s[8:11] as 8 in bits 47:41)."""
+  name = "srsrc" if "srsrc" in ins.values else "rsrc"
+  f = ins.opcode.fmt.fields[name]
+  return ins.values[name] * (4 if f.hi - f.lo + 1 == 5 else 1)
+
+
+def _buffer_address(v, pc: int, gfx9: bool, rs: int):
   """address(st, w, ex, nbytes, extra=0) -> (addresses, lanes in range) for a MUBUF/MTBUF instruction (`extra`: the
   byte offset of one dword of a wider access, which is range-checked per dword). V# base and stride as on every arch;
   the range check is gfx10+'s OOB_SELECT, or with `gfx9` GCN's (AMD's Vega / CDNA3 ISA guides, "Range checking"): a
   structured buffer (idxen and stride != 0) checks index < num_records, a raw one the offset (instruction offset +
   VGPR offset, not soffset) < num_records in bytes. An out-of-range lane loads 0 and its store is dropped."""
-  rs = _pick(v, "srsrc", "rsrc")
-  rsrc = scalar_reader(rs * 4, 64), scalar_reader(rs * 4 + 2, 64)
+  rsrc = scalar_reader(rs, 64), scalar_reader(rs + 2, 64)
   soff = scalar_reader(v["soffset"]) if v["soffset"] != NULL else None
   offen, idxen, inst_off, vaddr = bool(v["offen"]), bool(v["idxen"]), _pick(v, "offset", "ioffset"), v["vaddr"]
   def address(st: Waves, w, ex, nbytes, extra=0):
@@ -619,7 +626,7 @@ def build_mubuf(ins, pc: int):
   am = re.match(r"buffer_atomic_(\w+?)_" + _ATOMIC_TYPES + "$", name)
   if not m and not am: return None
   nbytes = _shape(name.split("_", 1)[1])[0] if m else (8 if am.group(2).endswith("64") else 4)
-  address = _buffer_address(v, pc, bool(getattr(ins, "gfx9", False)))
+  address = _buffer_address(v, pc, bool(getattr(ins, "gfx9", False)), _rsrc_sgpr(ins))
   if am:
     op = atomic_op(am.group(1), am.group(2))
     if op is None or op in ("mskor", "wrap"): return None
@@ -661,12 +668,12 @@ def _build_format(ins, fm, pc: int):
   v = ins.values
   load, d16, hi, ncomp = fm.group(1) == "load", bool(fm.group(2)), bool(fm.group(3)), len(fm.group(4))
   gfx9 = bool(getattr(ins, "gfx9", False))
-  address = _buffer_address(v, pc, gfx9)
+  address = _buffer_address(v, pc, gfx9, _rsrc_sgpr(ins))
   vdata = v["vdata"]
   number = BF.gfx9_format if gfx9 else (lambda n: n)   # gfx9: DATA_FORMAT | NUM_FORMAT << 4 -> the gfx11 number
   # tbuffer_*: the format is in the instruction (checked when built); buffer_*_format_*: in each wave's V#
   fixed = BF.buffer_format(number(v["format"])) if ins.opcode.mnemonic.startswith("tbuffer") else None
-  rsrc_hi = scalar_reader(_pick(v, "srsrc", "rsrc") * 4 + 3)
+  rsrc_hi = scalar_reader(_rsrc_sgpr(ins) + 3)
   def formats(st: Waves, w):
     """(format, waves) groups: MTBUF has one; MUBUF reads each wave's V# FORMAT (gfx9: DATA_FORMAT, NUM_FORMAT)."""
     if fixed is not None: return [(fixed, w)]
