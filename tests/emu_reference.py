@@ -631,19 +631,42 @@ VMEM_STORES = {"b8": 8, "b16": 16, "b32": 32, "b64": 64, "b96": 96, "b128": 128,
                "dwordx2": 64, "dwordx3": 96, "dwordx4": 128}
 
 
+# d16 forms: (bits, signed, half written) — the loaded value goes into the low or high 16 bits, the other half is kept
+VMEM_D16_LOADS = {"d16_u8": (8, False, "lo"), "d16_i8": (8, True, "lo"), "d16_b16": (16, False, "lo"), "d16_hi_u8": (8, False, "hi"),
+                  "d16_hi_i8": (8, True, "hi"), "d16_hi_b16": (16, False, "hi"), "ubyte_d16": (8, False, "lo"), "sbyte_d16": (8, True, "lo"),
+                  "short_d16": (16, False, "lo"), "ubyte_d16_hi": (8, False, "hi"), "sbyte_d16_hi": (8, True, "hi"), "short_d16_hi": (16, False, "hi")}
+VMEM_D16_STORES = {"d16_hi_b8": 8, "d16_hi_b16": 16, "byte_d16_hi": 8, "short_d16_hi": 16}   # the data from bits 31:16
+SEGMENTS = ("global_", "flat_", "scratch_", "buffer_")
+
+
 def vmem_access(name: str):
-  """("load", bits, signed) / ("store", bits, False) of global_/flat_ load/store mnemonics, or None."""
-  for seg in ("global_", "flat_"):
-    if name.startswith(seg + "load_") and name[len(seg) + 5:] in VMEM_LOADS: return ("load", *VMEM_LOADS[name[len(seg) + 5:]])
-    if name.startswith(seg + "store_") and name[len(seg) + 6:] in VMEM_STORES: return ("store", VMEM_STORES[name[len(seg) + 6:]], False)
+  """("load", bits, signed, d16 half or None) / ("store", bits, False, "hi" or None) of a global_/flat_/scratch_/buffer_
+  load or store mnemonic on either spelling (gfx11+: b32, d16_hi_u8; gfx9: dword, ubyte_d16_hi), or None."""
+  for seg in SEGMENTS:
+    if not name.startswith(seg): continue
+    rest = name[len(seg):]
+    if rest.startswith("load_"):
+      k = rest[5:]
+      if k in VMEM_LOADS: return ("load", *VMEM_LOADS[k], None)
+      if k in VMEM_D16_LOADS: return ("load", *VMEM_D16_LOADS[k])
+    if rest.startswith("store_"):
+      k = rest[6:]
+      if k in VMEM_STORES: return ("store", VMEM_STORES[k], False, None)
+      if k in VMEM_D16_STORES: return ("store", VMEM_D16_STORES[k], False, "hi")
   return None
 
+
+def vmem_loaded(old: int, x: int, bits: int, signed: bool, half) -> int:
+  """The VGPR after a load of `bits` bits x: extended to 32 bits, or (d16) extended to 16 bits into one half of old."""
+  if half is None: return (sx(x, bits) & M32) if signed else x
+  h = (sx(x, bits) if signed else x) & M16
+  return (old & 0xffff0000) | h if half == "lo" else (old & M16) | (h << 16)
 
 
 def vmem_atomic(name: str):
   """(bits, fn(old, data) -> new) of an integer global_/flat_atomic_* on either spelling (add_u32 / add, add_u64 /
   add_x2, min_i32 / smin ...), or None. cmpswap, float and packed atomics are not covered here."""
-  for seg in ("global_atomic_", "flat_atomic_"):
+  for seg in ("global_atomic_", "flat_atomic_", "buffer_atomic_"):
     if name.startswith(seg):
       op = name[len(seg):]
       break

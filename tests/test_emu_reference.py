@@ -824,7 +824,7 @@ def test_vmem_opcode(arch, fmt, name):
   init = buf.tobytes()
   mem = VirtualMemory()
   mem.map(VMEM_BASE, size, buf)
-  kind, bits, signed = R.vmem_access(name)
+  kind, bits, signed, half = R.vmem_access(name)
   data = [[int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)] for _ in range(4)]
   off = [32 * l for l in range(lanes)]
   addr = [VMEM_BASE + o for o in off]
@@ -840,11 +840,11 @@ def test_vmem_opcode(arch, fmt, name):
     want = []
     for l in range(lanes):
       x = int.from_bytes(ref[off[l] + 8:off[l] + 8 + max(bits, 8) // 8], "little")
-      want.append((R.sx(x, bits) & R.M32) if signed else x)
+      want.append(R.vmem_loaded(FILL & R.M32, x, bits, signed, half))
   else:
     text = f"{name} {where.split(',')[0] if 'FLAT' in fmt else 'v0'}, {_vrange(4, bits)}{', s[0:1]' if 'GLOBAL' in fmt else ''} offset:8"
     for l in range(lanes):
-      x = sum(data[k][l] << (32 * k) for k in range(4)) & ((1 << bits) - 1)
+      x = (sum(data[k][l] << (32 * k) for k in range(4)) >> (16 if half else 0)) & ((1 << bits) - 1)
       ref[off[l] + 8:off[l] + 8 + bits // 8] = x.to_bytes(bits // 8, "little")
   st = run_checked(arch, fmt, name, text, s=s, v=v, lanes=lanes, vgprs=16, mem=mem)
   got = buf.tobytes()
@@ -951,3 +951,126 @@ def test_smem_opcode(arch, name):
   if bits < 32: x = R.sx(x, bits) & R.M32 if signed else x
   got = sum(int(st.s[40 + k, 0]) << (32 * k) for k in range(n))
   assert got == x, f"{name}: got {got:#x}, reference {x:#x}"
+
+
+# ---- MUBUF / MTBUF: a structured buffer through a V#, every address term in use, against a byte model -----------------
+# The address (RDNA3/RDNA4 ISA "Buffer addressing"; CDNA3 the same): V#.base + SGPR offset + instruction offset + VGPR
+# offset (offen) + VGPR index (idxen) * V#.stride. Range check of a structured buffer (idxen, stride != 0): an index >=
+# num_records is out of range on every arch (gfx10+ OOB_SELECT 0 also checks offset + size <= stride, which these keep):
+# such a lane loads 0 and stores nothing.
+BUF_STRIDE, BUF_SOFFSET, BUF_IOFFSET = 48, 0x40, 8
+OUT_OF_RANGE_LANES = (5, 22)   # their index is num_records
+# formatted access: identity conversions, so the test sees the component routing (x, y, z, w; d16 halves), not a format
+BUF_FORMATS = {"gfx1100": {32: ("BUF_FMT_32_32_32_32_UINT", 61 << 12), 16: ("BUF_FMT_16_16_16_16_UINT", 55 << 12)},
+               "gfx942": {32: ("BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_UINT", (14 << 15) | (4 << 12)),
+                          16: ("BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UINT", (12 << 15) | (4 << 12))}}
+BUF_FORMATS["gfx1201"] = BUF_FORMATS["gfx1100"]
+
+
+def _format_shape(name: str):
+  """(load?, d16?, hi?, components) of buffer_*_format_* / tbuffer_*, either spelling (d16_format / format_d16), or None."""
+  m = re.match(r"t?buffer_(load|store)_(?:(d16_)?(hi_)?format_(?:(d16_)(hi_)?)?(x|xy|xyz|xyzw))$", name)
+  if not m: return None
+  return m.group(1) == "load", bool(m.group(2) or m.group(4)), bool(m.group(3) or m.group(5)), len(m.group(6))
+
+
+def buffer_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt in ("MUBUF", "MTBUF"):
+      for opc in _isa(arch).by_op.get(fmt, {}).values():
+        if (R.vmem_access(opc.name) or R.vmem_atomic(opc.name) or _format_shape(opc.name)) and (fmt, opc.name) in implemented(arch):
+          out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,fmt,name", buffer_cases())
+def test_buffer_opcode(arch, fmt, name):
+  from hcq.asm.emu.memory import VirtualMemory
+  lanes = ARCHS[arch]
+  rng = np.random.default_rng(19)
+  size = BUF_SOFFSET + BUF_STRIDE * (lanes + 1) + 64
+  buf = rng.integers(0, 256, size, dtype=np.uint8)
+  access, atomic, shape = R.vmem_access(name), R.vmem_atomic(name), _format_shape(name)
+  if atomic:   # edge values where the atomics land
+    e = R.EDGES[atomic[0]]
+    for l in range(lanes):
+      a = BUF_SOFFSET + l * BUF_STRIDE + BUF_IOFFSET + 4 * (l % 3)
+      buf[a:a + atomic[0] // 8] = np.frombuffer(e[l % len(e)].to_bytes(atomic[0] // 8, "little"), np.uint8)
+  ref = bytearray(buf.tobytes())
+  mem = VirtualMemory()
+  mem.map(VMEM_BASE, size, buf)
+  num_records = lanes
+  index = [num_records if l in OUT_OF_RANGE_LANES and not atomic else l for l in range(lanes)]
+  voff = [4 * (l % 3) for l in range(lanes)]
+  data = [[int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)] for _ in range(4)]
+  if atomic:
+    e = R.EDGES[atomic[0]]
+    for l in range(0, lanes, 3): data[0][l], data[1][l] = e[(l * 5) % len(e)] & R.M32, e[(l * 5) % len(e)] >> 32
+  v = {0: index, 1: voff, **{4 + k: data[k] for k in range(4)}, **{8 + k: [FILL & R.M32] * lanes for k in range(4)}}
+  fmt_bits = 16 if shape and shape[1] else 32
+  fmt_name, fmt_field = BUF_FORMATS[arch][fmt_bits]
+  typed = name.startswith("tbuffer")   # MTBUF (gfx12: in the one VBUFFER encoding): the instruction's format, not the V#'s
+  dword3 = BUF_FORMATS[arch][32][1] if typed else fmt_field
+  s = {4: VMEM_BASE & R.M32, 5: (VMEM_BASE >> 32) | (BUF_STRIDE << 16), 6: num_records, 7: dword3, 9: BUF_SOFFSET}
+  addr = lambda l: BUF_SOFFSET + BUF_IOFFSET + voff[l] + index[l] * BUF_STRIDE   # byte offset from V#.base
+  inside = lambda l: index[l] < num_records
+  tail = "s[4:7], s9" + (f" format:[{fmt_name}]" if typed else "") + f" idxen offen offset:{BUF_IOFFSET}"
+  want_regs, nregs = None, 0
+  if atomic:
+    bits, fn = atomic
+    nbytes, nregs = bits // 8, bits // 32
+    v[8], v[9] = data[0], data[1]   # MUBUF atomics take their data from the register they return into
+    text = f"{name} {_vrange(8, bits)}, v[0:1], {tail}{RETURN_BIT[arch]}"
+    want_regs = []
+    for l in range(lanes):
+      a = addr(l)
+      old = int.from_bytes(ref[a:a + nbytes], "little")
+      ref[a:a + nbytes] = (fn(old, data[0][l] | (data[1][l] << 32 if bits == 64 else 0)) & ((1 << bits) - 1)).to_bytes(nbytes, "little")
+      want_regs.append(old)
+  elif access:
+    kind, bits, signed, half = access
+    nregs = max(1, bits // 32)
+    if kind == "load":
+      text = f"{name} {_vrange(8, bits)}, v[0:1], {tail}"
+      want_regs = [R.vmem_loaded(FILL & R.M32, int.from_bytes(ref[addr(l):addr(l) + max(bits, 8) // 8], "little") if inside(l) else 0,
+                                 bits, signed, half) for l in range(lanes)]
+    else:
+      text = f"{name} {_vrange(4, bits)}, v[0:1], {tail}"
+      for l in range(lanes):
+        if inside(l):
+          x = (sum(data[k][l] << (32 * k) for k in range(4)) >> (16 if half else 0)) & ((1 << bits) - 1)
+          ref[addr(l):addr(l) + max(bits, 8) // 8] = x.to_bytes(max(bits, 8) // 8, "little")
+  else:
+    load, d16, hi, n = shape
+    cb = fmt_bits // 8   # bytes per component of the format (4 components)
+    nregs = (n + 1) // 2 if d16 and not hi else 1 if d16 else n
+    vdata = 8 if load else 4
+    text = f"{name} {_vrange(vdata, 32 * nregs)}, v[0:1], {tail}"
+    def slot(c):   # (VGPR, shift, width) that component c uses
+      if not d16: return c, 0, 32
+      return (0, 16, 16) if hi else (c // 2, 16 * (c & 1), 16)
+    if load:
+      want_regs = []
+      for l in range(lanes):
+        regs = [FILL & R.M32] * nregs
+        for c in range(n):
+          x = int.from_bytes(ref[addr(l) + cb * c:addr(l) + cb * (c + 1)], "little") if inside(l) else 0
+          r, sh, w = slot(c)
+          regs[r] = (regs[r] & ~(((1 << w) - 1) << sh) & R.M32) | ((x & ((1 << w) - 1)) << sh)
+        want_regs.append(sum(x << (32 * k) for k, x in enumerate(regs)))
+    else:
+      for l in range(lanes):
+        if not inside(l): continue
+        for c in range(4):   # components the instruction does not name are written as 0 (the format has 4)
+          r, sh, w = slot(c)
+          x = (data[r][l] >> sh) & ((1 << w) - 1) if c < n else 0
+          ref[addr(l) + cb * c:addr(l) + cb * (c + 1)] = x.to_bytes(cb, "little")
+  st = run_checked(arch, fmt, name, text, s=s, v=v, lanes=lanes, vgprs=16, mem=mem)
+  got = buf.tobytes()
+  errors = [f"byte {i}: got {got[i]:#x}, reference {ref[i]:#x}" for i in range(size) if got[i] != ref[i]]
+  if want_regs is not None:
+    for l in range(lanes):
+      g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(nregs))
+      if g != want_regs[l]: errors.append(f"lane {l} (index {index[l]}) got {g:#x}, reference {want_regs[l]:#x}")
+  assert not errors, text + "\n" + "\n".join(errors[:12])
