@@ -1074,3 +1074,54 @@ def test_buffer_opcode(arch, fmt, name):
       g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(nregs))
       if g != want_regs[l]: errors.append(f"lane {l} (index {index[l]}) got {g:#x}, reference {want_regs[l]:#x}")
   assert not errors, text + "\n" + "\n".join(errors[:12])
+
+
+# ---- SCRATCH: each lane's private memory as its own byte array (offset = VGPR address + instruction offset) -------------
+PRIVATE = 64
+SCRATCH_WIDE = {"gfx942": ("scratch_store_dwordx4", "scratch_load_dwordx4")}
+
+
+def scratch_cases():
+  out = []
+  for arch in ARCHS:
+    for opc in _isa(arch).by_op.get("SCRATCH", {}).values():
+      if R.vmem_access(opc.name) and ("SCRATCH", opc.name) in implemented(arch):
+        out.append(pytest.param(arch, opc.name, id=f"{arch}-SCRATCH-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,name", scratch_cases())
+def test_scratch_opcode(arch, name):
+  """Private memory filled with 16-byte stores, the op at a per-lane address, everything read back with 16-byte loads."""
+  lanes = ARCHS[arch]
+  st_wide, ld_wide = SCRATCH_WIDE.get(arch, ("scratch_store_b128", "scratch_load_b128"))
+  rng = np.random.default_rng(23)
+  init = [[int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)] for _ in range(PRIVATE // 4)]
+  data = [[int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)] for _ in range(4)]
+  kind, bits, signed, half = R.vmem_access(name)
+  voff = [4 * (l % 5) + (l % (32 // bits) * bits // 8 if bits < 32 else 0) for l in range(lanes)]   # sub-dword: every byte/half
+  v = {0: voff, **{4 + k: data[k] for k in range(4)}, **{8 + k: [FILL & R.M32] * lanes for k in range(4)},
+       **{20 + k: init[k] for k in range(PRIVATE // 4)}}
+  code = [f"{st_wide} off, v[{20 + 4 * q}:{23 + 4 * q}], off offset:{16 * q}" for q in range(PRIVATE // 16)]
+  nbytes = max(bits, 8) // 8
+  model = [bytearray(b"".join(init[k][l].to_bytes(4, "little") for k in range(PRIVATE // 4))) for l in range(lanes)]
+  want = None
+  if kind == "load":
+    code.append(f"{name} {_vrange(8, bits)}, v0, off offset:8")
+    want = [R.vmem_loaded(FILL & R.M32, int.from_bytes(model[l][voff[l] + 8:voff[l] + 8 + nbytes], "little"), bits, signed, half)
+            for l in range(lanes)]
+  else:
+    code.append(f"{name} v0, {_vrange(4, bits)}, off offset:8")
+    for l in range(lanes):
+      x = (sum(data[k][l] << (32 * k) for k in range(4)) >> (16 if half else 0)) & ((1 << (8 * nbytes)) - 1)
+      model[l][voff[l] + 8:voff[l] + 8 + nbytes] = x.to_bytes(nbytes, "little")
+  code += [f"{ld_wide} v[{40 + 4 * q}:{43 + 4 * q}], off, off offset:{16 * q}" for q in range(PRIVATE // 16)]
+  st = run_checked(arch, "SCRATCH", name, "\n".join(code), v=v, lanes=lanes, vgprs=64, private_bytes=PRIVATE)
+  errors = []
+  for l in range(lanes):
+    got = b"".join(int(st.v[40 + k, 0, l]).to_bytes(4, "little") for k in range(PRIVATE // 4))
+    if got != bytes(model[l]): errors.append(f"lane {l} private memory {got.hex()}, reference {bytes(model[l]).hex()}")
+    if want is not None:
+      g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(max(1, bits // 32)))
+      if g != want[l]: errors.append(f"lane {l} loaded {g:#x}, reference {want[l]:#x}")
+  assert not errors, code[-PRIVATE // 16 - 1] + "\n" + "\n".join(errors[:12])
