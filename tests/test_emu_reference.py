@@ -751,8 +751,7 @@ def sop1_state_cases():
     for opc in _isa(arch).by_op.get("SOP1", {}).values():
       n = opc.name
       if (R.exec_op(n) or n in ("s_cmov_b32", "s_cmov_b64", "s_bitset0_b32", "s_bitset1_b32", "s_bitset0_b64", "s_bitset1_b64",
-                                "s_bitreplicate_b64_b32")) and ("SOP1", n) in implemented(arch) \
-         and not (R.exec_op(n) and R.exec_op(n)[0] == 64 and ARCHS[arch] == 32):   # wave32's EXEC_HI: see emu_coverage's reasons
+                                "s_bitreplicate_b64_b32")) and ("SOP1", n) in implemented(arch):
         out.append(pytest.param(arch, n, id=f"{arch}-SOP1-{n}"))
   return out
 
@@ -760,7 +759,7 @@ def sop1_state_cases():
 @pytest.mark.parametrize("arch,name", sop1_state_cases())
 def test_sop1_state_opcode(arch, name):
   waves = SALU_WAVES
-  wave64 = ARCHS[arch] == 64
+  wave64 = ARCHS[arch] == 64 or bool(R.exec_op(name) and R.exec_op(name)[0] == 64)   # the 64-bit EXEC ops run in wave64 mode
   rng = np.random.default_rng(5)
   r64 = lambda: [int(x) for x in rng.integers(0, 1 << 63, waves, dtype=np.uint64) * 2 + rng.integers(0, 2, waves, dtype=np.uint64)]
   src, old_d, ex = r64(), r64(), r64()
@@ -776,7 +775,7 @@ def test_sop1_state_opcode(arch, name):
   src_reg = "s0" if name == "s_bitreplicate_b64_b32" or name.startswith("s_bitset") else reg(0)
   set_exec = "s_mov_b64 exec, s[6:7]" if wave64 else "s_mov_b32 exec_lo, s6"
   st = run_checked(arch, "SOP1", name, f"{set_exec}\ns_cmp_eq_u32 s5, 1\n{name} {reg(10)}, {src_reg}", s=s, waves=waves, vgprs=1,
-                   lanes=ARCHS[arch])
+                   lanes=64 if wave64 else 32)
   errors = []
   for w in range(waves):
     e0, s0, d0 = ex[w], src[w] & m, old_d[w] & m
@@ -1125,3 +1124,130 @@ def test_scratch_opcode(arch, name):
       g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(max(1, bits // 32)))
       if g != want[l]: errors.append(f"lane {l} loaded {g:#x}, reference {want[l]:#x}")
   assert not errors, code[-PRIVATE // 16 - 1] + "\n" + "\n".join(errors[:12])
+
+
+# ---- program flow, waits, hints, caches: SOPP/SOPK/SOP1/SMEM and the VMEM/DS/VALU ops without a data result -------------
+# No effect on a wave's registers or memory (RDNA3/RDNA4/CDNA3 ISA: waits, hints, priority, perf counters, trace data,
+# cache invalidates and write-backs with nothing cached, prefetches, address-translation probes, a barrier that only
+# this wave of its workgroup reaches, s_sethalt 0 / s_setkill 0): every register is as before and the next instruction runs.
+NO_EFFECT = re.compile(r"^(s_nop|s_waitcnt\w*|s_wait_\w+|s_delay_alu|s_clause|s_sleep|s_setprio|s_set_inst_prefetch_distance|s_icache_inv|"
+                       r"s_dcache_\w+|s_gl1_inv|s_ttracedata\w*|s_incperflevel|s_decperflevel|s_wakeup|s_version|s_singleuse_vdst|"
+                       r"s_prefetch_\w+|s_buffer_prefetch_\w+|s_atc_probe\w*|s_barrier|s_barrier_signal|s_barrier_wait|s_sethalt|s_setkill|"
+                       r"v_nop|v_pipeflush|ds_nop|buffer_gl[01]_inv|buffer_wbl2|buffer_inv|buffer_wbinvl1\w*|global_inv|global_wb|global_wbinv)(_e64)?$")
+# (condition on (scc, vcc, exec) the branch is taken under); the debug ones test the debugger's status bits, clear
+# without a debugger attached
+BRANCHES = {"s_branch": lambda scc, vcc, ex: True, "s_cbranch_scc0": lambda scc, vcc, ex: scc == 0, "s_cbranch_scc1": lambda scc, vcc, ex: scc == 1,
+            "s_cbranch_vccz": lambda scc, vcc, ex: vcc == 0, "s_cbranch_vccnz": lambda scc, vcc, ex: vcc != 0,
+            "s_cbranch_execz": lambda scc, vcc, ex: ex == 0, "s_cbranch_execnz": lambda scc, vcc, ex: ex != 0,
+            **{f"s_cbranch_{k}": lambda scc, vcc, ex: False for k in ("cdbgsys", "cdbguser", "cdbgsys_and_user", "cdbgsys_or_user")}}
+FLOW = ("s_endpgm", "s_endpgm_saved", "s_trap", "s_sendmsghalt", "s_code_end", "s_getpc_b64", "s_setpc_b64", "s_swappc_b64", "s_call_b64",
+        "s_getreg_b32", "s_setreg_b32", "s_setreg_imm32_b32", "s_round_mode", "s_denorm_mode", "s_barrier_signal_isfirst")
+_OPERAND_GUESSES = ("", " 0", " 0x1", " null, 0", " -1", " s[0:1], 0", " 0, s[0:1], 0", " 0, s[4:7], 0", " s[0:1], 0, null, 0", " s[4:7], 0, null, 0",
+                    " s[0:1], 0x0, 0", " 0x0, s[4:7], 0x0", " instid0(VALU_DEP_1)", " s[0:1], 0, 0", " off, off", " 0, 0", " 0, null, 0")
+
+
+def flow_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt, ops in _isa(arch).by_op.items():
+      for opc in ops.values():
+        n = opc.name
+        if (NO_EFFECT.match(n) or n in BRANCHES or n in FLOW) and (fmt, n) in implemented(arch):
+          out.append(pytest.param(arch, fmt, n, id=f"{arch}-{fmt}-{n}"))
+  return out
+
+
+def _spelling(arch: str, name: str) -> str:
+  """The op with operands the assembler takes (a zero immediate, null or s[0:1] where an address goes)."""
+  from hcq.asm.text import assemble
+  for base in (name, name.removesuffix("_e64")):
+    for tail in (" -1",) * name.startswith("s_barrier") + _OPERAND_GUESSES:   # barriers: -1 is the workgroup's
+      try:
+        assemble(base + tail, arch)
+        return base + tail
+      except Exception:
+        continue
+  raise AssertionError(f"no spelling of {name} found")
+
+
+@pytest.mark.parametrize("arch,fmt,name", flow_cases())
+def test_flow_opcode(arch, fmt, name):
+  from hcq.asm.emu import engine
+  from hcq.asm.emu.errors import IllegalInstruction, TrapError
+  from hcq.asm.emu.snippet import SNIPPET_BASE
+  lanes = ARCHS[arch]
+  wave64 = lanes == 64
+  rng = np.random.default_rng(29)
+  waves = 8
+  s_init = {r: [int(x) for x in rng.integers(0, 1 << 32, waves, dtype=np.uint64)] for r in range(8, 40)}
+  v_init = {r: [int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)] for r in range(8)}
+  s_init[0], s_init[1] = [VMEM_BASE & R.M32] * waves, [VMEM_BASE >> 32] * waves
+  for r in range(4, 8): s_init[r] = [0] * waves
+  smov = "s_mov_b64" if wave64 else "s_mov_b32"
+  pair = lambda r: f"s[{r}:{r + 1}]" if wave64 else f"s{r}"
+  if name in BRANCHES:
+    scc = [w & 1 for w in range(waves)]
+    vcc = [0 if w & 2 else 0x5 for w in range(waves)]
+    ex = [0 if w & 4 else (1 << lanes) - 1 for w in range(waves)]
+    s = {10: scc, 12: vcc, 13: [0] * waves, 14: [e & R.M32 for e in ex], 15: [e >> 32 for e in ex]}
+    code = ["s_cmp_eq_u32 s10, 1", f"{smov} {'vcc' if wave64 else 'vcc_lo'}, {pair(12)}", f"{smov} {'exec' if wave64 else 'exec_lo'}, {pair(14)}",
+            f"{name} target", "s_mov_b32 s20, 1", "target:", "s_mov_b32 s21, 1"]
+    st = run_checked(arch, fmt, name, "\n".join(code), s={**s, 20: 0, 21: 0}, waves=waves, lanes=lanes, vgprs=8)
+    for w in range(waves):
+      taken = BRANCHES[name](scc[w], vcc[w], ex[w])
+      assert (int(st.s[20, w]), int(st.s[21, w])) == (0 if taken else 1, 1), f"{name} wave {w} (scc {scc[w]}, vcc {vcc[w]:#x}, exec {ex[w]:#x}): taken {taken}"
+    return
+  if name in ("s_trap", "s_sendmsghalt", "s_code_end"):   # a trap with no handler / a halt; s_code_end is padding, illegal to run
+    saved = engine.EXECUTED
+    engine.EXECUTED = set()
+    try:
+      with pytest.raises(IllegalInstruction if name == "s_code_end" else TrapError):
+        from hcq.asm.emu.snippet import run_snippet
+        run_snippet(_spelling(arch, name) + "\ns_mov_b32 s20, 1", arch=arch, lanes=lanes, vgprs=8)
+    finally:
+      ran, engine.EXECUTED = engine.EXECUTED, saved if saved is None else saved | engine.EXECUTED
+    if name != "s_code_end": assert (arch, fmt, name) in ran
+    return
+  want_s = {r: list(x) for r, x in s_init.items()}
+  want_scc = [1] * waves
+  mode_read = None
+  if NO_EFFECT.match(name) or name == "s_barrier_signal_isfirst":
+    code = [_spelling(arch, name)]
+
+  elif name in ("s_endpgm", "s_endpgm_saved"):
+    code = [name]
+  elif name == "s_getpc_b64":   # the address of the next instruction
+    code = ["s_getpc_b64 s[20:21]"]
+    want_s[20], want_s[21] = [(SNIPPET_BASE + 8) & R.M32] * waves, [(SNIPPET_BASE + 8) >> 32] * waves
+  elif name in ("s_setpc_b64", "s_swappc_b64", "s_call_b64"):
+    # s_getpc at +4 gives +8; the jump goes to +24, over the s_mov_b32 s22 at +20; swappc/call write the return address
+    add, addc = ("s_add_co_u32", "s_add_co_ci_u32") if arch == "gfx1201" else ("s_add_u32", "s_addc_u32")
+    code = ["s_getpc_b64 s[20:21]", f"{add} s20, s20, 16", f"{addc} s21, s21, 0",
+            {"s_setpc_b64": "s_setpc_b64 s[20:21]", "s_swappc_b64": "s_swappc_b64 s[30:31], s[20:21]", "s_call_b64": "s_call_b64 s[30:31], target"}[name],
+            "s_mov_b32 s22, 1", "target:"]
+    want_s[20], want_s[21] = [(SNIPPET_BASE + 24) & R.M32] * waves, [(SNIPPET_BASE + 24) >> 32] * waves
+    if name != "s_setpc_b64": want_s[30], want_s[31] = [(SNIPPET_BASE + 20) & R.M32] * waves, [(SNIPPET_BASE + 20) >> 32] * waves
+    want_scc = [0] * waves   # s_addc_u32's carry out
+  else:   # MODE: written by s_setreg*/s_round_mode/s_denorm_mode, read back by s_getreg_b32 (snippets start at MODE 0xf0)
+    setter = {"s_getreg_b32": [], "s_setreg_b32": ["s_setreg_b32 hwreg(HW_REG_MODE, 0, 4), s9"],
+              "s_setreg_imm32_b32": ["s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 4), 0x3"], "s_round_mode": ["s_round_mode 0x6"],
+              "s_denorm_mode": ["s_denorm_mode 0x9"]}[name]
+    code = setter + ["s_getreg_b32 s20, hwreg(HW_REG_MODE, 0, 8)"]
+    mode_read = [{"s_getreg_b32": 0xf0, "s_setreg_b32": 0xf0 | (s_init[9][w] & 0xf), "s_setreg_imm32_b32": 0x30, "s_round_mode": 0xf6,
+                  "s_denorm_mode": 0x90}[name] for w in range(waves)]
+    want_s[20] = mode_read
+  code = ["s_cmp_eq_u32 0, 0"] + code + ["s_mov_b32 s40, 0x1234"]
+  st = run_checked(arch, fmt, name, "\n".join(code), s={**s_init, 40: 0}, v=v_init, waves=waves, lanes=lanes, vgprs=8, lds_bytes=64)
+  ended = name in ("s_endpgm", "s_endpgm_saved")
+  errors = []
+  for w in range(waves):
+    for r, want in want_s.items():
+      if int(st.s[r, w]) != want[w]: errors.append(f"wave {w} s{r}: got {int(st.s[r, w]):#x}, reference {want[w]:#x}")
+    if int(st.s[40, w]) != (0 if ended else 0x1234): errors.append(f"wave {w}: the next instruction {'ran' if ended else 'did not run'}")
+    if int(st.scc[w]) != want_scc[w] and name != "s_barrier_signal_isfirst": errors.append(f"wave {w}: scc {int(st.scc[w])}, reference {want_scc[w]}")
+    if _mask(st, 126, wave64) != (1 << lanes) - 1: errors.append(f"wave {w}: EXEC changed")
+  if name == "s_barrier_signal_isfirst" and int(st.scc.sum()) != 1:   # the waves are one workgroup: one of them signals first
+    errors.append(f"SCC set in {int(st.scc.sum())} waves, reference 1 (the first to signal)")
+  for r, want in v_init.items():
+    if [int(x) for x in st.v[r, 0, :lanes]] != want: errors.append(f"v{r} changed")
+  assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
