@@ -102,9 +102,9 @@ def atomic_op(core: str, t: str) -> str | None:
   op = _RENAMED.get(core, core)
   if op == "pk_add": op = f"pk_add_{t}"
   elif t[0] == "f" or t == "bf16":
-    if op not in ("swap", "cmpswap"): op = f"{op}_{t}"
+    if op != "swap": op = f"{op}_{t}"   # cmpswap_f32/_f64 compare as floats
   elif op in ("min", "max"): op = ("s" if t[0] == "i" else "u") + op
-  return op if op in ATOMIC_OPS or op in ("cmpswap", "mskor", "wrap") else None
+  return op if op in ATOMIC_OPS or op in ("cmpswap", "cmpswap_f32", "cmpswap_f64", "mskor", "wrap") else None
 
 
 def atomic(buf: np.ndarray, offs: np.ndarray, src: np.ndarray, cmp: np.ndarray | None, op: str, bits: int) -> np.ndarray:
@@ -126,6 +126,9 @@ def atomic(buf: np.ndarray, offs: np.ndarray, src: np.ndarray, cmp: np.ndarray |
     cur = gather(buf, offs[sel], nbytes).view(u32 if bits == 32 else u64).reshape(-1).astype(u64)
     s = src[sel]
     if op == "cmpswap": new = np.where(cur == cmp[sel], s, cur)
+    elif op.startswith("cmpswap_f"):   # RDNA3 ISA *_CMPSWAP_F32 / DS_CMPSTORE_F32: tmp.f32 == cmp.f32 (+0 == -0; a NaN equals nothing)
+      dt, ut = (np.float32, u32) if bits == 32 else (np.float64, u64)
+      new = np.where(cur.astype(ut).view(dt) == cmp[sel].astype(ut).view(dt), s, cur)
     elif op == "mskor": new = (cur & ~s) | cmp[sel]   # ds_mskor: clear data0's bits, set data1's
     elif op == "wrap": new = np.where(cur >= s, cur - s, cur + cmp[sel]) & m   # ds_wrap: down by data0 or up by data1
     else: new = fn(cur, s, bits) & m
@@ -388,7 +391,7 @@ def _atomic_builder(op, bits, data, vdst, returns, address, pieces, lanes_ok=Non
       lo = st.v[r][w][ex].astype(u64)
       return lo | (st.v[r + 1][w][ex].astype(u64) << u64(32)) if bits == 64 else lo
     src = val(data)
-    cmp = val(data + nd) if op == "cmpswap" else None
+    cmp = val(data + nd) if op.startswith("cmpswap") else None
     old = np.zeros(n, u64)
     for buf, offs, lanes in pieces(st, w, address(st, w), ex, bits // 8, True):
       sel = slice(None) if lanes is None else lanes
@@ -522,7 +525,7 @@ def build_ds(ins, pc: int):
         lo = st.v[r][w][ex].astype(u64)
         return lo | (st.v[r + 1][w][ex].astype(u64) << u64(32)) if bits == 64 else lo
       src = val(d0)
-      cmp = val(d1) if op in ("cmpswap", "mskor", "wrap") else None   # gfx11 ds_cmpstore: data0 is the new value, data1 the compare value
+      cmp = val(d1) if op.startswith("cmpswap") or op in ("mskor", "wrap") else None   # gfx11 ds_cmpstore: data0 is the new value, data1 the compare value
       (buf, offs, _), = pieces(st, w, address(st, w, base_off), ex, bits // 8)
       old = atomic(buf, offs, src, cmp, op, bits)
       if returns:
