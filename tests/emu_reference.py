@@ -579,17 +579,95 @@ def _ds_atomics(bits: int) -> dict[str, object]:
           "xor": lambda x, d: x ^ d, "xchg": lambda x, d: d}
 
 
-def ds_atomic(name: str):
-  """(bits, returns the old value?, fn(old, data) -> new) of an integer DS atomic, or None."""
-  parts = name.removeprefix("ds_").split("_")
+def _round_bf16(x: Fraction):
+  """An exact rational rounded once to bf16 (8-bit exponent, 8-bit significand), to nearest even; as an np.float32."""
+  if x == 0: return np.float32(0)
+  e = max(math.floor(math.log2(abs(x))), -126)
+  while Fraction(2) ** e > abs(x): e -= 1   # log2 of a huge rational may be off by one
+  while Fraction(2) ** (e + 1) <= abs(x): e += 1
+  e = max(e, -126)
+  q = x / Fraction(2) ** (e - 7)
+  r = round(q)   # Python rounds halves to even
+  v = Fraction(r) * Fraction(2) ** (e - 7)
+  return np.float32(np.inf if v > 0 else -np.inf) if abs(v) >= 2 ** 128 else np.float32(float(v))
+
+
+def _add_exact(a, b, t: str):
+  """a + b rounded once to t (f16 / bf16 / f32 / f64); an exact zero is -0 only when both are -0."""
+  if not (np.isfinite(a) and np.isfinite(b)): return (np.float32 if t == "bf16" else _f(t))(np.float64(a) + np.float64(b))
+  x = Fraction(float(a)) + Fraction(float(b))
+  if x == 0: return (np.float32 if t == "bf16" else _f(t))(-0.0 if np.signbit(a) and np.signbit(b) else 0.0)
+  return _round_bf16(x) if t == "bf16" else round_fraction(x, t)
+
+
+def _half(bits: int, t: str):
+  return np.uint32(bits << 16).view(np.float32) if t == "bf16" else to_value(bits, "f16")
+
+
+def _half_bits(x, t: str) -> int:
+  return int(np.float32(x).view(np.uint32)) >> 16 if t == "bf16" else to_bits(x, "f16")
+
+
+def _pk_add_atomic(t: str):
+  """DS/GLOBAL_PK_ADD_F16 / _BF16: each 16-bit half of memory plus the same half of the data, rounded once."""
+  return lambda x, d: sum(_half_bits(_add_exact(_half((x >> k) & M16, t), _half((d >> k) & M16, t), t), t) << k for k in (0, 16))
+
+
+def _float_atomic(fn, t: str):
+  return lambda x, d: to_bits(fn(to_value(x, t), to_value(d, t)), t)
+
+
+def atomic_fn(op: str, t: str):
+  """fn(old, data) -> new of a one-operand atomic (the ISA's DS_/GLOBAL_/BUFFER_ATOMIC_* pseudocode), or None."""
+  bits = 64 if t.endswith("64") else 32
+  if t in ("f32", "f64"):
+    return {"add": _float_atomic(lambda a, b: _add_exact(a, b, t), t), "min": _float_atomic(fmin_ieee, t),
+            "max": _float_atomic(fmax_ieee, t), "min_num": _float_atomic(fmin_ieee, t), "max_num": _float_atomic(fmax_ieee, t),
+            "swap": lambda x, d: d, "storexchg": lambda x, d: d}.get(op)
+  if t in ("f16", "bf16"): return _pk_add_atomic(t) if op == "pk_add" else None
+  ops = _ds_atomics(bits)
+  ops.update({"cond_sub": lambda x, d: x - d if x >= d else x, "sub_clamp": lambda x, d: x - d if x >= d else 0,
+              "csub": lambda x, d: x - d if x >= d else 0})
+  op = {"storexchg": "xchg", "wrxchg": "xchg", "swap": "xchg", "smin": "min_i", "smax": "max_i", "umin": "min_u", "umax": "max_u"}.get(op, op)
+  if op in ("min", "max"): op += "_i" if t[0] == "i" else "_u"
+  return ops.get(op)
+
+
+def atomic2_fn(op: str, t: str, gfx9_order: bool = False):
+  """fn(old, data0, data1) -> new of the two-operand atomics: compare-and-store (data0 the value, data1 the compare
+  value; GCN's ds_cmpst reads the compare value first), mask-or (clear data0's bits, set data1's), wrap."""
+  if op in ("cmpstore", "cmpswap", "cmpst"):
+    eq = (lambda x, c: to_value(x, t) == to_value(c, t)) if t[0] == "f" else (lambda x, c: x == c)   # .f32: +0 == -0, NaN never equal
+    if op == "cmpst" or gfx9_order: return lambda x, d0, d1: d1 if eq(x, d0) else x
+    return lambda x, d0, d1: d0 if eq(x, d1) else x
+  if op == "mskor": return lambda x, d0, d1: (x & ~d0) | d1
+  if op == "wrap": return lambda x, d0, d1: x - d0 if x >= d0 else x + d1
+  return None
+
+
+def _split_atomic(rest: str):
+  """'add_rtn_f32' -> ('add', 'f32', True); 'min_num_f32' -> ('min_num', 'f32', False); x2 names get their 64-bit type."""
+  parts = rest.split("_")
   rtn = "rtn" in parts
   parts = [p for p in parts if p != "rtn"]
-  if len(parts) != 2 or parts[1][1:] not in ("32", "64") or parts[1][0] not in "uib": return None
-  op, t = parts
-  op = {"storexchg": "xchg", "wrxchg": "xchg"}.get(op, op)
-  if op in ("min", "max"): op += "_i" if t[0] == "i" else "_u"
-  fn = _ds_atomics(int(t[1:])).get(op)
-  return None if fn is None else (int(t[1:]), rtn, fn)
+  if parts[-1] == "x2": parts = parts[:-1] + ["b64"]
+  if len(parts) == 1: parts.append("b32")   # gfx9: global_atomic_add
+  return "_".join(parts[:-1]), parts[-1], rtn
+
+
+def ds_atomic(name: str):
+  """(bits, returns the old value?, fn(old, data) -> new) of a one-operand DS atomic, or None."""
+  op, t, rtn = _split_atomic(name.removeprefix("ds_"))
+  if t not in ("u32", "i32", "b32", "u64", "i64", "b64", "f32", "f64", "f16", "bf16") or op in ("load", "store", "read", "write"): return None
+  fn = atomic_fn(op, t)
+  return None if fn is None else (64 if t.endswith("64") else 32, rtn, fn)
+
+
+def ds_atomic2(name: str):
+  """(bits, returns?, fn(old, data0, data1)) of ds_cmpstore / ds_cmpst / ds_mskor / ds_wrap, or None."""
+  op, t, rtn = _split_atomic(name.removeprefix("ds_"))
+  fn = atomic2_fn(op, t) if t in ("b32", "b64", "f32", "f64") else None
+  return None if fn is None else (64 if t.endswith("64") else 32, rtn or name == "ds_wrap_rtn_b32", fn)
 
 
 DS_LOADS = {"u8": (8, False), "i8": (8, True), "u16": (16, False), "i16": (16, True), "b32": (32, False), "b64": (64, False),
@@ -664,23 +742,21 @@ def vmem_loaded(old: int, x: int, bits: int, signed: bool, half) -> int:
 
 
 def vmem_atomic(name: str):
-  """(bits, fn(old, data) -> new) of an integer global_/flat_atomic_* on either spelling (add_u32 / add, add_u64 /
-  add_x2, min_i32 / smin ...), or None. cmpswap, float and packed atomics are not covered here."""
+  """(bits, fn(old, data) -> new, data registers per element) of a global_/flat_/buffer_atomic_* on either spelling
+  (add_u32 / add, add_u64 / add_x2, min_i32 / smin, cmpswap_b32 / cmpswap ...), or None. cmpswap's data is a pair:
+  the value in the low half, the compare value in the high half."""
   for seg in ("global_atomic_", "flat_atomic_", "buffer_atomic_"):
     if name.startswith(seg):
-      op = name[len(seg):]
+      op, t, _ = _split_atomic(name[len(seg):])
       break
   else:
     return None
-  bits = 64 if op.endswith(("_x2", "64")) else 32
-  op = op.removesuffix("_x2")
-  for suf in ("_u32", "_u64", "_i32", "_i64", "_b32", "_b64"):
-    if op.endswith(suf):
-      op = {"min": "min_" + suf[1], "max": "max_" + suf[1]}.get(op[:-4], op[:-4])
-      break
-  op = {"smin": "min_i", "smax": "max_i", "umin": "min_u", "umax": "max_u", "swap": "xchg"}.get(op, op)
-  fn = _ds_atomics(bits).get(op)
-  return None if fn is None else (bits, fn)
+  bits = 64 if t.endswith("64") else 32
+  if op == "cmpswap":
+    fn2 = atomic2_fn(op, t)
+    return bits, (lambda x, d: fn2(x, d & ((1 << bits) - 1), d >> bits)), 2
+  fn = atomic_fn(op, t)
+  return None if fn is None else (bits, fn, 1)
 
 
 # gfx12's SALU float and 64-bit ops: the VALU definitions on one value per wave, SCC untouched

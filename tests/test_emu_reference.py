@@ -847,13 +847,46 @@ def test_vmem_opcode(arch, fmt, name):
       ref[off[l] + 8:off[l] + 8 + bits // 8] = x.to_bytes(bits // 8, "little")
   st = run_checked(arch, fmt, name, text, s=s, v=v, lanes=lanes, vgprs=16, mem=mem)
   got = buf.tobytes()
-  errors = [f"byte {i}: got {got[i]:#x}, reference {ref[i]:#x}" for i in range(size) if got[i] != ref[i]]
+  errors = _memory_errors(got, bytes(ref), name)
   if want is not None:
     n = max(1, bits // 32)
     for l in range(lanes):
       g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(n))
       if g != want[l]: errors.append(f"lane {l} loaded {g:#x}, reference {want[l]:#x}")
   assert not errors, text + "\n" + "\n".join(errors[:12])
+
+
+def _memory_errors(got: bytes, ref: bytes, name: str) -> list[str]:
+  """Byte-exact, except that a float atomic's NaN result matches any NaN of its type (per element: 2, 4 or 8 bytes)."""
+  t = next((t for t in ("bf16", "f16", "f32", "f64") if name.endswith("_" + t)), None)
+  if t is None or "cmp" in name: return [f"byte {i}: got {got[i]:#x}, reference {ref[i]:#x}" for i in range(len(ref)) if got[i] != ref[i]]
+  size = {"bf16": 2, "f16": 2, "f32": 4, "f64": 8}[t]
+  nan = (lambda x: (x & 0x7f80) == 0x7f80 and x & 0x7f) if t == "bf16" else (lambda x: R.is_nan_bits(x, t))
+  out = []
+  for i in range(0, len(ref) - len(ref) % size, size):
+    g, r = int.from_bytes(got[i:i + size], "little"), int.from_bytes(ref[i:i + size], "little")
+    if g != r and not (nan(g) and nan(r)): out.append(f"bytes {i}..{i + size - 1}: got {g:#x}, reference {r:#x}")
+  return out
+
+
+def _atomic_edges(name: str, bits: int) -> list[int]:
+  """Memory values where atomics meet their boundaries: integer edges, or (float and packed ops) float edges."""
+  if name.endswith(("_f16", "_bf16")): return [a | (b << 16) for a, b in zip(R.FLOAT_EDGES["f16"], R.FLOAT_EDGES["f16"][::-1])]
+  if name.endswith(("_f32", "_f64")): return R.FLOAT_EDGES["f32" if bits == 32 else "f64"]
+  return R.EDGES[bits]
+
+
+def _atomic_data(rng, e: list[int], bits: int, mult: int, old: list[int]) -> list[int]:
+  """Per lane data: edges and random bits; with two operands (compare-and-swap) the second is the current memory
+  value in every other lane, so that both outcomes of the compare happen."""
+  lanes = len(old)
+  rand = lambda: [int(x) & ((1 << bits) - 1) for x in rng.integers(0, 1 << 63, lanes, dtype=np.uint64) * 2 + rng.integers(0, 2, lanes, dtype=np.uint64)]
+  d0 = rand()
+  for l in range(0, lanes, 3): d0[l] = e[(l * 5) % len(e)]
+  if mult == 1: return d0
+  d1 = rand()
+  for l in range(0, lanes, 2): d1[l] = old[l]
+  return [a | (b << bits) for a, b in zip(d0, d1)]
 
 
 RETURN_BIT = {"gfx1100": " glc", "gfx1201": " th:TH_ATOMIC_RETURN", "gfx942": " sc0"}   # an atomic returning the old value
@@ -874,25 +907,23 @@ def vmem_atomic_cases():
 def test_vmem_atomic_opcode(arch, fmt, name, rtn):
   from hcq.asm.emu.memory import VirtualMemory
   lanes = ARCHS[arch]
-  bits, fn = R.vmem_atomic(name)
+  bits, fn, mult = R.vmem_atomic(name)
   nbytes = bits // 8
   rng = np.random.default_rng(13)
   size = 32 * lanes
   buf = rng.integers(0, 256, size, dtype=np.uint8)
-  e = R.EDGES[bits]
+  e = _atomic_edges(name, bits)
   for l in range(lanes): buf[32 * l + 8:32 * l + 8 + nbytes] = np.frombuffer(e[l % len(e)].to_bytes(nbytes, "little"), np.uint8)
   ref = bytearray(buf.tobytes())
   mem = VirtualMemory()
   mem.map(VMEM_BASE, size, buf)
-  data = [int(x) for x in rng.integers(0, 1 << 63, lanes, dtype=np.uint64) * 2 + rng.integers(0, 2, lanes, dtype=np.uint64)]
-  for l in range(0, lanes, 3): data[l] = e[(l * 5) % len(e)]
-  data = [d & ((1 << bits) - 1) for d in data]
+  data = _atomic_data(rng, e, bits, mult, [e[l % len(e)] for l in range(lanes)])
   off = [32 * l for l in range(lanes)]
   addr = [VMEM_BASE + o for o in off]
-  v = {0: off, 2: [a & R.M32 for a in addr], 3: [a >> 32 for a in addr], 4: [d & R.M32 for d in data], 5: [d >> 32 for d in data],
+  v = {0: off, 2: [a & R.M32 for a in addr], 3: [a >> 32 for a in addr], **{4 + k: [(d >> (32 * k)) & R.M32 for d in data] for k in range(4)},
        8: [FILL & R.M32] * lanes, 9: [FILL & R.M32] * lanes}
   where = ("v0", ", s[0:1]") if fmt == "GLOBAL" else ("v[2:3]", "")
-  text = f"{name} {_vrange(8, bits) + ', ' if rtn else ''}{where[0]}, {_vrange(4, bits)}{where[1]} offset:8{RETURN_BIT[arch] if rtn else ''}"
+  text = f"{name} {_vrange(8, bits) + ', ' if rtn else ''}{where[0]}, {_vrange(4, bits * mult)}{where[1]} offset:8{RETURN_BIT[arch] if rtn else ''}"
   old = []
   for l in range(lanes):
     a = off[l] + 8
@@ -901,7 +932,7 @@ def test_vmem_atomic_opcode(arch, fmt, name, rtn):
     old.append(o)
   st = run_checked(arch, fmt, name, text, s={0: VMEM_BASE & R.M32, 1: VMEM_BASE >> 32}, v=v, lanes=lanes, vgprs=16, mem=mem)
   got = buf.tobytes()
-  errors = [f"byte {i}: got {got[i]:#x}, reference {ref[i]:#x}" for i in range(size) if got[i] != ref[i]]
+  errors = _memory_errors(got, bytes(ref), name)
   if rtn:
     for l in range(lanes):
       g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(bits // 32))
@@ -992,7 +1023,7 @@ def test_buffer_opcode(arch, fmt, name):
   buf = rng.integers(0, 256, size, dtype=np.uint8)
   access, atomic, shape = R.vmem_access(name), R.vmem_atomic(name), _format_shape(name)
   if atomic:   # edge values where the atomics land
-    e = R.EDGES[atomic[0]]
+    e = _atomic_edges(name, atomic[0])
     for l in range(lanes):
       a = BUF_SOFFSET + l * BUF_STRIDE + BUF_IOFFSET + 4 * (l % 3)
       buf[a:a + atomic[0] // 8] = np.frombuffer(e[l % len(e)].to_bytes(atomic[0] // 8, "little"), np.uint8)
@@ -1004,8 +1035,9 @@ def test_buffer_opcode(arch, fmt, name):
   voff = [4 * (l % 3) for l in range(lanes)]
   data = [[int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)] for _ in range(4)]
   if atomic:
-    e = R.EDGES[atomic[0]]
-    for l in range(0, lanes, 3): data[0][l], data[1][l] = e[(l * 5) % len(e)] & R.M32, e[(l * 5) % len(e)] >> 32
+    olds = [int.from_bytes(ref[BUF_SOFFSET + l * BUF_STRIDE + BUF_IOFFSET + 4 * (l % 3):][:atomic[0] // 8], "little") for l in range(lanes)]
+    packed = _atomic_data(rng, e, atomic[0], atomic[2], olds)
+    data = [[(d >> (32 * k)) & R.M32 for d in packed] for k in range(4)]
   v = {0: index, 1: voff, **{4 + k: data[k] for k in range(4)}, **{8 + k: [FILL & R.M32] * lanes for k in range(4)}}
   fmt_bits = 16 if shape and shape[1] else 32
   fmt_name, fmt_field = BUF_FORMATS[arch][fmt_bits]
@@ -1017,15 +1049,15 @@ def test_buffer_opcode(arch, fmt, name):
   tail = "s[4:7], s9" + (f" format:[{fmt_name}]" if typed else "") + f" idxen offen offset:{BUF_IOFFSET}"
   want_regs, nregs = None, 0
   if atomic:
-    bits, fn = atomic
+    bits, fn, mult = atomic
     nbytes, nregs = bits // 8, bits // 32
-    v[8], v[9] = data[0], data[1]   # MUBUF atomics take their data from the register they return into
-    text = f"{name} {_vrange(8, bits)}, v[0:1], {tail}{RETURN_BIT[arch]}"
+    for k in range(4): v[8 + k] = data[k]   # MUBUF atomics take their data from the registers they return into
+    text = f"{name} {_vrange(8, bits * mult)}, v[0:1], {tail}{RETURN_BIT[arch]}"
     want_regs = []
     for l in range(lanes):
       a = addr(l)
       old = int.from_bytes(ref[a:a + nbytes], "little")
-      ref[a:a + nbytes] = (fn(old, data[0][l] | (data[1][l] << 32 if bits == 64 else 0)) & ((1 << bits) - 1)).to_bytes(nbytes, "little")
+      ref[a:a + nbytes] = (fn(old, sum(data[k][l] << (32 * k) for k in range(4)) & ((1 << (bits * mult)) - 1)) & ((1 << bits) - 1)).to_bytes(nbytes, "little")
       want_regs.append(old)
   elif access:
     kind, bits, signed, half = access
@@ -1067,7 +1099,7 @@ def test_buffer_opcode(arch, fmt, name):
           ref[addr(l) + cb * c:addr(l) + cb * (c + 1)] = x.to_bytes(cb, "little")
   st = run_checked(arch, fmt, name, text, s=s, v=v, lanes=lanes, vgprs=16, mem=mem)
   got = buf.tobytes()
-  errors = [f"byte {i}: got {got[i]:#x}, reference {ref[i]:#x}" for i in range(size) if got[i] != ref[i]]
+  errors = _memory_errors(got, bytes(ref), name)
   if want_regs is not None:
     for l in range(lanes):
       g = sum(int(st.v[8 + k, 0, l]) << (32 * k) for k in range(nregs))
