@@ -676,11 +676,14 @@ DS_STORES = {"b8": 8, "b16": 16, "b32": 32, "b64": 64, "b96": 96, "b128": 128}
 
 
 def ds_access(name: str):
-  """("load", bits, signed) / ("store", bits) of ds_load_* / ds_read_* / ds_store_* / ds_write_*, or None."""
+  """("load", bits, signed, d16 half or None) / ("store", bits, False, "hi" or None) of ds_load_* / ds_read_* /
+  ds_store_* / ds_write_* (DS spells d16 as a suffix: ds_load_u8_d16_hi, ds_store_b16_d16_hi), or None."""
+  half = "hi" if name.endswith("_d16_hi") else "lo" if name.endswith("_d16") else None
+  core = name.removesuffix("_hi").removesuffix("_d16") if half else name
   for pre in ("ds_load_", "ds_read_"):
-    if name.startswith(pre) and name[len(pre):] in DS_LOADS: return ("load", *DS_LOADS[name[len(pre):]])
+    if core.startswith(pre) and core[len(pre):] in DS_LOADS: return ("load", *DS_LOADS[core[len(pre):]], half)
   for pre in ("ds_store_", "ds_write_"):
-    if name.startswith(pre) and name[len(pre):] in DS_STORES: return ("store", DS_STORES[name[len(pre):]], False)
+    if core.startswith(pre) and core[len(pre):] in DS_STORES: return ("store", DS_STORES[core[len(pre):]], False, half)
   return None
 
 

@@ -606,7 +606,7 @@ def ds_cases():
   out = []
   for arch in ARCHS:
     for opc in _isa(arch).by_op.get("DS", {}).values():
-      if (R.ds_atomic(opc.name) or R.ds_access(opc.name)) and ("DS", opc.name) in implemented(arch):
+      if (R.ds_atomic(opc.name) or R.ds_atomic2(opc.name) or R.ds_access(opc.name)) and ("DS", opc.name) in implemented(arch):
         out.append(pytest.param(arch, opc.name, id=f"{arch}-DS-{opc.name}"))
   return out
 
@@ -622,49 +622,60 @@ def test_ds_opcode(arch, name):
   rng = np.random.default_rng(7)
   size = 32 * lanes
   lds = bytearray(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
-  # edge values into the first dword of each slot so that atomics meet their boundaries
-  e32 = R.EDGES[32]
-  for l in range(lanes): lds[32 * l + DS_OFFSET:32 * l + DS_OFFSET + 4] = e32[l % len(e32)].to_bytes(4, "little")
+  atomic, atomic2, access = R.ds_atomic(name), R.ds_atomic2(name), R.ds_access(name)
+  bits = (atomic or atomic2 or access)[0] if not access else access[1]
+  # edge values into each slot where the atomics land, so that they meet their boundaries
+  e = _atomic_edges(name, bits if bits in (32, 64) else 32)
+  nb = (bits if bits in (32, 64) else 32) // 8
+  for l in range(lanes): lds[32 * l + DS_OFFSET:32 * l + DS_OFFSET + nb] = e[l % len(e)].to_bytes(nb, "little")
   addr = [32 * l for l in range(lanes)]
-  atomic, access = R.ds_atomic(name), R.ds_access(name)
-  bits = atomic[0] if atomic else access[1]
-  data = [[int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)] for _ in range(4)]
-  for l in range(0, lanes, 3): data[0][l] = e32[(l * 7) % len(e32)]   # edge data too
+  olds = [int.from_bytes(lds[32 * l + DS_OFFSET:32 * l + DS_OFFSET + nb], "little") for l in range(lanes)]
+  two = atomic2 is not None
+  packed = _atomic_data(rng, e, bits if bits in (32, 64) else 32, 2 if two else 1, olds)
+  if name.startswith("ds_cmpst_"):   # GCN's ds_cmpst reads the compare value first
+    w = bits
+    packed = [(p >> w) | ((p & ((1 << w) - 1)) << w) for p in packed]
+  data = [[(p >> (32 * k)) & R.M32 for p in packed] for k in range(4)]
+  for k in range(4):   # random bits above what the atomic data uses (loads and stores take up to 4 dwords)
+    if packed and max(packed).bit_length() <= 32 * k: data[k] = [int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)]
+  if two:   # data0 in v2(:v3), data1 in v4(:v5)
+    n = bits // 32
+    d0 = [sum(data[k][l] << (32 * k) for k in range(n)) for l in range(lanes)]
+    d1 = [sum(data[n + k][l] << (32 * k) for k in range(n)) for l in range(lanes)]
+    data = [[x & R.M32 for x in d0], [x >> 32 for x in d0], [x & R.M32 for x in d1], [x >> 32 for x in d1]]
   v = {0: addr}
   for k in range(4): v[2 + k] = data[k]
   v[8], v[9], v[10], v[11] = ([FILL & R.M32] * lanes for _ in range(4))
   ref = bytearray(lds)
   want_regs = None
-  if atomic:
-    bits, rtn, fn = atomic
+  if atomic or atomic2:
+    bits, rtn, fn = atomic or atomic2
     nbytes = bits // 8
-    text = f"{name} {'v8, ' if rtn and bits == 32 else 'v[8:9], ' if rtn else ''}v0, {_vrange(2, bits)} offset:{DS_OFFSET}"
+    dreg = f"{_vrange(2, bits)}, {_vrange(4, bits)}" if two else _vrange(2, bits)
+    text = f"{name} {'v8, ' if rtn and bits == 32 else 'v[8:9], ' if rtn else ''}v0, {dreg} offset:{DS_OFFSET}"
     want_regs = []
     for l in range(lanes):
       a = addr[l] + DS_OFFSET
       old = int.from_bytes(ref[a:a + nbytes], "little")
-      d = data[0][l] | (data[1][l] << 32 if bits == 64 else 0)
-      ref[a:a + nbytes] = (fn(old, d) & ((1 << bits) - 1)).to_bytes(nbytes, "little")
+      if two: new = fn(old, data[0][l] | (data[1][l] << 32 if bits == 64 else 0), data[2][l] | (data[3][l] << 32 if bits == 64 else 0))
+      else: new = fn(old, data[0][l] | (data[1][l] << 32 if bits == 64 else 0))
+      ref[a:a + nbytes] = (new & ((1 << bits) - 1)).to_bytes(nbytes, "little")
       want_regs.append(old)
     if not rtn: want_regs = None
   elif access[0] == "load":
-    _, bits, signed = access
+    _, bits, signed, half = access
     text = f"{name} {_vrange(8, bits)}, v0 offset:{DS_OFFSET}"
-    want_regs = []
-    for l in range(lanes):
-      a = addr[l] + DS_OFFSET
-      x = int.from_bytes(ref[a:a + max(bits, 8) // 8], "little")
-      want_regs.append((R.sx(x, bits) & R.M32) if signed else x)
+    want_regs = [R.vmem_loaded(FILL & R.M32, int.from_bytes(ref[addr[l] + DS_OFFSET:addr[l] + DS_OFFSET + max(bits, 8) // 8], "little"),
+                               bits, signed, half) for l in range(lanes)]
   else:
-    bits = access[1]
+    _, bits, _, half = access
     text = f"{name} v0, {_vrange(2, bits)} offset:{DS_OFFSET}"
     for l in range(lanes):
       a = addr[l] + DS_OFFSET
-      x = sum(data[k][l] << (32 * k) for k in range(4)) & ((1 << bits) - 1)
+      x = (sum(data[k][l] << (32 * k) for k in range(4)) >> (16 if half else 0)) & ((1 << bits) - 1)
       ref[a:a + bits // 8] = x.to_bytes(bits // 8, "little")
   st = run_checked(arch, "DS", name, text, s={125: R.M32}, v=v, lanes=lanes, vgprs=16, lds_bytes=size, lds=bytes(lds))
-  got_lds = st.lds[:size].tobytes()
-  errors = [f"LDS byte {i}: got {got_lds[i]:#x}, reference {ref[i]:#x}" for i in range(size) if got_lds[i] != ref[i]]
+  errors = _memory_errors(st.lds[:size].tobytes(), bytes(ref), name)
   if want_regs is not None:
     n = max(1, bits // 32)
     for l in range(lanes):
@@ -1283,3 +1294,117 @@ def test_flow_opcode(arch, fmt, name):
   for r, want in v_init.items():
     if [int(x) for x in st.v[r, 0, :lanes]] != want: errors.append(f"v{r} changed")
   assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
+
+
+# ---- DS with two addresses, lane-id addresses, lane permutes, swizzles, append/consume -----------------------------------
+# RDNA3 ISA, "LDS indexed load/store": the 2ADDR forms take two 8-bit offsets in units of the data size (x64 for STRIDE64);
+# the ADDTID forms address M0[15:0] + offset + lane id * 4; permute/bpermute move data between lanes through the address
+# (lane (addr + offset) / 4 of the wave); swizzle's offset selects a quad permute (bit 15) or and/or/xor lane masks.
+DS_LANE_OPS = re.compile(r"^ds_(load_2addr|store_2addr|read2|write2|storexchg_2addr|wrxchg2)\w*_b(32|64)$|"
+                         r"^ds_(load|store|read|write)_addtid_b32$|^ds_b?permute_b32$|^ds_swizzle_b32$|^ds_append$|^ds_consume$|^ds_condxchg32_rtn_b64$")
+
+
+def ds_lane_cases():
+  out = []
+  for arch in ARCHS:
+    for opc in _isa(arch).by_op.get("DS", {}).values():
+      n = opc.name
+      if DS_LANE_OPS.match(n) and ("DS", n) in implemented(arch) and not (arch == "gfx942" and ("addtid" in n or n in ("ds_append", "ds_consume"))):
+        out.append(pytest.param(arch, n, id=f"{arch}-DS-{n}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,name", ds_lane_cases())
+def test_ds_lane_opcode(arch, name):
+  lanes = ARCHS[arch]
+  rng = np.random.default_rng(31)
+  size = 32 * lanes + 1024
+  lds = bytearray(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
+  ref = bytearray(lds)
+  rand = lambda: [int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)]
+  data = [rand() for _ in range(4)]
+  v = {2 + k: data[k] for k in range(4)}
+  for k in range(4): v[8 + k] = [FILL & R.M32] * lanes
+  m0 = R.M32
+  want = None
+  rd = lambda a, n: int.from_bytes(ref[a:a + n], "little")
+  def wr(a, n, x): ref[a:a + n] = (x & ((1 << (8 * n)) - 1)).to_bytes(n, "little")
+  m = re.match(r"ds_(load_2addr|store_2addr|read2|write2|storexchg_2addr|wrxchg2)(_stride64|st64)?(_rtn)?_b(32|64)$", name)
+  if m:
+    n = int(m.group(4)) // 8
+    scale = n * (64 if m.group(2) else 1)
+    o0, o1 = (0, 1) if m.group(2) else (1, 3)
+    addr = [n * l for l in range(lanes)] if m.group(2) else [32 * l for l in range(lanes)]
+    v[0] = addr
+    d0 = [data[0][l] | (data[1][l] << 32) for l in range(lanes)] if n == 8 else data[0]
+    d1 = [data[2][l] | (data[3][l] << 32) for l in range(lanes)] if n == 8 else data[2]
+    if n == 4: v[3] = data[2]   # data1 right after data0 for b32: v2, v3
+    kind = m.group(1)
+    dregs = (f"v2, v3" if n == 4 else "v[2:3], v[4:5]")
+    if kind in ("load_2addr", "read2"):
+      text = f"{name} {_vrange(8, 16 * n)}, v0 offset0:{o0} offset1:{o1}"
+      want = [rd(addr[l] + o0 * scale, n) | (rd(addr[l] + o1 * scale, n) << (8 * n)) for l in range(lanes)]
+    elif kind in ("store_2addr", "write2"):
+      text = f"{name} v0, {dregs} offset0:{o0} offset1:{o1}"
+      if n == 4: d1 = data[2]
+      for l in range(lanes): wr(addr[l] + o0 * scale, n, d0[l]); wr(addr[l] + o1 * scale, n, d1[l])
+    else:
+      text = f"{name} {_vrange(8, 16 * n)}, v0, {dregs} offset0:{o0} offset1:{o1}"
+      want = []
+      for l in range(lanes):
+        want.append(rd(addr[l] + o0 * scale, n) | (rd(addr[l] + o1 * scale, n) << (8 * n)))
+        wr(addr[l] + o0 * scale, n, d0[l]); wr(addr[l] + o1 * scale, n, d1[l])
+  elif "addtid" in name:
+    m0 = 0x40
+    if "load" in name or "read" in name:
+      text = f"{name} v8 offset:16"
+      want = [rd(0x40 + 16 + 4 * l, 4) for l in range(lanes)]
+    else:
+      text = f"{name} v2 offset:16"
+      for l in range(lanes): wr(0x40 + 16 + 4 * l, 4, data[0][l])
+  elif "permute" in name:
+    perm = [int(x) for x in rng.permutation(lanes)]
+    v[0] = [4 * p + (4 * lanes if l % 5 == 0 else 0) - 4 for l, p in enumerate(perm)]   # (addr + offset) / 4 wraps at the wave size
+    text = f"{name} v8, v0, v2 offset:4"
+    if name == "ds_bpermute_b32": want = [data[0][perm[l]] for l in range(lanes)]   # pull: lane l reads lane perm[l]
+    else:
+      want = [0] * lanes
+      for l in range(lanes): want[perm[l]] = data[0][l]   # push: lane l's data goes to lane perm[l]
+  elif name == "ds_swizzle_b32":
+    code, want2 = [], {}
+    for r, (off, fn) in enumerate([(0x8000 | 0b00011011, lambda l: (l & ~3) | (3 - (l & 3))),                       # quad perm [3,2,1,0]
+                                   ((0x1 << 10) | (0x0 << 5) | 0x1f, lambda l: l ^ 1),                               # xor 1
+                                   ((0x0 << 10) | (0x4 << 5) | 0x18, lambda l: (l & ~31) | ((l & 0x18) | 0x4))]):   # and 0x18, or 4
+      code.append(f"ds_swizzle_b32 v{8 + r}, v2 offset:{off}")
+      want2[8 + r] = [data[0][fn(l)] for l in range(lanes)]
+    text = "\n".join(code)
+  elif name in ("ds_append", "ds_consume"):
+    m0 = 0
+    text = f"{name} v8 offset:16"
+    old = rd(16, 4)
+    wr(16, 4, old + lanes if name == "ds_append" else old - lanes)   # by the number of active lanes (all)
+    want = [old] * lanes
+  else:   # ds_condxchg32_rtn_b64: each dword of data with bit 31 set stores its low 31 bits at (addr + offset) & 0xfff8 (+4)
+    v[0] = [32 * l + 4 * (l & 1) for l in range(lanes)]
+    text = f"{name} v[8:9], v0, v[2:3] offset:8"
+    want = []
+    for l in range(lanes):
+      a = (v[0][l] + 8) & 0xfff8
+      want.append(rd(a, 4) | (rd(a + 4, 4) << 32))
+      for k in range(2):
+        if data[k][l] >> 31: wr(a + 4 * k, 4, data[k][l] & 0x7fffffff)
+  st = run_checked(arch, "DS", name, text, s={125: m0}, v=v, lanes=lanes, vgprs=16, lds_bytes=size, lds=bytes(lds))
+  errors = _memory_errors(st.lds[:size].tobytes(), bytes(ref), name)
+  wants = want2 if name == "ds_swizzle_b32" else {8: want} if want is not None else {}
+  for reg, w in wants.items():
+    for l in range(lanes):
+      g = sum(int(st.v[reg + k, 0, l]) << (32 * k) for k in range(_nregs(name)))
+      if g != w[l]: errors.append(f"v{reg} lane {l}: got {g:#x}, reference {w[l]:#x}")
+  assert not errors, text + "\n" + "\n".join(errors[:12])
+
+
+def _nregs(name: str) -> int:
+  """VGPRs a DS lane op returns: two elements for the 2ADDR forms, a dword pair for condxchg, else one."""
+  m = re.search(r"(2addr|read2|wrxchg2)\w*_b(32|64)$", name)
+  if m: return 2 * int(m.group(2)) // 32
+  return 2 if "condxchg" in name else 1
