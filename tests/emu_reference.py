@@ -907,3 +907,37 @@ SOP1_OPS.update({
   "s_cls_i32_i64": (I, ("u64",), lambda a: (next((i for i in range(1, 64) if (a >> (63 - i)) & 1 != a >> 63), -1), None)),
   "s_flbit_i32_i64": (I, ("u64",), lambda a: (next((i for i in range(1, 64) if (a >> (63 - i)) & 1 != a >> 63), -1), None)),
 })
+
+
+# ---- 8-bit floats: OCP (gfx12: E4M3FN, E5M2) and FNUZ (gfx942: E4M3FNUZ, E5M2FNUZ, ROCm's amd_hip_fp8.h) -------------
+def fp8_value(b: int, kind: str, fnuz: bool) -> np.float32:
+  """One 8-bit float's value, from the format's definition: sign, exponent (bias 7/15, FNUZ 8/16), 3/2 mantissa bits,
+  subnormals at exponent 0. OCP E4M3FN: only S.1111.111 is NaN, no infinities; E5M2: IEEE-style infinities and NaNs.
+  FNUZ: 0x80 (negative zero's pattern) is the only NaN; no infinities."""
+  ebits, mbits = (4, 3) if kind == "fp8" else (5, 2)
+  bias = (7 if kind == "fp8" else 15) + (1 if fnuz else 0)
+  s, e, m = b >> 7 & 1, (b >> mbits) & ((1 << ebits) - 1), b & ((1 << mbits) - 1)
+  if fnuz and b == 0x80: return np.float32(np.nan)
+  if not fnuz and kind == "fp8" and e == 15 and m == 7: return np.float32(np.nan)
+  if not fnuz and kind == "bf8" and e == 31: return np.float32(np.inf if m == 0 else np.nan) * (-1 if s else 1)
+  x = Fraction(m, 1 << mbits) * Fraction(2) ** (1 - bias) if e == 0 else (1 + Fraction(m, 1 << mbits)) * Fraction(2) ** (e - bias)
+  return np.float32(math.copysign(float(x), -1.0 if s else 1.0))
+
+
+def fp8_ops(fnuz: bool) -> dict[str, tuple]:
+  """v_cvt_f32_fp8/bf8 (byte 0 of S0) and v_cvt_pk_f32_fp8/bf8 (bytes 0 and 1 into a VGPR pair)."""
+  out = {}
+  for k in ("fp8", "bf8"):
+    out[f"v_cvt_f32_{k}"] = (F32, (U,), (lambda k: lambda a: fp8_value(a & 0xff, k, fnuz))(k))
+    out[f"v_cvt_pk_f32_{k}"] = ("f32x2", (U,), (lambda k: lambda a: to_bits(fp8_value(a & 0xff, k, fnuz), F32) |
+                                             (to_bits(fp8_value((a >> 8) & 0xff, k, fnuz), F32) << 32))(k))
+  return out
+
+
+WIDTH["f32x2"] = 64   # two f32 results in a VGPR pair (compared as two f32 values)
+VALU_OPS.update(fp8_ops(False))
+ARCH_VALU_OPS = {"gfx942": fp8_ops(True)}   # where an arch defines an op differently
+
+
+def valu_op(arch: str, name: str):
+  return ARCH_VALU_OPS.get(arch, {}).get(name) or VALU_OPS[name]

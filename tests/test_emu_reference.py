@@ -137,6 +137,7 @@ def _mask(st, sreg: int, wave64: bool) -> int:
 def _same_bits(got: int, want: int, t: str) -> bool:
   """Equal bits, or (a float type) NaN in both, field by field: a 32-bit word holding f16 results is two fields."""
   if got == want: return True
+  if t == "f32x2": return all(_same_bits((got >> k) & R.M32, (want >> k) & R.M32, "f32") for k in (0, 32))
   if t not in R.FLOAT: return False
   if R.WIDTH[t] == 16: return all(_same_bits((got >> k) & R.M16, (want >> k) & R.M16, "b16") or
                                   (R.is_nan_bits((got >> k) & R.M16, t) and R.is_nan_bits((want >> k) & R.M16, t)) for k in (0, 16))
@@ -175,7 +176,7 @@ def test_valu_opcode(arch, fmt, name, kind):
   base = _base(name)
   mnem = _mnemonic(fmt, name)
   exec_mask = (PARTIAL_EXEC & ((1 << lanes) - 1)) if "DPP8" in fmt else (1 << lanes) - 1
-  if kind == "valu": dt, types, fn = R.VALU_OPS[base]
+  if kind == "valu": dt, types, fn = R.valu_op(arch, base)
   elif kind == "cmp": types, fn = R.compare(base); dt = "u32"
   else: (_, fn), types, dt = R.CARRY_OPS[base], ("u32", "u32"), "u32"
   tuples = R.operand_tuples(tuple(types), TUPLES if FULL or "DPP" not in fmt else lanes)   # DPP forms: one wave's worth
@@ -472,7 +473,7 @@ def _place(result: int, old: int, sel: str, unused: str) -> int:
 def test_sdwa_opcode(arch, fmt, name, kind):
   lanes = ARCHS[arch]
   base = _base(name)
-  if kind == "valu": dt, types, fn = R.VALU_OPS[base]
+  if kind == "valu": dt, types, fn = R.valu_op(arch, base)
   else: (types, fn), dt = R.compare(base), "u32"
   tuples = R.operand_tuples(tuple("u32" for _ in types), lanes * len(SDWA_VARIANTS))   # whole registers: the selects pick the bits
   code, v, expect = [], {}, []
@@ -495,7 +496,8 @@ def test_sdwa_opcode(arch, fmt, name, kind):
     else:
       dst = 64 + 2 * j
       _put(v, dst, "u32", [FILL & R.M32] * lanes, lanes)
-      code.append(f"{name} v{dst}, {', '.join(srcs)} dst_sel:{ds} dst_unused:{du} {sel_text}")
+      if name.startswith(("v_cvt_f32_fp8", "v_cvt_f32_bf8")): ds, du = "DWORD", "UNUSED_PAD"   # these SDWA forms have no dst_sel
+      code.append(f"{name} v{dst}, {', '.join(srcs)}{f' dst_sel:{ds} dst_unused:{du}' if ds != 'DWORD' else ''} {sel_text}")
       want = [_place(R.to_bits(fn(*vs), dt), FILL & R.M32, ds, du) for vs in vals]
       expect.append(("v", dst, want, chunk))
   st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, vgprs=80)
