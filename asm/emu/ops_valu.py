@@ -30,8 +30,9 @@ OPS: dict[str, tuple] = {
   "v_mul_f32": (F, (F, F), np.multiply), "v_min_f32": (F, (F, F), fmin), "v_max_f32": (F, (F, F), fmax),
   "v_mul_dx9_zero_f32": (F, (F, F), lambda a, b: np.where((a == 0) | (b == 0), f32(0), a * b)),
   "v_fma_f32": (F, (F, F, F), N.fma32), "v_fmac_f32": (F, (F, F, F), N.fma32),
-  "v_fma_dx9_zero_f32": (F, (F, F, F), lambda a, b, c: np.where((a == 0) | (b == 0), c + f32(0), N.fma32(a, b, c))),
-  "v_fmac_dx9_zero_f32": (F, (F, F, F), lambda a, b, c: np.where((a == 0) | (b == 0), c + f32(0), N.fma32(a, b, c))),
+  # RDNA3 ISA V_FMA_DX9_ZERO_F32 / V_FMAC_DX9_ZERO_F32: a zero factor gives D = S2 itself (a -0 or signalling NaN addend kept)
+  "v_fma_dx9_zero_f32": (F, (F, F, F), lambda a, b, c: np.where((a == 0) | (b == 0), c, N.fma32(a, b, c))),
+  "v_fmac_dx9_zero_f32": (F, (F, F, F), lambda a, b, c: np.where((a == 0) | (b == 0), c, N.fma32(a, b, c))),
   "v_ldexp_f32": (F, (F, I), lambda a, e: N.ldexp(a, e, f32)),
   "v_min3_f32": (F, (F, F, F), lambda a, b, c: fmin(fmin(a, b), c)), "v_max3_f32": (F, (F, F, F), lambda a, b, c: fmax(fmax(a, b), c)),
   "v_med3_f32": (F, (F, F, F), fmed3),
