@@ -941,3 +941,12 @@ ARCH_VALU_OPS = {"gfx942": fp8_ops(True)}   # where an arch defines an op differ
 
 def valu_op(arch: str, name: str):
   return ARCH_VALU_OPS.get(arch, {}).get(name) or VALU_OPS[name]
+
+
+# V_FMA_DX9_ZERO_F32 / V_FMAC_DX9_ZERO_F32 (RDNA3 ISA): DX9 rules, a zero in either factor makes the product +0, so the
+# result is S2 itself; else an ordinary fused multiply-add
+VALU_OPS.update({n: (F32, (F32,) * 3, lambda a, b, c: c if a == 0 or b == 0 else fma_exact(a, b, c, F32))
+                 for n in ("v_fma_dx9_zero_f32", "v_fmac_dx9_zero_f32")})
+# gfx12 SALU conversions: S_CVT_HI_F32_F16 reads the high half; S_CVT_PK_RTZ_F16_F32 packs two f32 rounded toward zero
+SOP1_OPS["s_cvt_hi_f32_f16"] = (F32, (U,), lambda a: (np.float32(to_value(a >> 16, "f16")), None))
+SOP2_OPS["s_cvt_pk_rtz_f16_f32"] = (U, (F32, F32), lambda a, b: (to_bits(f16_toward_zero(a), "f16") | (to_bits(f16_toward_zero(b), "f16") << 16), None))

@@ -1178,7 +1178,8 @@ def test_scratch_opcode(arch, name):
 NO_EFFECT = re.compile(r"^(s_nop|s_waitcnt\w*|s_wait_\w+|s_delay_alu|s_clause|s_sleep|s_setprio|s_set_inst_prefetch_distance|s_icache_inv|"
                        r"s_dcache_\w+|s_gl1_inv|s_ttracedata\w*|s_incperflevel|s_decperflevel|s_wakeup|s_version|s_singleuse_vdst|"
                        r"s_prefetch_\w+|s_buffer_prefetch_\w+|s_atc_probe\w*|s_barrier|s_barrier_signal|s_barrier_wait|s_sethalt|s_setkill|"
-                       r"v_nop|v_pipeflush|ds_nop|buffer_gl[01]_inv|buffer_wbl2|buffer_inv|buffer_wbinvl1\w*|global_inv|global_wb|global_wbinv)(_e64)?$")
+                       r"v_nop|v_pipeflush|ds_nop|buffer_gl[01]_inv|buffer_wbl2|buffer_inv|buffer_wbinvl1\w*|global_inv|global_wb|global_wbinv)"
+                       r"(_e64|_dpp16|_dpp8|_dpp8_fi)?$")
 # (condition on (scc, vcc, exec) the branch is taken under); the debug ones test the debugger's status bits, clear
 # without a debugger attached
 BRANCHES = {"s_branch": lambda scc, vcc, ex: True, "s_cbranch_scc0": lambda scc, vcc, ex: scc == 0, "s_cbranch_scc1": lambda scc, vcc, ex: scc == 1,
@@ -1213,6 +1214,16 @@ def _spelling(arch: str, name: str) -> str:
       except Exception:
         continue
   raise AssertionError(f"no spelling of {name} found")
+
+
+def _raw_dpp(arch: str, e32: str, fmt: str) -> bytes:
+  """An operand-less VOP1 (v_nop, v_pipeflush) in its DPP16 / DPP8 (fi) encoding, which neither our assembler nor
+  llvm-mc-19 spells: the e32 word with src0 = 0xfa (DPP16) / 0xe9 (DPP8) / 0xea (DPP8, FI=1), then the DPP word."""
+  from hcq.asm.text import assemble
+  word = int.from_bytes(assemble(e32, arch)[:4], "little") & ~0x1ff
+  if fmt.endswith("DPP16"): return (word | 0xfa).to_bytes(4, "little") + (0xff << 24 | 0x1b << 8).to_bytes(4, "little")   # quad_perm
+  sel = sum(x << (3 * i) for i, x in enumerate(DPP8_SEL))
+  return (word | (0xea if fmt.endswith("FI") else 0xe9)).to_bytes(4, "little") + (sel << 8).to_bytes(4, "little")
 
 
 @pytest.mark.parametrize("arch,fmt,name", flow_cases())
@@ -1256,7 +1267,8 @@ def test_flow_opcode(arch, fmt, name):
   want_s = {r: list(x) for r, x in s_init.items()}
   want_scc = [1] * waves
   mode_read = None
-  if NO_EFFECT.match(name) or name == "s_barrier_signal_isfirst":
+  if "DPP" in fmt: code = [_raw_dpp(arch, _base(name), fmt)]
+  elif NO_EFFECT.match(name) or name == "s_barrier_signal_isfirst":
     code = [_spelling(arch, name)]
 
   elif name in ("s_endpgm", "s_endpgm_saved"):
@@ -1282,7 +1294,12 @@ def test_flow_opcode(arch, fmt, name):
                   "s_denorm_mode": 0x90}[name] for w in range(waves)]
     want_s[20] = mode_read
   code = ["s_cmp_eq_u32 0, 0"] + code + ["s_mov_b32 s40, 0x1234"]
-  st = run_checked(arch, fmt, name, "\n".join(code), s={**s_init, 40: 0}, v=v_init, waves=waves, lanes=lanes, vgprs=8, lds_bytes=64)
+  if isinstance(code[1], bytes):   # machine code around a form no assembler spells
+    from hcq.asm.text import assemble
+    program = assemble(code[0], arch) + code[1] + assemble(code[2], arch)
+    code[1] = f"{name} ({code[1].hex()})"
+  else: program = "\n".join(code)
+  st = run_checked(arch, fmt, name, program, s={**s_init, 40: 0}, v=v_init, waves=waves, lanes=lanes, vgprs=8, lds_bytes=64)
   ended = name in ("s_endpgm", "s_endpgm_saved")
   errors = []
   for w in range(waves):
