@@ -950,3 +950,38 @@ VALU_OPS.update({n: (F32, (F32,) * 3, lambda a, b, c: c if a == 0 or b == 0 else
 # gfx12 SALU conversions: S_CVT_HI_F32_F16 reads the high half; S_CVT_PK_RTZ_F16_F32 packs two f32 rounded toward zero
 SOP1_OPS["s_cvt_hi_f32_f16"] = (F32, (U,), lambda a: (np.float32(to_value(a >> 16, "f16")), None))
 SOP2_OPS["s_cvt_pk_rtz_f16_f32"] = (U, (F32, F32), lambda a, b: (to_bits(f16_toward_zero(a), "f16") | (to_bits(f16_toward_zero(b), "f16") << 16), None))
+
+
+# ---- cube map, lighting multiply, quad SADs: the RDNA3 ISA pseudocode, branch for branch ----------------------------
+def _cube(x, y, z, what: str):
+  """V_CUBEID/SC/TC/MA_F32: the major axis is z when |z| >= |x| and |z| >= |y|, else y when |y| >= |x|, else x."""
+  f = np.float32
+  if abs(z) >= abs(x) and abs(z) >= abs(y):
+    return {"id": f(5.0) if z < 0 else f(4.0), "sc": -x if z < 0 else x, "tc": -y, "ma": z * f(2.0)}[what]
+  if abs(y) >= abs(x):
+    return {"id": f(3.0) if y < 0 else f(2.0), "sc": x, "tc": -z if y < 0 else z, "ma": y * f(2.0)}[what]
+  return {"id": f(1.0) if x < 0 else f(0.0), "sc": z if x < 0 else -z, "tc": -y, "ma": x * f(2.0)}[what]
+
+
+def _mullit(a, b, c):
+  """V_MULLIT_F32: -MAX_FLOAT when S1 is -MAX_FLOAT, -inf or NaN, or S2 <= 0 or NaN; else S0 * S1."""
+  mx = np.float32(np.finfo(np.float32).max)
+  if b == -mx or b == -np.inf or np.isnan(b) or c <= 0 or np.isnan(c): return -mx
+  return a * b
+
+
+def _sad_u8(x: int, y: int, acc: int, masked: bool) -> int:
+  """v_sad_u8 / v_msad_u8 on 4 bytes: acc + the absolute byte differences (msad: bytes where y is 0 are skipped)."""
+  return acc + sum(0 if masked and b == 0 else abs(a - b) for a, b in zip(_bytes(x & M32), _bytes(y)))
+
+
+def _qsad(s0: int, s1: int, s2: int, masked: bool) -> int:
+  """V_QSAD_PK_U16_U8 / V_MQSAD_PK_U16_U8: four SADs of S1 against S0's byte windows 0, 1, 2, 3, each accumulated on a
+  16-bit field of S2 and truncated to 16 bits."""
+  return sum((_sad_u8(s0 >> (8 * k), s1, (s2 >> (16 * k)) & M16, masked) & M16) << (16 * k) for k in range(4))
+
+
+VALU_OPS.update({f"v_cube{w}_f32": (F32, (F32,) * 3, (lambda w: lambda x, y, z: _cube(x, y, z, w))(w)) for w in ("id", "sc", "tc", "ma")})
+VALU_OPS.update({"v_mullit_f32": (F32, (F32,) * 3, _mullit),
+                 "v_qsad_pk_u16_u8": ("u64", ("u64", U, "u64"), lambda a, b, c: _qsad(a, b, c, False)),
+                 "v_mqsad_pk_u16_u8": ("u64", ("u64", U, "u64"), lambda a, b, c: _qsad(a, b, c, True))})
