@@ -61,7 +61,7 @@ def reference_tested(arch: str) -> frozenset[tuple[str, str]]:
   the format is fixed, (arch, opcode)."""
   from tests import test_emu_reference as T
   out = set()
-  for cases in (T.valu_cases, T.salu_cases, T.sdwa_cases, T.vop3p_cases, T.lane_cases, T.vmem_cases, T.vmem_atomic_cases, T.buffer_cases, T.flow_cases):
+  for cases in (T.valu_cases, T.salu_cases, T.sdwa_cases, T.vop3p_cases, T.lane_cases, T.vmem_cases, T.vmem_atomic_cases, T.buffer_cases, T.flow_cases, T.special_cases):
     out |= {(p.values[1], p.values[2]) for p in cases() if p.values[0] == arch}
   for fmt, cases in (("VOPD", T.vopd_cases), ("DS", T.ds_cases), ("SOP1", T.sop1_state_cases), ("SMEM", T.smem_cases), ("SCRATCH", T.scratch_cases), ("DS", T.ds_lane_cases)):
     out |= {(fmt, p.values[1]) for p in cases() if p.values[0] == arch}

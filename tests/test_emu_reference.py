@@ -1427,3 +1427,130 @@ def _nregs(name: str) -> int:
   m = re.search(r"(2addr|read2|wrxchg2)\w*_b(32|64)$", name)
   if m: return 2 * int(m.group(2)) // 32
   return 2 if "condxchg" in name else 1
+
+
+# ---- register-indexed moves (M0), AGPR moves, lane permutes by VGPR, literal-operand fmas, scalar transcendentals ------
+# RDNA3 ISA 7.8 "indexed VALU": V_MOVRELS: VGPR[dst] = VGPR[src + M0]; V_MOVRELD: VGPR[dst + M0] = src; V_MOVRELSD: both
+# indexed; V_MOVRELSD_2: VGPR[dst + M0[25:16]] = VGPR[src + M0[9:0]]; V_SWAPREL swaps those two. The SALU forms index
+# SGPRs the same way. gfx942's v_accvgpr_* move between the VGPR and AGPR halves of the register file.
+SPECIAL_NAMES = re.compile(r"^(s_movrel\w+|v_movrel\w+|v_swaprel_b32\w*|v_accvgpr_\w+|v_permlane64_b32\w*|v_permlanex?16_var_b32\w*|"
+                           r"v_fmaak_f(16|32)\w*|v_fmamk_f(16|32)\w*|s_fmaak_f32|s_fmamk_f32|s_fmac_f(16|32)|v_s_\w+|global_(load|store)_addtid_b32)$")
+FMA_K = {"f32": 0x40490fdb, "f16": 0x4248}   # pi
+
+
+def special_cases():
+  out = []
+  for arch in ARCHS:
+    for fmt, ops in _isa(arch).by_op.items():
+      for opc in ops.values():
+        if SPECIAL_NAMES.match(opc.name) and (fmt, opc.name) in implemented(arch):
+          out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
+  return out
+
+
+def _relative(base: str, regs: dict, m0: int, reg: int, src: int, lane_src=lambda l: l):
+  """regs (register -> per-lane or per-wave values) after an M0-indexed move from `src` to `reg` (the ISA's formulas)."""
+  out = {r: list(x) for r, x in regs.items()}
+  lo, hi = m0 & 0x3ff, (m0 >> 16) & 0x3ff
+  if base.endswith("movrels_b32"): out[reg] = list(regs[src + m0])
+  elif base.endswith("movrels_b64"): out[reg], out[reg + 1] = list(regs[src + m0]), list(regs[src + m0 + 1])
+  elif base.endswith("movreld_b32"): out[reg + m0] = [regs[src][lane_src(l)] for l in range(len(regs[src]))]
+  elif base.endswith("movreld_b64"): out[reg + m0], out[reg + m0 + 1] = list(regs[src]), list(regs[src + 1])
+  elif base.endswith("movrelsd_b32"): out[reg + m0] = list(regs[src + m0])
+  elif base.endswith("movrelsd_2_b32"): out[reg + hi] = list(regs[src + lo])
+  else: out[reg + hi], out[src + lo] = list(regs[src + lo]), list(regs[reg + hi])   # swaprel
+  return out
+
+
+@pytest.mark.parametrize("arch,fmt,name", special_cases())
+def test_special_opcode(arch, fmt, name):
+  lanes = ARCHS[arch]
+  rng = np.random.default_rng(37)
+  base = _base(name)
+  rand = lambda n: [int(x) for x in rng.integers(0, 1 << 32, n, dtype=np.uint64)]
+  errors, code = [], ""
+  if base.startswith(("s_movrel", "v_movrel", "v_swaprel")):
+    m0 = 2 | (5 << 16) if base.endswith(("_2_b32", "swaprel_b32")) else 2
+    scalar = base.startswith("s_")
+    regs = {r: rand(8 if scalar else lanes) for r in range(40)}
+    w64 = base.endswith("_b64")
+    dst, src = (f"s[20:21]", "s[4:5]") if w64 else ("s20", "s4") if scalar else ("v20", "v4")
+    code = f"{_mnemonic(fmt, name)} {dst}, {src}{_dpp_controls(fmt)}"
+    want = _relative(base, regs, m0, 20, 4, lambda l: _source_lane(fmt, l))
+    if scalar:
+      st = run_checked(arch, fmt, name, code, s={**regs, 125: m0}, waves=8, lanes=lanes, vgprs=8)
+      got = {r: [int(x) for x in st.s[r, :8]] for r in regs}
+    else:
+      st = run_checked(arch, fmt, name, code, s={125: m0}, v=regs, lanes=lanes, vgprs=48)
+      got = {r: [int(x) for x in st.v[r, 0, :lanes]] for r in regs}
+    errors = [f"{'s' if scalar else 'v'}{r}: got {[hex(x) for x in got[r][:4]]}..., reference {[hex(x) for x in want[r][:4]]}..."
+              for r in regs if got[r] != want[r]]
+  elif base.startswith("v_accvgpr_"):   # a[i] is v[16 + i] with 32 registers (snippets put the AGPRs in the upper half)
+    regs = {r: rand(lanes) for r in range(32)}
+    code = {"v_accvgpr_write_b32": "v_accvgpr_write_b32 a1, v3", "v_accvgpr_read_b32": "v_accvgpr_read_b32 v8, a5",
+            "v_accvgpr_mov_b32": "v_accvgpr_mov_b32 a2, a7"}[base]
+    want = dict(regs)
+    want.update({"v_accvgpr_write_b32": {17: regs[3]}, "v_accvgpr_read_b32": {8: regs[21]}, "v_accvgpr_mov_b32": {18: regs[23]}}[base])
+    st = run_checked(arch, fmt, name, code, v=regs, lanes=lanes, vgprs=32)
+    errors = [f"v{r} differs" for r in regs if [int(x) for x in st.v[r, 0, :lanes]] != want[r]]
+  elif base.startswith("v_permlane"):
+    lanes = 64 if base == "v_permlane64_b32" else lanes   # v_permlane64 swaps the wave64 halves (wave32: nothing to swap)
+    a, sel = rand(lanes), rand(lanes)
+    code = f"{name} v8, v0{', v1' if 'var' in base else ''}"
+    if base == "v_permlane64_b32": want = [a[l ^ 32] for l in range(lanes)]
+    else: want = [a[((l & ~15) ^ (16 if "x16" in base else 0)) + (sel[l] & 15)] for l in range(lanes)]   # S1[3:0] picks the lane
+    st = run_checked(arch, fmt, name, code, v={0: a, 1: sel, 8: [0] * lanes}, lanes=lanes, vgprs=16)
+    got = [int(x) for x in st.v[8, 0, :lanes]]
+    errors = [f"lane {l}: got {got[l]:#x}, reference {want[l]:#x}" for l in range(lanes) if got[l] != want[l]]
+  elif base.startswith(("v_fmaak", "v_fmamk")):
+    t = base[-3:]
+    tuples = R.operand_tuples((t, t), lanes)
+    k = FMA_K[t]
+    code = f"{name} v8, v0, v2, {k:#x}" if "fmaak" in base else f"{name} v8, v0, {k:#x}, v2"
+    v = {0: [x[0] for x in tuples], 2: [x[1] for x in tuples], 8: [0] * lanes}
+    st = run_checked(arch, fmt, name, code, v=v, lanes=lanes, vgprs=16)
+    K = R.to_value(k, t)
+    for l, (x, y) in enumerate(tuples):
+      a, b = R.to_value(x, t), R.to_value(y, t)
+      want = R.to_bits(R.fma_exact(a, b, K, t) if "fmaak" in base else R.fma_exact(a, K, b, t), t)
+      e = _check_value(int(st.v[8, 0, l]) & ((1 << R.WIDTH[t]) - 1), want, t, f"lane {l} sources {x:#x} {y:#x}")
+      if e: errors.append(e)
+  elif base.startswith("s_fma"):
+    t = "f16" if base.endswith("f16") else "f32"
+    tuples = R.operand_tuples((t, t, t), 64)
+    waves = len(tuples)
+    k = FMA_K["f32"]
+    code = {"s_fmaak_f32": f"s_fmaak_f32 s8, s0, s1, {k:#x}", "s_fmamk_f32": f"s_fmamk_f32 s8, s0, {k:#x}, s1"}.get(base, f"{base} s8, s0, s1")
+    st = run_checked(arch, fmt, name, code, s={0: [x[0] for x in tuples], 1: [x[1] for x in tuples], 8: [x[2] for x in tuples]},
+                     waves=waves, lanes=32, vgprs=1)
+    K = R.to_value(k, "f32")
+    for w, (x, y, z) in enumerate(tuples):
+      a, b, c = (R.to_value(q, t) for q in (x, y, z))
+      r = R.fma_exact(a, b, K, t) if "fmaak" in base else R.fma_exact(a, K, b, t) if "fmamk" in base else R.fma_exact(a, b, c, t)
+      e = _check_value(int(st.s[8, w]) & ((1 << R.WIDTH[t]) - 1), R.to_bits(r, t), t, f"wave {w} sources {x:#x} {y:#x} {z:#x}")
+      if e: errors.append(e)
+  elif base.startswith("v_s_"):   # gfx12's scalar transcendentals: the VALU op on one SGPR value, into an SGPR
+    op = "v_" + base[4:]
+    dt, _, fn = R.VALU_OPS[op]
+    vals = R.edges(dt)
+    st = run_checked(arch, fmt, name, f"{name} s8, s0", s={0: vals, 8: [0] * len(vals)}, waves=len(vals), lanes=32, vgprs=1)
+    for w, x in enumerate(vals):
+      e = _check_value(int(st.s[8, w]) & ((1 << R.WIDTH[dt]) - 1), R.to_bits(fn(R.to_value(x, dt)), dt), dt, f"wave {w} source {x:#x}",
+                       R.ULP_BOUND[op], op not in R.DOMAIN)
+      if e: errors.append(e)
+  else:   # global_load/store_addtid_b32: SGPR base + offset + lane id * 4, no VGPR address
+    from hcq.asm.emu.memory import VirtualMemory
+    size = 4 * lanes + 64
+    buf = rng.integers(0, 256, size, dtype=np.uint8)
+    ref = bytearray(buf.tobytes())
+    mem = VirtualMemory()
+    mem.map(VMEM_BASE, size, buf)
+    data = rand(lanes)
+    load = "load" in base
+    code = f"{name} v8, s[0:1] offset:16" if load else f"{name} v2, s[0:1] offset:16"
+    if not load:
+      for l in range(lanes): ref[16 + 4 * l:20 + 4 * l] = data[l].to_bytes(4, "little")
+    st = run_checked(arch, fmt, name, code, s={0: VMEM_BASE & R.M32, 1: VMEM_BASE >> 32}, v={2: data, 8: [0] * lanes}, lanes=lanes, vgprs=16, mem=mem)
+    errors = _memory_errors(buf.tobytes(), bytes(ref), name)
+    if load: errors += [f"lane {l}" for l in range(lanes) if int(st.v[8, 0, l]) != int.from_bytes(ref[16 + 4 * l:20 + 4 * l], "little")]
+  assert not errors, f"{code}\n" + "\n".join(errors[:12])
