@@ -85,10 +85,12 @@ def _build_mad64(ins, name):
     if signed:
       p = a.view(i32).astype(i64) * b.view(i32).astype(i64)
       r = p.view(u64) + c
-      # signed overflow of p + c
+      # { D1.i1, D0.i64 } = 65'B(65'I(S0.i32) * 65'I(S1.i32) + 65'I(S2.i64)) (CDNA3/RDNA3 ISA pseudocode): the carry
+      # is bit 64 of the exact sum, i.e. its sign (where p + c overflowed i64, the sign of p)
       cs = c.view(i64)
       rs = r.view(i64)
-      carry = ((p >= 0) == (cs >= 0)) & ((rs >= 0) != (p >= 0))
+      overflow = ((p >= 0) == (cs >= 0)) & ((rs >= 0) != (p >= 0))
+      carry = np.where(overflow, p < 0, rs < 0)
     else:
       p = a.astype(u64) * b.astype(u64)
       r = p + c
