@@ -985,3 +985,13 @@ VALU_OPS.update({f"v_cube{w}_f32": (F32, (F32,) * 3, (lambda w: lambda x, y, z: 
 VALU_OPS.update({"v_mullit_f32": (F32, (F32,) * 3, _mullit),
                  "v_qsad_pk_u16_u8": ("u64", ("u64", U, "u64"), lambda a, b, c: _qsad(a, b, c, False)),
                  "v_mqsad_pk_u16_u8": ("u64", ("u64", U, "u64"), lambda a, b, c: _qsad(a, b, c, True))})
+
+
+# V_DOT4_I32_IU8 / V_DOT8_I32_IU4 (RDNA3): NEG[0] / NEG[1] make A / B signed; without them both are unsigned, S2 is i32
+DOT_OPS.update({
+  "v_dot4_i32_iu8": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 8, 4, False), _lanes_of(b, 8, 4, False))) + sx(c, 32),
+  "v_dot8_i32_iu4": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 4, 8, False), _lanes_of(b, 4, 8, False))) + sx(c, 32),
+})
+# gfx9's accumulating VOP2 dots (D = D + dot(S0, S1), signed): as VALU ops whose third source is the destination
+for _n, _w, _k in (("v_dot2c_i32_i16", 16, 2), ("v_dot4c_i32_i8", 8, 4), ("v_dot8c_i32_i4", 4, 8)):
+  VALU_OPS[_n] = (I, (U, U, I), (lambda w, k: lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, w, k, True), _lanes_of(b, w, k, True))) + c)(_w, _k))

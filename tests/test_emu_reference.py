@@ -182,7 +182,7 @@ def test_valu_opcode(arch, fmt, name, kind):
   tuples = R.operand_tuples(tuple(types), TUPLES if FULL or "DPP" not in fmt else lanes)   # DPP forms: one wave's worth
   if base in R.DOMAIN: tuples = tuple(tuple(_fold(x, t, R.DOMAIN[base]) for x, t in zip(tp, types)) for tp in tuples)
   chunks = [tuples[i:i + lanes] for i in range(0, len(tuples), lanes)]
-  fmac = base.startswith(("v_fmac_", "v_mac_"))
+  fmac = base.startswith(("v_fmac_", "v_mac_")) or base in ACCUMULATING
   errors = []
   for g in range(0, len(chunks), GROUP):
     errors += _run_group(arch, fmt, name, kind, chunks[g:g + GROUP], base, mnem, types, dt, fn, fmac, exec_mask)
@@ -195,6 +195,7 @@ def _fold(bits: int, t: str, limit: float) -> int:
   return R.to_bits(np.fmod(x, R.FLOAT[t][0](limit)), t) if np.isfinite(x) and abs(x) > limit else bits
 
 
+ACCUMULATING = ("v_dot2c_i32_i16", "v_dot4c_i32_i8", "v_dot8c_i32_i4")   # like v_fmac: the last source is the destination
 GROUP = 4   # chunks per snippet: sources in v0-v31, results in v64-v71 (true16 encodings reach v127), masks in s40-s67
 
 
@@ -1434,7 +1435,8 @@ def _nregs(name: str) -> int:
 # indexed; V_MOVRELSD_2: VGPR[dst + M0[25:16]] = VGPR[src + M0[9:0]]; V_SWAPREL swaps those two. The SALU forms index
 # SGPRs the same way. gfx942's v_accvgpr_* move between the VGPR and AGPR halves of the register file.
 SPECIAL_NAMES = re.compile(r"^(s_movrel\w+|v_movrel\w+|v_swaprel_b32\w*|v_accvgpr_\w+|v_permlane64_b32\w*|v_permlanex?16_var_b32\w*|"
-                           r"v_fmaak_f(16|32)\w*|v_fmamk_f(16|32)\w*|s_fmaak_f32|s_fmamk_f32|s_fmac_f(16|32)|v_s_\w+|global_(load|store)_addtid_b32)$")
+                           r"v_fmaak_f(16|32)\w*|v_fmamk_f(16|32)\w*|s_fmaak_f32|s_fmamk_f32|s_fmac_f(16|32)|v_s_\w+|global_(load|store)_addtid_b32|"
+                           r"v_fma_mix\w*|v_cndmask_b16\w*|v_mbcnt_(lo|hi)_u32_b32_e64_dpp\w*|v_mad(_co)?_[iu]64_[iu]32|v_pk_fmac_f16\w*)$")
 FMA_K = {"f32": 0x40490fdb, "f16": 0x4248}   # pi
 
 
@@ -1537,6 +1539,68 @@ def test_special_opcode(arch, fmt, name):
     for w, x in enumerate(vals):
       e = _check_value(int(st.s[8, w]) & ((1 << R.WIDTH[dt]) - 1), R.to_bits(fn(R.to_value(x, dt)), dt), dt, f"wave {w} source {x:#x}",
                        R.ULP_BOUND[op], op not in R.DOMAIN)
+      if e: errors.append(e)
+  elif base.startswith("v_fma_mix"):
+    # V_FMA_MIX*: each source is f32, or (op_sel_hi[i] = 1) the f16 in the half op_sel[i] picks; one fused multiply-add,
+    # rounded once to f32 (mix_f32) or to f16 into the low (mixlo) / high (mixhi) half, the other half kept
+    halves = R.operand_tuples(("f16",) * 6, lanes)
+    f32s = R.operand_tuples(("f32",) * 3, lanes, 3)
+    sel, sel_hi = ([1, 0, 1], [1, 1, 0]) if fmt == "VOP3P" else ([0, 1, 0], [1, 0, 1])
+    regs = [[(h[2 * i] | (h[2 * i + 1] << 16)) if sel_hi[i] else f[i] for h, f in zip(halves, f32s)] for i in range(3)]
+    old = [FILL & R.M32] * lanes
+    code = f"{_mnemonic(fmt, name)} v8, v0, v1, v2 op_sel:[{','.join(map(str, sel))}] op_sel_hi:[{','.join(map(str, sel_hi))}]{_dpp_controls(fmt)}"
+    ex = (1 << lanes) - 1
+    src0 = _lanes_in(regs[0], fmt, ex, lanes, True) if "DPP" in fmt else regs[0]
+    st = run_checked(arch, fmt, name, code, v={0: regs[0], 1: regs[1], 2: regs[2], 8: old}, lanes=lanes, vgprs=16)
+    out_t = "f32" if base.endswith("f32") else "f16"
+    for l in range(lanes):
+      vals = [R.to_value((r >> (16 * sel[i])) & R.M16, "f16").astype(np.float32) if sel_hi[i] else R.to_value(r, "f32")
+              for i, r in enumerate((src0[l], regs[1][l], regs[2][l]))]
+      r = R.fma_exact(*[np.float64(x) for x in vals], out_t)
+      want = R.to_bits(r, "f32") if out_t == "f32" else (old[l] & 0xffff0000) | R.to_bits(r, "f16") if base.endswith("mixlo_f16") \
+        else (old[l] & R.M16) | (R.to_bits(r, "f16") << 16)
+      e = _check_value(int(st.v[8, 0, l]), want, "f32" if out_t == "f32" else "f16", f"lane {l} sources {[hex(x) for x in (src0[l], regs[1][l], regs[2][l])]}")
+      if e: errors.append(e)
+  elif base.startswith(("v_cndmask_b16", "v_mbcnt")):
+    a, b = rand(lanes), rand(lanes)
+    mask = 0x3c5a96f0c3a5690f & ((1 << lanes) - 1)
+    old = [FILL & R.M32] * lanes
+    src0 = [a[_source_lane(fmt, l)] for l in range(lanes)]
+    if base.startswith("v_cndmask"):   # D.u16 = VCC-like mask bit ? S1.u16 : S0.u16 (the high half kept)
+      code = f"{_mnemonic(fmt, name)} v8, v0, v1, {'s[12:13]' if lanes == 64 else 's12'}{_dpp_controls(fmt)}"
+      want = [(old[l] & 0xffff0000) | ((b[l] if (mask >> l) & 1 else src0[l]) & R.M16) for l in range(lanes)]
+    else:   # MBCNT: the set bits of S0 below this lane (lo: lanes 0-31, hi: lanes 32-63), plus S1
+      code = f"{_mnemonic(fmt, name)} v8, v0, v1{_dpp_controls(fmt)}"
+      below = lambda l: ((1 << l) - 1) & R.M32 if "lo" in base else (((1 << l) - 1) >> 32) & R.M32
+      want = [(bin(src0[l] & below(l)).count("1") + b[l]) & R.M32 for l in range(lanes)]
+    st = run_checked(arch, fmt, name, code, s={12: mask & R.M32, 13: mask >> 32}, v={0: a, 1: b, 8: old}, lanes=lanes, vgprs=16)
+    errors = [f"lane {l}: got {int(st.v[8, 0, l]):#x}, reference {want[l]:#x}" for l in range(lanes) if int(st.v[8, 0, l]) != want[l]]
+  elif base.startswith("v_mad"):
+    # V_MAD_U64_U32 / V_MAD_I64_I32: {carry, D.u64} = 65-bit S0 * S1 + S2 (zero- or sign-extended); the carry is bit 64
+    signed = "_i64_" in base
+    tuples = R.operand_tuples(("u32", "u32", "u64"), lanes)
+    sd = "s[12:13]" if lanes == 64 else "s12"
+    code = f"{name} v[8:9], {sd}, v0, v1, v[2:3]"
+    v = {0: [t[0] for t in tuples], 1: [t[1] for t in tuples], 2: [t[2] & R.M32 for t in tuples], 3: [t[2] >> 32 for t in tuples]}
+    st = run_checked(arch, fmt, name, code, v=v, lanes=lanes, vgprs=16)
+    carry = 0
+    for l, (x, y, z) in enumerate(tuples):
+      r = (R.sx(x, 32) * R.sx(y, 32) + R.sx(z, 64)) if signed else x * y + z
+      r &= (1 << 65) - 1
+      carry |= (r >> 64) << l
+      got = int(st.v[8, 0, l]) | (int(st.v[9, 0, l]) << 32)
+      if got != r & R.M64: errors.append(f"lane {l} sources {x:#x} {y:#x} {z:#x}: got {got:#x}, reference {r & R.M64:#x}")
+    if _mask(st, 12, lanes == 64) != carry: errors.append(f"carry mask {_mask(st, 12, lanes == 64):#x}, reference {carry:#x}")
+  elif base.startswith("v_pk_fmac_f16"):   # each f16 half: D = fma(S0, S1, D), rounded once
+    halves = R.operand_tuples(("f16",) * 6, lanes)
+    regs = [[h[2 * i] | (h[2 * i + 1] << 16) for h in halves] for i in range(3)]
+    code = f"{_mnemonic(fmt, name)} v8, v0, v1{_dpp_controls(fmt)}"
+    src0 = [regs[0][_source_lane(fmt, l)] for l in range(lanes)]
+    st = run_checked(arch, fmt, name, code, v={0: regs[0], 1: regs[1], 8: regs[2]}, lanes=lanes, vgprs=16)
+    for l in range(lanes):
+      want = sum(R.to_bits(R.fma_exact(*[R.to_value((r >> k) & R.M16, "f16") for r in (src0[l], regs[1][l], regs[2][l])], "f16"), "f16") << k
+                 for k in (0, 16))
+      e = _check_value(int(st.v[8, 0, l]), want, "f16", f"lane {l}")
       if e: errors.append(e)
   else:   # global_load/store_addtid_b32: SGPR base + offset + lane id * 4, no VGPR address
     from hcq.asm.emu.memory import VirtualMemory
