@@ -614,6 +614,11 @@ def ds_cases():
   return out
 
 
+def _stored(data: list, lane: int, bits: int, half) -> int:
+  """The bits a store of `bits` writes from data registers data[0..3] of one lane (d16_hi stores take bits 31:16)."""
+  return (sum(data[k][lane] << (32 * k) for k in range(4)) >> (16 if half else 0)) & ((1 << bits) - 1)
+
+
 def _vrange(first: int, bits: int) -> str:
   n = max(1, bits // 32)
   return f"v{first}" if n == 1 else f"v[{first}:{first + n - 1}]"
@@ -675,7 +680,7 @@ def test_ds_opcode(arch, name):
     text = f"{name} v0, {_vrange(2, bits)} offset:{DS_OFFSET}"
     for l in range(lanes):
       a = addr[l] + DS_OFFSET
-      x = (sum(data[k][l] << (32 * k) for k in range(4)) >> (16 if half else 0)) & ((1 << bits) - 1)
+      x = _stored(data, l, bits, half)
       ref[a:a + bits // 8] = x.to_bytes(bits // 8, "little")
   st = run_checked(arch, "DS", name, text, s={125: R.M32}, v=v, lanes=lanes, vgprs=16, lds_bytes=size, lds=bytes(lds))
   errors = _memory_errors(st.lds[:size].tobytes(), bytes(ref), name)
@@ -857,7 +862,7 @@ def test_vmem_opcode(arch, fmt, name):
   else:
     text = f"{name} {where.split(',')[0] if 'FLAT' in fmt else 'v0'}, {_vrange(4, bits)}{', s[0:1]' if 'GLOBAL' in fmt else ''} offset:8"
     for l in range(lanes):
-      x = (sum(data[k][l] << (32 * k) for k in range(4)) >> (16 if half else 0)) & ((1 << bits) - 1)
+      x = _stored(data, l, bits, half)
       ref[off[l] + 8:off[l] + 8 + bits // 8] = x.to_bytes(bits // 8, "little")
   st = run_checked(arch, fmt, name, text, s=s, v=v, lanes=lanes, vgprs=16, mem=mem)
   got = buf.tobytes()
@@ -1084,7 +1089,7 @@ def test_buffer_opcode(arch, fmt, name):
       text = f"{name} {_vrange(4, bits)}, v[0:1], {tail}"
       for l in range(lanes):
         if inside(l):
-          x = (sum(data[k][l] << (32 * k) for k in range(4)) >> (16 if half else 0)) & ((1 << bits) - 1)
+          x = _stored(data, l, bits, half)
           ref[addr(l):addr(l) + max(bits, 8) // 8] = x.to_bytes(max(bits, 8) // 8, "little")
   else:
     load, d16, hi, n = shape
@@ -1158,7 +1163,7 @@ def test_scratch_opcode(arch, name):
   else:
     code.append(f"{name} v0, {_vrange(4, bits)}, off offset:8")
     for l in range(lanes):
-      x = (sum(data[k][l] << (32 * k) for k in range(4)) >> (16 if half else 0)) & ((1 << (8 * nbytes)) - 1)
+      x = _stored(data, l, 8 * nbytes, half)
       model[l][voff[l] + 8:voff[l] + 8 + nbytes] = x.to_bytes(nbytes, "little")
   code += [f"{ld_wide} v[{40 + 4 * q}:{43 + 4 * q}], off, off offset:{16 * q}" for q in range(PRIVATE // 16)]
   st = run_checked(arch, "SCRATCH", name, "\n".join(code), v=v, lanes=lanes, vgprs=64, private_bytes=PRIVATE)
