@@ -2,8 +2,12 @@
 fetch-inactive, VOPC/VOP3 compares and v_cmpx), run in the emulator on edge values across lanes and compared bit for bit
 with tests/emu_reference.py, which is written from the ISA definitions and shares no code with the emulator.
 
-Cases are generated from the arch's opcode tables: an opcode the reference knows is tested in each format it appears in.
-The normal run samples 128 operand tuples per opcode (one wave's worth for the DPP forms); HCQ_EMU_REF_FULL=1 runs 1024.
+Beyond the VALU/SALU tables: memory (DS, GLOBAL/FLAT, SCRATCH, MUBUF/MTBUF) against byte models of the address
+computation, program flow and waits, M0-indexed moves, lane permutes and the other special forms, each against the ISA's
+definition. Cases are generated from the arch's opcode tables: an opcode the reference knows is tested in each format
+it appears in; tests/emu_coverage_exceptions.txt lists what is not, with the reason.
+Odd chunks of the VOP3 forms carry neg/abs on the sources and clamp and an output modifier (mul:2 / div:2) on float
+results. The normal run samples 128 operand tuples per opcode (one wave's worth for the DPP forms); HCQ_EMU_REF_FULL=1 runs 1024.
 """
 from __future__ import annotations
 import os
@@ -218,6 +222,8 @@ def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, e
     negs = [variant and i != 1 and not (fmac and i == 2) for i in range(3)]   # fmac's addend is vdst: no modifier
     abss = [variant and i != 0 and not (fmac and i == 2) for i in range(3)]
     clamp = variant and kind == "valu"
+    # the output modifier (VOP3 OMOD: the result times 2, 4 or 0.5, before clamp) on float results of odd chunks
+    omod = {1: ("mul:2", 2.0), 3: ("div:2", 0.5)}.get(j % 4) if variant and kind == "valu" and dt in R.FLOAT else None
     srcs = []
     for i, t in enumerate(types):
       if fmac and i == 2:
@@ -238,11 +244,12 @@ def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, e
       want = []
       for l in range(lanes):
         r = fn(*[col[l] for col in vals])
+        if omod: r = R.FLOAT[dt][0](r * R.FLOAT[dt][0](omod[1]))
         if clamp: r = _clamp(r, dt)
         want.append(R.to_bits(r, dt) if active[l] else (cols[2][l] if fmac else FILL) & ((1 << R.WIDTH[dt]) - 1))
       text = f"{_regs(dst, dt)}, {', '.join(srcs)}"
       if base == "v_mov_b16": text = re.sub(r"(v\d+)", r"\1.l", text)   # its only spelling names the 16-bit halves
-      code.append(f"{mnem} {text}{' clamp' if clamp else ''}{_dpp_controls(fmt)}")
+      code.append(f"{mnem} {text}{' clamp' if clamp else ''}{' ' + omod[0] if omod else ''}{_dpp_controls(fmt)}")
       expect.append(("v", dst, dt, want, chunk))
     elif kind == "cmp":
       want = sum(int(bool(fn(*[col[l] for col in vals]))) << l for l in range(lanes) if active[l])
