@@ -7,7 +7,8 @@ computation, program flow and waits, M0-indexed moves, lane permutes and the oth
 definition. Cases are generated from the arch's opcode tables: an opcode the reference knows is tested in each format
 it appears in; tests/emu_coverage_exceptions.txt lists what is not, with the reason.
 Odd chunks of the VOP3 forms carry neg/abs on the sources and clamp and an output modifier (mul:2 / div:2) on float
-results. The normal run samples 128 operand tuples per opcode (one wave's worth for the DPP forms); HCQ_EMU_REF_FULL=1 runs 1024.
+results; every fourth chunk of a gfx11/12 VOP3 16-bit op reads its sources from the high halves (op_sel). The
+normal run samples 128 operand tuples per opcode (one wave's worth for the DPP forms); HCQ_EMU_REF_FULL=1 runs 1024.
 """
 from __future__ import annotations
 import os
@@ -78,6 +79,12 @@ def valu_cases():
         vop1_shape = root != "VOP1" or (kind == "valu" and len(R.VALU_OPS[_base(opc.name)][1]) == 1)
         if kind and vop1_shape and (fmt, opc.name) in implemented(arch): out.append(pytest.param(arch, fmt, opc.name, kind, id=f"{arch}-{fmt}-{opc.name}"))
   return out
+
+
+def _takes(arch: str, fmt: str, name: str, modifier: str) -> bool:
+  """Whether the assembler's table gives this opcode the modifier (the e64 forms of VOP1/VOP2 16-bit ops spell their
+  halves as v0.h instead of op_sel)."""
+  return any(o.name == name and modifier in o.mods for o in _isa(arch).by_op[fmt].values())
 
 
 def _regs(first: int, t: str) -> str:
@@ -224,11 +231,15 @@ def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, e
     clamp = variant and kind == "valu"
     # the output modifier (VOP3 OMOD: the result times 2, 4 or 0.5, before clamp) on float results of odd chunks
     omod = {1: ("mul:2", 2.0), 3: ("div:2", 0.5)}.get(j % 4) if variant and kind == "valu" and dt in R.FLOAT else None
+    # gfx11/12 VOP3 16-bit ops, every fourth chunk: op_sel reads each source from its register's high half
+    opsel = mods and kind == "valu" and arch != "gfx942" and j % 4 == 2 and not fmac and R.WIDTH[dt] == 16 \
+      and all(R.WIDTH[t] == 16 for t in types) and _takes(arch, fmt, name, "opsel")
     srcs = []
     for i, t in enumerate(types):
       if fmac and i == 2:
         _put(v, dst, t, [tp[i] for tp in chunk], lanes); continue
       _put(v, src_base + 2 * i, t, [tp[i] for tp in chunk], lanes)
+      if opsel: v[src_base + 2 * i] = ((v[src_base + 2 * i].astype(np.uint64) << np.uint64(16)) | np.uint64(0xa5a5)).astype(np.uint32)
       r = _regs(src_base + 2 * i, t)
       if variant and t in R.FLOAT: r = ("-" if negs[i] else "") + (f"|{r}|" if abss[i] else r)
       srcs.append(r)
@@ -249,7 +260,8 @@ def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, e
         want.append(R.to_bits(r, dt) if active[l] else (cols[2][l] if fmac else FILL) & ((1 << R.WIDTH[dt]) - 1))
       text = f"{_regs(dst, dt)}, {', '.join(srcs)}"
       if base == "v_mov_b16": text = re.sub(r"(v\d+)", r"\1.l", text)   # its only spelling names the 16-bit halves
-      code.append(f"{mnem} {text}{' clamp' if clamp else ''}{' ' + omod[0] if omod else ''}{_dpp_controls(fmt)}")
+      sel = f" op_sel:[{'1,' * len(types)}0]" if opsel else ""
+      code.append(f"{mnem} {text}{sel}{' clamp' if clamp else ''}{' ' + omod[0] if omod else ''}{_dpp_controls(fmt)}")
       expect.append(("v", dst, dt, want, chunk))
     elif kind == "cmp":
       want = sum(int(bool(fn(*[col[l] for col in vals]))) << l for l in range(lanes) if active[l])
