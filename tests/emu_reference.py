@@ -579,17 +579,95 @@ def _ds_atomics(bits: int) -> dict[str, object]:
           "xor": lambda x, d: x ^ d, "xchg": lambda x, d: d}
 
 
-def ds_atomic(name: str):
-  """(bits, returns the old value?, fn(old, data) -> new) of an integer DS atomic, or None."""
-  parts = name.removeprefix("ds_").split("_")
+def _round_bf16(x: Fraction):
+  """An exact rational rounded once to bf16 (8-bit exponent, 8-bit significand), to nearest even; as an np.float32."""
+  if x == 0: return np.float32(0)
+  e = max(math.floor(math.log2(abs(x))), -126)
+  while Fraction(2) ** e > abs(x): e -= 1   # log2 of a huge rational may be off by one
+  while Fraction(2) ** (e + 1) <= abs(x): e += 1
+  e = max(e, -126)
+  q = x / Fraction(2) ** (e - 7)
+  r = round(q)   # Python rounds halves to even
+  v = Fraction(r) * Fraction(2) ** (e - 7)
+  return np.float32(np.inf if v > 0 else -np.inf) if abs(v) >= 2 ** 128 else np.float32(float(v))
+
+
+def _add_exact(a, b, t: str):
+  """a + b rounded once to t (f16 / bf16 / f32 / f64); an exact zero is -0 only when both are -0."""
+  if not (np.isfinite(a) and np.isfinite(b)): return (np.float32 if t == "bf16" else _f(t))(np.float64(a) + np.float64(b))
+  x = Fraction(float(a)) + Fraction(float(b))
+  if x == 0: return (np.float32 if t == "bf16" else _f(t))(-0.0 if np.signbit(a) and np.signbit(b) else 0.0)
+  return _round_bf16(x) if t == "bf16" else round_fraction(x, t)
+
+
+def _half(bits: int, t: str):
+  return np.uint32(bits << 16).view(np.float32) if t == "bf16" else to_value(bits, "f16")
+
+
+def _half_bits(x, t: str) -> int:
+  return int(np.float32(x).view(np.uint32)) >> 16 if t == "bf16" else to_bits(x, "f16")
+
+
+def _pk_add_atomic(t: str):
+  """DS/GLOBAL_PK_ADD_F16 / _BF16: each 16-bit half of memory plus the same half of the data, rounded once."""
+  return lambda x, d: sum(_half_bits(_add_exact(_half((x >> k) & M16, t), _half((d >> k) & M16, t), t), t) << k for k in (0, 16))
+
+
+def _float_atomic(fn, t: str):
+  return lambda x, d: to_bits(fn(to_value(x, t), to_value(d, t)), t)
+
+
+def atomic_fn(op: str, t: str):
+  """fn(old, data) -> new of a one-operand atomic (the ISA's DS_/GLOBAL_/BUFFER_ATOMIC_* pseudocode), or None."""
+  bits = 64 if t.endswith("64") else 32
+  if t in ("f32", "f64"):
+    return {"add": _float_atomic(lambda a, b: _add_exact(a, b, t), t), "min": _float_atomic(fmin_ieee, t),
+            "max": _float_atomic(fmax_ieee, t), "min_num": _float_atomic(fmin_ieee, t), "max_num": _float_atomic(fmax_ieee, t),
+            "swap": lambda x, d: d, "storexchg": lambda x, d: d}.get(op)
+  if t in ("f16", "bf16"): return _pk_add_atomic(t) if op == "pk_add" else None
+  ops = _ds_atomics(bits)
+  ops.update({"cond_sub": lambda x, d: x - d if x >= d else x, "sub_clamp": lambda x, d: x - d if x >= d else 0,
+              "csub": lambda x, d: x - d if x >= d else 0})
+  op = {"storexchg": "xchg", "wrxchg": "xchg", "swap": "xchg", "smin": "min_i", "smax": "max_i", "umin": "min_u", "umax": "max_u"}.get(op, op)
+  if op in ("min", "max"): op += "_i" if t[0] == "i" else "_u"
+  return ops.get(op)
+
+
+def atomic2_fn(op: str, t: str, gfx9_order: bool = False):
+  """fn(old, data0, data1) -> new of the two-operand atomics: compare-and-store (data0 the value, data1 the compare
+  value; GCN's ds_cmpst reads the compare value first), mask-or (clear data0's bits, set data1's), wrap."""
+  if op in ("cmpstore", "cmpswap", "cmpst"):
+    eq = (lambda x, c: to_value(x, t) == to_value(c, t)) if t[0] == "f" else (lambda x, c: x == c)   # .f32: +0 == -0, NaN never equal
+    if op == "cmpst" or gfx9_order: return lambda x, d0, d1: d1 if eq(x, d0) else x
+    return lambda x, d0, d1: d0 if eq(x, d1) else x
+  if op == "mskor": return lambda x, d0, d1: (x & ~d0) | d1
+  if op == "wrap": return lambda x, d0, d1: x - d0 if x >= d0 else x + d1
+  return None
+
+
+def _split_atomic(rest: str):
+  """'add_rtn_f32' -> ('add', 'f32', True); 'min_num_f32' -> ('min_num', 'f32', False); x2 names get their 64-bit type."""
+  parts = rest.split("_")
   rtn = "rtn" in parts
   parts = [p for p in parts if p != "rtn"]
-  if len(parts) != 2 or parts[1][1:] not in ("32", "64") or parts[1][0] not in "uib": return None
-  op, t = parts
-  op = {"storexchg": "xchg", "wrxchg": "xchg"}.get(op, op)
-  if op in ("min", "max"): op += "_i" if t[0] == "i" else "_u"
-  fn = _ds_atomics(int(t[1:])).get(op)
-  return None if fn is None else (int(t[1:]), rtn, fn)
+  if parts[-1] == "x2": parts = parts[:-1] + ["b64"]
+  if len(parts) == 1: parts.append("b32")   # gfx9: global_atomic_add
+  return "_".join(parts[:-1]), parts[-1], rtn
+
+
+def ds_atomic(name: str):
+  """(bits, returns the old value?, fn(old, data) -> new) of a one-operand DS atomic, or None."""
+  op, t, rtn = _split_atomic(name.removeprefix("ds_"))
+  if t not in ("u32", "i32", "b32", "u64", "i64", "b64", "f32", "f64", "f16", "bf16") or op in ("load", "store", "read", "write"): return None
+  fn = atomic_fn(op, t)
+  return None if fn is None else (64 if t.endswith("64") else 32, rtn, fn)
+
+
+def ds_atomic2(name: str):
+  """(bits, returns?, fn(old, data0, data1)) of ds_cmpstore / ds_cmpst / ds_mskor / ds_wrap, or None."""
+  op, t, rtn = _split_atomic(name.removeprefix("ds_"))
+  fn = atomic2_fn(op, t) if t in ("b32", "b64", "f32", "f64") else None
+  return None if fn is None else (64 if t.endswith("64") else 32, rtn or name == "ds_wrap_rtn_b32", fn)
 
 
 DS_LOADS = {"u8": (8, False), "i8": (8, True), "u16": (16, False), "i16": (16, True), "b32": (32, False), "b64": (64, False),
@@ -598,11 +676,14 @@ DS_STORES = {"b8": 8, "b16": 16, "b32": 32, "b64": 64, "b96": 96, "b128": 128}
 
 
 def ds_access(name: str):
-  """("load", bits, signed) / ("store", bits) of ds_load_* / ds_read_* / ds_store_* / ds_write_*, or None."""
+  """("load", bits, signed, d16 half or None) / ("store", bits, False, "hi" or None) of ds_load_* / ds_read_* /
+  ds_store_* / ds_write_* (DS spells d16 as a suffix: ds_load_u8_d16_hi, ds_store_b16_d16_hi), or None."""
+  half = "hi" if name.endswith("_d16_hi") else "lo" if name.endswith("_d16") else None
+  core = name.removesuffix("_hi").removesuffix("_d16") if half else name
   for pre in ("ds_load_", "ds_read_"):
-    if name.startswith(pre) and name[len(pre):] in DS_LOADS: return ("load", *DS_LOADS[name[len(pre):]])
+    if core.startswith(pre) and core[len(pre):] in DS_LOADS: return ("load", *DS_LOADS[core[len(pre):]], half)
   for pre in ("ds_store_", "ds_write_"):
-    if name.startswith(pre) and name[len(pre):] in DS_STORES: return ("store", DS_STORES[name[len(pre):]], False)
+    if core.startswith(pre) and core[len(pre):] in DS_STORES: return ("store", DS_STORES[core[len(pre):]], False, half)
   return None
 
 
@@ -631,33 +712,54 @@ VMEM_STORES = {"b8": 8, "b16": 16, "b32": 32, "b64": 64, "b96": 96, "b128": 128,
                "dwordx2": 64, "dwordx3": 96, "dwordx4": 128}
 
 
+# d16 forms: (bits, signed, half written) — the loaded value goes into the low or high 16 bits, the other half is kept
+VMEM_D16_LOADS = {"d16_u8": (8, False, "lo"), "d16_i8": (8, True, "lo"), "d16_b16": (16, False, "lo"), "d16_hi_u8": (8, False, "hi"),
+                  "d16_hi_i8": (8, True, "hi"), "d16_hi_b16": (16, False, "hi"), "ubyte_d16": (8, False, "lo"), "sbyte_d16": (8, True, "lo"),
+                  "short_d16": (16, False, "lo"), "ubyte_d16_hi": (8, False, "hi"), "sbyte_d16_hi": (8, True, "hi"), "short_d16_hi": (16, False, "hi")}
+VMEM_D16_STORES = {"d16_hi_b8": 8, "d16_hi_b16": 16, "byte_d16_hi": 8, "short_d16_hi": 16}   # the data from bits 31:16
+SEGMENTS = ("global_", "flat_", "scratch_", "buffer_")
+
+
 def vmem_access(name: str):
-  """("load", bits, signed) / ("store", bits, False) of global_/flat_ load/store mnemonics, or None."""
-  for seg in ("global_", "flat_"):
-    if name.startswith(seg + "load_") and name[len(seg) + 5:] in VMEM_LOADS: return ("load", *VMEM_LOADS[name[len(seg) + 5:]])
-    if name.startswith(seg + "store_") and name[len(seg) + 6:] in VMEM_STORES: return ("store", VMEM_STORES[name[len(seg) + 6:]], False)
+  """("load", bits, signed, d16 half or None) / ("store", bits, False, "hi" or None) of a global_/flat_/scratch_/buffer_
+  load or store mnemonic on either spelling (gfx11+: b32, d16_hi_u8; gfx9: dword, ubyte_d16_hi), or None."""
+  for seg in SEGMENTS:
+    if not name.startswith(seg): continue
+    rest = name[len(seg):]
+    if rest.startswith("load_"):
+      k = rest[5:]
+      if k in VMEM_LOADS: return ("load", *VMEM_LOADS[k], None)
+      if k in VMEM_D16_LOADS: return ("load", *VMEM_D16_LOADS[k])
+    if rest.startswith("store_"):
+      k = rest[6:]
+      if k in VMEM_STORES: return ("store", VMEM_STORES[k], False, None)
+      if k in VMEM_D16_STORES: return ("store", VMEM_D16_STORES[k], False, "hi")
   return None
 
 
+def vmem_loaded(old: int, x: int, bits: int, signed: bool, half) -> int:
+  """The VGPR after a load of `bits` bits x: extended to 32 bits, or (d16) extended to 16 bits into one half of old."""
+  if half is None: return (sx(x, bits) & M32) if signed else x
+  h = (sx(x, bits) if signed else x) & M16
+  return (old & 0xffff0000) | h if half == "lo" else (old & M16) | (h << 16)
+
 
 def vmem_atomic(name: str):
-  """(bits, fn(old, data) -> new) of an integer global_/flat_atomic_* on either spelling (add_u32 / add, add_u64 /
-  add_x2, min_i32 / smin ...), or None. cmpswap, float and packed atomics are not covered here."""
-  for seg in ("global_atomic_", "flat_atomic_"):
+  """(bits, fn(old, data) -> new, data registers per element) of a global_/flat_/buffer_atomic_* on either spelling
+  (add_u32 / add, add_u64 / add_x2, min_i32 / smin, cmpswap_b32 / cmpswap ...), or None. cmpswap's data is a pair:
+  the value in the low half, the compare value in the high half."""
+  for seg in ("global_atomic_", "flat_atomic_", "buffer_atomic_"):
     if name.startswith(seg):
-      op = name[len(seg):]
+      op, t, _ = _split_atomic(name[len(seg):])
       break
   else:
     return None
-  bits = 64 if op.endswith(("_x2", "64")) else 32
-  op = op.removesuffix("_x2")
-  for suf in ("_u32", "_u64", "_i32", "_i64", "_b32", "_b64"):
-    if op.endswith(suf):
-      op = {"min": "min_" + suf[1], "max": "max_" + suf[1]}.get(op[:-4], op[:-4])
-      break
-  op = {"smin": "min_i", "smax": "max_i", "umin": "min_u", "umax": "max_u", "swap": "xchg"}.get(op, op)
-  fn = _ds_atomics(bits).get(op)
-  return None if fn is None else (bits, fn)
+  bits = 64 if t.endswith("64") else 32
+  if op == "cmpswap":
+    fn2 = atomic2_fn(op, t)
+    return bits, (lambda x, d: fn2(x, d & ((1 << bits) - 1), d >> bits)), 2
+  fn = atomic_fn(op, t)
+  return None if fn is None else (bits, fn, 1)
 
 
 # gfx12's SALU float and 64-bit ops: the VALU definitions on one value per wave, SCC untouched
@@ -678,3 +780,218 @@ SOP1_OPS.update({name: (dt, types, (lambda fn: lambda *a: (fn(*a), None))(fn)) f
                  {"s_cvt_f32_i32": CVT_OPS["v_cvt_f32_i32"], "s_cvt_f32_u32": CVT_OPS["v_cvt_f32_u32"], "s_cvt_i32_f32": CVT_OPS["v_cvt_i32_f32"],
                   "s_cvt_u32_f32": CVT_OPS["v_cvt_u32_f32"], "s_cvt_f16_f32": CVT_OPS["v_cvt_f16_f32"],
                   "s_cvt_f32_f16": CVT_OPS["v_cvt_f32_f16"]}.items()})
+
+
+# ---- transcendentals: the exact function, rounded; the test accepts results within ULP_BOUND of it ---------------------
+# The bound: 1 ulp, what the RDNA3/RDNA4/CDNA3 guides and ROCm's device libraries (ocml's "1ulp sqrt" built on the raw
+# v_sqrt_f32) give for v_rcp/rsq/sqrt/exp/log/sin/cos of f32 and f16. For f64 rcp/rsq/sqrt the guides allow more; the
+# test holds them to 1 ulp too (stricter: the emulator promises that). Specials (NaN, ±inf, ±0 results) are exact.
+def _sin_rev(x: Fraction) -> float:
+  """sin(2*pi*x) with x reduced exactly: r = x - round(x) in [-1/2, 1/2], folded by sin(pi - y) = sin(y) into
+  [-1/4, 1/4], so the one inexact step (the fraction to f64) keeps full relative precision."""
+  r = x - round(x)
+  a = abs(r)
+  if a > Fraction(1, 4): a = Fraction(1, 2) - a
+  return math.copysign(math.sin(2 * math.pi * float(a)), float(r)) if a else 0.0
+
+
+def _trig(a, t: str, cos: bool):
+  """V_SIN_F32 / V_COS_F32: D = sin(S0 * 2 * PI) / cos(...); an infinity or NaN gives NaN."""
+  if not np.isfinite(a): return _f(t)(np.nan)
+  x = Fraction(float(a)) + (Fraction(1, 4) if cos else 0)
+  if a == 0 and not cos: return a   # sin(±0) = ±0
+  return _f(t)(_sin_rev(x))
+
+
+def _rsq64(a):
+  """1/sqrt(a) for f64 to 40 digits (decimal), rounded once."""
+  import decimal
+  with decimal.localcontext() as ctx:
+    ctx.prec = 40
+    return np.float64(float(1 / decimal.Decimal(float(a)).sqrt()))
+
+
+def _via(fn, t):
+  """A function evaluated on f64 (exact inputs, 53-bit results: within 2**-29 ulp of f32 / f16) and rounded to t."""
+  def g(a):
+    with np.errstate(all="ignore"): return _f(t)(fn(np.float64(a)))
+  return g
+
+
+TRANSCENDENTAL_OPS: dict[str, tuple] = {}
+for _t in ("f32", "f16"):
+  TRANSCENDENTAL_OPS.update({
+    f"v_rcp_{_t}": (_t, (_t,), _via(lambda x: 1.0 / x, _t)), f"v_rsq_{_t}": (_t, (_t,), _via(lambda x: 1.0 / np.sqrt(x), _t)),
+    f"v_sqrt_{_t}": (_t, (_t,), _via(np.sqrt, _t)), f"v_exp_{_t}": (_t, (_t,), _via(np.exp2, _t)),
+    f"v_log_{_t}": (_t, (_t,), _via(np.log2, _t)),
+    f"v_sin_{_t}": (_t, (_t,), (lambda t: lambda a: _trig(a, t, False))(_t)),
+    f"v_cos_{_t}": (_t, (_t,), (lambda t: lambda a: _trig(a, t, True))(_t))})
+TRANSCENDENTAL_OPS.update({
+  "v_rcp_iflag_f32": TRANSCENDENTAL_OPS["v_rcp_f32"],
+  "v_rcp_f64": ("f64", ("f64",), lambda a: round_fraction(1 / Fraction(float(a)), "f64") if np.isfinite(a) and a != 0 else np.float64(1.0) / a),
+  "v_sqrt_f64": ("f64", ("f64",), lambda a: np.sqrt(a)),   # IEEE sqrt is correctly rounded on the host
+  "v_rsq_f64": ("f64", ("f64",), lambda a: _rsq64(a) if np.isfinite(a) and a > 0 else np.float64(1.0) / np.sqrt(a)),
+})
+ULP_BOUND = {name: 1 for name in TRANSCENDENTAL_OPS}
+# sin/cos: the guides define the input domain as [-256, 256] revolutions; operands outside it are folded into it
+DOMAIN = {name: 256.0 for name in TRANSCENDENTAL_OPS if name.startswith(("v_sin_", "v_cos_"))}
+VALU_OPS.update(TRANSCENDENTAL_OPS)
+
+
+def ulp_distance(a: int, b: int, t: str) -> int:
+  """How many representable values of t lie between register bits a and b (ordered by value; -0 and +0 are one step)."""
+  w = WIDTH[t]
+  key = lambda x: (x & ((1 << (w - 1)) - 1)) * (-1 if x >> (w - 1) else 1)
+  return abs(key(a) - key(b))
+
+
+# ---- more VALU definitions (ISA pseudocode): 16-bit logic, leading-bit counts, rounding conversions, gfx9 names ------
+def clz32(a: int) -> int:
+  """V_CLZ_I32_U32 (gfx9 V_FFBH_U32): leading zeros counted from bit 31; -1 when no bit is set."""
+  return -1 if a == 0 else 32 - a.bit_length()
+
+
+def cls32(a: int) -> int:
+  """V_CLS_I32 (gfx9 V_FFBH_I32): how many bits below bit 31 equal it before the first that differs; -1 when all do."""
+  for i in range(1, 32):
+    if (a >> (31 - i)) & 1 != a >> 31: return i
+  return -1
+
+
+def _unfused_mad(a, b, c, t):
+  """V_MAD_F16 / V_MAC_F16 (gfx9, not fused): the product rounded to t, then the sum rounded to t (each step exact first)."""
+  f = _f(t)
+  if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)): return f(np.float64(f(np.float64(a) * np.float64(b))) + np.float64(c))
+  p = f(np.float64(a) * np.float64(b))   # f16 x f16 is exact in f64; one rounding
+  if not np.isfinite(p): return f(np.float64(p) + np.float64(c))
+  return f(np.float64(p) + np.float64(c))   # two f16 values sum exactly in f64; one rounding
+
+
+def _f32_to_int16(x, signed: bool) -> int:
+  """f32_to_i16 / f32_to_u16 (V_CVT_PK_I16_F32): truncate toward zero, saturate, NaN 0."""
+  return _cvt_int(x, signed, 16) & M16
+
+
+VALU_OPS.update({
+  "v_and_b16": ("u16", ("u16", "u16"), lambda a, b: a & b), "v_or_b16": ("u16", ("u16", "u16"), lambda a, b: a | b),
+  "v_xor_b16": ("u16", ("u16", "u16"), lambda a, b: a ^ b), "v_not_b16": ("u16", ("u16",), lambda a: ~a),
+  "v_mov_b16": ("u16", ("u16",), lambda a: a),
+  "v_clz_i32_u32": (I, (U,), clz32), "v_ffbh_u32": (I, (U,), clz32), "v_cls_i32": (I, (U,), cls32), "v_ffbh_i32": (I, (U,), cls32),
+  # V_CVT_NEAREST_I32_F32 (gfx9 V_CVT_RPI_I32_F32): f32_to_i32(floor(S0 + 0.5)), the sum rounded in f32 as the pseudocode reads
+  "v_cvt_nearest_i32_f32": (I, (F32,), lambda a: _cvt_int(np.floor(np.float32(a + np.float32(0.5))), True)),
+  "v_cvt_rpi_i32_f32": (I, (F32,), lambda a: _cvt_int(np.floor(np.float32(a + np.float32(0.5))), True)),
+  "v_cvt_norm_i16_f16": ("i16", ("f16",), lambda a: sx(norm16(a, True), 16)), "v_cvt_norm_u16_f16": ("u16", ("f16",), lambda a: norm16(a, False)),
+  "v_cvt_pk_norm_i16_f16": (U, ("f16", "f16"), lambda a, b: norm16(a, True) | (norm16(b, True) << 16)),
+  "v_cvt_pk_norm_u16_f16": (U, ("f16", "f16"), lambda a, b: norm16(a, False) | (norm16(b, False) << 16)),
+  "v_cvt_pknorm_i16_f16": (U, ("f16", "f16"), lambda a, b: norm16(a, True) | (norm16(b, True) << 16)),
+  "v_cvt_pknorm_u16_f16": (U, ("f16", "f16"), lambda a, b: norm16(a, False) | (norm16(b, False) << 16)),
+  "v_cvt_pknorm_i16_f32": (U, (F32, F32), lambda a, b: norm16(a, True) | (norm16(b, True) << 16)),
+  "v_cvt_pknorm_u16_f32": (U, (F32, F32), lambda a, b: norm16(a, False) | (norm16(b, False) << 16)),
+  "v_cvt_pkrtz_f16_f32": SPECIAL_FLOAT_OPS["v_cvt_pk_rtz_f16_f32"],
+  "v_cvt_pk_i16_f32": (U, (F32, F32), lambda a, b: _f32_to_int16(a, True) | (_f32_to_int16(b, True) << 16)),
+  "v_cvt_pk_u16_f32": (U, (F32, F32), lambda a, b: _f32_to_int16(a, False) | (_f32_to_int16(b, False) << 16)),
+  "v_ldexp_f16": ("f16", ("f16", I), lambda a, e: ldexp(a, e, "f16")),
+  "v_add_i32": (I, (I, I), lambda a, b: a + b), "v_sub_i32": (I, (I, I), lambda a, b: a - b),
+  "v_add_i16": ("i16", ("i16", "i16"), lambda a, b: a + b), "v_sub_i16": ("i16", ("i16", "i16"), lambda a, b: a - b),
+  "v_mul_legacy_f32": SPECIAL_FLOAT_OPS["v_mul_dx9_zero_f32"],
+  "v_mad_legacy_u16": VALU_OPS["v_mad_u16"], "v_mad_legacy_i16": VALU_OPS["v_mad_i16"],
+  "v_mad_f16": ("f16", ("f16",) * 3, lambda a, b, c: _unfused_mad(a, b, c, "f16")),
+  "v_mac_f16": ("f16", ("f16",) * 3, lambda a, b, c: _unfused_mad(a, b, c, "f16")),
+  "v_fmac_f64": ("f64", ("f64",) * 3, lambda a, b, c: fma_exact(a, b, c, "f64")),
+})
+SOP1_OPS.update({
+  "s_clz_i32_u32": (I, (U,), lambda a: (clz32(a), None)), "s_flbit_i32_b32": (I, (U,), lambda a: (clz32(a), None)),
+  "s_cls_i32": (I, (U,), lambda a: (cls32(a), None)), "s_flbit_i32": (I, (U,), lambda a: (cls32(a), None)),
+  "s_clz_i32_u64": (I, ("u64",), lambda a: (-1 if a == 0 else 64 - a.bit_length(), None)),
+  "s_flbit_i32_b64": (I, ("u64",), lambda a: (-1 if a == 0 else 64 - a.bit_length(), None)),
+  "s_cls_i32_i64": (I, ("u64",), lambda a: (next((i for i in range(1, 64) if (a >> (63 - i)) & 1 != a >> 63), -1), None)),
+  "s_flbit_i32_i64": (I, ("u64",), lambda a: (next((i for i in range(1, 64) if (a >> (63 - i)) & 1 != a >> 63), -1), None)),
+})
+
+
+# ---- 8-bit floats: OCP (gfx12: E4M3FN, E5M2) and FNUZ (gfx942: E4M3FNUZ, E5M2FNUZ, ROCm's amd_hip_fp8.h) -------------
+def fp8_value(b: int, kind: str, fnuz: bool) -> np.float32:
+  """One 8-bit float's value, from the format's definition: sign, exponent (bias 7/15, FNUZ 8/16), 3/2 mantissa bits,
+  subnormals at exponent 0. OCP E4M3FN: only S.1111.111 is NaN, no infinities; E5M2: IEEE-style infinities and NaNs.
+  FNUZ: 0x80 (negative zero's pattern) is the only NaN; no infinities."""
+  ebits, mbits = (4, 3) if kind == "fp8" else (5, 2)
+  bias = (7 if kind == "fp8" else 15) + (1 if fnuz else 0)
+  s, e, m = b >> 7 & 1, (b >> mbits) & ((1 << ebits) - 1), b & ((1 << mbits) - 1)
+  if fnuz and b == 0x80: return np.float32(np.nan)
+  if not fnuz and kind == "fp8" and e == 15 and m == 7: return np.float32(np.nan)
+  if not fnuz and kind == "bf8" and e == 31: return np.float32(np.inf if m == 0 else np.nan) * (-1 if s else 1)
+  x = Fraction(m, 1 << mbits) * Fraction(2) ** (1 - bias) if e == 0 else (1 + Fraction(m, 1 << mbits)) * Fraction(2) ** (e - bias)
+  return np.float32(math.copysign(float(x), -1.0 if s else 1.0))
+
+
+def fp8_ops(fnuz: bool) -> dict[str, tuple]:
+  """v_cvt_f32_fp8/bf8 (byte 0 of S0) and v_cvt_pk_f32_fp8/bf8 (bytes 0 and 1 into a VGPR pair)."""
+  out = {}
+  for k in ("fp8", "bf8"):
+    out[f"v_cvt_f32_{k}"] = (F32, (U,), (lambda k: lambda a: fp8_value(a & 0xff, k, fnuz))(k))
+    out[f"v_cvt_pk_f32_{k}"] = ("f32x2", (U,), (lambda k: lambda a: to_bits(fp8_value(a & 0xff, k, fnuz), F32) |
+                                             (to_bits(fp8_value((a >> 8) & 0xff, k, fnuz), F32) << 32))(k))
+  return out
+
+
+WIDTH["f32x2"] = 64   # two f32 results in a VGPR pair (compared as two f32 values)
+VALU_OPS.update(fp8_ops(False))
+ARCH_VALU_OPS = {"gfx942": fp8_ops(True)}   # where an arch defines an op differently
+
+
+def valu_op(arch: str, name: str):
+  return ARCH_VALU_OPS.get(arch, {}).get(name) or VALU_OPS[name]
+
+
+# V_FMA_DX9_ZERO_F32 / V_FMAC_DX9_ZERO_F32 (RDNA3 ISA): DX9 rules, a zero in either factor makes the product +0, so the
+# result is S2 itself; else an ordinary fused multiply-add
+VALU_OPS.update({n: (F32, (F32,) * 3, lambda a, b, c: c if a == 0 or b == 0 else fma_exact(a, b, c, F32))
+                 for n in ("v_fma_dx9_zero_f32", "v_fmac_dx9_zero_f32")})
+# gfx12 SALU conversions: S_CVT_HI_F32_F16 reads the high half; S_CVT_PK_RTZ_F16_F32 packs two f32 rounded toward zero
+SOP1_OPS["s_cvt_hi_f32_f16"] = (F32, (U,), lambda a: (np.float32(to_value(a >> 16, "f16")), None))
+SOP2_OPS["s_cvt_pk_rtz_f16_f32"] = (U, (F32, F32), lambda a, b: (to_bits(f16_toward_zero(a), "f16") | (to_bits(f16_toward_zero(b), "f16") << 16), None))
+
+
+# ---- cube map, lighting multiply, quad SADs: the RDNA3 ISA pseudocode, branch for branch ----------------------------
+def _cube(x, y, z, what: str):
+  """V_CUBEID/SC/TC/MA_F32: the major axis is z when |z| >= |x| and |z| >= |y|, else y when |y| >= |x|, else x."""
+  f = np.float32
+  if abs(z) >= abs(x) and abs(z) >= abs(y):
+    return {"id": f(5.0) if z < 0 else f(4.0), "sc": -x if z < 0 else x, "tc": -y, "ma": z * f(2.0)}[what]
+  if abs(y) >= abs(x):
+    return {"id": f(3.0) if y < 0 else f(2.0), "sc": x, "tc": -z if y < 0 else z, "ma": y * f(2.0)}[what]
+  return {"id": f(1.0) if x < 0 else f(0.0), "sc": z if x < 0 else -z, "tc": -y, "ma": x * f(2.0)}[what]
+
+
+def _mullit(a, b, c):
+  """V_MULLIT_F32: -MAX_FLOAT when S1 is -MAX_FLOAT, -inf or NaN, or S2 <= 0 or NaN; else S0 * S1."""
+  mx = np.float32(np.finfo(np.float32).max)
+  if b == -mx or b == -np.inf or np.isnan(b) or c <= 0 or np.isnan(c): return -mx
+  return a * b
+
+
+def _sad_u8(x: int, y: int, acc: int, masked: bool) -> int:
+  """v_sad_u8 / v_msad_u8 on 4 bytes: acc + the absolute byte differences (msad: bytes where y is 0 are skipped)."""
+  return acc + sum(0 if masked and b == 0 else abs(a - b) for a, b in zip(_bytes(x & M32), _bytes(y)))
+
+
+def _qsad(s0: int, s1: int, s2: int, masked: bool) -> int:
+  """V_QSAD_PK_U16_U8 / V_MQSAD_PK_U16_U8: four SADs of S1 against S0's byte windows 0, 1, 2, 3, each accumulated on a
+  16-bit field of S2 and truncated to 16 bits."""
+  return sum((_sad_u8(s0 >> (8 * k), s1, (s2 >> (16 * k)) & M16, masked) & M16) << (16 * k) for k in range(4))
+
+
+VALU_OPS.update({f"v_cube{w}_f32": (F32, (F32,) * 3, (lambda w: lambda x, y, z: _cube(x, y, z, w))(w)) for w in ("id", "sc", "tc", "ma")})
+VALU_OPS.update({"v_mullit_f32": (F32, (F32,) * 3, _mullit),
+                 "v_qsad_pk_u16_u8": ("u64", ("u64", U, "u64"), lambda a, b, c: _qsad(a, b, c, False)),
+                 "v_mqsad_pk_u16_u8": ("u64", ("u64", U, "u64"), lambda a, b, c: _qsad(a, b, c, True))})
+
+
+# V_DOT4_I32_IU8 / V_DOT8_I32_IU4 (RDNA3): NEG[0] / NEG[1] make A / B signed; without them both are unsigned, S2 is i32
+DOT_OPS.update({
+  "v_dot4_i32_iu8": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 8, 4, False), _lanes_of(b, 8, 4, False))) + sx(c, 32),
+  "v_dot8_i32_iu4": lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, 4, 8, False), _lanes_of(b, 4, 8, False))) + sx(c, 32),
+})
+# gfx9's accumulating VOP2 dots (D = D + dot(S0, S1), signed): as VALU ops whose third source is the destination
+for _n, _w, _k in (("v_dot2c_i32_i16", 16, 2), ("v_dot4c_i32_i8", 8, 4), ("v_dot8c_i32_i4", 4, 8)):
+  VALU_OPS[_n] = (I, (U, U, I), (lambda w, k: lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, w, k, True), _lanes_of(b, w, k, True))) + c)(_w, _k))

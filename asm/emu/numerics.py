@@ -274,15 +274,18 @@ def round_directed(hi: np.ndarray, err: np.ndarray, dtype, mode: int) -> np.ndar
     return np.asarray(r, dtype)
 
 
-def fp8_to_f32(b: np.ndarray, kind: str) -> np.ndarray:
+def fp8_to_f32(b: np.ndarray, kind: str, fnuz: bool = False) -> np.ndarray:
   """OCP 8-bit floats (gfx12's fp8 = E4M3FN: bias 7, no infinities, S.1111.111 is NaN; bf8 = E5M2: bias 15, IEEE
-  infinities and NaNs) -> f32, exactly."""
+  infinities and NaNs) -> f32, exactly. `fnuz`: gfx942's formats (E4M3FNUZ / E5M2FNUZ, ROCm's amd_hip_fp8.h takes
+  gfx940-942's hardware conversions for its _fnuz types): bias 8 / 16, no infinities, 0x80 the only NaN, no -0."""
   b = np.asarray(b).astype(np.int64) & 0xff
   ebits, mbits, bias = (4, 3, 7) if kind == "fp8" else (5, 2, 15)
+  bias += fnuz
   s, e, m = b >> 7, (b >> mbits) & ((1 << ebits) - 1), b & ((1 << mbits) - 1)
   with np.errstate(all="ignore"):
     v = np.where(e == 0, np.ldexp(m.astype(np.float64), 1 - bias - mbits), np.ldexp((m | (1 << mbits)).astype(np.float64), e - bias - mbits))
     top = e == (1 << ebits) - 1
+    if fnuz: return np.where(b == 0x80, np.nan, np.where(s == 1, -v, v)).astype(np.float32)
     if kind == "fp8": v = np.where(top & (m == 7), np.nan, v)
     else: v = np.where(top, np.where(m == 0, np.inf, np.nan), v)
     return np.where(s == 1, -v, v).astype(np.float32)

@@ -102,9 +102,9 @@ def atomic_op(core: str, t: str) -> str | None:
   op = _RENAMED.get(core, core)
   if op == "pk_add": op = f"pk_add_{t}"
   elif t[0] == "f" or t == "bf16":
-    if op not in ("swap", "cmpswap"): op = f"{op}_{t}"
+    if op != "swap": op = f"{op}_{t}"   # cmpswap_f32/_f64 compare as floats
   elif op in ("min", "max"): op = ("s" if t[0] == "i" else "u") + op
-  return op if op in ATOMIC_OPS or op in ("cmpswap", "mskor", "wrap") else None
+  return op if op in ATOMIC_OPS or op in ("cmpswap", "cmpswap_f32", "cmpswap_f64", "mskor", "wrap") else None
 
 
 def atomic(buf: np.ndarray, offs: np.ndarray, src: np.ndarray, cmp: np.ndarray | None, op: str, bits: int) -> np.ndarray:
@@ -126,6 +126,9 @@ def atomic(buf: np.ndarray, offs: np.ndarray, src: np.ndarray, cmp: np.ndarray |
     cur = gather(buf, offs[sel], nbytes).view(u32 if bits == 32 else u64).reshape(-1).astype(u64)
     s = src[sel]
     if op == "cmpswap": new = np.where(cur == cmp[sel], s, cur)
+    elif op.startswith("cmpswap_f"):   # RDNA3 ISA *_CMPSWAP_F32 / DS_CMPSTORE_F32: tmp.f32 == cmp.f32 (+0 == -0; a NaN equals nothing)
+      dt, ut = (np.float32, u32) if bits == 32 else (np.float64, u64)
+      new = np.where(cur.astype(ut).view(dt) == cmp[sel].astype(ut).view(dt), s, cur)
     elif op == "mskor": new = (cur & ~s) | cmp[sel]   # ds_mskor: clear data0's bits, set data1's
     elif op == "wrap": new = np.where(cur >= s, cur - s, cur + cmp[sel]) & m   # ds_wrap: down by data0 or up by data1
     else: new = fn(cur, s, bits) & m
@@ -388,7 +391,7 @@ def _atomic_builder(op, bits, data, vdst, returns, address, pieces, lanes_ok=Non
       lo = st.v[r][w][ex].astype(u64)
       return lo | (st.v[r + 1][w][ex].astype(u64) << u64(32)) if bits == 64 else lo
     src = val(data)
-    cmp = val(data + nd) if op == "cmpswap" else None
+    cmp = val(data + nd) if op.startswith("cmpswap") else None
     old = np.zeros(n, u64)
     for buf, offs, lanes in pieces(st, w, address(st, w), ex, bits // 8, True):
       sel = slice(None) if lanes is None else lanes
@@ -522,7 +525,7 @@ def build_ds(ins, pc: int):
         lo = st.v[r][w][ex].astype(u64)
         return lo | (st.v[r + 1][w][ex].astype(u64) << u64(32)) if bits == 64 else lo
       src = val(d0)
-      cmp = val(d1) if op in ("cmpswap", "mskor", "wrap") else None   # gfx11 ds_cmpstore: data0 is the new value, data1 the compare value
+      cmp = val(d1) if op.startswith("cmpswap") or op in ("mskor", "wrap") else None   # gfx11 ds_cmpstore: data0 is the new value, data1 the compare value
       (buf, offs, _), = pieces(st, w, address(st, w, base_off), ex, bits // 8)
       old = atomic(buf, offs, src, cmp, op, bits)
       if returns:
@@ -567,14 +570,21 @@ def _ds_append(kind, v, pc):
 
 
 # ---- MUBUF / MTBUF (buffer resource V# in 4 SGPRs) -----------------------------------------------------------------
-def _buffer_address(v, pc: int, gfx9: bool = False):
+def _rsrc_sgpr(ins) -> int:
+  """The first SGPR of the V#: gfx9/gfx11 encode it divided by 4 in a 5-bit field; gfx12's VBUFFER holds the SGPR number
+  itself in 7 bits (llvm-mc-19 -mcpu=gfx1201 encodes s[4:7] as 4 and s[8:11] as 8 in bits 47:41)."""
+  name = "srsrc" if "srsrc" in ins.values else "rsrc"
+  f = ins.opcode.fmt.fields[name]
+  return ins.values[name] * (4 if f.hi - f.lo + 1 == 5 else 1)
+
+
+def _buffer_address(v, pc: int, gfx9: bool, rs: int):
   """address(st, w, ex, nbytes, extra=0) -> (addresses, lanes in range) for a MUBUF/MTBUF instruction (`extra`: the
   byte offset of one dword of a wider access, which is range-checked per dword). V# base and stride as on every arch;
   the range check is gfx10+'s OOB_SELECT, or with `gfx9` GCN's (AMD's Vega / CDNA3 ISA guides, "Range checking"): a
   structured buffer (idxen and stride != 0) checks index < num_records, a raw one the offset (instruction offset +
   VGPR offset, not soffset) < num_records in bytes. An out-of-range lane loads 0 and its store is dropped."""
-  rs = _pick(v, "srsrc", "rsrc")
-  rsrc = scalar_reader(rs * 4, 64), scalar_reader(rs * 4 + 2, 64)
+  rsrc = scalar_reader(rs, 64), scalar_reader(rs + 2, 64)
   soff = scalar_reader(v["soffset"]) if v["soffset"] != NULL else None
   offen, idxen, inst_off, vaddr = bool(v["offen"]), bool(v["idxen"]), _pick(v, "offset", "ioffset"), v["vaddr"]
   def address(st: Waves, w, ex, nbytes, extra=0):
@@ -619,7 +629,7 @@ def build_mubuf(ins, pc: int):
   am = re.match(r"buffer_atomic_(\w+?)_" + _ATOMIC_TYPES + "$", name)
   if not m and not am: return None
   nbytes = _shape(name.split("_", 1)[1])[0] if m else (8 if am.group(2).endswith("64") else 4)
-  address = _buffer_address(v, pc, bool(getattr(ins, "gfx9", False)))
+  address = _buffer_address(v, pc, bool(getattr(ins, "gfx9", False)), _rsrc_sgpr(ins))
   if am:
     op = atomic_op(am.group(1), am.group(2))
     if op is None or op in ("mskor", "wrap"): return None
@@ -661,12 +671,12 @@ def _build_format(ins, fm, pc: int):
   v = ins.values
   load, d16, hi, ncomp = fm.group(1) == "load", bool(fm.group(2)), bool(fm.group(3)), len(fm.group(4))
   gfx9 = bool(getattr(ins, "gfx9", False))
-  address = _buffer_address(v, pc, gfx9)
+  address = _buffer_address(v, pc, gfx9, _rsrc_sgpr(ins))
   vdata = v["vdata"]
   number = BF.gfx9_format if gfx9 else (lambda n: n)   # gfx9: DATA_FORMAT | NUM_FORMAT << 4 -> the gfx11 number
   # tbuffer_*: the format is in the instruction (checked when built); buffer_*_format_*: in each wave's V#
   fixed = BF.buffer_format(number(v["format"])) if ins.opcode.mnemonic.startswith("tbuffer") else None
-  rsrc_hi = scalar_reader(_pick(v, "srsrc", "rsrc") * 4 + 3)
+  rsrc_hi = scalar_reader(_rsrc_sgpr(ins) + 3)
   def formats(st: Waves, w):
     """(format, waves) groups: MTBUF has one; MUBUF reads each wave's V# FORMAT (gfx9: DATA_FORMAT, NUM_FORMAT)."""
     if fixed is not None: return [(fixed, w)]

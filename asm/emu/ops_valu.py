@@ -16,7 +16,7 @@ from hcq.asm.emu.operands import write_vgpr
 from hcq.asm.emu.valu_common import (base_name, dst_writer, is_hi16, output_modifiers, saturating, sources, true16_dst,
                                      true16_sources, typed_reader)
 from hcq.asm.emu.valu_math import (I24, fmed3, U24, absdiff, bfe, cubeid, cubema, cubesc, cubetc, mullit, bitreverse, clz, cls, ctz, cvt_pk_rtz, div_fixup, float_to_int16, fmax, fmin,
-                                   fmaximum, fminimum, med3, norm16, pack16, perm, popcount, rcp, rsq, shift_mask, trig_preop, via_f64)
+                                   fmaximum, fminimum, med3, norm16, pack16, perm, popcount, rcp, rsq, sin_rev, shift_mask, trig_preop, via_f64)
 from hcq.asm.emu.wave import EXEC, VCC, Waves
 
 u16, u32, u64, i32, i64 = np.uint16, np.uint32, np.uint64, np.int32, np.int64
@@ -30,8 +30,9 @@ OPS: dict[str, tuple] = {
   "v_mul_f32": (F, (F, F), np.multiply), "v_min_f32": (F, (F, F), fmin), "v_max_f32": (F, (F, F), fmax),
   "v_mul_dx9_zero_f32": (F, (F, F), lambda a, b: np.where((a == 0) | (b == 0), f32(0), a * b)),
   "v_fma_f32": (F, (F, F, F), N.fma32), "v_fmac_f32": (F, (F, F, F), N.fma32),
-  "v_fma_dx9_zero_f32": (F, (F, F, F), lambda a, b, c: np.where((a == 0) | (b == 0), c + f32(0), N.fma32(a, b, c))),
-  "v_fmac_dx9_zero_f32": (F, (F, F, F), lambda a, b, c: np.where((a == 0) | (b == 0), c + f32(0), N.fma32(a, b, c))),
+  # RDNA3 ISA V_FMA_DX9_ZERO_F32 / V_FMAC_DX9_ZERO_F32: a zero factor gives D = S2 itself (a -0 or signalling NaN addend kept)
+  "v_fma_dx9_zero_f32": (F, (F, F, F), lambda a, b, c: np.where((a == 0) | (b == 0), c, N.fma32(a, b, c))),
+  "v_fmac_dx9_zero_f32": (F, (F, F, F), lambda a, b, c: np.where((a == 0) | (b == 0), c, N.fma32(a, b, c))),
   "v_ldexp_f32": (F, (F, I), lambda a, e: N.ldexp(a, e, f32)),
   "v_min3_f32": (F, (F, F, F), lambda a, b, c: fmin(fmin(a, b), c)), "v_max3_f32": (F, (F, F, F), lambda a, b, c: fmax(fmax(a, b), c)),
   "v_med3_f32": (F, (F, F, F), fmed3),
@@ -39,7 +40,7 @@ OPS: dict[str, tuple] = {
   "v_floor_f32": (F, (F,), np.floor), "v_ceil_f32": (F, (F,), np.ceil), "v_trunc_f32": (F, (F,), np.trunc), "v_rndne_f32": (F, (F,), np.rint),
   "v_fract_f32": (F, (F,), N.fract), "v_sqrt_f32": (F, (F,), np.sqrt), "v_rcp_f32": (F, (F,), rcp), "v_rcp_iflag_f32": (F, (F,), rcp),
   "v_rsq_f32": (F, (F,), rsq), "v_exp_f32": (F, (F,), via_f64(np.exp2, f32)), "v_log_f32": (F, (F,), via_f64(np.log2, f32)),
-  "v_sin_f32": (F, (F,), via_f64(lambda x: np.sin(x * 2 * np.pi), f32)), "v_cos_f32": (F, (F,), via_f64(lambda x: np.cos(x * 2 * np.pi), f32)),
+  "v_sin_f32": (F, (F,), sin_rev), "v_cos_f32": (F, (F,), lambda a: sin_rev(a, cos=True)),
   "v_frexp_mant_f32": (F, (F,), N.frexp_mant), "v_frexp_exp_i32_f32": (I, (F,), N.frexp_exp),
   "v_div_fixup_f32": (F, (F, F, F), div_fixup),
   "v_cubeid_f32": (F, (F, F, F), cubeid), "v_cubesc_f32": (F, (F, F, F), cubesc), "v_cubetc_f32": (F, (F, F, F), cubetc),
@@ -56,8 +57,8 @@ OPS: dict[str, tuple] = {
   "v_floor_f16": ("f16", ("f16",), np.floor), "v_ceil_f16": ("f16", ("f16",), np.ceil), "v_trunc_f16": ("f16", ("f16",), np.trunc),
   "v_rndne_f16": ("f16", ("f16",), np.rint), "v_fract_f16": ("f16", ("f16",), N.fract), "v_sqrt_f16": ("f16", ("f16",), via_f64(np.sqrt, f16)),
   "v_rcp_f16": ("f16", ("f16",), rcp), "v_rsq_f16": ("f16", ("f16",), rsq), "v_exp_f16": ("f16", ("f16",), via_f64(np.exp2, f16)),
-  "v_log_f16": ("f16", ("f16",), via_f64(np.log2, f16)), "v_sin_f16": ("f16", ("f16",), via_f64(lambda x: np.sin(x * 2 * np.pi), f16)),
-  "v_cos_f16": ("f16", ("f16",), via_f64(lambda x: np.cos(x * 2 * np.pi), f16)),
+  "v_log_f16": ("f16", ("f16",), via_f64(np.log2, f16)), "v_sin_f16": ("f16", ("f16",), sin_rev),
+  "v_cos_f16": ("f16", ("f16",), lambda a: sin_rev(a, cos=True)),
   "v_frexp_mant_f16": ("f16", ("f16",), N.frexp_mant), "v_frexp_exp_i16_f16": ("i16", ("f16",), N.frexp_exp),
   "v_div_fixup_f16": ("f16", ("f16",) * 3, div_fixup),
   # f64

@@ -85,10 +85,12 @@ def _build_mad64(ins, name):
     if signed:
       p = a.view(i32).astype(i64) * b.view(i32).astype(i64)
       r = p.view(u64) + c
-      # signed overflow of p + c
+      # { D1.i1, D0.i64 } = 65'B(65'I(S0.i32) * 65'I(S1.i32) + 65'I(S2.i64)) (CDNA3/RDNA3 ISA pseudocode): the carry
+      # is bit 64 of the exact sum, i.e. its sign (where p + c overflowed i64, the sign of p)
       cs = c.view(i64)
       rs = r.view(i64)
-      carry = ((p >= 0) == (cs >= 0)) & ((rs >= 0) != (p >= 0))
+      overflow = ((p >= 0) == (cs >= 0)) & ((rs >= 0) != (p >= 0))
+      carry = np.where(overflow, p < 0, rs < 0)
     else:
       p = a.astype(u64) * b.astype(u64)
       r = p + c
@@ -361,18 +363,19 @@ def _build_scalar_trans(ins, name):
 
 
 def _build_cvt_from_fp8(ins, name):
-  """gfx12 v_cvt_f32_fp8/bf8 (one byte: VOP3 byte_sel is op_sel[0] << 1 | op_sel[1]) and v_cvt_pk_f32_fp8/bf8 (two
+  """gfx12 / gfx942 v_cvt_f32_fp8/bf8 (one byte: VOP3 byte_sel is op_sel[0] << 1 | op_sel[1]) and v_cvt_pk_f32_fp8/bf8 (two
   bytes of the word op_sel[0] picks, into a VGPR pair); byte 0 / word 0 in the VOP1 and DPP forms."""
   v = ins.values
   kind = "fp8" if name.endswith("_fp8") else "bf8"
   rd = vector_reader(v["src0"], 32, False, ins.literal)
   opsel, vdst = v.get("opsel", 0), v["vdst"]
   pk = name.startswith("v_cvt_pk_")
+  fnuz = bool(getattr(ins, "gfx9", False))   # gfx942 converts the FNUZ formats (numerics.fp8_to_f32)
   first = 2 * (opsel & 1) if pk else ((opsel & 1) << 1) | ((opsel >> 1) & 1)
   def op(st: Waves, w):
     ex = st.exec_lanes(w)
     x = np.broadcast_to(rd(st, w), ex.shape)
-    out = [N.fp8_to_f32(x >> u32(8 * (first + i)), kind).view(u32) for i in range(2 if pk else 1)]   # before vdst (may be src) is written
+    out = [N.fp8_to_f32(x >> u32(8 * (first + i)), kind, fnuz).view(u32) for i in range(2 if pk else 1)]   # before vdst (may be src) is written
     for i, r in enumerate(out): write_vgpr(st, vdst + i, w, r, ex)
   return op
 

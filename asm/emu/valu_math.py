@@ -32,6 +32,19 @@ def via_f64(fn, dt):
   return lambda a: fn(a.astype(f64)).astype(dt)
 
 
+def sin_rev(a, cos: bool = False):
+  """V_SIN / V_COS: sin(S0 * 2 * PI) of S0 in revolutions, reduced exactly before the f64 sine (r = x - round(x) is exact
+  in f64, and sin(pi - y) = sin(y) folds it into [-1/4, 1/4]), so whole and half revolutions give exact zeros."""
+  x = a.astype(f64)
+  r = x - np.rint(x)   # exact, and so is the quarter turn added to this fraction of at most 24 bits
+  if cos: r = r + 0.25 - np.rint(r + 0.25)
+  m = np.abs(r)
+  m = np.where(m > 0.25, 0.5 - m, m)
+  out = np.copysign(np.sin(2 * np.pi * m), r)
+  out = np.where(m == 0, 0.0, out) if cos else np.where(a == 0, a.astype(f64), out)   # sin(±0) = ±0
+  return out.astype(a.dtype)
+
+
 def rcp(a): return (1.0 / a.astype(f64)).astype(a.dtype)
 def rsq(a): return (1.0 / np.sqrt(a.astype(f64))).astype(a.dtype)
 def bfe(a, off, n, signed):
