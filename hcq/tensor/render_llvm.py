@@ -207,7 +207,7 @@ class _KernelWriter:
     self.lines.append("entry:")
     body_start = len(self.lines)
     thread_range = ("%start", "%end") if lk.thread_axis is not None else None
-    self.nested_loops(lk.global_axes, self.global_body, thread_range)
+    self.nested_loops(lk.loop_axes, self.global_body, thread_range)
     self.lines.append("  ret void")
     params = ", ".join([f"ptr noalias align 16 %b{i}" for i in range(nbufs)] + ["i64 %start", "i64 %end"])
     head = [f"define void @{lk.name}({params}) #0 {{"] + self.lines[:body_start] + self.allocas
@@ -243,11 +243,23 @@ class _KernelWriter:
   def context(self, combo: dict[int, int], inner_offset: int, with_reduce: bool) -> dict[int, Expr]:
     """Index expression per axis for one unrolled copy; reduce axes only inside their loops."""
     ctx: dict[int, Expr] = {}
-    for a in self.lk.global_axes: ctx[a] = axis_var(self.spec, a) + combo.get(a, 0)
+    for a in self.lk.global_axes: ctx[a] = self.tile_var(a) + combo.get(a, 0)
+    if self.lk.accumulate_axis is not None: ctx[self.lk.accumulate_axis] = axis_var(self.spec, self.lk.accumulate_axis)
     if with_reduce:
       for a in self.lk.reduce_axes: ctx[a] = axis_var(self.spec, a)
       if self.lk.reduce_axes: ctx[self.lk.reduce_axes[-1]] = ctx[self.lk.reduce_axes[-1]] + inner_offset
     return ctx
+
+  def tiled_axes(self) -> list[int]:
+    """Unrolled output axes other than the vector axis (a register tile's rows)."""
+    return [a for a in self.lk.global_axes if self.lk.unroll.get(a, 1) > 1 and a != self.lk.vec_axis]
+
+  def tile_var(self, axis: int) -> Expr:
+    """An output axis's loop variable; a tiled axis's as unroll * (its tile's number), so that an index that splits
+    the axis by the tile (a matmul operand packed in register tiles: row // 6, row % 6) simplifies to plain terms."""
+    u = self.lk.unroll.get(axis, 1)
+    if axis not in self.tiled_axes(): return axis_var(self.spec, axis)
+    return Var(f"a{axis}_tile", 0, (self.spec.full_shape[axis] - 1) // u) * u
 
   def lanes(self, with_reduce: bool) -> int:
     """SIMD lanes of values in this part of the kernel (a vectorized reduce axis is scalar outside its loop)."""
@@ -263,6 +275,7 @@ class _KernelWriter:
     lk, spec = self.lk, self.spec
     for a in lk.global_axes:
       if f"a{a}" not in self.var_names: self.var_names[f"a{a}"] = "0"
+    for a in self.tiled_axes(): self.var_names[f"a{a}_tile"] = self.emit(f"udiv exact i64 {self.var_names[f'a{a}']}, {lk.unroll[a]}")
     combos = self.combos()
     reduces = [n for n in spec.ast.toposort() if n.op == "REDUCE"]
     for red in reduces: self.render_reduce(red, combos)
@@ -394,6 +407,11 @@ class _KernelWriter:
     idx: Expr = Num(0)
     for d, s in enumerate(spec.out_shape):
       if s > 1: idx = idx + ctx[d] * cs[d]
+    if self.lk.accumulate_axis is not None:  # later iterations of the accumulated axis add to what the earlier stored
+      stored = self.read_at(0, spec.out_dtype, self.expr(idx), width)
+      first = self.emit(f"icmp eq i64 {self.var_names[f'a{self.lk.accumulate_axis}']}, 0")
+      v = Value(self.emit(f"select i1 {first}, {self.ty(v.dtype, width)} {v.name}, {self.ty(v.dtype, width)} "
+                          f"{self.combine(spec.ast.arg[0], stored, v).name}"), v.dtype, width)
     self.write_memory(0, spec.out_dtype, idx, v)
 
   def write_memory(self, buf: int, dtype: DType, idx: Expr, v: Value) -> None:
