@@ -155,13 +155,14 @@ def load_index(op: KOp, spec: KernelSpec) -> tuple[Expr, set[str]]:
 
 
 def access_kind(op: KOp, spec: KernelSpec, axis: int) -> str:
-  """'contig' (stride 1 along axis), 'bcast' (does not depend on it) or 'gather'."""
+  """'contig' (stride 1 along axis), 'masked' (stride 1 with a mask along it: a pad or cat, an llvm.masked.load),
+  'bcast' (does not depend on it) or 'gather'."""
   if op.op == "CONST" and op.arg[1] is None: return "bcast"
   idx, mask_vars = load_index(op, spec)
   name = f"a{axis}"
   if op.op == "MASK": return "bcast" if name not in mask_vars else "gather"
-  if name in mask_vars: return "gather"
   c = linear_coefficient(idx, name)
+  if name in mask_vars: return "masked" if c == 1 and op.op == "LOAD" else "gather"
   if c == 0: return "bcast"
   return "contig" if c == 1 else "gather"
 
@@ -188,7 +189,7 @@ def plan(spec: KernelSpec, name: str) -> LoopKernel:
       in_store = axis in global_axes or lk.store_in_reduce_loop
       if in_store and out_strides[axis] != 1: continue
       kinds = [access_kind(n, spec, axis) for n in loads]
-      score = sum({"contig": 2, "bcast": 1, "gather": -4}[k] for k in kinds) + (2 if in_store else 0)
+      score = sum({"contig": 2, "masked": 1, "bcast": 1, "gather": -4}[k] for k in kinds) + (2 if in_store else 0)
       if best is None or score > best[0]: best = (score, axis, width)
     if best is not None: break
   if best is not None and best[0] > 0:
@@ -216,6 +217,10 @@ def plan(spec: KernelSpec, name: str) -> LoopKernel:
         if F[lk.vec_axis] % (factor * lk.vec_width) == 0:
           lk.unroll[lk.vec_axis] = factor
           break
+  # a copy that no vector fits (a matmul operand into register tiles: rows of 6 innermost) unrolls a short innermost
+  # axis itself: LLVM's loop vectorizer spent 100+ ms of compile time on that loop for no gain
+  if lk.vec_axis is None and spec.ast.op == "LOAD" and global_axes and F[global_axes[-1]] <= 8:
+    lk.unroll[global_axes[-1]] = F[global_axes[-1]]
   # a register-tiled axis goes innermost (just outside the vector axis): the other operand's panel stays in cache
   tiled = [a for a in lk.unroll if a != lk.vec_axis and a in global_axes]
   order = [a for a in global_axes if a not in tiled and a != lk.vec_axis] + tiled + ([lk.vec_axis] if lk.vec_axis in global_axes else [])

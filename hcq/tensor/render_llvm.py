@@ -191,7 +191,7 @@ class _KernelWriter:
     self.regions.pop()
     nxt = self.emit(f"add i64 {value}, {step}")
     self.lines.append(f"  store i64 {nxt}, {self.pptr} {slot}")
-    self.lines.append(f"  br label %cond_{tag}")
+    self.lines.append(f"  br label %cond_{tag}" + (", !llvm.loop !0" if self.planned_loops() else ""))
     self.label(f"exit_{tag}")
 
   def nested_loops(self, axes: list[int], body, first_range: tuple[str, str] | None = None) -> None:
@@ -213,7 +213,14 @@ class _KernelWriter:
     head = [f"define void @{lk.name}({params}) #0 {{"] + self.lines[:body_start] + self.allocas
     out = "\n".join(sorted(self.decls)) + "\n\n" + "\n".join(head + self.lines[body_start:] + ["}"])
     out += "\n\n" + self.hcq_entry(nbufs)
-    return out + '\n\nattributes #0 = { nounwind "min-legal-vector-width"="512" "prefer-vector-width"="512" }\n'
+    out += '\n\nattributes #0 = { nounwind "min-legal-vector-width"="512" "prefer-vector-width"="512" }\n'
+    if self.planned_loops(): out += '!0 = distinct !{!0, !1, !2}\n!1 = !{!"llvm.loop.unroll.disable"}\n!2 = !{!"llvm.loop.vectorize.enable", i1 false}\n'
+    return out
+
+  def planned_loops(self) -> bool:
+    """Whether the plan vectorized or unrolled the loops itself: then LLVM's loop vectorizer and unroller are told
+    to leave them alone (they only cost compile time there: the matmul kernel ran at the same speed without them)."""
+    return self.lk.vec_axis is not None or bool(self.lk.unroll)
 
   def hcq_entry(self, nbufs: int) -> str:
     """`void NAME_hcq(ptr kernargs, i32 gid_x, gid_y, gid_z, local_x, local_y, local_z)`: the HCQ CPU device's
@@ -426,6 +433,7 @@ class _KernelWriter:
   def render(self, op: KOp, ctx: dict[int, Expr], width: int, copy_key) -> Value:
     if op.op == "REDUCE": return self.reduce_results[(op.key, copy_key[0])]
     key = (op.key, copy_key, width)
+    if op.op == "LOAD": key = ("LOAD", op.arg[0], op.dtype, *self.index_of(op.arg[1], ctx), width)  # copies reading one element share a load (a tile's row of b)
     for region in reversed(self.regions):
       if key in region: return region[key]
     v = self._render(op, ctx, width, copy_key)
