@@ -68,6 +68,21 @@ def test_matmul_plan_is_a_register_tile():
   assert src.count(" udiv ") + src.count(" urem ") == 1  # a's tile-interleaved index is plain terms of the tile's number
 
 
+def test_matmul_packing_copies_are_planned():
+  """b's padded panels load as masked vectors (not per-lane gathers); a's tiles (rows of 6 or 8 innermost) unroll the
+  rows; every planned loop tells LLVM not to vectorize or unroll it again (compile time)."""
+  a, b = f32(100, 300), f32(300, 16 * 15 + 5)  # n padded by 11 columns, k into 2 chunks
+  items = schedule(a @ b)
+  a_pack, b_pack = (plan(i.kernel, f"pack{j}") for j, i in enumerate(items[:2]))
+  if a_pack.spec.out_shape[-1] == 16: a_pack, b_pack = b_pack, a_pack
+  assert a_pack.spec.out_shape[-1] == TILE_ROWS[0] and b_pack.spec.out_shape[-1] == 16
+  assert b_pack.vec_axis == len(b_pack.spec.full_shape) - 1 and "llvm.masked.load" in get_device("CPU").renderer.render(b_pack)
+  if TILE_ROWS[0] <= 8: assert a_pack.unroll == {len(a_pack.spec.full_shape) - 1: TILE_ROWS[0]}
+  for lk in (a_pack, b_pack, plan(items[2].kernel, "mm")):
+    src = get_device("CPU").renderer.render(lk)
+    assert '!{!"llvm.loop.unroll.disable"}' in src and src.count("!llvm.loop !0") == src.count("br label %cond_") // 2
+
+
 def test_matmul_tile_fits_the_register_file():
   """The register tile's accumulators leave registers for the loaded b vectors and the broadcast a value."""
   registers, native_bytes = (32, 64) if host_simd_registers() >= 32 else (16, 32)

@@ -143,8 +143,15 @@ class _KernelWriter:
   def expr(self, e: Expr) -> str:
     if isinstance(e, Num): return str(e.value)
     if isinstance(e, Var): return self.var_names[e.name]
+    for region in reversed(self.regions):  # computed once per loop body (a tile's copies share their index terms)
+      if ("expr", e) in region: return region[("expr", e)]
+    self.regions[-1][("expr", e)] = value = self._expr(e)
+    return value
+
+  def _expr(self, e: Expr) -> str:
     if isinstance(e, Sum):
-      acc = str(e.const) if e.const else None
+      if e.const: return self.emit(f"add i64 {self.expr(Sum(e.terms, 0) if len(e.terms) > 1 else e.terms[0])}, {e.const}")  # copies differ by the constant
+      acc = None
       for t in e.terms:
         v = self.expr(t)
         acc = v if acc is None else self.emit(f"add i64 {acc}, {v}")
@@ -889,7 +896,9 @@ class _KernelWriter:
     tag = self.count
     self.lines.append(f"  br i1 {anybig}, label %sincos_slow{tag}, label %sincos_done{tag}")
     self.label(f"sincos_slow{tag}")
+    self.regions.append({})  # values made in the branch stay in it
     self.lines.append(f"  store {ft} {self.sincos_far(x, w, op)}, {self.pptr} {slot}")
+    self.regions.pop()
     self.lines.append(f"  br label %sincos_done{tag}")
     self.label(f"sincos_done{tag}")
     return self.emit(f"load {ft}, {self.pptr} {slot}")
