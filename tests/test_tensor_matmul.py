@@ -47,9 +47,10 @@ def test_odd_shapes_take_the_packed_path():
 
 
 @pytest.mark.parametrize("dtype", ["float64", "int32"])
-def test_matmul_packed_other_dtypes(dtype):
+@pytest.mark.parametrize("k", [97, 301])  # one k chunk; two (padded to 2 x 151), the second added to the first's output
+def test_matmul_packed_other_dtypes(dtype, k):
   rng = np.random.default_rng(5)
-  a, b = rng.integers(-3, 4, (ROWS + 1, 97)).astype(dtype), rng.integers(-3, 4, (97, 8 * PANEL + 5)).astype(dtype)
+  a, b = rng.integers(-3, 4, (ROWS + 1, k)).astype(dtype), rng.integers(-3, 4, (k, 8 * PANEL + 5)).astype(dtype)
   got = (Tensor(a) @ Tensor(b)).numpy()
   assert got.dtype == (a @ b).dtype
   np.testing.assert_array_equal(got, a @ b)  # small integers: every sum is exact in either type

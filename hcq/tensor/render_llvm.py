@@ -454,10 +454,12 @@ class _KernelWriter:
   def render(self, op: KOp, ctx: dict[int, Expr], width: int, copy_key) -> Value:
     if op.op == "REDUCE": return self.reduce_results[(op.key, copy_key[0])]
     key = (op.key, copy_key, width)
-    if op.op == "LOAD": key = ("LOAD", op.arg[0], op.dtype, *self.index_of(op.arg[1], ctx), width)  # copies reading one element share a load (a tile's row of b)
+    if op.op == "LOAD":  # unrolled copies that read one element share its load (a register tile's row of b)
+      idx, valid = self.index_of(op.arg[1], ctx)
+      key = ("LOAD", op.arg[0], op.dtype, idx, valid, width)
     for region in reversed(self.regions):
       if key in region: return region[key]
-    v = self._render(op, ctx, width, copy_key)
+    v = self.load(op.arg[0], op.dtype, idx, valid, width) if op.op == "LOAD" else self._render(op, ctx, width, copy_key)
     self.regions[-1][key] = v
     return v
 
@@ -469,10 +471,6 @@ class _KernelWriter:
     return st.index(idxs)
 
   def _render(self, op: KOp, ctx: dict[int, Expr], width: int, copy_key) -> Value:
-    if op.op == "LOAD":
-      buf, st = op.arg
-      idx, valid = self.index_of(st, ctx)
-      return self.load(buf, op.dtype, idx, valid, width)
     if op.op == "CONST":
       value, st = op.arg
       c = Value(self.const(value, op.dtype), op.dtype, 1)
