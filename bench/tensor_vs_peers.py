@@ -9,6 +9,10 @@ peak: computed (cores x 2 FMA units x f32 lanes x 2 flops x the clock /proc/cpui
 loop's thread CPU time on one core, times the cores: the clock the core really runs at). The load average is
 printed: on a shared machine the wall-clock figures are only as good as it.
 
+`--one-core` pins the process to one CPU with OpenBLAS and hcq on one thread each and times the process's CPU time
+(what other processes' load does not inflate: the comparison that holds on a shared machine); without it both run on
+every core of the affinity mask, timed by the wall clock. `--only matmul` runs the matmuls alone.
+
 To benchmark numpy's OpenBLAS at its best, unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE in the bench command alone
 (`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/tensor_vs_peers.py`); with threadpoolctl installed the
 script prints the OpenBLAS kernel and thread count it runs. hcq's kernels run the one runtime path: loaded as programs of hcq.Device("CPU") and launched on its compute
@@ -26,7 +30,12 @@ import shutil
 import sys
 import tempfile
 import time
-import numpy as np
+
+ONE_CORE = "--one-core" in sys.argv
+if ONE_CORE:  # before numpy (OpenBLAS reads its thread count when loaded) and hcq (its thread count is the affinity's)
+  os.environ["OPENBLAS_NUM_THREADS"] = "1"
+  os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from hcq.tensor import Tensor  # noqa: E402
@@ -55,10 +64,13 @@ def setup_tinygrad():
     return None
 
 
+CLOCK = time.process_time if ONE_CORE else time.perf_counter  # one core: the process's CPU time, which other load does not inflate
+
+
 def timed(fn) -> float:
-  t0 = time.perf_counter()
+  t0 = CLOCK()
   fn()
-  return time.perf_counter() - t0
+  return CLOCK() - t0
 
 
 MATMULS = [(1024, 1024, 1024), (2048, 2048, 2048), (1000, 1000, 1000), (1024, 4096, 512)]  # m, k, n
@@ -165,6 +177,9 @@ def openblas_info() -> str:
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--repeat", type=int, default=10)
+  parser.add_argument("--one-core", action="store_true", help="pin the process to one CPU, OpenBLAS and hcq on one thread "
+                      "each, and time with the process's CPU time (the comparison a loaded machine does not skew)")
+  parser.add_argument("--only", default="", help="run only the workloads whose name contains this text (e.g. matmul)")
   args = parser.parse_args()
   tiny = setup_tinygrad()
   from hcq.drivers.cpu.jit import host_jit
@@ -176,8 +191,11 @@ def main():
   print(f"f32 peak: computed {peak_c / 1e9:.0f} GFLOP/s ({how}); measured {peak_m / 1e9:.0f} GFLOP/s (FMA loop on one core x {cores})")
   print(f"numpy {np.__version__}: {openblas_info()}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')} "
         f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE', '(unset)')}")
-  print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+  print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}; timing "
+        f"{'CPU time on one core' if ONE_CORE else f'wall clock, {cores} threads each'}")
   cases, refs, builders = workloads(tiny)
+  keep = [i for i, case in enumerate(cases) if args.only in case[0]]
+  cases, refs, builders = [cases[i] for i in keep], [refs[i] for i in keep], [builders[i] for i in keep]
   print(f"{'workload':38} {'numpy':>9} {'hcq':>9} {'tinygrad':>9} {'hcq/np':>7} {'hcq/tiny':>8}  first run: hcq (compile wall; CPU per kernel) | tinygrad")
   flops_lines = []
   for (name, np_fn, hcq_fn, tiny_fn, flops), ref, build in zip(cases, refs, builders):

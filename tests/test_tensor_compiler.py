@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hcq.tensor import Tensor, runtime
 from hcq.tensor.device import get_device
-from hcq.tensor.loops import L2_BLOCK_BYTES, THREADS, TILE_ROWS, TILE_VECTORS, host_simd_registers, matmul_row_blocks, plan
+from hcq.tensor.loops import L1_BYTES, L2_BYTES, THREADS, TILE_ROWS, TILE_VECTORS, host_simd_registers, matmul_k_chunks, matmul_row_blocks, plan
 from hcq.tensor.schedule import Scheduler
 
 
@@ -53,16 +53,34 @@ def test_padded_computation_reads_zero_outside():
 
 
 def test_matmul_plan_is_a_register_tile():
-  a, b = f32(240, 128), f32(128, 256)  # 240 rows: whole tiles of 6 (AVX2) and 8 (AVX-512) rows, whole row blocks
+  a, b = f32(240, 512), f32(512, 256)  # 240 rows: whole tiles of 6 (AVX2) and 8 (AVX-512) rows; k in 2+ chunks
   items = schedule(a @ b)
-  assert len(items) == 2  # b packed into column panels, then the tiled kernel
+  assert len(items) == 3  # a packed into register tiles, b into column panels, then the tiled kernel
   lk = plan(items[-1].kernel, "mm")
   assert lk.vec_width == 16 and lk.unroll[lk.vec_axis] == TILE_VECTORS
   tiled = [ax for ax in lk.unroll if ax != lk.vec_axis]
   assert len(tiled) == 1 and lk.unroll[tiled[0]] == TILE_ROWS[0]
   if THREADS > 1: assert lk.thread_axis is not None and lk.thread_axis != tiled[0]
+  # the k chunks loop just inside the outermost loop, summed into the output; the chunk itself is the reduce loop
+  assert lk.accumulate_axis is not None and lk.loop_axes[1] == lk.accumulate_axis and lk.reduce_axes == [len(lk.spec.full_shape) - 1]
   src = get_device("CPU").renderer.render(lk)
   assert "<16 x float>" in src and "contract" in src
+  assert src.count(" udiv ") + src.count(" urem ") == 1  # a's tile-interleaved index is plain terms of the tile's number
+
+
+def test_matmul_packing_copies_are_planned():
+  """b's padded panels load as masked vectors (not per-lane gathers); a's tiles (rows of 6 or 8 innermost) unroll the
+  rows; every planned loop tells LLVM not to vectorize or unroll it again (compile time)."""
+  a, b = f32(100, 300), f32(300, 16 * 15 + 5)  # n padded by 11 columns, k into 2 chunks
+  items = schedule(a @ b)
+  a_pack, b_pack = (plan(i.kernel, f"pack{j}") for j, i in enumerate(items[:2]))
+  if a_pack.spec.out_shape[-1] == 16: a_pack, b_pack = b_pack, a_pack
+  assert a_pack.spec.out_shape[-1] == TILE_ROWS[0] and b_pack.spec.out_shape[-1] == 16
+  assert b_pack.vec_axis == len(b_pack.spec.full_shape) - 1 and "llvm.masked.load" in get_device("CPU").renderer.render(b_pack)
+  if TILE_ROWS[0] <= 8: assert a_pack.unroll == {len(a_pack.spec.full_shape) - 1: TILE_ROWS[0]}
+  for lk in (a_pack, b_pack, plan(items[2].kernel, "mm")):
+    src = get_device("CPU").renderer.render(lk)
+    assert '!{!"llvm.loop.unroll.disable"}' in src and src.count("!llvm.loop !0") == src.count("br label %cond_") // 2
 
 
 def test_matmul_tile_fits_the_register_file():
@@ -72,11 +90,20 @@ def test_matmul_tile_fits_the_register_file():
   assert accumulators + TILE_VECTORS * (64 // native_bytes) + 1 <= registers
 
 
-@pytest.mark.parametrize("m,k,blocks", [(1024, 1024, 19), (1000, 1000, 21), (1024, 4096, 1), (7, 64, 1)])
-def test_matmul_row_blocks_cover_m_in_whole_tiles(m, k, blocks):
-  got_blocks, rows = matmul_row_blocks(m, k, 4)
+@pytest.mark.parametrize("k,chunks", [(64, 1), (256, 1), (257, 2), (1000, 4), (1024, 4), (4096, 16)])
+def test_matmul_k_chunks_fit_l1(k, chunks):
+  got, kc = matmul_k_chunks(k, 64)  # a 16-float32 panel
+  assert got * kc >= k and (got - 1) * kc < k and kc * 64 <= L1_BYTES // 2
+  if L1_BYTES == 32 << 10: assert got == chunks
+
+
+@pytest.mark.parametrize("m,kc,threads,blocks", [(1024, 256, 1, 6), (1024, 256, 2, 6), (1000, 250, 2, 4), (2048, 256, 1, 9),
+                                                 (2048, 256, 2, 12), (7, 64, 1, 1), (7, 64, 2, 2)])
+def test_matmul_row_blocks_cover_m_in_whole_tiles(m, kc, threads, blocks):
+  got_blocks, rows = matmul_row_blocks(m, kc, 4, threads)
   assert rows % TILE_ROWS[0] == 0 and got_blocks * rows >= m and (got_blocks - 1) * rows < m
-  if TILE_ROWS[0] == 6 and L2_BLOCK_BYTES == 512 << 10: assert got_blocks == blocks  # the blocks measured on Zen 3
+  assert rows * kc * 4 <= L2_BYTES // 2 or rows == TILE_ROWS[0]
+  if TILE_ROWS[0] == 6 and L2_BYTES == 512 << 10: assert got_blocks == blocks  # the blocks chosen on Zen 3
 
 
 def test_softmax_vectorizes_the_row():

@@ -13,8 +13,8 @@ ROWS, PANEL = TILE_ROWS[0], TILE_VECTORS * 16  # f32 columns per panel
 
 
 def packed(t: Tensor) -> bool:
-  """Whether t's schedule runs the packed, register-tiled kernel (its loop space ends in the 5 packed axes: row blocks,
-  rows, panels, panel columns, k)."""
+  """Whether t's schedule runs the packed, register-tiled kernel (its loop space ends in the 6 packed axes: k chunks,
+  row blocks, rows, panels, panel columns, k)."""
   sched = Scheduler(get_device("CPU"))
   sched.realize(t.node)
   found = any(len(i.kernel.full_shape) >= 5 and i.kernel.full_shape[-2] == PANEL and i.kernel.reduce_axes for i in sched.items)
@@ -47,9 +47,10 @@ def test_odd_shapes_take_the_packed_path():
 
 
 @pytest.mark.parametrize("dtype", ["float64", "int32"])
-def test_matmul_packed_other_dtypes(dtype):
+@pytest.mark.parametrize("k", [97, 301])  # one k chunk; two (padded to 2 x 151), the second added to the first's output
+def test_matmul_packed_other_dtypes(dtype, k):
   rng = np.random.default_rng(5)
-  a, b = rng.integers(-3, 4, (ROWS + 1, 97)).astype(dtype), rng.integers(-3, 4, (97, 8 * PANEL + 5)).astype(dtype)
+  a, b = rng.integers(-3, 4, (ROWS + 1, k)).astype(dtype), rng.integers(-3, 4, (k, 8 * PANEL + 5)).astype(dtype)
   got = (Tensor(a) @ Tensor(b)).numpy()
   assert got.dtype == (a @ b).dtype
   np.testing.assert_array_equal(got, a @ b)  # small integers: every sum is exact in either type
@@ -83,12 +84,14 @@ def test_matmul_1000():
 
 
 def test_matmul_row_blocks_and_k_chunks(monkeypatch):
-  """With a small L2 budget a modest shape takes every branch of the packed path: rows in several padded blocks and k
-  in chunks whose partial products a second kernel sums."""
+  """With small caches a modest shape takes every branch of the packed path: rows in several padded blocks and k
+  in padded chunks whose products the kernel adds to the output one after the other."""
   from hcq.tensor import loops
-  monkeypatch.setattr(loops, "L2_BLOCK_BYTES", 64 << 10)
-  m, k, n = 97, 700, 8 * PANEL + 1
-  assert loops.matmul_k_splits(m, k, 4) > 1 and loops.matmul_row_blocks(m, k // loops.matmul_k_splits(m, k, 4), 4)[0] > 1
+  monkeypatch.setattr(loops, "L1_BYTES", 8 << 10)
+  monkeypatch.setattr(loops, "L2_BYTES", 64 << 10)
+  m, k, n = 97, 701, 8 * PANEL + 1
+  chunks, kc = loops.matmul_k_chunks(k, PANEL * 4)
+  assert chunks > 1 and chunks * kc > k and loops.matmul_row_blocks(m, kc, 4)[0] > 1
   rng = np.random.default_rng(97)
   a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
   t = Tensor(a) @ Tensor(b)

@@ -47,36 +47,40 @@ TILE_VECTORS = int(os.environ.get("HCQ_TILE_VECTORS", "2" if _WIDE else "1"))  #
 TILE_ROWS = tuple(int(x) for x in os.environ.get("HCQ_TILE_ROWS", "8,6,4,3,2" if _WIDE else "6,4,3,2").split(","))  # rows per register tile
 
 
-def l2_bytes() -> int:
-  """The per-core L2 cache's size from sysfs (512 KiB where it cannot be read)."""
+def cache_bytes(index: int, default: int) -> int:
+  """The size of cpu0's cache `index` from sysfs (index0 is L1d, index2 L2), or `default` where it cannot be read."""
   try:
-    with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f: text = f.read().strip()
+    with open(f"/sys/devices/system/cpu/cpu0/cache/index{index}/size") as f: text = f.read().strip()
     return int(text[:-1]) << {"K": 10, "M": 20}[text[-1]] if text[-1] in "KM" else int(text)
-  except (OSError, ValueError):
-    return 512 << 10
+  except (OSError, ValueError, KeyError):
+    return default
 
 
-L2_BLOCK_BYTES = l2_bytes()  # the slice of a matmul's left operand kept in L2 (measured best at the whole L2 on Zen 3)
+L1_BYTES = cache_bytes(0, 32 << 10)
+L2_BYTES = cache_bytes(2, 512 << 10)
+MATMUL_A_BLOCK = float(os.environ.get("HCQ_MATMUL_A_BLOCK", "0.5"))  # share of L2 a row block's k chunk of a fills
+MATMUL_B_SLICE = float(os.environ.get("HCQ_MATMUL_B_SLICE", "0.5"))  # share of L1 a column panel's k chunk of b fills
 
 
-def matmul_row_blocks(m: int, k: int, itemsize: int) -> tuple[int, int]:
+def matmul_k_chunks(k: int, panel_bytes: int) -> tuple[int, int]:
+  """(chunks, chunk length) for a packed matmul's k: chunks as long as one column panel's slice of b (chunk x
+  panel_bytes) fits MATMUL_B_SLICE of L1, so that it stays there while the register tiles of a row block pass over
+  it; the chunks are equal, so k is padded with zeros to chunks x length."""
+  longest = max(8, int(L1_BYTES * MATMUL_B_SLICE) // panel_bytes)
+  chunks = -(-k // longest)
+  return chunks, -(-k // chunks)
+
+
+def matmul_row_blocks(m: int, kc: int, itemsize: int, threads: int | None = None) -> tuple[int, int]:
   """(blocks, rows per block) for a packed matmul's m rows: each block a whole number of TILE_ROWS[0]-row register
-  tiles, as many as fit L2_BLOCK_BYTES of k-long rows (at most 10), the count chosen among the nearest to that for
-  the least padding of m; one block of all rows when fewer than 8 tiles fit."""
-  rows = TILE_ROWS[0]
+  tiles, as many as keep a block's k chunk (rows x kc) within MATMUL_A_BLOCK of L2, the count chosen among the
+  nearest to that for the least padding of m plus idle tiles of the last round of blocks across the threads."""
+  rows, threads = TILE_ROWS[0], threads or THREADS
   tiles = -(-m // rows)
-  fit = min(10, L2_BLOCK_BYTES // (rows * k * itemsize), tiles)
-  if fit < 8: return 1, tiles * rows  # rows too long for blocks worth having: b's panels would stream from L3 per block (measured)
-  per_block = min(range(max(1, fit // 2), fit + 1), key=lambda t: (-(-tiles // t) * t - tiles, -t))
+  fit = max(1, min(int(L2_BYTES * MATMUL_A_BLOCK) // (rows * kc * itemsize), tiles))
+  def waste(t: int) -> int: return -(-(-(-tiles // t)) // threads) * threads * t - tiles
+  per_block = min(range(max(1, fit // 2), fit + 1), key=lambda t: (waste(t), -t))
   return -(-tiles // per_block), per_block * rows
-
-
-def matmul_k_splits(m: int, k: int, itemsize: int) -> int:
-  """Chunks to split a packed matmul's k into (partial products summed by a second kernel) so that row blocks fit L2:
-  1 where they fit whole or m is too short for blocks, else the fewest (at most 8) that divide k and fit."""
-  rows = TILE_ROWS[0]
-  if -(-m // rows) < 8 or L2_BLOCK_BYTES // (rows * k * itemsize) >= 8: return 1
-  return next((s for s in range(2, 9) if k % s == 0 and L2_BLOCK_BYTES // (rows * (k // s) * itemsize) >= 8), 1)
 
 
 @dataclass
@@ -87,7 +91,9 @@ class LoopKernel:
   (the compiled function takes its [start, end) range). reduce_axes: loops of every reduction (and of the
   store when the output keeps those axes), outer to inner. vec_axis/vec_width: the axis whose innermost
   vec_width iterations are SIMD lanes. unroll: axis -> copies per loop iteration (for the vector axis, copies
-  of the vector)."""
+  of the vector). accumulate_axis: a reduce axis looped just inside the outermost output loop instead of inside the
+  output loops (not in reduce_axes): each of its iterations adds its partial result to the stored output (k chunks of
+  a packed matmul, so that the other loops see one chunk's slice of each operand)."""
   spec: KernelSpec
   name: str
   global_axes: list[int]
@@ -96,6 +102,7 @@ class LoopKernel:
   vec_width: int = 1
   unroll: dict[int, int] = field(default_factory=dict)
   thread_axis: int | None = None
+  accumulate_axis: int | None = None
 
   def step(self, axis: int) -> int:
     """How far one loop iteration advances `axis`."""
@@ -111,8 +118,9 @@ class LoopKernel:
       if self.unroll.get(axis, 1) > 1: notes.append(f"x{self.unroll[axis]} unrolled")
       rng = "[start, end)" if axis == self.thread_axis else f"[0, {F[axis]})"
       return "  " * depth + f"for a{axis} in {rng} step {self.step(axis)}" + (f"   # {', '.join(notes)}" if notes else "")
-    lines = [head(a, d) for d, a in enumerate(self.global_axes)]
-    depth = len(self.global_axes)
+    lines = [head(a, d) for d, a in enumerate(self.loop_axes)]
+    if self.accumulate_axis is not None: lines[self.loop_axes.index(self.accumulate_axis)] += "   # accumulated into the output"
+    depth = len(self.loop_axes)
     reduces = [n for n in self.spec.ast.toposort() if n.op == "REDUCE"]
     for r in reduces:
       lines += [head(a, depth + d) for d, a in enumerate(self.reduce_axes)]
@@ -122,6 +130,12 @@ class LoopKernel:
       depth += len(self.reduce_axes)
     lines.append("  " * depth + f"out[...] = ...   # {self.spec.out_dtype.name} {self.spec.out_shape}")
     return "\n".join(lines)
+
+  @property
+  def loop_axes(self) -> list[int]:
+    """The loops outside the reductions, outer to inner: global_axes with accumulate_axis just inside the first."""
+    if self.accumulate_axis is None: return self.global_axes
+    return self.global_axes[:1] + [self.accumulate_axis] + self.global_axes[1:]
 
   @property
   def store_in_reduce_loop(self) -> bool:
@@ -141,13 +155,14 @@ def load_index(op: KOp, spec: KernelSpec) -> tuple[Expr, set[str]]:
 
 
 def access_kind(op: KOp, spec: KernelSpec, axis: int) -> str:
-  """'contig' (stride 1 along axis), 'bcast' (does not depend on it) or 'gather'."""
+  """'contig' (stride 1 along axis), 'masked' (stride 1 with a mask along it: a pad or cat, an llvm.masked.load),
+  'bcast' (does not depend on it) or 'gather'."""
   if op.op == "CONST" and op.arg[1] is None: return "bcast"
   idx, mask_vars = load_index(op, spec)
   name = f"a{axis}"
   if op.op == "MASK": return "bcast" if name not in mask_vars else "gather"
-  if name in mask_vars: return "gather"
   c = linear_coefficient(idx, name)
+  if name in mask_vars: return "masked" if c == 1 and op.op == "LOAD" else "gather"
   if c == 0: return "bcast"
   return "contig" if c == 1 else "gather"
 
@@ -174,7 +189,7 @@ def plan(spec: KernelSpec, name: str) -> LoopKernel:
       in_store = axis in global_axes or lk.store_in_reduce_loop
       if in_store and out_strides[axis] != 1: continue
       kinds = [access_kind(n, spec, axis) for n in loads]
-      score = sum({"contig": 2, "bcast": 1, "gather": -4}[k] for k in kinds) + (2 if in_store else 0)
+      score = sum({"contig": 2, "masked": 1, "bcast": 1, "gather": -4}[k] for k in kinds) + (2 if in_store else 0)
       if best is None or score > best[0]: best = (score, axis, width)
     if best is not None: break
   if best is not None and best[0] > 0:
@@ -202,6 +217,10 @@ def plan(spec: KernelSpec, name: str) -> LoopKernel:
         if F[lk.vec_axis] % (factor * lk.vec_width) == 0:
           lk.unroll[lk.vec_axis] = factor
           break
+  # a copy that no vector fits (a matmul operand into register tiles: rows of 6 innermost) unrolls a short innermost
+  # axis itself: LLVM's loop vectorizer spent 100+ ms of compile time on that loop for no gain
+  if lk.vec_axis is None and spec.ast.op == "LOAD" and global_axes and F[global_axes[-1]] <= 8:
+    lk.unroll[global_axes[-1]] = F[global_axes[-1]]
   # a register-tiled axis goes innermost (just outside the vector axis): the other operand's panel stays in cache
   tiled = [a for a in lk.unroll if a != lk.vec_axis and a in global_axes]
   order = [a for a in global_axes if a not in tiled and a != lk.vec_axis] + tiled + ([lk.vec_axis] if lk.vec_axis in global_axes else [])
@@ -213,4 +232,8 @@ def plan(spec: KernelSpec, name: str) -> LoopKernel:
         lk.thread_axis = axis
         lk.global_axes = [axis] + [a for a in order if a != axis]
         break
+  # a register tile whose reduction has an outer axis (a packed matmul's k chunks) loops that axis outside the tiles
+  # and adds each chunk's sums to the output: the chunk's slices of both operands then stay in cache across the tiles
+  if tiled and len(reduce_axes) >= 2 and spec.ast.op == "REDUCE" and spec.ast.dtype == spec.out_dtype and not lk.store_in_reduce_loop:
+    lk.accumulate_axis, lk.reduce_axes = reduce_axes[0], reduce_axes[1:]
   return lk

@@ -64,8 +64,11 @@ HALF_PI_PARTS = _split(_PI, _PI_BITS + 1, (27, 27, 53))
 
 
 def scalar_plan(lk: LoopKernel) -> LoopKernel:
-  """The CPU plan without SIMD lanes, unrolls or a thread axis: output axes in memory order, one per workitem."""
-  return dataclasses.replace(lk, global_axes=sorted(lk.global_axes), vec_axis=None, vec_width=1, unroll={}, thread_axis=None)
+  """The CPU plan without SIMD lanes, unrolls, a thread axis or an accumulated axis (a reduce axis again): output axes
+  in memory order, one per workitem."""
+  reduce_axes = sorted(lk.reduce_axes + ([lk.accumulate_axis] if lk.accumulate_axis is not None else []))
+  return dataclasses.replace(lk, global_axes=sorted(lk.global_axes), reduce_axes=reduce_axes, vec_axis=None, vec_width=1,
+                             unroll={}, thread_axis=None, accumulate_axis=None)
 
 
 def workitems(lk: LoopKernel) -> int:

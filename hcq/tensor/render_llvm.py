@@ -10,6 +10,7 @@ import math
 import struct
 from hcq.tensor.dtype import DType, dtypes
 from hcq.tensor.loops import LoopKernel, axis_var
+from hcq.tensor.view import contiguous_strides
 from hcq.tensor.schedule import KOp
 from hcq.tensor.symbolic import Expr, Num, Var, Sum, Mul, Div, Mod, Valid, linear_coefficient, substitute, variables
 
@@ -142,8 +143,15 @@ class _KernelWriter:
   def expr(self, e: Expr) -> str:
     if isinstance(e, Num): return str(e.value)
     if isinstance(e, Var): return self.var_names[e.name]
+    for region in reversed(self.regions):  # computed once per loop body (a tile's copies share their index terms)
+      if ("expr", e) in region: return region[("expr", e)]
+    self.regions[-1][("expr", e)] = value = self._expr(e)
+    return value
+
+  def _expr(self, e: Expr) -> str:
     if isinstance(e, Sum):
-      acc = str(e.const) if e.const else None
+      if e.const: return self.emit(f"add i64 {self.expr(Sum(e.terms, 0) if len(e.terms) > 1 else e.terms[0])}, {e.const}")  # copies differ by the constant
+      acc = None
       for t in e.terms:
         v = self.expr(t)
         acc = v if acc is None else self.emit(f"add i64 {acc}, {v}")
@@ -191,7 +199,7 @@ class _KernelWriter:
     self.regions.pop()
     nxt = self.emit(f"add i64 {value}, {step}")
     self.lines.append(f"  store i64 {nxt}, {self.pptr} {slot}")
-    self.lines.append(f"  br label %cond_{tag}")
+    self.lines.append(f"  br label %cond_{tag}" + (", !llvm.loop !0" if self.planned_loops() else ""))
     self.label(f"exit_{tag}")
 
   def nested_loops(self, axes: list[int], body, first_range: tuple[str, str] | None = None) -> None:
@@ -207,13 +215,20 @@ class _KernelWriter:
     self.lines.append("entry:")
     body_start = len(self.lines)
     thread_range = ("%start", "%end") if lk.thread_axis is not None else None
-    self.nested_loops(lk.global_axes, self.global_body, thread_range)
+    self.nested_loops(lk.loop_axes, self.global_body, thread_range)
     self.lines.append("  ret void")
     params = ", ".join([f"ptr noalias align 16 %b{i}" for i in range(nbufs)] + ["i64 %start", "i64 %end"])
     head = [f"define void @{lk.name}({params}) #0 {{"] + self.lines[:body_start] + self.allocas
     out = "\n".join(sorted(self.decls)) + "\n\n" + "\n".join(head + self.lines[body_start:] + ["}"])
     out += "\n\n" + self.hcq_entry(nbufs)
-    return out + '\n\nattributes #0 = { nounwind "min-legal-vector-width"="512" "prefer-vector-width"="512" }\n'
+    out += '\n\nattributes #0 = { nounwind "min-legal-vector-width"="512" "prefer-vector-width"="512" }\n'
+    if self.planned_loops(): out += '!0 = distinct !{!0, !1, !2}\n!1 = !{!"llvm.loop.unroll.disable"}\n!2 = !{!"llvm.loop.vectorize.enable", i1 false}\n'
+    return out
+
+  def planned_loops(self) -> bool:
+    """Whether the plan vectorized or unrolled the loops itself: then LLVM's loop vectorizer and unroller are told
+    to leave them alone (they only cost compile time there: the matmul kernel ran at the same speed without them)."""
+    return self.lk.vec_axis is not None or bool(self.lk.unroll)
 
   def hcq_entry(self, nbufs: int) -> str:
     """`void NAME_hcq(ptr kernargs, i32 gid_x, gid_y, gid_z, local_x, local_y, local_z)`: the HCQ CPU device's
@@ -243,11 +258,23 @@ class _KernelWriter:
   def context(self, combo: dict[int, int], inner_offset: int, with_reduce: bool) -> dict[int, Expr]:
     """Index expression per axis for one unrolled copy; reduce axes only inside their loops."""
     ctx: dict[int, Expr] = {}
-    for a in self.lk.global_axes: ctx[a] = axis_var(self.spec, a) + combo.get(a, 0)
+    for a in self.lk.global_axes: ctx[a] = self.tile_var(a) + combo.get(a, 0)
+    if self.lk.accumulate_axis is not None: ctx[self.lk.accumulate_axis] = axis_var(self.spec, self.lk.accumulate_axis)
     if with_reduce:
       for a in self.lk.reduce_axes: ctx[a] = axis_var(self.spec, a)
       if self.lk.reduce_axes: ctx[self.lk.reduce_axes[-1]] = ctx[self.lk.reduce_axes[-1]] + inner_offset
     return ctx
+
+  def tiled_axes(self) -> list[int]:
+    """Unrolled output axes other than the vector axis (a register tile's rows)."""
+    return [a for a in self.lk.global_axes if self.lk.unroll.get(a, 1) > 1 and a != self.lk.vec_axis]
+
+  def tile_var(self, axis: int) -> Expr:
+    """An output axis's loop variable; a tiled axis's as unroll * (its tile's number), so that an index that splits
+    the axis by the tile (a matmul operand packed in register tiles: row // 6, row % 6) simplifies to plain terms."""
+    u = self.lk.unroll.get(axis, 1)
+    if axis not in self.tiled_axes(): return axis_var(self.spec, axis)
+    return Var(f"a{axis}_tile", 0, (self.spec.full_shape[axis] - 1) // u) * u
 
   def lanes(self, with_reduce: bool) -> int:
     """SIMD lanes of values in this part of the kernel (a vectorized reduce axis is scalar outside its loop)."""
@@ -263,8 +290,10 @@ class _KernelWriter:
     lk, spec = self.lk, self.spec
     for a in lk.global_axes:
       if f"a{a}" not in self.var_names: self.var_names[f"a{a}"] = "0"
+    for a in self.tiled_axes(): self.var_names[f"a{a}_tile"] = self.emit(f"udiv exact i64 {self.var_names[f'a{a}']}, {lk.unroll[a]}")
     combos = self.combos()
     reduces = [n for n in spec.ast.toposort() if n.op == "REDUCE"]
+    self.prefetch_next_tile(combos)
     for red in reduces: self.render_reduce(red, combos)
     if lk.store_in_reduce_loop:
       def store_body():
@@ -386,15 +415,32 @@ class _KernelWriter:
     width = self.lanes(with_reduce)
     key = (self.combos().index(combo) if combo else 0, inner_offset // max(self.W, 1))
     v = self.splat(self.render(spec.ast, ctx, width, key), width)
-    cs = [1] * len(spec.out_shape)
-    acc = 1
-    for d in reversed(range(len(spec.out_shape))):
-      cs[d] = acc
-      acc *= spec.out_shape[d]
-    idx: Expr = Num(0)
-    for d, s in enumerate(spec.out_shape):
-      if s > 1: idx = idx + ctx[d] * cs[d]
+    idx = self.out_index(ctx)
+    if self.lk.accumulate_axis is not None:  # later iterations of the accumulated axis add to what the earlier stored
+      stored = self.read_at(0, spec.out_dtype, self.expr(idx), width)
+      first = self.emit(f"icmp eq i64 {self.var_names[f'a{self.lk.accumulate_axis}']}, 0")
+      v = Value(self.emit(f"select i1 {first}, {self.ty(v.dtype, width)} {v.name}, {self.ty(v.dtype, width)} "
+                          f"{self.combine(spec.ast.arg[0], stored, v).name}"), v.dtype, width)
     self.write_memory(0, spec.out_dtype, idx, v)
+
+  def out_index(self, ctx: dict[int, Expr]) -> Expr:
+    """The element of the (contiguous) output that the axes' values in ctx store to."""
+    idx: Expr = Num(0)
+    for d, stride in enumerate(contiguous_strides(self.spec.out_shape)):
+      if self.spec.out_shape[d] > 1: idx = idx + ctx[d] * stride
+    return idx
+
+  def prefetch_next_tile(self, combos: list[dict[int, int]]) -> None:
+    """Prefetch (for writing) the outputs of the next register tile, which an accumulated axis reads back after its
+    reduce loop: a load that misses then would stall the tile's start instead (measured ~10% of a packed matmul)."""
+    tiled = self.tiled_axes()
+    if self.lk.accumulate_axis is None or not tiled: return
+    self.declare("void", "llvm.prefetch.p0", "ptr, i32, i32, i32")
+    for combo in combos:
+      ctx = self.context(combo, 0, False)
+      ctx[tiled[0]] = ctx[tiled[0]] + self.lk.unroll[tiled[0]]
+      ptr = self.emit(f"getelementptr {self.spec.out_dtype.llvm_mem}, {self.gptr} %b0, i64 {self.expr(self.out_index(ctx))}")
+      self.lines.append(f"  call void @llvm.prefetch.p0(ptr {ptr}, i32 1, i32 3, i32 1)")
 
   def write_memory(self, buf: int, dtype: DType, idx: Expr, v: Value) -> None:
     mem_t = self.ty(dtype, v.width, mem=True)
@@ -408,9 +454,12 @@ class _KernelWriter:
   def render(self, op: KOp, ctx: dict[int, Expr], width: int, copy_key) -> Value:
     if op.op == "REDUCE": return self.reduce_results[(op.key, copy_key[0])]
     key = (op.key, copy_key, width)
+    if op.op == "LOAD":  # unrolled copies that read one element share its load (a register tile's row of b)
+      idx, valid = self.index_of(op.arg[1], ctx)
+      key = ("LOAD", op.arg[0], op.dtype, idx, valid, width)
     for region in reversed(self.regions):
       if key in region: return region[key]
-    v = self._render(op, ctx, width, copy_key)
+    v = self.load(op.arg[0], op.dtype, idx, valid, width) if op.op == "LOAD" else self._render(op, ctx, width, copy_key)
     self.regions[-1][key] = v
     return v
 
@@ -422,10 +471,6 @@ class _KernelWriter:
     return st.index(idxs)
 
   def _render(self, op: KOp, ctx: dict[int, Expr], width: int, copy_key) -> Value:
-    if op.op == "LOAD":
-      buf, st = op.arg
-      idx, valid = self.index_of(st, ctx)
-      return self.load(buf, op.dtype, idx, valid, width)
     if op.op == "CONST":
       value, st = op.arg
       c = Value(self.const(value, op.dtype), op.dtype, 1)
@@ -849,7 +894,9 @@ class _KernelWriter:
     tag = self.count
     self.lines.append(f"  br i1 {anybig}, label %sincos_slow{tag}, label %sincos_done{tag}")
     self.label(f"sincos_slow{tag}")
+    self.regions.append({})  # values made in the branch stay in it
     self.lines.append(f"  store {ft} {self.sincos_far(x, w, op)}, {self.pptr} {slot}")
+    self.regions.pop()
     self.lines.append(f"  br label %sincos_done{tag}")
     self.label(f"sincos_done{tag}")
     return self.emit(f"load {ft}, {self.pptr} {slot}")

@@ -812,35 +812,37 @@ class Tensor:
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
     a = a.cast(acc)._broadcast_to(batch + (m, k))
     b = b.cast(acc)._broadcast_to(batch + (k, n))
-    from hcq.tensor.loops import TILE_VECTORS, matmul_k_splits, matmul_row_blocks
+    from hcq.tensor.loops import TILE_ROWS, TILE_VECTORS, matmul_k_chunks, matmul_row_blocks
     panel = TILE_VECTORS * (64 // acc.itemsize)  # the register tile's vectors of output columns
     nb = len(batch)
+    B = tuple(range(nb))
     n_pad = -(-n // panel) * panel
     mul, red = ("MUL", "SUM") if acc != dtypes.bool else ("AND", "MAX")
     if k >= 64 and n >= 2 * panel and m >= 4 and acc != dtypes.bool and (n_pad - n) * 8 <= n:
-      # pack b into column panels (n/panel, k, panel): the kernel then walks memory in order instead of
-      # striding a whole row per k (which thrashes the cache sets). Rows go in blocks whose slice of a stays in
-      # L2 while every panel of b passes over it; a k too long for that is split into chunks whose partial products
-      # a second kernel sums. Both operands are padded with zeros to whole register tiles and blocks (the padded
-      # rows and columns of the result are cut off): an odd size runs the full tile
-      splits = matmul_k_splits(m, k, acc.itemsize)
-      blocks, block_rows = matmul_row_blocks(m, k // splits, acc.itemsize)
-      m_pad, np_, kc = blocks * block_rows, n_pad // panel, k // splits
-      b = b.pad(((0, 0),) * (nb + 1) + ((0, n_pad - n),))
-      if m_pad != m: a = a.pad(((0, 0),) * nb + ((0, m_pad - m), (0, 0))).contiguous()  # a masked load per FMA is slower than a copy
-      packed = b.reshape(batch + (splits, kc, np_, panel)).permute(*range(nb), nb, nb + 2, nb + 1, nb + 3).contiguous()
-      bt = packed.permute(*range(nb), nb, nb + 1, nb + 3, nb + 2).reshape(batch + (splits, 1, 1, np_, panel, kc))
-      at = a.reshape(batch + (blocks, block_rows, splits, kc)).permute(*range(nb), nb + 2, nb, nb + 1, nb + 3)
+      # a packed GEMM: b in column panels and a in register tiles (a tile's rows interleaved per k), each cut into k
+      # chunks and copied so that the kernel walks both in order, one stream each. The kernel's loops: row blocks
+      # (threads), k chunks (summed into the output), column panels, the block's register tiles: a panel's chunk of
+      # b stays in L1 while the block's tiles pass over it, the block's chunk of a in L2 while the panels pass.
+      # Zeros pad m, n and k to whole blocks, panels and chunks; the result's padding is cut off by a view
+      rows = TILE_ROWS[0]
+      splits, kc = matmul_k_chunks(k, panel * acc.itemsize)
+      blocks, block_rows = matmul_row_blocks(m, kc, acc.itemsize)
+      m_pad, np_ = blocks * block_rows, n_pad // panel
+      a = a.pad(((0, 0),) * nb + ((0, m_pad - m), (0, splits * kc - k)))
+      b = b.pad(((0, 0),) * nb + ((0, splits * kc - k), (0, n_pad - n)))
+      a = a.reshape(batch + (m_pad // rows, rows, splits, kc)).permute(*B, nb + 2, nb, nb + 3, nb + 1).contiguous()
+      b = b.reshape(batch + (splits, kc, np_, panel)).permute(*B, nb, nb + 2, nb + 1, nb + 3).contiguous()
       full = batch + (splits, blocks, block_rows, np_, panel, kc)
-      at = at.reshape(batch + (splits, blocks, block_rows, 1, 1, kc))
+      at = a.permute(*B, nb, nb + 1, nb + 3, nb + 2).reshape(batch + (splits, blocks, block_rows, 1, 1, kc))
+      bt = b.permute(*B, nb, nb + 1, nb + 3, nb + 2).reshape(batch + (splits, 1, 1, np_, panel, kc))
+      reduce_axes = (nb, len(full) - 1)
     else:
       bt = b.swapaxes(-1, -2).reshape(batch + (1, n, k))
       full = batch + (m, n, k)
       at = a.reshape(batch + (m, 1, k))
-      m_pad, n_pad, splits = m, n, 1
+      m_pad, n_pad, reduce_axes = m, n, (len(full) - 1,)
     prod = Tensor(at._broadcast_to(full).node.alu(mul, bt._broadcast_to(full).node))
-    out = prod._reduce(red, (len(full) - 1,)) if k else prod._const_like(0, acc, full[:-1] + (1,))
-    if splits > 1: out = out._reduce(red, (nb,))  # the k chunks' partial products
+    out = prod._reduce(red, reduce_axes) if k else prod._const_like(0, acc, full[:-1] + (1,))
     out = out.reshape(batch + (m_pad, n_pad)).shrink(tuple((0, s) for s in batch) + ((0, m), (0, n))).cast(dt)
     if self.ndim == 1: out = out.reshape(out.shape[:-2] + (n,))
     if other.ndim == 1: out = out.reshape(out.shape[:-1])
