@@ -25,5 +25,10 @@ def arch(request) -> str:
   return request.param
 
 
+def only(*archs: str):
+  """A test of one family's own registers or ISA (hand-written gfx11 code, gfx11 RSRC3 fields): on these boards alone."""
+  return pytest.mark.parametrize("arch", archs, indirect=True, scope="module")
+
+
 # a test too long to run on every board in CI: the first board only, unless HCQ_TEST_ALL_BOARDS=1
-heavy = pytest.mark.parametrize("arch", ARCHS if ALL_BOARDS else ARCHS[:1], indirect=True, scope="module")
+heavy = only(*(ARCHS if ALL_BOARDS else ARCHS[:1]))
