@@ -46,14 +46,16 @@ def _open_os(spec: DevSpec):
     host = HostOS()
     if gpu_nodes(host) or spec.iface == "KFD": return host
   from hcq.drivers.mock.os import mock_kfd_os
-  if spec.iface is None: _say_emulated()
-  return mock_kfd_os(spec.arch)
+  os_layer = mock_kfd_os(spec.arch)  # an arch without an emulated board fails here, before the notice
+  if spec.iface is None: _say_emulated(spec.arch)
+  return os_layer
 
 
-def _say_emulated() -> None:
+def _say_emulated(arch: str | None) -> None:
   """Say once that plain AMD means the emulated GPU on this machine."""
   global _said_emulated
-  if not _said_emulated: print("hcq: no AMD GPU found; AMD runs on the emulated gfx1100 (MOCKKFD+AMD)", file=sys.stderr)
+  arch = arch or "gfx1100"
+  if not _said_emulated: print(f"hcq: no AMD GPU found; AMD runs on the emulated {arch} (MOCKKFD+AMD::{arch})", file=sys.stderr)
   _said_emulated = True
 
 
@@ -260,7 +262,8 @@ class AMDDevice(StagedCopies, Device):
       if nodes or iface == "KFD": iface, arch = "KFD", arch or (nodes[0].arch if nodes else None)
     if iface in (None, "MOCKKFD"):
       from hcq.drivers.mock.amdgpu.gpu import board_for
-      if iface is None: _say_emulated()
+      board_for(arch)   # an arch no board emulates: its error (listing the boards) before the notice
+      if iface is None: _say_emulated(arch)
       iface, arch = "MOCKKFD", arch or board_for(None).gfx_target  # the board the mock kernel presents by default
     return DevSpec(spec.device, iface, None, arch)
 

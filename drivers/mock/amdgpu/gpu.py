@@ -65,9 +65,10 @@ BOARDS: dict[str, BoardSpec] = {
 
 
 def board_for(arch: str | None) -> BoardSpec:
-  """The emulated board of an arch (None: gfx1100's); ValueError listing the boards for one that is not emulated."""
+  """The emulated board of an arch (None: gfx1100's); HCQError listing the boards for one that is not emulated."""
+  from hcq.errors import HCQError
   board = BOARDS.get(arch or "gfx1100")
-  if board is None: raise ValueError(f"no emulated AMD board for {arch}; MOCKKFD+AMD emulates {', '.join(BOARDS)}")
+  if board is None: raise HCQError(f"no emulated AMD board for {arch}; MOCKKFD+AMD emulates {', '.join(BOARDS)}")
   return board
 
 
