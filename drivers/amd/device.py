@@ -19,7 +19,7 @@ from hcq.devstring import DevSpec
 from hcq.drivers.amd.kfd import KFDInterface, gpu_nodes
 from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue
 from hcq.drivers.amd.program import AMDProgram
-from hcq.drivers.amd.sdma import AMDCopyQueue
+from hcq.drivers.amd.sdma import SDMA_MAJORS, AMDCopyQueue
 from hcq.drivers.va import ReservedRange
 from hcq.errors import GPUFault, HCQError
 
@@ -82,7 +82,8 @@ class AMDDevice(StagedCopies, Device):
     self.kfd = KFDInterface(self.os, self.node)
     self.timestamp_frequency = TIMESTAMP_HZ[family]
     self.dialect = DIALECTS[family](self._gc_bases())
-    self.sdma_major = self._ip_major("SDMA0")
+    self.sdma_major = int(self._ip_discovery("SDMA0", "major"))   # SDMA 6 on gfx11, 7 on gfx12
+    if self.sdma_major not in SDMA_MAJORS: raise HCQError(f"{self.arch}: SDMA {self.sdma_major}.x; this driver builds SDMA 6.0 and 7.0 packets")
     self.tmpring_size, self.scratch_base, self._scratch, self._scratch_per_wave, self.scratch_generation = 0, 0, None, 0, 0
     self._range = ReservedRange(self.os, self.va_space)
     self._handles_lock = threading.Lock()
@@ -105,13 +106,6 @@ class AMDDevice(StagedCopies, Device):
   def _gc_bases(self) -> tuple[int, ...]:
     """GC register segment bases from IP discovery."""
     return tuple(int(x, 16) for x in self._ip_discovery("GC", "base_addr").split())
-
-  def _ip_major(self, block: str) -> int:
-    """A block's IP major version from IP discovery (SDMA 6 on gfx11, 7 on gfx12), checked to be one hcq speaks."""
-    major = int(self._ip_discovery(block, "major"))
-    if block == "SDMA0" and major not in (6, 7):
-      raise HCQError(f"{self.arch}: SDMA {major}.x; this driver builds SDMA 6.0 and 7.0 packets")
-    return major
 
   # ---- memory ----
   def _alloc(self, nbytes: int, kind: str) -> Buffer:

@@ -14,6 +14,7 @@ from hcq.sym import Sym, hi32, lo32
 if TYPE_CHECKING:
   from hcq.signal import Signal
 
+SDMA_MAJORS = (6, 7)        # the SDMA IP versions whose packets this builds: 6.0 (gfx11), 7.0 (gfx12)
 COPY_LINEAR_MAX = 1 << 22   # bytes per COPY_LINEAR: its count field holds bytes - 1 in 22 bits
 POLL_GEQ = 5                 # POLL_REGMEM compare function: memory >= value
 
@@ -24,7 +25,7 @@ class AMDCopyQueue(DwordQueue):
 
   def __init__(self, sdma_major: int = 6):
     super().__init__()
-    if sdma_major not in (6, 7): raise ValueError(f"SDMA {sdma_major}.x: this driver builds SDMA 6.0 and 7.0 packets")
+    if sdma_major not in SDMA_MAJORS: raise ValueError(f"SDMA {sdma_major}.x; this driver builds SDMA 6.0 and 7.0 packets")
     self.sdma_major = sdma_major
 
   def packet(self, name: str, **fields: "int | Sym") -> "AMDCopyQueue":
