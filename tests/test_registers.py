@@ -289,6 +289,6 @@ def test_committed_module_is_reproducible(name):
   try:
     text = build(name)
   except GeneratorError as e:
-    require(False, f"linux-source-6.1 ({e})")
+    require(False, f"the block's linux-source package ({e})")
   mod = importlib.import_module(f"hcq.autogen.am.{name}")
   assert Path(mod.__file__).read_text() == text
