@@ -40,8 +40,14 @@ def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int) -> str:
 
 
 def mock_kfd_os(arch: str | None = None) -> "MockKFDOS":
-  """The emulated machine with the board of `arch` (None: gfx1100); HCQError listing the emulated boards otherwise."""
-  return MockKFDOS(MockKFD((board_for(arch),)))
+  """The emulated machine with the board of `arch` (None: gfx1100); HCQError listing the emulated boards otherwise, or
+  saying why HCQ_MOCK_KERNEL's profile cannot drive that board."""
+  from hcq.errors import HCQError
+  board = board_for(arch)
+  try:
+    return MockKFDOS(MockKFD((board,)))
+  except ValueError as e:
+    raise HCQError(f"HCQ_MOCK_KERNEL: {e}") from None
 
 
 class MockTreeOS(HostOS):

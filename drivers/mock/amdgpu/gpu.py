@@ -43,6 +43,7 @@ class BoardSpec:
   max_engine_clk_mhz: int = 2526     # topology max_engine_clk_fcompute (the boost clock)
   vram_bus_width: int = 384          # mem_banks/0 width and mem_clk_max (MHz)
   vram_clk_mhz: int = 1250
+  first_kernel: str = "6.1"          # the oldest mock kernel profile whose amdkfd knows this GC (kfd_device.c)
 
   @property
   def family(self) -> str:
@@ -60,7 +61,8 @@ BOARDS: dict[str, BoardSpec] = {
   "gfx1100": BoardSpec(),
   "gfx1201": BoardSpec(name="AMD Radeon RX 9070 XT", gfx_target="gfx1201", gfx_target_version=120001, device_id=0x7550,
                        compute_units=64, shader_engines=4, shader_arrays_per_engine=2, vram_bytes=16 << 30,
-                       gc_version=(12, 0, 1), sdma_version=(7, 0, 1), max_engine_clk_mhz=2970, vram_bus_width=256),
+                       gc_version=(12, 0, 1), sdma_version=(7, 0, 1), max_engine_clk_mhz=2970, vram_bus_width=256,
+                       first_kernel="6.12"),  # 6.1's kfd_device.c has no GC 12.0.1; 6.12's maps it to gfx_target_version 120001
 }
 
 
