@@ -1,4 +1,4 @@
-"""`python -m hcq.asm run`: assemble a kernel, load it on an AMD device (the emulated gfx1100 when there is no GPU),
+"""`python -m hcq.asm run`: assemble a kernel, load it on an AMD device (the emulated board of --arch when there is no GPU),
 fill its buffers, launch it, and print the results and the GPU time."""
 from __future__ import annotations
 import argparse
@@ -15,7 +15,7 @@ from hcq.asm.kernel import ARG_SIZES, Kernel
 INITS = ("zeros", "ones", "arange", "rand")
 INIT_HELP = "INIT: zeros (the default), ones, arange (0, 1, 2, ...) or rand (uniform in [0, 100), each buffer from its own seed)"
 MAX_BUFFER_BYTES = 1 << 30  # a command line's buffer; a bigger one is a typo far more often than a wish
-EMULATED_ARCH = "gfx1100"   # the one board MOCKKFD+AMD emulates
+EMULATED_ARCH = "gfx1100"   # the default --arch: the first board MOCKKFD+AMD emulates
 PROG = "python -m hcq.asm run"
 DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16,
           "i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64}
@@ -91,7 +91,7 @@ def parse_workgroup_ids(text: str) -> tuple[bool, bool, bool]:
 def build_parser() -> argparse.ArgumentParser:
   ap = argparse.ArgumentParser(prog=PROG, description=(
     "Assemble KERNEL.s (LLVM AMDGPU syntax), load it on an AMD device, fill its buffers, launch it and print the results "
-    f"and the GPU time. With no AMD GPU it runs on the emulated {EMULATED_ARCH} (MOCKKFD+AMD, the only board emulated) and "
+    f"and the GPU time. With no AMD GPU it runs on the emulated board of --arch (MOCKKFD+AMD::{EMULATED_ARCH}, ::gfx1201) and "
     "says so; its GPU time is the emulator's wall time, not a performance figure."),
     epilog="Arguments are laid out in the order given, at natural alignment, and their address is in s[0:1] (the kernarg pointer); "
            "a value must keep its value in its DTYPE (i32:4.0 is 4; i32:2.5, u32:-1 and f32:1e39 are refused); "
@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
            "--arg b=buffer:f32:1024:rand --arg n=u32:1024 --grid 4 --block 256")
   ap.add_argument("kernel", type=Path, help="assembly file")
   ap.add_argument("--arch", default=EMULATED_ARCH, help=f"target, one of {', '.join(ARCHS)} (default {EMULATED_ARCH}); "
-                  f"the emulated GPU is {EMULATED_ARCH} only, other archs need their real GPU")
+                  "the emulated GPU has gfx1100 and gfx1201 boards, other archs need their real GPU")
   ap.add_argument("--name", default=None, help="kernel name (default: the file's stem)")
   ap.add_argument("--arg", action="append", default=[], metavar="SPEC", help="NAME=buffer:DTYPE:COUNT[:INIT], NAME=buffer:FILE.npy or "
                   f"NAME=DTYPE:VALUE; DTYPE one of {', '.join(DTYPES)}; {INIT_HELP}")
@@ -143,16 +143,20 @@ def _device(args):
   """The AMD device of --dev, checked to take an AMD code object for --arch."""
   import hcq
   from hcq.devstring import parse_dev
-  spec = parse_dev(args.dev or "AMD")
+  from hcq.errors import HCQError
+  spec = parse_dev(args.dev or f"AMD::{args.arch}")   # no --dev: the GPU (real, else emulated) of --arch
   if spec.device != "AMD":
     takes = "LLVM IR (hcq.Device('CPU').program takes IR text)" if spec.device == "CPU" else "its own kind of program"
     raise RunError(f"--dev {args.dev}: this command runs an AMD code object; the {spec.device} device takes {takes}, not AMD "
                    "machine code. Use --dev AMD (the real GPU, else the emulated one) or MOCKKFD+AMD")
-  dev = hcq.Device(spec)
+  try:
+    dev = hcq.Device(spec)
+  except HCQError as e:
+    raise RunError(f"--arch {args.arch}: {e}") from None
   if dev.arch != args.arch:
     if _emulated_gpu(dev):
-      raise RunError(f"--arch {args.arch}: the emulated GPU is {dev.arch}, the only board MOCKKFD+AMD emulates; "
-                     f"assemble for --arch {dev.arch}, or run on a real {args.arch} GPU")
+      raise RunError(f"--arch {args.arch}: the emulated GPU of --dev {args.dev} is {dev.arch}; assemble for --arch {dev.arch}, "
+                     f"or use --dev MOCKKFD+AMD::{args.arch}")
     raise RunError(f"--arch {args.arch}: the device {dev} is {dev.arch}")
   return dev
 
@@ -236,7 +240,7 @@ def _watch_core(dev, args, faults: list[BaseException]) -> None:
   def core(gpu, state, cancel=None):
     try:
       if args.trace is None and args.max_instructions is None: return inner(gpu, state, cancel=cancel)
-      return launch(gpu.mem, from_state(state, board=gpu.shader_board()), args.max_instructions, trace=trace if args.trace is not None else None,
+      return launch(gpu.mem, from_state(state, gpu.board.gfx_target, gpu.shader_board()), args.max_instructions, trace=trace if args.trace is not None else None,
                     trace_wave=args.trace, cancel=cancel)
     except Exception as e:
       faults.append(e)

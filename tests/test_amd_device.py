@@ -1,4 +1,5 @@
-"""The AMD driver end to end on the emulated gfx1100 (MOCKKFD+AMD): memory, SDMA, signals, replay, faults, hangs."""
+"""The AMD driver end to end on each emulated board (MOCKKFD+AMD::gfx1100, ::gfx1201): memory, SDMA, signals, replay,
+faults, hangs."""
 from __future__ import annotations
 import ctypes
 
@@ -13,17 +14,23 @@ from hcq.drivers.mock.kfd import KERNELS, MockKFD, cwsr_sizes
 from hcq.drivers.mock.os import MockKFDOS
 from hcq.errors import GPUFault, GPUTimeout, HCQError
 from hcq.sym import Variable
+from tests.amd_boards import arch, board  # noqa: F401 (arch: the board fixture)
 
 
 @pytest.fixture(scope="module")
-def dev():
-  return hcq.Device("MOCKKFD+AMD")
+def dev(arch):
+  return hcq.Device(f"MOCKKFD+AMD::{arch}")
 
 
-def test_device_facts(dev):
-  assert dev.arch == "gfx1100" and dev.os.emulated
-  assert dev.dialect.gc_base[0] == 0x1260
-  assert hcq.Device("MOCKKFD+AMD::gfx1100") is not None
+def test_device_facts(dev, arch):
+  """What the driver reads of the board (topology, IP discovery) is what the board spec says, and picks its dialects."""
+  b = board(arch)
+  assert dev.arch == arch and dev.os.emulated and hcq.Device(f"MOCKKFD+AMD::{arch}") is dev
+  assert dev.dialect.gc_base == b.gc_bases and dev.dialect.name == b.family and dev.sdma_major == b.sdma_version[0]
+  p = dev.node.properties
+  assert (p["simd_count"] // p["simd_per_cu"], p["array_count"], p["gfx_target_version"]) == \
+    (b.compute_units, b.shader_engines * b.shader_arrays_per_engine, b.gfx_target_version)
+  assert dev.timestamp_frequency == b.timestamp_hz
 
 
 @pytest.mark.parametrize("n", [1, 4096, (16 << 20) + 12345])  # past the staging buffer: two SDMA rounds
@@ -137,10 +144,14 @@ def test_bound_compute_queue_replays_through_an_indirect_buffer(dev):
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_device_opens_and_runs_under_each_kernel_profile(kernel):
+def test_device_opens_and_runs_under_each_kernel_profile(kernel, arch):
   """Linux 6.12 takes CREATE_QUEUE only with the CWSR size the node has and a buffer of exactly that plus the debugger
-  area; 6.1 checks neither; mainline takes at least the size. The driver's queues satisfy all three."""
-  d = AMDDevice(parse_dev("MOCKKFD+AMD"), os_layer=MockKFDOS(MockKFD(kernel=kernel)))
+  area; 6.1 checks neither; mainline takes at least the size. The driver's queues satisfy all three. A board newer than
+  the kernel (gfx1201 on 6.1) has no KFD node there: the mock refuses the combination."""
+  if KERNELS.index(kernel) < KERNELS.index(board(arch).first_kernel):
+    with pytest.raises(ValueError, match=f"Linux {kernel}'s amdkfd has no driver for {arch}"): MockKFD((board(arch),), kernel=kernel)
+    return
+  d = AMDDevice(parse_dev(f"MOCKKFD+AMD::{arch}"), os_layer=MockKFDOS(MockKFD((board(arch),), kernel=kernel)))
   assert d.os.kfd.kernel == kernel
   buf = d.alloc(4096)
   buf.copyin(np.arange(1024, dtype=np.uint32))

@@ -1,4 +1,4 @@
-"""Kernels on the emulated gfx1100 through the whole driver: dispatch shapes, ordering with SDMA, replay, many launches, faults.
+"""Kernels on each emulated board (gfx1100, gfx1201; clang-19 and hcq.asm code for it) through the whole driver: dispatch shapes, ordering with SDMA, replay, many launches, faults.
 
 Every launch here goes through KFD ioctls, PM4 written by the driver, the strict mock command processor and the
 wavefront emulator, exactly as on a real GPU except the last step.
@@ -13,6 +13,7 @@ import hcq
 from hcq.asm.kernel import Kernel
 from hcq.errors import GPUFault, HCQError, ProgramArgumentError
 from hcq.sym import Variable
+from tests.amd_boards import arch, heavy  # noqa: F401 (arch: the board fixture)
 from tests.tools import compile_opencl
 
 IDS = r"""
@@ -32,13 +33,13 @@ __kernel void scale(__global float *x, float k) {
 
 
 @pytest.fixture(scope="module")
-def dev():
-  return hcq.Device("MOCKKFD+AMD")
+def dev(arch):
+  return hcq.Device(f"MOCKKFD+AMD::{arch}")
 
 
 @pytest.fixture(scope="module")
-def code_object(tmp_path_factory):
-  return compile_opencl(IDS, tmp_path_factory.mktemp("k"))
+def code_object(tmp_path_factory, arch):
+  return compile_opencl(IDS, tmp_path_factory.mktemp("k"), mcpu=arch)
 
 
 @pytest.mark.parametrize("grid,block", [((1, 1, 1), (1, 1, 1)), ((7, 1, 1), (64, 1, 1)), ((33, 1, 1), (32, 1, 1)), ((1, 1, 1), (1024, 1, 1)),
@@ -88,8 +89,9 @@ def resident_bytes() -> int:
   with open("/proc/self/statm") as f: return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+@heavy
 def test_ten_thousand_launches_do_not_leak(dev):
-  empty = dev.program(Kernel("empty", args=[("x", "buffer")]).add("s_endpgm").to_elf())
+  empty = dev.program(Kernel("empty", dev.arch, args=[("x", "buffer")]).add("s_endpgm").to_elf())
   buf = dev.alloc(64)
   for _ in range(500): empty(buf, global_size=2, local_size=32)
   dev.synchronize()
@@ -119,7 +121,7 @@ def test_bad_programs_and_arguments(dev, code_object):
 
 
 def test_faulting_kernel_then_the_next_launch_works(dev, code_object):
-  bad = Kernel("bad", args=[("p", "u64")]).add("""s_load_b64 s[4:5], s[0:1], null
+  bad = Kernel("bad", dev.arch, args=[("p", "u64")]).add("""s_load_b64 s[4:5], s[0:1], null
 v_mov_b32_e32 v1, 7
 v_mov_b32_e32 v0, 0
 s_waitcnt lgkmcnt(0)
@@ -134,7 +136,7 @@ s_endpgm""")
 
 
 def test_kernel_that_never_ends_times_out_and_the_device_recovers(dev, code_object):
-  forever = dev.program(Kernel("forever").add("loop:", "s_branch loop").to_elf())
+  forever = dev.program(Kernel("forever", dev.arch).add("loop:", "s_branch loop").to_elf())
   with pytest.raises(hcq.GPUTimeout, match=r"compute rptr \d+ wptr \d+"):
     forever(global_size=1, local_size=32)
     dev.synchronize(timeout=1.0)

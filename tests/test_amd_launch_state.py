@@ -1,4 +1,4 @@
-"""What a wave sees at launch on the emulated GPU, through the whole driver (PM4, mock CP, emulator), checked exactly
+"""What a wave sees at launch on each emulated board (gfx1100, gfx1201), through the whole driver (PM4, mock CP, emulator), checked exactly
 against values the test computes from the launch parameters: code object v5 hidden arguments (AMDGPUUsage,
 "Code Object V5 Metadata": block counts, group sizes, remainders, global offsets, grid dims at offsets 0-64), the
 wave size DISPATCH_INITIATOR.CS_W32_EN selects, and every user / system SGPR the kernel descriptor can enable."""
@@ -9,6 +9,7 @@ import pytest
 
 import hcq
 from hcq.errors import HCQError
+from tests.amd_boards import arch, only  # noqa: F401 (arch: the board fixture)
 from tests.tools import compile_opencl
 
 HIDDEN = r"""
@@ -28,8 +29,8 @@ SHAPES = [((7, 1, 1), (64, 1, 1)), ((3, 5, 1), (8, 4, 1)), ((2, 3, 4), (4, 2, 3)
 
 
 @pytest.fixture(scope="module")
-def dev():
-  return hcq.Device("MOCKKFD+AMD")
+def dev(arch):
+  return hcq.Device(f"MOCKKFD+AMD::{arch}")
 
 
 def expected_hidden(grid, block) -> dict[str, int]:
@@ -45,7 +46,7 @@ def expected_hidden(grid, block) -> dict[str, int]:
 
 @pytest.mark.parametrize("grid,block", SHAPES)
 def test_hidden_arguments(dev, tmp_path, grid, block):
-  prg = dev.program(compile_opencl(HIDDEN, tmp_path), "hidden")
+  prg = dev.program(compile_opencl(HIDDEN, tmp_path, mcpu=dev.arch), "hidden")
   out = dev.alloc(128)
   out.copyin(np.full(32, 0xdeadbeef, np.uint32))
   prg(out, global_size=grid, local_size=block, wait=True)
@@ -80,7 +81,7 @@ def endpgm_program(dev, descriptor, name: str):
   """A kernel that only ends, with the given descriptor, loaded on `dev`."""
   from hcq.asm.elf_writer import KernelImage, write_code_object
   from hcq.asm.text import assemble
-  return dev.program(write_code_object("gfx1100", [KernelImage(name, assemble("s_endpgm", "gfx1100"), descriptor, {".args": []})]), name)
+  return dev.program(write_code_object(dev.arch, [KernelImage(name, assemble("s_endpgm", dev.arch), descriptor, {".args": []})]), name)
 
 
 def test_dispatch_packet_matches_the_launch(dev, tmp_path):
@@ -96,7 +97,7 @@ def test_dispatch_packet_matches_the_launch(dev, tmp_path):
     if ((l | g) == 0) for (int i = 0; i < 8; i++) out[i] = p[i];
     if ((l | g) == 0) out[8] = lds[0];
   }"""
-  prg = dev.program(compile_opencl(src, tmp_path), "packet")
+  prg = dev.program(compile_opencl(src, tmp_path, mcpu=dev.arch), "packet")
   out = dev.alloc(64)
   for grid, block in SHAPES:
     prg(out, global_size=grid, local_size=block, wait=True)
@@ -123,7 +124,7 @@ def test_wave64_kernel_runs_in_wave64(dev, tmp_path):
   """A wave64 code object: the driver sets DISPATCH_INITIATOR.CS_W32_EN off and the emulated GPU runs 64-lane waves
   (the hardware takes the wave size from the initiator, not from the code object): a workgroup of 100 is a wave of
   64 lanes and one of 36."""
-  co = compile_opencl(WAVE64, tmp_path, extra=("-mwavefrontsize64",))
+  co = compile_opencl(WAVE64, tmp_path, mcpu=dev.arch, extra=("-mwavefrontsize64",))
   prg = dev.program(co, "lanes")
   assert not prg.wave32
   out = dev.alloc(3 * 100 * 8)
@@ -174,6 +175,7 @@ def user_sgpr_kernel() -> bytes:
   return write_code_object("gfx1100", [KernelImage("usgpr", code, d, {".args": args, ".vgpr_count": 4, ".sgpr_count": 32})])
 
 
+@only("gfx1100")   # hand-written gfx11 code; gfx12 kernels read their workgroup ids from TTMP7/TTMP9 (test_emu_gfx12)
 def test_every_user_sgpr(dev):
   """AMDGPUUsage's initial wave state, in its order: dispatch ptr (s[0:1]), queue ptr, kernarg segment ptr, dispatch
   id, flat scratch init, private segment size (s10), then workgroup id X/Y/Z (s11-s13) and workgroup info (s14)."""
@@ -256,6 +258,7 @@ def test_private_segment_buffer_is_refused(dev):
   endpgm_program(dev, kernel_descriptor(vgprs=1), "ok")(global_size=(1,), local_size=(1,), wait=True)   # the refused launch left the device usable (no timeline value unsignalled)
 
 
+@only("gfx1100")   # gc_12_0_0's RSRC3 has no TRAP_ON_START/END: INST_PREF_SIZE covers bits 4-11
 @pytest.mark.parametrize("field", ["trap_on_start", "trap_on_end"])
 def test_rsrc3_trap_fields_reach_the_gpu(dev, field):
   """COMPUTE_PGM_RSRC3 as the descriptor gives it reaches the GPU: a wave that must trap at its start or end, with no

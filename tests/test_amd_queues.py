@@ -10,7 +10,7 @@ import pytest
 from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx11_dialect
 from hcq.drivers.amd.sdma import COPY_LINEAR_MAX, AMDCopyQueue
 from hcq.drivers.amd.sdma_packets import sdma_packets
-from hcq.drivers.mock.amdgpu.gpu import MockAMDGPU
+from hcq.drivers.mock.amdgpu.gpu import BOARDS, BoardSpec, MockAMDGPU
 from hcq.drivers.mock.amdgpu.ring import Ring
 from hcq.sym import Variable
 
@@ -27,9 +27,9 @@ class FakeSignal:
 class Board:
   """A mock GPU with one compute and one SDMA queue over 32 MiB of memory; `run` writes a queue's dwords and rings."""
 
-  def __init__(self, ring_bytes: int = RING_BYTES):
+  def __init__(self, ring_bytes: int = RING_BYTES, board: BoardSpec = BOARDS["gfx1100"]):
     self.irqs, self.errors, self.ring_bytes = [], [], ring_bytes
-    self.gpu = MockAMDGPU(on_interrupt=self.irqs.append, on_queue_error=lambda e, err, cause: self.errors.append((e.queue_name, err)))
+    self.gpu = MockAMDGPU(board, on_interrupt=self.irqs.append, on_queue_error=lambda e, err, cause: self.errors.append((e.queue_name, err)))
     self.mem = np.zeros(32 << 20, np.uint8)
     self.gpu.mem.map(VA, self.mem.size, self.mem)
     self.rings = {}

@@ -1,4 +1,4 @@
-"""The AMD driver's rings on the emulated gfx1100: read pointers as the engines report them, wrapping many times over,
+"""The AMD driver's rings on each emulated board (gfx1100, gfx1201): read pointers as the engines report them, wrapping many times over,
 the ring's end, and replay of bound queues while the command processor is behind.
 
 The rings here are the smallest CREATE_QUEUE takes (1 KiB), so a few thousand submissions wrap them hundreds of
@@ -17,14 +17,15 @@ from hcq.devstring import parse_dev
 from hcq.errors import GPUTimeout
 from hcq.drivers.amd.device import AMDDevice
 from hcq.sym import Variable
+from tests.amd_boards import arch  # noqa: F401 (the board fixture)
 
 SUBMISSIONS = int(os.environ.get("HCQ_RING_SUBMISSIONS", "1000"))
 RING = 1024  # bytes: the minimum amdkfd takes (KFD_MIN_QUEUE_RING_SIZE)
 
 
 @pytest.fixture(scope="module")
-def dev():
-  return AMDDevice(parse_dev("MOCKKFD+AMD"), ring_bytes=RING)
+def dev(arch):
+  return AMDDevice(parse_dev(f"MOCKKFD+AMD::{arch}"), ring_bytes=RING)
 
 
 def gpu_of(dev):
@@ -33,10 +34,11 @@ def gpu_of(dev):
 
 def counter_kernel(dev):
   """Adds 1 to the u32 its buffer argument points at: every launch that runs leaves a mark."""
-  return dev.program(Kernel("count", args=[("x", "buffer")]).add("""s_load_b64 s[2:3], s[0:1], null
+  wait = "s_wait_kmcnt 0x0" if dev.arch.startswith("gfx12") else "s_waitcnt lgkmcnt(0)"   # gfx12 splits the counters
+  return dev.program(Kernel("count", dev.arch, args=[("x", "buffer")]).add(f"""s_load_b64 s[2:3], s[0:1], null
 v_mov_b32_e32 v0, 0
 v_mov_b32_e32 v1, 1
-s_waitcnt lgkmcnt(0)
+{wait}
 global_atomic_add_u32 v0, v1, s[2:3]
 s_endpgm""").to_elf())
 

@@ -1,4 +1,4 @@
-"""Scratch (private memory) on the emulated gfx1100: kernels that spill, large private arrays, many waves on every shader
+"""Scratch (private memory) on each emulated board (gfx1100, gfx1201): kernels that spill, large private arrays, many waves on every shader
 engine, checked against numpy; the ring's layout (slots per engine, lanes interleaved by dword); and the configuration
 that writes the total wave count into COMPUTE_TMPRING_SIZE.WAVES faulting as it would on the GPU."""
 from __future__ import annotations
@@ -8,6 +8,7 @@ import pytest
 
 import hcq
 from hcq.errors import GPUFault
+from tests.amd_boards import arch, board, heavy  # noqa: F401 (arch: the board fixture)
 from tests.tools import compile_opencl
 
 GID = "(__builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x())"
@@ -48,13 +49,13 @@ __kernel void mark(__global int *out) {
 
 
 @pytest.fixture(scope="module")
-def dev():
-  return hcq.Device("MOCKKFD+AMD")
+def dev(arch):
+  return hcq.Device(f"MOCKKFD+AMD::{arch}")
 
 
 @pytest.fixture(scope="module")
-def code(tmp_path_factory):
-  return compile_opencl(SOURCE, tmp_path_factory.mktemp("scratch"))
+def code(tmp_path_factory, arch):
+  return compile_opencl(SOURCE, tmp_path_factory.mktemp("scratch"), mcpu=arch)
 
 
 def run(dev, prg, out, *args, groups: int):
@@ -74,15 +75,20 @@ def spill_reference(x: np.ndarray) -> np.ndarray:
   return s
 
 
-def test_topology_is_the_rx7900xtx(dev):
+def test_topology_is_the_rx7900xtx():
   """The KFD properties the driver sizes scratch from, as a real RX 7900 XTX reports them (rocminfo: 96 CUs, 2 SIMDs per
   CU, 6 shader engines, 2 arrays per engine, 32 waves per CU; kfd_crat.c: array_count = engines x arrays per engine)."""
-  p = dev.node.properties
+  p = hcq.Device("MOCKKFD+AMD::gfx1100").node.properties
   assert {k: p[k] for k in ("simd_count", "max_waves_per_simd", "array_count", "simd_arrays_per_engine", "cu_per_simd_array",
                             "simd_per_cu", "max_slots_scratch_cu", "wave_front_size")} == \
     {"simd_count": 192, "max_waves_per_simd": 16, "array_count": 12, "simd_arrays_per_engine": 2, "cu_per_simd_array": 8,
      "simd_per_cu": 2, "max_slots_scratch_cu": 32, "wave_front_size": 32}
-  assert dev.scratch_slots() == (6, 16 * 32)   # 6 engines of 16 CUs, 32 scratch slots each
+
+
+def test_slots_per_engine_come_from_each_boards_topology(dev, arch):
+  """gfx1100: 6 engines of 16 CUs; gfx1201: 4 engines of 16 CUs (Navi48); 32 scratch slots per CU on both."""
+  b = board(arch)
+  assert dev.scratch_slots() == (b.shader_engines, b.compute_units // b.shader_engines * b.max_slots_scratch_cu)
 
 
 def test_slots_come_from_the_topology():
@@ -96,13 +102,16 @@ def test_slots_come_from_the_topology():
 def test_spilling_kernel_on_every_engine(dev, code):
   prg = dev.program(code, "spill")
   assert prg.private_segment_size > 0
-  x = np.random.default_rng(1).standard_normal(48 * 64 * 30).astype(np.float32)
-  out = run(dev, prg, np.empty(64 * 30, np.float32), x, groups=30)   # 30 workgroups: 5 on each engine
+  engines, slots = dev.scratch_slots()
+  groups = 5 * engines   # 5 workgroups on each engine
+  x = np.random.default_rng(1).standard_normal(48 * 64 * groups).astype(np.float32)
+  out = run(dev, prg, np.empty(64 * groups, np.float32), x, groups=groups)
   np.testing.assert_allclose(out, spill_reference(x), rtol=1e-5, atol=1e-5)
   tmpring = dev.dialect.regs.regCOMPUTE_TMPRING_SIZE.decode(dev.tmpring_size)
-  assert tmpring["waves"] == 512 and dev._scratch.nbytes >= 6 * 512 * tmpring["wavesize"] * 256
+  assert tmpring["waves"] == slots == 512 and dev._scratch.nbytes >= engines * 512 * tmpring["wavesize"] * 256
 
 
+@heavy
 def test_large_private_array(dev, code):
   prg = dev.program(code, "big")
   assert prg.private_segment_size >= 4096
@@ -114,8 +123,8 @@ def test_large_private_array(dev, code):
 
 
 def test_many_waves_in_flight_keep_their_own_slots(dev, code):
-  """3,600 waves: 600 per engine, more than its 512 slots, so they run in two turns; every lane must read back what it
-  wrote (two waves in flight sharing a slot would not)."""
+  """3,600 waves: 600 per engine on gfx1100 (900 on gfx1201), more than its 512 slots, so they run in two turns; every
+  lane must read back what it wrote (two waves in flight sharing a slot would not)."""
   prg = dev.program(code, "mark")
   assert prg.private_segment_size > 0
   out = run(dev, prg, np.empty(64 * 1800, np.int32), groups=1800)

@@ -20,10 +20,11 @@ import pytest
 from hcq.autogen import kfd as K
 from hcq.autogen.am import gc_11_0_0 as gc, nvd, sdma_v6_0_0_pkt_open as sdma
 from hcq.drivers import libc
-from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx11_dialect
+from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx11_dialect, gfx12_dialect
+from hcq.drivers.amd.sdma import AMDCopyQueue
 from hcq.drivers.amd.sdma_packets import sdma_packets
 from hcq.drivers.mock.amdgpu.cp import IB_CHAIN
-from hcq.drivers.mock.amdgpu.gpu import BoardSpec
+from hcq.drivers.mock.amdgpu.gpu import BOARDS, BoardSpec
 from hcq.drivers.mock.kfd import DOORBELL_SLICE, ENOTSUPP, MMAP_GPU_ID_SHIFT, MMAP_TYPE_SHIFT, cwsr_sizes
 from tests.test_amd_queues import GC_BASE, Board, FakeSignal
 from tests.test_mock_kfd import GTT, VRAM, Process
@@ -168,6 +169,41 @@ SDMA_CASES = [
 def test_sdma_rule(board, rule, stream):
   board.submit("sdma", stream(board))
   stopped_with(board, "sdma", rule)
+
+
+# ---- gfx12 (RX 9070 XT): the gfx11 spellings whose meaning gfx12 changed, each refused on the gfx1201 board ----
+GFX12_CASES = [  # (rule, queue kind, stream builder)
+  ("RELEASE_MEM with GCR GLM_INV or GLM_WB (event dword {event:#010x}) on gfx12", "compute", lambda b: signal(b, 1)),  # gfx11's fence
+  ("DISPATCH_DIRECT with COMPUTE_PGM_RSRC2 bit 6 set on gfx12", "compute", lambda b: dispatch(rsrc1=0, rsrc2=1 << 6)),  # gfx11's TRAP_PRESENT
+  ("SDMA 7.0 COPY_LINEAR without CPV in its header", "sdma", lambda b: AMDCopyQueue(6).copy(b.addr(5 << 20), b.addr(4 << 20), 64)._q),
+]
+
+
+@pytest.fixture
+def board12():
+  b = Board(board=BOARDS["gfx1201"])
+  yield b
+  b.close()
+
+
+@pytest.mark.parametrize("rule,kind,stream", GFX12_CASES, ids=[r[:40] for r, _, _ in GFX12_CASES])
+def test_gfx12_rule(board12, rule, kind, stream):
+  board12.submit(kind, stream(board12))
+  stopped_with(board12, kind, rule)
+  assert board12.u64(3 << 20) == 0, "a packet after the refused one ran"
+
+
+def test_gfx12_takes_its_own_spellings(board12):
+  """What the driver's gfx12 dialect and SDMA 7.0 builder write runs on the gfx1201 board: a fence, and a copy with its
+  compression dword (eight dwords, the next packet read after it)."""
+  b = board12
+  b.mem[4 << 20:(4 << 20) + 64] = np.arange(64, dtype=np.uint8)
+  b.submit("sdma", AMDCopyQueue(7).copy(b.addr(5 << 20), b.addr(4 << 20), 64).signal(FakeSignal(b.addr(3 << 20) + 64), 5)._q)
+  b.submit("compute", AMDComputeQueue(gfx12_dialect(GC_BASE)).signal(FakeSignal(b.addr(3 << 20)), 9)._q)
+  b.idle("sdma")
+  b.idle("compute")
+  assert not b.errors and b.u64(3 << 20) == 9 and b.u64((3 << 20) + 64) == 5
+  np.testing.assert_array_equal(b.mem[5 << 20:(5 << 20) + 64], np.arange(64, dtype=np.uint8))
 
 
 # ---- the kernel side: (rule text, errno, what breaks it on a fresh process) ----
@@ -359,7 +395,7 @@ def raise_sites() -> list[tuple[str, str]]:
 
 
 def test_every_rule_has_a_breaking_case():
-  rules = [r for r, _ in CP_CASES + SDMA_CASES] + [r for r, *_ in KFD_CASES] + [ENGINE_RULE] + list(UNREACHABLE) + list(TESTED_ELSEWHERE)
+  rules = [r for r, _ in CP_CASES + SDMA_CASES] + [r for r, *_ in KFD_CASES + GFX12_CASES] + [ENGINE_RULE] + list(UNREACHABLE) + list(TESTED_ELSEWHERE)
   sites = raise_sites()
   missing = [f"{rel}: {line.strip()}" for rel, line in sites if not any(r in line for r in rules)]
   assert len(sites) >= 90 and not missing, f"{len(sites)} rules; without a breaking case: " + "\n".join(missing)

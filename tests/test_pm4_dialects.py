@@ -1,4 +1,4 @@
-"""The compute queue's PM4 per GPU family: one builder, a table entry per family (gfx11, gfx9)."""
+"""The compute queue's PM4 per GPU family: one builder, a table entry per family (gfx12, gfx11, gfx9)."""
 from __future__ import annotations
 
 import pytest
@@ -30,7 +30,8 @@ def packets(words: list[int]) -> list[tuple[int, list[int]]]:
   return out
 
 
-@pytest.mark.parametrize("family,bases,wave32,acquire_len", [("gfx11", (0x1260, 0xA000), True, 7), ("gfx9", (0x2000, 0xA000), False, 6)])
+@pytest.mark.parametrize("family,bases,wave32,acquire_len", [("gfx12", (0x1260, 0xA000), True, 7), ("gfx11", (0x1260, 0xA000), True, 7),
+                                                             ("gfx9", (0x2000, 0xA000), False, 6)])
 def test_same_builder_each_family(family, bases, wave32, acquire_len):
   d = DIALECTS[family](bases)
   q = AMDComputeQueue(d).wait(FakeSignal(), 5).exec(FakeProgram(wave32), 0x7f0000200000, (4, 2, 1), (64, 1, 1)).signal(FakeSignal(), 9)
@@ -48,6 +49,22 @@ def test_same_builder_each_family(family, bases, wave32, acquire_len):
   release = pk[-1][1]
   assert release[0] & 0x3f == d.events.CACHE_FLUSH_AND_INV_TS_EVENT and (release[0] >> 8) & 0xf == 5
   assert (release[1] >> 29) & 7 == 2 and release[4:6] == [9, 0]
+
+
+def test_gfx12_differs_from_gfx11_where_the_kernel_does():
+  """gfx_v12_0_ring_emit_fence drops gfx11's GLM actions from RELEASE_MEM; ACQUIRE_MEM (emit_mem_sync) and every
+  COMPUTE_* register offset the queue writes are gfx11's; RSRC2 bit 6 and TMPRING_SIZE.WAVESIZE changed meaning/width."""
+  from hcq.autogen.am import nvd
+  g11, g12 = DIALECTS["gfx11"]((0x1260, 0xA000)), DIALECTS["gfx12"]((0x1260, 0xA000))
+  glm = nvd.PACKET3_RELEASE_MEM_GCR_GLM_INV | nvd.PACKET3_RELEASE_MEM_GCR_GLM_WB
+  assert g11.release_event & glm == glm and g12.release_event & glm == 0 and g11.release_event & ~glm == g12.release_event
+  assert g11.acquire_mem() == g12.acquire_mem()
+  for name in ("PGM_LO", "PGM_RSRC1", "PGM_RSRC2", "PGM_RSRC3", "TMPRING_SIZE", "DISPATCH_SCRATCH_BASE_LO", "RESTART_X", "USER_DATA_0",
+               "START_X", "RESOURCE_LIMITS", "DISPATCH_INITIATOR"):
+    assert g11.sh_reg(getattr(g11.regs, f"regCOMPUTE_{name}")) == g12.sh_reg(getattr(g12.regs, f"regCOMPUTE_{name}")), name
+  assert "trap_present" not in g12.regs.regCOMPUTE_PGM_RSRC2.fields and g12.regs.regCOMPUTE_PGM_RSRC2.encode(dynamic_vgpr=1) == 1 << 6
+  assert g12.regs.regCOMPUTE_TMPRING_SIZE.fields["wavesize"][1] >> 12 == (1 << 18) - 1
+  assert g11.initiator(True) == g12.initiator(True)
 
 
 def test_gfx9_has_no_wave32():

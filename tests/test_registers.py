@@ -24,13 +24,13 @@ _DEFINE = re.compile(r"^#define[ \t]+(\w+)[ \t]+(0[xX][0-9a-fA-F]+|\d+)[uUlL]*[ 
 _BLOCK_NAMES = [b[0] for b in BLOCKS]
 
 
-def header(relpath: str) -> Path:
-  """A linux-source header, or stop the test (skip locally, fail in CI) when linux-source-6.1 is not installed."""
+def header(relpath: str, package: str) -> Path:
+  """A linux-source header, or stop the test (skip locally, fail in CI) when its linux-source package is not installed."""
   from hcq.autogen.generator.sources import linux_source
   try:
-    return linux_source(relpath)
+    return linux_source(relpath, package)
   except GeneratorError as e:
-    require(False, f"linux-source-6.1 ({e})")
+    require(False, f"{package} ({e})")
 
 
 def defines(path: Path) -> dict[str, int]:
@@ -44,8 +44,8 @@ _cache: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
 def block(name: str) -> tuple[types.ModuleType, dict[str, int], dict[str, int]]:
   """(module, offset.h defines, sh_mask.h defines) of a register block."""
   if name not in _cache:
-    _, offset_rel, sh_mask_rel = next(b for b in BLOCKS if b[0] == name)
-    _cache[name] = defines(header(offset_rel)), defines(header(sh_mask_rel))
+    _, offset_rel, sh_mask_rel, package = next(b for b in BLOCKS if b[0] == name)
+    _cache[name] = defines(header(offset_rel, package)), defines(header(sh_mask_rel, package))
   return importlib.import_module(f"hcq.autogen.am.{name}"), *_cache[name]
 
 
@@ -289,6 +289,6 @@ def test_committed_module_is_reproducible(name):
   try:
     text = build(name)
   except GeneratorError as e:
-    require(False, f"linux-source-6.1 ({e})")
+    require(False, f"the block's linux-source package ({e})")
   mod = importlib.import_module(f"hcq.autogen.am.{name}")
   assert Path(mod.__file__).read_text() == text

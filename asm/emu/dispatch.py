@@ -73,10 +73,13 @@ class Board:
 
 def from_state(state, arch: str = "gfx1100", board: Board = Board()) -> Dispatch:
   """A Dispatch from the mock command processor's DispatchState (grid, DISPATCH_INITIATOR, SET_SH_REG values); the
-  COMPUTE_* registers sit at gfx11's offsets (gfx12 keeps them). On gfx11 a wave's private memory is its slot of the
-  scratch ring COMPUTE_DISPATCH_SCRATCH_BASE and COMPUTE_TMPRING_SIZE describe (hcq.asm.emu.scratch); other archs keep
-  it in host memory (their TMPRING_SIZE layouts are not modelled)."""
-  from hcq.autogen.am import gc_11_0_0 as gc
+  COMPUTE_* registers sit at gfx11's offsets (gfx12 keeps them). On gfx11 and gfx12 a wave's private memory is its slot
+  of the scratch ring COMPUTE_DISPATCH_SCRATCH_BASE and COMPUTE_TMPRING_SIZE describe (hcq.asm.emu.scratch; gfx12 only
+  widens WAVESIZE, gc_12_0_0_sh_mask.h, and keeps the units and per-engine WAVES: ROCr FillComputeTmpRingSize_Gfx12);
+  other archs keep it in host memory (their TMPRING_SIZE layouts are not modelled)."""
+  from hcq.autogen.am import gc_11_0_0, gc_12_0_0
+  gc = gc_12_0_0 if arch.startswith("gfx12") else gc_11_0_0
+  ringed = arch.startswith(("gfx11", "gfx12"))
   sh = state.sh
   reg = lambda r: sh.get(SH_BASE + r.offset, 0)
   code = (reg(gc.regCOMPUTE_PGM_LO) | (reg(gc.regCOMPUTE_PGM_HI) << 32)) << 8
@@ -89,9 +92,9 @@ def from_state(state, arch: str = "gfx1100", board: Board = Board()) -> Dispatch
   tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(reg(gc.regCOMPUTE_TMPRING_SIZE))
   private = tmpring["wavesize"] * SLOT_GRANULE // (32 if wave32 else 64)
   ring = None
-  if arch.startswith("gfx11") and not gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)["scratch_en"]:
+  if ringed and not gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)["scratch_en"]:
     private = 0   # a wave without SCRATCH_EN gets no slot: any private access faults
-  elif arch.startswith("gfx11") and tmpring["wavesize"]:
+  elif ringed and tmpring["wavesize"]:
     base = (reg(gc.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO) | (reg(gc.regCOMPUTE_DISPATCH_SCRATCH_BASE_HI) & 0xff) << 32) << 8
     ring = ScratchRing(base, tmpring["waves"], tmpring["wavesize"] * SLOT_GRANULE, board.engines, board.engine_waves)
   return Dispatch(code, reg(gc.regCOMPUTE_PGM_RSRC1), rsrc2, reg(gc.regCOMPUTE_PGM_RSRC3), user, tuple(state.grid), local, wave32,

@@ -11,7 +11,7 @@ from typing import Callable
 
 from hcq.autogen.generator import nv_sources
 from hcq.autogen.generator.clangtools import GeneratorError
-from hcq.autogen.generator.sources import LINUX_SOURCE_PKG, generated_header_line, linux_source
+from hcq.autogen.generator.sources import generated_header_line
 
 AUTOGEN_DIR = Path(__file__).resolve().parent.parent
 
@@ -28,11 +28,8 @@ def generators() -> dict[str, Callable[[], str]]:
       spec = make_spec()
       return generate_bindings(spec, generated_header_line(spec.package, spec.headers))
     out[name] = bindings
-  for module, offset_rel, mask_rel in registers.BLOCKS:
-    def regs(offset_rel=offset_rel, mask_rel=mask_rel) -> str:
-      offset_h, mask_h = linux_source(offset_rel), linux_source(mask_rel)
-      return registers.generate(offset_h, mask_h, generated_header_line(LINUX_SOURCE_PKG, [offset_h, mask_h]))
-    out[f"am.{module}"] = regs
+  for module, *_ in registers.BLOCKS:
+    out[f"am.{module}"] = lambda module=module: registers.build(module)
   return out
 
 

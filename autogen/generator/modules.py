@@ -41,6 +41,7 @@ def binding_specs() -> dict[str, BindingSpec]:
     "am.v11_structs": lambda: BindingSpec("am.v11_structs", kernel, [linux_source("include/v11_structs.h")], prelude="#include <stdint.h>\n"),
     "am.v9_structs": lambda: BindingSpec("am.v9_structs", kernel, [linux_source("include/v9_structs.h")], prelude="#include <stdint.h>\n"),
     "am.soc21_enum": lambda: BindingSpec("am.soc21_enum", kernel, [linux_source("include/soc21_enum.h")]),
+    "am.soc24_enum": lambda: BindingSpec("am.soc24_enum", "linux-source-6.12", [linux_source("include/soc24_enum.h", "linux-source-6.12")]),
     "am.vega10_enum": lambda: BindingSpec("am.vega10_enum", kernel, [linux_source("include/vega10_enum.h")]),
     "am.discovery": lambda: BindingSpec("am.discovery", kernel, [linux_source("include/discovery.h")], prelude="#include <stdint.h>\n"),
   }

@@ -14,11 +14,14 @@ from hcq.autogen.generator.clangtools import GeneratorError
 from hcq.autogen.generator.sources import LINUX_SOURCE_PKG, generated_header_line, linux_source
 from hcq.autogen.support import Register, RegisterTable
 
-# (module name under hcq.autogen.am, offset header, sh_mask header), paths below linux-source's drivers/gpu/drm/amd.
-BLOCKS: list[tuple[str, str, str]] = [
-  (name, f"include/asic_reg/{folder}/{name}_offset.h", f"include/asic_reg/{folder}/{name}_sh_mask.h")
-  for folder, name in [("gc", "gc_11_0_0"), ("nbio", "nbio_4_3_0"), ("oss", "osssys_6_0_0"), ("hdp", "hdp_6_0_0"),
-                       ("mmhub", "mmhub_3_0_0"), ("gc", "gc_9_4_2")]
+# (module name under hcq.autogen.am, offset header, sh_mask header, linux-source package), paths below its drivers/gpu/drm/amd.
+# gc_12_0_0 (RDNA4) first appears in Linux 6.11, so it comes from linux-source-6.12.
+BLOCKS: list[tuple[str, str, str, str]] = [
+  (name, f"include/asic_reg/{folder}/{name}_offset.h", f"include/asic_reg/{folder}/{name}_sh_mask.h", package)
+  for folder, name, package in [("gc", "gc_11_0_0", LINUX_SOURCE_PKG), ("nbio", "nbio_4_3_0", LINUX_SOURCE_PKG),
+                                ("oss", "osssys_6_0_0", LINUX_SOURCE_PKG), ("hdp", "hdp_6_0_0", LINUX_SOURCE_PKG),
+                                ("mmhub", "mmhub_3_0_0", LINUX_SOURCE_PKG), ("gc", "gc_9_4_2", LINUX_SOURCE_PKG),
+                                ("gc", "gc_12_0_0", "linux-source-6.12")]
 ]
 
 # Fields the upstream headers define inconsistently, by C name (BLOCK__FIELD), with what is wrong. Such a
@@ -191,8 +194,8 @@ def generate(offset_h: Path, sh_mask_h: Path, header_line: str) -> str:
 
 def build(module: str) -> str:
   """The text of hcq.autogen.am.<module> (one of BLOCKS) from the installed linux-source package."""
-  for name, offset_rel, sh_mask_rel in BLOCKS:
+  for name, offset_rel, sh_mask_rel, package in BLOCKS:
     if name == module:
-      offset_h, sh_mask_h = linux_source(offset_rel), linux_source(sh_mask_rel)
-      return generate(offset_h, sh_mask_h, generated_header_line(LINUX_SOURCE_PKG, [offset_h, sh_mask_h]))
+      offset_h, sh_mask_h = linux_source(offset_rel, package), linux_source(sh_mask_rel, package)
+      return generate(offset_h, sh_mask_h, generated_header_line(package, [offset_h, sh_mask_h]))
   raise GeneratorError(f"no register block {module!r}; valid: {', '.join(b[0] for b in BLOCKS)}")

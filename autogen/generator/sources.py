@@ -8,8 +8,7 @@ from pathlib import Path
 
 from hcq.autogen.generator.clangtools import GeneratorError
 
-LINUX_SOURCE_PKG = "linux-source-6.1"
-LINUX_SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+LINUX_SOURCE_PKG = "linux-source-6.1"  # Debian 12's kernel; linux-source-6.12 (bookworm) for what 6.1 predates (gfx12)
 LINUX_AMD = "drivers/gpu/drm/amd"  # every file taken from linux-source lives below this folder
 
 
@@ -38,25 +37,26 @@ def cache_dir() -> Path:
   return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hcq-autogen"
 
 
-def linux_source(relpath: str) -> Path:
-  """A file from drivers/gpu/drm/amd of linux-source, extracted (once per package version) into the cache."""
-  version = package_version(LINUX_SOURCE_PKG)
-  root = cache_dir() / f"{LINUX_SOURCE_PKG}_{version}"
+def linux_source(relpath: str, package: str = LINUX_SOURCE_PKG) -> Path:
+  """A file from drivers/gpu/drm/amd of a linux-source package, extracted (once per package version) into the cache."""
+  version = package_version(package)
+  tarball = Path(f"/usr/src/{package}.tar.xz")
+  root = cache_dir() / f"{package}_{version}"
   stamp = root / ".complete"
   if not stamp.exists():
-    if not LINUX_SOURCE_TARBALL.is_file():
-      raise GeneratorError(f"{LINUX_SOURCE_TARBALL} is missing although {LINUX_SOURCE_PKG} is installed: apt-get install --reinstall -y {LINUX_SOURCE_PKG}")
-    _extract_amd(root)
+    if not tarball.is_file():
+      raise GeneratorError(f"{tarball} is missing although {package} is installed: apt-get install --reinstall -y {package}")
+    _extract_amd(root, tarball)
     stamp.touch()
   p = root / LINUX_AMD / relpath
-  if not p.is_file(): raise GeneratorError(f"{LINUX_AMD}/{relpath} is not in {LINUX_SOURCE_TARBALL} ({LINUX_SOURCE_PKG} {version})")
+  if not p.is_file(): raise GeneratorError(f"{LINUX_AMD}/{relpath} is not in {tarball} ({package} {version})")
   return p
 
 
-def _extract_amd(root: Path) -> None:
+def _extract_amd(root: Path, tarball: Path) -> None:
   """Extract the headers of drivers/gpu/drm/amd (amdgpu/*.h and include/) in one pass over the tarball."""
   tmp = root.with_name(root.name + ".partial")
-  with tarfile.open(LINUX_SOURCE_TARBALL) as tar:
+  with tarfile.open(tarball) as tar:
     for m in tar:
       parts = m.name.split("/", 1)
       if len(parts) < 2 or not m.isfile(): continue

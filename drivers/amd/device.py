@@ -19,7 +19,7 @@ from hcq.devstring import DevSpec
 from hcq.drivers.amd.kfd import KFDInterface, gpu_nodes
 from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue
 from hcq.drivers.amd.program import AMDProgram
-from hcq.drivers.amd.sdma import AMDCopyQueue
+from hcq.drivers.amd.sdma import SDMA_MAJORS, AMDCopyQueue
 from hcq.drivers.va import ReservedRange
 from hcq.errors import GPUFault, HCQError
 
@@ -27,7 +27,8 @@ PAGE = 4096
 VA_SPACE = 1 << 40            # reserved once; every buffer gets its GPU and CPU address in it
 RING_BYTES = 1 << 16         # each hardware queue's ring (a power of two of at least 1 KiB, as CREATE_QUEUE takes it)
 STAGING_BYTES = 16 << 20
-TIMESTAMP_HZ = {"gfx11": 100_000_000, "gfx9": 100_000_000}  # the global timestamp counter RELEASE_MEM and SDMA write
+# the global timestamp counter RELEASE_MEM and SDMA write: the SOC reference clock (soc21_get_xclk / soc24_get_xclk: spll.reference_freq)
+TIMESTAMP_HZ = {"gfx12": 100_000_000, "gfx11": 100_000_000, "gfx9": 100_000_000}
 _F = K.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | K.KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE | K.KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
 MEMORY_FLAGS = {
   "device": K.KFD_IOC_ALLOC_MEM_FLAGS_VRAM | _F,
@@ -44,15 +45,17 @@ def _open_os(spec: DevSpec):
   if spec.iface != "MOCKKFD":
     host = HostOS()
     if gpu_nodes(host) or spec.iface == "KFD": return host
-  from hcq.drivers.mock.os import MockKFDOS
-  if spec.iface is None: _say_emulated()
-  return MockKFDOS()
+  from hcq.drivers.mock.os import mock_kfd_os
+  os_layer = mock_kfd_os(spec.arch)  # an arch without an emulated board fails here, before the notice
+  if spec.iface is None: _say_emulated(spec.arch)
+  return os_layer
 
 
-def _say_emulated() -> None:
+def _say_emulated(arch: str | None) -> None:
   """Say once that plain AMD means the emulated GPU on this machine."""
   global _said_emulated
-  if not _said_emulated: print("hcq: no AMD GPU found; AMD runs on the emulated gfx1100 (MOCKKFD+AMD)", file=sys.stderr)
+  arch = arch or "gfx1100"
+  if not _said_emulated: print(f"hcq: no AMD GPU found; AMD runs on the emulated {arch} (MOCKKFD+AMD::{arch})", file=sys.stderr)
   _said_emulated = True
 
 
@@ -79,6 +82,8 @@ class AMDDevice(StagedCopies, Device):
     self.kfd = KFDInterface(self.os, self.node)
     self.timestamp_frequency = TIMESTAMP_HZ[family]
     self.dialect = DIALECTS[family](self._gc_bases())
+    self.sdma_major = int(self._ip_discovery("SDMA0", "major"))   # SDMA 6 on gfx11, 7 on gfx12
+    if self.sdma_major not in SDMA_MAJORS: raise HCQError(f"{self.arch}: SDMA {self.sdma_major}.x; this driver builds SDMA 6.0 and 7.0 packets")
     self.tmpring_size, self.scratch_base, self._scratch, self._scratch_per_wave, self.scratch_generation = 0, 0, None, 0, 0
     self._range = ReservedRange(self.os, self.va_space)
     self._handles_lock = threading.Lock()
@@ -89,13 +94,18 @@ class AMDDevice(StagedCopies, Device):
     self._events()
     self.queues = {"compute": self._queue(K.KFD_IOC_QUEUE_TYPE_COMPUTE, 4), "sdma": self._queue(K.KFD_IOC_QUEUE_TYPE_SDMA, 1)}
 
-  def _gc_bases(self) -> tuple[int, ...]:
-    """GC register segment bases from the IP discovery table the amdgpu driver exposes in sysfs."""
-    path = f"/sys/class/drm/renderD{self.node.properties['drm_render_minor']}/device/ip_discovery/die/0/GC/0/base_addr"
+  def _ip_discovery(self, block: str, name: str) -> str:
+    """One file of a hardware block in the IP discovery table the amdgpu driver exposes in sysfs."""
+    path = f"/sys/class/drm/renderD{self.node.properties['drm_render_minor']}/device/ip_discovery/die/0/{block}/0/{name}"
     try:
-      return tuple(int(x, 16) for x in self.os.read_text(path).split())
+      return self.os.read_text(path)
     except OSError as e:
-      raise HCQError(f"cannot read the GC block's IP discovery table ({path}: {e.strerror}): the compute registers cannot be placed") from None
+      raise HCQError(f"cannot read the {block} block's IP discovery table ({path}: {e.strerror}): hcq places its registers "
+                     "and picks its packet formats from it") from None
+
+  def _gc_bases(self) -> tuple[int, ...]:
+    """GC register segment bases from IP discovery."""
+    return tuple(int(x, 16) for x in self._ip_discovery("GC", "base_addr").split())
 
   # ---- memory ----
   def _alloc(self, nbytes: int, kind: str) -> Buffer:
@@ -202,7 +212,7 @@ class AMDDevice(StagedCopies, Device):
     return AMDComputeQueue(self.dialect)
 
   def copy_queue(self) -> AMDCopyQueue:
-    return AMDCopyQueue()
+    return AMDCopyQueue(self.sdma_major)
 
   def scratch_slots(self) -> tuple[int, int]:
     """(shader engines, scratch slots per engine) from the KFD topology: an engine's CUs times max_slots_scratch_cu, as
@@ -245,9 +255,10 @@ class AMDDevice(StagedCopies, Device):
       nodes = gpu_nodes(HostOS())
       if nodes or iface == "KFD": iface, arch = "KFD", arch or (nodes[0].arch if nodes else None)
     if iface in (None, "MOCKKFD"):
-      from hcq.drivers.mock.amdgpu.gpu import BoardSpec
-      if iface is None: _say_emulated()
-      iface, arch = "MOCKKFD", arch or BoardSpec().gfx_target  # the board the mock kernel presents by default (MockKFD())
+      from hcq.drivers.mock.amdgpu.gpu import board_for
+      board_for(arch)   # an arch no board emulates: its error (listing the boards) before the notice
+      if iface is None: _say_emulated(arch)
+      iface, arch = "MOCKKFD", arch or board_for(None).gfx_target  # the board the mock kernel presents by default
     return DevSpec(spec.device, iface, None, arch)
 
   # ---- faults and hangs ----

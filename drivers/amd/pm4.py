@@ -34,20 +34,36 @@ class PM4Dialect:
     return self.gc_base[reg.segment] + reg.offset - self.pkt.PACKET3_SET_SH_REG_START
 
 
-def gfx11_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
-  """gfx11 (gfx_v11_0.c): ACQUIRE_MEM carries a GCR_CNTL, RELEASE_MEM GCR bits, and wave32 is a DISPATCH_INITIATOR bit."""
-  from hcq.autogen.am import gc_11_0_0 as gc, nvd as p, soc21_enum
+def _rdna_dialect(name: str, gc: ModuleType, events: ModuleType, gc_base: tuple[int, ...], release_gcr: int) -> PM4Dialect:
+  """gfx11 and gfx12 share nvd.h's packets: ACQUIRE_MEM carries a GCR_CNTL, RELEASE_MEM GCR bits, and wave32 is a
+  DISPATCH_INITIATOR bit; they differ in their register tables and in RELEASE_MEM's cache actions (`release_gcr`)."""
+  from hcq.autogen.am import nvd as p
+  # gfx_v11_0_emit_mem_sync and gfx_v12_0_emit_mem_sync (Linux 6.12) invalidate the same levels, GL1 included
   gcr = (p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLK_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLV_INV(1) |
          p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL1_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_WB(1) |
          p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLM_INV(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLM_WB(1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_SEQ(1))
   # CP_COHER_CNTL, CP_COHER_SIZE (lo, hi: everything), CP_COHER_BASE (lo, hi), POLL_INTERVAL, GCR_CNTL
   body = [0, 0xffffffff, 0xffffff, 0, 0, 0x0000000A, gcr]
-  release = (p.PACKET3_RELEASE_MEM_GCR_SEQ | p.PACKET3_RELEASE_MEM_GCR_GL2_WB | p.PACKET3_RELEASE_MEM_GCR_GLM_INV |
-             p.PACKET3_RELEASE_MEM_GCR_GLM_WB | p.PACKET3_RELEASE_MEM_CACHE_POLICY(3) |
-             p.PACKET3_RELEASE_MEM_EVENT_TYPE(soc21_enum.CACHE_FLUSH_AND_INV_TS_EVENT) | p.PACKET3_RELEASE_MEM_EVENT_INDEX(5))
-  return PM4Dialect("gfx11", p, gc, soc21_enum, gc_base, lambda: body, release,
+  release = (release_gcr | p.PACKET3_RELEASE_MEM_CACHE_POLICY(3) |
+             p.PACKET3_RELEASE_MEM_EVENT_TYPE(events.CACHE_FLUSH_AND_INV_TS_EVENT) | p.PACKET3_RELEASE_MEM_EVENT_INDEX(5))
+  return PM4Dialect(name, p, gc, events, gc_base, lambda: body, release,
                     lambda data, intr: p.PACKET3_RELEASE_MEM_DATA_SEL(data) | p.PACKET3_RELEASE_MEM_INT_SEL(intr),
                     lambda wave32: gc.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1, force_start_at_000=1, cs_w32_en=int(wave32)))
+
+
+def gfx11_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
+  """gfx11 (gfx_v11_0.c gfx_v11_0_ring_emit_fence): RELEASE_MEM writes back GL2 and writes back and invalidates GLM."""
+  from hcq.autogen.am import gc_11_0_0 as gc, nvd as p, soc21_enum
+  return _rdna_dialect("gfx11", gc, soc21_enum, gc_base, p.PACKET3_RELEASE_MEM_GCR_SEQ | p.PACKET3_RELEASE_MEM_GCR_GL2_WB |
+                       p.PACKET3_RELEASE_MEM_GCR_GLM_INV | p.PACKET3_RELEASE_MEM_GCR_GLM_WB)
+
+
+def gfx12_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
+  """gfx12 (gfx_v12_0.c, Linux 6.12): the same packets (nvd.h) and COMPUTE_* register offsets as gfx11, but RELEASE_MEM
+  names no GLM action (gfx_v12_0_ring_emit_fence: GCR_SEQ | GCR_GL2_WB only), several register fields moved
+  (gc_12_0_0_sh_mask.h: RSRC2 bit 6 is DYNAMIC_VGPR, TMPRING_SIZE.WAVESIZE is 18 bits), and the event types are soc24's."""
+  from hcq.autogen.am import gc_12_0_0 as gc, nvd as p, soc24_enum
+  return _rdna_dialect("gfx12", gc, soc24_enum, gc_base, p.PACKET3_RELEASE_MEM_GCR_SEQ | p.PACKET3_RELEASE_MEM_GCR_GL2_WB)
 
 
 def gfx9_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
@@ -67,7 +83,7 @@ def gfx9_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
   return PM4Dialect("gfx9", p, gc, vega10_enum, gc_base, lambda: body, release, lambda data, intr: p.DATA_SEL(data) | p.INT_SEL(intr), initiator)
 
 
-DIALECTS = {"gfx11": gfx11_dialect, "gfx9": gfx9_dialect}  # by family (gfx12 is one more entry here)
+DIALECTS = {"gfx12": gfx12_dialect, "gfx11": gfx11_dialect, "gfx9": gfx9_dialect}  # by family: gfx_target_version // 10000
 
 
 def preemption_bits(regs: ModuleType, gfx_target_version: int, shader_arrays: int) -> tuple[int, int]:
@@ -78,7 +94,9 @@ def preemption_bits(regs: ModuleType, gfx_target_version: int, shader_arrays: in
   (gfx11) nothing does it for a PM4 queue, whose dispatches set RSRC2 themselves, so kfdtest's PM4 dispatch sets it below
   gfx12 (Dispatch::BuildIb). GC 11.0.0/1/2/5, and 11.0.3 with more than one shader array, also need RSRC1.PRIV or the
   save traps (the DEGFX11_12113 workaround: kfdtest KFDBaseComponentTest::NeedCwsrWA). Without them the first preemption
-  (another queue created, memory evicted, a time slice ending) stalls until the GPU is reset."""
+  (another queue created, memory evicted, a time slice ending) stalls until the GPU is reset. gfx12 needs neither and
+  must not set bit 6: there it is RSRC2.DYNAMIC_VGPR (gc_12_0_0_sh_mask.h), and the trap handler is enabled per queue
+  (amdkfd add_queue_mes: queue_input.trap_en, passed to MES in mes_v12_0_add_hw_queue)."""
   if gfx_target_version >= 120000: return 0, 0
   major, minor, step = gfx_target_version // 10000, gfx_target_version // 100 % 100, gfx_target_version % 100
   priv = (major, minor) == (11, 0) and (step in (0, 1, 2, 5) or (step == 3 and shader_arrays > 1))

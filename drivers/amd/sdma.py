@@ -1,4 +1,8 @@
-"""The AMD copy queue: SDMA 6.0 packets built from the generated packet table (hcq.drivers.amd.sdma_packets)."""
+"""The AMD copy queue: SDMA 6.0 and 7.0 packets built from the generated packet table (hcq.drivers.amd.sdma_packets).
+
+SDMA 7.0 (RDNA4) keeps SDMA 6.0's packet header (Linux 6.12 sdma_v7_0.c includes sdma_v6_0_0_pkt_open.h) and its
+pointer reporting (a 64-bit byte count, sdma_v7_0_ring_get_rptr), but its COPY_LINEAR sets CPV in the header and
+carries an eighth dword, the compression parameters (sdma_v7_0_emit_copy_buffer: 0 for a plain copy)."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
 
@@ -10,12 +14,19 @@ from hcq.sym import Sym, hi32, lo32
 if TYPE_CHECKING:
   from hcq.signal import Signal
 
+SDMA_MAJORS = (6, 7)        # the SDMA IP versions whose packets this builds: 6.0 (gfx11), 7.0 (gfx12)
 COPY_LINEAR_MAX = 1 << 22   # bytes per COPY_LINEAR: its count field holds bytes - 1 in 22 bits
 POLL_GEQ = 5                 # POLL_REGMEM compare function: memory >= value
 
 
 class AMDCopyQueue(DwordQueue):
-  """SDMA packets as dwords in `self._q`; a symbolic value may fill a whole dword (addresses, data) as a patch slot."""
+  """SDMA packets as dwords in `self._q`; a symbolic value may fill a whole dword (addresses, data) as a patch slot.
+  `sdma_major`: the engine's SDMA IP major version (6 on gfx11, 7 on gfx12)."""
+
+  def __init__(self, sdma_major: int = 6):
+    super().__init__()
+    if sdma_major not in SDMA_MAJORS: raise ValueError(f"SDMA {sdma_major}.x; this driver builds SDMA 6.0 and 7.0 packets")
+    self.sdma_major = sdma_major
 
   def packet(self, name: str, **fields: "int | Sym") -> "AMDCopyQueue":
     """Append packet `name` with its fields; `op`/`sub_op` come from the packet's own name."""
@@ -38,8 +49,9 @@ class AMDCopyQueue(DwordQueue):
     for off in range(0, nbytes, COPY_LINEAR_MAX):
       n = min(COPY_LINEAR_MAX, nbytes - off)
       s, d = src + off, dest + off
-      self.packet("COPY_LINEAR", op=sdma.SDMA_OP_COPY, sub_op=sdma.SDMA_SUBOP_COPY_LINEAR, count=n - 1,
+      self.packet("COPY_LINEAR", op=sdma.SDMA_OP_COPY, sub_op=sdma.SDMA_SUBOP_COPY_LINEAR, count=n - 1, cpv=int(self.sdma_major >= 7),
                   src_addr_31_0=lo32(s), src_addr_63_32=hi32(s), dst_addr_31_0=lo32(d), dst_addr_63_32=hi32(d))
+      if self.sdma_major >= 7: self._q.append(0)  # the compression dword: no DCC on either side
     return self
 
   def wait(self, signal: "Signal", value) -> "AMDCopyQueue":

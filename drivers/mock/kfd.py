@@ -5,7 +5,8 @@ functions it calls; see the comments). Where kernels differ the mock takes a ver
 "6.1" is Debian 12's kernel; "6.12" adds kfd_queue.c's kfd_queue_acquire_buffers to CREATE_QUEUE (the queue's
 buffers must be GPU mappings of exactly the sizes the queue uses, the CWSR size exactly the node's); "mainline" is
 torvalds/linux after "drm/amdkfd: relax checks for over allocation of save area" (Nov 2025), which takes a
-CWSR size at least the node's. HCQ_MOCK_KERNEL picks the profile of a MockKFD made without one.
+CWSR size at least the node's. HCQ_MOCK_KERNEL picks the profile of a MockKFD made without one, raised to the first
+profile whose amdkfd drives its boards (6.12 for gfx1201: 6.1 has no GC 12).
 Memory is host memory: every buffer object is a memfd, mapped once for the GPU model and again, at the
 address user space asks for, when it mmaps the render node.
 """
@@ -117,8 +118,12 @@ class MockKFD:
   """The kernel side of /dev/kfd for one process, with one gfx1100 GPU node behind it."""
 
   def __init__(self, boards: tuple[BoardSpec, ...] = (BoardSpec(),), kernel: str | None = None):
-    kernel = kernel or os.environ.get("HCQ_MOCK_KERNEL", "6.1")
+    newest = max((b.first_kernel for b in boards), key=KERNELS.index)  # the boards' amdkfd needs at least this profile
+    kernel = kernel or os.environ.get("HCQ_MOCK_KERNEL") or newest
     if kernel not in KERNELS: raise ValueError(f"no mock kernel profile {kernel!r}; profiles: {', '.join(KERNELS)}")
+    if KERNELS.index(kernel) < KERNELS.index(newest):
+      raise ValueError(f"Linux {kernel}'s amdkfd has no driver for {', '.join(b.gfx_target for b in boards if b.first_kernel == newest)} "
+                       f"(kfd_device.c): the earliest mock kernel profile for it is {newest}")
     self.kernel = kernel
     self.lock = threading.RLock()
     self.nodes: dict[int, GPUNode] = {}

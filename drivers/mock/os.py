@@ -1,4 +1,4 @@
-"""MockKFDOS: the OS-call layer of a machine with an emulated gfx1100, for `MOCKKFD+AMD`.
+"""MockKFDOS: the OS-call layer of a machine with an emulated AMD GPU (gfx1100, gfx1201), for `MOCKKFD+AMD`.
 
 It presents the sysfs tree the amdgpu and KFD drivers would (topology, the render node, the PCI device
 with its IP discovery table and memory counters), /dev/kfd and the render node backed by `MockKFD`, and
@@ -12,7 +12,7 @@ import posixpath
 from typing import Any, Callable
 
 from hcq.drivers import libc
-from hcq.drivers.mock.amdgpu.gpu import BoardSpec
+from hcq.drivers.mock.amdgpu.gpu import BoardSpec, board_for
 from hcq.drivers.mock.kfd import DOORBELL_SLICE, MMAP_GPU_ID_SHIFT, MMAP_TYPE_DOORBELL, MMAP_TYPE_SHIFT, MockKFD
 from hcq.drivers.os import HostOS
 
@@ -33,10 +33,21 @@ def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int) -> str:
     ("simd_per_cu", board.simd_per_cu), ("max_slots_scratch_cu", board.max_slots_scratch_cu), ("gfx_target_version", board.gfx_target_version),
     ("vendor_id", board.vendor_id), ("device_id", board.device_id), ("location_id", 0x300), ("domain", 0),
     ("drm_render_minor", render_minor), ("hive_id", 0), ("num_sdma_engines", board.num_sdma_engines), ("num_sdma_xgmi_engines", 0),
-    ("num_sdma_queues_per_engine", 6), ("num_cp_queues", 8), ("max_engine_clk_fcompute", 2526), ("local_mem_size", 0),
+    ("num_sdma_queues_per_engine", 6), ("num_cp_queues", 8), ("max_engine_clk_fcompute", board.max_engine_clk_mhz), ("local_mem_size", 0),
     ("fw_version", 0), ("capability", 0), ("sdma_fw_version", 0), ("unique_id", 0), ("max_engine_clk_ccompute", 0),
   ]
   return "".join(f"{k} {v}\n" for k, v in props)
+
+
+def mock_kfd_os(arch: str | None = None) -> "MockKFDOS":
+  """The emulated machine with the board of `arch` (None: gfx1100); HCQError listing the emulated boards otherwise, or
+  saying why HCQ_MOCK_KERNEL's profile cannot drive that board."""
+  from hcq.errors import HCQError
+  board = board_for(arch)
+  try:
+    return MockKFDOS(MockKFD((board,)))
+  except ValueError as e:
+    raise HCQError(f"HCQ_MOCK_KERNEL: {e}") from None
 
 
 class MockTreeOS(HostOS):
@@ -137,7 +148,7 @@ class MockKFDOS(MockTreeOS):
       f[f"{n}/gpu_id"] = f"{node.gpu_id}\n"
       f[f"{n}/name"] = "ip discovery\n"
       f[f"{n}/properties"] = _node_properties(node.board, node.gpu_id, node.render_minor)
-      f[f"{n}/mem_banks/0/properties"] = f"heap_type 1\nsize_in_bytes {node.board.vram_bytes}\nflags 0\nwidth 384\nmem_clk_max 1250\n"
+      f[f"{n}/mem_banks/0/properties"] = f"heap_type 1\nsize_in_bytes {node.board.vram_bytes}\nflags 0\nwidth {node.board.vram_bus_width}\nmem_clk_max {node.board.vram_clk_mhz}\n"
       pci = PCI_PATH if i == 1 else PCI_PATH.replace("03:00.0", f"{3 + i:02x}:00.0")
       card = i - 1
       f[f"{pci}/vendor"], f[f"{pci}/device"] = f"{node.board.vendor_id:#06x}\n", f"{node.board.device_id:#06x}\n"
@@ -146,8 +157,8 @@ class MockKFDOS(MockTreeOS):
       f[f"{pci}/mem_info_vram_used"] = lambda node=node: f"{self._vram_used(node)}\n"
       f[f"{pci}/gpu_busy_percent"] = lambda node=node: f"{self._busy(node)}\n"
       f[f"{pci}/unique_id"] = "\n"
-      f[f"{pci}/ip_discovery/die/0/GC/0/major"], f[f"{pci}/ip_discovery/die/0/GC/0/minor"] = "11\n", "0\n"
-      f[f"{pci}/ip_discovery/die/0/GC/0/revision"] = "0\n"
+      for block, version in (("GC", node.board.gc_version), ("SDMA0", node.board.sdma_version)):
+        for name, v in zip(("major", "minor", "revision"), version): f[f"{pci}/ip_discovery/die/0/{block}/0/{name}"] = f"{v}\n"
       f[f"{pci}/ip_discovery/die/0/GC/0/base_addr"] = "".join(f"0x{b:08X}\n" for b in node.board.gc_bases)
       f[f"{pci}/hcq_emulated_state"] = lambda node=node: self._state(node)
       self.links[f"/sys/class/drm/renderD{node.render_minor}"] = f"../../devices/{pci[len('/sys/devices/'):]}/drm/renderD{node.render_minor}"

@@ -41,8 +41,12 @@ def choose(environ: dict[str, str]) -> Source:
     if spec.iface in ("MOCKKFD", "MOCKNV"):
       if root: raise SmiError(errors.USAGE, f"DEV={dev} and HCQ_SYSROOT both choose the machine to read; set one of them")
       if spec.iface == "MOCKKFD":
-        from hcq.drivers.mock.os import MockKFDOS
-        src.os = MockKFDOS()
+        from hcq.drivers.mock.os import mock_kfd_os
+        from hcq.errors import HCQError
+        try:
+          src.os = mock_kfd_os(spec.arch)
+        except HCQError as e:
+          raise SmiError(errors.NO_MATCH, f"DEV={dev}: {e}") from None
       else:
         from hcq.drivers.mock.nv.os import MockNVOS
         src.os = MockNVOS()

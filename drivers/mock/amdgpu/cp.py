@@ -1,13 +1,14 @@
-"""The mock command processor for gfx11 compute queues: decodes PM4 strictly and carries it out.
+"""The mock command processor for gfx11 and gfx12 compute queues: decodes PM4 strictly and carries it out.
 
 Strict means: only the packets a compute queue may carry, each with the dword count its layout has; SET_SH_REG
-and SET_UCONFIG_REG only inside their register windows. Anything else stops the queue with a QueueError.
+and SET_UCONFIG_REG only inside their register windows; on gfx12, none of the gfx11 spellings whose meaning gfx12
+changed. Anything else stops the queue with a QueueError.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hcq.autogen.am import gc_11_0_0 as gc, nvd, soc21_enum
+from hcq.autogen.am import gc_11_0_0, gc_12_0_0, nvd, soc21_enum
 from hcq.drivers.mock.amdgpu.engine import Engine, QueueStopped
 from hcq.drivers.mock.amdgpu.ring import QueueError
 
@@ -41,6 +42,8 @@ class ComputeCP(Engine):
   def __init__(self, gpu: "MockAMDGPU", ring: "Ring", name: str):
     super().__init__(gpu, ring, name)
     self.sh: dict[int, int] = {}
+    self.gfx12 = gpu.board.family == "gfx12"
+    self.gc = gc_12_0_0 if self.gfx12 else gc_11_0_0  # the register table of the board's GC (the offsets agree; fields moved)
     self.handlers = {
       nvd.PACKET3_NOP: (None, self._nop), nvd.PACKET3_SET_SH_REG: (None, self._set_sh_reg),
       nvd.PACKET3_SET_UCONFIG_REG: (None, self._set_uconfig_reg), nvd.PACKET3_WAIT_REG_MEM: ({6}, self._wait_reg_mem),
@@ -105,6 +108,11 @@ class ComputeCP(Engine):
     event, sel, lo, hi, dlo, dhi, ctxid = body
     if event & (nvd.PACKET3_RELEASE_MEM_GCR_GL2_RANGE | nvd.PACKET3_RELEASE_MEM_GCR_GL2_DISCARD):
       raise QueueError(f"RELEASE_MEM with GCR GL2_RANGE or GL2_DISCARD (event dword {event:#010x}) is not emulated", where)
+    # gfx12 has no GLM action in RELEASE_MEM: gfx_v12_0_ring_emit_fence (Linux 6.12) names GCR_SEQ and GL2_WB where
+    # gfx11's adds GLM_INV and GLM_WB. Unsure what the CP does with them; refused (the stricter side)
+    if self.gfx12 and event & (nvd.PACKET3_RELEASE_MEM_GCR_GLM_INV | nvd.PACKET3_RELEASE_MEM_GCR_GLM_WB):
+      raise QueueError(f"RELEASE_MEM with GCR GLM_INV or GLM_WB (event dword {event:#010x}) on gfx12: a gfx11 fence; "
+                       "gfx12's writes back GL2 only (gfx_v12_0_ring_emit_fence)", where)
     # the write-back precedes the data write (gfx_v11_0_ring_emit_fence's GCR_GL2_WB makes the fence order the data);
     # RELEASE_MEM has no GLK/GLI invalidate, so it never completes an invalidate in the folded cache model
     if event & nvd.PACKET3_RELEASE_MEM_GCR_GL2_WB: self.gpu.cache.write_back()
@@ -119,12 +127,21 @@ class ComputeCP(Engine):
     if int_sel: self.gpu.interrupt(ctxid)
 
   def _event_write(self, body: list[int], where: int) -> None:
-    event = body[0] & 0x3f
+    event = body[0] & 0x3f  # these three event types have the same values in soc24_enum.h (gfx12) as in soc21's
     if event not in (soc21_enum.CS_PARTIAL_FLUSH, soc21_enum.CACHE_FLUSH_AND_INV_TS_EVENT, soc21_enum.BOTTOM_OF_PIPE_TS) and len(body) == 1:
       raise QueueError(f"EVENT_WRITE of event type {event:#x} is not emulated on a compute queue", where)
 
   def _reg(self, reg) -> int:
     return self.sh.get(self.gpu.board.gc_bases[reg.segment] + reg.offset, 0)
+
+  def _check_gfx12_fields(self, where: int) -> None:
+    """gfx12 reuses COMPUTE_PGM_RSRC2 bit 6, gfx11's TRAP_PRESENT, as DYNAMIC_VGPR (gc_12_0_0_sh_mask.h): a wave would
+    run with dynamically allocated VGPRs, which the kernel was not compiled for (LLVM sets it only for
+    .amdhsa_dynamic_vgpr kernels) and the emulator does not model. gfx12 needs no per-dispatch trap bit: amdkfd
+    enables the trap handler per queue (add_queue_mes: trap_en)."""
+    if self.gc.regCOMPUTE_PGM_RSRC2.decode(self._reg(self.gc.regCOMPUTE_PGM_RSRC2))["dynamic_vgpr"]:
+      raise QueueError("DISPATCH_DIRECT with COMPUTE_PGM_RSRC2 bit 6 set on gfx12, where it is DYNAMIC_VGPR, not gfx11's "
+                       "TRAP_PRESENT (gc_12_0_0_sh_mask.h): the trap handler is enabled per queue on gfx12", where)
 
   def _check_preemptible(self, where: int) -> None:
     """Compute-wave save/restore saves a wave by sending it into the trap handler amdkfd installs (cwsr_trap_handler_gfx10.asm
@@ -133,8 +150,8 @@ class ComputeCP(Engine):
     be saved: the first preemption (queue create or destroy, eviction, time slicing) stalls until a GPU reset. The GPU
     would run the dispatch and hang later; the mock refuses it at the dispatch. It asks PRIV of every 11.0.3 (kfdtest
     only of those with more than one shader array): stricter, as the mock has no single-array board."""
-    gfxv = self.gpu.board.gfx_target_version
-    if gfxv >= 120000: return
+    gfxv, gc = self.gpu.board.gfx_target_version, self.gc
+    if self.gfx12: return self._check_gfx12_fields(where)
     if not gc.regCOMPUTE_PGM_RSRC2.decode(self._reg(gc.regCOMPUTE_PGM_RSRC2))["trap_present"]:
       raise QueueError("DISPATCH_DIRECT with COMPUTE_PGM_RSRC2.TRAP_PRESENT (bit 6) clear: compute-wave save/restore could "
                        "not preempt its waves", where)

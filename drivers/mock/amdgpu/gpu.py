@@ -1,7 +1,8 @@
-"""The emulated gfx1100 behind the mock kernel interface: memory, engines (compute CPs, SDMA), clock, interrupts.
+"""The emulated AMD GPUs behind the mock kernel interface: memory, engines (compute CPs, SDMA), clock, interrupts.
 
-The board is a Radeon RX 7900 XTX as the kernel would describe it. Engines run in their own threads, so the
-host really waits on them; dispatches go to a shader core (the wavefront emulator) when one is attached.
+The boards (BOARDS) are a Radeon RX 7900 XTX (gfx1100) and an RX 9070 XT (gfx1201) as the kernel would describe
+them. Engines run in their own threads, so the host really waits on them; dispatches go to a shader core (the
+wavefront emulator, running the board's ISA) when one is attached.
 """
 from __future__ import annotations
 import threading
@@ -35,8 +36,42 @@ class BoardSpec:
   num_sdma_engines: int = 2
   max_waves_per_simd: int = 16
   max_slots_scratch_cu: int = 32     # gc_info's max_scratch_slots_per_cu (kfd_crat.c max_slots_scatch_cu)
-  timestamp_hz: int = 100_000_000  # gfx11's global timestamp counter runs at 100 MHz
+  timestamp_hz: int = 100_000_000  # the global timestamp counter: the 100 MHz reference clock (soc21/soc24_get_xclk)
   gc_bases: tuple[int, ...] = (0x00001260, 0x0000A000, 0x0001C000, 0x02402C00)  # GC IP segment bases of Navi31 (IP discovery)
+  gc_version: tuple[int, int, int] = (11, 0, 0)    # IP discovery's GC and SDMA0 versions (amdgpu_discovery.c: GC 11.0.0
+  sdma_version: tuple[int, int, int] = (6, 0, 0)   # pairs with SDMA 6.0.0, GC 12.0.1 with SDMA 7.0.1)
+  max_engine_clk_mhz: int = 2526     # topology max_engine_clk_fcompute (the boost clock)
+  vram_bus_width: int = 384          # mem_banks/0 width and mem_clk_max (MHz)
+  vram_clk_mhz: int = 1250
+  first_kernel: str = "6.1"          # the oldest mock kernel profile whose amdkfd knows this GC (kfd_device.c)
+
+  @property
+  def family(self) -> str:
+    """gfx11, gfx12: the PM4 dialect and register table the command processor decodes with."""
+    return f"gfx{self.gfx_target_version // 10000}"
+
+
+# Per arch, the boards `MOCKKFD+AMD::<arch>` opens. The gfx1201 facts: Linux 6.12 amdgpu_discovery.c / kfd_device.c
+# (GC 12.0.1 -> gfx_target_version 120001, SDMA 7.0.1, 2 SDMA engines), kfd_queue.c (CWSR sizes, as gfx1100's with
+# 0x60000 VGPR bytes per CU), and the RX 9070 XT's published configuration (Navi48: 64 CUs in 4 shader engines of
+# 2 shader arrays, 16 GiB of 256-bit GDDR6 at 20 Gbps, 2970 MHz boost, PCI id 1002:7550). Not in any source we can
+# read: its max_waves_per_simd and max_scratch_slots_per_cu (the firmware's gc_info table) and its GC segment bases
+# (IP discovery, also firmware): taken as Navi31's, whose COMPUTE_* offsets gc_12_0_0_offset.h keeps.
+BOARDS: dict[str, BoardSpec] = {
+  "gfx1100": BoardSpec(),
+  "gfx1201": BoardSpec(name="AMD Radeon RX 9070 XT", gfx_target="gfx1201", gfx_target_version=120001, device_id=0x7550,
+                       compute_units=64, shader_engines=4, shader_arrays_per_engine=2, vram_bytes=16 << 30,
+                       gc_version=(12, 0, 1), sdma_version=(7, 0, 1), max_engine_clk_mhz=2970, vram_bus_width=256,
+                       first_kernel="6.12"),  # 6.1's kfd_device.c has no GC 12.0.1; 6.12's maps it to gfx_target_version 120001
+}
+
+
+def board_for(arch: str | None) -> BoardSpec:
+  """The emulated board of an arch (None: gfx1100's); HCQError listing the boards for one that is not emulated."""
+  from hcq.errors import HCQError
+  board = BOARDS.get(arch or "gfx1100")
+  if board is None: raise HCQError(f"no emulated AMD board for {arch}; MOCKKFD+AMD emulates {', '.join(BOARDS)}")
+  return board
 
 
 def default_shader_core():
@@ -45,7 +80,7 @@ def default_shader_core():
     from hcq.asm.emu import dispatch
   except ImportError:
     return None
-  return lambda gpu, state, cancel=None: dispatch(gpu.cache.view, state, cancel=cancel, board=gpu.shader_board())
+  return lambda gpu, state, cancel=None: dispatch(gpu.cache.view, state, cancel=cancel, arch=gpu.board.gfx_target, board=gpu.shader_board())
 
 
 class MockAMDGPU:
@@ -107,4 +142,4 @@ class MockAMDGPU:
       raise QueueStopped() from None
 
 
-__all__ = ["MockAMDGPU", "BoardSpec", "PageFault", "QueueError", "Ring"]
+__all__ = ["MockAMDGPU", "BoardSpec", "BOARDS", "board_for", "PageFault", "QueueError", "Ring"]

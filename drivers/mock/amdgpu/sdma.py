@@ -1,4 +1,9 @@
-"""The mock SDMA 6.0 engine: decodes packets with the table the driver builds them with, and carries them out."""
+"""The mock SDMA 6.0 and 7.0 engines: decode packets with the table the driver builds them with, and carry them out.
+
+SDMA 7.0 (gfx12) reads SDMA 6.0's packet layouts (Linux 6.12 sdma_v7_0.c includes sdma_v6_0_0_pkt_open.h) except that
+COPY_LINEAR has an eighth dword of compression parameters, present when the header's CPV bit is set; amdgpu always
+sets it on SDMA 7.0 (sdma_v7_0_emit_copy_buffer, sdma_v7_0_ring_test_ib). The mock requires it there: unsure how the
+engine reads a 7-dword copy without CPV, it takes the stricter side."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,6 +21,7 @@ class SDMAEngine(Engine):
 
   def __init__(self, gpu, ring, name: str):
     super().__init__(gpu, ring, name)
+    self.sdma7 = gpu.board.sdma_version[0] >= 7
     P = sdma_packets()
     self.nop_count = lambda header: (header >> P["NOP"].fields["count"].shift) & P["NOP"].fields["count"].mask
     self.handlers = {  # (op, sub_op) -> packet layout and what it does
@@ -40,13 +46,18 @@ class SDMAEngine(Engine):
     if i + layout.size > len(words): raise QueueError(f"SDMA op {op} runs past the write pointer", where)
     f = layout.decode(words[i:i + layout.size])
     extra = handler(f, where) or 0
+    if i + layout.size + extra > len(words): raise QueueError(f"SDMA op {op} runs past the write pointer", where)
     return layout.size + extra
 
-  def _copy_linear(self, f: dict, where: int) -> None:
+  def _copy_linear(self, f: dict, where: int) -> int:
+    if self.sdma7 and not f["cpv"]:
+      raise QueueError("SDMA 7.0 COPY_LINEAR without CPV in its header: a 7-dword SDMA 6.0 copy; SDMA 7.0's has the "
+                       "compression dword after the addresses (sdma_v7_0_emit_copy_buffer)", where)
     n = f["count"] + 1
     src, dst = f["src_addr_63_32"] << 32 | f["src_addr_31_0"], f["dst_addr_63_32"] << 32 | f["dst_addr_31_0"]
     data = self.gpu.mem.view(src, n).copy()  # memmove semantics when the ranges overlap
     self.gpu.mem.view(dst, n, write=True)[:] = data
+    return int(self.sdma7)  # the compression dword (its DCC fields have no effect on plain memory here)
 
   def _fence(self, f: dict, where: int) -> None:
     addr = f["addr_63_32"] << 32 | f["addr_31_0"]

@@ -1,0 +1,34 @@
+"""The emulated AMD boards the driver tests run on: ONE suite, with the board as a module-scoped fixture parameter.
+
+A test module takes the `arch` fixture (imported from here) and opens `MOCKKFD+AMD::<arch>`; expectations that differ
+per board come from its BoardSpec (`board(arch)`), not from copies of the test. The heaviest tests run on gfx1100
+alone in the normal run (`@heavy`); HCQ_TEST_ALL_BOARDS=1 runs them on every board. gfx942 joins with its board.
+"""
+from __future__ import annotations
+import os
+
+import pytest
+
+from hcq.drivers.mock.amdgpu.gpu import BOARDS, BoardSpec
+
+ARCHS = tuple(BOARDS)
+ALL_BOARDS = os.environ.get("HCQ_TEST_ALL_BOARDS") == "1"
+
+
+def board(arch: str) -> BoardSpec:
+  return BOARDS[arch]
+
+
+@pytest.fixture(scope="module", params=ARCHS)
+def arch(request) -> str:
+  """Each emulated board's arch in turn (gfx1100, gfx1201)."""
+  return request.param
+
+
+def only(*archs: str):
+  """A test of one family's own registers or ISA (hand-written gfx11 code, gfx11 RSRC3 fields): on these boards alone."""
+  return pytest.mark.parametrize("arch", archs, indirect=True, scope="module")
+
+
+# a test too long to run on every board in CI: the first board only, unless HCQ_TEST_ALL_BOARDS=1
+heavy = only(*(ARCHS if ALL_BOARDS else ARCHS[:1]))

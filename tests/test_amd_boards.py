@@ -1,0 +1,103 @@
+"""What is particular to having several emulated AMD boards (the driver suites themselves run on each board through
+tests/amd_boards.py): `python -m hcq.asm run` and smi on the RX 9070 XT (gfx1201), the board's sysfs as amdgpu 6.12
+presents GC 12.0.1, and clear errors for an arch no board emulates or a GC/SDMA version the driver does not speak."""
+from __future__ import annotations
+import dataclasses
+import os
+import subprocess
+import sys
+
+import pytest
+
+import hcq
+from hcq.devstring import parse_dev
+from hcq.drivers.amd.device import AMDDevice
+from hcq.drivers.mock.amdgpu.gpu import BOARDS
+from hcq.drivers.mock.kfd import MockKFD
+from hcq.drivers.mock.os import MockKFDOS
+from hcq.errors import HCQError
+
+# x[i] += i over one workgroup of 64 (two wave32 waves); gfx12 waits on split counters (KMcnt, LOADcnt)
+ADD_ID_GFX12 = """s_load_b64 s[2:3], s[0:1], null
+s_wait_kmcnt 0x0
+v_lshlrev_b32 v1, 2, v0
+global_load_b32 v2, v1, s[2:3]
+s_wait_loadcnt 0x0
+v_add_nc_u32 v2, v2, v0
+global_store_b32 v1, v2, s[2:3]
+s_endpgm
+"""
+
+
+def run(*args: str, env: dict | None = None):
+  return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+def test_asm_run_on_the_emulated_gfx1201(tmp_path):
+  """No --dev: the arch's own emulated board, said once; the kernel's result and a trace of gfx12 instructions."""
+  (tmp_path / "add.s").write_text(ADD_ID_GFX12)
+  out = run("-m", "hcq.asm", "run", str(tmp_path / "add.s"), "--arch", "gfx1201", "--arg", "x=buffer:u32:64:arange", "--block", "64",
+            "--trace", "1")
+  assert out.returncode == 0, out.stderr
+  assert "code object for gfx1201 on MOCKKFD+AMD::gfx1201 (emulated)" in out.stdout and "x: [0, 2, 4, 6, 8, 10, 12, 14]" in out.stdout
+  assert "wave 1 pc" in out.stdout and "s_wait_loadcnt" in out.stdout
+  assert "emulated gfx1201 (MOCKKFD+AMD::gfx1201)" in out.stderr
+
+
+def test_smi_shows_the_rx9070xt():
+  out = run("-m", "hcq.smi", env={"DEV": "MOCKKFD+AMD::gfx1201"})
+  assert out.returncode == 0, out.stderr
+  row = next(line for line in out.stdout.splitlines() if "gfx1201" in line)
+  assert "AMD Radeon RX 9070 XT (emulated by hcq)" in row and "/16.0" in row
+  assert "64 CUs" in out.stdout
+
+
+def test_an_arch_without_a_board_is_named_with_the_boards():
+  with pytest.raises(HCQError, match="no emulated AMD board for gfx942; MOCKKFD\\+AMD emulates gfx1100, gfx1201"):
+    hcq.Device("MOCKKFD+AMD::gfx942")
+  out = run("-m", "hcq.smi", env={"DEV": "MOCKKFD+AMD::gfx942"})
+  assert out.returncode != 0 and "no emulated AMD board for gfx942" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("arch", list(BOARDS))
+def test_ip_discovery_and_topology_as_amdgpu_presents_them(arch):
+  """GC and SDMA0 versions under ip_discovery (amdgpu_discovery.c sysfs), the topology's gfx_target_version, the
+  memory bank: what the driver picks its dialects from, from the board spec."""
+  b, osl = BOARDS[arch], MockKFDOS(MockKFD((BOARDS[arch],)))
+  root = "/sys/class/drm/renderD128/device/ip_discovery/die/0"
+  for block, version in (("GC", b.gc_version), ("SDMA0", b.sdma_version)):
+    assert tuple(int(osl.read_text(f"{root}/{block}/0/{n}")) for n in ("major", "minor", "revision")) == version
+  props = osl.read_text("/sys/devices/virtual/kfd/kfd/topology/nodes/1/properties")
+  assert f"gfx_target_version {b.gfx_target_version}\n" in props and f"max_engine_clk_fcompute {b.max_engine_clk_mhz}\n" in props
+  assert f"size_in_bytes {b.vram_bytes}\n" in osl.read_text("/sys/devices/virtual/kfd/kfd/topology/nodes/1/mem_banks/0/properties")
+
+
+def test_rx9070xt_facts():
+  """The gfx1201 board: GC 12.0.1 -> gfx_target_version 120001 (kfd_device.c), SDMA 7.0.1, Navi48's 64 CUs in 4 engines."""
+  b = BOARDS["gfx1201"]
+  assert (b.gfx_target_version, b.gc_version, b.sdma_version, b.family) == (120001, (12, 0, 1), (7, 0, 1), "gfx12")
+  assert (b.compute_units, b.shader_engines, b.shader_arrays_per_engine, b.vram_bytes, b.device_id) == (64, 4, 2, 16 << 30, 0x7550)
+
+
+@pytest.mark.parametrize("change,says", [
+  (dict(gfx_target="gfx1030", gfx_target_version=100300, gc_version=(10, 3, 0)), "gfx1030: no PM4 dialect for gfx10; this driver has gfx12, gfx11, gfx9"),
+  (dict(sdma_version=(5, 2, 0)), "SDMA 5.x; this driver builds SDMA 6.0 and 7.0 packets"),
+])
+def test_a_gc_or_sdma_version_the_driver_does_not_speak_fails_clearly(change, says):
+  board = dataclasses.replace(BOARDS["gfx1201"], **change)
+  with pytest.raises(HCQError, match=says.replace(".", "\\.")):
+    AMDDevice(parse_dev("MOCKKFD+AMD"), os_layer=MockKFDOS(MockKFD((board,))))
+
+
+def test_tensor_compiler_runs_on_gfx1201():
+  """A representative subset of hcq.tensor on the RX 9070 XT (llvmlite's AMDGPU target for gfx1201, wave32): an
+  elementwise chain, a reduction and a matmul against numpy (tests/test_tensor_amd.py runs the whole subset on gfx1100)."""
+  from tests.tools import require_module
+  require_module("llvmlite")
+  import numpy as np
+  from hcq.tensor import Tensor
+  a = np.random.default_rng(5).standard_normal((48, 40)).astype(np.float32)
+  b = np.random.default_rng(6).standard_normal((40, 24)).astype(np.float32)
+  t = Tensor(a, device="MOCKKFD+AMD::gfx1201")
+  np.testing.assert_allclose(((t * 2 + 1).relu().sum(axis=1)).numpy(), np.maximum(a * 2 + 1, 0).sum(axis=1), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose((t @ Tensor(b, device="MOCKKFD+AMD::gfx1201")).numpy(), a @ b, rtol=1e-4, atol=1e-4)
