@@ -169,6 +169,9 @@ class NVDevice(StagedCopies, Device):
     classes = rm.control(self.device, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS())
     self.class_list = list(classes.classList[:classes.numClasses])
     self.arch = pick_arch(self.class_list)
+    h = self.arch.host  # the GP entry fields, looked up once: every submission encodes an entry
+    (get_shift, _), (hi_shift, hi_mask), (len_shift, len_mask) = h.field("GP_ENTRY0", "get"), h.field("GP_ENTRY1", "get_hi"), h.field("GP_ENTRY1", "length")
+    self._gp_fields = get_shift, hi_shift, hi_mask >> hi_shift, len_shift, len_mask >> len_shift
     self.vaspace = rm.alloc(self.device, C.FERMI_VASPACE_A, O.NV_VASPACE_ALLOCATION_PARAMETERS())
     self.uuid = rm.gpu_uuid(self.subdevice)  # "GPU-...", as nvidia-smi shows it
     rm.uvm_register(rm.gpu_uuid(self.subdevice, binary=True))
@@ -280,8 +283,11 @@ class NVDevice(StagedCopies, Device):
 
   def gp_entry(self, addr: int, nwords: int) -> int:
     """The 64-bit GPFIFO entry that has the GPU fetch `nwords` of methods at GPU address `addr`."""
-    h = self.arch.host
-    return h.packer("GP_ENTRY1", "get_hi", "length")(addr >> 32, nwords) << 32 | h.packer("GP_ENTRY0", "get")((addr & 0xFFFFFFFF) >> 2)
+    get_shift, hi_shift, hi_limit, len_shift, len_limit = self._gp_fields
+    hi = addr >> 32
+    if not (0 <= hi <= hi_limit and 0 <= nwords <= len_limit):  # encode raises, saying which field does not fit
+      self.arch.host.register("GP_ENTRY1").encode(get_hi=hi, length=nwords)
+    return (hi << hi_shift | nwords << len_shift) << 32 | ((addr & 0xFFFFFFFF) >> 2) << get_shift
 
   def push_entry(self, name: str, entry: int) -> None:
     """Write a GPFIFO entry once the ring has room, move GP_PUT in USERD and ring the doorbell with the channel's token."""

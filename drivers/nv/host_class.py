@@ -12,7 +12,6 @@ SEM_EXECUTE field its header omits; the Blackwell rows are not emulated).
 from __future__ import annotations
 from functools import cache
 from types import ModuleType
-from typing import Callable
 
 from hcq.autogen.nv import clc56f, clc86f, clc96f, clca6f
 from hcq.autogen.support import Register
@@ -38,11 +37,6 @@ class HostClass:
     those of the same name."""
     return _register(self, name)
 
-  def packer(self, register: str, *names: str) -> Callable[..., int]:
-    """`register(name).encode` of the fields `names`, taken positionally, for the submission path: the shifts and limits
-    are looked up once; a value that does not fit goes through `encode`, which raises saying why."""
-    return _packer(self, register, names)
-
   def field(self, register: str, field: str) -> tuple[int, int]:
     """(shift, mask) of one field, for decoders that read a field without building a dict."""
     return self.register(register).fields[field]
@@ -63,20 +57,6 @@ def _register(host: HostClass, name: str) -> Register:
   if not found: raise KeyError(f"no host method or field group {name} in {host.prefix} or {BASE_PREFIX}")
   fields = {k: v for r in found for k, v in r.fields.items()}  # the class's own fields last: they win
   return Register(f"{host.prefix}_{name}", found[-1].offset, None, fields)
-
-
-@cache
-def _packer(host: HostClass, register: str, names: tuple[str, ...]) -> Callable[..., int]:
-  reg = host.register(register)
-  spec = [(reg.fields[n][0], reg.fields[n][1] >> reg.fields[n][0]) for n in names]
-
-  def pack(*values: int) -> int:
-    out = 0
-    for (shift, limit), v in zip(spec, values):
-      if v.__class__ is not int or not 0 <= v <= limit: return reg.encode(**dict(zip(names, values)))  # raises
-      out |= v << shift
-    return out
-  return pack
 
 
 def _lookup(module: ModuleType, name: str) -> Register | None:
