@@ -468,3 +468,26 @@ def test_pushbuffer_segments_never_overwrite_unread_methods(seed):
     segments.append((ch.put, start, start + nbytes))
     ch.put += 1
   with pytest.raises(HCQError, match="exceed the 4096-byte pushbuffer"): model._pushbuffer_space(ch, size + 4)
+
+
+def test_binding_again_gives_back_the_first_copies(dev):
+  """bind() on a bound queue frees the first bind's copies and counter signal, after the GPU has read the run still
+  held in one of them; the queue then replays from its new copies."""
+  import threading
+  gate, sig = dev.new_signal(0), dev.new_signal(0)
+  a, b = dev.alloc(64, "host"), dev.alloc(64, "host")
+  a.view()[:] = 5
+  q = dev.copy_queue().wait(gate, Variable("g")).copy(b.addr, a.addr, 64).signal(sig, Variable("v")).bind(dev)
+  first = [buf for _, buf, _, _ in q._copies]
+  q.submit(dev, {"g": 1, "v": 1})  # held behind the gate
+  threading.Timer(0.2, lambda: setattr(gate, "value", 1)).start()
+  pool = len(dev._signal_pool)
+  q.bind(dev)
+  assert sig.value == 1 and all(buf.freed for buf in first) and len(dev._signal_pool) == pool  # one signal back, one taken
+  assert not any(buf.freed for _, buf, _, _ in q._copies)
+  b.view()[:] = 0
+  for v in (2, 3, 4): q.submit(dev, {"g": 0, "v": v})
+  sig.wait(4, 5)
+  assert (b.view() == 5).all()
+  for s in (gate, sig): dev.release_signal(s)
+  a.free(), b.free()
