@@ -191,9 +191,10 @@ def _pack_untyped(name: str, arg: KernelArg, v: Any, out: bytearray) -> None:
 
 
 def pack_kernargs(name: str, layout: Sequence[KernelArg], bufs: Sequence["Buffer"], vals: Sequence[Any], size: int,
-                  device: "Device | None" = None) -> bytearray:
-  """The kernarg bytes for one launch; ProgramArgumentError on a wrong count or value (see pack_value), on something that
-  is not a live Buffer, or (with `device`) on a buffer of another device, naming the argument."""
+                  device: "Device | None" = None, template: bytes | None = None) -> bytearray:
+  """The kernarg bytes for one launch: `size` bytes, zeros or a copy of `template` (of that size: what a backend puts
+  around the arguments), with the arguments packed in; ProgramArgumentError on a wrong count or value (see pack_value),
+  on something that is not a live Buffer, or (with `device`) on a buffer of another device, naming the argument."""
   from hcq.buffer import Buffer
   buf_args = [a for a in layout if a.kind == "buffer"]
   val_args = [a for a in layout if a.kind != "buffer"]
@@ -201,7 +202,8 @@ def pack_kernargs(name: str, layout: Sequence[KernelArg], bufs: Sequence["Buffer
     raise ProgramArgumentError(f"{name} takes {len(buf_args)} buffers ({', '.join(a.name for a in buf_args) or 'none'}) and "
                                f"{len(val_args)} values ({', '.join(f'{a.name}: {a.kind}' for a in val_args) or 'none'}); "
                                f"got {len(bufs)} buffers and {len(vals)} values")
-  out = bytearray(size)
+  if template is not None and len(template) != size: raise ValueError(f"{name}: a {len(template)}-byte kernarg template for {size} bytes")
+  out = bytearray(size) if template is None else bytearray(template)
   for arg, b in zip(buf_args, bufs):
     if not isinstance(b, Buffer): raise ProgramArgumentError(f"{name}: argument {arg.name} needs a Buffer, got {type(b).__name__}")
     if device is not None and b.device is not device:

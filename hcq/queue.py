@@ -39,6 +39,14 @@ def copy_args(dest: "int | Sym", src: "int | Sym", nbytes: "int | Sym") -> tuple
   return d, s, n
 
 
+def release_bound_copies(device: "Device", bufs: list, done: "Signal", submitted: int, dropped: bool) -> None:
+  """What an earlier bind() of a queue holds, given back when it is bound again: its copies of the commands, once the GPU
+  is through with them (`done` has counted all `submitted` runs, unless a reset `dropped` them), and its counter signal."""
+  if not dropped: done.wait(submitted)
+  for b in bufs: b.free()
+  device.release_signal(done)
+
+
 class HWQueue:
   """Commands for one hardware queue. Subclasses write the hardware's format into `self._q`."""
 

@@ -157,3 +157,21 @@ def test_ring_size_must_be_one_create_queue_takes():
   for bad in (512, 3000):
     with pytest.raises(ValueError, match=f"ring_bytes must be a power of two >= 1024, got {bad}"):
       AMDDevice(parse_dev("MOCKKFD+AMD"), ring_bytes=bad)
+
+
+def test_binding_again_gives_back_the_first_copies(dev):
+  """bind() on a bound queue frees the first bind's copies and counter signal, after the run still held in one of them
+  has finished; the queue then replays from its new copies."""
+  gate, out = dev.new_signal(0), dev.new_signal(0)
+  q = dev.compute_queue().wait(gate, Variable("g")).signal(out, Variable("v")).signal(dev.timeline_signal, Variable("t")).bind(dev)
+  first = [buf for buf, _, _ in q._copies]
+  q.submit(dev, {"g": 1, "v": 1, "t": dev.next_timeline()})  # held behind the gate
+  threading.Timer(0.2, lambda: setattr(gate, "value", 1)).start()
+  pool = len(dev._signal_pool)
+  q.bind(dev)
+  assert out.value == 1 and all(buf.freed for buf in first) and len(dev._signal_pool) == pool  # one signal back, one taken
+  assert not any(buf.freed for buf, _, _ in q._copies)
+  for v in (2, 3, 4): q.submit(dev, {"g": 0, "v": v, "t": dev.next_timeline()})
+  dev.synchronize()
+  assert out.value == 4
+  for s in (gate, out): dev.release_signal(s)

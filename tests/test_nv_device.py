@@ -422,3 +422,72 @@ def test_gid_control_formats_and_flags():
   with pytest.raises(RMCallError, match="NV2080_CTRL_CMD_GPU_GET_GID_INFO.*NV_ERR_INVALID_FLAGS"):
     rm.control(sub, X.NV2080_CTRL_CMD_GPU_GET_GID_INFO, X.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS(flags=4))  # TYPE other than SHA1
   rm.free(rm.client)
+
+
+class _RingModel:
+  """A channel's pushbuffer bookkeeping with a GPU that reads one GPFIFO entry per poll: drives
+  NVDevice._pushbuffer_space without a device."""
+  gpfifo_entries = 1 << 20
+
+  def __init__(self, size: int):
+    from hcq.drivers.nv.device import NVChannel
+    self.read = 0
+    self.ch = NVChannel("compute", 0, 0, 0, 1, None, None, None, None, type("PB", (), {"addr": 1 << 20, "nbytes": size, "host_addr": 0})())
+
+  def _gp_get(self, ch) -> int:
+    return self.read
+
+  def _wait(self, ch, ready, what: str) -> None:
+    assert what == "the pushbuffer is full"
+    while not ready(): self.read += 1
+
+  _pushbuffer_space = NVDevice._pushbuffer_space
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pushbuffer_segments_never_overwrite_unread_methods(seed):
+  """Random segment sizes and GPU progress round a small ring: a new segment never overlaps one whose GPFIFO entry the
+  GPU has not read, and the driver waits only when the new segment (or the tail it skips) reaches the oldest unread one."""
+  rng = np.random.default_rng(seed)
+  size = 4096
+  model = _RingModel(size)
+  ch, segments = model.ch, []  # (entry index, start, end) of every segment handed out
+  for _ in range(3000):
+    model.read = min(ch.put, model.read + int(rng.integers(0, 3)))
+    before = model.read
+    nbytes = 4 * int(rng.integers(1, 300))
+    pos = ch.pb_pos % size
+    addr = model._pushbuffer_space(ch, nbytes)
+    start = addr - (1 << 20)
+    assert start + nbytes <= size and start in (pos, 0)
+    unread = [(i, s, e) for i, s, e in segments if i >= model.read]
+    assert not any(s < start + nbytes and start < e for _, s, e in unread)
+    taken = [(pos, size)] if start != pos else []  # a wrap skips the tail
+    needed = [(i, s, e) for i, s, e in segments if i >= before and any(s < b and a < e for a, b in taken + [(start, start + nbytes)])]
+    assert model.read == (max(i for i, _, _ in needed) + 1 if needed else before)  # waited exactly as long as needed
+    segments.append((ch.put, start, start + nbytes))
+    ch.put += 1
+  with pytest.raises(HCQError, match="exceed the 4096-byte pushbuffer"): model._pushbuffer_space(ch, size + 4)
+
+
+def test_binding_again_gives_back_the_first_copies(dev):
+  """bind() on a bound queue frees the first bind's copies and counter signal, after the GPU has read the run still
+  held in one of them; the queue then replays from its new copies."""
+  import threading
+  gate, sig = dev.new_signal(0), dev.new_signal(0)
+  a, b = dev.alloc(64, "host"), dev.alloc(64, "host")
+  a.view()[:] = 5
+  q = dev.copy_queue().wait(gate, Variable("g")).copy(b.addr, a.addr, 64).signal(sig, Variable("v")).bind(dev)
+  first = [buf for _, buf, _, _ in q._copies]
+  q.submit(dev, {"g": 1, "v": 1})  # held behind the gate
+  threading.Timer(0.2, lambda: setattr(gate, "value", 1)).start()
+  pool = len(dev._signal_pool)
+  q.bind(dev)
+  assert sig.value == 1 and all(buf.freed for buf in first) and len(dev._signal_pool) == pool  # one signal back, one taken
+  assert not any(buf.freed for _, buf, _, _ in q._copies)
+  b.view()[:] = 0
+  for v in (2, 3, 4): q.submit(dev, {"g": 0, "v": v})
+  sig.wait(4, 5)
+  assert (b.view() == 5).all()
+  for s in (gate, sig): dev.release_signal(s)
+  a.free(), b.free()

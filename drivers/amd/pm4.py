@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Callable
 
-from hcq.queue import DwordQueue
+from hcq.queue import DwordQueue, release_bound_copies
 from hcq.sym import Variable, hi32, lo32
 
 if TYPE_CHECKING:
@@ -186,6 +186,10 @@ class AMDComputeQueue(DwordQueue):
     import numpy as np
     words = self.words()
     if any(c is not self._frozen for c, _, _ in self._patches): raise ValueError("a bound queue's patch slots must lie in its packets")
+    if self._copies:  # bound before: the earlier copies go back once run (a queue reset dropped the runs of an older ring)
+      release_bound_copies(self._bound_to, [b for b, _, _ in self._copies], self._done, self._submitted,
+                           dropped=self._ring is not None and self._ring is not self._bound_to.queues["compute"]["ring"])
+    self._bound_to = device
     self._done = device.new_signal(0, name="bound queue")  # how many submissions have finished
     self._copies = []
     for _ in range(copies):

@@ -148,6 +148,10 @@ class NVChannel:
   put: int = 0               # GPFIFO entries written (never wraps)
   pb_pos: int = 0
   pb_inflight: deque = field(default_factory=deque)  # (entry index, start, end) of pushbuffer segments the GPU may still read
+  pb_words: memoryview = field(init=False)           # the pushbuffer as uint32 words, written by submissions
+
+  def __post_init__(self) -> None:
+    self.pb_words = memoryview((ctypes.c_uint32 * (self.pushbuffer.nbytes // 4)).from_address(self.pushbuffer.host_addr)).cast("B").cast("I")
 
 
 class NVDevice(StagedCopies, Device):
@@ -165,6 +169,9 @@ class NVDevice(StagedCopies, Device):
     classes = rm.control(self.device, ctrl0080.NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, ctrl0080.NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS())
     self.class_list = list(classes.classList[:classes.numClasses])
     self.arch = pick_arch(self.class_list)
+    h = self.arch.host  # the GP entry fields, looked up once: every submission encodes an entry
+    (get_shift, _), (hi_shift, hi_mask), (len_shift, len_mask) = h.field("GP_ENTRY0", "get"), h.field("GP_ENTRY1", "get_hi"), h.field("GP_ENTRY1", "length")
+    self._gp_fields = get_shift, hi_shift, hi_mask >> hi_shift, len_shift, len_mask >> len_shift
     self.vaspace = rm.alloc(self.device, C.FERMI_VASPACE_A, O.NV_VASPACE_ALLOCATION_PARAMETERS())
     self.uuid = rm.gpu_uuid(self.subdevice)  # "GPU-...", as nvidia-smi shows it
     rm.uvm_register(rm.gpu_uuid(self.subdevice, binary=True))
@@ -270,13 +277,17 @@ class NVDevice(StagedCopies, Device):
     with self.lock:
       ch = self.channels[name]
       addr = self._pushbuffer_space(ch, 4 * len(words))
-      ctypes.memmove(ch.pushbuffer.host_addr + (addr - ch.pushbuffer.addr), words.buffer_info()[0], 4 * len(words))
+      at = (addr - ch.pushbuffer.addr) >> 2
+      ch.pb_words[at:at + len(words)] = words  # a memoryview copy keeps the GIL (ctypes.memmove hands it to the emulator's threads)
       self.push_entry(name, self.gp_entry(addr, len(words)))
 
   def gp_entry(self, addr: int, nwords: int) -> int:
     """The 64-bit GPFIFO entry that has the GPU fetch `nwords` of methods at GPU address `addr`."""
-    h = self.arch.host
-    return h.register("GP_ENTRY1").encode(get_hi=addr >> 32, length=nwords) << 32 | h.register("GP_ENTRY0").encode(get=(addr & 0xFFFFFFFF) >> 2)
+    get_shift, hi_shift, hi_limit, len_shift, len_limit = self._gp_fields
+    hi = addr >> 32
+    if not (0 <= hi <= hi_limit and 0 <= nwords <= len_limit):  # encode raises, saying which field does not fit
+      self.arch.host.register("GP_ENTRY1").encode(get_hi=hi, length=nwords)
+    return (hi << hi_shift | nwords << len_shift) << 32 | ((addr & 0xFFFFFFFF) >> 2) << get_shift
 
   def push_entry(self, name: str, entry: int) -> None:
     """Write a GPFIFO entry once the ring has room, move GP_PUT in USERD and ring the doorbell with the channel's token."""
@@ -290,18 +301,25 @@ class NVDevice(StagedCopies, Device):
       self.os.mmio_write32(self.doorbell, ch.token)
 
   def _pushbuffer_space(self, ch: NVChannel, nbytes: int) -> int:
-    """GPU address of `nbytes` in the channel's pushbuffer ring, after the GPU has read the segments they overlap."""
+    """GPU address of `nbytes` in the channel's pushbuffer ring, after the GPU has read the segments they overlap.
+    Segments are placed in order round the ring, so from the write position on the oldest come first: the new span (on a
+    wrap, the skipped tail with it) can overlap only a prefix of the in-flight list, and the scan stops at the first
+    segment past it."""
     size = ch.pushbuffer.nbytes
     if nbytes > size: raise HCQError(f"{nbytes} bytes of methods exceed the {size}-byte pushbuffer; bind large queues instead")
-    start = ch.pb_pos if ch.pb_pos + nbytes <= size else 0
-    end = start + nbytes
-    while ch.pb_inflight:
-      idx = ch.pb_inflight[0][0]
-      if self._gp_get(ch) > idx: ch.pb_inflight.popleft()
-      elif any(s < end and start < e for _, s, e in ch.pb_inflight): self._wait(ch, lambda: self._gp_get(ch) > idx, "the pushbuffer is full")
-      else: break
-    ch.pb_pos = end
-    ch.pb_inflight.append((ch.put, start, end))
+    pos = ch.pb_pos % size
+    start = pos if pos + nbytes <= size else 0
+    span = nbytes if start == pos else size - pos + nbytes  # bytes from the write position on that the segment takes
+    inflight, got = ch.pb_inflight, self._gp_get(ch)
+    while inflight:
+      idx, s, _ = inflight[0]
+      if got <= idx:
+        if (s - pos) % size >= span: break  # the oldest segment in flight lies past the new one: so do all younger ones
+        self._wait(ch, lambda: self._gp_get(ch) > idx, "the pushbuffer is full")
+        got = self._gp_get(ch)
+      inflight.popleft()
+    ch.pb_pos = start + nbytes
+    inflight.append((ch.put, start, start + nbytes))
     return ch.pushbuffer.addr + start
 
   def program(self, code, name=None):

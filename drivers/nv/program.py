@@ -120,8 +120,7 @@ class NVProgram(Program):
     self._cbank_patch = cbank_patch(self.layout_qmd, 0)
     ring = device.kernargs.buf  # written through a memoryview: ctypes.memmove would release the GIL to the emulator's threads
     self._ring = memoryview((ctypes.c_uint8 * ring.nbytes).from_address(ring.host_addr)).cast("B")
-    self._templates: dict[tuple, bytes] = {}
-    self._checked: set[tuple] = set()  # launch shapes that passed check_limits
+    self._templates: dict[tuple, bytes] = {}  # (grid, block, shared) -> block_template
 
   def check_limits(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> None:
     """The launch limits of the arch, before anything is sent; ProgramArgumentError naming the limit."""
@@ -143,41 +142,37 @@ class NVProgram(Program):
 
   def qmd_template(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> bytes:
     """The QMD of a launch with constant bank 0's address left 0 (place_kernargs fills it)."""
-    key = ("qmd", gs, ls, shared)
-    t = self._templates.get(key)
-    if t is None:
-      cbanks = {0: (0, self.cbank0_size), **{i: (b.addr, b.nbytes) for i, b in self.banks.items()}}
-      q = encode_qmd(self.layout_qmd, program=self.code.addr, registers=self.kernel.registers, grid=gs, block=ls, shared=shared,
-                     shared_max=self.max_shared, local_per_thread=self.local_per_thread, barriers=self.kernel.barriers, cbanks=cbanks)
-      t = self._templates[key] = q.to_bytes(self.qmd_bytes, "little")
-    return t
+    cbanks = {0: (0, self.cbank0_size), **{i: (b.addr, b.nbytes) for i, b in self.banks.items()}}
+    q = encode_qmd(self.layout_qmd, program=self.code.addr, registers=self.kernel.registers, grid=gs, block=ls, shared=shared,
+                   shared_max=self.max_shared, local_per_thread=self.local_per_thread, barriers=self.kernel.barriers, cbanks=cbanks)
+    return q.to_bytes(self.qmd_bytes, "little")
 
   def driver_part(self, gs: tuple[int, int, int], ls: tuple[int, int, int]) -> bytes:
     """Constant bank 0 below the parameters: ptxas's initial contents with what the code reads from the driver: the block
     and grid sizes (%ntid, %nctaid) and the stack's start, the top of each thread's local memory (unsure: the value
     the CUDA driver puts there was not read; the emulated SM, which runs PTX, does not use it)."""
-    key = ("driver", gs, ls)
-    part = self._templates.get(key)
-    if part is None:
-      c, out = self.driver_constants, bytearray(self.cbank0_init.ljust(self.kernel.param_base, b"\0"))
-      struct.pack_into("<3I", out, c.ntid, *ls)
-      struct.pack_into("<3I", out, c.nctaid, *gs)
-      struct.pack_into("<I", out, c.stack_top, (self.local_per_thread + 15) // 16 * 16)
-      part = self._templates[key] = bytes(out)
-    return part
+    c, out = self.driver_constants, bytearray(self.cbank0_init.ljust(self.kernel.param_base, b"\0"))
+    struct.pack_into("<3I", out, c.ntid, *ls)
+    struct.pack_into("<3I", out, c.nctaid, *gs)
+    struct.pack_into("<I", out, c.stack_top, (self.local_per_thread + 15) // 16 * 16)
+    return bytes(out)
+
+  def block_template(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> bytes:
+    """A launch block of one shape without its parameters: the QMD, the driver's part of bank 0, zeros. Made (and the
+    launch limits checked) once per shape: a launch of a known shape copies it and packs only its arguments."""
+    key = (gs, ls, shared)
+    t = self._templates.get(key)
+    if t is None:
+      if shared < self.shared_size: raise ProgramArgumentError(f"{self.name}: shared={shared} is less than its {self.shared_size} bytes of static shared memory")
+      self.check_limits(gs, ls, shared)
+      t = self._templates[key] = (self.qmd_template(gs, ls, shared) + self.driver_part(gs, ls)).ljust(self.kernarg_size, b"\0")
+    return t
 
   def kernargs(self, bufs: Sequence, vals: Sequence[Any], gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int | None = None) -> bytearray:
     """The launch block: the QMD (bank 0's address still 0), the driver's part of bank 0, the parameters. The launch limits
     are checked here (once per shape), so a block made for a replayed queue is checked as a launch is."""
-    smem = self.shared_size if shared is None else shared
-    if (gs, ls, smem) not in self._checked:
-      if smem < self.shared_size: raise ProgramArgumentError(f"{self.name}: shared={smem} is less than its {self.shared_size} bytes of static shared memory")
-      self.check_limits(gs, ls, smem)
-      self._checked.add((gs, ls, smem))
-    out = pack_kernargs(self.name, self.layout, bufs, vals, self.kernarg_size, self.device)
-    out[:self.qmd_bytes] = self.qmd_template(gs, ls, smem)
-    out[self.qmd_bytes:self.qmd_bytes + self.kernel.param_base] = self.driver_part(gs, ls)
-    return out
+    template = self.block_template(gs, ls, self.shared_size if shared is None else shared)
+    return pack_kernargs(self.name, self.layout, bufs, vals, self.kernarg_size, self.device, template)
 
   def place_kernargs(self, block: bytes | bytearray, timeline_value: int) -> int:
     """Write a launch block into the kernarg ring and point its QMD at its constant bank 0; returns the QMD's address."""

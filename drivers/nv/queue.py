@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hcq.errors import HCQError
-from hcq.queue import DwordQueue
+from hcq.queue import DwordQueue, release_bound_copies
 from hcq.sym import Sym, Variable, hi32, lo32
 
 if TYPE_CHECKING:
@@ -77,6 +77,10 @@ class NVQueue(DwordQueue):
     would hand its values to an earlier submission the PBDMA had not fetched yet."""
     words = self.words()
     if any(c is not words for c, _, _ in self._patches): raise ValueError("a bound queue's patch slots must lie in its methods")
+    if self._copies:  # bound before: the earlier copies go back once read (a recovery's fresh channels read none of them)
+      dev = self._copies[0][0]
+      release_bound_copies(dev, [b for _, b, _, _ in self._copies], self._done, self._submitted,
+                           dropped=self._channel is not None and self._channel is not dev.channels[self.channel])
     self._done = device.new_signal(0, name="bound queue")
     # No RELEASE_WFI: the release only says the PBDMA has fetched the methods before it, which is all a patch needs.
     tail = type(self)(self.arch)._semaphore(self._done.value_addr, Variable("done"), operation=self.arch.c("SEM_EXECUTE_OPERATION_RELEASE"),
