@@ -16,7 +16,7 @@ from hcq.tensor.symbolic import Expr, Num, Var, Sum, Mul, Div, Mod, Valid, linea
 
 class Renderer:
   """The seam between the loop IR and a target. A renderer turns a LoopKernel into source its device compiles, and
-  says how to launch it. Targets: LLVMCPURenderer (here), AMDGCNRenderer (render_amd.py); NVIDIA PTX (nvptx) plugs in here."""
+  says how to launch it. Targets: LLVMCPURenderer (here), AMDGCNRenderer (render_amd.py), NVPTXRenderer (render_nv.py)."""
   target = "abstract"
   def adapt(self, lk: LoopKernel) -> LoopKernel:
     """The loop plan as this target runs it (the CPU's plan as is; a GPU may drop SIMD lanes, unrolls, threads)."""
@@ -25,13 +25,6 @@ class Renderer:
   def launch(self, lk: LoopKernel) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...]]:
     """(global_size, local_size, vals) of one run of the rendered kernel."""
     raise NotImplementedError
-
-
-class PTXRenderer(Renderer):
-  """NVIDIA PTX through nvptx; waits for the NV driver."""
-  target = "nvptx"
-  def render(self, lk: LoopKernel) -> str:
-    raise NotImplementedError("the PTX renderer waits for the NV driver; use the CPU device")
 
 
 def float_literal(value: float, dtype: DType) -> str:
