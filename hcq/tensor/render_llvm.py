@@ -681,6 +681,10 @@ class _KernelWriter:
     if op in ("IDIV", "MOD"): return self.int_divmod(op, srcs[0], srcs[1], out)
     raise NotImplementedError(f"{op} on {d.name}")
 
+  def fmod(self, a: str, b: str, d: DType, w: int) -> str:
+    """C's fmod(a, b) (exact: the remainder is representable); LLVM's frem, which the CPU lowers to libm's fmodf/fmod."""
+    return self.emit(f"frem {self.ty(d, w)} {a}, {b}")
+
   def float_divmod(self, op: str, av: Value, bv: Value) -> Value:
     """numpy's float floor_divide and remainder, step for step as its npy_divmod computes them (so inf // 2 is NaN,
     1 // -inf is -1, 0 % -1 is -0.0): mod = fmod(a, b), div = (a - mod) / b, both moved one step toward the divisor's
@@ -692,7 +696,7 @@ class _KernelWriter:
     t, bt, a, b = self.ty(d, w), self.ty(dtypes.bool, w), av.name, bv.name
     zero, one = self.const(0.0, d, w), self.const(1.0, d, w)
     sel = lambda c, x, y: self.emit(f"select {bt} {c}, {t} {x}, {t} {y}")
-    mod = self.emit(f"frem {t} {a}, {b}")
+    mod = self.fmod(a, b, d, w)
     quot = self.emit(f"fdiv {t} {a}, {b}")
     div = self.emit(f"fdiv {t} {self.emit(f'fsub {t} {a}, {mod}')}, {b}")
     mod_nz = self.emit(f"fcmp une {t} {mod}, {zero}")   # C truthiness: NaN is nonzero
