@@ -2,7 +2,7 @@
 amdgcn-amd-amdhsa, compiled to an ET_REL code object for the AMD program loader. Allocas live in private memory
 (addrspace 5, which SROA turns into registers); the tree barriers are s_barrier between workgroup-scope fences."""
 from __future__ import annotations
-from hcq.tensor.render_gpu import GPURenderer, _GPUKernelWriter, LOCAL, group_size, scalar_plan, workitems  # noqa: F401 (the AMD target's names)
+from hcq.tensor.render_gpu import LOCAL, GPURenderer, _GPUKernelWriter
 
 ARCH = "gfx1100"
 
@@ -21,7 +21,7 @@ class _AMDKernelWriter(_GPUKernelWriter):
 class AMDGCNRenderer(GPURenderer):
   """Loop IR -> LLVM IR for AMD gfx11 (see the module docstring); `compile` turns it into an ET_REL code object."""
   target = "amdgcn"
-  triple, writer = "amdgcn-amd-amdhsa", _AMDKernelWriter
+  writer = _AMDKernelWriter
 
   def __init__(self, arch: str = ARCH):
     super().__init__(arch)

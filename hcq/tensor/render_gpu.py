@@ -257,8 +257,7 @@ class _GPUKernelWriter(_KernelWriter):
 
 
 class GPURenderer(Renderer):
-  """Loop IR -> LLVM IR for a GPU (the module docstring's layouts); a target names its triple and writer and compiles."""
-  triple = ""
+  """Loop IR -> LLVM IR for a GPU (the module docstring's layouts); a target names its writer (and so its triple) and compiles."""
   writer: type[_GPUKernelWriter] = _GPUKernelWriter
   features = ""
   _lock = threading.Lock()
@@ -270,7 +269,7 @@ class GPURenderer(Renderer):
   def machine(self):
     """(llvmlite.binding, llvmlite's target machine for this triple and arch)."""
     with GPURenderer._lock:
-      key = (self.triple, self.arch)
+      key = (self.writer.triple, self.arch)
       if key not in GPURenderer._machines:
         try:
           import llvmlite.binding as llvm
@@ -278,7 +277,7 @@ class GPURenderer(Renderer):
           raise RuntimeError(f"the {self.writer.target_name} tensor target needs llvmlite: pip install llvmlite") from e
         llvm.initialize_all_targets()
         llvm.initialize_all_asmprinters()
-        tm = llvm.Target.from_triple(self.triple).create_target_machine(cpu=self.arch, features=self.features, opt=3)
+        tm = llvm.Target.from_triple(self.writer.triple).create_target_machine(cpu=self.arch, features=self.features, opt=3)
         GPURenderer._machines[key] = (llvm, tm)
       return GPURenderer._machines[key]
 

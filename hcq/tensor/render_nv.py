@@ -70,7 +70,7 @@ class _NVKernelWriter(_GPUKernelWriter):
 class NVPTXRenderer(GPURenderer):
   """Loop IR -> LLVM IR for NVIDIA sm_80 and newer (see the module docstring); `compile` turns it into a cubin."""
   target = "nvptx"
-  triple, writer = "nvptx64-nvidia-cuda", _NVKernelWriter
+  writer = _NVKernelWriter
 
   def __init__(self, arch: str = ARCH):
     super().__init__(arch)
