@@ -26,6 +26,8 @@ class _NVKernelWriter(_GPUKernelWriter):
     once a / b overflows or rounds (1 % 1e-45 gave -inf, inf % inf inf): here the significands' long division instead,
     one bit of the exponent difference per step (at most 254 steps for float32, 2046 for float64)."""
     assert w == 1, "the GPU renderers are scalar"
+    d = dtypes.float32 if self.ty(d, 1) == "float" else d   # bfloat16 computes in float32 registers
+    assert d in (dtypes.float32, dtypes.float64), d.name     # float16 came here as float32 (float_divmod)
     ft, it, mbits, shift = ("float", "i32", 23, 150) if d == dtypes.float32 else ("double", "i64", 52, 1075)
     def parts(x: str) -> tuple[str, str]:   # (significand with its implicit bit, biased exponent; 1 for subnormals)
       bits = self.emit(f"bitcast {ft} {self.intrinsic('fabs', d, 1, [x])} to {it}")
