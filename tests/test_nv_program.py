@@ -180,6 +180,7 @@ def test_ptx_parameter_kinds():
   assert kinds == [("out", "buffer"), ("a", "buffer"), ("n", "u32"), ("flag", "u8"), ("s", "f64"), ("blob", "b96")]
   with pytest.raises(HCQError, match=r"parameter p has type \.pred"):
     ptx_param_kinds(".entry k(.param .pred p)")
+  assert ptx_param_kinds(".entry k(.param .u64 .ptr .global .align 16 p_0, .param .u32 n)")["k"] == [("p_0", "buffer"), ("n", "u32")]
 
 
 @pytest.fixture(scope="module")

@@ -49,6 +49,9 @@ def test_parse_errors_name_line_column(text, where, what):
 def test_parameters_laid_out_as_ptxas_does():
   mod = kernel("ret;", ".param .u8 a, .param .u64 b, .param .f32 c, .param .align 16 .b8 s[20], .param .u16 d")
   assert mod.kernels["k"].params == [("a", 0, 1), ("b", 8, 8), ("c", 16, 4), ("s", 32, 20), ("d", 52, 2)]
+  # .align after .ptr is the pointee's (LLVM's `ptr addrspace(1) align 16`): ptxas 13 still puts these at 0, 8, 16
+  mod = kernel("ret;", ".param .u8 c, .param .u64 .ptr .global .align 16 p, .param .u64 .ptr .align 16 q")
+  assert mod.kernels["k"].params == [("c", 0, 1), ("p", 8, 8), ("q", 16, 8)]
 
 
 def test_immediates_in_every_form():

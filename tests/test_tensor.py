@@ -608,8 +608,9 @@ def test_realize_and_to(rng):
 
 def test_renderer_seam():
   from hcq.tensor.render_amd import AMDGCNRenderer
-  from hcq.tensor.render_llvm import PTXRenderer, Renderer
-  assert issubclass(AMDGCNRenderer, Renderer) and issubclass(PTXRenderer, Renderer)
+  from hcq.tensor.render_llvm import Renderer
+  from hcq.tensor.render_nv import NVPTXRenderer
+  assert issubclass(AMDGCNRenderer, Renderer) and issubclass(NVPTXRenderer, Renderer)
 
 
 def test_device_interface():

@@ -29,11 +29,13 @@ def test_dev_strings_name_devices():
   with pytest.raises(hcq.DevStringError, match="valid devices: AMD, NV, CPU"): tdev.get_device("TPU")
   with pytest.raises(hcq.DevStringError, match="valid interfaces: KFD, MOCKKFD"): tdev.get_device("PCI+AMD")
   with pytest.raises(hcq.DevStringError, match="through LLVM only"): tdev.get_device("AMD:ASM")
-  with pytest.raises(hcq.DevStringError, match="NV driver"): tdev.get_device("NV")
+  with pytest.raises(hcq.DevStringError, match=r"tensor devices: CPU, AMD, KFD\+AMD, MOCKKFD\+AMD, NV, NV\+NV, MOCKNV\+NV"):
+    tdev.get_device("PCI+NV")
+  assert tdev.get_device("MOCKNV+NV").renderer.target == "nvptx"
   with pytest.raises(ValueError, match="valid devices"): Tensor([1.0], device="GPU")
 
 
-def test_default_device_is_dev_then_a_real_amd_gpu_then_the_cpu(monkeypatch):
+def test_default_device_is_dev_then_a_real_amd_gpu_then_a_real_nv_gpu_then_the_cpu(monkeypatch):
   import hcq.drivers.amd.device  # noqa: F401  (bound to the real probe before the probe is patched below)
   import hcq.drivers.amd.kfd as kfd
   monkeypatch.delenv("DEV", raising=False)
@@ -47,6 +49,13 @@ def test_default_device_is_dev_then_a_real_amd_gpu_then_the_cpu(monkeypatch):
   assert tdev.default_device() == "KFD+AMD"
   monkeypatch.setattr(kfd, "gpu_nodes", lambda osl: [])
   assert tdev.default_device() == "CPU"
+  # /dev/nvidiactl (the NV driver's probe); with a KFD GPU node too, AMD comes first (as hcq.Device's default)
+  monkeypatch.setattr(tdev.os.path, "exists", lambda p: True if p in ("/dev/kfd", "/dev/nvidiactl") else real_exists(p))
+  assert tdev.default_device() == "NV+NV"
+  monkeypatch.setattr(kfd, "gpu_nodes", lambda osl: ["a GPU node"])
+  assert tdev.default_device() == "KFD+AMD"
+  monkeypatch.setattr(kfd, "gpu_nodes", lambda osl: [])
+  monkeypatch.setattr(tdev.os.path, "exists", lambda p: True if p == "/dev/kfd" else False if p == "/dev/nvidiactl" else real_exists(p))
   monkeypatch.setenv("DEV", "MOCKKFD+AMD")
   assert tdev.default_device() == "MOCKKFD+AMD"
   t = Tensor(np.arange(5, dtype=np.float32))

@@ -130,6 +130,11 @@ def record(cubin: Cubin, ptx: str) -> None:
 _llvm_lock = threading.Lock()
 
 
+def ptx_features(arch: str) -> str:
+  """llvmlite's NVPTX target features for `arch`: the PTX ISA version the emitted PTX declares (what ptxas 13 takes)."""
+  return "+ptx80" if int(arch[3:]) < 100 else "+ptx86"
+
+
 def llvm_to_ptx(ir: str, arch: str) -> str:
   """PTX from LLVM IR through llvmlite's NVPTX backend (the module's triple should be nvptx64-nvidia-cuda)."""
   import llvmlite.binding as llvm
@@ -142,6 +147,6 @@ def llvm_to_ptx(ir: str, arch: str) -> str:
     except RuntimeError as e:
       raise CompileError(f"invalid LLVM IR: {e}") from None
     target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
-    tm = target.create_target_machine(cpu=arch, features="+ptx80" if int(arch[3:]) < 100 else "+ptx86", opt=2)
+    tm = target.create_target_machine(cpu=arch, features=ptx_features(arch), opt=2)
     mod.triple, mod.data_layout = "nvptx64-nvidia-cuda", str(tm.target_data)
     return tm.emit_assembly(mod)

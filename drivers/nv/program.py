@@ -38,7 +38,7 @@ MAX_SHARED_PER_BLOCK = {"sm_80": 163 << 10, "sm_86": 99 << 10, "sm_89": 99 << 10
 _PTX_KINDS = {"u8": "u8", "s8": "i8", "u16": "u16", "s16": "i16", "u32": "u32", "s32": "i32", "u64": "buffer", "s64": "i64",
               "f16": "f16", "f32": "f32", "f64": "f64", "b8": "b8", "b16": "b16", "b32": "b32", "b64": "b64"}
 _ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\(([^)]*)\)", re.S)
-_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.\w+\s+)*)?(?:\.align\s+\d+\s+)?([\w$]+)\s*(?:\[\s*(\d+)\s*\])?")
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.(?!align\b)\w+\s+)*(?:\.align\s+\d+\s+)?)?(?:\.align\s+\d+\s+)?([\w$]+)\s*(?:\[\s*(\d+)\s*\])?")
 
 
 def ptx_param_kinds(ptx: str) -> dict[str, list[tuple[str, str]]]:

@@ -1,8 +1,8 @@
 """The tensor runtime's one device: an HCQ core device (`hcq.Device(DEV string)`) seen through a small interface.
 
 Memory comes from the core's allocator, kernels are loaded as its programs and launched on its compute queue, ordered
-by its timeline signal, for the CPU (`hcq.Device("CPU")`) and AMD GPUs (`hcq.Device("AMD")`, the emulated gfx1100
-`MOCKKFD+AMD` on machines without one) alike. The runtime uses only this surface:
+by its timeline signal, for the CPU (`hcq.Device("CPU")`), AMD GPUs (`hcq.Device("AMD")`, the emulated gfx1100
+`MOCKKFD+AMD` on machines without one) and NVIDIA GPUs (`hcq.Device("NV")`, the emulated H200 `MOCKNV+NV`) alike. The runtime uses only this surface:
 
   dev.alloc(nbytes) -> HCQBuffer             buf.copyin(np_array), buf.copyout(np_array)  (raw bytes from the start)
   dev.renderer                               the Renderer for the device's target (source + launch dimensions)
@@ -13,7 +13,8 @@ by its timeline signal, for the CPU (`hcq.Device("CPU")`) and AMD GPUs (`hcq.Dev
 On the CPU, global_size[0] is the extent of the kernel's thread axis (its outermost loop) and vals[0] its loop step:
 the kernel cuts the range into one workgroup per core, each a whole number of steps, and the core device runs the
 workgroups on its cores. The rendered function for that is `NAME_hcq`, the CPU device's kernel ABI (see
-render_llvm._KernelWriter.hcq_entry). On AMD the renderer's launch dimensions go to the code object's kernel as is."""
+render_llvm._KernelWriter.hcq_entry). On AMD and NV the renderer's launch dimensions go to the code object's (the
+cubin's) kernel as is."""
 from __future__ import annotations
 import collections
 import os
@@ -102,7 +103,7 @@ class CPUKernel:
 
 
 class GPUKernel:
-  """A kernel of a code object on a GPU core device, launched with the renderer's grid as it is."""
+  """A kernel of a code object (AMD) or PTX (NV) on a GPU core device, launched with the renderer's grid as it is."""
 
   def __init__(self, device: HCQDevice, name: str, code_object: bytes, nbufs: int):
     self.device, self.name = device, name
@@ -115,7 +116,7 @@ class GPUKernel:
 
 class HCQDevice:
   """The tensor device interface on an HCQ core device (see the module docstring). `spec` is an hcq DEV string whose
-  device is CPU or AMD (NV waits for its driver)."""
+  device is CPU, AMD or NV."""
 
   def __init__(self, spec):
     import hcq  # the core is the layer below; opened when a tensor first needs the device
@@ -128,6 +129,10 @@ class HCQDevice:
     if self.kind == "CPU":
       self.renderer: Renderer = LLVMCPURenderer()
       self.memory = "host"
+    elif self.kind == "NV":
+      from hcq.tensor.render_nv import NVPTXRenderer
+      self.renderer = NVPTXRenderer(self.core.arch.sm)
+      self.memory = "device"
     else:
       from hcq.tensor.render_amd import AMDGCNRenderer
       self.renderer = AMDGCNRenderer(self.core.arch)
@@ -140,7 +145,8 @@ class HCQDevice:
     return HCQBuffer(buf if buf is not None else self.core.alloc(nbytes, self.memory), self.free_list)
 
   def compile(self, src: str):
-    """Source -> what the core loads: LLVM IR as it is on the CPU (the core's JIT compiles it), a code object on AMD."""
+    """Source -> what the core loads: LLVM IR as it is on the CPU (the core's JIT compiles it), a code object on AMD, PTX
+    on NV (the NV program path runs ptxas)."""
     return src if self.kind == "CPU" else self.renderer.compile(src)
 
   def program(self, name: str, lib, nbufs: int) -> CPUKernel | GPUKernel:
@@ -158,7 +164,8 @@ def device_name(spec) -> str:
 
 def default_device() -> str:
   """DEV if set; else a real AMD GPU when /dev/kfd and a GPU node in the KFD topology exist (the AMD driver's own probe,
-  which reads sysfs only); else the CPU."""
+  which reads sysfs only); else a real NVIDIA GPU when /dev/nvidiactl exists (the NV driver's probe, as hcq.Device's
+  default); else the CPU. With both, AMD comes first, as in hcq.Device's default."""
   if os.environ.get("DEV"): return os.environ["DEV"]
   if os.path.exists("/dev/kfd"):
     try:
@@ -167,15 +174,18 @@ def default_device() -> str:
       if gpu_nodes(HostOS()): return "KFD+AMD"
     except Exception:  # an unreadable topology is no GPU
       pass
+  if os.path.exists("/dev/nvidiactl"): return "NV+NV"
   return "CPU"
 
 
+TENSOR_DEVICES = "CPU, AMD, KFD+AMD, MOCKKFD+AMD, NV, NV+NV, MOCKNV+NV"
 _devices: dict[str, HCQDevice] = {}
 _lock = threading.Lock()
 
 
 def get_device(name: str | None = None) -> HCQDevice:
-  """The tensor device for a DEV string (`CPU`, `AMD`, `MOCKKFD+AMD`, `KFD+AMD::gfx1100`, ...; None: default_device()).
+  """The tensor device for a DEV string (`CPU`, `AMD`, `MOCKKFD+AMD`, `KFD+AMD::gfx1100`, `NV`, `MOCKNV+NV`, ...; None:
+  default_device()).
   Bad strings raise hcq.DevStringError listing the valid parts; renderers other than LLVM are refused."""
   from hcq.devstring import parse_dev
   from hcq.errors import DevStringError
@@ -183,11 +193,10 @@ def get_device(name: str | None = None) -> HCQDevice:
   try:
     spec = parse_dev(text)
   except DevStringError as e:
-    raise DevStringError(f"{e} (tensor devices: CPU, AMD, KFD+AMD, MOCKKFD+AMD)") from None
+    raise DevStringError(f"{e} (tensor devices: {TENSOR_DEVICES})") from None
   if spec.renderer not in (None, "LLVM"):
     raise DevStringError(f"tensor kernels render through LLVM only; {text!r} asks for the {spec.renderer} renderer (use "
                          f"{device_name(spec)})")
-  if spec.device == "NV": raise DevStringError("tensor kernels for NV wait for the NV driver and PTX renderer; valid: CPU, AMD")
   key = device_name(spec)
   with _lock:
     if key not in _devices: _devices[key] = HCQDevice(key)

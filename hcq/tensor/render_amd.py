@@ -1,295 +1,31 @@
-"""AMD gfx11 renderer: a LoopKernel as LLVM IR for llvmlite's amdgcn-amd-amdhsa target, compiled to a code object.
-
-Two layouts. Elementwise kernels, and reductions with many outputs or short reduce loops: one workitem per output
-element, the output axes flattened into the global workitem id (workgroup.id.x * LOCAL + workitem.id.x, the innermost
-axis fastest so that neighbouring lanes touch neighbouring memory), reductions as loops inside the workitem. Long
-reductions into few outputs (a sum of a whole tensor, softmax rows): one workgroup per output element; its lanes take
-every GROUP-th element of the reduce loop, then combine their parts in a tree in LDS (a barrier per level), and the
-stores that follow (a softmax row) are shared between the lanes the same way. The body is the CPU renderer's
-(_KernelWriter): only the pointer address spaces (buffers in global memory, addrspace 1; allocas in private memory, addrspace 5,
-which SROA turns into registers), the function around the body and the ops the GPU has no library for differ.
-
-float32 exp/log/sin/cos are the CPU's inline polynomials (no ROCm device libraries); pow is exp2(y * log2|x|) with
-numpy's sign and special cases. float64 transcendentals would be calls to libm, which a GPU does not have: they raise
-NotImplementedError naming the op, before LLVM sees them."""
+"""AMD gfx11 target: the GPU renderer (render_gpu.py: layouts, LDS trees, float32 math) for llvmlite's
+amdgcn-amd-amdhsa, compiled to an ET_REL code object for the AMD program loader. Allocas live in private memory
+(addrspace 5, which SROA turns into registers); the tree barriers are s_barrier between workgroup-scope fences."""
 from __future__ import annotations
-import dataclasses
-import math
-import threading
-from hcq.tensor.dtype import DType, dtypes
-from hcq.tensor.loops import LoopKernel
-from hcq.tensor.render_llvm import Renderer, Value, _KernelWriter, const_literal
+from hcq.tensor.render_gpu import LOCAL, GPURenderer, _GPUKernelWriter
 
-LOCAL = 128                 # workitems per workgroup (four wave32s)
 ARCH = "gfx1100"
-GROUP_MIN_REDUCE = 32       # a reduce loop at least this long ...
-GROUP_MAX_OUTPUTS = 4096    # ... into fewer outputs than this (too few workitems to fill a GPU) shares it between lanes
-# float64 ops that LLVM's AMDGPU backend turns into libm calls (there is no libm on the GPU)
-F64_LIBCALLS = ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW")
 
 
-def _pi_scaled(bits: int) -> int:
-  """pi * 2^bits, within a unit (Machin's formula in integers)."""
-  one = 1 << (bits + 16)
-  def atan_inv(n: int) -> int:   # atan(1/n) * one
-    term, total, k, sign = one // n, one // n, 1, -1
-    while term:
-      term //= n * n
-      k += 2
-      total += sign * (term // k)
-      sign = -sign
-    return total
-  return (16 * atan_inv(5) - 4 * atan_inv(239)) >> 16
-
-
-def _split(value: int, scale: int, widths: tuple[int, ...]) -> list[float]:
-  """value / 2^scale as doubles of at most `widths` significant bits each (the last takes the rest, truncated)."""
-  out = []
-  for bits in widths:
-    shift = max(value.bit_length() - bits, 0)
-    out.append(math.ldexp(value >> shift, shift - scale))
-    value -= (value >> shift) << shift
-  return out
-
-
-# float32 sin/cos beyond 8192 (gfx11 has no libm): |x| = m * 2^e with a 24-bit m, and 2^e mod 2pi from a table as three
-# doubles (28, 28, 53 bits: m times each of the first two is exact), so m * (2^e mod 2pi) = |x| mod 2pi to ~2^-80; then
-# Cody-Waite by pi/2 in three parts (27, 27, 53 bits: the quotient is below 2^26, so j * part is exact)
-_PI_BITS = 400
-_PI = _pi_scaled(_PI_BITS)
-SINCOS_EXPONENTS = range(-10, 105)    # x = m * 2^e for 8192 <= |x| < 2^128
-SINCOS_TABLE = [_split(1 << (e + _PI_BITS) if e <= 2 else (1 << (e + _PI_BITS)) % (2 * _PI), _PI_BITS, (28, 28, 53))
-                for e in SINCOS_EXPONENTS]
-HALF_PI_PARTS = _split(_PI, _PI_BITS + 1, (27, 27, 53))
-
-
-def scalar_plan(lk: LoopKernel) -> LoopKernel:
-  """The CPU plan without SIMD lanes, unrolls, a thread axis or an accumulated axis (a reduce axis again): output axes
-  in memory order, one per workitem."""
-  reduce_axes = sorted(lk.reduce_axes + ([lk.accumulate_axis] if lk.accumulate_axis is not None else []))
-  return dataclasses.replace(lk, global_axes=sorted(lk.global_axes), reduce_axes=reduce_axes, vec_axis=None, vec_width=1,
-                             unroll={}, thread_axis=None, accumulate_axis=None)
-
-
-def workitems(lk: LoopKernel) -> int:
-  """How many output elements a launch computes."""
-  return math.prod(lk.spec.full_shape[a] for a in lk.global_axes)
-
-
-def group_size(lk: LoopKernel) -> int:
-  """Lanes that share one output's reduce loop (a power of two up to LOCAL), or 0 for one workitem per output."""
-  reduce = math.prod(lk.spec.full_shape[a] for a in lk.reduce_axes)
-  if not lk.reduce_axes or reduce < GROUP_MIN_REDUCE or workitems(lk) >= GROUP_MAX_OUTPUTS: return 0
-  return min(LOCAL, 1 << (reduce - 1).bit_length())
-
-
-class _AMDKernelWriter(_KernelWriter):
-  gptr = "ptr addrspace(1)"
-  pptr = "ptr addrspace(5)"
+class _AMDKernelWriter(_GPUKernelWriter):
+  pptr = "ptr addrspace(5)"              # allocas in private memory (the amdgcn datalayout's A5)
   alloca_space = ", addrspace(5)"
-  omit_barrier: int | None = None   # test-only: leave out the s_barrier of this index (the race tests plant a missing barrier)
+  triple, target_name, kernel_cc = "amdgcn-amd-amdhsa", "AMD", "amdgpu_kernel"
+  ids = ("llvm.amdgcn.workgroup.id.x", "llvm.amdgcn.workitem.id.x")
+  barrier_intrinsic = "llvm.amdgcn.s.barrier"
+  fence_scope = "workgroup"              # s_barrier alone does not order memory (AMDGPU memory model: fences around it)
 
-  def __init__(self, lk: LoopKernel, datalayout: str):
-    super().__init__(scalar_plan(lk))
-    self.datalayout = datalayout
-    self.group = group_size(self.lk)  # 0: one workitem per output
-    self.globals: list[str] = []      # LDS arrays of the lane trees; sin/cos's table
-    self.sincos_table = False         # whether the globals hold SINCOS_TABLE
-    self.barriers = 0
-
-  def unflatten(self, flat: str, axes: list[int], total: int) -> None:
-    """Axis variables from a row-major flat index over `axes` (the last fastest)."""
-    stride = 1
-    for a in reversed(axes):
-      q = self.emit(f"udiv i64 {flat}, {stride}") if stride > 1 else flat
-      extent = self.spec.full_shape[a]
-      self.var_names[f"a{a}"] = self.emit(f"urem i64 {q}, {extent}") if stride * extent < total else q
-      stride *= extent
-
-  def write(self) -> str:
-    lk, spec = self.lk, self.spec
-    total = workitems(lk)
-    self.lines.append("entry:")
-    body_start = len(self.lines)
-    wg = self.emit(f"zext i32 {self.call('llvm.amdgcn.workgroup.id.x', 'i32', [])} to i64")
-    self.lane = self.emit(f"zext i32 {self.call('llvm.amdgcn.workitem.id.x', 'i32', [])} to i64")
-    if self.group:  # one workgroup per output: every lane reaches every barrier, so no early exit
-      self.unflatten(wg, lk.global_axes, total)
-      self.global_body()
-    else:
-      gid = self.emit(f"add i64 {self.emit(f'mul i64 {wg}, {LOCAL}')}, {self.lane}")
-      inside = self.emit(f"icmp ult i64 {gid}, {total}")  # the last workgroup's spare workitems do nothing
-      self.lines += [f"  br i1 {inside}, label %body, label %done", "body:"]
-      self.unflatten(gid, lk.global_axes, total)
-      self.global_body()
-      self.lines += ["  br label %done", "done:"]
-    self.lines.append("  ret void")
-    params = ", ".join(f"{self.gptr} noalias align 16 %b{i}" for i in range(len(spec.buf_dtypes)))
-    head = [f"define amdgpu_kernel void @{lk.name}({params}) #0 {{"] + self.lines[:body_start] + self.allocas
-    return (f'target triple = "amdgcn-amd-amdhsa"\ntarget datalayout = "{self.datalayout}"\n\n' + "\n".join(self.globals) +
-            "\n" + "\n".join(sorted(self.decls)) + "\n\n" + "\n".join(head + self.lines[body_start:] + ["}"]) +
-            f'\n\nattributes #0 = {{ nounwind "amdgpu-flat-work-group-size"="1,{self.group or LOCAL}" }}\n')
-
-  # the grouped layout's hooks (see _KernelWriter): lanes share the reduce loops, combine in LDS, one lane stores
-  def sum_levels(self) -> int: return 0 if self.group else super().sum_levels()   # grouped lanes share the loop: no blocks
-
-  def reduce_loops(self, body, flush=None, levels: int = 0) -> None:
-    if not self.group: return super().reduce_loops(body, flush, levels)
-    extent = math.prod(self.spec.full_shape[a] for a in self.lk.reduce_axes)
-    def lane_body():
-      self.unflatten(self.var_names["r"], self.lk.reduce_axes, extent)
-      body()
-    self.loop("r", self.lane, str(extent), self.group, lane_body)
-
-  def branch(self, cond: str, body) -> None:
-    """`if cond: body()` (values made inside stay inside: a fresh render cache)."""
-    self.count += 1
-    tag = self.count
-    self.lines += [f"  br i1 {cond}, label %then{tag}, label %join{tag}", f"then{tag}:"]
-    self.regions.append({})
-    body()
-    self.regions.pop()
-    self.lines += [f"  br label %join{tag}", f"join{tag}:"]
-
-  def once(self, body) -> None:
-    if not self.group: return body()
-    self.branch(self.emit(f"icmp eq i64 {self.lane}, 0"), body)
-
-  def barrier(self) -> None:
-    """Every lane of the workgroup here, with its LDS writes visible to the others."""
-    self.lines.append('  fence syncscope("workgroup") release')
-    self.declare("void", "llvm.amdgcn.s.barrier", "")
-    if self.barriers != self.omit_barrier: self.lines.append("  call void @llvm.amdgcn.s.barrier()")
-    self.barriers += 1
-    self.lines.append('  fence syncscope("workgroup") acquire')
-
-  def combine_lanes(self, op: str, acc: Value) -> Value:
-    if not self.group: return acc
-    d = acc.dtype
-    t = "i8" if d == dtypes.bool else d.llvm
-    lds = f"@lds{self.count}"
-    self.count += 1
-    self.globals.append(f"{lds} = internal addrspace(3) global [{self.group} x {t}] poison, align 16")
-    def slot(i: str) -> str:
-      return self.emit(f"getelementptr inbounds [{self.group} x {t}], ptr addrspace(3) {lds}, i64 0, i64 {i}")
-    def put(i: str, v: Value) -> None:
-      val = self.emit(f"zext i1 {v.name} to i8") if d == dtypes.bool else v.name
-      self.lines.append(f"  store {t} {val}, ptr addrspace(3) {slot(i)}")
-    def get(i: str) -> Value:
-      v = self.emit(f"load {t}, ptr addrspace(3) {slot(i)}")
-      return Value(self.emit(f"icmp ne i8 {v}, 0") if d == dtypes.bool else v, d, 1)
-    put(self.lane, acc)
-    half = self.group // 2
-    while half:
-      self.barrier()
-      def fold(half=half):
-        put(self.lane, self.combine(op, get(self.lane), get(self.emit(f"add i64 {self.lane}, {half}"))))
-      self.branch(self.emit(f"icmp ult i64 {self.lane}, {half}"), fold)
-      half //= 2
-    self.barrier()
-    return get("0")
-
-  def alu(self, op: str, srcs: list[Value], out: DType, reassoc: bool = False) -> Value:
-    d = srcs[0].dtype
-    if d == dtypes.float64 and op in F64_LIBCALLS:
-      raise NotImplementedError(f"float64 {op.lower()} is not supported on the AMD target yet (it needs a libm the GPU does "
-                                f"not have); compute in float32 (.cast('float32')) or run on the CPU device")
-    if op == "POW" and d in (dtypes.float32, dtypes.bfloat16):
-      return Value(self.pow_f32(srcs[0].name, srcs[1].name), out, srcs[0].width)
-    return super().alu(op, srcs, out, reassoc)
-
-  def sincos_far(self, x: str, w: int, op: str) -> str:
-    """float32 sin/cos of any input (SINCOS_TABLE's reduction in float64, then the Cephes polynomials); NaN for inf."""
-    assert w == 1, "the AMD renderer is scalar"
-    if not self.sincos_table:
-      self.sincos_table = True
-      for k in range(3):
-        vals = ", ".join(f"double {const_literal(parts[k], dtypes.float64)}" for parts in SINCOS_TABLE)
-        self.globals.append(f"@sincos_t{k} = internal addrspace(4) constant [{len(SINCOS_TABLE)} x double] [{vals}], align 8")
-    d = lambda v: const_literal(v, dtypes.float64)
-    bits = self.emit(f"bitcast float {self.intrinsic('fabs', dtypes.float32, 1, [x])} to i32")
-    biased = self.emit(f"lshr i32 {bits}, 23")
-    mantissa = self.emit(f"or i32 {self.emit(f'and i32 {bits}, 8388607')}, 8388608")   # the implicit bit: |x| > 8192
-    m = self.emit(f"uitofp i32 {mantissa} to double")
-    idx = self.call("llvm.umin.i32", "i32", [("i32", self.emit(f"sub i32 {biased}, {150 + SINCOS_EXPONENTS[0]}")), ("i32", str(len(SINCOS_TABLE) - 1))])
-    idx = self.emit(f"zext i32 {idx} to i64")
-    a = []
-    for k in range(3):
-      ptr = self.emit(f"getelementptr inbounds [{len(SINCOS_TABLE)} x double], ptr addrspace(4) @sincos_t{k}, i64 0, i64 {idx}")
-      a.append(self.emit(f"fmul double {m}, {self.emit(f'load double, ptr addrspace(4) {ptr}, align 8')}"))
-    j = self.intrinsic("rint", dtypes.float64, 1, [self.emit(f"fmul double {self.emit(f'fadd double {a[0]}, {a[1]}')}, {d(2 / math.pi)}")])
-    r = a[0]
-    for k, part in enumerate(HALF_PI_PARTS):   # (a0 - j*p0) exact, then the smaller terms
-      r = self.emit(f"fsub double {r}, {self.emit(f'fmul double {j}, {d(part)}')}")
-      if k < 2: r = self.emit(f"fadd double {r}, {a[k + 1]}")
-    octants = self.emit(f"shl i32 {self.emit(f'fptosi double {j} to i32')}, 1")
-    val = self.sincos_reduced(x, self.emit(f"fptrunc double {r} to float"), octants, 1, op)
-    special = self.emit(f"icmp uge i32 {biased}, 255")   # inf or NaN
-    return self.emit(f"select i1 {special}, float {self.f(math.nan, 1)}, float {val}")
-
-  def pow_f32(self, x: str, y: str) -> str:
-    """numpy's float32 power: exp2(y * log2|x|), negated for a negative x (-0 and -inf included) and an odd integral y,
-    NaN for a finite negative x and a non-integral y; x**0 = 1**y = (-1)**inf = 1."""
-    f32 = dtypes.float32
-    mag = self.poly_exp2(self.emit(f"fmul float {y}, {self.poly_log2(self.intrinsic('fabs', f32, 1, [x]), 1)}"), 1)
-    integral = self.emit(f"fcmp oeq float {self.intrinsic('trunc', f32, 1, [y])}, {y}")
-    half = self.emit(f"fmul float {y}, {self.f(0.5, 1)}")
-    half_frac = self.emit(f"fcmp one float {self.intrinsic('trunc', f32, 1, [half])}, {half}")
-    sign = self.emit(f"icmp slt i32 {self.emit(f'bitcast float {x} to i32')}, 0")
-    negate = self.emit(f"and i1 {sign}, {self.emit(f'and i1 {integral}, {half_frac}')}")
-    r = self.emit(f"select i1 {negate}, float {self.emit(f'fneg float {mag}')}, float {mag}")
-    below, not_ninf = self.emit(f"fcmp olt float {x}, {self.f(0.0, 1)}"), self.emit(f"fcmp one float {x}, {self.f(-math.inf, 1)}")
-    finite_neg = self.emit(f"and i1 {below}, {not_ninf}")
-    nan = self.emit(f"and i1 {finite_neg}, {self.emit(f'xor i1 {integral}, true')}")
-    r = self.emit(f"select i1 {nan}, float {self.f(math.nan, 1)}, float {r}")
-    y0, x1 = self.emit(f"fcmp oeq float {y}, {self.f(0.0, 1)}"), self.emit(f"fcmp oeq float {x}, {self.f(1.0, 1)}")
-    # C's pow(-1, +-inf) is 1 (exp2(inf * log2(1)) would be NaN)
-    ax, ay = self.intrinsic("fabs", f32, 1, [x]), self.intrinsic("fabs", f32, 1, [y])
-    one_inf = self.emit(f"and i1 {self.emit(f'fcmp oeq float {ax}, {self.f(1.0, 1)}')}, {self.emit(f'fcmp oeq float {ay}, {self.f(math.inf, 1)}')}")
-    x1 = self.emit(f"or i1 {x1}, {one_inf}")
-    return self.emit(f"select i1 {self.emit(f'or i1 {y0}, {x1}')}, float {self.f(1.0, 1)}, float {r}")
+  def attributes(self) -> str: return f'nounwind "amdgpu-flat-work-group-size"="1,{self.group or LOCAL}"'
 
 
-class AMDGCNRenderer(Renderer):
+class AMDGCNRenderer(GPURenderer):
   """Loop IR -> LLVM IR for AMD gfx11 (see the module docstring); `compile` turns it into an ET_REL code object."""
   target = "amdgcn"
-  _lock = threading.Lock()
-  _machines: dict[str, tuple] = {}  # arch -> (llvmlite.binding, target machine), made once per process
+  writer = _AMDKernelWriter
 
   def __init__(self, arch: str = ARCH):
-    self.arch = arch
-
-  def machine(self):
-    """(llvmlite.binding, llvmlite's AMDGPU target machine for this arch)."""
-    with AMDGCNRenderer._lock:
-      if self.arch not in AMDGCNRenderer._machines:
-        try:
-          import llvmlite.binding as llvm
-        except ImportError as e:
-          raise RuntimeError("the AMD tensor target needs llvmlite: pip install llvmlite") from e
-        llvm.initialize_all_targets()
-        llvm.initialize_all_asmprinters()
-        tm = llvm.Target.from_triple("amdgcn-amd-amdhsa").create_target_machine(cpu=self.arch, opt=3)
-        AMDGCNRenderer._machines[self.arch] = (llvm, tm)
-      return AMDGCNRenderer._machines[self.arch]
-
-  def adapt(self, lk: LoopKernel) -> LoopKernel: return scalar_plan(lk)
-
-  def render(self, lk: LoopKernel) -> str:
-    _, tm = self.machine()
-    return _AMDKernelWriter(lk, str(tm.target_data)).write()
-
-  def launch(self, lk: LoopKernel):
-    lk = scalar_plan(lk)
-    if group_size(lk): return (workitems(lk),), (group_size(lk),), ()
-    return (max(1, -(-workitems(lk) // LOCAL)),), (LOCAL,), ()
+    super().__init__(arch)
 
   def compile(self, src: str) -> bytes:
     """LLVM IR -> optimised (O3, so allocas become registers) -> an ET_REL code object for the AMD program loader."""
-    llvm, tm = self.machine()
-    mod = llvm.parse_assembly(src)
-    mod.verify()
-    with AMDGCNRenderer._lock:
-      pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
-      pb.getModulePassManager().run(mod, pb)
-      return tm.emit_object(mod)
+    return self.optimised(src, lambda tm, mod: tm.emit_object(mod))

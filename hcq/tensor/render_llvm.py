@@ -17,7 +17,7 @@ from hcq.tensor.symbolic import Expr, Num, Var, Sum, Mul, Div, Mod, Valid, linea
 
 class Renderer:
   """The seam between the loop IR and a target. A renderer turns a LoopKernel into source its device compiles, and
-  says how to launch it. Targets: LLVMCPURenderer (here), AMDGCNRenderer (render_amd.py); NVIDIA PTX (nvptx) plugs in here."""
+  says how to launch it. Targets: LLVMCPURenderer (here), AMDGCNRenderer (render_amd.py), NVPTXRenderer (render_nv.py)."""
   target = "abstract"
   def adapt(self, lk: LoopKernel) -> LoopKernel:
     """The loop plan as this target runs it (the CPU's plan as is; a GPU may drop SIMD lanes, unrolls, threads)."""
@@ -26,13 +26,6 @@ class Renderer:
   def launch(self, lk: LoopKernel) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...]]:
     """(global_size, local_size, vals) of one run of the rendered kernel."""
     raise NotImplementedError
-
-
-class PTXRenderer(Renderer):
-  """NVIDIA PTX through nvptx; waits for the NV driver."""
-  target = "nvptx"
-  def render(self, lk: LoopKernel) -> str:
-    raise NotImplementedError("the PTX renderer waits for the NV driver; use the CPU device")
 
 
 def float_literal(value: float, dtype: DType) -> str:
@@ -733,6 +726,10 @@ class _KernelWriter:
     if op in ("IDIV", "MOD"): return self.int_divmod(op, srcs[0], srcs[1], out)
     raise NotImplementedError(f"{op} on {d.name}")
 
+  def fmod(self, a: str, b: str, d: DType, w: int) -> str:
+    """C's fmod(a, b) (exact: the remainder is representable); LLVM's frem, which the CPU lowers to libm's fmodf/fmod."""
+    return self.emit(f"frem {self.ty(d, w)} {a}, {b}")
+
   def float_divmod(self, op: str, av: Value, bv: Value) -> Value:
     """numpy's float floor_divide and remainder, step for step as its npy_divmod computes them (so inf // 2 is NaN,
     1 // -inf is -1, 0 % -1 is -0.0): mod = fmod(a, b), div = (a - mod) / b, both moved one step toward the divisor's
@@ -744,7 +741,7 @@ class _KernelWriter:
     t, bt, a, b = self.ty(d, w), self.ty(dtypes.bool, w), av.name, bv.name
     zero, one = self.const(0.0, d, w), self.const(1.0, d, w)
     sel = lambda c, x, y: self.emit(f"select {bt} {c}, {t} {x}, {t} {y}")
-    mod = self.emit(f"frem {t} {a}, {b}")
+    mod = self.fmod(a, b, d, w)
     quot = self.emit(f"fdiv {t} {a}, {b}")
     div = self.emit(f"fdiv {t} {self.emit(f'fsub {t} {a}, {mod}')}, {b}")
     mod_nz = self.emit(f"fcmp une {t} {mod}, {zero}")   # C truthiness: NaN is nonzero

@@ -384,12 +384,15 @@ class _Parser:
 
   def _param(self) -> Variable:
     self.next(".param")
-    align, typ, vec = 0, None, 1
+    align, typ, vec, ptr = 0, None, 1, False
     while True:
       t = self.next("a parameter type or name")
-      if t.text == ".align": align = self.number(".align's byte count")
+      if t.text == ".align":
+        n = self.number(".align's byte count")
+        if not ptr: align = n  # after .ptr it is the pointee's alignment (.param .u64 .ptr .global .align 16 p: still at 8)
       elif t.text in (".v2", ".v4"): vec = int(t.text[2:])
-      elif t.text in (".ptr", ".global", ".shared", ".const", ".local"): pass
+      elif t.text == ".ptr": ptr = True
+      elif t.text in (".global", ".shared", ".const", ".local"): pass
       elif t.text.startswith(".") and t.text[1:] in FUNDAMENTAL_TYPES: typ = t.text[1:]
       elif t.text.startswith("."): raise self.err(t, f"unknown parameter attribute {t.text!r}: expected .align N, .ptr, a state space or a type")
       else:
