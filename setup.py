@@ -32,6 +32,6 @@ setup(
   extras_require={
     "autogen": ["libclang>=16"],
     "compile": ["llvmlite"],
-    "test": ["pytest", "hypothesis", "libclang>=16", "llvmlite"],
+    "test": ["pytest", "pytest-xdist", "hypothesis", "libclang>=16", "llvmlite"],
   },
 )
