@@ -34,7 +34,7 @@ setup(
     "compile": ["llvmlite"],
     # NVIDIA: ptxas (PTX -> cubin), NVRTC (CUDA C++ -> PTX); cuobjdump and nvdisasm: the tests read cubins and SASS with them
     "nv": ["nvidia-cuda-nvcc", "nvidia-cuda-nvrtc", "nvidia-cuda-cuobjdump", "nvidia-cuda-nvdisasm"],
-    "test": ["pytest", "hypothesis", "libclang>=16", "llvmlite", "nvidia-cuda-nvcc", "nvidia-cuda-nvrtc", "nvidia-cuda-cuobjdump",
+    "test": ["pytest", "pytest-xdist", "hypothesis", "libclang>=16", "llvmlite", "nvidia-cuda-nvcc", "nvidia-cuda-nvrtc", "nvidia-cuda-cuobjdump",
              "nvidia-cuda-nvdisasm"],
   },
 )

@@ -23,7 +23,7 @@ from tests.tools import compile_opencl, require_module
 
 CASES = int(os.environ.get("HCQ_FUZZ_CASES", "300"))
 SEED = int(os.environ.get("HCQ_FUZZ_SEED", "14"))
-SECONDS_PER_CASE = 2.0  # a case is about a millisecond; the bound is for a 2-core machine under load
+SECONDS_PER_CASE = 2.0  # CPU seconds of this thread (time.thread_time): a busy machine's waits do not count; a case is ~1 ms
 
 IR = """target triple = "amdgcn-amd-amdhsa"
 define amdgpu_kernel void @scale(ptr addrspace(1) %p, float %k) {
@@ -132,7 +132,7 @@ def load_bounded(data: bytes, what: str) -> bool:
   """read_code_object on hostile bytes: CodeObjectError or a code object whose every kernel and relocation is usable,
   in bounded time and memory. True when refused."""
   tracemalloc.start()
-  t0 = time.perf_counter()
+  t0 = time.thread_time()
   try:
     co = read_code_object(data)
     co.image_at(0x7fff_0000_0000)
@@ -146,7 +146,7 @@ def load_bounded(data: bytes, what: str) -> bool:
   except Exception as e:  # noqa: BLE001 - the point: nothing else may escape
     raise AssertionError(f"{what}: {type(e).__name__}: {e}") from e
   finally:
-    elapsed = time.perf_counter() - t0
+    elapsed = time.thread_time() - t0
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
   assert elapsed < SECONDS_PER_CASE, f"{what}: {elapsed:.2f}s"
@@ -195,10 +195,10 @@ def test_huge_alignment_is_refused_at_once(seeds):
   """An ET_REL section claiming 1 GiB alignment (once 8 s and 3 GB): refused in milliseconds, naming the section."""
   data = seeds["llvmlite ET_REL"]
   at, i = next((at, i) for i, (at, sh) in enumerate(_sections(data)) if sh.sh_flags & E.SHF_ALLOC and sh.sh_type == E.SHT_PROGBITS)
-  t0 = time.perf_counter()
+  t0 = time.thread_time()
   with pytest.raises(CodeObjectError, match=f"section {i}: alignment 0x40000000"):
     read_code_object(_set_field(data, at, E.struct_Elf64_Shdr.sh_addralign, 1 << 30))
-  assert time.perf_counter() - t0 < 0.5
+  assert time.thread_time() - t0 < 0.5  # CPU seconds: a busy machine's waits do not count
 
 
 def test_zero_fill_is_bounded(seeds):
@@ -245,14 +245,14 @@ def test_device_program_takes_hostile_descriptors():
     raw = bytearray(bytes(kernel_descriptor(vgprs=1)))
     for _ in range(rng.randrange(1, 4)): raw[rng.randrange(64)] = rng.choice([0, 0xff, rng.randrange(256)])
     co = write_code_object("gfx1100", [KernelImage("k", b"\x00\x00\x81\xbf" * 4, kd.struct_kernel_descriptor_t.from_buffer_copy(raw))])
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     try:
       dev.program(co)
     except HCQError:
       pass
     except Exception as e:  # noqa: BLE001
       raise AssertionError(f"case {case}: descriptor {raw.hex()}: {type(e).__name__}: {e}") from e
-    assert time.perf_counter() - t0 < SECONDS_PER_CASE, f"case {case}: descriptor {raw.hex()}"
+    assert time.thread_time() - t0 < SECONDS_PER_CASE, f"case {case}: descriptor {raw.hex()}"
 
 
 def test_device_program_bounds_the_kernarg_segment():

@@ -13,6 +13,7 @@ from hcq.devstring import DevSpec, parse_dev
 from hcq.errors import DevStringError, GPUFault, GPUTimeout, HCQError, ProgramArgumentError
 from hcq.program import KernelArg, natural_layout, pack_kernargs
 from hcq.sym import Variable
+from tests.tools import require_module
 
 # c[i] = a[i] + b[i] * k for i < n, over workgroups of local_x threads (the CPU kernel signature)
 VADD_IR = r"""
@@ -58,7 +59,7 @@ exit:
 
 @pytest.fixture(scope="module")
 def dev():
-  pytest.importorskip("llvmlite")  # a pip dependency of the test extras, not an external tool
+  require_module("llvmlite")  # a pip dependency of the test extras: skips here, fails in CI
   return hcq.Device("CPU")
 
 

@@ -13,7 +13,7 @@ import hcq
 from hcq.asm.emu.run import run as emu_run
 from hcq.errors import ProgramArgumentError
 from hcq.program import DIM_LIMIT, KernelArg, by_value_kind, launch_dims, pack_value
-from tests.tools import compile_opencl
+from tests.tools import compile_opencl, require_module
 
 # echo(out, f, i, u, l, h, d, c, us): each value stored at its kernarg offset - 8, so `out` holds what the kernel read
 ECHO_CL = r"""
@@ -54,7 +54,7 @@ def code_object(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cpu():
-  pytest.importorskip("llvmlite")
+  require_module("llvmlite")  # a pip dependency of the test extras: skips here, fails in CI
   return hcq.Device("CPU")
 
 

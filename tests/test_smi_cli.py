@@ -44,7 +44,9 @@ def test_watch_two_refreshes_in_place():
 
 def test_ctrl_c_ends_a_watch_cleanly():
   env = {**os.environ, "HCQ_SYSROOT": str(FIXTURES / "rx7900xtx")}
-  proc = subprocess.Popen([sys.executable, "-m", "hcq.smi", "--watch", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+  # Ctrl-C as a terminal delivers it: a test run started in the background (`pytest &`) passes SIGINT down ignored
+  interactive = "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); runpy.run_module('hcq.smi', run_name='__main__')"
+  proc = subprocess.Popen([sys.executable, "-c", interactive, "--watch", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
   try:
     first = os.read(proc.stdout.fileno(), 65536)  # the first frame is drawn: main()'s handlers are in place
     proc.send_signal(signal.SIGINT)
