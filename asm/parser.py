@@ -19,14 +19,31 @@ class AsmError(ValueError):
     self.line, self.column, self.reason = line, column, message
 
 
+_LANE_FORMS = ("DPP16", "DPP8", "DPP8FI", "SDWA")
+
+
 def candidates(isa: ISA, mnemonic: str) -> list[Opcode]:
-  """Opcodes a mnemonic may name: itself (and the encodings that print it alike: DPP16, DPP8, DPP8 with fi:1),
-  or without an encoding suffix the _e32 form then the _e64 form."""
-  out = []
-  for m in (mnemonic, mnemonic + "_e32", mnemonic + "_e64"):
+  """Opcodes a mnemonic may name, in the order llvm-mc 19 picks among them: itself (an alias or old name first
+  becomes the table's name), then without an encoding suffix the _e32 form, the _e64 form, and last the lane forms
+  (DPP16, DPP8, DPP8 with fi:1, SDWA), which only lane controls choose (v_cmp_class_f32 without them is e32)."""
+  mnemonic = _unalias(isa, mnemonic)
+  plain, lanes = [], []
+  names = (mnemonic,) if mnemonic.endswith(("_e32", "_e64", "_dpp", "_sdwa")) else \
+    (mnemonic, mnemonic + "_e32", mnemonic + "_e64", mnemonic + "_dpp", mnemonic + "_e64_dpp", mnemonic + "_sdwa")
+  for m in names:
     for opc in isa.variants.get(m, ()):
-      if opc not in out: out.append(opc)
-  return out
+      if opc not in plain and opc not in lanes: (lanes if opc.fmt.name.endswith(_LANE_FORMS) else plain).append(opc)
+  return plain + lanes
+
+
+def _unalias(isa: ISA, mnemonic: str) -> str:
+  """The table's name for an alias or old name llvm-mc takes (flat_atomic_add -> flat_atomic_add_u32), with the
+  encoding suffix it was written with (v_cvt_flr_i32_f32_e64 -> v_cvt_floor_i32_f32_e64)."""
+  if mnemonic in isa.aliases: return isa.aliases[mnemonic]
+  for suffix in ("_e32", "_e64", "_dpp", "_e64_dpp", "_sdwa"):
+    if mnemonic.endswith(suffix) and mnemonic[:-len(suffix)] in isa.aliases:
+      return isa.aliases[mnemonic[:-len(suffix)]] + suffix
+  return mnemonic
 
 
 def unknown_mnemonic(isa: ISA, mnemonic: str) -> str:
@@ -65,6 +82,7 @@ def parse_line(isa: ISA, text: str, line: int = 1, column: int = 1) -> Instructi
 
 def parse_line_generic(isa: ISA, text: str, line: int = 1, column: int = 1) -> Instruction:
   """The reference parser: tokens -> operand values and modifiers -> build."""
+  text = text.replace("\t", " ")  # llvm-mc takes tabs wherever a space goes (one character each: columns stay)
   body = text.strip()
   lead = len(text) - len(text.lstrip())
   if " :: " in body:  # a VOPD pair: one opcode 'x::y', X's operands, a '::' marker, then Y's
@@ -111,6 +129,8 @@ def _parse_with(isa: ISA, opc: Opcode, rest: str, rest_at: int, line: int, colum
 
 def _modifier(opc: Opcode, tok: str) -> tuple[str, Any]:
   """'offset:16' -> ('offset', 16); 'glc' -> ('glc', True); 'op_sel:[1,0]' -> ('op_sel', [1, 0]); 'mul:2' -> omod."""
+  keyword = tok.split(":")[0]
+  if keyword != keyword.lower(): raise OperandError(f"unexpected {tok!r}: modifier keywords are lower case")  # as llvm-mc's
   t = tok.lower()
   if t.startswith("format:"): return "format", tok
   if t.startswith("offset:swizzle("): return "offset", tok[len("offset:"):]
@@ -125,8 +145,11 @@ def _modifier(opc: Opcode, tok: str) -> tuple[str, Any]:
   key, colon, value = t.partition(":")
   if not colon:
     if key in modifier_names(opc): return key, True
+    if key.startswith("no") and any(syn.startswith(f"flag:{key[2:]}") for syn in opc.mods.values()): return key[2:], False  # noglc, nosc0
     valid = sorted(modifier_names(opc))
     raise OperandError(f"unexpected {tok!r}" + (f"; {opc.mnemonic} takes {', '.join(valid)}" if valid else f"; {opc.mnemonic} takes no modifiers"))
+  if any(syn == f"flag:{key}" or syn.startswith(f"flag:{key},") for syn in opc.mods.values()):
+    raise OperandError(f"{key} takes no value (write {key}, or no{key} for the default), got {tok!r}")  # glc:0, clamp:1
   if value.startswith("[") and value.endswith("]"):
     try: return key, [int(x) for x in value[1:-1].split(",")]
     except ValueError: raise OperandError(f"{key}: expected a list of 0/1, got {value}") from None
