@@ -321,6 +321,8 @@ def _image_vgprs(opc: Opcode, name: str, arg: Any, values: dict) -> None:
   if widths is None: raise OperandError(f"{name}: {opc.mnemonic} has no encoding with these dmask/d16/tfe/lwe/dim/a16 modifiers")
   from hcq.asm.printer import NSA_ADDRESSES, image_address_list
   if name == "vdata" or not image_address_list(opc.fmt.name, widths):
+    if name == "vaddr" and isinstance(arg, str) and arg.count(",") and not opc.fmt.name.startswith("MIMG_V"):
+      raise OperandError(f"vaddr: a list of addresses is the NSA form, got {arg}")  # as llvm-mc reads [v1, v2]
     values[name] = _vgpr(arg, widths[0], name)
     return
   if isinstance(arg, str) and arg.startswith("[") and arg.endswith("]"): arg = [x.strip() for x in arg[1:-1].split(",")]
@@ -438,12 +440,13 @@ def _modifier(opc: Opcode, key: str, value: Any, values: dict, returning: bool =
       return
     if syn.startswith("flag:") and syn[5:].split(",")[0].split(":")[0] == key:
       word = syn[5:].split(",")[0]
-      if value == "0" and ":" in word:  # text fi:0; gfx9's bound_ctrl:0 sets the bit (the DSL's 0 and False clear it)
+      number = parse_number(value) if isinstance(value, str) and ":" in word else None  # text fi:1, fi:0x1, fi:0
+      if isinstance(value, str) and ":" in word and number not in (0, 1):
+        raise OperandError(f"{key}: expected {key}:1 or {key}:0, got {key}:{value}")
+      if number == 0:  # gfx9's bound_ctrl:0 sets the bit, as llvm-mc reads it (the DSL's 0 and False clear it)
         zero = opc.isa.unprinted.get(f"flag:{key}:0")
         if zero is None: raise OperandError(f"{key}: {opc.isa.arch} takes {word} only, got {key}:{value}")
         values[field] = int(zero)
-      elif isinstance(value, str) and value not in ("1", "0") and ":" in word:
-        raise OperandError(f"{key}: expected {key}:1 or {key}:0, got {key}:{value}")
       else: values[field] = 1 if value not in (False, 0, "0") else 0
       return
     if not syn.startswith(("flag:", "neg", "abs", "omod", "op_sel", "named:", "text:")) and split_syntax(syn)[0] == key + ":":
@@ -487,18 +490,21 @@ def _offset(opc: Opcode, field: str, text: str, fmt: str) -> int:
   return parse_number_text(text, fmt, bits, strict=True)
 
 
+def modifier_keyword(field: str, syn: str) -> str | None:
+  """The keyword text writes a modifier field under (clamp, offset, glc, op_sel, omod for mul:/div:, fi:1 for
+  DPP8's fixed word); None for source modifiers (neg, abs) and acc bits."""
+  if syn.startswith("text:"): return syn[5:]
+  if syn.startswith("flag:"): return syn[5:].split(",")[0].split(":")[0]
+  if syn == "omod": return "omod"
+  if syn.split(",")[0] in ("neg", "abs") or syn.startswith("acc:"): return None
+  if syn.startswith(("op_sel", "neg_lo", "neg_hi", "neg:")): return syn.split(":")[0]
+  if syn == "named:swizzle": return "offset"
+  if syn.startswith(("named:", "enum:", "thscope:", "sel:")): return field
+  return split_syntax(syn)[0].rstrip(":") or field
+
+
 def modifier_names(opc: Opcode) -> set[str]:
   """The modifier keywords an opcode takes (clamp, offset, glc, op_sel, ...)."""
-  out = set()
-  for field, syn in opc.mods.items():
-    if syn.startswith("text:"): out.add(syn[5:])
-    elif syn.startswith("flag:"): out.add(syn[5:].split(",")[0].split(":")[0])
-    elif syn == "omod": out.add("omod")
-    elif syn.split(",")[0] in ("neg", "abs"): continue
-    elif syn.startswith(("op_sel", "neg_lo", "neg_hi", "neg:")): out.add(syn.split(":")[0])
-    elif syn == "named:swizzle": out.add("offset")
-    elif syn.startswith(("named:", "enum:", "thscope:", "sel:")): out.add(field)
-    elif syn.startswith("acc:"): continue
-    else: out.add(split_syntax(syn)[0].rstrip(":") or field)
+  out = {k for f, syn in opc.mods.items() if (k := modifier_keyword(f, syn)) is not None}
   if opc.fmt.name == "SMEM": out.add("offset")
   return out

@@ -3,7 +3,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from hcq.asm.build import OMOD_VALUES, Modified, build, modifier_names
+from hcq.asm.build import OMOD_VALUES, Modified, build, modifier_keyword, modifier_names
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import ISA, Opcode
 from hcq.asm.operands import OperandError, parse_number
@@ -66,7 +66,7 @@ def operand_value(token: str) -> Any:
   if t.startswith(("neg(", "sext(")) and t.endswith(")"): neg, t = True, t[t.index("(") + 1:-1]
   if t.startswith("|") and t.endswith("|") and len(t) > 2: absm, t = True, t[1:-1]
   elif t.startswith("abs(") and t.endswith(")"): absm, t = True, t[4:-1]
-  reg = parse_register(t)
+  reg = parse_register(t, vgpr_lists=False)  # a VGPR list stays text: the builder reads it as a range, or as NSA addresses
   value: Any = reg if reg is not None else parse_number(t)
   if value is None: value = t
   if neg and isinstance(value, (int, float)) and not absm and not token.startswith(("neg(", "sext(")): return -value
@@ -115,16 +115,48 @@ def _parse_with(isa: ISA, opc: Opcode, rest: str, rest_at: int, line: int, colum
     args.append(toks[i]); i += 1
   mods_toks = toks[i:]
   mods: dict[str, Any] = {}
+  order, last = modifier_order(opc), (-1, "")
   for sep, tok, at in mods_toks:
     try: key, value = _modifier(opc, tok)
     except OperandError as e: raise AsmError(str(e), line, column + rest_at + at) from None
     mods[key] = value
+    place = order.get(key, last[0])
+    if place < last[0]: raise AsmError(f"{tok!r} must come before {last[1]!r} (llvm-mc takes modifiers in its order)", line, column + rest_at + at)
+    last = max(last, (place, tok))
+  missing = next((f for f in required_modifiers(opc) if f not in mods), None)
+  if missing is not None:
+    what = {"dpp_ctrl": "a lane control (quad_perm:[...], row_shl:N, ...)", "dpp8": "dpp8:[...]", "dim": "dim:..."}[missing]
+    raise AsmError(f"{opc.mnemonic} needs {what}, as llvm-mc does", line, column + rest_at + len(rest.rstrip()))
   values = [operand_value(t) for _, t, _ in args]
   try:
     return build(isa, opc, values, mods)
   except OperandError as e:
     at = args[e.index][2] if e.index is not None and e.index < len(args) else (args[-1][2] if args else 0)
     raise AsmError(str(e), line, column + rest_at + at) from None
+
+
+_CACHE_POLICY = ("glc", "slc", "dlc", "sc0", "sc1", "nt", "th", "scope")  # one operand to llvm-mc: its bits in any order
+_ORDERS: dict[int, dict[str, int]] = {}
+
+
+def modifier_order(opc: Opcode) -> dict[str, int]:
+  """keyword -> its place among the opcode's modifiers, as llvm-mc prints them and takes them (the cache-policy
+  bits share the place of the first)."""
+  got = _ORDERS.get(id(opc))
+  if got is None:
+    got = {}
+    for f, syn in opc.mods.items():
+      k = modifier_keyword(f, syn)
+      if k is None or k in got: continue
+      got[k] = next((got[c] for c in _CACHE_POLICY if c in got), len(got)) if k in _CACHE_POLICY else len(got)
+    if "omod" in got: got.update({m: got["omod"] for m in ("mul", "div")})
+    _ORDERS[id(opc)] = got
+  return got
+
+
+def required_modifiers(opc: Opcode) -> tuple[str, ...]:
+  """Modifiers text must write (llvm-mc refuses the line without them): a DPP form's lane control, an image's dim."""
+  return tuple(f for f, syn in opc.mods.items() if syn in ("named:dpp_ctrl", "named:dpp8") or f == "dim" and syn.startswith("enum:"))
 
 
 def _modifier(opc: Opcode, tok: str) -> tuple[str, Any]:
@@ -139,13 +171,16 @@ def _modifier(opc: Opcode, tok: str) -> tuple[str, Any]:
     field = "dpp8" if t.startswith("dpp8:") else "dpp_ctrl"
     if field in opc.mods: return field, tok
   if t in OMOD_VALUES: return "omod", OMOD_VALUES[t]
+  k, colon, v = t.partition(":")
+  if colon and parse_number(v) is not None and any(syn == f"text:{k}:{parse_number(v)}" for syn in opc.mods.values()):
+    return f"{k}:{parse_number(v)}", True  # DPP8's fi:0x1
   if parse_number(t) is not None:  # a number with no keyword: s_endpgm 3
     bare = [f for f, syn in opc.mods.items() if syn.startswith("{")]
     if bare: return bare[0], t
   key, colon, value = t.partition(":")
   if not colon:
     if key in modifier_names(opc): return key, True
-    if key.startswith("no") and any(syn.startswith(f"flag:{key[2:]}") for syn in opc.mods.values()): return key[2:], False  # noglc, nosc0
+    if key.startswith("no") and f"no:{key[2:]}" in opc.isa.unprinted: return key[2:], False  # noglc, nosc0 (not nodone: llvm-mc's list)
     valid = sorted(modifier_names(opc))
     raise OperandError(f"unexpected {tok!r}" + (f"; {opc.mnemonic} takes {', '.join(valid)}" if valid else f"; {opc.mnemonic} takes no modifiers"))
   if any(syn == f"flag:{key}" or syn.startswith(f"flag:{key},") for syn in opc.mods.values()):

@@ -110,12 +110,12 @@ _BY_NAME.update({"scc": (253, 1), "vccz": (251, 1), "execz": (252, 1), "lds_dire
                  "shared_limit": (236, 1), "private_base": (237, 1), "private_limit": (238, 1), "pops_exiting_wave_id": (239, 1)})
 
 
-def parse_register(token: str) -> Reg | None:
+def parse_register(token: str, vgpr_lists: bool = True) -> Reg | None:
   """Assembly register text -> Reg, or None if the token is not a register (names are lower case: llvm-mc reads
   V1 or VCC_LO as a symbol)."""
   t = token
   lst = _LIST.match(t)
-  if lst:  # a register list is a range when its registers follow each other in one file
+  if lst and (vgpr_lists or lst.group(1)[0] != "v" or not lst.group(2)):  # the text parser keeps [v1, v2] for an image's NSA addresses
     regs = [parse_register(x.strip()) for x in (lst.group(1) + lst.group(2)).split(",")]
     if any(r is None or r.count != 1 or r.half or r.file != regs[0].file or r.value != regs[0].value + i for i, r in enumerate(regs)): return None
     return Reg(regs[0].file, regs[0].value, len(regs))

@@ -16,6 +16,7 @@ import shutil
 import types
 
 from hcq.asm import llvm
+from hcq.asm.isa import Opcode
 
 _NAME = re.compile(rb"(?<![a-z0-9_])(?:s|v|ds|flat|global|scratch|buffer|tbuffer|image)_[a-z0-9_]{2,60}(?![a-z0-9_])")
 _SYMBOL = re.compile(rb"(?<![A-Za-z0-9_])[A-Z][A-Z0-9]*_[A-Z0-9_]{1,40}(?![A-Za-z0-9_])")
@@ -86,6 +87,17 @@ def probe_unprinted(arch: str, table_source: str) -> dict[str, str]:
     base = next((str(i) for i in sample_instructions(isa, opc)[:1]), None)
     if base is None: continue
     lines += [f"{base} {word}:0"]; keys.append((f"flag:{word}:0", (opc, f)))
+  # a bare flag's 'no' form (noglc, nosc0: 'no:glc' -> '0'); llvm-mc refuses some (nodone, nooffen)
+  bare: dict[str, Opcode] = {}
+  for opc in isa.by_mnemonic.values():
+    for f, syn in opc.mods.items():
+      word = syn[5:].split(",")[0]
+      if syn.startswith("flag:") and ":" not in word and ",ret:" not in syn: bare.setdefault(word, opc)
+  for word, opc in sorted(bare.items()):
+    base = next((str(i) for i in sample_instructions(isa, opc)[:1]), None)
+    if base is None: continue
+    bases[f"no:{word}"] = len(lines)
+    lines += [base, f"{base} no{word}"]; keys += [(f"no:{word}", None), (f"no:{word}", "0")]
   got = llvm.assemble_each(lines, arch)
   out: dict[str, str] = {}
   for (key, cand), data in zip(keys, got):
