@@ -231,7 +231,7 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
       values[name] = _scalar(isa, arg, 1 if count == "l" else count, name) if arg.value < 128 else arg.value
     elif isinstance(arg, (int, float)) and not isinstance(arg, bool):
       code, lit = constant_value(arg, extra)
-      if lit is not None and extra == "H" and spec[4] is not None and not spec[4] >> 255 & 1:
+      if lit is not None and lit >> 16 == 0 and extra == "H" and spec[4] is not None and not spec[4] >> 255 & 1:  # 16-bit patterns only
         code, lit = (_inline_of_bits(lit, "h"), None) if _inline_of_bits(lit, "h") is not None else (code, lit)  # gfx9 VOP3: no literal
       if lit is not None:
         if literal[0] is not None and literal[0] != lit: raise OperandError(f"{name}: only one literal per instruction")

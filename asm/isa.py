@@ -158,8 +158,7 @@ class ISA:
     for fname, recs in table.OPCODES.items():
       fmt = self.formats[fname]
       ops = self.by_op.setdefault(fname, {})
-      for op, mnemonic, operands, fixed, mods, defaults, *refused in recs:
-        refused = refused[0] if refused else ()  # TEMP
+      for op, mnemonic, operands, fixed, mods, defaults, refused in recs:
         operands, operand_fields = once("specs", operands, specs)
         name = mnemonic.strip().replace("::", "__")  # a VOPD pair v_dual_add_f32::v_dual_mul_f32 is v_dual_add_f32__v_dual_mul_f32
         if name in self.by_mnemonic:  # (image_sample's NSA form prints its mnemonic with a second space: stripped here)

@@ -150,6 +150,7 @@ def modifier_order(opc: Opcode) -> dict[str, int]:
       if k is None or k in got: continue
       got[k] = next((got[c] for c in _CACHE_POLICY if c in got), len(got)) if k in _CACHE_POLICY else len(got)
     if "omod" in got: got.update({m: got["omod"] for m in ("mul", "div")})
+    if "dim" in got and "dmask" in got: got["dim"] = got["dmask"] + 0.5  # gfx12 images: llvm-mc prints and takes dim after dmask
     _ORDERS[id(opc)] = got
   return got
 

@@ -88,25 +88,25 @@ def probe_unprinted(arch: str, table_source: str) -> dict[str, str]:
     if base is None: continue
     lines += [f"{base} {word}:0"]; keys.append((f"flag:{word}:0", (opc, f)))
   # a bare flag's 'no' form (noglc, nosc0: 'no:glc' -> '0'); llvm-mc refuses some (nodone, nooffen)
-  bare: dict[str, Opcode] = {}
+  bare: dict[str, list[Opcode]] = {}
   for opc in isa.by_mnemonic.values():
     for f, syn in opc.mods.items():
       word = syn[5:].split(",")[0]
-      if syn.startswith("flag:") and ":" not in word and ",ret:" not in syn: bare.setdefault(word, opc)
-  for word, opc in sorted(bare.items()):
-    base = next((str(i) for i in sample_instructions(isa, opc)[:1]), None)
-    if base is None: continue
-    bases[f"no:{word}"] = len(lines)
-    lines += [base, f"{base} no{word}"]; keys += [(f"no:{word}", None), (f"no:{word}", "0")]
+      if syn.startswith("flag:") and ":" not in word and ",ret:" not in syn: bare.setdefault(word, []).append(opc)
+  for word, opcs in sorted(bare.items()):
+    texts = [str(i) for opc in opcs[:4] for i in sample_instructions(isa, opc)[:1]]  # a few: some samples llvm-mc refuses
+    for base in texts:
+      lines += [base, f"{base} no{word}"]; keys += [(f"no:{word}:base", None), (f"no:{word}", "0")]
   got = llvm.assemble_each(lines, arch)
   out: dict[str, str] = {}
-  for (key, cand), data in zip(keys, got):
+  for i, ((key, cand), data) in enumerate(zip(keys, got)):
     if isinstance(cand, tuple):
       if isinstance(data, bytes):
         opc, f = cand
         fld = opc.fmt.fields[f]
         out[key] = str(int.from_bytes(data[:opc.fmt.size], "little") >> fld.lo & fld.mask)
-    elif cand is not None and key not in out and isinstance(data, bytes) and data == got[bases[key]]: out[key] = cand
+    elif cand is not None and key not in out and isinstance(data, bytes) and data == got[i - 1 if key.startswith("no:") else bases[key]]:
+      out[key] = cand
   return dict(sorted(out.items()))
 
 
