@@ -370,8 +370,9 @@ def _image_shapes(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> N
   lwe does not change them (llvm-mc widens vdata for tfe only). Also the dim names, and whether llvm-mc pads the
   mnemonic with a second space (image_sample's NSA form)."""
   keys = [(dm, d16, tfe, dim, a16) for a16 in range(2) for dim in range(8) for tfe in range(2) for d16 in range(2) for dm in range(16)]
-  # distinct registers: llvm-mc 19 prints a gfx12 image whose registers are all v0 with one VGPR each ('image_load v0, v0')
-  regs = {f: 1 + 8 * i for i, f in enumerate(("vdata", "vaddr", "vaddr1", "vaddr2", "vaddr3", "vaddr4")) if f in {g for g, *_ in lay[2]} and fmt.startswith("MIMG_V")}
+  # distinct registers: llvm-mc 19 prints a gfx12 image whose registers are all v0 with one VGPR each ('image_load v0, v0');
+  # vaddr4 stays 0 (llvm-mc rejects a word that sets it where the opcode reads no fifth address)
+  regs = {f: 1 + 8 * i for i, f in enumerate(("vdata", "vaddr", "vaddr1", "vaddr2", "vaddr3")) if f in {g for g, *_ in lay[2]} and fmt.startswith("MIMG_V")}
   cases = []
   for s in shapes:
     cases += [word(lay, s.op, {**s.base, **regs, "dmask": dm, "d16": d16, "tfe": tfe, "dim": dim, "a16": a16}) for dm, d16, tfe, dim, a16 in keys]
