@@ -125,7 +125,7 @@ def _parse_with(isa: ISA, opc: Opcode, rest: str, rest_at: int, line: int, colum
     last = max(last, (place, tok))
   missing = next((f for f in required_modifiers(opc) if f not in mods), None)
   if missing is not None:
-    what = {"dpp_ctrl": "a lane control (quad_perm:[...], row_shl:N, ...)", "dpp8": "dpp8:[...]", "dim": "dim:..."}[missing]
+    what = {"dpp_ctrl": "a lane control (quad_perm:[...], row_shl:N, ...)", "dpp8": "dpp8:[...]", "dim": "dim:...", "dmask": "dmask:..."}[missing]
     raise AsmError(f"{opc.mnemonic} needs {what}, as llvm-mc does", line, column + rest_at + len(rest.rstrip()))
   values = [operand_value(t) for _, t, _ in args]
   try:
@@ -157,7 +157,8 @@ def modifier_order(opc: Opcode) -> dict[str, int]:
 
 def required_modifiers(opc: Opcode) -> tuple[str, ...]:
   """Modifiers text must write (llvm-mc refuses the line without them): a DPP form's lane control, an image's dim."""
-  return tuple(f for f, syn in opc.mods.items() if syn in ("named:dpp_ctrl", "named:dpp8") or f == "dim" and syn.startswith("enum:"))
+  return tuple(f for f, syn in opc.mods.items() if syn in ("named:dpp_ctrl", "named:dpp8") or f == "dim" and syn.startswith("enum:")
+               or f == "dmask" and opc.fmt.name.startswith("MIMG") and opc.mnemonic.startswith("image_atomic_"))  # an image atomic's dmask
 
 
 def _modifier(opc: Opcode, tok: str) -> tuple[str, Any]:
@@ -181,7 +182,8 @@ def _modifier(opc: Opcode, tok: str) -> tuple[str, Any]:
   key, colon, value = t.partition(":")
   if not colon:
     if key in modifier_names(opc): return key, True
-    if key.startswith("no") and f"no:{key[2:]}" in opc.isa.unprinted: return key[2:], False  # noglc, nosc0 (not nodone: llvm-mc's list)
+    if key.startswith("no") and f"no:{key[2:]}" in opc.isa.unprinted and opc.refused.get(key[2:], ("", 0))[0] != "bits":
+      return key[2:], False  # noglc, nosc0 (not nodone: llvm-mc's list; not notfe where tfe itself is refused)
     valid = sorted(modifier_names(opc))
     raise OperandError(f"unexpected {tok!r}" + (f"; {opc.mnemonic} takes {', '.join(valid)}" if valid else f"; {opc.mnemonic} takes no modifiers"))
   if any(syn == f"flag:{key}" or syn.startswith(f"flag:{key},") for syn in opc.mods.values()):

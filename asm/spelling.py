@@ -130,16 +130,18 @@ def sweep(arch: str, every: int = 1, seed: int = 0) -> dict[str, ClassCount]:
   from hcq.asm.verify import sample_instructions
   isa = load(arch)
   rng = random.Random(seed)
-  lines: list[tuple[str, str]] = []
+  samples: list[tuple[Opcode, str]] = []
   for fmt in sorted(isa.by_op):
     opcodes = list(isa.by_op[fmt].values())
     chosen = opcodes if every <= 1 else rng.sample(opcodes, max(1, len(opcodes) // every))
     for opc in chosen:
-      texts = []
       for inst in sample_instructions(isa, opc)[:3]:
-        try: texts.append(str(inst))
+        try: samples.append((opc, str(inst)))
         except Exception: pass  # noqa: BLE001 - a sample we cannot print is verify's business
-      lines += spellings(isa, opc, texts)
+  # spellings of the samples llvm-mc assembles (not the fallback image texts its printer shows but its assembler refuses)
+  lines: list[tuple[str, str]] = []
+  for (opc, text), ok in zip(samples, llvm.assemble_each([t for _, t in samples], arch)):
+    if isinstance(ok, bytes): lines += spellings(isa, opc, [text])
   theirs = llvm.assemble_each([l for _, l in lines], arch)
   counts = {c: ClassCount() for c in CLASSES}
   for (c, line), t in zip(lines, theirs):
