@@ -131,7 +131,7 @@ class Assembler:
     # gfx90a+ acc bits: an AGPR operand sets one, and the whole instruction's operands must agree (build's
     # _check_acc): such tokens go to the line parser, and what the generic assigner says is kept per opcode
     acc = frozenset(f for f, syn in opc.mods.items() if syn.startswith("acc:"))
-    handed = memo if len(key) == 2 else self.kinds.setdefault((id(opc), name, "generic") if acc else (fmt.name, kind) + tuple(spec), {})
+    handed = memo if len(key) == 2 else self.kinds.setdefault((id(opc), name, "generic") if acc else (fmt.name, kind) + tuple(spec) + (valid,), {})
     source = kind in ("src", "ssrc")
     values_of = self.lines._value
     constant = how[5] if how and how[0] == "src" else None

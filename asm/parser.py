@@ -151,6 +151,7 @@ def modifier_order(opc: Opcode) -> dict[str, int]:
       got[k] = next((got[c] for c in _CACHE_POLICY if c in got), len(got)) if k in _CACHE_POLICY else len(got)
     if "omod" in got: got.update({m: got["omod"] for m in ("mul", "div")})
     if "dim" in got and "dmask" in got: got["dim"] = got["dmask"] + 0.5  # gfx12 images: llvm-mc prints and takes dim after dmask
+    if opc.fmt.name == "SMEM": got["offset"] = -1  # printed after the operands, before glc/dlc (the printer's SMEM rule)
     _ORDERS[id(opc)] = got
   return got
 
