@@ -104,12 +104,22 @@ def _image_samples(isa: ISA, opc: Opcode) -> list[Instruction]:
   return out
 
 
+def _lane_control(isa: ISA, opc: Opcode) -> dict:
+  """A DPP lane control the opcode takes where the default (quad_perm:[0,0,0,0]) is refused (gfx9's 64-bit DPP:
+  row_newbcast only)."""
+  kind, mask = opc.refused.get("dpp_ctrl", ("", 0))
+  names = isa.names.get("dpp_ctrl", {})
+  if kind != "value" or not mask & 1 or not names: return {}
+  return next(({"dpp_ctrl": n} for v, n in sorted(names.items()) if not mask >> v & 1), {})
+
+
 def sample_instructions(isa: ISA, opc: Opcode) -> list[Instruction]:
   """Instructions that exercise one opcode: plain registers, a constant, a literal, and its modifiers."""
   if opc.fmt.name.startswith("MIMG"): return _image_samples(isa, opc)
   out: list[Instruction] = []
+  lane = _lane_control(isa, opc)
   for variant in (0, 1, 2, 3):
-    try: out.append(build(isa, opc, [s if isinstance(s, str) else _operand_for(opc, s, variant) for s in opc.operands], {}))
+    try: out.append(build(isa, opc, [s if isinstance(s, str) else _operand_for(opc, s, variant) for s in opc.operands], dict(lane)))
     except OperandError: pass
   base = out[0] if out else None
   if base is not None:
@@ -141,7 +151,7 @@ def sample_instructions(isa: ISA, opc: Opcode) -> list[Instruction]:
       if "offen" in mods or "idxen" in mods: args = [Reg("v", 30) if a == "off" else a for a in args]  # buffer vaddr
       if "lds" in mods and opc.fmt.name == "MUBUF":  # gfx9 buffer loads into LDS name no vdata
         args = [a for a, sp in zip(args, opc.operands) if isinstance(sp, str) or sp[0] != "vdata"]
-      try: out.append(build(isa, opc, args, mods))
+      try: out.append(build(isa, opc, args, {**lane, **mods}))
       except OperandError: pass
       args = [s if isinstance(s, str) else _operand_for(opc, s, 0) for s in opc.operands]
   ok = []
