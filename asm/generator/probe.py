@@ -377,7 +377,12 @@ def _image_shapes(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> N
   for s in shapes:
     cases += [word(lay, s.op, {**s.base, **regs, "dmask": dm, "d16": d16, "tfe": tfe, "dim": dim, "a16": a16}) for dm, d16, tfe, dim, a16 in keys]
     cases.append(word(lay, s.op, s.base))
-  got = iter(llvm.disassemble_each(cases, mcpu, pad=1))
+  decoded = llvm.disassemble_each(cases, mcpu, pad=1)
+  if regs:  # where llvm-mc rejects a word for an address field the opcode does not read (VSAMPLE), the all-v0 word decides
+    again = [i for i, d in enumerate(decoded) if not _accepted(d)]
+    plain = llvm.disassemble_each([_without(cases[i], lay, regs) for i in again], mcpu, pad=1)
+    for i, d in zip(again, plain): decoded[i] = d
+  got = iter(decoded)
 
   def width(t: str) -> str:
     if t.startswith("["): return ",".join(str((register_shape(x.strip()) or (None, 0))[1]) for x in t[1:-1].split(","))
@@ -394,6 +399,14 @@ def _image_shapes(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> N
     base = next(got)
     s.image = {"vdata": "|".join(data), "vaddr": "|".join(addr), "dims": dims,
                "wide": _accepted(base) and base.text.startswith(s.mnemonic + "  ")}
+
+
+def _without(data: bytes, lay: Layout, fields: dict) -> bytes:
+  """A probe word with `fields` cleared."""
+  w = int.from_bytes(data, "little")
+  for f, hi, lo, k in lay[2]:
+    if f in fields: w &= ~(field_mask(hi, lo) << lo)
+  return w.to_bytes(len(data), "little")
 
 
 def _small_literals(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
