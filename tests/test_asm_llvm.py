@@ -52,7 +52,8 @@ def test_random_words_match_llvm_mc(arch: str, capsys):
     print(f"\n{arch}: {rep.words} random words in {time.perf_counter() - t0:.1f}s; llvm-mc decodes {rep.accepted.checked}, "
           f"we agree on {rep.accepted.agreed} ({rep.accepted.rate:.2%}); llvm-mc rejects {rep.rejected.checked}, "
           f"we reject {rep.rejected.agreed} ({rep.rejected.rate:.2%}); we reject {sum(rep.unsupported.values())} llvm-mc decodes; "
-          f"{rep.llvm_unassemblable} print as text llvm-mc cannot assemble back")
+          f"{rep.llvm_unassemblable} print as text llvm-mc cannot assemble back; {rep.llvm_lossy} print in llvm-mc as text that means other bytes, "
+          f"ours the word itself")
   assert rep.accepted.agreed == rep.accepted.checked and not mismatched, "\n".join(rep.accepted.problems[:30])
   assert rep.rejected.agreed == rep.rejected.checked, "\n".join(rep.rejected.problems[:30])
 

@@ -81,10 +81,12 @@ def modifier_syntax(f: str, tokens: list[tuple[str, str]], grew: int) -> str:
 
 
 def record(raw: RawShape, fields: dict[str, tuple[int, int, str]]) -> tuple:
-  """(op, mnemonic, operands, fixed fields, modifiers in print order, defaults) for the generated table.
+  """(op, mnemonic, operands, fixed fields, modifiers in print order, defaults, refused) for the generated table.
 
   fixed fields: ((field, value), ...) that llvm-mc rejects unless the field holds that value.
-  defaults: ((field, value), ...) that print nothing but that llvm-mc's assembler sets.
+  defaults: ((field, value), ...) that print nothing, or that text may leave out, and that llvm-mc's assembler sets.
+  refused: ((field, 'value', valid index) | (field, 'bits', mask), ...): operand values (a VALID mask) or modifier bits
+  llvm-mc's disassembler prints but its assembler refuses; the builder refuses them too.
 
   operands: fixed text, or (field, file, count, type) with file v, v128 (VGPRs up to v127 only), s, or i for a number, count an int or 'l' (a 16-bit
   half), type a constant type (sources, see const_type) or a number syntax (numbers, see number_syntax).
@@ -147,7 +149,9 @@ def record(raw: RawShape, fields: dict[str, tuple[int, int, str]]) -> tuple:
   order = {f: _print_position(raw, f, syn) for f, syn in mods}
   mods.sort(key=lambda m: order[m[0]])
   mnemonic = raw.mnemonic + (" " if raw.image.get("wide") else "")  # llvm-mc prints 'image_sample  v0, [v0, v1], ...'
-  return (raw.op, mnemonic, tuple(operands), fixed, tuple(mods), tuple(sorted(raw.canonical.items())))
+  defaults = {**raw.canonical, **raw.omitted}  # unprinted fields and modifiers text leaves out, as llvm-mc's assembler sets them
+  refused = tuple(sorted((f, kind, mask) for f, (kind, mask) in raw.refused.items()))
+  return (raw.op, mnemonic, tuple(operands), fixed, tuple(mods), tuple(sorted(defaults.items())), refused)
 
 
 def _keyword(syntax: str) -> bool:
