@@ -429,7 +429,7 @@ def _modifier(opc: Opcode, key: str, value: Any, values: dict, returning: bool =
     if syn.startswith("enum:") and field == key:
       names = [t.partition(":")[2].lower() for t in syn[5:].split("|")]
       text = str(value).lower()
-      if text == opc.isa.unprinted.get(field, "").lower(): values[field] = 0; return  # scope:SCOPE_CU, written out
+      if text in (n.lower() for n in opc.isa.unprinted_names(field)): values[field] = 0; return  # scope:SCOPE_CU, written out
       if field == "th" and "th_scope" in opc.isa.names:  # a th name that only exists under some scope (TH_LOAD_BYPASS)
         found = [k // 4 for k, t in opc.isa.names["th_scope"].items() if t.partition(":")[2].lower() == text]
         if found and text not in names: values[field] = found[0]; return
@@ -469,7 +469,7 @@ def _th_value(opc: Opcode, value: Any, returning: bool) -> int:
   syn = opc.mods["th"]
   table = opc.isa.names[syn[8:].split(",")[0]]
   text = str(value).lower()
-  if text == opc.isa.unprinted.get(syn[8:].split(",")[0], "").lower(): return 0  # th:TH_LOAD_RT, written out
+  if text in (n.lower() for n in opc.isa.unprinted_names(syn[8:].split(",")[0])): return 0  # th:TH_LOAD_RT, written out
   found = sorted({k // 4 for k, t in table.items() if t and t.partition(":")[2].lower() == text})
   if found:
     return next((th for th in found if th & 1 == returning), found[0]) if opc.returned else found[0]

@@ -184,11 +184,15 @@ class ISA:
     self.saddr_off = 0x7f if arch.startswith("gfx9") else 124
     self.absent: dict = getattr(table, "ABSENT", {})
     self.aliases: dict[str, str] = getattr(table, "ALIASES", {})  # other names llvm-mc takes: {alias: mnemonic}
-    self.unprinted: dict[str, str] = getattr(table, "UNPRINTED", {})  # {name table: name of the value printed as nothing}
+    self.unprinted: dict[str, str] = getattr(table, "UNPRINTED", {})  # {name table: names ('|') of the value printed as nothing}
     # decode tries the formats with the most fixed bits first (SOPP before SOPK before SOP2)
     order = sorted(self.formats.values(), key=lambda f: -bin(f.fixed_mask).count("1"))
     self.decode_order = [f for f in order if f.name in self.by_op]
     self._helpers: dict = {}
+
+  def unprinted_names(self, key: str) -> list[str]:
+    """The names text may write for the value llvm-mc prints as nothing in name table `key` (th:TH_LOAD_RT, TH_DEFAULT)."""
+    return self.unprinted[key].split("|") if key in self.unprinted else []
 
   def helper(self, make):
     """make(self), made once for this ISA: the fast paths' per-arch state (decoder, printer, builder, ...)."""

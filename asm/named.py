@@ -78,7 +78,10 @@ def render(kind: str, value: int, inst) -> str | None:
     text = names["version"].get(low) or str(low)
     for name in flags: text = f"({text})|{name}" if "|" in text else f"{text}|{name}"
     return text
-  if kind == "dpp_ctrl": return names["dpp_ctrl"].get(value) if "dpp_ctrl" in names else dpp_ctrl_text(value)  # gfx9: probed
+  if kind == "dpp_ctrl":
+    kind_, refused = inst.opcode.refused.get("dpp_ctrl", ("", 0))  # gfx9's 64-bit DPP takes row_newbcast only: llvm-mc decodes no other
+    if kind_ == "value" and refused >> value & 1: return None
+    return names["dpp_ctrl"].get(value) if "dpp_ctrl" in names else dpp_ctrl_text(value)  # gfx9: probed
   if kind == "dpp8": return "dpp8:[" + ",".join(str(value >> (3 * i) & 7) for i in range(8)) + "]"
   if kind == "exp_target": return names["exp_target"].get(value)
   if kind == "gpr_idx":  # gfx9 s_set_gpr_idx_on/_mode: the enabled index modes, bits 0-3
@@ -276,8 +279,9 @@ def _parse(kind: str, text: str, opcode) -> int | None:
   if kind == "format":
     body = t.split(":", 1)[1] if t.startswith("format:") else t
     if body.isdigit(): return int(body)
-    body = _unified_format(body.replace(" ", ""), opcode.isa.unprinted.get("format", ""))
-    return next((i for i, n in names["format"].items() if n == body or n == f"[{body}]" or not n and body == f"[{opcode.isa.unprinted.get('format')}]"), None)
+    unprinted = opcode.isa.unprinted_names("format")  # the default format's names (printed as nothing)
+    body = _unified_format(body.replace(" ", ""), unprinted[0] if unprinted else "")
+    return next((i for i, n in names["format"].items() if n == body or n == f"[{body}]" or not n and body.strip("[]") in unprinted), None)
   if kind == "instid0":
     if t == "0": return 0
     value = 0

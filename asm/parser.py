@@ -183,8 +183,8 @@ def _modifier(opc: Opcode, tok: str) -> tuple[str, Any]:
   key, colon, value = t.partition(":")
   if not colon:
     if key in modifier_names(opc): return key, True
-    if key.startswith("no") and f"no:{key[2:]}" in opc.isa.unprinted and opc.refused.get(key[2:], ("", 0))[0] != "bits":
-      return key[2:], False  # noglc, nosc0 (not nodone: llvm-mc's list; not notfe where tfe itself is refused)
+    if key.startswith("no") and f"no:{key[2:]}:{opc.fmt.name}" in opc.isa.unprinted and opc.refused.get(key[2:], ("", 0))[0] != "bits":
+      return key[2:], False  # noglc, nosc0 where llvm-mc takes them in this format (not nodone; not gfx12 buffer notfe)
     valid = sorted(modifier_names(opc))
     raise OperandError(f"unexpected {tok!r}" + (f"; {opc.mnemonic} takes {', '.join(valid)}" if valid else f"; {opc.mnemonic} takes no modifiers"))
   if any(syn == f"flag:{key}" or syn.startswith(f"flag:{key},") for syn in opc.mods.values()):

@@ -14,10 +14,12 @@ import sys
 from dataclasses import dataclass, field
 
 from hcq.asm import llvm
+from hcq.asm.generator.spellings import stem
 from hcq.asm.isa import ISA, Opcode, load
 from hcq.asm.numbers import split_syntax
 from hcq.asm.tokens import split_operands
 
+_VOP_SUFFIXES = ("_e32", "_e64")  # the encodings a suffix-less mnemonic chooses between
 CLASSES = ("omitted", "default", "alias", "suffixless", "whitespace", "case", "number", "register")
 _REG = re.compile(r"^([-|]*)([vsa])(?:(\d+)|\[(\d+):(\d+)\])(\|?)$")
 
@@ -41,10 +43,10 @@ def _defaults(opc: Opcode) -> list[str]:
     elif syn == "omod": out.append("mul:1")
     elif syn.startswith(("op_sel:", "neg_lo:", "neg_hi:")) and not syn.startswith("op_sel_hi"):
       out.append(f"{syn.split(':')[0]}:[{','.join('0' * int(syn.split(':')[1].split(',')[0]))}]")
-    elif syn.startswith("enum:") and f in opc.isa.unprinted and d == 0: out.append(f"{f}:{opc.isa.unprinted[f]}")
+    elif syn.startswith("enum:") and f in opc.isa.unprinted and d == 0: out += [f"{f}:{n}" for n in opc.isa.unprinted_names(f)]
     elif syn.startswith("thscope:") and syn[8:].split(",")[0] in opc.isa.unprinted:
-      out.append(f"th:{opc.isa.unprinted[syn[8:].split(',')[0]]}")
-    elif syn == "named:format" and "format" in opc.isa.unprinted: out.append(f"format:[{opc.isa.unprinted['format']}]")
+      out += [f"th:{n}" for n in opc.isa.unprinted_names(syn[8:].split(",")[0])]
+    elif syn == "named:format" and "format" in opc.isa.unprinted: out += [f"format:[{n}]" for n in opc.isa.unprinted_names("format")]
     elif not syn.startswith(("flag:", "neg", "abs", "omod", "op_sel", "named:", "text:", "enum:", "thscope:", "sel:", "acc:", "{")):
       prefix, fmt, _ = split_syntax(syn)
       if prefix and fmt: out.append(f"{prefix}{d if fmt in ('dec', 'sdec') else hex(d)}")
@@ -77,7 +79,7 @@ def _registers(tok: str) -> list[str]:
 def spellings(isa: ISA, opc: Opcode, texts: list[str]) -> list[tuple[str, str]]:
   """(class, line) spellings of an opcode's printed sample lines (see the module docstring)."""
   out: list[tuple[str, str]] = []
-  aliases = [a for a, m in isa.aliases.items() if m in (opc.mnemonic.strip(), _stem(opc.mnemonic))]
+  aliases = [a for a, m in isa.aliases.items() if m in (opc.mnemonic.strip(), stem(opc.mnemonic, _VOP_SUFFIXES))]
   for text in texts:
     if " :: " in text: continue  # VOPD pairs: whole-line spellings only
     mnemonic, _, rest = text.partition(" ")
@@ -89,7 +91,7 @@ def spellings(isa: ISA, opc: Opcode, texts: list[str]) -> list[tuple[str, str]]:
     for d in _defaults(opc):
       if d.split(":")[0] not in printed and d.removeprefix("no") not in printed: out.append(("default", _line(mnemonic, toks + [(" ", d)])))
     for a in aliases: out.append(("alias", _line(a, toks)))
-    if _stem(mnemonic) != mnemonic and mnemonic.endswith(("_e32", "_e64")): out.append(("suffixless", _line(_stem(mnemonic), toks)))
+    if stem(mnemonic, _VOP_SUFFIXES) != mnemonic and mnemonic.endswith(("_e32", "_e64")): out.append(("suffixless", _line(stem(mnemonic, _VOP_SUFFIXES), toks)))
     if rest:
       out.append(("whitespace", f"{mnemonic}\t{rest}"))
       out.append(("whitespace", f"  {mnemonic}   {rest.replace(', ', ' ,  ')}  "))
@@ -102,13 +104,6 @@ def spellings(isa: ISA, opc: Opcode, texts: list[str]) -> list[tuple[str, str]]:
   for c, line in out:
     if line not in seen: seen.add(line); unique.append((c, line))
   return unique
-
-
-def _stem(mnemonic: str) -> str:
-  m = mnemonic.strip()
-  for s in ("_e32", "_e64"):
-    if m.endswith(s): return m[:-len(s)]
-  return m
 
 
 @dataclass

@@ -56,6 +56,7 @@ class RawShape:
   image: dict = field(default_factory=dict)       # MIMG: vdata/vaddr widths per dmask.../dim..., dim names, wide mnemonic
   omitted: dict = field(default_factory=dict)     # printed modifier field -> the value llvm-mc's assembler writes when text leaves it out
   refused: dict = field(default_factory=dict)     # field -> ('value', mask) / ('bits', mask): what the disassembler prints but the assembler refuses
+  f16_sources: set = field(default_factory=set)   # sources whose integer bits llvm-mc's assembler reads as f16 (0x3800 is the inline 0.5)
 
 
 def field_mask(hi: int, lo: int) -> int:
@@ -112,9 +113,10 @@ def _accepted(d: llvm.Decoded | None) -> bool:
   return d is not None and "/*" not in d.text  # llvm-mc comments out operands it finds invalid
 
 
-def sweep(name: str, layouts: dict[str, Layout], mcpu: str, bases: tuple[dict, ...] | None = None) -> dict[int, tuple[dict, str]]:
+def sweep(name: str, layouts: dict[str, Layout], mcpu: str, bases: tuple[dict, ...] | None = None,
+          only: set[int] | None = None) -> dict[int, tuple[dict, str]]:
   """op -> (base field values, llvm-mc text) for every opcode value llvm-mc decodes in this format (from `bases`,
-  an alternative's own probe bases, or the format's)."""
+  an alternative's own probe bases, or the format's), or for those in `only` (each opcode is judged on its own)."""
   lay = layouts[name]
   op_hi, op_lo = next(((hi, lo) for f, hi, lo, k in lay[2] if k == "op"), (-1, 0))  # EXP has no opcode field: one "opcode" 0
   # a word that a format with more fixed bits also matches belongs to that format
@@ -122,7 +124,7 @@ def sweep(name: str, layouts: dict[str, Layout], mcpu: str, bases: tuple[dict, .
             and fixed_bit_count(l) > fixed_bit_count(lay)]
   found: dict[int, tuple[dict, str]] = {}
   for base in bases or lay[3]:
-    ops = [op for op in range(1 << (op_hi - op_lo + 1)) if op not in found
+    ops = [op for op in (sorted(only) if only is not None else range(1 << (op_hi - op_lo + 1))) if op not in found
            and not any(matches(o, word(lay, op, base)) for o in others)]
     for op, d in zip(ops, llvm.disassemble_each([word(lay, op, base) + LITERAL for op in ops], mcpu)):
       if _accepted(d): found[op] = (base, d.text)
@@ -134,7 +136,7 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
   """Every opcode of a format (or those in `only`, less those in `exclude`) with its raw shape, derived by
   one-field-at-a-time probes."""
   lay = layouts[name]
-  found = {op: v for op, v in sweep(ALTERNATIVES.get(name, name), layouts, mcpu, lay[3]).items()
+  found = {op: v for op, v in sweep(ALTERNATIVES.get(name, name), layouts, mcpu, lay[3], only).items()
            if (only is None or op in only) and op not in exclude}
   fields = [(f, k) for f, hi, lo, k in lay[2] if k != "op"]
   cases, keys = [], []
@@ -145,7 +147,7 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
       values += list(NUMBER_PROBES) if k == "ssrc" else []  # s_sendmsg_rtn reads its ssrc0 as a message number
       values += [HIGH_VGPR[k]] if k in HIGH_VGPR else []
       values += [1 << b for b in range(4)] if f == "opsel" else []  # which op_sel bits an opcode reads
-      values += [2, 4] if f in ("neg", "abs") else []  # neg of an integer source prints sext(...); abs is ignored
+      values += [2, 4] if f in ("neg", "neg_hi", "abs") else []  # neg of an integer source prints sext(...); abs is ignored
       values += list(range(8)) if k == "sel" else []  # SDWA selects: every value's name
       for v in values:
         cases.append(word(lay, op, {**base, f: v}) + LITERAL); keys.append((op, f, v))
@@ -193,6 +195,7 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
   _canonical_values(lay, out, name, mcpu)
   _omitted_values(lay, out, name, mcpu)
   _assembler_limits(lay, out, name, mcpu, probed)
+  _f16_bit_patterns(lay, out, name, mcpu)
   if any(k == "sel" for _, k in fields): _sel_defaults(lay, out, name, mcpu)
   _small_literals(lay, out, name, mcpu)
   _th_names(lay, out, name, mcpu)
@@ -328,6 +331,8 @@ def _assembler_limits(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str, 
       for v in sorted({v for (op, g, v) in probed if op == s.op and g == f}):
         d = probed[(s.op, f, v)]
         if v > 0 and v & (v - 1) == 0 and _accepted(d) and split(d.text, fmt)[0] == s.mnemonic: texts.append(d.text); keys.append((s, f, "bits", v))
+  for s in shapes:
+    if id(s) in ok: _unprinted_negs(s, fmt, probed, texts, keys)
   for (s, f, kind, v), data in zip(keys, llvm.assemble_each(texts, mcpu)):
     if isinstance(data, bytes): continue
     k, mask = s.refused.get(f, (kind, 0))
@@ -341,6 +346,46 @@ def _assembler_limits(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str, 
     every = max(masks, key=masks.count)  # what most opcodes take (opcodes that ignore their source take more)
     for s in shapes:
       if every & ~taken[id(s)]: s.refused["dpp_ctrl"] = ("value", every & ~taken[id(s)])
+
+
+def _f16_bit_patterns(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
+  """Sources llvm-mc prints as 32-bit but whose integer bits its assembler reads as f16 (v_pk_mul_f16, gfx9's
+  v_add_f16_e64): 0x3800 written there assembles to the inline 0.5 (240), where a 32-bit source takes a literal."""
+  fields = {f: (hi, lo) for f, hi, lo, k in lay[2]}
+  texts, keys = [], []
+  for s in shapes:
+    toks = [t for _, t in s.tokens]
+    for i, o in enumerate(s.operands):
+      if isinstance(o, tuple) and o[0] in s.consts and o[0] in fields and i < len(toks) and register_shape(toks[i]):
+        texts.append(f"{s.mnemonic} {', '.join(toks[:i] + ['0x3800'] + toks[i + 1:])}"); keys.append((s, o[0]))
+  for (s, f), data in zip(keys, llvm.assemble_each(texts, mcpu)):
+    if isinstance(data, bytes) and len(data) >= lay[0] and matches(lay, data):
+      hi, lo = fields[f]
+      if int.from_bytes(data[:lay[0]], "little") >> lo & field_mask(hi, lo) == 240: s.f16_sources.add(f)
+
+
+def _unprinted_negs(s: RawShape, fmt: str, probed: dict, texts: list[str], keys: list[tuple]) -> None:
+  """A neg bit llvm-mc's disassembler prints nothing for (or rejects) may still be one its assembler refuses
+  (gfx942 v_cvt_sr_fp8_f32's -src1, gfx12 WMMA's neg_lo:[0,0,1] on an integer src2): the text that sets it, written
+  the way the opcode's printed neg bits are (-src, or neg_lo:[...] / neg_hi:[...]), goes to the assembler too."""
+  base = [t for _, t in s.tokens]
+  for f in ("neg", "neg_hi"):
+    if f not in s.mods: continue
+    listed = next((t for _, t in s.mods[f] if re.fullmatch(r"neg_(lo|hi):\[[01,]+\]", t)), None)
+    for b in range(3):
+      d = probed.get((s.op, f, 1 << b))
+      if d is not None and _accepted(d) and split(d.text, fmt)[0] == s.mnemonic and [t for _, t in split(d.text, fmt)[1]] != base: continue
+      if listed is not None:
+        n = listed.count(",") + 1
+        if b >= n: continue
+        toks = base + [f"{listed.split(':')[0]}:[{','.join('1' if i == b else '0' for i in range(n))}]"]
+      else:
+        at = next((i for i, o in enumerate(s.operands) if isinstance(o, tuple) and o[0] == f"src{b}"), None)
+        if at is None or base[at].startswith(("-", "|", "sext(")): continue
+        toks = base[:at] + ["-" + base[at]] + base[at + 1:]
+      seps = [sep for sep, _ in s.tokens] + [" "] * (len(toks) - len(s.tokens))
+      texts.append(s.mnemonic + "".join((" " if i == 0 else ", " if sep == "," else " ") + t for i, (sep, t) in enumerate(zip(seps, toks))))
+      keys.append((s, f, "bits", 1 << b))
 
 
 def _th_names(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:

@@ -46,7 +46,7 @@ def _load(arch: str, table_source: str):
 
 
 def probe_unprinted(arch: str, table_source: str) -> dict[str, str]:
-  """{name table: the name of the value llvm-mc prints as nothing}: a gfx12 th table's TH_LOAD_RT, scope's
+  """{name table: the names ('|'-separated) of the value llvm-mc prints as nothing}: a gfx12 th table's TH_LOAD_RT, scope's
   SCOPE_CU, the buffer format's BUF_FMT_8_UNORM. Candidates are the library's symbols that share the printed names'
   prefix; the one whose line assembles to the bytes of the line without it is the name. Also {'flag:k:0': field
   value} for the flags printed as k:1 that llvm-mc takes as k:0."""
@@ -75,7 +75,10 @@ def probe_unprinted(arch: str, table_source: str) -> dict[str, str]:
     bases[key] = len(lines)
     lines.append(base)
     keys.append((key, None))
-    for cand in sorted((n for n in symbols if n.startswith(prefix) and n not in printed), key=lambda n: (not n.startswith(family), n)):
+    # names LLVM spells from parts (TH_LOAD_RT, whose parts show in the printed TH_LOAD_RT_NT) are not in the library whole
+    parts = {family + x for p in printed if p.startswith(family) for x in p[len(family):].split("_") if x}
+    cands = {n for n in symbols | parts if n.startswith(prefix) and n not in printed}
+    for cand in sorted(cands, key=lambda n: (not n.startswith(family), n)):
       lines.append(f"{base} {keyword.format(cand)}"); keys.append((key, cand))
   # a flag printed as 'k:1' (fi:1, bound_ctrl:1) written 'k:0': the value llvm-mc puts in its field (gfx9's legacy
   # bound_ctrl:0 sets the bit), as 'flag:k:0' -> '0' or '1'; absent where llvm-mc refuses it
@@ -87,33 +90,40 @@ def probe_unprinted(arch: str, table_source: str) -> dict[str, str]:
     base = next((str(i) for i in sample_instructions(isa, opc)[:1]), None)
     if base is None: continue
     lines += [f"{base} {word}:0"]; keys.append((f"flag:{word}:0", (opc, f)))
-  # a bare flag's 'no' form (noglc, nosc0: 'no:glc' -> '0'); llvm-mc refuses some (nodone, nooffen)
-  bare: dict[str, list[Opcode]] = {}
+  # a bare flag's 'no' form, per format (noglc, nosc0: 'no:glc:FLAT' -> '0'); llvm-mc refuses some (nodone, nooffen,
+  # gfx12's notfe on a buffer load though tfe itself is taken)
+  bare: dict[tuple[str, str], list[Opcode]] = {}
   for opc in isa.by_mnemonic.values():
     for f, syn in opc.mods.items():
       word = syn[5:].split(",")[0]
-      if syn.startswith("flag:") and ":" not in word and ",ret:" not in syn: bare.setdefault(word, []).append(opc)
-  for word, opcs in sorted(bare.items()):
+      if syn.startswith("flag:") and ":" not in word and ",ret:" not in syn: bare.setdefault((word, opc.fmt.name), []).append(opc)
+  for (word, fmt), opcs in sorted(bare.items()):
     texts = [str(i) for opc in opcs[:4] for i in sample_instructions(isa, opc)[:1]]  # a few: some samples llvm-mc refuses
     for base in texts:
-      lines += [base, f"{base} no{word}"]; keys += [(f"no:{word}:base", None), (f"no:{word}", "0")]
+      lines += [base, f"{base} no{word}"]; keys += [(f"no:{word}:{fmt}:base", None), (f"no:{word}:{fmt}", "0")]
   got = llvm.assemble_each(lines, arch)
   out: dict[str, str] = {}
+  no_refused: set[str] = set()  # a no-form llvm-mc refuses on any sample of the format (whose line without it assembles)
   for i, ((key, cand), data) in enumerate(zip(keys, got)):
-    if isinstance(cand, tuple):
+    if key.startswith("no:") and cand is not None:
+      if not isinstance(got[i - 1], bytes): continue
+      if data == got[i - 1]: out.setdefault(key, cand)
+      else: no_refused.add(key)
+    elif isinstance(cand, tuple):
       if isinstance(data, bytes):
         opc, f = cand
         fld = opc.fmt.fields[f]
         out[key] = str(int.from_bytes(data[:opc.fmt.size], "little") >> fld.lo & fld.mask)
-    elif cand is not None and key not in out and isinstance(data, bytes) and data == got[i - 1 if key.startswith("no:") else bases[key]]:
-      out[key] = cand
-  return dict(sorted(out.items()))
+    elif cand is not None and isinstance(data, bytes) and data == got[bases[key]]:
+      out[key] = f"{out[key]}|{cand}" if key in out else cand  # every name it takes, its own family's first
+  return dict(sorted((k, v) for k, v in out.items() if k not in no_refused))
 
 
-def stem(mnemonic: str) -> str:
-  """'v_add_f32_e64' -> 'v_add_f32': the name an alias stands for, whatever encoding its operands choose."""
+def stem(mnemonic: str, suffixes: tuple[str, ...] = _SUFFIXES) -> str:
+  """'v_add_f32_e64' -> 'v_add_f32': the name an alias stands for, whatever encoding its operands choose (`suffixes`:
+  the encoding suffixes stripped; hcq.asm.spelling strips only _e32/_e64, the forms a suffix-less name may pick)."""
   m = mnemonic.strip()
-  for s in _SUFFIXES:
+  for s in suffixes:
     if m.endswith(s): return m[:-len(s)]
   return m
 
