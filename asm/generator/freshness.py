@@ -9,12 +9,24 @@ from hcq.asm.generator.__main__ import fingerprint, scalar_names, symbol_names
 from hcq.asm.generator.layouts import ARCHS
 
 
-def sample_differences(arch: str, table, per_format: int = 3, seed: int = 13) -> list[str]:
-  """A cheap freshness check of a committed table module: a seeded sample of `per_format` opcodes per format probed
-  again and compared with their committed entries (indices into VALID and the th/img name tables resolved), and the
-  symbolic names (NAMES but th/img) and SCALARS probed again in full. Returns the differences, empty when fresh."""
+def fingerprint_difference(table) -> str | None:
+  """Why a committed table module was not written by today's generator, judged by its recorded GENERATOR
+  fingerprint (the generator's sources and llvm-mc's version); None when they match."""
+  now = fingerprint()
+  if getattr(table, "GENERATOR", None) == now: return None
+  return (f"asm/tables/{table.ARCH}.py records generator {getattr(table, 'GENERATOR', None)!r}, today's is {now!r}: "
+          f"run python -m hcq.asm.generator {table.ARCH}")
+
+
+def sample_differences(arch: str, table, formats: int | set[str] = 12, per_format: int = 2, seed: int = 13) -> list[str]:
+  """A cheap freshness check of a committed table module: `per_format` opcodes of each of `formats` formats (a
+  seeded choice of that many, or those named) probed again and compared with their committed entries (VALID
+  indices and interned th/img tables resolved); NAMES (less th/img) and SCALARS probed again in full. Returns the
+  differences, empty when the sample is fresh."""
   layouts, rng, out = ARCHS[arch], random.Random(seed), []
-  for fmt, recs in sorted(table.OPCODES.items()):
+  names = sorted(table.OPCODES)
+  for fmt in sorted(formats if isinstance(formats, set) else rng.sample(names, min(formats, len(names)))):
+    recs = table.OPCODES[fmt]
     fields = {f: (hi, lo, k) for f, hi, lo, k in layouts[fmt][2]}
     chosen = {r[0]: r for r in rng.sample(recs, min(per_format, len(recs)))}
     fresh = {r.op: shapes.record(r, fields) for r in probe.probe_format(fmt, layouts, arch, only=set(chosen))}
@@ -24,8 +36,8 @@ def sample_differences(arch: str, table, per_format: int = 3, seed: int = 13) ->
         want, got = (r[:6] + (tuple(x for x in r[6] if x[0] != "dpp_ctrl"),) for r in (want, got))
       if got != want: out.append(f"{arch} {fmt} op {op}: committed {want}, generated now {got}")
   opcodes = {fmt: list(recs) for fmt, recs in table.OPCODES.items()}
-  names = {k: v for k, v in table.NAMES.items() if not (k[:2] == "th" and k[2:].isdigit() or k[:3] == "img" and k[3:].isdigit())}
-  if symbol_names(layouts, opcodes, arch) != names: out.append(f"{arch}: NAMES differ from symbol_names()")
+  symbols = {k: v for k, v in table.NAMES.items() if not (k[:2] == "th" and k[2:].isdigit() or k[:3] == "img" and k[3:].isdigit())}
+  if symbol_names(layouts, opcodes, arch) != symbols: out.append(f"{arch}: NAMES differ from symbol_names()")
   if scalar_names(layouts, opcodes, arch) != table.SCALARS: out.append(f"{arch}: SCALARS differ from scalar_names()")
   return out
 
