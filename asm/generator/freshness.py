@@ -18,7 +18,7 @@ def fingerprint_difference(table) -> str | None:
           f"run python -m hcq.asm.generator {table.ARCH}")
 
 
-def sample_differences(arch: str, table, formats: int | set[str] = 12, per_format: int = 2, seed: int = 13) -> list[str]:
+def sample_differences(arch: str, table, formats: int | set[str] = 8, per_format: int = 2, seed: int = 13) -> list[str]:
   """A cheap freshness check of a committed table module: `per_format` opcodes of each of `formats` formats (a
   seeded choice of that many, or those named) probed again and compared with their committed entries (VALID
   indices and interned th/img tables resolved); NAMES (less th/img) and SCALARS probed again in full. Returns the
