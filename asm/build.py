@@ -1,6 +1,7 @@
 """Operands (registers, numbers, names) and modifiers -> an Instruction's field values. Shared by the DSL
 (Python values) and the text parser (tokens turned into the same values), so the two cannot disagree."""
 from __future__ import annotations
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ from hcq.asm.operands import OperandError, _inline_of_bits, constant_value, pars
 from hcq.asm.registers import SPECIAL_NAMES, Reg, parse_register
 
 NULL = 124
-OMOD_VALUES = {"mul:2": 1, "mul:4": 2, "div:2": 3}
+OMOD_VALUES = {"mul:2": 1, "mul:4": 2, "div:2": 3, "mul:1": 0, "div:1": 0}  # mul:1/div:1: no output modifier, written out
 
 
 @dataclass(frozen=True)
@@ -97,11 +98,23 @@ def build_generic(isa: ISA, opc: Opcode, args: list, mods: dict[str, Any]) -> In
   for i, (spec, arg) in enumerate(zip(specs, args)):
     try:
       _assign(isa, opc, spec, arg, values, literal)
-      if not isinstance(spec, str) and spec[4] is not None and values[spec[0]] < 256 and not spec[4] >> values[spec[0]] & 1:
+      valid = None if isinstance(spec, str) else opc.assembly_valid(spec)
+      if valid is not None and values[spec[0]] < 256 and not valid >> values[spec[0]] & 1:
         raise OperandError(f"{spec[0]}: {arg} is not allowed in this operand of {opc.mnemonic}")
     except OperandError as e: raise OperandError(str(e), i) from None
+  check_refused_bits(opc, values)
   if any(syn.startswith("acc:") for syn in opc.mods.values()): _check_acc(opc, specs, args)
   return Instruction(isa, opc, values, literal[0])
+
+
+def check_refused_bits(opc: Opcode, values: dict[str, int]) -> None:
+  """Modifier bits and values llvm-mc's assembler refuses on this opcode (tfe on a store, neg on a source without one)."""
+  for f, (kind, mask) in opc.refused.items():
+    v = values.get(f, 0)
+    if kind == "bits" and v & mask:
+      raise OperandError(f"{opc.mnemonic} takes no {f} bit {v & mask:#x} here (llvm-mc's assembler refuses it)")
+    if kind == "value" and f not in opc.operand_fields and mask >> v & 1:  # a modifier value (gfx9 64-bit DPP: row_newbcast only)
+      raise OperandError(f"{opc.mnemonic} does not take this {f} value ({v:#x}; llvm-mc's assembler refuses it)")
 
 
 def _acc_field(opc: Opcode, name: str) -> str | None:
@@ -170,7 +183,7 @@ def _scalar(isa: ISA, arg: Any, count: int, name: str) -> int:
 
 def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: list) -> None:
   if isinstance(spec, str):
-    if str(arg).lower() != spec and str(parse_register(str(arg)) or "") != spec:
+    if str(arg) != spec and str(parse_register(str(arg)) or "") != spec:
       raise OperandError(f"expected {spec}, got {arg!s}")
     return
   name, file, count = spec[0], spec[1], spec[2]
@@ -218,7 +231,7 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
       values[name] = _scalar(isa, arg, 1 if count == "l" else count, name) if arg.value < 128 else arg.value
     elif isinstance(arg, (int, float)) and not isinstance(arg, bool):
       code, lit = constant_value(arg, extra)
-      if lit is not None and extra == "H" and spec[4] is not None and not spec[4] >> 255 & 1:
+      if lit is not None and lit >> 16 == 0 and extra == "H" and spec[4] is not None and not spec[4] >> 255 & 1:  # 16-bit patterns only
         code, lit = (_inline_of_bits(lit, "h"), None) if _inline_of_bits(lit, "h") is not None else (code, lit)  # gfx9 VOP3: no literal
       if lit is not None:
         if literal[0] is not None and literal[0] != lit: raise OperandError(f"{name}: only one literal per instruction")
@@ -308,6 +321,8 @@ def _image_vgprs(opc: Opcode, name: str, arg: Any, values: dict) -> None:
   if widths is None: raise OperandError(f"{name}: {opc.mnemonic} has no encoding with these dmask/d16/tfe/lwe/dim/a16 modifiers")
   from hcq.asm.printer import NSA_ADDRESSES, image_address_list
   if name == "vdata" or not image_address_list(opc.fmt.name, widths):
+    if name == "vaddr" and isinstance(arg, str) and arg.count(",") and not opc.fmt.name.startswith("MIMG_V"):
+      raise OperandError(f"vaddr: a list of addresses is the NSA form, got {arg}")  # as llvm-mc reads [v1, v2]
     values[name] = _vgpr(arg, widths[0], name)
     return
   if isinstance(arg, str) and arg.startswith("[") and arg.endswith("]"): arg = [x.strip() for x in arg[1:-1].split(",")]
@@ -335,7 +350,7 @@ def _arch_name(isa: ISA, text: str, count: int | str) -> int | None:
 
 
 def _is_off(arg: Any) -> bool:
-  return arg is None or (isinstance(arg, str) and arg.lower() == "off")
+  return arg is None or arg == "off"  # llvm-mc reads OFF as a symbol
 
 
 def _number(opc: Opcode, name: str, arg: Any, syntax: str) -> int:
@@ -414,14 +429,25 @@ def _modifier(opc: Opcode, key: str, value: Any, values: dict, returning: bool =
     if syn.startswith("enum:") and field == key:
       names = [t.partition(":")[2].lower() for t in syn[5:].split("|")]
       text = str(value).lower()
+      if text in (n.lower() for n in opc.isa.unprinted_names(field)): values[field] = 0; return  # scope:SCOPE_CU, written out
       if field == "th" and "th_scope" in opc.isa.names:  # a th name that only exists under some scope (TH_LOAD_BYPASS)
         found = [k // 4 for k, t in opc.isa.names["th_scope"].items() if t.partition(":")[2].lower() == text]
         if found and text not in names: values[field] = found[0]; return
+      if field == "dim" and text not in names:  # dim:2D for dim:SQ_RSRC_IMG_2D: llvm-mc takes the names without their prefix
+        text = os.path.commonprefix([n for n in names if n]) + text
       if text not in names: raise OperandError(f"{key}: expected one of {', '.join(n for n in names if n)}, got {value}")
       values[field] = names.index(text)
       return
     if syn.startswith("flag:") and syn[5:].split(",")[0].split(":")[0] == key:
-      values[field] = 1 if value not in (False, 0, "0") else 0
+      word = syn[5:].split(",")[0]
+      number = parse_number(value) if isinstance(value, str) and ":" in word else None  # text fi:1, fi:0x1, fi:0
+      if isinstance(value, str) and ":" in word and number not in (0, 1):
+        raise OperandError(f"{key}: expected {key}:1 or {key}:0, got {key}:{value}")
+      if number == 0:  # gfx9's bound_ctrl:0 sets the bit, as llvm-mc reads it (the DSL's 0 and False clear it)
+        zero = opc.isa.unprinted.get(f"flag:{key}:0")
+        if zero is None: raise OperandError(f"{key}: {opc.isa.arch} takes {word} only, got {key}:{value}")
+        values[field] = int(zero)
+      else: values[field] = 1 if value not in (False, 0, "0") else 0
       return
     if not syn.startswith(("flag:", "neg", "abs", "omod", "op_sel", "named:", "text:")) and split_syntax(syn)[0] == key + ":":
       if key in ("offset", "offset0", "offset1") and opc.fmt.name in MEMORY: values[field] = _offset(opc, field, str(value), split_syntax(syn)[1])
@@ -443,6 +469,7 @@ def _th_value(opc: Opcode, value: Any, returning: bool) -> int:
   syn = opc.mods["th"]
   table = opc.isa.names[syn[8:].split(",")[0]]
   text = str(value).lower()
+  if text in (n.lower() for n in opc.isa.unprinted_names(syn[8:].split(",")[0])): return 0  # th:TH_LOAD_RT, written out
   found = sorted({k // 4 for k, t in table.items() if t and t.partition(":")[2].lower() == text})
   if found:
     return next((th for th in found if th & 1 == returning), found[0]) if opc.returned else found[0]
@@ -463,18 +490,21 @@ def _offset(opc: Opcode, field: str, text: str, fmt: str) -> int:
   return parse_number_text(text, fmt, bits, strict=True)
 
 
+def modifier_keyword(field: str, syn: str) -> str | None:
+  """The keyword text writes a modifier field under (clamp, offset, glc, op_sel, omod for mul:/div:, fi:1 for
+  DPP8's fixed word); None for source modifiers (neg, abs) and acc bits."""
+  if syn.startswith("text:"): return syn[5:]
+  if syn.startswith("flag:"): return syn[5:].split(",")[0].split(":")[0]
+  if syn == "omod": return "omod"
+  if syn.split(",")[0] in ("neg", "abs") or syn.startswith("acc:"): return None
+  if syn.startswith(("op_sel", "neg_lo", "neg_hi", "neg:")): return syn.split(":")[0]
+  if syn == "named:swizzle": return "offset"
+  if syn.startswith(("named:", "enum:", "thscope:", "sel:")): return field
+  return split_syntax(syn)[0].rstrip(":") or field
+
+
 def modifier_names(opc: Opcode) -> set[str]:
   """The modifier keywords an opcode takes (clamp, offset, glc, op_sel, ...)."""
-  out = set()
-  for field, syn in opc.mods.items():
-    if syn.startswith("text:"): out.add(syn[5:])
-    elif syn.startswith("flag:"): out.add(syn[5:].split(",")[0].split(":")[0])
-    elif syn == "omod": out.add("omod")
-    elif syn.split(",")[0] in ("neg", "abs"): continue
-    elif syn.startswith(("op_sel", "neg_lo", "neg_hi", "neg:")): out.add(syn.split(":")[0])
-    elif syn == "named:swizzle": out.add("offset")
-    elif syn.startswith(("named:", "enum:", "thscope:", "sel:")): out.add(field)
-    elif syn.startswith("acc:"): continue
-    else: out.add(split_syntax(syn)[0].rstrip(":") or field)
+  out = {k for f, syn in opc.mods.items() if (k := modifier_keyword(f, syn)) is not None}
   if opc.fmt.name == "SMEM": out.add("offset")
   return out

@@ -187,7 +187,7 @@ def operands_of(inst: Instruction) -> tuple[list, dict]:
       if text: mods[name] = text
     elif syn.startswith("named:") or fmt == "SMEM": continue
     elif syn.split(",")[0] in ("neg", "abs"): continue
-    elif value:
+    elif value != opc.defaults.get(name, 0):  # DPP's row_mask/bank_mask default to 0xf: 0 is given
       prefix, nfmt, _ = split_syntax(syn)
       mods[prefix.rstrip(":") or name] = signed(value, opc.fmt.fields[name].bits) if nfmt.startswith("s") else value
   return args, mods

@@ -75,6 +75,7 @@ class Assembler:
     plan = self.builder.plans.get(id(opc), False)
     if plan is False: plan = self.builder.plans[id(opc)] = self.builder._plan(opc)
     if plan is None or fmt.name == "EXP": return None  # EXP's second operand follows a space
+    if parser.required_modifiers(opc): return None  # a DPP form's lane control, an image's dim: the parser checks they are there
     base, assigns = plan[:2]
     specs = opc.operands
     npos = len(specs)
@@ -130,7 +131,7 @@ class Assembler:
     # gfx90a+ acc bits: an AGPR operand sets one, and the whole instruction's operands must agree (build's
     # _check_acc): such tokens go to the line parser, and what the generic assigner says is kept per opcode
     acc = frozenset(f for f, syn in opc.mods.items() if syn.startswith("acc:"))
-    handed = memo if len(key) == 2 else self.kinds.setdefault((id(opc), name, "generic") if acc else (fmt.name, kind) + tuple(spec), {})
+    handed = memo if len(key) == 2 else self.kinds.setdefault((id(opc), name, "generic") if acc else (fmt.name, kind) + tuple(spec) + (valid,), {})
     source = kind in ("src", "ssrc")
     values_of = self.lines._value
     constant = how[5] if how and how[0] == "src" else None
@@ -203,22 +204,24 @@ class Assembler:
     or a keyword given twice)."""
     memo: dict[str, tuple | bool] = {}
     fmt = opc.fmt
+    order = parser.modifier_order(opc)
 
     def work_out(token: str):
       try:
         key, value = parser._modifier(opc, token)
         writes, _ = _writes(lambda a, v, lit: generic._modifier(opc, key, a, v), value)
         clear, bits = _word_bits(fmt, writes)
-        return _keep(memo, token, (~clear, bits, key))
+        return _keep(memo, token, (~clear, bits, key, order.get(key, -1)))
       except Exception:  # noqa: BLE001 - the line parser says what is wrong with it
         return _keep(memo, token, False)
 
     def apply(tokens: list[str], w: int) -> int | None:
-      keys = []
+      keys, place = [], -1
       for t in tokens:
         e = memo.get(t)
         if e is None: e = work_out(t)
-        if not e: return None
+        if not e or e[3] < place: return None  # out of llvm-mc's order: the line parser says so
+        place = e[3]
         w = w & e[0] | e[1]
         keys.append(e[2])
       return w if len(keys) == 1 or len(set(keys)) == len(keys) else None  # a repeated keyword: the line parser's

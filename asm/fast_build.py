@@ -70,10 +70,11 @@ class Builder:
   def _plan(self, opc: Opcode) -> tuple | None:
     # formats whose _assign branches the assigners below mirror; atomics whose returned value comes first: generic
     if not covered(opc) or opc.returned is not None: return None
+    if any(kind == "bits" or f not in opc.operand_fields for f, (kind, _) in opc.refused.items()): return None  # refused modifiers: generic checks
     specs = opc.operands
     if any(not isinstance(s, str) and s[0] == "literal" and s[4] is not None for s in specs): return None
     assigns = tuple((self._assign(opc, spec), None if isinstance(spec, str) else spec[0],
-                     None if isinstance(spec, str) or spec[0] == "literal" else spec[4]) for spec in specs)
+                     None if isinstance(spec, str) or spec[0] == "literal" else opc.assembly_valid(spec)) for spec in specs)
     strings = [s if isinstance(s, str) else None for s in specs]
     nfields = sum(1 for s in specs if not isinstance(s, str))
     base, modifier = initial_values(self.isa, opc), _memo_modifier(opc)

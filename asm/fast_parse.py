@@ -76,16 +76,18 @@ class LineParser:
 
   def _parse_with(self, opc: Opcode, toks: list[tuple[str, str]]) -> Instruction:
     shape = self.shapes.get(id(opc))
-    if shape is None: shape = self.shapes[id(opc)] = (len(opc.operands) + (1 if opc.returned else 0), opc.fmt.name == "EXP")
-    npos, exp = shape
+    if shape is None:
+      shape = self.shapes[id(opc)] = (len(opc.operands) + (1 if opc.returned else 0), opc.fmt.name == "EXP", parser.required_modifiers(opc))
+    npos, exp, required = shape
     # the positional operands are the comma-separated run from the start (as parser._parse_with takes them)
     known, args = self.values, []
     for i, (sep, tok) in enumerate(toks):
       if i >= npos or i and sep != "," and not (exp and i == 1): break
       v = known.get(tok, _MISSING)
       args.append(self._value(tok) if v is _MISSING else v)
-    if len(args) == len(toks): return self.builder.build(opc, args, {})
+    if len(args) == len(toks) and not required: return self.builder.build(opc, args, {})
     mods: dict[str, Any] = {}
+    order, place = parser.modifier_order(opc), -1
     for _, tok in toks[len(args):]:
       km = self.mods.get((id(opc), tok), False)
       if km is False:
@@ -93,8 +95,10 @@ class LineParser:
         except OperandError: km = None
         if len(self.mods) > _TOKEN_CACHE_LIMIT: self.mods.clear()
         self.mods[(id(opc), tok)] = km
-      if km is None: raise _Defer
+      if km is None or order.get(km[0], place) < place: raise _Defer  # out of llvm-mc's order: the generic parser says so
+      place = order.get(km[0], place)
       mods[km[0]] = km[1]
+    if any(f not in mods for f in required): raise _Defer  # the generic parser says what is missing
     return self.builder.build(opc, args, mods)  # an OperandError sends the line to the generic parser
 
   def _value(self, token: str) -> Any:

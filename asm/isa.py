@@ -84,10 +84,18 @@ class Opcode:
   operands: tuple          # str (fixed text) | (field, file, count, constant type or number syntax)
   fixed: dict[str, int]    # fields llvm-mc accepts only with this value
   mods: dict[str, str]
-  defaults: dict[str, int]  # fields that print nothing, as llvm-mc's assembler sets them
+  defaults: dict[str, int]  # fields that print nothing or that text leaves out, as llvm-mc's assembler sets them
   operand_fields: frozenset = field(default=frozenset())
   isa: "ISA | None" = field(default=None, compare=False, repr=False)
   name: str = ""           # the unique name the DSL and assembler use (mnemonic, or mnemonic_e64 for a VOP3 twin)
+  # field -> ('value', mask of values below 256) or ('bits', modifier bits): what llvm-mc's disassembler prints but
+  # its assembler refuses (a literal in a VOP3 DPP source, tfe on a buffer store); the builder refuses them
+  refused: dict = field(default_factory=dict)
+
+  def assembly_valid(self, spec: tuple) -> int | None:
+    """The scalar values below 256 (bitmask) the assembler takes in operand `spec`: the decoder's mask less refusals."""
+    r = self.refused.get(spec[0])
+    return spec[4] if r is None or r[0] != "value" or spec[4] is None else spec[4] & ~r[1]
 
   @property
   def returned(self) -> tuple[str, int] | None:
@@ -144,11 +152,13 @@ class ISA:
     def specs(raw: tuple) -> tuple:  # the last element of an operand spec indexes VALID: keep the bitmask itself
       out = tuple(o[:4] + (None if o[4] is None else table.VALID[o[4]],) if isinstance(o, tuple) else o for o in raw)
       return out, frozenset(o[0] for o in out if isinstance(o, tuple))
+    def refusals(raw: tuple) -> dict:  # value refusals index VALID like the operands
+      return {f: (kind, table.VALID[m] if kind == "value" else m) for f, kind, m in raw}
     new = object.__new__
     for fname, recs in table.OPCODES.items():
       fmt = self.formats[fname]
       ops = self.by_op.setdefault(fname, {})
-      for op, mnemonic, operands, fixed, mods, defaults in recs:
+      for op, mnemonic, operands, fixed, mods, defaults, refused in recs:
         operands, operand_fields = once("specs", operands, specs)
         name = mnemonic.strip().replace("::", "__")  # a VOPD pair v_dual_add_f32::v_dual_mul_f32 is v_dual_add_f32__v_dual_mul_f32
         if name in self.by_mnemonic:  # (image_sample's NSA form prints its mnemonic with a second space: stripped here)
@@ -160,7 +170,7 @@ class ISA:
         opc = new(Opcode)  # Opcode(...) without the frozen dataclass's field-by-field __init__: 3,000 of them at start
         opc.__dict__.update(fmt=fmt, op=op, mnemonic=mnemonic, operands=operands, fixed=once("dict", fixed, dict),
                             mods=once("dict", mods, dict), defaults=once("dict", defaults, dict), operand_fields=operand_fields,
-                            isa=self, name=name)
+                            isa=self, name=name, refused=once("refused", refused, refusals))
         ops[op] = opc
         self.by_mnemonic[name] = opc
         self.variants.setdefault(mnemonic.strip(), []).append(opc)
@@ -173,10 +183,16 @@ class ISA:
     self.sgprs = next(n for n in range(107) if table.SCALARS[1].get(n) != f"s{n}")
     self.saddr_off = 0x7f if arch.startswith("gfx9") else 124
     self.absent: dict = getattr(table, "ABSENT", {})
+    self.aliases: dict[str, str] = getattr(table, "ALIASES", {})  # other names llvm-mc takes: {alias: mnemonic}
+    self.unprinted: dict[str, str] = getattr(table, "UNPRINTED", {})  # {name table: names ('|') of the value printed as nothing}
     # decode tries the formats with the most fixed bits first (SOPP before SOPK before SOP2)
     order = sorted(self.formats.values(), key=lambda f: -bin(f.fixed_mask).count("1"))
     self.decode_order = [f for f in order if f.name in self.by_op]
     self._helpers: dict = {}
+
+  def unprinted_names(self, key: str) -> list[str]:
+    """The names text may write for the value llvm-mc prints as nothing in name table `key` (th:TH_LOAD_RT, TH_DEFAULT)."""
+    return self.unprinted[key].split("|") if key in self.unprinted else []
 
   def helper(self, make):
     """make(self), made once for this ISA: the fast paths' per-arch state (decoder, printer, builder, ...)."""

@@ -78,7 +78,10 @@ def render(kind: str, value: int, inst) -> str | None:
     text = names["version"].get(low) or str(low)
     for name in flags: text = f"({text})|{name}" if "|" in text else f"{text}|{name}"
     return text
-  if kind == "dpp_ctrl": return names["dpp_ctrl"].get(value) if "dpp_ctrl" in names else dpp_ctrl_text(value)  # gfx9: probed
+  if kind == "dpp_ctrl":
+    kind_, refused = inst.opcode.refused.get("dpp_ctrl", ("", 0))  # gfx9's 64-bit DPP takes row_newbcast only: llvm-mc decodes no other
+    if kind_ == "value" and refused >> value & 1: return None
+    return names["dpp_ctrl"].get(value) if "dpp_ctrl" in names else dpp_ctrl_text(value)  # gfx9: probed
   if kind == "dpp8": return "dpp8:[" + ",".join(str(value >> (3 * i) & 7) for i in range(8)) + "]"
   if kind == "exp_target": return names["exp_target"].get(value)
   if kind == "gpr_idx":  # gfx9 s_set_gpr_idx_on/_mode: the enabled index modes, bits 0-3
@@ -177,6 +180,18 @@ def _sendmsg_table(opcode) -> str:
 _CALL = re.compile(r"(\w+)\(([^()]*)\)")
 
 
+def _unified_format(body: str, default: str) -> str:
+  """'[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM]' -> '[BUF_FMT_8_UNORM]' (gfx10+ name one format for the pair, as
+  llvm-mc reads the split form; a part left out is the default format's); other text unchanged."""
+  m = re.fullmatch(r"\[((?:BUF_DATA_FORMAT_\w+|BUF_NUM_FORMAT_\w+)(?:,(?:BUF_DATA_FORMAT_\w+|BUF_NUM_FORMAT_\w+))?)\]", body)
+  if not m or not default.startswith("BUF_FMT_"): return body
+  data, _, num = default[len("BUF_FMT_"):].rpartition("_")
+  for part in m.group(1).split(","):
+    if part.startswith("BUF_DATA_FORMAT_"): data = part[len("BUF_DATA_FORMAT_"):]
+    else: num = part[len("BUF_NUM_FORMAT_"):]
+  return f"[BUF_FMT_{data}_{num}]"
+
+
 def parse(kind: str, text: str, opcode) -> int | None:
   """A symbolic immediate's text -> its 16-bit value; None if it is not in this syntax (hwreg(UNKNOWN) included)."""
   try: return _parse(kind, text, opcode)
@@ -208,8 +223,8 @@ def _parse(kind: str, text: str, opcode) -> int | None:
     return value
   if kind == "depctr_hold_cnt":
     value = sum(((1 << bits) - 1) << lo for _, lo, bits in DEPCTR)
-    found = _CALL.findall(t)
-    if not found or _CALL.sub("", t).strip(): return None
+    found = _CALL.findall(t)  # fields joined by spaces, '&' or ',', as llvm-mc takes them
+    if not found or _CALL.sub("", t).replace("&", "").replace(",", "").strip(): return None
     fields = {name: (lo, bits) for name, lo, bits in DEPCTR}
     for name, arg in found:
       if name not in fields: return None
@@ -263,7 +278,10 @@ def _parse(kind: str, text: str, opcode) -> int | None:
     return next((i for i, n in names["exp_target"].items() if n == t), None)
   if kind == "format":
     body = t.split(":", 1)[1] if t.startswith("format:") else t
-    return next((i for i, n in names["format"].items() if n == body or n == f"[{body}]"), None) if not body.isdigit() else int(body)
+    if body.isdigit(): return int(body)
+    unprinted = opcode.isa.unprinted_names("format")  # the default format's names (printed as nothing)
+    body = _unified_format(body.replace(" ", ""), unprinted[0] if unprinted else "")
+    return next((i for i, n in names["format"].items() if n == body or n == f"[{body}]" or not n and body.strip("[]") in unprinted), None)
   if kind == "instid0":
     if t == "0": return 0
     value = 0

@@ -12,7 +12,7 @@ from hcq.asm.isa import ISA
 LITERAL = 255
 INLINE_FLOATS = {240: 0.5, 241: -0.5, 242: 1.0, 243: -1.0, 244: 2.0, 245: -2.0, 246: 4.0, 247: -4.0}
 INV_2PI = 248
-_INV_2PI_BITS = {"": 0x3E22F983, "d": 0x3FC45F306DC9C882, "h": 0x3118, "H": 0x3118}
+_INV_2PI_BITS = {"": 0x3E22F983, "d": 0x3FC45F306DC9C882, "h": 0x3118, "H": 0x3118, "p": 0x3118}
 _SGPR_RANGE = re.compile(r"^(s|ttmp)\[(\d+):(\d+)\]$")
 _VGPR = re.compile(r"^v(?:(\d+)(\.[lh])?|\[(\d+):(\d+)\])$")
 _SGPR_FIRST = {"s": 0, "ttmp": 108}
@@ -128,7 +128,7 @@ def constant_value(number: int | float, ctype: str) -> tuple[int, int | None]:
       if number == f: return code, None
     if abs(number - 0.15915494309189532) < 1e-8:
       return INV_2PI, None
-    if ctype in ("h", "H"): return LITERAL, struct.unpack("<H", struct.pack("<e", number))[0]
+    if ctype in ("h", "H", "p"): return LITERAL, struct.unpack("<H", struct.pack("<e", number))[0]
     if ctype == "d":
       bits = struct.unpack("<Q", struct.pack("<d", number))[0]
       if bits & 0xffffffff: raise OperandError(f"{number!r} is not exact as a 64-bit literal (low 32 bits must be zero)")
@@ -142,7 +142,8 @@ def constant_value(number: int | float, ctype: str) -> tuple[int, int | None]:
     return (inline, None) if inline is not None and ctype == "h" else (LITERAL, bits)
   if not -0x80000000 <= number <= 0xffffffff: raise OperandError(f"{number} does not fit a 32-bit literal")
   bits = number & 0xffffffff
-  inline = _inline_of_bits(bits << 32 if ctype == "d" else bits, ctype)
+  # 'p' (packed f16): the f16 patterns (0x3800) are inline, other bits a 32-bit literal (LLVM's getInlineEncodingV216)
+  inline = _inline_of_bits(bits << 32 if ctype == "d" else bits, "h" if ctype == "p" else ctype)
   return (inline, None) if inline is not None else (LITERAL, bits)
 
 

@@ -102,21 +102,28 @@ SRC_POPS_EXITING_WAVE_ID = Reg("s", 239)
 NULL64 = Reg("s", 124, 2)
 OFF = "off"
 
-_REG = re.compile(r"^(v|s|ttmp|a)(?:(\d+)(\.[lh])?|\[(\d+):(\d+)\])$")
+_REG = re.compile(r"^(v|s|ttmp|a)(?:(\d+)(\.[lh])?|\[\s*(\d+)\s*(?::\s*(\d+)\s*)?\])$")  # v1, v1.l, v[1:2], v[1]
+_LIST = re.compile(r"^\[\s*((?:v|s|ttmp|a)\d+)((?:\s*,\s*(?:v|s|ttmp|a)\d+)*)\s*\]$")  # [s4, s5]: consecutive registers
 _BY_NAME = {asm: (value, count) for (value, count), (_, asm) in SPECIAL_NAMES.items() if count == 1 or asm not in ("null",)}
 _BY_NAME.update({"vcc": (106, 2), "exec": (126, 2), "null": (124, 1)})
 _BY_NAME.update({"scc": (253, 1), "vccz": (251, 1), "execz": (252, 1), "lds_direct": (254, 1), "shared_base": (235, 1),
                  "shared_limit": (236, 1), "private_base": (237, 1), "private_limit": (238, 1), "pops_exiting_wave_id": (239, 1)})
 
 
-def parse_register(token: str) -> Reg | None:
-  """Assembly register text -> Reg, or None if the token is not a register."""
-  t = token.lower()
+def parse_register(token: str, vgpr_lists: bool = True) -> Reg | None:
+  """Assembly register text -> Reg, or None if the token is not a register (names are lower case: llvm-mc reads
+  V1 or VCC_LO as a symbol)."""
+  t = token
+  lst = _LIST.match(t)
+  if lst and (vgpr_lists or lst.group(1)[0] != "v" or not lst.group(2)):  # the text parser keeps [v1, v2] for an image's NSA addresses
+    regs = [parse_register(x.strip()) for x in (lst.group(1) + lst.group(2)).split(",")]
+    if any(r is None or r.count != 1 or r.half or r.file != regs[0].file or r.value != regs[0].value + i for i, r in enumerate(regs)): return None
+    return Reg(regs[0].file, regs[0].value, len(regs))
   m = _REG.match(t)
   if m:
     file = m.group(1)
     if m.group(2) is not None: first, count = int(m.group(2)), 1
-    else: first, count = int(m.group(4)), int(m.group(5)) - int(m.group(4)) + 1
+    else: first, count = int(m.group(4)), int(m.group(5) or m.group(4)) - int(m.group(4)) + 1
     if count < 1: return None
     if file == "v": return Reg("v", first, count, m.group(3)[1] if m.group(3) else None)
     if file == "a": return None if m.group(3) else Reg("a", first, count)

@@ -104,7 +104,7 @@ def test_every_sample_reprs_back():
 
 @pytest.mark.parametrize("text,message", [
   ("v_dual_add_f32 v1, v2, v3 :: v_dual_mul_f32 v4, v5, v6", "not a gfx942 instruction (it is on gfx1100, gfx1201)"),
-  ("v_mfma_f32_32x32x8f16 a[0:15], v[0:1], v[2:3], a[0:15]", "did you mean v_mfma_f32_32x32x8_f16"),
+  ("v_mfma_f32_32x32x8_f17 a[0:15], v[0:1], v[2:3], a[0:15]", "did you mean v_mfma_f32_32x32x8_f16"),  # (v_mfma_f32_32x32x8f16: an old name llvm-mc takes)
   ("ds_add_rtn_u32 a1, v2, v3", "must be all VGPRs or all AGPRs"),
   ("v_add_f32_e32 v1, a2, v3", "1:19: src0: expected a VGPR"),
   ("v_mfma_f32_32x32x8_f16 a[0:15], s[0:1], v[2:3], a[0:15]", "src0: expected a VGPR or AGPR range of 2"),

@@ -58,7 +58,8 @@ GFX11: dict[str, Layout] = {
                                               "neg_hi": (10, 8, "mod"), "vdst": (7, 0, "vgpr"), "src0": (40, 32, "src"), "src1": (49, 41, "src"),
                                               "src2": (58, 50, "src"), "opsel_hi": (60, 59, "mod"), "neg": (63, 61, "mod")}, *({**b, "opsel_hi": 3, "opsel_hi2": 1} for b in _VOP3_BASES)),
   "DS": layout(8, {(31, 26): 0b110110}, {"op": (25, 18, "op"), "gds": (17, 17, "bit"), "offset1": (15, 8, "imm"), "offset0": (7, 0, "imm"),
-                                         "addr": (39, 32, "vgpr"), "data0": (47, 40, "vgpr"), "data1": (55, 48, "vgpr"), "vdst": (63, 56, "vgpr")}),
+                                         "addr": (39, 32, "vgpr"), "data0": (47, 40, "vgpr"), "data1": (55, 48, "vgpr"), "vdst": (63, 56, "vgpr")},
+               {}, {"gds": 1}),  # ds_add_gs_reg_rtn/ds_sub_gs_reg_rtn decode only with gds
   "FLAT": layout(8, {(31, 26): 0b110111, (17, 16): 0}, _FLAT, {"saddr": 124}),
   "SCRATCH": layout(8, {(31, 26): 0b110111, (17, 16): 1}, _FLAT, {"saddr": 124}),
   "GLOBAL": layout(8, {(31, 26): 0b110111, (17, 16): 2}, _FLAT, {"saddr": 124}),

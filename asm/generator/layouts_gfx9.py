@@ -58,7 +58,7 @@ def _dpp(name: str, base: Layout) -> Layout:
   return layout(8, {**{(hi, lo): v for hi, lo, v in fixed}, (8, 0): 250},
                 {**word0, "src0": (39, 32, "vgpr"), "dpp_ctrl": (48, 40, "imm"), "bound_ctrl": (51, 51, "bit"), "neg0": (52, 52, "mod"),
                  "abs0": (53, 53, "mod"), "neg1": (54, 54, "mod"), "abs1": (55, 55, "mod"), "bank_mask": (59, 56, "imm"),
-                 "row_mask": (63, 60, "imm")}, {"row_mask": 15, "bank_mask": 15})
+                 "row_mask": (63, 60, "imm")}, {"row_mask": 15, "bank_mask": 15}, {"row_mask": 15, "bank_mask": 15, "dpp_ctrl": 0x151})  # v_mov_b64: row_newbcast only
 
 
 def _sdwa(name: str, base: Layout) -> Layout:

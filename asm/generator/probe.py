@@ -54,6 +54,9 @@ class RawShape:
   th_names: tuple = ()                            # gfx12 memory: the th token for each th*4+scope ('' prints nothing)
   th_ret: int | str | None = None                 # registers an atomic returns (put in front) when th bit 0 is set
   image: dict = field(default_factory=dict)       # MIMG: vdata/vaddr widths per dmask.../dim..., dim names, wide mnemonic
+  omitted: dict = field(default_factory=dict)     # printed modifier field -> the value llvm-mc's assembler writes when text leaves it out
+  refused: dict = field(default_factory=dict)     # field -> ('value', mask) / ('bits', mask): what the disassembler prints but the assembler refuses
+  f16_sources: set = field(default_factory=set)   # sources whose integer bits llvm-mc's assembler reads as f16 (0x3800 is the inline 0.5)
 
 
 def field_mask(hi: int, lo: int) -> int:
@@ -110,9 +113,10 @@ def _accepted(d: llvm.Decoded | None) -> bool:
   return d is not None and "/*" not in d.text  # llvm-mc comments out operands it finds invalid
 
 
-def sweep(name: str, layouts: dict[str, Layout], mcpu: str, bases: tuple[dict, ...] | None = None) -> dict[int, tuple[dict, str]]:
+def sweep(name: str, layouts: dict[str, Layout], mcpu: str, bases: tuple[dict, ...] | None = None,
+          only: set[int] | None = None) -> dict[int, tuple[dict, str]]:
   """op -> (base field values, llvm-mc text) for every opcode value llvm-mc decodes in this format (from `bases`,
-  an alternative's own probe bases, or the format's)."""
+  an alternative's own probe bases, or the format's), or for those in `only` (each opcode is judged on its own)."""
   lay = layouts[name]
   op_hi, op_lo = next(((hi, lo) for f, hi, lo, k in lay[2] if k == "op"), (-1, 0))  # EXP has no opcode field: one "opcode" 0
   # a word that a format with more fixed bits also matches belongs to that format
@@ -120,7 +124,7 @@ def sweep(name: str, layouts: dict[str, Layout], mcpu: str, bases: tuple[dict, .
             and fixed_bit_count(l) > fixed_bit_count(lay)]
   found: dict[int, tuple[dict, str]] = {}
   for base in bases or lay[3]:
-    ops = [op for op in range(1 << (op_hi - op_lo + 1)) if op not in found
+    ops = [op for op in (sorted(only) if only is not None else range(1 << (op_hi - op_lo + 1))) if op not in found
            and not any(matches(o, word(lay, op, base)) for o in others)]
     for op, d in zip(ops, llvm.disassemble_each([word(lay, op, base) + LITERAL for op in ops], mcpu)):
       if _accepted(d): found[op] = (base, d.text)
@@ -132,7 +136,7 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
   """Every opcode of a format (or those in `only`, less those in `exclude`) with its raw shape, derived by
   one-field-at-a-time probes."""
   lay = layouts[name]
-  found = {op: v for op, v in sweep(ALTERNATIVES.get(name, name), layouts, mcpu, lay[3]).items()
+  found = {op: v for op, v in sweep(ALTERNATIVES.get(name, name), layouts, mcpu, lay[3], only).items()
            if (only is None or op in only) and op not in exclude}
   fields = [(f, k) for f, hi, lo, k in lay[2] if k != "op"]
   cases, keys = [], []
@@ -143,7 +147,7 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
       values += list(NUMBER_PROBES) if k == "ssrc" else []  # s_sendmsg_rtn reads its ssrc0 as a message number
       values += [HIGH_VGPR[k]] if k in HIGH_VGPR else []
       values += [1 << b for b in range(4)] if f == "opsel" else []  # which op_sel bits an opcode reads
-      values += [2, 4] if f in ("neg", "abs") else []  # neg of an integer source prints sext(...); abs is ignored
+      values += [2, 4] if f in ("neg", "neg_hi", "abs") else []  # neg of an integer source prints sext(...); abs is ignored
       values += list(range(8)) if k == "sel" else []  # SDWA selects: every value's name
       for v in values:
         cases.append(word(lay, op, {**base, f: v}) + LITERAL); keys.append((op, f, v))
@@ -189,6 +193,9 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
     out.append(s)
   _valid_values(lay, out, name, mcpu)
   _canonical_values(lay, out, name, mcpu)
+  _omitted_values(lay, out, name, mcpu)
+  _assembler_limits(lay, out, name, mcpu, probed)
+  _f16_bit_patterns(lay, out, name, mcpu)
   if any(k == "sel" for _, k in fields): _sel_defaults(lay, out, name, mcpu)
   _small_literals(lay, out, name, mcpu)
   _th_names(lay, out, name, mcpu)
@@ -204,7 +211,8 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
 def _alternatives(fmt: str, f: str, k: str, base: dict) -> tuple:
   """The values a field is changed to, one at a time; a flag an image's base word had to set (gfx12 image_bvh_*'s
   r128) is cleared instead, to find whether llvm-mc requires it."""
-  if k == "bit" and base.get(f) and fmt.startswith("MIMG"): return (0,)
+  if k == "bit" and base.get(f) and fmt.startswith(("MIMG", "DS")): return (0,)
+  if f == "dpp_ctrl": return (0x123, 0x152)  # row_shr:3, or row_newbcast:2 for gfx9's 64-bit DPP (which takes nothing else)
   return ALT_NAMED.get(f, ALT[k])
 
 
@@ -274,6 +282,112 @@ def _canonical_values(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) 
       if k != "op" and f not in printed and v and (v != s.base.get(f, 0) or f == "opsel_hi2"): s.canonical[f] = v
 
 
+def _omitted_values(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
+  """What llvm-mc's assembler writes into a printed modifier's field when text leaves the modifier out (DPP's
+  row_mask/bank_mask are 0xf, not the probe's 0): each base text assembled again without one of its modifiers."""
+  cases, keys = [], []
+  for s in shapes:
+    if fmt in ("SOPP", "VOPD"): continue
+    first = next((i for i, (sep, _) in enumerate(s.tokens) if sep == " "), len(s.tokens))
+    for i in range(first, len(s.tokens)):
+      toks = [t for j, (_, t) in enumerate(s.tokens) if j != i]
+      cases.append(f"{s.mnemonic} {', '.join(toks[:first])} {' '.join(toks[first:])}".rstrip()); keys.append((s, i))
+  full = {id(s): d for s, d in zip(shapes, llvm.assemble_each([_text_of(s, fmt) for s in shapes], mcpu))}
+  fields = [(f, hi, lo) for f, hi, lo, k in lay[2] if k != "op"]
+  for (s, i), data in zip(keys, llvm.assemble_each(cases, mcpu)):
+    base = full[id(s)]
+    if not isinstance(data, bytes) or not isinstance(base, bytes) or len(data) != len(base) or not matches(lay, data): continue
+    w, b = int.from_bytes(data[:lay[0]], "little"), int.from_bytes(base[:lay[0]], "little")
+    op_field = next((hi, lo) for f, hi, lo, k in lay[2] if k == "op") if any(k == "op" for *_, k in lay[2]) else None
+    if op_field and (w ^ b) >> op_field[1] & field_mask(*op_field): continue  # another opcode (suffix-less text)
+    # the dropped token's fields: the operand it printed (DPP's row_mask:0xf), or modifiers printed under its keyword
+    keyword = s.tokens[i][1].split(":")[0]
+    owners = {s.operands[i][0]} if isinstance(s.operands[i], tuple) else set()
+    owners |= {f for f, toks in s.mods.items() if any(t.split(":")[0] == keyword for _, t in toks)}
+    for f, hi, lo in fields:
+      v = (w >> lo) & field_mask(hi, lo)
+      if v and f in owners: s.omitted[f] = v
+
+
+def _assembler_limits(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str, probed: dict) -> None:
+  """What llvm-mc's disassembler prints but its assembler refuses (a literal or an SGPR in a VOP3 DPP source, tfe on a
+  buffer store, neg on a source the opcode has no neg for): every scalar value of each operand, and every modifier
+  bit, assembled from its printed text. Only opcodes whose base text assembles are judged."""
+  kinds = {f: k for f, hi, lo, k in lay[2]}
+  ok = {id(s) for s, d in zip(shapes, llvm.assemble_each([_text_of(s, fmt) for s in shapes], mcpu)) if isinstance(d, bytes)}
+  words, wkeys = [], []
+  for s in shapes:
+    if id(s) not in ok: continue
+    for f, mask in s.valid.items():
+      for v in range(256):
+        if mask >> v & 1: words.append(word(lay, s.op, {**s.base, f: v}) + LITERAL); wkeys.append((s, f, "value", v))
+  texts, keys = [], []
+  for k, d in zip(wkeys, llvm.disassemble_each(words, mcpu, pad=1)):
+    if _accepted(d): texts.append(d.text); keys.append(k)
+  for s in shapes:
+    if id(s) not in ok: continue
+    for f in s.mods:
+      if kinds.get(f) not in ("bit", "mod"): continue
+      for v in sorted({v for (op, g, v) in probed if op == s.op and g == f}):
+        d = probed[(s.op, f, v)]
+        if v > 0 and v & (v - 1) == 0 and _accepted(d) and split(d.text, fmt)[0] == s.mnemonic: texts.append(d.text); keys.append((s, f, "bits", v))
+  for s in shapes:
+    if id(s) in ok: _unprinted_negs(s, fmt, probed, texts, keys)
+  for (s, f, kind, v), data in zip(keys, llvm.assemble_each(texts, mcpu)):
+    if isinstance(data, bytes): continue
+    k, mask = s.refused.get(f, (kind, 0))
+    s.refused[f] = (kind, mask | 1 << v if kind == "value" else mask | v)
+  if "dpp_ctrl" in kinds:  # lane controls only some opcodes take (gfx9's 64-bit DPP: row_newbcast alone)
+    hi, lo = next((hi, lo) for f, hi, lo, k in lay[2] if f == "dpp_ctrl")
+    n = 1 << (hi - lo + 1)
+    got = iter(llvm.disassemble_each([word(lay, s.op, {**s.base, "dpp_ctrl": v}) + LITERAL for s in shapes for v in range(n)], mcpu, pad=1))
+    taken = {id(s): sum(1 << v for v in range(n) if _accepted(next(got))) for s in shapes}
+    masks = list(taken.values())
+    every = max(masks, key=masks.count)  # what most opcodes take (opcodes that ignore their source take more)
+    for s in shapes:
+      if every & ~taken[id(s)]: s.refused["dpp_ctrl"] = ("value", every & ~taken[id(s)])
+
+
+def _f16_bit_patterns(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
+  """Sources llvm-mc prints as 32-bit but whose integer bits its assembler reads as f16 (v_pk_mul_f16, gfx9's
+  v_add_f16_e64): 0x3800 written there assembles to the inline 0.5 (240), where a 32-bit source takes a literal."""
+  fields = {f: (hi, lo) for f, hi, lo, k in lay[2]}
+  texts, keys = [], []
+  for s in shapes:
+    toks = [t for _, t in s.tokens]
+    for i, o in enumerate(s.operands):
+      if isinstance(o, tuple) and o[0] in s.consts and o[0] in fields and i < len(toks) and register_shape(toks[i]):
+        texts.append(f"{s.mnemonic} {', '.join(toks[:i] + ['0x3800'] + toks[i + 1:])}"); keys.append((s, o[0]))
+  for (s, f), data in zip(keys, llvm.assemble_each(texts, mcpu)):
+    if isinstance(data, bytes) and len(data) >= lay[0] and matches(lay, data):
+      hi, lo = fields[f]
+      if int.from_bytes(data[:lay[0]], "little") >> lo & field_mask(hi, lo) == 240: s.f16_sources.add(f)
+
+
+def _unprinted_negs(s: RawShape, fmt: str, probed: dict, texts: list[str], keys: list[tuple]) -> None:
+  """A neg bit llvm-mc's disassembler prints nothing for (or rejects) may still be one its assembler refuses
+  (gfx942 v_cvt_sr_fp8_f32's -src1, gfx12 WMMA's neg_lo:[0,0,1] on an integer src2): the text that sets it, written
+  the way the opcode's printed neg bits are (-src, or neg_lo:[...] / neg_hi:[...]), goes to the assembler too."""
+  base = [t for _, t in s.tokens]
+  for f in ("neg", "neg_hi"):
+    if f not in s.mods: continue
+    listed = next((t for _, t in s.mods[f] if re.fullmatch(r"neg_(lo|hi):\[[01,]+\]", t)), None)
+    for b in range(3):
+      d = probed.get((s.op, f, 1 << b))
+      if d is not None and _accepted(d) and split(d.text, fmt)[0] == s.mnemonic and [t for _, t in split(d.text, fmt)[1]] != base: continue
+      if listed is not None:
+        n = listed.count(",") + 1
+        if b >= n: continue
+        toks = base + [f"{listed.split(':')[0]}:[{','.join('1' if i == b else '0' for i in range(n))}]"]
+      else:
+        at = next((i for i, o in enumerate(s.operands) if isinstance(o, tuple) and o[0] == f"src{b}"), None)
+        if at is None or base[at].startswith(("-", "|", "sext(")): continue
+        toks = base[:at] + ["-" + base[at]] + base[at + 1:]
+      seps = [sep for sep, _ in s.tokens] + [" "] * (len(toks) - len(s.tokens))
+      texts.append(s.mnemonic + "".join((" " if i == 0 else ", " if sep == "," else " ") + t for i, (sep, t) in enumerate(zip(seps, toks))))
+      keys.append((s, f, "bits", 1 << b))
+
+
 def _th_names(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:
   """gfx12 VMEM cache policy: the th token printed for every th and scope pair (names depend on the opcode's access
   kind and on scope: TH_LOAD_LU is TH_LOAD_BYPASS under SCOPE_SYS), and whether th bit 0 makes an atomic return."""
@@ -301,11 +415,19 @@ def _image_shapes(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> N
   lwe does not change them (llvm-mc widens vdata for tfe only). Also the dim names, and whether llvm-mc pads the
   mnemonic with a second space (image_sample's NSA form)."""
   keys = [(dm, d16, tfe, dim, a16) for a16 in range(2) for dim in range(8) for tfe in range(2) for d16 in range(2) for dm in range(16)]
+  # distinct registers: llvm-mc 19 prints a gfx12 image whose registers are all v0 with one VGPR each ('image_load v0, v0');
+  # vaddr4 stays 0 (llvm-mc rejects a word that sets it where the opcode reads no fifth address)
+  regs = {f: 1 + 8 * i for i, f in enumerate(("vdata", "vaddr", "vaddr1", "vaddr2", "vaddr3")) if f in {g for g, *_ in lay[2]} and fmt.startswith("MIMG_V")}
   cases = []
   for s in shapes:
-    cases += [word(lay, s.op, {**s.base, "dmask": dm, "d16": d16, "tfe": tfe, "dim": dim, "a16": a16}) for dm, d16, tfe, dim, a16 in keys]
+    cases += [word(lay, s.op, {**s.base, **regs, "dmask": dm, "d16": d16, "tfe": tfe, "dim": dim, "a16": a16}) for dm, d16, tfe, dim, a16 in keys]
     cases.append(word(lay, s.op, s.base))
-  got = iter(llvm.disassemble_each(cases, mcpu, pad=1))
+  decoded = llvm.disassemble_each(cases, mcpu, pad=1)
+  if regs:  # where llvm-mc rejects a word for an address field the opcode does not read (VSAMPLE), the all-v0 word decides
+    again = [i for i, d in enumerate(decoded) if not _accepted(d)]
+    plain = llvm.disassemble_each([_without(cases[i], lay, regs) for i in again], mcpu, pad=1)
+    for i, d in zip(again, plain): decoded[i] = d
+  got = iter(decoded)
 
   def width(t: str) -> str:
     if t.startswith("["): return ",".join(str((register_shape(x.strip()) or (None, 0))[1]) for x in t[1:-1].split(","))
@@ -322,6 +444,14 @@ def _image_shapes(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> N
     base = next(got)
     s.image = {"vdata": "|".join(data), "vaddr": "|".join(addr), "dims": dims,
                "wide": _accepted(base) and base.text.startswith(s.mnemonic + "  ")}
+
+
+def _without(data: bytes, lay: Layout, fields: dict) -> bytes:
+  """A probe word with `fields` cleared."""
+  w = int.from_bytes(data, "little")
+  for f, hi, lo, k in lay[2]:
+    if f in fields: w &= ~(field_mask(hi, lo) << lo)
+  return w.to_bytes(len(data), "little")
 
 
 def _small_literals(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:

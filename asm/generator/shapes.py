@@ -81,10 +81,12 @@ def modifier_syntax(f: str, tokens: list[tuple[str, str]], grew: int) -> str:
 
 
 def record(raw: RawShape, fields: dict[str, tuple[int, int, str]]) -> tuple:
-  """(op, mnemonic, operands, fixed fields, modifiers in print order, defaults) for the generated table.
+  """(op, mnemonic, operands, fixed fields, modifiers in print order, defaults, refused) for the generated table.
 
   fixed fields: ((field, value), ...) that llvm-mc rejects unless the field holds that value.
-  defaults: ((field, value), ...) that print nothing but that llvm-mc's assembler sets.
+  defaults: ((field, value), ...) that print nothing, or that text may leave out, and that llvm-mc's assembler sets.
+  refused: ((field, 'value', valid index) | (field, 'bits', mask), ...): operand values (a VALID mask) or modifier bits
+  llvm-mc's disassembler prints but its assembler refuses; the builder refuses them too.
 
   operands: fixed text, or (field, file, count, type) with file v, v128 (VGPRs up to v127 only), s, or i for a number, count an int or 'l' (a 16-bit
   half), type a constant type (sources, see const_type) or a number syntax (numbers, see number_syntax).
@@ -129,7 +131,7 @@ def record(raw: RawShape, fields: dict[str, tuple[int, int, str]]) -> tuple:
   operands = [(*o, numbers[o[0]]) if isinstance(o, tuple) and o[0] in numbers else o for o in operands]
   literal = ("literal", "i", 1, "{ihex}" if raw.small_literal == "17" else "{hex}")
   operands = [literal if o == f"0x{int.from_bytes(LITERAL, 'little'):x}" else o for o in operands]
-  operands = [(*o, const_type(raw.consts.get(o[0]))) if isinstance(o, tuple) and len(o) == 3 and o[0] in raw.consts else o
+  operands = [(*o, const_type(raw.consts.get(o[0]), o[0] in raw.f16_sources)) if isinstance(o, tuple) and len(o) == 3 and o[0] in raw.consts else o
               for o in operands]
   # VGPRs limited to v0..v127 (16-bit operands of 32-bit encodings) are file 'v128'
   operands = [(o[0], "v128", *o[2:]) if isinstance(o, tuple) and o[1] == "v" and o[0] in raw.low_vgprs else o for o in operands]
@@ -147,7 +149,9 @@ def record(raw: RawShape, fields: dict[str, tuple[int, int, str]]) -> tuple:
   order = {f: _print_position(raw, f, syn) for f, syn in mods}
   mods.sort(key=lambda m: order[m[0]])
   mnemonic = raw.mnemonic + (" " if raw.image.get("wide") else "")  # llvm-mc prints 'image_sample  v0, [v0, v1], ...'
-  return (raw.op, mnemonic, tuple(operands), fixed, tuple(mods), tuple(sorted(raw.canonical.items())))
+  defaults = {**raw.canonical, **raw.omitted}  # unprinted fields and modifiers text leaves out, as llvm-mc's assembler sets them
+  refused = tuple(sorted((f, kind, mask) for f, (kind, mask) in raw.refused.items()))
+  return (raw.op, mnemonic, tuple(operands), fixed, tuple(mods), tuple(sorted(defaults.items())), refused)
 
 
 def _keyword(syntax: str) -> bool:
@@ -167,8 +171,10 @@ def _special(raw: RawShape, operands: list, mods: list) -> tuple[list, list]:
   # what prints after a space is a modifier (DPP's quad_perm:[...], dpp8:[...], fi:1), not a positional operand
   spaced = []
   for i, (sep, tok) in enumerate(raw.tokens):
-    if sep != " " or i >= len(raw.operands): continue
+    if i >= len(raw.operands): continue
     o = raw.operands[i]
+    # DS's gds prints after offset:N even where it is the only token (ds_gws_sema_v gds): a modifier, not an operand
+    if sep != " " and not (raw.fmt == "DS" and o == "gds"): continue
     if isinstance(o, str) and raw.fmt in ("MUBUF", "MTBUF") or raw.fmt == "EXP": continue  # the rules below handle these
     if isinstance(o, tuple) and not any(isinstance(x, tuple) and x[0] == o[0] for x in operands): continue
     spaced.append(o)
@@ -235,13 +241,14 @@ def _addressing(fmt: str, operands: list) -> tuple:
   return tuple(out)
 
 
-def const_type(texts: tuple | None) -> str:
+def const_type(texts: tuple | None, f16_bits: bool = False) -> str:
   """How a source prints constants, from the texts of 0.5, 1/(2*pi) and the literal 0x12345678:
   '' 32-bit, 'd' 64-bit (1/(2*pi) in double precision), 'h' 16-bit literal, 'H' 16-bit integer (inline floats
-  print as their f16 bits)."""
-  if not texts: return ""
+  print as their f16 bits), 'p' printed as 32-bit but read as f16 by the assembler (`f16_bits`: packed f16, gfx9's
+  VOP3 f16: 0x3800 is the inline 0.5, 2.5 the literal 0x4100)."""
+  if not texts: return "p" if f16_bits else ""
   half, inv2pi, lit = texts
   if half == "0x3800": return "H"
   if lit == "0x5678": return "h"
   if inv2pi is not None and len(inv2pi) > 12: return "d"
-  return ""
+  return "p" if f16_bits else ""
