@@ -74,8 +74,11 @@ def build_generic(isa: ISA, opc: Opcode, args: list, mods: dict[str, Any]) -> In
   # modifiers first: tfe, offen and idxen decide how many registers buffer operands take; glc (gfx11) or th's bit 0
   # (gfx12) whether an atomic's returned value comes first (one operand more than the opcode lists)
   returning = opc.returned is not None and len(args) == len(opc.operands) + 1
+  initial, written = dict(values), set()
   for key, value in mods.items():
+    before = dict(values)
     _modifier(opc, key, value, values, returning)
+    written |= {f for f in values if f not in before or values[f] != before[f]} | _fields_of(opc, key)
   if opc.returned is not None and opc.returns(values) != returning:
     asks = "glc" if opc.returned[0] == "glc" else "th:TH_ATOMIC_RETURN (or another odd th)"
     if returning: raise OperandError(f"{opc.mnemonic}: {len(args)} operands means a returned value first, which needs {asks}")
@@ -102,19 +105,26 @@ def build_generic(isa: ISA, opc: Opcode, args: list, mods: dict[str, Any]) -> In
       if valid is not None and values[spec[0]] < 256 and not valid >> values[spec[0]] & 1:
         raise OperandError(f"{spec[0]}: {arg} is not allowed in this operand of {opc.mnemonic}")
     except OperandError as e: raise OperandError(str(e), i) from None
-  check_refused_bits(opc, values)
+  check_refused_bits(opc, values, {f for f in values if f in written or values[f] != initial.get(f)})
   if any(syn.startswith("acc:") for syn in opc.mods.values()): _check_acc(opc, specs, args)
   return Instruction(isa, opc, values, literal[0])
 
 
-def check_refused_bits(opc: Opcode, values: dict[str, int]) -> None:
-  """Modifier bits and values llvm-mc's assembler refuses on this opcode (tfe on a store, neg on a source without one)."""
+def check_refused_bits(opc: Opcode, values: dict[str, int], given: set[str] | None = None) -> None:
+  """Modifier bits and values llvm-mc's assembler refuses on this opcode (tfe on a store, neg on a source without one).
+  The generator probed bits as text that writes them, so a field the text left at its default (gfx942 v_dot2's
+  op_sel_hi, all ones when omitted) is not judged: `given` names the fields the text wrote or changed."""
   for f, (kind, mask) in opc.refused.items():
     v = values.get(f, 0)
-    if kind == "bits" and v & mask:
+    if kind == "bits" and (given is None or f in given) and v & mask:
       raise OperandError(f"{opc.mnemonic} takes no {f} bit {v & mask:#x} here (llvm-mc's assembler refuses it)")
     if kind == "value" and f not in opc.operand_fields and mask >> v & 1:  # a modifier value (gfx9 64-bit DPP: row_newbcast only)
       raise OperandError(f"{opc.mnemonic} does not take this {f} value ({v:#x}; llvm-mc's assembler refuses it)")
+
+
+def _fields_of(opc: Opcode, key: str) -> set[str]:
+  """The fields modifier `key` writes, as the table's syntax names them (op_sel_hi: opsel_hi; flag:clamp: clamp)."""
+  return {f for f, syn in opc.mods.items() if key in (syn.split(":")[0], syn.partition(":")[2])}
 
 
 def _acc_field(opc: Opcode, name: str) -> str | None:
