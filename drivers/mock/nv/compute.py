@@ -24,6 +24,7 @@ from typing import Callable
 
 from hcq.asm.emu.memory import PageFault
 from hcq.autogen.nv import clcbc0 as CC, clcbc0qmd, nverror as E
+from hcq.drivers.mock.nv.errors import ChannelError
 from hcq.drivers.nv.cubin import DRIVER_CONSTANTS
 
 # the board's class and QMD layout (v4: see the module docstring)
@@ -35,14 +36,6 @@ _STATE = {getattr(CC, f"NVCBC0_{n}") for n in (
   "SET_SHADER_LOCAL_MEMORY_A", "SET_SHADER_LOCAL_MEMORY_B", "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A",
   "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B", "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_C", "SET_SHADER_LOCAL_MEMORY_WINDOW_A",
   "SET_SHADER_LOCAL_MEMORY_WINDOW_B", "SET_SHADER_SHARED_MEMORY_WINDOW_A", "SET_SHADER_SHARED_MEMORY_WINDOW_B", "SEND_PCAS_A")}
-
-
-class ComputeError(Exception):
-  """A launch the hardware refuses or a fault while it runs: the message and the Xid the RM reports."""
-
-  def __init__(self, message: str, xid: int):
-    super().__init__(message)
-    self.xid = xid
 
 
 @dataclass
@@ -73,17 +66,17 @@ class ComputeClass:
     if method == CC.NVCBC0_SEND_SIGNALING_PCAS2_B:
       action = _PCAS2.decode(data)["pcas_action"]
       if action not in (CC.NVCBC0_SEND_SIGNALING_PCAS2_B_PCAS_ACTION_INVALIDATE_COPY_SCHEDULE, CC.NVCBC0_SEND_SIGNALING_PCAS2_B_PCAS_ACTION_SCHEDULE):
-        raise ComputeError(f"{where}: SEND_SIGNALING_PCAS2_B action {action} is not emulated (SCHEDULE, INVALIDATE_COPY_SCHEDULE are)", E.ROBUST_CHANNEL_GR_EXCEPTION)
+        raise ChannelError(f"{where}: SEND_SIGNALING_PCAS2_B action {action} is not emulated (SCHEDULE, INVALIDATE_COPY_SCHEDULE are)", E.ROBUST_CHANNEL_GR_EXCEPTION)
       self.launch(state, state.get(CC.NVCBC0_SEND_PCAS_A, 0) << 8, where)
       return
-    raise ComputeError(f"{where}: compute class {CC.HOPPER_COMPUTE_A:#x} method {method:#x} is not emulated", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    raise ChannelError(f"{where}: compute class {CC.HOPPER_COMPUTE_A:#x} method {method:#x} is not emulated", E.ROBUST_CHANNEL_GR_EXCEPTION)
 
   def launch(self, state: dict[int, int], qmd_addr: int, where: str) -> None:
     from hcq.drivers.nv.compile import SASS_RECORDS
     q = QMD_REGISTER.decode(int.from_bytes(self.mem.read(qmd_addr, QMD_BYTES), "little"))
     at = f"{where}: QMD at {qmd_addr:#x}"
     if q["qmd_major_version"] != QMD_MAJOR:
-      raise ComputeError(f"{at}: QMD major version {q['qmd_major_version']}, the class takes {QMD_MAJOR}", E.ROBUST_CHANNEL_GR_EXCEPTION)
+      raise ChannelError(f"{at}: QMD major version {q['qmd_major_version']}, the class takes {QMD_MAJOR}", E.ROBUST_CHANNEL_GR_EXCEPTION)
     program = q["program_address_upper"] << 32 | q["program_address_lower"]
     self.mem.read(program, 1)  # an unmapped program address is an MMU fault
     record = None
@@ -94,49 +87,49 @@ class ComputeClass:
         continue
       if record is not None: break
     if record is None:
-      raise ComputeError(f"{at}: illegal instruction at program address {program:#x}: the code there is no SASS the emulated SM knows "
+      raise ChannelError(f"{at}: illegal instruction at program address {program:#x}: the code there is no SASS the emulated SM knows "
                          "(it runs the PTX of code ptxas made in this process: a misplaced program address, or a cubin without PTX)",
                          E.ROBUST_CHANNEL_GR_EXCEPTION)
     if q["register_count"] < record.registers:
-      raise ComputeError(f"{at}: kernel {record.entry} uses {record.registers} registers, the QMD gives {q['register_count']}: "
+      raise ChannelError(f"{at}: kernel {record.entry} uses {record.registers} registers, the QMD gives {q['register_count']}: "
                          "out-of-range register access", E.ROBUST_CHANNEL_GR_EXCEPTION)
-    if not q["constant_buffer_valid_0"]: raise ComputeError(f"{at}: kernel {record.entry}: constant bank 0 is not valid", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    if not q["constant_buffer_valid_0"]: raise ChannelError(f"{at}: kernel {record.entry}: constant bank 0 is not valid", E.ROBUST_CHANNEL_GR_EXCEPTION)
     cb0 = (q["constant_buffer_addr_upper_shifted6_0"] << 32 | q["constant_buffer_addr_lower_shifted6_0"]) << 6
     cb0_size = q["constant_buffer_size_shifted4_0"] << 4
     if cb0_size < record.param_base + record.param_size:
-      raise ComputeError(f"{at}: kernel {record.entry}: constant bank 0 holds {cb0_size} bytes, its parameters end at "
+      raise ChannelError(f"{at}: kernel {record.entry}: constant bank 0 holds {cb0_size} bytes, its parameters end at "
                          f"{record.param_base + record.param_size}", E.ROBUST_CHANNEL_GR_EXCEPTION)
     self.mem.read(cb0, cb0_size)  # an unmapped bank is an MMU fault when the SM loads it
     for i, size in record.banks:  # the code reads c[i][...] too (.const data): the QMD must bind the bank, mapped
       if not q[f"constant_buffer_valid_{i}"] or q[f"constant_buffer_size_shifted4_{i}"] << 4 < size:
-        raise ComputeError(f"{at}: kernel {record.entry} reads {size} bytes of constant bank {i}, the QMD binds "
+        raise ChannelError(f"{at}: kernel {record.entry} reads {size} bytes of constant bank {i}, the QMD binds "
                            f"{q[f'constant_buffer_size_shifted4_{i}'] << 4 if q[f'constant_buffer_valid_{i}'] else 'none'}", E.ROBUST_CHANNEL_GR_EXCEPTION)
       self.mem.read((q[f"constant_buffer_addr_upper_shifted6_{i}"] << 32 | q[f"constant_buffer_addr_lower_shifted6_{i}"]) << 6, size)
     grid = (q["grid_width"], q["grid_height"], q["grid_depth"])
     block = (q["cta_thread_dimension0"], q["cta_thread_dimension1"], q["cta_thread_dimension2"])
-    if 0 in grid or 0 in block: raise ComputeError(f"{at}: kernel {record.entry}: empty grid {grid} or block {block}", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    if 0 in grid or 0 in block: raise ChannelError(f"{at}: kernel {record.entry}: empty grid {grid} or block {block}", E.ROBUST_CHANNEL_GR_EXCEPTION)
     threads = block[0] * block[1] * block[2]
     if threads > 1024 or q["register_count"] * ((threads + 31) // 32 * 32) > 65536:  # an SM's 1024 threads and 64K registers
-      raise ComputeError(f"{at}: kernel {record.entry}: a block of {threads} threads with {q['register_count']} registers each does not "
+      raise ChannelError(f"{at}: kernel {record.entry}: a block of {threads} threads with {q['register_count']} registers each does not "
                          "fit an SM (1024 threads, 65536 registers)", E.ROBUST_CHANNEL_GR_EXCEPTION)
     shared = q["shared_memory_size"]
     if shared < record.shared_size:  # the block's shared memory must hold the kernel's (with sm_90's reserved 1 KiB)
-      raise ComputeError(f"{at}: kernel {record.entry} needs {record.shared_size} bytes of shared memory, the QMD gives {shared}",
+      raise ChannelError(f"{at}: kernel {record.entry} needs {record.shared_size} bytes of shared memory, the QMD gives {shared}",
                          E.ROBUST_CHANNEL_GR_EXCEPTION)
     if q["barrier_count"] < record.barriers:  # a bar.sync on a barrier the launch did not allocate traps (stricter: unsure)
-      raise ComputeError(f"{at}: kernel {record.entry} uses {record.barriers} barriers, the QMD allocates {q['barrier_count']}",
+      raise ChannelError(f"{at}: kernel {record.entry} uses {record.barriers} barriers, the QMD allocates {q['barrier_count']}",
                          E.ROBUST_CHANNEL_GR_EXCEPTION)
     local = q["shader_local_memory_low_size"]
     if local:
       base = state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_A, 0) << 32 | state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_B, 0)
       size = state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, 0) << 32 | state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B, 0)
-      if size < local * threads: raise ComputeError(f"{at}: kernel {record.entry}: {local} bytes of local memory per thread, the channel's "
+      if size < local * threads: raise ChannelError(f"{at}: kernel {record.entry}: {local} bytes of local memory per thread, the channel's "
                                                     f"local memory (SET_SHADER_LOCAL_MEMORY_NON_THROTTLED) holds {size}", E.ROBUST_CHANNEL_GR_EXCEPTION)
       self.mem.read(base, 1)  # an unmapped local memory base faults
     dims = DRIVER_CONSTANTS[record.arch]
     in_bank = lambda off: tuple(int.from_bytes(self.mem.read(cb0 + off + 4 * i, 4), "little") for i in range(3))
     if in_bank(dims.ntid) != block or in_bank(dims.nctaid) != grid:  # the SASS reads %ntid/%nctaid there, not from the QMD
-      raise ComputeError(f"{at}: kernel {record.entry}: constant bank 0 holds block {in_bank(dims.ntid)} and grid {in_bank(dims.nctaid)} at "
+      raise ChannelError(f"{at}: kernel {record.entry}: constant bank 0 holds block {in_bank(dims.ntid)} and grid {in_bank(dims.nctaid)} at "
                          f"{dims.ntid:#x}/{dims.nctaid:#x}, the QMD launches {block} x {grid}: the code would compute wrong indices "
                          "(stricter: the SM emulates the PTX, whose %ntid is the QMD's)", E.ROBUST_CHANNEL_GR_EXCEPTION)
     params_va = cb0 + record.param_base
@@ -153,4 +146,4 @@ class ComputeClass:
                  local_bytes_per_thread=local, trace=self.trace)
     except SMFault as e:
       mmu = getattr(e, "kind", "") == "mmu"
-      raise ComputeError(f"{at}: kernel {record.entry}: {e}", E.ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT if mmu else E.ROBUST_CHANNEL_GR_EXCEPTION) from None
+      raise ChannelError(f"{at}: kernel {record.entry}: {e}", E.ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT if mmu else E.ROBUST_CHANNEL_GR_EXCEPTION) from None

@@ -23,7 +23,8 @@ import numpy as np
 from hcq.asm.emu.memory import PageFault, VirtualMemory
 from hcq.autogen.nv import clc56f, clc86f, clc8b5 as CE, nverror as E, nvos as O, nvstatus as S
 from hcq.autogen.nv.clcbc0 import HOPPER_COMPUTE_A
-from hcq.drivers.mock.nv.compute import ComputeClass, ComputeError
+from hcq.drivers.mock.nv.compute import ComputeClass
+from hcq.drivers.mock.nv.errors import ChannelError
 from hcq.drivers.nv.host_class import HOST_CLASSES, HostClass
 
 GP_ENTRY_BYTES = 8
@@ -45,14 +46,6 @@ class NVBoardSpec:
   driver_version: str = "580.142"
   pci_slot: str = "0000:19:00.0"  # where an HGX board's first GPU often sits; made up
   temperature_c: int = 34  # an idle H200's GPU temperature, about what nvidia-smi shows
-
-
-class ChannelError(Exception):
-  """What stops a channel: `xid` is the ROBUST_CHANNEL_* code the RM puts in the error notifier and logs."""
-
-  def __init__(self, message: str, xid: int):
-    super().__init__(message)
-    self.xid = xid
 
 
 @dataclass
@@ -238,10 +231,7 @@ class MockNVGPU:
       if method == CE.NVC8B5_LAUNCH_DMA: self._launch_dma(ch, data, f"pushbuffer {at:#x}")
       return
     if cls == self.board.compute_class:
-      try:
-        return self.compute.method(self._compute_state.setdefault(ch.chid, {}), method, data, f"pushbuffer {at:#x}")
-      except ComputeError as e:
-        raise ChannelError(str(e), e.xid) from None
+      return self.compute.method(self._compute_state.setdefault(ch.chid, {}), method, data, f"pushbuffer {at:#x}")
     raise ChannelError(f"pushbuffer {at:#x}: class {cls:#x} method {method:#x} is not emulated", E.ROBUST_CHANNEL_GR_EXCEPTION)
 
   # ---- host methods ----
