@@ -3,9 +3,11 @@
 The UUID comes from NV2080_CTRL_CMD_GPU_GET_GID_INFO, as nvidia-smi shows it (procfs's copy stays where the RM
 refuses the control).
 Memory (NV2080_CTRL_CMD_FB_GET_INFO_V2), utilisation (NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2) and the
-GPU temperature (NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2, sensor 0) have controls there. Power draw and cap, clocks and
-fans do not: ctrl2080clk.h and ctrl2080fan.h are empty in the open headers, ctrl2080pmgr.h has only module info, and
-the driver publishes none of them in procfs or sysfs (no hwmon). smi shows those as unavailable and says why.
+GPU temperature (NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2, sensor 0) have controls there. Power draw and cap and fans
+do not: ctrl2080fan.h is empty in the open headers and ctrl2080pmgr.h has only module info. Clocks have one,
+NV2080_CTRL_CMD_PERF_GET_LEVEL_INFO_V2, but it reports the clock domains the caller names by NV2080_CTRL_CLK_DOMAIN_*
+ids, which live in ctrl2080clk.h, empty in the open headers. The driver publishes none of the three in procfs or sysfs
+(no hwmon). smi shows those as unavailable and says why.
 """
 from __future__ import annotations
 import ctypes
