@@ -594,12 +594,15 @@ def test_graphics_only_formats_fault_clearly(text):
 
 
 def test_coverage_of_gfx1100():
-  """Every gfx1100 opcode runs except the graphics-only formats (image, export, interpolation, LDS-direct), LDS DMA
+  """Every gfx1100 opcode runs except the graphics-only formats (image, export, interpolation, LDS-direct), GDS/GWS ops, LDS DMA
   buffer loads, trap return, subvector loops and ds_bvh_stack_rtn_b32 (coverage() lists them)."""
   from hcq.asm.emu.engine import GRAPHICS_ONLY, coverage
   cov = coverage("gfx1100")
   missing = sorted(m for f, (_, _, ms) in cov.items() if f not in GRAPHICS_ONLY for m in ms)
-  allowed = {"s_rfe_b64", "s_subvector_loop_begin", "s_subvector_loop_end", "ds_bvh_stack_rtn_b32"}
+  allowed = {"s_rfe_b64", "s_subvector_loop_begin", "s_subvector_loop_end", "ds_bvh_stack_rtn_b32",
+             # global wave sync, ordered count and the GS registers: the GDS/GWS unit is not emulated
+             "ds_gws_init", "ds_gws_barrier", "ds_gws_sema_v", "ds_gws_sema_br", "ds_gws_sema_p", "ds_gws_sema_release_all",
+             "ds_ordered_count", "ds_add_gs_reg_rtn", "ds_sub_gs_reg_rtn"}
   # M0-relative reads cannot take DPP's permuted source
   assert all(m in allowed or m.startswith(("buffer_load_lds_", "v_movrels")) for m in missing), missing
   assert all(cov[f][0] == 0 for f in GRAPHICS_ONLY if f in cov)

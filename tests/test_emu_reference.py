@@ -77,8 +77,16 @@ def valu_cases():
       for opc in ops.values():
         kind = _kind(_base(opc.name))
         vop1_shape = root != "VOP1" or (kind == "valu" and len(R.VALU_OPS[_base(opc.name)][1]) == 1)
+        if dp_alu_dpp(arch, fmt, opc): continue
         if kind and vop1_shape and (fmt, opc.name) in implemented(arch): out.append(pytest.param(arch, fmt, opc.name, kind, id=f"{arch}-{fmt}-{opc.name}"))
   return out
+
+
+def dp_alu_dpp(arch: str, fmt: str, opc) -> bool:
+  """A gfx942 DPP16 form of a 64-bit "DP ALU" op: llvm-mc 19 takes only row_newbcast there ("DP ALU dpp only supports
+  row_newbcast"; the table records the refused controls), and the emulator does not run row_newbcast yet, so these
+  are listed exceptions."""
+  return arch == "gfx942" and fmt.endswith("DPP16") and "dpp_ctrl" in opc.refused
 
 
 def _takes(arch: str, fmt: str, name: str, modifier: str) -> bool:
@@ -722,6 +730,9 @@ def lane_cases():
   for arch in ARCHS:
     for fmt in ("VOP1", "VOP3"):
       for opc in _isa(arch).by_op.get(fmt, {}).values():
+        # gfx942 v_writelane_b32: the assembler's table refuses every SGPR in src0 (issue 13's known table bug,
+        # test_asm_llvm.KNOWN_UNBUILDABLE), so it is a listed exception until the tables are regenerated
+        if (arch, opc.name) == ("gfx942", "v_writelane_b32"): continue
         if _base(opc.name) in LANE_OPS and (fmt, opc.name) in implemented(arch):
           out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
   return out
