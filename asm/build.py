@@ -74,11 +74,9 @@ def build_generic(isa: ISA, opc: Opcode, args: list, mods: dict[str, Any]) -> In
   # modifiers first: tfe, offen and idxen decide how many registers buffer operands take; glc (gfx11) or th's bit 0
   # (gfx12) whether an atomic's returned value comes first (one operand more than the opcode lists)
   returning = opc.returned is not None and len(args) == len(opc.operands) + 1
-  initial, written = dict(values), set()
+  initial = dict(values)
   for key, value in mods.items():
-    before = dict(values)
     _modifier(opc, key, value, values, returning)
-    written |= {f for f in values if f not in before or values[f] != before[f]} | _fields_of(opc, key)
   if opc.returned is not None and opc.returns(values) != returning:
     asks = "glc" if opc.returned[0] == "glc" else "th:TH_ATOMIC_RETURN (or another odd th)"
     if returning: raise OperandError(f"{opc.mnemonic}: {len(args)} operands means a returned value first, which needs {asks}")
@@ -105,7 +103,8 @@ def build_generic(isa: ISA, opc: Opcode, args: list, mods: dict[str, Any]) -> In
       if valid is not None and values[spec[0]] < 256 and not valid >> values[spec[0]] & 1:
         raise OperandError(f"{spec[0]}: {arg} is not allowed in this operand of {opc.mnemonic}")
     except OperandError as e: raise OperandError(str(e), i) from None
-  check_refused_bits(opc, values, {f for f in values if f in written or values[f] != initial.get(f)})
+  written = {f for key in mods for f in _fields_of(opc, key)}   # written at their default too (op_sel_hi:[1,1,1])
+  check_refused_bits(opc, values, written | {f for f in values if values[f] != initial.get(f)})
   if any(syn.startswith("acc:") for syn in opc.mods.values()): _check_acc(opc, specs, args)
   return Instruction(isa, opc, values, literal[0])
 
