@@ -16,6 +16,7 @@ import numpy as np
 from . import floats as F
 from . import ops_alu, ops_mem, ops_warp  # noqa: F401  (they fill OPS)
 from .errors import SMFault
+from .fast import compile_kernel
 from .memory import Fault, GlobalSpace, WindowSpace, fault_to_sm
 from .ops_common import OPS, Unsupported
 from .parser import SINK, Addr, Imm, Instr, Kernel, PredPair, Reg, Sym, type_bytes
@@ -102,6 +103,7 @@ class Executor:
     self.steps = 0
     self.lane_ops = 0
     self.ins: Instr | None = None
+    self.fast = compile_kernel(kernel)
 
   # --- operands -----------------------------------------------------------------------------------------------
   def rd(self, b: Batch, op, t: str):
@@ -185,8 +187,9 @@ class Executor:
     bs = L.block[0] * L.block[1] * L.block[2]
     nblocks = L.grid[0] * L.grid[1] * L.grid[2]
     per = max(1, min(nblocks, BATCH_THREADS // max(bs, 1)))
-    for blk0 in range(0, nblocks, per):
-      self.run_batch(Batch(self, blk0, min(per, nblocks - blk0)))
+    with np.errstate(all="ignore"):   # wrapping and IEEE specials are results here, not warnings
+      for blk0 in range(0, nblocks, per):
+        self.run_batch(Batch(self, blk0, min(per, nblocks - blk0)))
 
   def run_batch(self, b: Batch) -> None:
     code = self.kernel.instrs
@@ -198,7 +201,7 @@ class Executor:
         if pc >= n: return
         ins = code[pc]
         m = alive
-        kind = self.step(b, ins, m)
+        kind = self.step(b, pc, m)
         if kind is None: pc += 1
         elif kind == "bra":
           g = self.guard(b, ins, m)
@@ -236,7 +239,7 @@ class Executor:
           pc, pcs, blocked = minpc, None, None
           continue
       ins = code[minpc]
-      kind = self.step(b, ins, m)
+      kind = self.step(b, minpc, m)
       if kind is None: pcs = np.where(m, pcs + 1, pcs)
       elif kind == "bra":
         g = self.guard(b, ins, m)
@@ -275,9 +278,9 @@ class Executor:
   def fault(self, kind: str, address: int | None, message: str) -> SMFault:
     return SMFault(kind, address, self.kernel.name, self.ins.line if self.ins else None, message)
 
-  def step(self, b: Batch, ins: Instr, m):
-    """Execute ins for the threads in m (None: all); returns the control kind or None."""
-    self.ins = ins
+  def step(self, b: Batch, pc: int, m):
+    """Execute the instruction at pc for the threads in m (None: all); returns the control kind or None."""
+    ins = self.ins = self.kernel.instrs[pc]
     self.steps += 1
     if self.trace: self.trace(f"{self.kernel.name} line {ins.line}: {ins.text}  [{b.T if m is None else int(m.sum())} threads]")
     op = ins.op
@@ -291,9 +294,12 @@ class Executor:
     mm = g if m is None else (m if g is None else m & g)
     if mm is not None and not mm.any(): return None
     try:
-      fn = OPS.get(op)
-      if fn is None: raise Unsupported(f"instruction {op}")
-      fn(self, b, ins, mm)
+      fast = self.fast[pc]
+      if fast is not None: fast(self, b, mm)
+      else:
+        fn = OPS.get(op)
+        if fn is None: raise Unsupported(f"instruction {op}")
+        fn(self, b, ins, mm)
     except Fault as f: raise fault_to_sm(f, self.kernel.name, ins.line) from None
     except Unsupported as u:
       raise SMFault("unsupported", None, self.kernel.name, ins.line, f"{ins.text}: {u} is not supported by the emulated SM") from None

@@ -160,17 +160,24 @@ def _f64_fma_exact(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str, idx: 
 
 def fma_f32_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
   """fma.rn.f32 fast: a*b is exact in f64, so RN32(RN64(a*b + c)) is right unless RN64 lands on an f32 midpoint
-  (low 29 mantissa bits 1 followed by zeros) or the result is f32-subnormal; those few take the exact path."""
-  with np.errstate(all="ignore"):
-    s = np.asarray(a, np.float64) * b + c
-    r = s.astype(np.float32)
-  hard = ((s.view(np.uint64) & np.uint64(0x1fffffff)) == np.uint64(0x10000000)) | (np.abs(s) < 1.1754943508222875e-38)
+  (low 29 mantissa bits 1 followed by zeros) or the result is a nonzero below f32's smallest normal; those few take
+  the exact path. An f64 zero is the exact sum's zero with its sign (the product and the sum are exact there)."""
+  shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
+  s = np.multiply(a, b, dtype=np.float64)
+  s = np.atleast_1d(np.add(s, c, out=s) if np.shape(s) == np.shape(c) and np.ndim(s) else np.add(s, c, dtype=np.float64))
+  r = s.astype(np.float32)
+  bits = s.view(np.uint64)
+  t = np.bitwise_and(bits, np.uint64(0x1fffffff))
+  hard = np.equal(t, np.uint64(0x10000000))
+  np.bitwise_and(bits, np.uint64(0x7fffffffffffffff), out=t)
+  np.subtract(t, np.uint64(1), out=t)   # +-0 wraps to the top and drops out of the next test
+  hard |= t < np.uint64(0x3810000000000000 - 1)   # 0 < |s| < 2^-126
   if hard.any():
     i = np.nonzero(hard)[0]
     a, b, c = (np.broadcast_to(x, s.shape)[i] for x in (a, b, c))
     r = np.array(r, copy=True)
     r[i] = arith("fma", "f32", "rn", a, b, c)
-  return r
+  return r.reshape(shape)
 
 
 def arith(op: str, fmt: str, mode: str, *xs: np.ndarray) -> np.ndarray:

@@ -53,21 +53,25 @@ class GlobalSpace:
                                     "mapping" + (" (or to a read-only one)" if write else "")) from None
 
   def _fast(self, addrs: np.ndarray, size: int, write: bool):
-    """Element indices into one mapping's typed view when every address lies in one size-aligned mapping and is
-    aligned (two reductions, a test of the low bytes, one subtract-and-shift in place); None otherwise."""
+    """(one mapping's typed view, element indices) when the first address's mapping is size-aligned and every address
+    is aligned; None otherwise. The indices are (address - mapping start) >> log2(size) as unsigned, so an address
+    below the mapping becomes a huge index: the caller's bounds check (take, or the max) catches both ends at once."""
     addrs = np.ascontiguousarray(addrs)
-    lo, hi = int(addrs.min()), int(addrs.max())
-    try: m, _ = self.mem.find(lo, hi - lo + size, write)
+    try: m, _ = self.mem.find(int(addrs[0]), size, write)
     except PageFault: return None
     if m.va % size or m.host.size % size: return None
-    if size > 1 and (addrs.view(np.uint8)[::8] & np.uint8(size - 1)).any(): return None   # little-endian low bytes
+    if (addrs.view(np.uint8)[::8] & np.uint8(size - 1)).any(): return None   # little-endian low bytes
     idx = np.subtract(addrs, np.uint64(m.va))
-    np.right_shift(idx, np.uint64(size.bit_length() - 1), out=idx)
+    if size == 1:   # no shift to clear the top bit: check the bound here
+      if int(idx.max()) >= m.host.size: return None
+    else: np.right_shift(idx, np.uint64(size.bit_length() - 1), out=idx)   # < 2^63 from here on: no negative index below
     return m.host.view(UINT[size]), idx.view(np.int64)
 
   def load(self, addrs: np.ndarray, size: int) -> np.ndarray:
     """Raw words (unsigned of `size` bytes) at each address."""
-    if addrs.size and (f := self._fast(addrs, size, False)) is not None: return f[0].take(f[1])
+    if addrs.size and (f := self._fast(addrs, size, False)) is not None:
+      try: return f[0].take(f[1])
+      except IndexError: pass   # some address outside that mapping: the general path finds its mapping or faults
     check_aligned(addrs, size, "global")
     out = np.empty(addrs.size, UINT[size])
     shift = size.bit_length() - 1
@@ -79,7 +83,7 @@ class GlobalSpace:
 
   def store(self, addrs: np.ndarray, vals: np.ndarray, size: int) -> None:
     vals = np.asarray(vals).astype(UINT[size], copy=False)
-    if addrs.size and (f := self._fast(addrs, size, True)) is not None:
+    if addrs.size and (f := self._fast(addrs, size, True)) is not None and int(f[1].max()) < f[0].size:
       f[0][f[1]] = vals
       return
     check_aligned(addrs, size, "global")

@@ -130,6 +130,7 @@ class Kernel:
   instrs: list[Instr] = field(default_factory=list)
   labels: dict[str, int] = field(default_factory=dict)
   line: int = 0
+  fast: list | None = None   # fast.compile_kernel's closures, one per instruction, made at the first launch
 
 
 def _align(x: int, a: int) -> int:
