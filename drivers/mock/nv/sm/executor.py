@@ -14,7 +14,8 @@ from typing import Callable
 import numpy as np
 
 from . import floats as F
-from . import ops_alu, ops_mem, ops_warp  # noqa: F401  (they fill OPS)
+from . import calls, ops_alu, ops_mem, ops_warp  # noqa: F401  (they fill OPS)
+from .barriers import Barriers, barrier_kind
 from .errors import SMFault
 from .fast import compile_kernel
 from .memory import Fault, GlobalSpace, WindowSpace, fault_to_sm
@@ -94,6 +95,11 @@ class Batch:
     return v
 
 
+def _is_counted(ins: Instr) -> bool:
+  try: return barrier_kind(ins) in ("count", "arrive")
+  except Unsupported: return False
+
+
 class Executor:
   """One launch of `kernel`: call run()."""
 
@@ -104,6 +110,7 @@ class Executor:
     self.lane_ops = 0
     self.ins: Instr | None = None
     self.fast = compile_kernel(kernel)
+    self.counted_barriers = {pc for pc, ins in enumerate(kernel.instrs) if _is_counted(ins)}
 
   # --- operands -----------------------------------------------------------------------------------------------
   def rd(self, b: Batch, op, t: str):
@@ -195,12 +202,15 @@ class Executor:
     code = self.kernel.instrs
     n = len(code)
     DEAD = n + 1
-    pc, pcs, alive, blocked = 0, None, None, None
+    pc, pcs, alive, bars = 0, None, None, None
     while True:
       if pcs is None:
         if pc >= n: return
         ins = code[pc]
         m = alive
+        if pc in self.counted_barriers:   # a thread count or bar.arrive: the threads' arrivals are counted one by one
+          pcs = np.full(b.T, pc, np.int64) if m is None else np.where(m, pc, DEAD)
+          continue
         kind = self.step(b, pc, m)
         if kind is None: pc += 1
         elif kind == "bra":
@@ -220,23 +230,27 @@ class Executor:
           alive = ~g if alive is None else alive & ~g
           if not alive.any(): return
           pc += 1
-        elif kind == "bar": pc += 1   # converged: every live thread of every block is here
+        elif kind == "sync": pc += 1   # converged: every live thread of every block is here
         elif kind == "trap": raise self.fault("trap", None, "trap instruction executed")
         continue
       # divergent
-      runnable = alive if blocked is None else (alive & ~blocked if alive is not None else ~blocked)
+      waiting = bars.waiting if bars is not None else None
+      runnable = alive if waiting is None else (alive & ~waiting if alive is not None else ~waiting)
       pr = pcs if runnable is None else np.where(runnable, pcs, DEAD)
       minpc = int(pr.min())
       if minpc >= n:
-        if blocked is not None and blocked.any():
-          if self.release(b, alive, blocked, pcs): continue
-          raise SMFault("barrier", None, self.kernel.name, None, "every live thread waits at bar.sync but some block can never "
+        if waiting is not None and waiting.any():
+          rel = bars.release(alive)
+          if rel is not None:
+            pcs[rel] += 1
+            continue
+          raise SMFault("barrier", None, self.kernel.name, None, "every live thread waits at a barrier but some block can never "
                         "complete its barrier")
         return
       m = pr == minpc
-      if blocked is None or not blocked.any():
+      if (waiting is None or not waiting.any()) and minpc not in self.counted_barriers:
         if (m == (alive if alive is not None else True)).all():
-          pc, pcs, blocked = minpc, None, None
+          pc, pcs = minpc, None
           continue
       ins = code[minpc]
       kind = self.step(b, minpc, m)
@@ -251,23 +265,16 @@ class Executor:
         ex = m if g is None else m & g
         alive = ~ex if alive is None else alive & ~ex
         pcs = np.where(ex, DEAD, np.where(m, pcs + 1, pcs))
-      elif kind == "bar":
+      elif kind in ("sync", "count", "arrive"):
         g = self.guard(b, ins, m)
         arr = m if g is None else m & g
-        blocked = arr if blocked is None else blocked | arr
-        pcs = np.where(m & ~arr, pcs + 1, pcs)
-        self.release(b, alive, blocked, pcs)
+        if bars is None: bars = Barriers(b)
+        try: bars.arrive(self, ins, kind, arr)
+        except Unsupported as u: raise SMFault("unsupported", None, self.kernel.name, ins.line, f"{ins.text}: {u} is not supported by the emulated SM") from None
+        pcs = np.where(m & ~arr if kind != "arrive" else m, pcs + 1, pcs)
+        rel = bars.release(alive)
+        if rel is not None: pcs[rel] += 1
       elif kind == "trap": raise self.fault("trap", None, "trap instruction executed")
-
-  def release(self, b: Batch, alive, blocked, pcs) -> bool:
-    """Let every block whose live threads all wait at a barrier go on; whether any did (pcs, blocked in place)."""
-    al = np.ones(b.T, bool) if alive is None else alive
-    done = (blocked | ~al).reshape(b.nblk, b.bs).all(1) & blocked.reshape(b.nblk, b.bs).any(1)
-    if not done.any(): return False
-    rel = blocked & np.repeat(done, b.bs)
-    pcs[rel] += 1
-    blocked[rel] = False
-    return True
 
   def guard(self, b: Batch, ins: Instr, m):
     if ins.pred is None: return None
@@ -286,10 +293,8 @@ class Executor:
     op = ins.op
     if op in ("bra", "exit", "ret", "trap"): return op
     if op in ("bar", "barrier") and ins.mods[:1] != ("warp",):
-      # bar.sync / barrier.sync[.aligned] / bar.cta.sync on barrier 0..15 with every thread; arrive/red/counts are not modelled
-      if not ({"sync"} <= set(ins.mods) <= {"sync", "aligned", "cta"}) or len(ins.args) > 1:
-        raise self.fault("unsupported", None, f"{ins.text}: only bar.sync / barrier.sync without a thread count is supported")
-      return "bar"
+      try: return barrier_kind(ins)
+      except Unsupported as u: raise self.fault("unsupported", None, f"{ins.text}: {u}") from None
     g = self.guard(b, ins, m)
     mm = g if m is None else (m if g is None else m & g)
     if mm is not None and not mm.any(): return None

@@ -91,6 +91,7 @@ class Instr:
   line: int
   col: int
   text: str
+  why: str | None = None     # set on a call the SM cannot inline: the reason it faults when reached (calls.py)
 
   @property
   def types(self) -> list[str]:
@@ -130,6 +131,7 @@ class Kernel:
   instrs: list[Instr] = field(default_factory=list)
   labels: dict[str, int] = field(default_factory=dict)
   line: int = 0
+  call_params: set = field(default_factory=set)   # scoped .param variables of calls: per-thread memory (calls.py)
   fast: list | None = None   # fast.compile_kernel's closures, one per instruction, made at the first launch
 
 
@@ -178,6 +180,7 @@ class _Parser:
     self.i = 0
     self.lines = text.split("\n")
     self.module_shared: dict[str, Variable] = {}
+    self.funcs: dict = {}   # .func name -> calls.Func
 
   # --- token helpers ---------------------------------------------------------------------------------------
   def peek(self, k: int = 0) -> Tok | None:
@@ -238,7 +241,10 @@ class _Parser:
       else:
         raise self.err(t, f"unexpected {t.text!r} at module level: expected a directive (.version, .target, .address_size, "
                           ".entry, .func, .global, .const, .shared)")
-    for k in kernels.values(): self._add_module_shared(k)
+    from .calls import inline_calls
+    for k in kernels.values():
+      inline_calls(k, self.funcs, self.name)
+      self._add_module_shared(k)
     if "version" not in header: raise PTXError(self.name, 1, 1, "missing .version directive: PTX text starts with .version X.Y")
     if "target" not in header: raise PTXError(self.name, 1, 1, "missing .target directive: PTX text names its target (.target sm_XX)")
     return kernels, consts, header
@@ -293,16 +299,43 @@ class _Parser:
     else: raise self.err(t, f"expected .entry, .func or a variable after {' '.join(linkage)}, found {t.text!r}")
 
   def _func(self) -> None:
-    t = self.next(".func")
-    # a device function: the SM runs only fully inlined kernels; a declaration (`;`) is fine, a body is refused at `call`
-    depth = 0
-    while True:
-      u = self.next("the end of the .func")
-      if u.text == "{": depth += 1
-      elif u.text == "}":
-        depth -= 1
-        if depth == 0: return
-      elif u.text == ";" and depth == 0: return
+    """A device function: `.func [(.param ret)] name[(.param ...)] { body }` or a declaration ending in `;`."""
+    from .calls import Func
+    self.next(".func")
+    rets = self._param_list() if self.peek() is not None and self.peek().text == "(" else []
+    nt = self.next("the function's name")
+    if nt.kind != "id" or nt.text.startswith((".", "%")): raise self.err(nt, f"expected the function's name, found {nt.text!r}")
+    params = self._param_list() if self.peek() is not None and self.peek().text == "(" else []
+    while self.peek() is not None and self.peek().text in (".noreturn", ".attribute", ".pragma"):
+      if self.next("").text != ".noreturn":
+        self._skip_parens()
+    if self.accept(";"):
+      self.funcs.setdefault(nt.text, Func(None, [v.name for v in rets], [v.name for v in params]))
+      return
+    self.expect("{")
+    f = Kernel(nt.text, line=nt.line)
+    self._body(f)
+    self.funcs[nt.text] = Func(f, [v.name for v in rets], [v.name for v in params])
+
+  def _param_list(self) -> list[Variable]:
+    self.expect("(")
+    out = []
+    while not self.accept(")"):
+      t = self.peek()
+      if t is None or t.text not in (".param", ".reg"): raise self.err(t, "expected .param in the function's parameter list")
+      if t.text == ".reg": raise self.err(t, ".reg function parameters are not supported: the emulated SM passes .param variables")
+      out.append(self._param())
+      if not self.accept(","):
+        self.expect(")")
+        break
+    return out
+
+  def _skip_parens(self) -> None:
+    if not self.accept("("): return
+    depth = 1
+    while depth:
+      t = self.next("')'")
+      depth += {"(": 1, ")": -1}.get(t.text, 0)
 
   def _variable(self, space: str, extern: bool) -> Variable:
     start = self.next("a state space")
@@ -436,7 +469,9 @@ class _Parser:
           o = _align(k.local_bytes, v.align)
           k.local[v.name] = (o, v)
           k.local_bytes = o + v.size
-        elif sp == "param": pass  # call arguments: calls are refused where they occur
+        elif sp == "param":
+          from .calls import declare_call_param
+          declare_call_param(k, v)
         else: raise self.err(t, f"{t.text} declarations belong at module scope")
       elif t.text in (".loc", ".pragma", ".file"): self._skip_statement()
       elif t.kind == "id" and self.peek(1) is not None and self.peek(1).text == ":" and not t.text.startswith("%"):
