@@ -286,6 +286,60 @@ def cuda_cases():
   yield "local_array", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(o[0], np.array(
     [sum(v * (((k * 7 + v) & 15) + 1) for k in range(0, 16, 3)) for v in i.tolist()], np.int64).astype(np.int32))
 
+  # device-function calls
+  poly = lambda x, y: (x.astype(np.int64) ** 2 - 3 * y + 7).astype(np.int32)
+  gid = np.arange(4096, dtype=np.int64)
+  def steps(v):
+    out = []
+    for x in v.tolist():
+      x, n = x | 1, 0
+      while x != 1 and n < 500: x, n = ((3 * x + 1) & 0xffffffff if x & 1 else x >> 1), n + 1
+      out.append(n)
+    return np.array(out, np.int64)
+  outer = lambda x: poly(x, x + 1).astype(np.int64) + poly(x >> 2, np.int64(5))
+  yield "call_simple", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(o[0], poly(i, gid))
+  yield "call_divergent", lambda: [np.zeros(4096, np.int64), i], (16,), (256,), lambda o: np.array_equal(
+    o[0], np.where(i > 0, steps(i & 0xffff), poly(i, np.int64(1))))
+  yield "call_nested", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(
+    o[0], (outer(i.astype(np.int64)) + outer(gid)).astype(np.int32))
+  yield "call_mixed_types", lambda: [np.zeros(4096, np.float32), i], (16,), (256,), lambda o: np.array_equal(
+    o[0], (i.astype(np.float32) * np.float32(0.5)) * gid.astype(np.float32) + i.astype(np.int16).astype(np.float32))
+  # barriers with a thread count and bar.arrive
+  blk = i.reshape(16, 256)
+  yield "barrier_count", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(o[0].reshape(16, 256), np.concatenate(
+    [np.zeros((16, 64), np.int32), blk[:, :64] * 3 + 1, np.full((16, 128), -1, np.int32)], 1))
+  yield "barrier_arrive", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(o[0].reshape(16, 256), np.concatenate(
+    [np.zeros((16, 64), np.int32), (blk[:, :64] ^ 0x55)[:, ::-1], np.full((16, 128), -2, np.int32)], 1))
+  # mad.cc / madc chain: the 128-bit product
+  w = rng.integers(0, 1 << 64, 2 * 1024, dtype=np.uint64)
+  w[:4] = [0xffffffffffffffff, 0xffffffffffffffff, 0, 0xffffffff00000001]
+  prod = [int(x) * int(y) for x, y in zip(w[0::2].tolist(), w[1::2].tolist())]
+  want128 = np.array([[p & (2 ** 64 - 1), p >> 64] for p in prod], np.uint64).reshape(-1)
+  yield "mad_carry_chain", lambda: [np.zeros(2048, np.uint64), w], (4,), (256,), lambda o: np.array_equal(o[0], want128)
+  # mma.sync: D = A @ B + C from numpy on the same (exactly representable) inputs
+  for name, (k, fmt) in MMA.items():
+    A, B, C, ab = mma_inputs(rng, k, fmt)
+    want = (A.astype(np.float64) @ B.astype(np.float64) + C).astype(np.float32)
+    yield name, (lambda ab=ab, C=C: [np.zeros((16, 8), np.float32), *ab, C.astype(np.float32)]), (1,), (32,), (
+      lambda o, want=want: np.allclose(o[0], want, rtol=1e-6, atol=1e-6))
+
+
+MMA = {"mma_f16_m16n8k16": (16, "f16"), "mma_bf16_m16n8k16": (16, "bf16"), "mma_f16_m16n8k8": (8, "f16"),
+       "mma_bf16_m16n8k8": (8, "bf16"), "mma_tf32_m16n8k8": (8, "tf32")}
+
+
+def mma_inputs(rng, k: int, fmt: str):
+  """A (16xk), B (kx8) in fmt as float64 values, C (16x8) f32, and A, B as the raw arrays the kernel reads."""
+  A, B = rng.standard_normal((16, k)), rng.standard_normal((k, 8))
+  C = rng.standard_normal((16, 8)).astype(np.float32).astype(np.float64)
+  if fmt == "f16":
+    raw = [A.astype(np.float16), B.astype(np.float16)]
+    return raw[0].astype(np.float64), raw[1].astype(np.float64), C, [x.view(np.uint16) for x in raw]
+  bits = [x.astype(np.float32).view(np.uint32) & np.uint32(0xffff0000 if fmt == "bf16" else 0xffffe000) for x in (A, B)]
+  vals = [x.view(np.float32).astype(np.float64) for x in bits]
+  raw = [(x >> np.uint32(16)).astype(np.uint16) for x in bits] if fmt == "bf16" else bits
+  return vals[0], vals[1], C, raw
+
 
 @pytest.mark.parametrize("name,make,grid,block,check", list(cuda_cases()), ids=[c[0] for c in cuda_cases()])
 def test_cuda_kernel(cuda_mod, name, make, grid, block, check):

@@ -120,4 +120,70 @@ __global__ void local_array(int* out, const int* in) {
   int s = 0; for (int k = 0; k < 16; k += 3) s += a[(k * 7 + v) & 15];
   out[GID] = s;
 }
+
+// --- device-function calls (noinline: a real call in the PTX) ---
+__device__ __attribute__((noinline)) int poly(int x, int y) { return x * x - 3 * y + 7; }
+__device__ __attribute__((noinline)) long long collatz_steps(unsigned x, int limit) {
+  long long n = 0; x = x | 1; while (x != 1 && n < limit) { x = (x & 1) ? 3 * x + 1 : x >> 1; n++; } return n; }
+__device__ __attribute__((noinline)) int outer_fn(int x) { return poly(x, x + 1) + poly(x >> 2, 5); }
+__device__ __attribute__((noinline)) float mix3(float a, double b, short c) { return a * (float)b + c; }
+__global__ void call_simple(int* out, const int* in) { out[GID] = poly(in[GID], GID); }
+__global__ void call_divergent(long long* out, const int* in) {
+  int v = in[GID]; out[GID] = v > 0 ? collatz_steps(v & 0xffff, 500) : poly(v, 1); }
+__global__ void call_nested(int* out, const int* in) { out[GID] = outer_fn(in[GID]) + outer_fn(GID); }
+__global__ void call_mixed_types(float* out, const int* in) { int v = in[GID]; out[GID] = mix3((float)v * 0.5f, (double)GID, (short)v); }
+// --- barriers with a thread count, and bar.arrive: warps 0-1 produce, warps 2-3 consume, warps 4-7 never take part ---
+__global__ void barrier_count(int* out, const int* in) {
+  __shared__ int s[64]; int l = threadIdx_x;
+  if (l < 64) { s[l] = in[GID] * 3; __nvvm_barrier_sync_cnt(1, 128); }
+  else if (l < 128) { __nvvm_barrier_sync_cnt(1, 128); out[GID] = s[l - 64] + 1; }
+  else out[GID] = -1;
+}
+__global__ void barrier_arrive(int* out, const int* in) {
+  __shared__ int s[64]; int l = threadIdx_x;
+  if (l < 64) { s[l] = in[GID] ^ 0x55; asm volatile("bar.arrive 2, 128;" ::: "memory"); }
+  else if (l < 128) { asm volatile("bar.sync 2, 128;" ::: "memory"); out[GID] = s[127 - l]; }
+  else out[GID] = -2;
+}
+// --- extended precision: a 64x64 -> 128-bit product with mad.lo.cc / madc.hi.cc / madc.hi (32-bit limbs) ---
+__global__ void mad_carry_chain(unsigned long long* out, const unsigned long long* in) {
+  unsigned long long x = in[2 * GID], y = in[2 * GID + 1];
+  unsigned a0 = (unsigned)x, a1 = (unsigned)(x >> 32), b0 = (unsigned)y, b1 = (unsigned)(y >> 32), r0, r1, r2, r3;
+  asm("{\n\t.reg .u32 t1, t2;\n\t"
+      "mul.lo.u32 %0, %4, %6;\n\tmul.hi.u32 %1, %4, %6;\n\t"
+      "mad.lo.cc.u32 %1, %4, %7, %1;\n\tmadc.hi.u32 %2, %4, %7, 0;\n\t"
+      "mad.lo.cc.u32 %1, %5, %6, %1;\n\tmadc.hi.cc.u32 %2, %5, %6, %2;\n\taddc.u32 %3, 0, 0;\n\t"
+      "mad.lo.cc.u32 %2, %5, %7, %2;\n\tmadc.hi.u32 %3, %5, %7, %3;\n\t}"
+      : "=&r"(r0), "=&r"(r1), "=&r"(r2), "=&r"(r3) : "r"(a0), "r"(a1), "r"(b0), "r"(b1));
+  out[2 * GID] = r0 | (unsigned long long)r1 << 32; out[2 * GID + 1] = r2 | (unsigned long long)r3 << 32;
+}
+// --- mma.sync: one warp per block; fragments loaded and D stored by the ISA's layouts (PTX ISA 9.7.14.5.7-8) ---
+#define MMA_C float rc[4], rd[4]; for (int i = 0; i < 4; i++) rc[i] = c[(g + 8 * (i >> 1)) * 8 + t * 2 + (i & 1)];
+#define MMA_D for (int i = 0; i < 4; i++) d[(g + 8 * (i >> 1)) * 8 + t * 2 + (i & 1)] = rd[i];
+#define PAIR(p, i, j) ((unsigned)(p)[i] | (unsigned)(p)[j] << 16)
+#define MMA_OUT "=f"(rd[0]), "=f"(rd[1]), "=f"(rd[2]), "=f"(rd[3])
+#define MMA_CIN "f"(rc[0]), "f"(rc[1]), "f"(rc[2]), "f"(rc[3])
+#define MMA_K16(NAME, T) __global__ void NAME(float* d, const unsigned short* a, const unsigned short* b, const float* c) { \
+  int l = threadIdx_x, g = l >> 2, t = l & 3; unsigned ra[4], rb[2]; MMA_C \
+  for (int r = 0; r < 4; r++) { int row = g + 8 * (r & 1), col = t * 2 + 8 * (r >> 1); ra[r] = PAIR(a, row * 16 + col, row * 16 + col + 1); } \
+  for (int r = 0; r < 2; r++) { int k = t * 2 + 8 * r; rb[r] = PAIR(b, k * 8 + g, (k + 1) * 8 + g); } \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." T "." T ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" \
+    : MMA_OUT : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]), MMA_CIN); MMA_D }
+#define MMA_K8(NAME, T) __global__ void NAME(float* d, const unsigned short* a, const unsigned short* b, const float* c) { \
+  int l = threadIdx_x, g = l >> 2, t = l & 3; unsigned ra[2], rb; MMA_C \
+  for (int r = 0; r < 2; r++) { int row = g + 8 * r; ra[r] = PAIR(a, row * 8 + t * 2, row * 8 + t * 2 + 1); } \
+  rb = PAIR(b, t * 2 * 8 + g, (t * 2 + 1) * 8 + g); \
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32." T "." T ".f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};" \
+    : MMA_OUT : "r"(ra[0]), "r"(ra[1]), "r"(rb), MMA_CIN); MMA_D }
+MMA_K16(mma_f16_m16n8k16, "f16")
+MMA_K16(mma_bf16_m16n8k16, "bf16")
+MMA_K8(mma_f16_m16n8k8, "f16")
+MMA_K8(mma_bf16_m16n8k8, "bf16")
+__global__ void mma_tf32_m16n8k8(float* d, const unsigned* a, const unsigned* b, const float* c) {
+  int l = threadIdx_x, g = l >> 2, t = l & 3; unsigned ra[4], rb[2]; MMA_C
+  for (int i = 0; i < 4; i++) ra[i] = a[(g + 8 * (i & 1)) * 8 + t + 4 * (i >> 1)];
+  for (int i = 0; i < 2; i++) rb[i] = b[(t + 4 * i) * 8 + g];
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
+    : MMA_OUT : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]), MMA_CIN); MMA_D
+}
 }

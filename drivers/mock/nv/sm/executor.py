@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from . import floats as F
-from . import calls, ops_alu, ops_mem, ops_warp  # noqa: F401  (they fill OPS)
+from . import calls, ops_alu, ops_mem, ops_mma, ops_warp  # noqa: F401  (they fill OPS)
 from .barriers import Barriers, barrier_kind
 from .errors import SMFault
 from .fast import compile_kernel

@@ -19,7 +19,7 @@ def _arith(ex: Executor, b: Batch, ins: Instr, m) -> None:
   t = mods_type(ins)
   o = ins.op
   if "cc" in ins.mods:
-    if o not in ("add", "sub"): raise Unsupported(f"{o}.cc (extended-precision multiply-add)")
+    if o not in ("add", "sub", "mad") or "wide" in ins.mods: raise Unsupported(f"{o}.cc")
     return _carry(ex, b, ins, m)
   if is_float(t) or packed(t):
     fop = {"add": "add", "sub": "sub", "mul": "mul", "mad": "fma", "fma": "fma"}[o]
@@ -63,20 +63,26 @@ def _arith(ex: Executor, b: Batch, ins: Instr, m) -> None:
   ex.wr(b, ins.args[0], as_uint(p, n) + as_uint(d, n), wt, m)
 
 
-@op("addc", "subc")
+@op("addc", "subc", "madc")
 def _carry(ex, b, ins, m):
-  """add.cc/addc/sub.cc/subc (PTX 9.7.2): CC.CF is the carry out of an add and the borrow out of a subtract;
-  addc adds it, subc subtracts it. The flag is a hidden per-thread register."""
+  """add.cc/addc/sub.cc/subc (PTX 9.7.2.1-4) and mad.cc/madc (9.7.2.5-6): CC.CF is the carry out of an add and the
+  borrow out of a subtract; addc adds it, subc subtracts it; mad{c}.lo/.hi adds c (and CF) to the product's low or high
+  half. The flag is a hidden per-thread register."""
   t = mods_type(ins)
   n = type_bytes(t)
-  a = as_uint(ex.rd(b, ins.args[1], t), n).astype(np.uint64)
-  c = as_uint(ex.rd(b, ins.args[2], t), n).astype(np.uint64)
+  if ins.op.startswith("mad"):
+    p = I.mul("hi" if "hi" in ins.mods else "lo", t, ex.rd(b, ins.args[1], t), ex.rd(b, ins.args[2], t))
+    a, c, add = as_uint(p, n).astype(np.uint64), as_uint(ex.rd(b, ins.args[3], t), n).astype(np.uint64), True
+  else:
+    a = as_uint(ex.rd(b, ins.args[1], t), n).astype(np.uint64)
+    c = as_uint(ex.rd(b, ins.args[2], t), n).astype(np.uint64)
+    add = ins.op.startswith("add")
   cf = b.regs.get(CARRY, np.zeros(1, np.uint64)).astype(np.uint64) if ins.op.endswith("c") else np.uint64(0)
   if n == 4:
-    full = a + c + cf if ins.op.startswith("add") else a - c - cf
+    full = a + c + cf if add else a - c - cf
     d, out = full & np.uint64(0xffffffff), (full >> np.uint64(32)) & np.uint64(1)
   else:
-    if ins.op.startswith("add"):
+    if add:
       d = a + c + cf
       out = ((d < a) | ((cf == 1) & (d == a))).astype(np.uint64)
     else:

@@ -152,9 +152,10 @@ def _barwarp(ex, b, ins, m):
   pass   # bar.warp.sync: the lanes of a warp run in lockstep here
 
 
-@op("call")
-def _call(ex, b, ins, m):
-  raise Unsupported("call (the SM runs kernels whose device functions are inlined)")
+@op("tex", "tld4", "txq", "suld", "sust", "sured", "suq", "istypep")
+def _texture(ex, b, ins, m):
+  raise Unsupported(f"{ins.op} (texture and surface access: the emulated SM has no texture unit; the sampler's filtering, "
+                    "addressing modes and the descriptor heap the driver would fill are not modelled)")
 
 
 # --- atomics ------------------------------------------------------------------------------------------------------

@@ -131,6 +131,7 @@ class Kernel:
   instrs: list[Instr] = field(default_factory=list)
   labels: dict[str, int] = field(default_factory=dict)
   line: int = 0
+  plain_regs: bool = False   # some register is declared without '%'
   call_params: set = field(default_factory=set)   # scoped .param variables of calls: per-thread memory (calls.py)
   fast: list | None = None   # fast.compile_kernel's closures, one per instruction, made at the first launch
 
@@ -479,6 +480,7 @@ class _Parser:
         if t.text in k.labels: raise self.err(t, f"label {t.text!r} defined twice")
         k.labels[t.text] = len(k.instrs)
       else: k.instrs.append(self._instr())
+    if k.plain_regs: k.instrs = [_plain_regs(ins, k.regs) for ins in k.instrs]
     for ins in k.instrs:
       for a in ins.args:
         if isinstance(a, Sym) and ins.op in ("bra", "brx") and a.name not in k.labels:
@@ -508,7 +510,11 @@ class _Parser:
     if vec != 1: raise self.err(self.peek(), "vector registers (.reg .v2/.v4) are not supported; declare scalar registers")
     while True:
       t = self.next("a register name")
-      if t.kind != "id" or not t.text.startswith("%"): raise self.err(t, f"expected a register name (%name), found {t.text!r}")
+      if t.kind != "id" or t.text.startswith("."): raise self.err(t, f"expected a register name (%name), found {t.text!r}")
+      if not t.text.startswith("%"): k.plain_regs = True   # a scoped `{ .reg .b32 tmp; ... }` as LLVM writes one
+      if t.text in k.regs and k.regs[t.text] != typ:
+        raise self.err(t, f"register {t.text} declared again as .{typ} (it is .{k.regs[t.text]}): the emulated SM keeps one "
+                          "register namespace per kernel, so a scoped redeclaration must keep the type")
       if self.accept("<"):
         n = self.number("the register count")
         self.expect(">")
@@ -599,6 +605,16 @@ class _Parser:
         self.accept(",")
       return Vec(tuple(items))
     raise self.err(t, f"unexpected {t.text!r}: expected an operand (register, immediate, [address], {{vector}}, label)")
+
+
+def _plain_regs(ins: Instr, regs: dict) -> Instr:
+  """ins with the names of registers declared without '%' (parsed as symbols) as registers."""
+  def fix(a):
+    if isinstance(a, Sym) and a.name in regs: return Reg(a.name)
+    if isinstance(a, Addr) and isinstance(a.base, Sym) and a.base.name in regs: return Addr(Reg(a.base.name), a.offset)
+    if isinstance(a, Vec): return Vec(tuple(fix(x) for x in a.items))
+    return a
+  return Instr(ins.op, ins.mods, tuple(fix(a) for a in ins.args), ins.pred, ins.pred_neg, ins.line, ins.col, ins.text, ins.why)
 
 
 SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid)(\.[xyz])?|%(laneid|warpid|nwarpid|smid|nsmid|gridid|clock|clock64|globaltimer|"
