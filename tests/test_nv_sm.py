@@ -426,3 +426,113 @@ def test_f64_overflow_by_rounding_mode(mode, want):
 def test_cache_qualifiers_parse_and_do_not_change_values():
   r = run1("st.global.L1::no_allocate.u32 [%rd3], %r0;\nld.global.nc.L1::evict_last.L2::256B.u32 %r1, [%rd3];\nadd.u32 %r1, %r1, 1;")
   assert (r == np.arange(32) + 1).all()
+
+
+# --- calls, counted barriers, refused forms -----------------------------------------------------------------------
+FUNCS = """.func (.param .b32 ret) twice(.param .b32 x)
+{
+.reg .b32 %r<3>;
+ld.param.b32 %r1, [x];
+add.u32 %r2, %r1, %r1;
+st.param.b32 [ret], %r2;
+ret;
+}
+.func (.param .b32 ret) down(.param .b32 x)
+{
+.reg .b32 %r<4>;
+.reg .pred %p<2>;
+ld.param.b32 %r1, [x];
+setp.eq.u32 %p1, %r1, 0;
+@%p1 bra DONE;
+sub.u32 %r2, %r1, 1;
+{
+.param .b32 a;
+.param .b32 b;
+st.param.b32 [a], %r2;
+call.uni (b), down, (a);
+ld.param.b32 %r1, [b];
+}
+DONE:
+st.param.b32 [ret], %r1;
+ret;
+}
+.extern .func (.param .b32 ret) vprintf(.param .b64 fmt, .param .b64 args);
+"""
+
+
+def called(body: str) -> PTXModule:
+  return PTXModule.parse(HEAD + FUNCS + ".visible .entry k(.param .u64 out)\n{\n.reg .b32 %r<20>;\n.reg .b64 %rd<20>;\n.reg .pred %p<8>;\n"
+                         "ld.param.u64 %rd1, [out];\nmov.u32 %r0, %tid.x;\nmul.wide.u32 %rd2, %r0, 4;\nadd.s64 %rd3, %rd1, %rd2;\n"
+                         + body + "\nst.global.u32 [%rd3], %r1;\nret;\n}\n", "calls.ptx")
+
+
+def test_call_passes_parameters_and_returns_through_param_variables():
+  mod = called("{\n.param .b32 p0;\n.param .b32 r0;\nst.param.b32 [p0], %r0;\ncall.uni (r0), twice, (p0);\nld.param.b32 %r1, [r0];\n}")
+  out = np.zeros(32, np.uint32)
+  launch(mod, "k", [out], (1,), (32,))
+  assert (out == 2 * np.arange(32)).all()
+
+
+@pytest.mark.parametrize("body,what,line", [
+  ("setp.lt.u32 %p1, %r0, 4;\n@%p1 bra SKIP;\n{\n.param .b32 p0;\n.param .b32 r0;\nst.param.b32 [p0], %r0;\n"
+   "call.uni (r0), down, (p0);\nld.param.b32 %r1, [r0];\n}\nSKIP:", "recursive call (down -> down", 24),
+  ("{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\ncall.uni (r), vprintf, (f, a);\n}", "no body in this module", 45),
+  ("call.uni (%r1), %rd1, (%r0);", "indirect call through %rd1", 41),
+])
+def test_calls_the_sm_cannot_inline_fault_where_reached(body, what, line):
+  """Recursion (the SM keeps no call stack), an external function and an indirect call fault at the call's line (for
+  recursion: the call inside `down`, once `down` itself is inlined into the kernel)."""
+  with pytest.raises(SMFault) as e: launch(called(body), "k", [np.zeros(32, np.uint32)], (1,), (32,))
+  assert e.value.kind == "unsupported" and what in str(e.value) and e.value.ptx_line == line, str(e.value)
+
+
+def test_counted_barrier_waits_for_its_count_and_bar_arrive_does_not_wait():
+  """Warp 0 arrives (bar.arrive 1, 64), warp 1 waits (bar.sync 1, 64) and then reads what warp 0 wrote; warp 2 never
+  takes part: the barrier completes with 64 threads."""
+  body = """.shared .b32 s[32];
+mov.u32 %r1, 0;
+setp.ge.u32 %p1, %r0, 64;
+@%p1 bra END;
+setp.ge.u32 %p2, %r0, 32;
+@%p2 bra WAIT;
+shl.b32 %r4, %r0, 2;
+mul.lo.u32 %r5, %r0, 5;
+st.shared.u32 [s+%r4], %r5;
+bar.arrive 1, 64;
+bra.uni END;
+WAIT:
+bar.sync 1, 64;
+sub.u32 %r4, %r0, 32;
+shl.b32 %r4, %r4, 2;
+ld.shared.u32 %r1, [s+%r4];
+END:"""
+  body = body.replace("[s+%r4]", "[%rd5]").replace("shl.b32 %r4, %r0, 2;", "mul.wide.u32 %rd4, %r0, 4;\nmov.u64 %rd6, s;\nadd.s64 %rd5, %rd6, %rd4;")
+  body = body.replace("shl.b32 %r4, %r4, 2;", "mul.wide.u32 %rd4, %r4, 4;\nmov.u64 %rd6, s;\nadd.s64 %rd5, %rd6, %rd4;")
+  out = run1(body, n=96)
+  assert (out[:32] == 0).all() and (out[32:64] == np.arange(32) * 5).all() and (out[64:] == 0).all()
+
+
+@pytest.mark.parametrize("body,kind,what", [
+  ("bar.sync 1, 48;", "unsupported", "multiple of the warp size"),
+  ("bar.sync 1, 64;", "barrier", "can never complete"),
+  ("bar.red.popc.u32 %r1, 0, %p1;", "unsupported", "bar.red is not"),
+])
+def test_barriers_that_cannot_complete_or_are_not_modelled_fault(body, kind, what):
+  with pytest.raises(SMFault) as e: run1(body)
+  assert e.value.kind == kind and what in str(e.value), str(e.value)
+
+
+MMA_REGS = ".reg .b32 %r<20>;\n.reg .b64 %rd<20>;\n.reg .pred %p<8>;\n.reg .f32 %f<8>;"
+
+
+@pytest.mark.parametrize("text,n,what", [
+  ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0,%f1,%f2,%f3}, {%r2,%r3,%r4,%r5}, {%r6,%r7}, {%f4,%f5,%f6,%f7};", 16, "partial warp"),
+  ("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%r10,%r11}, {%r2,%r3,%r4,%r5}, {%r6,%r7}, {%r12,%r13};", 32, "this mma form"),
+  ("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%f0,%f1,%f2,%f3}, {%r2,%r3}, {%r6,%r7}, {%f4,%f5,%f6,%f7};", 32, "this mma form"),
+  ("wgmma.fence.sync.aligned;", 32, "asynchronous warpgroup MMA"),
+  ("tex.2d.v4.f32.f32 {%f0,%f1,%f2,%f3}, [%rd1, {%f4,%f5}];", 32, "no texture unit"),
+  ("suld.b.1d.b32.trap {%r2}, [%rd1, {%r3}];", 32, "no texture unit"),
+])
+def test_refused_matrix_and_texture_forms_say_why(text, n, what):
+  with pytest.raises(SMFault) as e: run1(text, n=n)
+  assert e.value.kind == "unsupported" and what in str(e.value), str(e.value)

@@ -50,10 +50,10 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> np.ndarray:
   return got == want
 
 
-def run_group(cases: dict, inputs, arch: str = "sm_80"):
+def run_group(cases: dict, inputs, arch: str = "sm_80", helpers: str = ""):
   """Compile cases (name -> (arg types, result type, body)) for the SM and the host, run both; yields
   (name, sm result, host result, args)."""
-  dev, host = C.module(cases)
+  dev, host = C.module(cases, helpers)
   mod = PTXModule.parse(ir_to_ptx(dev, arch), "corpus.ptx")
   jit = HostJIT(host)
   for name, (targs, tout, _) in cases.items():
@@ -113,6 +113,90 @@ def test_float_conversions_match_host():
       bad.append(f"{n}[{i}]: SM {s[i]!r} host {h[i]!r} from {args[0][i]!r}")
   assert not bad, "\n".join(bad)
 
+
+def test_device_function_calls_match_host():
+  """Calls of noinline functions (a loop, several returns, a struct return, nested calls, mixed argument types)."""
+  rng = np.random.default_rng(11)
+  def inputs(ty, k):
+    if ty in ("float", "double"): return floats(ty, rng)
+    v = ints(ty, rng)
+    return v if ty != "i32" or k != 1 else v & 0x7fff   # small divisors: gcd loops of a few steps
+  bad = [(n, int(np.argmax(~same_bits(s, h)))) for n, s, h, _ in run_group(C.call_cases(), inputs, helpers=C.HELPERS)
+         if not same_bits(s, h).all()]
+  assert not bad, f"calls differ from the host: {bad}"
+
+
+MMA_IR = {  # PTX form -> (LLVM intrinsic, A registers, B registers, fragment register type in the IR)
+  "m16n8k16_f16": ("llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 4, 2, "<2 x half>"),
+  "m16n8k16_bf16": ("llvm.nvvm.mma.m16n8k16.row.col.bf16", 4, 2, "i32"),
+  "m16n8k8_f16": ("llvm.nvvm.mma.m16n8k8.row.col.f32.f32", 2, 1, "<2 x half>"),
+  "m16n8k8_bf16": ("llvm.nvvm.mma.m16n8k8.row.col.bf16", 2, 1, "i32"),
+  "m16n8k8_tf32": ("llvm.nvvm.mma.m16n8k8.row.col.tf32", 4, 2, "i32"),
+}
+
+
+def isa_position(form: str, operand: str, lane: int, i: int) -> tuple[int, int]:
+  """(row, column) of element i of a lane's fragment, as the PTX ISA's "Matrix Fragments for mma.m16n8k16 / k8"
+  sections state them (written out here, independently of the emulated SM)."""
+  g, t = lane >> 2, lane % 4
+  if operand == "C": return (g if i < 2 else g + 8), t * 2 + (i & 1)
+  if form.endswith("tf32"):
+    if operand == "A": return (g if i in (0, 2) else g + 8), (t if i in (0, 1) else t + 4)
+    return (t if i == 0 else t + 4), g
+  if form.startswith("m16n8k16"):
+    if operand == "A": return (g if i in (0, 1, 4, 5) else g + 8), t * 2 + (i & 1) + (8 if i >= 4 else 0)
+    return t * 2 + (i & 1) + (8 if i >= 2 else 0), g
+  if operand == "A": return (g if i < 2 else g + 8), t * 2 + (i & 1)
+  return t * 2 + i, g
+
+
+def mma_ir(name: str, intr: str, na: int, nb: int, ft: str) -> str:
+  """A kernel: each lane loads its na + nb fragment words and 4 accumulators, runs the intrinsic, stores its 4 results."""
+  n = na + nb
+  lines = ["%l = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()", "%l64 = zext i32 %l to i64", f"%ab0 = mul i64 %l64, {n}", "%c0 = mul i64 %l64, 4"]
+  for j in range(n):
+    lines += [f"%ia{j} = add i64 %ab0, {j}", f"%pa{j} = getelementptr i32, ptr addrspace(1) %ab, i64 %ia{j}", f"%w{j} = load i32, ptr addrspace(1) %pa{j}"]
+    lines += [f"%v{j} = bitcast i32 %w{j} to {ft}"] if ft != "i32" else [f"%v{j} = add i32 %w{j}, 0"]
+  for j in range(4):
+    lines += [f"%ic{j} = add i64 %c0, {j}", f"%pc{j} = getelementptr float, ptr addrspace(1) %c, i64 %ic{j}", f"%f{j} = load float, ptr addrspace(1) %pc{j}"]
+  args = ", ".join([f"{ft} %v{j}" for j in range(n)] + [f"float %f{j}" for j in range(4)])
+  lines.append(f"%r = call {{float, float, float, float}} @{intr}({args})")
+  for j in range(4):
+    lines += [f"%d{j} = extractvalue {{float, float, float, float}} %r, {j}", f"%po{j} = getelementptr float, ptr addrspace(1) %out, i64 %ic{j}",
+              f"store float %d{j}, ptr addrspace(1) %po{j}"]
+  sig = ", ".join([ft] * n + ["float"] * 4)
+  return (f"declare {{float, float, float, float}} @{intr}({sig})\n"
+          f"define void @{name}(ptr addrspace(1) %out, ptr addrspace(1) %ab, ptr addrspace(1) %c) {{\n" + "\n".join(lines) + "\nret void\n}\n")
+
+
+@pytest.mark.parametrize("form", list(MMA_IR))
+def test_mma_from_llvm_ir_matches_numpy(form):
+  """mma.sync through llvmlite's NVPTX intrinsics: fragments laid out and D read back by the ISA's positions."""
+  intr, na, nb, ft = MMA_IR[form]
+  k = int(form.split("_")[0].split("k")[1])
+  ab = form.split("_")[1]
+  rng = np.random.default_rng(12)
+  A, B, C, _ = mma_inputs(rng, k, ab)
+  per = 1 if ab == "tf32" else 2   # elements per .b32 register
+  bits = lambda v: int(np.float16(v).view(np.uint16)) if ab == "f16" else int(np.float32(v).view(np.uint32)) >> (16 if ab == "bf16" else 0)
+  words = np.zeros((32, na + nb), np.uint32)
+  cfrag = np.zeros((32, 4), np.float32)
+  for lane in range(32):
+    for opnd, M, nreg, base in (("A", A, na, 0), ("B", B, nb, na)):
+      for i in range(nreg * per):
+        r, c = isa_position(form, opnd, lane, i)
+        words[lane, base + i // per] |= np.uint32(bits(M[r, c]) << (16 * (i % per)))
+    for i in range(4): cfrag[lane, i] = C[isa_position(form, "C", lane, i)]
+  ir = ('target triple = "nvptx64-nvidia-cuda"\ndeclare i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n' + mma_ir("mma", intr, na, nb, ft) +
+        '!nvvm.annotations = !{!0}\n!0 = !{ptr @mma, !"kernel", i32 1}\n')
+  mod = PTXModule.parse(ir_to_ptx(ir, "sm_80"), f"mma_{form}.ptx")
+  assert any(i.op == "mma" for i in mod.kernels["mma"].instrs)
+  out = np.zeros((32, 4), np.float32)
+  launch(mod, "mma", [out, words, cfrag], (1,), (32,))
+  D = np.zeros((16, 8))
+  for lane in range(32):
+    for i in range(4): D[isa_position(form, "C", lane, i)] = out[lane, i]
+  np.testing.assert_allclose(D, A @ B + C, rtol=1e-6, atol=1e-6)
 
 # --- exact references ---------------------------------------------------------------------------------------------
 FORMATS = {"f64": (53, -1022, 1023), "f32": (24, -126, 127), "f16": (11, -14, 15), "bf16": (8, -126, 127)}

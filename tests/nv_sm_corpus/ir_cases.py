@@ -134,14 +134,86 @@ def _kernel(name: str, targs: list[str], tout: str, body: str) -> tuple[str, str
   return kern, host
 
 
-def module(cases: dict[str, tuple[list[str], str, str]]) -> tuple[str, str]:
-  """(NVPTX module, host module) IR for cases name -> (argument types, result type, body)."""
+def module(cases: dict[str, tuple[list[str], str, str]], helpers: str = "") -> tuple[str, str]:
+  """(NVPTX module, host module) IR for cases name -> (argument types, result type, body); `helpers` (functions the
+  bodies call) go into both."""
   dev, host, ann = [], [], []
   for i, (name, (targs, tout, body)) in enumerate(cases.items()):
     k, h = _kernel(name, targs, tout, body)
     dev.append(k); host.append(h)
     ann.append(f"!{i} = !{{ptr @{name}, !\"kernel\", i32 1}}")
   sregs = "".join(f"declare i32 @llvm.nvvm.read.ptx.sreg.{r}.x()\n" for r in ("tid", "ctaid", "ntid"))
-  devir = ('target triple = "nvptx64-nvidia-cuda"\n' + sregs + "\n".join(dev) +
+  devir = ('target triple = "nvptx64-nvidia-cuda"\n' + sregs + helpers + "\n".join(dev) +
            "!nvvm.annotations = !{" + ", ".join(f"!{i}" for i in range(len(ann))) + "}\n" + "\n".join(ann) + "\n")
-  return devir, "\n".join(host)
+  return devir, helpers + "\n".join(host)
+
+
+# Device functions the call cases use: noinline, so the PTX has real `call`s (nothing inlines at this -O level either).
+HELPERS = r"""
+define internal i32 @h_gcd(i32 %a, i32 %b) noinline {
+entry:
+  br label %loop
+loop:
+  %x = phi i32 [%a, %entry], [%y, %body]
+  %y = phi i32 [%b, %entry], [%t, %body]
+  %z = icmp eq i32 %y, 0
+  br i1 %z, label %done, label %body
+body:
+  %t = urem i32 %x, %y
+  br label %loop
+done:
+  ret i32 %x
+}
+define internal {i64, i64} @h_divmod(i64 %a, i64 %b) noinline {
+  %b1 = or i64 %b, 1
+  %m1 = icmp eq i64 %b1, -1
+  %d = select i1 %m1, i64 3, i64 %b1
+  %q = sdiv i64 %a, %d
+  %r = srem i64 %a, %d
+  %s0 = insertvalue {i64, i64} undef, i64 %q, 0
+  %s1 = insertvalue {i64, i64} %s0, i64 %r, 1
+  ret {i64, i64} %s1
+}
+define internal i32 @h_sign(i32 %a) noinline {
+entry:
+  %n = icmp slt i32 %a, 0
+  br i1 %n, label %neg, label %nonneg
+neg:
+  ret i32 -1
+nonneg:
+  %z = icmp eq i32 %a, 0
+  br i1 %z, label %zero, label %pos
+zero:
+  ret i32 0
+pos:
+  %h = lshr i32 %a, 3
+  ret i32 %h
+}
+define internal i32 @h_outer(i32 %a, i32 %b, i32 %c) noinline {
+  %g = call i32 @h_gcd(i32 %a, i32 %b)
+  %s = call i32 @h_sign(i32 %c)
+  %g2 = call i32 @h_gcd(i32 %c, i32 %g)
+  %x = mul i32 %g2, %s
+  %r = add i32 %x, %g
+  ret i32 %r
+}
+define internal double @h_fp(double %a, float %b, i16 %c) noinline {
+  %e = fpext float %b to double
+  %m = fmul double %a, %e
+  %ci = sitofp i16 %c to double
+  %r = fadd double %m, %ci
+  ret double %r
+}
+"""
+
+
+def call_cases() -> dict[str, tuple[list[str], str, str]]:
+  """name -> (argument types, result type, body) calling HELPERS: loops, several returns, a struct return, nesting."""
+  return {
+    "call_gcd": (["i32", "i32"], "i32", "%r = call i32 @h_gcd(i32 %a, i32 %b)"),
+    "call_divmod": (["i64", "i64"], "i64", "%s = call {i64, i64} @h_divmod(i64 %a, i64 %b)\n%q = extractvalue {i64, i64} %s, 0\n"
+                    "%m = extractvalue {i64, i64} %s, 1\n%x = shl i64 %m, 40\n%r = xor i64 %q, %x"),
+    "call_sign": (["i32"], "i32", "%r = call i32 @h_sign(i32 %a)"),
+    "call_nested": (["i32", "i32", "i32"], "i32", "%r = call i32 @h_outer(i32 %a, i32 %b, i32 %c)"),
+    "call_fp": (["double", "float", "i16"], "double", "%r = call double @h_fp(double %a, float %b, i16 %c)"),
+  }

@@ -45,17 +45,16 @@ def _refused(ins: Instr, why: str) -> Instr:
 
 def inline_calls(k: Kernel, funcs: dict[str, Func], name: str) -> None:
   """Replace k's calls by the callees' bodies (in place); ld/st.param on call variables become ld/st.local."""
+  if not any(ins.op == "call" for ins in k.instrs): return
   counter = [0]
   items = _expand(k, k, funcs, (k.name,), counter)
-  if counter[0]:
-    instrs, labels = [], {}
-    for it in items:
-      if isinstance(it, str): labels[it] = len(instrs)
-      else: instrs.append(it)
-    if len(instrs) > MAX_INLINED:
-      raise PTXError(name, k.line, 1, f"kernel {k.name!r} has {len(instrs)} instructions after inlining its calls; at most {MAX_INLINED}")
-    k.instrs, k.labels = instrs, labels
-  k.instrs = [_param_to_local(ins, k.call_params) for ins in k.instrs]
+  instrs, labels = [], {}
+  for it in items:
+    if isinstance(it, str): labels[it] = len(instrs)
+    else: instrs.append(it)
+  if len(instrs) > MAX_INLINED:
+    raise PTXError(name, k.line, 1, f"kernel {k.name!r} has {len(instrs)} instructions after inlining its calls; at most {MAX_INLINED}")
+  k.instrs, k.labels = [_param_to_local(ins, k.call_params) for ins in instrs], labels
 
 
 def _items(f: Kernel) -> list:
@@ -78,7 +77,7 @@ def _expand(k: Kernel, f: Kernel, funcs: dict[str, Func], stack: tuple, counter:
       continue
     rets, callee, args = call_parts(it)
     if not isinstance(callee, Sym):
-      out.append(_refused(it, f"an indirect call through {callee}"))
+      out.append(_refused(it, f"an indirect call through {getattr(callee, 'name', callee)}"))
       continue
     fn = funcs.get(callee.name)
     if fn is None or fn.body is None:
@@ -86,8 +85,7 @@ def _expand(k: Kernel, f: Kernel, funcs: dict[str, Func], stack: tuple, counter:
       continue
     if callee.name in stack:
       path = " -> ".join(stack[stack.index(callee.name):] + (callee.name,))
-      out.append(_refused(it, f"a recursive call ({path}): the emulated SM inlines device functions and keeps no call stack, "
-                              "so recursion is refused"))
+      out.append(_refused(it, f"a recursive call ({path}; the emulated SM inlines device functions and keeps no call stack)"))
       continue
     if not all(isinstance(x, Sym) for x in tuple(rets) + tuple(args)) or len(rets) != len(fn.rets) or len(args) != len(fn.params):
       out.append(_refused(it, f"a call to {callee.name} whose arguments are not {len(fn.params)} .param variables and "

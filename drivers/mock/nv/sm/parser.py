@@ -565,6 +565,12 @@ class _Parser:
         self.i -= 1
         off = self.number("an address")
       else: raise self.err(u, f"expected a register, a variable or an integer address, found {u.text!r}")
+      if base is not None and self.accept(","):   # a texture/surface operand [tex, {coords}]: parsed, refused when run
+        items = [base]
+        while True:
+          items.append(self._operand())
+          if self.accept("]"): return Vec(tuple(items))
+          self.expect(",")
       while self.peek() is not None and self.peek().text in ("+", "-"):
         sign = self.next("").text
         if self.accept("-"): sign = "+" if sign == "-" else "-"
