@@ -6,7 +6,8 @@
 #   bash tools/hardware_check.sh [hcq.check arguments, e.g. --dev NV --bytes 1073741824]
 #
 # PYTHON picks the interpreter (default python3); HCQ_CHECK_LIMIT the seconds allowed (default 420: under 8 minutes);
-# HCQ_MODULE another module run the same way (HCQ_MODULE=hcq.smi ... --json: the fields to compare with nvidia-smi -q).
+# HCQ_MODULE another module run the same way (HCQ_MODULE=hcq.smi ... --json: the fields to compare with nvidia-smi -q);
+# HCQ_SCRIPT a script of this tree run the same way (HCQ_SCRIPT=tools/nv_sm_corpus.py ... run: the SM corpus, docs/hardware.md).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tree=$(mktemp -d /tmp/hcq-tree.XXXXXX)
@@ -18,4 +19,5 @@ py=${PYTHON:-python3}
 driver=$(head -1 /proc/driver/nvidia/version 2>/dev/null | sed 's/  */ /g' || true)
 echo "host: $(uname -sr), $(nproc) CPUs; ${driver:-no /proc/driver/nvidia/version}"
 cd "$tree"  # python -m puts the working folder first on sys.path: there hcq is the tree, not the repository's hcq/
-PYTHONPATH="$tree" PYTHONDONTWRITEBYTECODE=1 timeout "${HCQ_CHECK_LIMIT:-420}" "$py" -m "${HCQ_MODULE:-hcq.check}" "$@"
+if [ -n "${HCQ_SCRIPT:-}" ]; then set -- "$root/$HCQ_SCRIPT" "$@"; else set -- -m "${HCQ_MODULE:-hcq.check}" "$@"; fi
+PYTHONPATH="$tree" PYTHONDONTWRITEBYTECODE=1 timeout "${HCQ_CHECK_LIMIT:-420}" "$py" "$@"
