@@ -91,9 +91,9 @@ def _compile(k: Kernel, ins: Instr) -> Fast | None:
     if o in ("add", "sub") and mode is None: return _binary(k, ins, ut, np.add if o == "add" else np.subtract)
     if o == "mul" and mode == "lo": return _binary(k, ins, ut, np.multiply)
     if o == "mad" and mode == "lo": return _binary(k, ins, ut, lambda a, c, d: a * c + d, 3)
-    if o == "mul" and mode == "wide" and n < 8:
+    if o == "mul" and mode == "wide" and n < 8 and t[0] != "b":
       wt = (SINT if t[0] == "s" else UINT)[2 * n]
-      return _binary(k, ins, t, lambda a, c: np.asarray(a).astype(wt) * np.asarray(c).astype(wt), out_t=t[0] + str(16 * n))
+      return _binary(k, ins, t, lambda a, c: np.multiply(a, c, dtype=wt), out_t=t[0] + str(16 * n))   # widened in the loop
     return None
   if o in ("shl", "shr") and t in INT and len(mods) == 1 and isinstance(ins.args[2], Imm) and 0 <= ins.args[2].value < 8 * type_bytes(t):
     s = UINT[type_bytes(t)](ins.args[2].value)
@@ -131,27 +131,23 @@ def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
   addr, val = (ins.args[1], ins.args[0]) if ins.op == "ld" else (ins.args[0], ins.args[1])
   if not (isinstance(addr, Addr) and isinstance(addr.base, Reg) and k.regs.get(addr.base.name) in ("u64", "b64", "s64")): return None
   size = type_bytes(t)
-  base, off = addr.base.name, np.uint64(addr.offset & 0xffffffffffffffff)
+  base, off = addr.base.name, addr.offset
   general = OPS[ins.op]
-  def addrs(ex, b):
-    a = b.regs.get(base)
-    if a is None: return None
-    return np.broadcast_to(a + off if addr.offset else a, (b.T,))
   if ins.op == "ld":
     w = _writer(k, val, t)
     if w is None: return None
     dt = VALUE_DTYPE[t]
     def ld(ex, b, m):
-      a = addrs(ex, b) if m is None else None
+      a = b.regs.get(base) if m is None else None
       if a is None: return general(ex, b, ins, m)
-      w(ex, b, ex.glob.load(a, size).view(dt), None)
+      w(ex, b, ex.glob.load(np.broadcast_to(a, (b.T,)), size, off).view(dt), None)
     return ld
   r = _reader(k, val, "b" + str(8 * size))
   if r is None: return None
   def st(ex, b, m):
-    a = addrs(ex, b) if m is None else None
+    a = b.regs.get(base) if m is None else None
     if a is None: return general(ex, b, ins, m)
-    ex.glob.store(a, np.broadcast_to(r(ex, b), (b.T,)), size)
+    ex.glob.store(np.broadcast_to(a, (b.T,)), np.broadcast_to(r(ex, b), (b.T,)), size, off)
   return st
 
 

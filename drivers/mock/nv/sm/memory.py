@@ -52,26 +52,29 @@ class GlobalSpace:
       raise Fault("mmu", e.address, f"MMU fault: {'write' if write else 'read'} of {size} bytes at {e.address:#x} outside every "
                                     "mapping" + (" (or to a read-only one)" if write else "")) from None
 
-  def _fast(self, addrs: np.ndarray, size: int, write: bool):
-    """(one mapping's typed view, element indices) when the first address's mapping is size-aligned and every address
-    is aligned; None otherwise. The indices are (address - mapping start) >> log2(size) as unsigned, so an address
-    below the mapping becomes a huge index: the caller's bounds check (take, or the max) catches both ends at once."""
+  def _fast(self, addrs: np.ndarray, size: int, write: bool, offset: int = 0):
+    """(one mapping's typed view, element indices) for the addresses addrs + offset when the first one's mapping is
+    size-aligned and every address is aligned; None otherwise. The indices are (address - mapping start) >> log2(size)
+    as unsigned, so an address below the mapping becomes a huge index: the caller's bounds check (take, or the max)
+    catches both ends at once. One subtract makes them, whatever the offset."""
+    if offset % size: return None
     addrs = np.ascontiguousarray(addrs)
-    try: m, _ = self.mem.find(int(addrs[0]), size, write)
+    try: m, _ = self.mem.find((int(addrs[0]) + offset) & 0xffffffffffffffff, size, write)
     except PageFault: return None
     if m.va % size or m.host.size % size: return None
     if (addrs.view(np.uint8)[::8] & np.uint8(size - 1)).any(): return None   # little-endian low bytes
-    idx = np.subtract(addrs, np.uint64(m.va))
+    idx = np.subtract(addrs, np.uint64((m.va - offset) & 0xffffffffffffffff))
     if size == 1:   # no shift to clear the top bit: check the bound here
       if int(idx.max()) >= m.host.size: return None
     else: np.right_shift(idx, np.uint64(size.bit_length() - 1), out=idx)   # < 2^63 from here on: no negative index below
     return m.host.view(UINT[size]), idx.view(np.int64)
 
-  def load(self, addrs: np.ndarray, size: int) -> np.ndarray:
-    """Raw words (unsigned of `size` bytes) at each address."""
-    if addrs.size and (f := self._fast(addrs, size, False)) is not None:
+  def load(self, addrs: np.ndarray, size: int, offset: int = 0) -> np.ndarray:
+    """Raw words (unsigned of `size` bytes) at each address + offset."""
+    if addrs.size and (f := self._fast(addrs, size, False, offset)) is not None:
       try: return f[0].take(f[1])
       except IndexError: pass   # some address outside that mapping: the general path finds its mapping or faults
+    if offset: addrs = addrs + np.uint64(offset & 0xffffffffffffffff)
     check_aligned(addrs, size, "global")
     out = np.empty(addrs.size, UINT[size])
     shift = size.bit_length() - 1
@@ -81,11 +84,12 @@ class GlobalSpace:
       else: out[lanes] = v
     return out
 
-  def store(self, addrs: np.ndarray, vals: np.ndarray, size: int) -> None:
+  def store(self, addrs: np.ndarray, vals: np.ndarray, size: int, offset: int = 0) -> None:
     vals = np.asarray(vals).astype(UINT[size], copy=False)
-    if addrs.size and (f := self._fast(addrs, size, True)) is not None and int(f[1].max()) < f[0].size:
+    if addrs.size and (f := self._fast(addrs, size, True, offset)) is not None and int(f[1].max()) < f[0].size:
       f[0][f[1]] = vals
       return
+    if offset: addrs = addrs + np.uint64(offset & 0xffffffffffffffff)
     check_aligned(addrs, size, "global")
     for host, offs, lanes in self._locate(addrs, size, True):
       v = vals if lanes is None else vals[lanes]
