@@ -6,12 +6,18 @@ VALU wave-instructions x 32 lanes (bench/emu_speed.py). The NV kernels are CUDA 
 alone on NV (buffers mapped, parameters written) and the whole emu.run call on AMD. Peer: tinygrad's MOCKGPU NV runs
 PTX through its own emulator; it is not installed here, so no figure is given for it.
 
-  python bench/nv_emu_speed.py [--repeat 3]
+With --baseline REF the emulated SM of git revision REF (its drivers/mock/nv/sm, extracted to a temporary folder)
+runs the same launches, alternating with this tree's, so a before/after on a shared machine sees the same load.
+
+  python bench/nv_emu_speed.py [--repeat 3] [--baseline main]
 """
 from __future__ import annotations
 import argparse
+import importlib
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -35,9 +41,20 @@ def nv_run(mod, name: str, bufs: list, grid, block) -> tuple[float, float, int]:
   return time.perf_counter() - t0, time.process_time() - c0, st["lane_ops"]
 
 
+def baseline_sm(ref: str, into: str):
+  """The emulated SM package as git revision `ref` has it, imported under another name from `into`."""
+  root = os.path.join(HERE, "..")
+  tar = subprocess.run(["git", "-C", root, "archive", ref, "drivers/mock/nv/sm"], check=True, capture_output=True).stdout
+  subprocess.run(["tar", "-x", "-C", into], input=tar, check=True)
+  os.rename(os.path.join(into, "drivers", "mock", "nv", "sm"), os.path.join(into, "sm_baseline"))
+  sys.path.insert(0, into)
+  return importlib.import_module("sm_baseline")
+
+
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--repeat", type=int, default=3)
+  ap.add_argument("--baseline", metavar="REF", help="also run the emulated SM of this git revision, alternately")
   args = ap.parse_args()
   from hcq.drivers.mock.nv.sm import PTXModule
   sys.path.insert(0, HERE)
@@ -45,7 +62,10 @@ def main() -> None:
   from hcq.asm.codeobject import read_code_object
   from hcq.asm.emu import run
   from tests.nv_sm_tools import cuda_to_ptx
-  mod = PTXModule.parse(cuda_to_ptx(CUDA, "sm_90"), "nv_emu_speed.cu")
+  ptx = cuda_to_ptx(CUDA, "sm_90")
+  mod = PTXModule.parse(ptx, "nv_emu_speed.cu")
+  tmp = tempfile.TemporaryDirectory()
+  base = baseline_sm(args.baseline, tmp.name).PTXModule.parse(ptx, "nv_emu_speed.cu") if args.baseline else None
   co = read_code_object(emu_speed.build())
   rng = np.random.default_rng(0)
   n, m = 1 << 20, 256
@@ -55,23 +75,26 @@ def main() -> None:
             lambda o: np.allclose(o[0], a * b + c, atol=1e-5), 100e6),
            ("matmul", "256x256 f32 matmul", lambda: [np.zeros((m, m), np.float32), ma, mb, np.int32(m)], (m // 16, m // 16, 1), (16, 16, 1),
             lambda o: np.allclose(o[0], ma @ mb, atol=1e-3), 200e6)]
-  print("lane-ops/s by wall time (by CPU time of this process in brackets: the machine may be shared)")
-  print(f"{'kernel':24s} {'NV time':>8s} {'NV lane-ops/s':>22s} {'target':>7s} {'AMD time':>9s} {'AMD lane-ops/s':>22s}")
+  print("lane-ops/s by wall time (by CPU time of this process in brackets: the machine may be shared); best of", args.repeat)
+  cols = ["NV (this tree)"] + ([f"NV ({args.baseline})"] if base else []) + ["AMD emulator"]
+  print(f"{'kernel':20s} " + " ".join(f"{c:>26s}" for c in cols) + f" {'NV target':>10s}")
+  keep = lambda old, new: new if old is None or new[0] < old[0] else old
   for name, what, make, grid, block, check, target in cases:
-    best = amd = None
+    best = {c: None for c in cols}
     for _ in range(args.repeat):
-      argv = make()
-      dt, cpu, ops = nv_run(mod, name, argv, grid, block)
-      assert check(argv), f"NV {name}: wrong result"
-      best = (dt, cpu, ops) if best is None or dt < best[0] else best
+      for col, sm in [(cols[0], mod)] + ([(cols[1], base)] if base else []):
+        argv = make()
+        r = nv_run(sm, name, argv, grid, block)
+        assert check(argv), f"{col} {name}: wrong result"
+        best[col] = keep(best[col], r)
       argv = make()
       t0, c0 = time.perf_counter(), time.process_time()
       r = run(co, argv, grid[:2] if grid[1] > 1 else grid[:1], block[:2] if block[1] > 1 else block[:1], kernel=name)
       dt, cpu = time.perf_counter() - t0, time.process_time() - c0
       assert check(argv), f"AMD {name}: wrong result"
-      amd = (dt, cpu, r.stats.valu_lane_ops) if amd is None or dt < amd[0] else amd
-    rate = lambda r: f"{r[2] / r[0] / 1e6:9.1f}M ({r[2] / r[1] / 1e6:7.1f}M)"
-    print(f"{what:24s} {best[0]:7.3f}s {rate(best):>22s} {target / 1e6:6.0f}M {amd[0]:8.3f}s {rate(amd):>22s}")
+      best["AMD emulator"] = keep(best["AMD emulator"], (dt, cpu, r.stats.valu_lane_ops))
+    rate = lambda r: f"{r[0]:6.3f}s {r[2] / r[0] / 1e6:6.1f}M ({r[2] / r[1] / 1e6:6.1f}M)"
+    print(f"{what:20s} " + " ".join(f"{rate(best[c]):>26s}" for c in cols) + f" {target / 1e6:9.0f}M")
 
 
 if __name__ == "__main__":
