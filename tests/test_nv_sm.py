@@ -493,21 +493,22 @@ def test_counted_barrier_waits_for_its_count_and_bar_arrive_does_not_wait():
 mov.u32 %r1, 0;
 setp.ge.u32 %p1, %r0, 64;
 @%p1 bra END;
+mov.u64 %rd6, s;
 setp.ge.u32 %p2, %r0, 32;
 @%p2 bra WAIT;
-shl.b32 %r4, %r0, 2;
+mul.wide.u32 %rd4, %r0, 4;
+add.s64 %rd5, %rd6, %rd4;
 mul.lo.u32 %r5, %r0, 5;
-st.shared.u32 [s+%r4], %r5;
+st.shared.u32 [%rd5], %r5;
 bar.arrive 1, 64;
 bra.uni END;
 WAIT:
 bar.sync 1, 64;
 sub.u32 %r4, %r0, 32;
-shl.b32 %r4, %r4, 2;
-ld.shared.u32 %r1, [s+%r4];
+mul.wide.u32 %rd4, %r4, 4;
+add.s64 %rd5, %rd6, %rd4;
+ld.shared.u32 %r1, [%rd5];
 END:"""
-  body = body.replace("[s+%r4]", "[%rd5]").replace("shl.b32 %r4, %r0, 2;", "mul.wide.u32 %rd4, %r0, 4;\nmov.u64 %rd6, s;\nadd.s64 %rd5, %rd6, %rd4;")
-  body = body.replace("shl.b32 %r4, %r4, 2;", "mul.wide.u32 %rd4, %r4, 4;\nmov.u64 %rd6, s;\nadd.s64 %rd5, %rd6, %rd4;")
   out = run1(body, n=96)
   assert (out[:32] == 0).all() and (out[32:64] == np.arange(32) * 5).all() and (out[64:] == 0).all()
 

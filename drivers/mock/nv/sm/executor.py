@@ -270,7 +270,7 @@ class Executor:
         arr = m if g is None else m & g
         if bars is None: bars = Barriers(b)
         try: bars.arrive(self, ins, kind, arr)
-        except Unsupported as u: raise SMFault("unsupported", None, self.kernel.name, ins.line, f"{ins.text}: {u} is not supported by the emulated SM") from None
+        except Unsupported as u: raise self.unsupported(ins, u) from None
         pcs = np.where(m & ~arr if kind != "arrive" else m, pcs + 1, pcs)
         rel = bars.release(alive)
         if rel is not None: pcs[rel] += 1
@@ -281,6 +281,9 @@ class Executor:
     p = self.rd(b, ins.pred, "pred")
     p = ~p if ins.pred_neg else p
     return np.broadcast_to(p, (b.T,))
+
+  def unsupported(self, ins: Instr, u: Unsupported) -> SMFault:
+    return SMFault("unsupported", None, self.kernel.name, ins.line, f"{ins.text}: {u} is not supported by the emulated SM")
 
   def fault(self, kind: str, address: int | None, message: str) -> SMFault:
     return SMFault(kind, address, self.kernel.name, self.ins.line if self.ins else None, message)
@@ -306,7 +309,6 @@ class Executor:
         if fn is None: raise Unsupported(f"instruction {op}")
         fn(self, b, ins, mm)
     except Fault as f: raise fault_to_sm(f, self.kernel.name, ins.line) from None
-    except Unsupported as u:
-      raise SMFault("unsupported", None, self.kernel.name, ins.line, f"{ins.text}: {u} is not supported by the emulated SM") from None
+    except Unsupported as u: raise self.unsupported(ins, u) from None
     self.lane_ops += b.T if mm is None else int(np.count_nonzero(mm))
     return None

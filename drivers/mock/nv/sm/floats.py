@@ -163,8 +163,7 @@ def fma_f32_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
   (low 29 mantissa bits 1 followed by zeros) or the result is a nonzero below f32's smallest normal; those few take
   the exact path. An f64 zero is the exact sum's zero with its sign (the product and the sum are exact there)."""
   shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
-  s = np.multiply(a, b, dtype=np.float64)
-  s = np.atleast_1d(np.add(s, c, out=s) if np.shape(s) == np.shape(c) and np.ndim(s) else np.add(s, c, dtype=np.float64))
+  s = np.atleast_1d(np.add(np.multiply(a, b, dtype=np.float64), c, dtype=np.float64))
   r = s.astype(np.float32)
   bits = s.view(np.uint64)
   t = np.bitwise_and(bits, np.uint64(0x1fffffff))

@@ -9,7 +9,7 @@ What the SM cannot accept is a PTXError naming name:line:col.
 from __future__ import annotations
 import re
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .errors import PTXError
 
@@ -242,7 +242,7 @@ class _Parser:
       else:
         raise self.err(t, f"unexpected {t.text!r} at module level: expected a directive (.version, .target, .address_size, "
                           ".entry, .func, .global, .const, .shared)")
-    from .calls import inline_calls
+    from .calls import inline_calls   # here, not at the top: calls.py builds on this module's types
     for k in kernels.values():
       inline_calls(k, self.funcs, self.name)
       self._add_module_shared(k)
@@ -307,9 +307,7 @@ class _Parser:
     nt = self.next("the function's name")
     if nt.kind != "id" or nt.text.startswith((".", "%")): raise self.err(nt, f"expected the function's name, found {nt.text!r}")
     params = self._param_list() if self.peek() is not None and self.peek().text == "(" else []
-    while self.peek() is not None and self.peek().text in (".noreturn", ".attribute", ".pragma"):
-      if self.next("").text != ".noreturn":
-        self._skip_parens()
+    self.accept(".noreturn")
     if self.accept(";"):
       self.funcs.setdefault(nt.text, Func(None, [v.name for v in rets], [v.name for v in params]))
       return
@@ -330,13 +328,6 @@ class _Parser:
         self.expect(")")
         break
     return out
-
-  def _skip_parens(self) -> None:
-    if not self.accept("("): return
-    depth = 1
-    while depth:
-      t = self.next("')'")
-      depth += {"(": 1, ")": -1}.get(t.text, 0)
 
   def _variable(self, space: str, extern: bool) -> Variable:
     start = self.next("a state space")
@@ -620,7 +611,7 @@ def _plain_regs(ins: Instr, regs: dict) -> Instr:
     if isinstance(a, Addr) and isinstance(a.base, Sym) and a.base.name in regs: return Addr(Reg(a.base.name), a.offset)
     if isinstance(a, Vec): return Vec(tuple(fix(x) for x in a.items))
     return a
-  return Instr(ins.op, ins.mods, tuple(fix(a) for a in ins.args), ins.pred, ins.pred_neg, ins.line, ins.col, ins.text, ins.why)
+  return replace(ins, args=tuple(fix(a) for a in ins.args))
 
 
 SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid)(\.[xyz])?|%(laneid|warpid|nwarpid|smid|nsmid|gridid|clock|clock64|globaltimer|"
