@@ -473,6 +473,14 @@ def test_call_passes_parameters_and_returns_through_param_variables():
   assert (out == 2 * np.arange(32)).all()
 
 
+def test_a_predicated_call_runs_for_the_threads_whose_predicate_holds():
+  mod = called("{\n.param .b32 p0;\n.param .b32 r0;\nst.param.b32 [p0], %r0;\nst.param.b32 [r0], 99;\nsetp.lt.u32 %p1, %r0, 10;\n"
+               "@%p1 call.uni (r0), twice, (p0);\nld.param.b32 %r1, [r0];\n}")
+  out = np.zeros(32, np.uint32)
+  launch(mod, "k", [out], (1,), (32,))
+  assert (out == np.where(np.arange(32) < 10, 2 * np.arange(32), 99)).all()
+
+
 @pytest.mark.parametrize("body,what,line", [
   ("setp.lt.u32 %p1, %r0, 4;\n@%p1 bra SKIP;\n{\n.param .b32 p0;\n.param .b32 r0;\nst.param.b32 [p0], %r0;\n"
    "call.uni (r0), down, (p0);\nld.param.b32 %r1, [r0];\n}\nSKIP:", "recursive call (down -> down", 24),

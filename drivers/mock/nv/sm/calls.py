@@ -110,6 +110,8 @@ def _expand(k: Kernel, f: Kernel, funcs: dict[str, Func], stack: tuple, counter:
         k.static_shared_bytes = o + var.size
     labels = {x for x in body if isinstance(x, str)}   # the callee's labels and those of its own inlined callees
     end = "$ret" + site
+    if it.pred is not None:   # `@p call`: the threads without p go around the inlined body
+      out.append(replace(it, op="bra", mods=(), args=(Sym(end),), pred_neg=not it.pred_neg))
     for x in body:
       if isinstance(x, str): out.append(x + site)
       else:
