@@ -390,13 +390,19 @@ PER_MODULE = 25
 
 @pytest.mark.parametrize("first", range(0, RANDOM, PER_MODULE))
 def test_random_programs_match_host(first):
-  """Random straight-line, branching and looping LLVM IR: the SM's results equal the host's bit for bit."""
+  """Random straight-line, branching and looping LLVM IR, a quarter of it inside device functions: the SM's results
+  equal the host's bit for bit."""
   rng = np.random.default_rng(first)
   seeds = range(first, min(first + PER_MODULE, RANDOM))
-  cases = {f"rand{s}": random_ir.program(s) for s in seeds}
+  cases, helpers = {}, ""
+  for s in seeds:   # every fourth program runs inside a device function, called twice
+    if s % 4 == 3:
+      *case, helper = random_ir.program_with_calls(s)
+      cases[f"rand{s}"], helpers = tuple(case), helpers + helper
+    else: cases[f"rand{s}"] = random_ir.program(s)
   data = {"i32": ints("i32", rng), "i64": ints("i64", rng), "double": floats("double", rng)}
   bad = []
-  for name, s, h, args in run_group(cases, lambda ty, k: data[ty]):
+  for name, s, h, args in run_group(cases, lambda ty, k: data[ty], helpers=helpers):
     if not np.array_equal(s, h):
       i = int(np.argmax(s != h))
       bad.append(f"{name} (HCQ_NV_SM_RANDOM seed {name[4:]}): thread {i} SM {s[i]:#x} host {h[i]:#x} from {[a[i] for a in args]}")

@@ -2,7 +2,8 @@
 diamonds on data-dependent conditions (threads diverge), and short data-dependent loops, over the inputs %a (i32),
 %b (i64), %c (double); the result %r (i64) folds the last integer and the last float (NaN made canonical, since
 hosts keep NaN payloads PTX does not). Every operation is defined for every input (divisors made non-zero and not
--1, shift amounts masked, float->int through the saturating intrinsics)."""
+-1, shift amounts masked, float->int through the saturating intrinsics). program_with_calls puts a program in a
+device function."""
 from __future__ import annotations
 import random
 
@@ -166,3 +167,13 @@ class Gen:
 def program(seed: int) -> tuple[list[str], str, str]:
   """(argument types, result type, body) of random program `seed`."""
   return ["i32", "i64", "double"], "i64", Gen(seed).program()
+
+
+def program_with_calls(seed: int) -> tuple[list[str], str, str, str]:
+  """(argument types, result type, body, helper): random program `seed` as a noinline function the body calls twice
+  (two inlined copies on the SM, its branches and loops inside a call, threads diverging within it)."""
+  f = f"@rf{seed}"
+  helper = (f"define internal i64 {f}(i32 %a, i64 %b, double %c) noinline {{\nstart:\n{Gen(seed).program()}\nret i64 %r\n}}\n")
+  body = (f"%r1 = call i64 {f}(i32 %a, i64 %b, double %c)\n%a2 = xor i32 %a, 5\n%b2 = add i64 %b, %r1\n"
+          f"%r2 = call i64 {f}(i32 %a2, i64 %b2, double %c)\n%r = sub i64 %r2, %r1")
+  return ["i32", "i64", "double"], "i64", body, helper
