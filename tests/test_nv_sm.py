@@ -538,6 +538,7 @@ MMA_REGS = ".reg .b32 %r<20>;\n.reg .b64 %rd<20>;\n.reg .pred %p<8>;\n.reg .f32 
   ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0,%f1,%f2,%f3}, {%r2,%r3,%r4,%r5}, {%r6,%r7}, {%f4,%f5,%f6,%f7};", 16, "partial warp"),
   ("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%r10,%r11}, {%r2,%r3,%r4,%r5}, {%r6,%r7}, {%r12,%r13};", 32, "this mma form"),
   ("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%f0,%f1,%f2,%f3}, {%r2,%r3}, {%r6,%r7}, {%f4,%f5,%f6,%f7};", 32, "this mma form"),
+  ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0,%f1,%f2,%f3}, {%r2,%r3}, {%r6,%r7}, {%f4,%f5,%f6,%f7};", 32, "(4, 2, 2, 4) registers"),
   ("wgmma.fence.sync.aligned;", 32, "asynchronous warpgroup MMA"),
   ("tex.2d.v4.f32.f32 {%f0,%f1,%f2,%f3}, [%rd1, {%f4,%f5}];", 32, "no texture unit"),
   ("suld.b.1d.b32.trap {%r2}, [%rd1, {%r3}];", 32, "no texture unit"),

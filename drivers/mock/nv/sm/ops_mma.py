@@ -17,6 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from .ops_common import Unsupported, op
+from .parser import Vec
 
 
 @lru_cache(maxsize=None)
@@ -66,6 +67,10 @@ def _mma(ex, b, ins, m):
      ts[1] != ts[2] or (shape, ab) not in FORMS or set(ins.mods) - {"sync", "aligned", "row", "col", shape, *ts}:
     raise Unsupported("this mma form (the emulated SM runs mma.sync.aligned.{m16n8k16,m16n8k8}.row.col.f32.{f16,bf16}."
                       "{f16,bf16}.f32 and mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32)")
+  want = (4, 4 if shape == "m16n8k16" or ab == "tf32" else 2, 2 if shape == "m16n8k16" or ab == "tf32" else 1, 4)   # D, A, B, C
+  got = tuple(len(a.items) if isinstance(a, Vec) else 0 for a in ins.args[:4])
+  if len(ins.args) != 4 or got != want:
+    raise Unsupported(f"an mma.{shape}.{ab} with {got} registers in D, A, B, C (the form takes {want})")
   if b.bs % 32: raise Unsupported(f"mma in a block of {b.bs} threads (a partial warp)")
   W = b.T // 32
   if m is not None:
