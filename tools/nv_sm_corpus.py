@@ -15,9 +15,7 @@ arguments; no traceback for a failing kernel (the row names the error).
 from __future__ import annotations
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -30,15 +28,12 @@ DEFAULT_BUNDLE = os.path.join(ROOT, "build", "nv_sm_corpus.npz")
 
 
 def compile_corpus(arch: str) -> tuple[str, bytes]:
-  """(PTX, cubin) of kernels.cu for arch: clang-19 --cuda-device-only to PTX, then ptxas (the cubin is recorded for the
-  emulated GPU, as every cubin hcq's ptxas step makes)."""
+  """(PTX, cubin) of kernels.cu for arch: clang-19 --cuda-device-only to PTX as the tests compile it, then ptxas (the
+  cubin is recorded for the emulated GPU, as every cubin hcq's ptxas step makes)."""
   from hcq.drivers.nv.compile import compile_ptx
-  with tempfile.TemporaryDirectory() as d:
-    ptx = os.path.join(d, "k.ptx")
-    subprocess.run(["clang-19", "--cuda-device-only", "-nocudainc", "-nocudalib", f"--cuda-gpu-arch={arch}", "-O2", "-S",
-                    "-Wno-unknown-cuda-version", "-include", os.path.join(os.path.dirname(CC.KERNELS_CU), "cuda_prelude.h"),
-                    "-x", "cuda", CC.KERNELS_CU, "-o", ptx], check=True, capture_output=True)
-    text = open(ptx).read()
+  sys.path.append(ROOT)   # appended: tests.nv_sm_tools, without shadowing the installed hcq
+  from tests.nv_sm_tools import cuda_to_ptx
+  with open(CC.KERNELS_CU) as f: text = cuda_to_ptx(f.read(), arch)
   return text, compile_ptx(text, arch)
 
 
