@@ -13,6 +13,7 @@ import pytest
 from hcq.drivers.mock.amdgpu.gpu import BOARDS, BoardSpec
 
 ARCHS = tuple(BOARDS)
+RDNA_ARCHS = tuple(a for a in ARCHS if BOARDS[a].family != "gfx9")  # the boards whose scratch ring the emulator models
 ALL_BOARDS = os.environ.get("HCQ_TEST_ALL_BOARDS") == "1"
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import hcq
 from hcq.errors import HCQError
-from tests.amd_boards import arch, only  # noqa: F401 (arch: the board fixture)
+from tests.amd_boards import arch, lanes, only  # noqa: F401 (arch: the board fixture)
 from tests.tools import compile_opencl
 
 HIDDEN = r"""
@@ -248,15 +248,24 @@ def test_workgroup_info_counts_the_waves_of_the_workgroup(dev, wave32, block):
 
 
 def test_private_segment_buffer_is_refused(dev):
-  """gfx9's private segment buffer (4 user SGPRs) is not provided on gfx11: a clear error, not garbage in s[0:3], and
-  the device goes on working."""
+  """The private segment buffer (4 user SGPRs: scratch before architected flat scratch) is not provided on gfx11+ nor on
+  gfx942 (which has architected flat scratch too): a clear error, not garbage in s[0:3], and the device goes on working."""
   from hcq.asm.elf_writer import kernel_descriptor
   from hcq.autogen import amdgpu_kd as kd
-  d = kernel_descriptor(vgprs=1)
+  d = kernel_descriptor(vgprs=1, arch=dev.arch, wave32=lanes(dev.arch) == 32)
   d.kernel_code_properties |= kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER
   with pytest.raises(HCQError, match="private segment buffer"):
     endpgm_program(dev, d, "psb")(global_size=(1,), local_size=(1,), wait=True)
-  endpgm_program(dev, kernel_descriptor(vgprs=1), "ok")(global_size=(1,), local_size=(1,), wait=True)   # the refused launch left the device usable (no timeline value unsignalled)
+  endpgm_program(dev, kernel_descriptor(vgprs=1, arch=dev.arch, wave32=lanes(dev.arch) == 32), "ok")(global_size=(1,), local_size=(1,), wait=True)
+
+
+@only("gfx942")
+def test_a_wave32_kernel_is_refused_on_gfx9(dev):
+  """gfx9 has no wave32 (gc_9_4_3_sh_mask.h: no DISPATCH_INITIATOR.CS_W32_EN): a wave32 descriptor is refused at load,
+  naming the kernel, before any packet is written."""
+  from hcq.asm.elf_writer import kernel_descriptor
+  with pytest.raises(HCQError, match="w32: gfx9 runs wave64 only"):
+    endpgm_program(dev, kernel_descriptor(vgprs=1), "w32")   # the refused launch left the device usable (no timeline value unsignalled)
 
 
 @only("gfx1100")   # gc_12_0_0's RSRC3 has no TRAP_ON_START/END: INST_PREF_SIZE covers bits 4-11

@@ -110,13 +110,16 @@ def gfx9_private(state, board: BoardSpec):
   """The DispatchState the shader core reads, with gfx9's COMPUTE_TMPRING_SIZE restated in gfx11's units: the shader core
   (hcq.asm.emu.dispatch.from_state) reads WAVESIZE as 256-byte units, gfx9 counts 1 KiB (gc_9_4_3_sh_mask.h: 13 bits at
   bit 12; LLVM: alignto(size * lanes, 1024) / 1024 before gfx11). gfx9's private memory is the emulator's per-lane host
-  memory, not a modelled ring, so only the size matters."""
+  memory, not a modelled ring, so only the size matters, and a wave without RSRC2.SCRATCH_EN gets none (as the ring's
+  waves on gfx11: any private access faults)."""
   if board.family != "gfx9": return state
   from dataclasses import replace
   from hcq.autogen.am import gc_9_4_3 as gc
-  at = board.gc_bases[gc.regCOMPUTE_TMPRING_SIZE.segment] + gc.regCOMPUTE_TMPRING_SIZE.offset
-  fields = gc.regCOMPUTE_TMPRING_SIZE.decode(state.sh.get(at, 0))
-  return replace(state, sh={**state.sh, at: fields["waves"] | fields["wavesize"] * 4 << 12})
+  at = lambda reg: board.gc_bases[reg.segment] + reg.offset
+  tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(state.sh.get(at(gc.regCOMPUTE_TMPRING_SIZE), 0))
+  scratch_en = gc.regCOMPUTE_PGM_RSRC2.decode(state.sh.get(at(gc.regCOMPUTE_PGM_RSRC2), 0))["scratch_en"]
+  wavesize = tmpring["wavesize"] * 4 if scratch_en else 0
+  return replace(state, sh={**state.sh, at(gc.regCOMPUTE_TMPRING_SIZE): tmpring["waves"] | wavesize << 12})
 
 
 class MockAMDGPU:
