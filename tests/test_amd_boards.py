@@ -53,10 +53,11 @@ def test_smi_shows_the_rx9070xt():
 
 
 def test_an_arch_without_a_board_is_named_with_the_boards():
-  with pytest.raises(HCQError, match="no emulated AMD board for gfx942; MOCKKFD\\+AMD emulates gfx1100, gfx1201"):
-    hcq.Device("MOCKKFD+AMD::gfx942")
-  out = run("-m", "hcq.smi", env={"DEV": "MOCKKFD+AMD::gfx942"})
-  assert out.returncode != 0 and "no emulated AMD board for gfx942" in out.stderr and "Traceback" not in out.stderr
+  from hcq.drivers.mock.amdgpu.gpu import board_for
+  with pytest.raises(HCQError, match="no emulated AMD board for gfx90a; MOCKKFD\\+AMD emulates gfx1100, gfx1201, gfx942"):
+    board_for("gfx90a")
+  out = run("-m", "hcq.smi", env={"DEV": "MOCKKFD+AMD::gfx90a"})
+  assert out.returncode != 0 and "unknown arch 'gfx90a'" in out.stderr and "Traceback" not in out.stderr
 
 
 @pytest.mark.parametrize("arch", list(BOARDS))
@@ -79,12 +80,14 @@ def test_rx9070xt_facts():
   assert (b.compute_units, b.shader_engines, b.shader_arrays_per_engine, b.vram_bytes, b.device_id) == (64, 4, 2, 16 << 30, 0x7550)
 
 
-@pytest.mark.parametrize("change,says", [
-  (dict(gfx_target="gfx1030", gfx_target_version=100300, gc_version=(10, 3, 0)), "gfx1030: no PM4 dialect for gfx10; this driver has gfx12, gfx11, gfx9"),
-  (dict(sdma_version=(5, 2, 0)), "SDMA 5.x; this driver builds SDMA 6.0 and 7.0 packets"),
+@pytest.mark.parametrize("base,change,says", [
+  ("gfx1201", dict(gfx_target="gfx1030", gfx_target_version=100300, gc_version=(10, 3, 0)), "gfx1030: no PM4 dialect for gfx10; this driver has gfx12, gfx11, gfx9"),
+  ("gfx1201", dict(sdma_version=(5, 2, 0)), "SDMA 5.x; this driver builds SDMA 4.4, 6.0 and 7.0 packets"),
+  ("gfx1201", dict(gc_version=(13, 0, 0)), "GC 13.0.0; the gfx12 dialect is written for GC 12.x"),
+  ("gfx942", dict(gc_version=(9, 4, 2)), "GC 9.4.2; the gfx9 dialect is written for GC 9.4.3"),   # MI200: not checked against its sources
 ])
-def test_a_gc_or_sdma_version_the_driver_does_not_speak_fails_clearly(change, says):
-  board = dataclasses.replace(BOARDS["gfx1201"], **change)
+def test_a_gc_or_sdma_version_the_driver_does_not_speak_fails_clearly(base, change, says):
+  board = dataclasses.replace(BOARDS[base], **change)
   with pytest.raises(HCQError, match=says.replace(".", "\\.")):
     AMDDevice(parse_dev("MOCKKFD+AMD"), os_layer=MockKFDOS(MockKFD((board,))))
 
