@@ -52,6 +52,32 @@ def test_smi_shows_the_rx9070xt():
   assert "64 CUs" in out.stdout
 
 
+def test_smi_shows_the_mi300x_and_its_partition():
+  """The emulated MI300X as smi sees it: 304 CUs on 8 XCDs, the SPX/NPS1 partition amdgpu's sysfs reports, one KFD node."""
+  import json
+  out = run("-m", "hcq.smi", env={"DEV": "MOCKKFD+AMD::gfx942"})
+  assert out.returncode == 0, out.stderr
+  row = next(line for line in out.stdout.splitlines() if "gfx942" in line)
+  assert "AMD Instinct MI300X (emulated by hcq)" in row and "/192.0" in row
+  assert "304 CUs on 8 XCDs, partition SPX/NPS1" in out.stdout
+  (d,) = json.loads(run("-m", "hcq.smi", "--json", env={"DEV": "MOCKKFD+AMD::gfx942"}).stdout)["devices"]
+  assert d["kfd"]["xcc"] == 8 and d["kfd"]["partition"] == {"compute": "SPX", "memory": "NPS1"}
+
+
+def test_mi300x_sysfs_as_amdgpu_presents_it():
+  """amdgpu_gfx.c (Linux 6.12): available_compute_partition for 8 XCCs; kfd_topology.c: num_xcc and array_count x num_xcc
+  in one node's properties (SPX: one node for the whole GPU)."""
+  b, osl = BOARDS["gfx942"], MockKFDOS(MockKFD((BOARDS["gfx942"],)))
+  dev = "/sys/class/drm/renderD128/device"
+  assert [osl.read_text(f"{dev}/{f}") for f in ("current_compute_partition", "available_compute_partition", "current_memory_partition")] == \
+    ["SPX\n", "SPX, DPX, QPX, CPX\n", "NPS1\n"]
+  props = osl.read_text("/sys/devices/virtual/kfd/kfd/topology/nodes/1/properties")
+  for line in ("num_xcc 8", "array_count 32", "simd_count 1216", "cu_per_simd_array 10", "wave_front_size 64", "gfx_target_version 90402"):
+    assert f"{line}\n" in props, line
+  assert len([n for n in osl.listdir("/sys/devices/virtual/kfd/kfd/topology/nodes") if n != "0"]) == 1
+  assert not MockKFDOS(MockKFD((BOARDS["gfx1100"],))).exists(f"{dev}/current_compute_partition")   # a Radeon has no partitions
+
+
 def test_an_arch_without_a_board_is_named_with_the_boards():
   from hcq.drivers.mock.amdgpu.gpu import board_for
   with pytest.raises(HCQError, match="no emulated AMD board for gfx90a; MOCKKFD\\+AMD emulates gfx1100, gfx1201, gfx942"):
