@@ -44,6 +44,30 @@ def test_asm_run_on_the_emulated_gfx1201(tmp_path):
   assert "emulated gfx1201 (MOCKKFD+AMD::gfx1201)" in out.stderr
 
 
+# the same kernel in gfx9 (GCN) spellings, for gfx942's wave64: one workgroup of 128 is two waves of 64
+ADD_ID_GFX9 = """s_load_dwordx2 s[2:3], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+v_lshlrev_b32 v1, 2, v0
+global_load_dword v2, v1, s[2:3]
+s_waitcnt vmcnt(0)
+v_add_u32 v2, v2, v0
+global_store_dword v1, v2, s[2:3]
+s_endpgm
+"""
+
+
+def test_asm_run_on_the_emulated_gfx942(tmp_path):
+  """A hand-written gfx9 .s on the emulated MI300X: its own board (said once), wave64 (the second wave's trace shows
+  lanes 64..127's values: 2 x 64 = 0x80), the result checked to the last element."""
+  (tmp_path / "add.s").write_text(ADD_ID_GFX9)
+  out = run("-m", "hcq.asm", "run", str(tmp_path / "add.s"), "--arch", "gfx942", "--arg", "x=buffer:u32:128:arange", "--block", "128",
+            "--trace", "1", "--show", "128")
+  assert out.returncode == 0, out.stderr
+  assert "code object for gfx942 on MOCKKFD+AMD::gfx942 (emulated)" in out.stdout and "emulated gfx942 (MOCKKFD+AMD::gfx942)" in out.stderr
+  assert "wave 1 pc" in out.stdout and "global_load_dword" in out.stdout and "v2=[80 82 84" in out.stdout
+  assert "x: [" + ", ".join(str(2 * i) for i in range(128)) + "]" in out.stdout
+
+
 def test_smi_shows_the_rx9070xt():
   out = run("-m", "hcq.smi", env={"DEV": "MOCKKFD+AMD::gfx1201"})
   assert out.returncode == 0, out.stderr
