@@ -262,6 +262,27 @@ def test_private_segment_buffer_is_refused(dev):
 
 
 @only("gfx942")
+def test_accumulation_registers_start_at_rsrc3_accum_offset(dev):
+  """gfx942's AGPRs follow the VGPRs at COMPUTE_PGM_RSRC3.ACCUM_OFFSET (AMDGPUUsage, gfx90a+), which gfx9 keeps at
+  0x2e2d where gfx11 has RSRC3 at 0x2e28 (gc_9_4_3_offset.h): a kernel of 8 VGPRs whose a0 would alias v4 if the
+  offset were lost (read as 0) gets its lane id back, not the 77 written to v4."""
+  from hcq.asm.kernel import Kernel
+  prg = dev.program(Kernel("agpr", dev.arch, args=[("out", "buffer")]).add("""s_load_dwordx2 s[2:3], s[0:1], 0x0
+v_accvgpr_write_b32 a0, v0
+v_mov_b32 v4, 77
+v_mov_b32 v7, 0
+v_accvgpr_read_b32 v2, a0
+v_lshlrev_b32 v1, 2, v0
+s_waitcnt lgkmcnt(0)
+global_store_dword v1, v2, s[2:3]
+s_endpgm""").to_elf())
+  assert prg.rsrc3 & 0x3f == 8 // 4 - 1   # ACCUM_OFFSET: (offset / 4) - 1
+  out = dev.alloc(64 * 4)
+  prg(out, global_size=1, local_size=64, wait=True)
+  np.testing.assert_array_equal(out.copyout(np.empty(64, np.uint32)), np.arange(64))
+
+
+@only("gfx942")
 def test_a_wave32_kernel_is_refused_on_gfx9(dev):
   """gfx9 has no wave32 (gc_9_4_3_sh_mask.h: no DISPATCH_INITIATOR.CS_W32_EN): a wave32 descriptor is refused at load,
   naming the kernel, before any packet is written."""

@@ -102,24 +102,28 @@ def default_shader_core():
     from hcq.asm.emu import dispatch
   except ImportError:
     return None
-  return lambda gpu, state, cancel=None: dispatch(gpu.cache.view, gfx9_private(state, gpu.board), cancel=cancel,
+  return lambda gpu, state, cancel=None: dispatch(gpu.cache.view, gfx9_state(state, gpu.board), cancel=cancel,
                                                   arch=gpu.board.gfx_target, board=gpu.shader_board())
 
 
-def gfx9_private(state, board: BoardSpec):
-  """The DispatchState the shader core reads, with gfx9's COMPUTE_TMPRING_SIZE restated in gfx11's units: the shader core
-  (hcq.asm.emu.dispatch.from_state) reads WAVESIZE as 256-byte units, gfx9 counts 1 KiB (gc_9_4_3_sh_mask.h: 13 bits at
-  bit 12; LLVM: alignto(size * lanes, 1024) / 1024 before gfx11). gfx9's private memory is the emulator's per-lane host
-  memory, not a modelled ring, so only the size matters, and a wave without RSRC2.SCRATCH_EN gets none (as the ring's
-  waves on gfx11: any private access faults)."""
+def gfx9_state(state, board: BoardSpec):
+  """The DispatchState as the shader core reads it: hcq.asm.emu.dispatch.from_state reads gfx11's register layout, so
+  two gfx9 registers are restated there. COMPUTE_PGM_RSRC3 (ACCUM_OFFSET: where the AGPRs start) sits at 0x2e2d on
+  gfx9 and 0x2e28 on gfx11 (gc_9_4_3_offset.h, gc_11_0_0_offset.h); TMPRING_SIZE.WAVESIZE counts 1 KiB on gfx9 and 256
+  bytes on gfx11 (gc_9_4_3_sh_mask.h: 13 bits at bit 12; LLVM: alignto(size * lanes, 1024) / 1024 before gfx11). gfx9's
+  private memory is the emulator's per-lane memory, not a modelled ring, so only its size matters, and a wave without
+  RSRC2.SCRATCH_EN gets none (as the ring's waves on gfx11: any private access faults)."""
   if board.family != "gfx9": return state
   from dataclasses import replace
-  from hcq.autogen.am import gc_9_4_3 as gc
-  at = lambda reg: board.gc_bases[reg.segment] + reg.offset
-  tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(state.sh.get(at(gc.regCOMPUTE_TMPRING_SIZE), 0))
-  scratch_en = gc.regCOMPUTE_PGM_RSRC2.decode(state.sh.get(at(gc.regCOMPUTE_PGM_RSRC2), 0))["scratch_en"]
+  from hcq.autogen.am import gc_9_4_3 as gc, gc_11_0_0 as gc11
+  at = lambda reg, bases=board.gc_bases: bases[reg.segment] + reg.offset
+  sh = state.sh
+  tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(sh.get(at(gc.regCOMPUTE_TMPRING_SIZE), 0))
+  scratch_en = gc.regCOMPUTE_PGM_RSRC2.decode(sh.get(at(gc.regCOMPUTE_PGM_RSRC2), 0))["scratch_en"]
   wavesize = tmpring["wavesize"] * 4 if scratch_en else 0
-  return replace(state, sh={**state.sh, at(gc.regCOMPUTE_TMPRING_SIZE): tmpring["waves"] | wavesize << 12})
+  gfx11_rsrc3 = at(gc11.regCOMPUTE_PGM_RSRC3, BOARDS["gfx1100"].gc_bases)
+  return replace(state, sh={**sh, at(gc.regCOMPUTE_TMPRING_SIZE): tmpring["waves"] | wavesize << 12,
+                            gfx11_rsrc3: sh.get(at(gc.regCOMPUTE_PGM_RSRC3), 0)})
 
 
 class MockAMDGPU:
