@@ -101,7 +101,11 @@ def test_slots_come_from_the_topology():
   from types import SimpleNamespace
   from hcq.drivers.amd.device import AMDDevice
   props = {"array_count": 6, "simd_arrays_per_engine": 2, "cu_per_simd_array": 10, "max_slots_scratch_cu": 32}
-  assert AMDDevice.scratch_slots(SimpleNamespace(node=SimpleNamespace(properties=props))) == (3, 20 * 32)
+  rdna, gfx9 = SimpleNamespace(waves_per_engine=True), SimpleNamespace(waves_per_engine=False)
+  assert AMDDevice.scratch_slots(SimpleNamespace(node=SimpleNamespace(properties=props), dialect=rdna)) == (3, 20 * 32)
+  # gfx9.4.3: one XCC's slots, its CUs from simd_count / simd_per_cu / num_xcc (an MI300X in DPX: 4 XCCs of 38 CUs)
+  props = {"simd_count": 608, "simd_per_cu": 4, "num_xcc": 4, "max_slots_scratch_cu": 32, "array_count": 16, "simd_arrays_per_engine": 1}
+  assert AMDDevice.scratch_slots(SimpleNamespace(node=SimpleNamespace(properties=props), dialect=gfx9)) == (1, 38 * 32)
 
 
 def test_spilling_kernel_on_every_engine(dev, code):
