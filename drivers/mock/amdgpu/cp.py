@@ -29,7 +29,8 @@ GCR_INVALIDATE_MASK = GCR_INVALIDATE_ALL | nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_
 COHER_INVALIDATE_ALL = (soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_ICACHE_ACTION_ENA(1) | soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_KCACHE_ACTION_ENA(1) |
                         soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_ACTION_ENA(1) | soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TCL1_ACTION_ENA(1))
 COHER_WRITE_BACK = soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_WB_ACTION_ENA(1)
-# RELEASE_MEM dword 1 on gfx9 (soc15d.h): event type (5:0), event index (11:8), the EOP_* cache actions, and EXECUTE (28)
+# RELEASE_MEM dword 1 on gfx9 (soc15d.h): EVENT_TYPE (5:0), EVENT_INDEX (11:8), the EOP_* cache actions and EOP_EXEC
+# (1 << 28, "for trailing fence"; a define the generated soc15d module lacks)
 GFX9_RELEASE_BITS = (0x3f | 0xf << 8 | soc15d.EOP_TCL1_VOL_ACTION_EN | soc15d.EOP_TC_VOL_ACTION_EN | soc15d.EOP_TC_WB_ACTION_EN |
                      soc15d.EOP_TCL1_ACTION_EN | soc15d.EOP_TC_ACTION_EN | soc15d.EOP_TC_NC_ACTION_EN | soc15d.EOP_TC_MD_ACTION_EN | 1 << 28)
 WAIT_FUNCTIONS = {0: lambda v, r: True, 1: lambda v, r: v < r, 2: lambda v, r: v <= r, 3: lambda v, r: v == r,
@@ -58,7 +59,8 @@ class ComputeCP(Engine):
       nvd.PACKET3_NOP: (None, self._nop), nvd.PACKET3_SET_SH_REG: (None, self._set_sh_reg),
       nvd.PACKET3_SET_UCONFIG_REG: (None, self._set_uconfig_reg), nvd.PACKET3_WAIT_REG_MEM: ({6}, self._wait_reg_mem),
       # gfx9's ACQUIRE_MEM has no GCR_CNTL dword (gfx_v9_4_3_emit_mem_sync: PACKET3(PACKET3_ACQUIRE_MEM, 5))
-      nvd.PACKET3_ACQUIRE_MEM: ({6} if self.gfx9 else {7}, self._acquire_mem), nvd.PACKET3_RELEASE_MEM: ({7}, self._release_mem),
+      nvd.PACKET3_ACQUIRE_MEM: ({6}, self._acquire_mem_gfx9) if self.gfx9 else ({7}, self._acquire_mem),
+      nvd.PACKET3_RELEASE_MEM: ({7}, self._release_mem),
       nvd.PACKET3_EVENT_WRITE: ({1, 3}, self._event_write), nvd.PACKET3_DISPATCH_DIRECT: ({4}, self._dispatch_direct),
       nvd.PACKET3_INDIRECT_BUFFER: ({3}, self._indirect_buffer),
     }
@@ -105,28 +107,27 @@ class ComputeCP(Engine):
     addr, test = (hi << 32) | (lo & ~3), WAIT_FUNCTIONS[function]
     self.poll(lambda: test(self.gpu.mem.read_u32(addr) & mask, ref & mask))
 
-  def _acquire_mem(self, body: list[int], where: int) -> None:
-    if self.gfx9: return self._acquire_mem_gfx9(body, where)
-    self._acquire_mem_gcr(body, where)
+  @staticmethod
+  def _whole_range(size_lo: int, size_hi: int, base_lo: int, base_hi: int, where: int, ranged_gcr: int = 0) -> None:
+    """ACQUIRE_MEM over the whole address space only (what the kernels' emit_mem_sync sends); a range is not emulated."""
+    if (size_lo, size_hi & 0xffffff, base_lo, base_hi) != (0xffffffff, 0xffffff, 0, 0) or ranged_gcr:
+      raise QueueError(f"ACQUIRE_MEM of a range (size {size_hi:#x}:{size_lo:#08x}, base {base_hi:#x}:{base_lo:#08x}, GCR_CNTL "
+                       f"range bits {ranged_gcr:#x}) is not emulated: only the whole address space (size 0xffffff:0xffffffff, base 0)", where)
 
   def _acquire_mem_gfx9(self, body: list[int], where: int) -> None:
     """gfx9 ACQUIRE_MEM: CP_COHER_CNTL, CP_COHER_SIZE lo/hi, CP_COHER_BASE lo/hi, POLL_INTERVAL. TC_WB_ACTION_ENA writes
     L2 back; the caches are invalidated when every level a wave reads through is named (TC, TCL1, SH_KCACHE, SH_ICACHE;
     the cache model folds them into one, hcq.drivers.mock.amdgpu.cache)."""
     coher, size_lo, size_hi, base_lo, base_hi, _poll = body
-    if (size_lo, size_hi & 0xffffff, base_lo, base_hi) != (0xffffffff, 0xffffff, 0, 0):
-      raise QueueError(f"ACQUIRE_MEM of a range (size {size_hi:#x}:{size_lo:#08x}, base {base_hi:#x}:{base_lo:#08x}) is not "
-                       "emulated: only the whole address space (size 0xffffff:0xffffffff, base 0)", where)
+    self._whole_range(size_lo, size_hi, base_lo, base_hi, where)
     if coher & COHER_WRITE_BACK: self.gpu.cache.write_back()
     if coher & COHER_INVALIDATE_ALL == COHER_INVALIDATE_ALL: self.gpu.cache.invalidate()
 
-  def _acquire_mem_gcr(self, body: list[int], where: int) -> None:
+  def _acquire_mem(self, body: list[int], where: int) -> None:
     """gfx11 ACQUIRE_MEM: CP_COHER_CNTL, CP_COHER_SIZE lo/hi, CP_COHER_BASE lo/hi, POLL_INTERVAL, GCR_CNTL. The caches
     (hcq.drivers.mock.amdgpu.cache) write back on GL2_WB and invalidate when every level a wave reads through is named."""
     _coher, size_lo, size_hi, base_lo, base_hi, _poll, gcr = body
-    if (size_lo, size_hi & 0xffffff, base_lo, base_hi) != (0xffffffff, 0xffffff, 0, 0) or gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_RANGE(3):
-      raise QueueError(f"ACQUIRE_MEM of a range (size {size_hi:#x}:{size_lo:#08x}, base {base_hi:#x}:{base_lo:#08x}, GCR_CNTL "
-                       f"{gcr:#x}) is not emulated: only the whole address space (size 0xffffff:0xffffffff, base 0)", where)
+    self._whole_range(size_lo, size_hi, base_lo, base_hi, where, gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_RANGE(3))
     if gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_WB(1): self.gpu.cache.write_back()
     if gcr & GCR_INVALIDATE_MASK == GCR_INVALIDATE_ALL: self.gpu.cache.invalidate()
 

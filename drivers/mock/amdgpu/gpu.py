@@ -1,8 +1,8 @@
 """The emulated AMD GPUs behind the mock kernel interface: memory, engines (compute CPs, SDMA), clock, interrupts.
 
 The boards (BOARDS) are a Radeon RX 7900 XTX (gfx1100), an RX 9070 XT (gfx1201) and an Instinct MI300X (gfx942) as
-the kernel would describe them. Engines run in their own threads, so the host really waits on them; dispatches go to a shader core (the
-wavefront emulator, running the board's ISA) when one is attached.
+the kernel would describe them. Engines run in their own threads, so the host really waits on them; dispatches go to
+a shader core (the wavefront emulator, running the board's ISA) when one is attached.
 """
 from __future__ import annotations
 import threading
@@ -51,7 +51,7 @@ class BoardSpec:
 
   @property
   def family(self) -> str:
-    """gfx11, gfx12: the PM4 dialect and register table the command processor decodes with."""
+    """gfx9, gfx11, gfx12: the PM4 dialect and register table the command processor decodes with."""
     return f"gfx{self.gfx_target_version // 10000}"
 
   @property
