@@ -130,6 +130,20 @@ def test_rx9070xt_facts():
   assert (b.compute_units, b.shader_engines, b.shader_arrays_per_engine, b.vram_bytes, b.device_id) == (64, 4, 2, 16 << 30, 0x7550)
 
 
+def test_mi300x_facts():
+  """The gfx942 board: GC 9.4.3 -> gfx_target_version 90402 with SDMA 4.4.2 (kfd_device.c), 304 CUs over 8 XCCs, 192
+  GiB, wave64; a 100 MHz timestamp (soc15_get_xclk for MP1 13.0.6); CWSR as kfd_queue_ctx_save_restore_size sizes it per
+  XCC: 38 CUs x 0x95000 bytes, min(38 x 40, 4 x 512) = 1520 waves of 8-byte control stack entries + 48 (one page), 32
+  debugger bytes per wave; the buffer holds 8 of them."""
+  b = BOARDS["gfx942"]
+  assert (b.gfx_target_version, b.gc_version, b.sdma_version, b.family, b.num_xcc) == (90402, (9, 4, 3), (4, 4, 2), "gfx9", 8)
+  assert (b.compute_units, b.vram_bytes, b.device_id, b.wave_front_size, b.timestamp_hz) == (304, 192 << 30, 0x74a1, 64, 100_000_000)
+  dev = hcq.Device("MOCKKFD+AMD::gfx942")
+  wg_data, ctl_stack, debug = 38 * 0x95000, 4096 * 3, 1520 * 32
+  assert dev._cwsr_sizes() == (wg_data + ctl_stack, ctl_stack, ((wg_data + ctl_stack + debug) * 8 + 4095) // 4096 * 4096)
+  assert dev.timestamp_frequency == 100_000_000 and dev.dialect.name == "gfx9" and dev.sdma_major == 4
+
+
 @pytest.mark.parametrize("base,change,says", [
   ("gfx1201", dict(gfx_target="gfx1030", gfx_target_version=100300, gc_version=(10, 3, 0)), "gfx1030: no PM4 dialect for gfx10; this driver has gfx12, gfx11, gfx9"),
   ("gfx1201", dict(sdma_version=(5, 2, 0)), "SDMA 5.x; this driver builds SDMA 4.4, 6.0 and 7.0 packets"),
