@@ -71,7 +71,7 @@ def test_gfx9_is_what_gfx_v9_4_3_sends():
   """The gfx9 dialect against Linux 6.12's gfx_v9_4_3.c: ACQUIRE_MEM's CP_COHER_CNTL is gfx_v9_4_3_emit_mem_sync's five
   actions over the whole address space (6 dwords, no GCR_CNTL); RELEASE_MEM's cache actions are
   gfx_v9_4_3_ring_emit_fence's full flush; registers are GC 9.4.3's, whose COMPUTE_* absolute offsets are gfx11's but
-  RSRC3's (0x2e2d against 0x2e28); TMPRING_SIZE counts 1 KiB units in 13 bits and WAVES per XCC; only GC 9.4.3."""
+  RSRC3's (0x2e2d against 0x2e28); TMPRING_SIZE counts 1 KiB units in 13 bits and WAVES per XCC; only GC 9.4.3 and 9.4.4 (gfx942)."""
   from hcq.autogen.am import soc15d as p
   g9, g11 = DIALECTS["gfx9"]((0x2000, 0xA000, 0x2402C00)), DIALECTS["gfx11"]((0x1260, 0xA000))
   coher = {name for name in dir(p) if name.startswith("PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_") and g9.acquire_mem()[0] & getattr(p, name)(1)}
@@ -80,7 +80,7 @@ def test_gfx9_is_what_gfx_v9_4_3_sends():
   assert g9.acquire_mem()[1:] == [0xffffffff, 0xffffff, 0, 0, 0xA]
   eop = {n for n in dir(p) if n.startswith("EOP_") and g9.release_event & getattr(p, n)}
   assert eop == {"EOP_TCL1_ACTION_EN", "EOP_TC_ACTION_EN", "EOP_TC_WB_ACTION_EN", "EOP_TC_MD_ACTION_EN"}
-  assert g9.regs.__name__.endswith("gc_9_4_3") and g9.gc_versions == ((9, 4, 3),)
+  assert g9.regs.__name__.endswith("gc_9_4_3") and g9.gc_versions == ((9, 4, 3), (9, 4, 4))
   for name in ("PGM_LO", "PGM_RSRC1", "PGM_RSRC2", "TMPRING_SIZE", "DISPATCH_SCRATCH_BASE_LO", "RESTART_X", "USER_DATA_0",
                "START_X", "RESOURCE_LIMITS", "DISPATCH_INITIATOR"):
     assert g9.sh_reg(getattr(g9.regs, f"regCOMPUTE_{name}")) == g11.sh_reg(getattr(g11.regs, f"regCOMPUTE_{name}")), name

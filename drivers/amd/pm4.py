@@ -78,8 +78,9 @@ def gfx9_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
   gc_9_4_3 (the COMPUTE_* offsets hcq writes are gfx9.4.2's and gfx11's absolute ones). Scratch: TMPRING_SIZE.WAVESIZE
   in 1 KiB units (LLVM's scratch_ps test: alignto(size * lanes, 1024) / 1024 before gfx11) and WAVES the slots of one
   XCC, not per engine (ROCr amd_aql_queue.cpp FillComputeTmpRingSize: (size / NumXcc) / (WAVESIZE * 1024), capped at
-  CUs x MaxSlotsScratchCU). Only GC 9.4.3 is taken: gfx90a (9.4.2) kernels want a private segment buffer, which hcq
-  does not provide, and other gfx9 parts have not been checked against their sources."""
+  CUs x MaxSlotsScratchCU). Only GC 9.4.3 and 9.4.4 are taken (kfd_device.c gives both gfx_target_version 90402 and
+  gc_9_4_3_kfd2kgd; gfx_v9_4_3.c drives both): gfx90a (9.4.2) kernels want a private segment buffer, which hcq does
+  not provide, and other gfx9 parts have not been checked against their sources."""
   from hcq.autogen.am import gc_9_4_3 as gc, soc15d as p, vega10_enum
   coher = (p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_ICACHE_ACTION_ENA(1) | p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_KCACHE_ACTION_ENA(1) |
            p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_ACTION_ENA(1) | p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TCL1_ACTION_ENA(1) |
@@ -92,7 +93,7 @@ def gfx9_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
   release = (p.EOP_TCL1_ACTION_EN | p.EOP_TC_ACTION_EN | p.EOP_TC_WB_ACTION_EN | p.EOP_TC_MD_ACTION_EN |
              p.EVENT_TYPE(vega10_enum.CACHE_FLUSH_AND_INV_TS_EVENT) | p.EVENT_INDEX(5))
   return PM4Dialect("gfx9", p, gc, vega10_enum, gc_base, lambda: body, release, lambda data, intr: p.DATA_SEL(data) | p.INT_SEL(intr),
-                    initiator, ((9, 4, 3),), scratch_unit=1024, waves_per_engine=False)
+                    initiator, ((9, 4, 3), (9, 4, 4)), scratch_unit=1024, waves_per_engine=False)
 
 
 DIALECTS = {"gfx12": gfx12_dialect, "gfx11": gfx11_dialect, "gfx9": gfx9_dialect}  # by family: gfx_target_version // 10000

@@ -73,8 +73,8 @@ BOARDS: dict[str, BoardSpec] = {
                        compute_units=64, shader_engines=4, shader_arrays_per_engine=2, vram_bytes=16 << 30,
                        gc_version=(12, 0, 1), sdma_version=(7, 0, 1), max_engine_clk_mhz=2970, vram_bus_width=256,
                        first_kernel="6.12"),  # 6.1's kfd_device.c has no GC 12.0.1; 6.12's maps it to gfx_target_version 120001
-  # MI300X in SPX mode (one partition of all 8 XCCs, one KFD node; NPS1 memory). Linux 6.12: kfd_device.c maps GC 9.4.3 to
-  # gfx_target_version 90402 with SDMA 4.4.2; kfd_topology.c prints num_xcc and array_count x num_xcc; amdgpu_gfx.c's
+  # MI300X in SPX mode (one partition of all 8 XCCs, one KFD node; NPS1 memory). Linux 6.12: kfd_device.c maps GC 9.4.3
+  # (rev_id >= 1; earlier silicon is 90400/90401) to gfx_target_version 90402, with SDMA 4.4.2; kfd_topology.c prints num_xcc and array_count x num_xcc; amdgpu_gfx.c's
   # available_compute_partition for 8 XCCs is "SPX, DPX, QPX, CPX"; soc15_get_xclk gives MP1 13.0.6 a 100 MHz counter.
   # Published: 304 CUs (38 per XCC), 192 GiB HBM3 on an 8192-bit bus, 2100 MHz peak engine clock, PCI id 1002:74a1.
   # Assumed (firmware tables, not in a source we can read): 4 shader engines of 1 array per XCC, 8 waves per SIMD, 32
