@@ -15,7 +15,7 @@ from hcq.autogen.generator.sources import LINUX_SOURCE_PKG, generated_header_lin
 from hcq.autogen.support import Register, RegisterTable
 
 # (module name under hcq.autogen.am, offset header, sh_mask header, linux-source package), paths below its drivers/gpu/drm/amd.
-# gc_12_0_0 (RDNA4) first appears in Linux 6.11 and gc_9_4_3 (MI300) in 6.5, so both come from linux-source-6.12.
+# gc_12_0_0 (RDNA4) first appears in Linux 6.11 and gc_9_4_3 (MI300) after 6.1, so both come from linux-source-6.12.
 BLOCKS: list[tuple[str, str, str, str]] = [
   (name, f"include/asic_reg/{folder}/{name}_offset.h", f"include/asic_reg/{folder}/{name}_sh_mask.h", package)
   for folder, name, package in [("gc", "gc_11_0_0", LINUX_SOURCE_PKG), ("nbio", "nbio_4_3_0", LINUX_SOURCE_PKG),
