@@ -2,7 +2,8 @@
 
 A test module takes the `arch` fixture (imported from here) and opens `MOCKKFD+AMD::<arch>`; expectations that differ
 per board come from its BoardSpec (`board(arch)`), not from copies of the test. The heaviest tests run on gfx1100
-alone in the normal run (`@heavy`); HCQ_TEST_ALL_BOARDS=1 runs them on every board. gfx942 joins with its board.
+alone in the normal run (`@heavy`); HCQ_TEST_ALL_BOARDS=1 runs them on every board. Hand-written code comes in two
+spellings, RDNA's (gfx11 and gfx12 take it) and GCN's for gfx942 (`asm_for`).
 """
 from __future__ import annotations
 import os
@@ -12,6 +13,7 @@ import pytest
 from hcq.drivers.mock.amdgpu.gpu import BOARDS, BoardSpec
 
 ARCHS = tuple(BOARDS)
+RDNA_ARCHS = tuple(a for a in ARCHS if BOARDS[a].family != "gfx9")  # the boards whose scratch ring the emulator models
 ALL_BOARDS = os.environ.get("HCQ_TEST_ALL_BOARDS") == "1"
 
 
@@ -21,7 +23,7 @@ def board(arch: str) -> BoardSpec:
 
 @pytest.fixture(scope="module", params=ARCHS)
 def arch(request) -> str:
-  """Each emulated board's arch in turn (gfx1100, gfx1201)."""
+  """Each emulated board's arch in turn (gfx1100, gfx1201, gfx942)."""
   return request.param
 
 
@@ -32,3 +34,14 @@ def only(*archs: str):
 
 # a test too long to run on every board in CI: the first board only, unless HCQ_TEST_ALL_BOARDS=1
 heavy = only(*(ARCHS if ALL_BOARDS else ARCHS[:1]))
+
+
+def asm_for(arch: str, rdna: str, gfx9: str) -> str:
+  """Hand-written code for the board's ISA: `gfx9` (GCN spellings: s_load_dwordx2, global_store_dword) on gfx942,
+  `rdna` (gfx11's, which gfx12 takes for the instructions these tests use) on the others."""
+  return gfx9 if board(arch).family == "gfx9" else rdna
+
+
+def lanes(arch: str) -> int:
+  """The board's wave size where a test picks one: 64 on gfx942 (wave64 only), 32 on the RDNA boards."""
+  return board(arch).wave_front_size

@@ -44,6 +44,30 @@ def test_asm_run_on_the_emulated_gfx1201(tmp_path):
   assert "emulated gfx1201 (MOCKKFD+AMD::gfx1201)" in out.stderr
 
 
+# the same kernel in gfx9 (GCN) spellings, for gfx942's wave64: one workgroup of 128 is two waves of 64
+ADD_ID_GFX9 = """s_load_dwordx2 s[2:3], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+v_lshlrev_b32 v1, 2, v0
+global_load_dword v2, v1, s[2:3]
+s_waitcnt vmcnt(0)
+v_add_u32 v2, v2, v0
+global_store_dword v1, v2, s[2:3]
+s_endpgm
+"""
+
+
+def test_asm_run_on_the_emulated_gfx942(tmp_path):
+  """A hand-written gfx9 .s on the emulated MI300X: its own board (said once), wave64 (the second wave's trace shows
+  lanes 64..127's values: 2 x 64 = 0x80), the result checked to the last element."""
+  (tmp_path / "add.s").write_text(ADD_ID_GFX9)
+  out = run("-m", "hcq.asm", "run", str(tmp_path / "add.s"), "--arch", "gfx942", "--arg", "x=buffer:u32:128:arange", "--block", "128",
+            "--trace", "1", "--show", "128")
+  assert out.returncode == 0, out.stderr
+  assert "code object for gfx942 on MOCKKFD+AMD::gfx942 (emulated)" in out.stdout and "emulated gfx942 (MOCKKFD+AMD::gfx942)" in out.stderr
+  assert "wave 1 pc" in out.stdout and "global_load_dword" in out.stdout and "v2=[80 82 84" in out.stdout
+  assert "x: [" + ", ".join(str(2 * i) for i in range(128)) + "]" in out.stdout
+
+
 def test_smi_shows_the_rx9070xt():
   out = run("-m", "hcq.smi", env={"DEV": "MOCKKFD+AMD::gfx1201"})
   assert out.returncode == 0, out.stderr
@@ -52,11 +76,38 @@ def test_smi_shows_the_rx9070xt():
   assert "64 CUs" in out.stdout
 
 
-def test_an_arch_without_a_board_is_named_with_the_boards():
-  with pytest.raises(HCQError, match="no emulated AMD board for gfx942; MOCKKFD\\+AMD emulates gfx1100, gfx1201"):
-    hcq.Device("MOCKKFD+AMD::gfx942")
+def test_smi_shows_the_mi300x_and_its_partition():
+  """The emulated MI300X as smi sees it: 304 CUs on 8 XCDs, the SPX/NPS1 partition amdgpu's sysfs reports, one KFD node."""
+  import json
   out = run("-m", "hcq.smi", env={"DEV": "MOCKKFD+AMD::gfx942"})
-  assert out.returncode != 0 and "no emulated AMD board for gfx942" in out.stderr and "Traceback" not in out.stderr
+  assert out.returncode == 0, out.stderr
+  row = next(line for line in out.stdout.splitlines() if "gfx942" in line)
+  assert "AMD Instinct MI300X (emulated by hcq)" in row and "/192.0" in row
+  assert "304 CUs on 8 XCDs, partition SPX/NPS1" in out.stdout
+  (d,) = json.loads(run("-m", "hcq.smi", "--json", env={"DEV": "MOCKKFD+AMD::gfx942"}).stdout)["devices"]
+  assert d["kfd"]["xcc"] == 8 and d["kfd"]["partition"] == {"compute": "SPX", "memory": "NPS1"}
+
+
+def test_mi300x_sysfs_as_amdgpu_presents_it():
+  """amdgpu_gfx.c (Linux 6.12): available_compute_partition for 8 XCCs; kfd_topology.c: num_xcc and array_count x num_xcc
+  in one node's properties (SPX: one node for the whole GPU)."""
+  b, osl = BOARDS["gfx942"], MockKFDOS(MockKFD((BOARDS["gfx942"],)))
+  dev = "/sys/class/drm/renderD128/device"
+  assert [osl.read_text(f"{dev}/{f}") for f in ("current_compute_partition", "available_compute_partition", "current_memory_partition")] == \
+    ["SPX\n", "SPX, DPX, QPX, CPX\n", "NPS1\n"]
+  props = osl.read_text("/sys/devices/virtual/kfd/kfd/topology/nodes/1/properties")
+  for line in ("num_xcc 8", "array_count 32", "simd_count 1216", "cu_per_simd_array 10", "wave_front_size 64", "gfx_target_version 90402"):
+    assert f"{line}\n" in props, line
+  assert len([n for n in osl.listdir("/sys/devices/virtual/kfd/kfd/topology/nodes") if n != "0"]) == 1
+  assert not MockKFDOS(MockKFD((BOARDS["gfx1100"],))).exists(f"{dev}/current_compute_partition")   # a Radeon has no partitions
+
+
+def test_an_arch_without_a_board_is_named_with_the_boards():
+  from hcq.drivers.mock.amdgpu.gpu import board_for
+  with pytest.raises(HCQError, match="no emulated AMD board for gfx90a; MOCKKFD\\+AMD emulates gfx1100, gfx1201, gfx942"):
+    board_for("gfx90a")
+  out = run("-m", "hcq.smi", env={"DEV": "MOCKKFD+AMD::gfx90a"})
+  assert out.returncode != 0 and "unknown arch 'gfx90a'" in out.stderr and "Traceback" not in out.stderr
 
 
 @pytest.mark.parametrize("arch", list(BOARDS))
@@ -79,25 +130,42 @@ def test_rx9070xt_facts():
   assert (b.compute_units, b.shader_engines, b.shader_arrays_per_engine, b.vram_bytes, b.device_id) == (64, 4, 2, 16 << 30, 0x7550)
 
 
-@pytest.mark.parametrize("change,says", [
-  (dict(gfx_target="gfx1030", gfx_target_version=100300, gc_version=(10, 3, 0)), "gfx1030: no PM4 dialect for gfx10; this driver has gfx12, gfx11, gfx9"),
-  (dict(sdma_version=(5, 2, 0)), "SDMA 5.x; this driver builds SDMA 6.0 and 7.0 packets"),
+def test_mi300x_facts():
+  """The gfx942 board: GC 9.4.3 -> gfx_target_version 90402 with SDMA 4.4.2 (kfd_device.c), 304 CUs over 8 XCCs, 192
+  GiB, wave64; a 100 MHz timestamp (soc15_get_xclk for MP1 13.0.6); CWSR as kfd_queue_ctx_save_restore_size sizes it per
+  XCC: 38 CUs x 0x95000 bytes, min(38 x 40, 4 x 512) = 1520 waves of 8-byte control stack entries + 48 (one page), 32
+  debugger bytes per wave; the buffer holds 8 of them."""
+  b = BOARDS["gfx942"]
+  assert (b.gfx_target_version, b.gc_version, b.sdma_version, b.family, b.num_xcc) == (90402, (9, 4, 3), (4, 4, 2), "gfx9", 8)
+  assert (b.compute_units, b.vram_bytes, b.device_id, b.wave_front_size, b.timestamp_hz) == (304, 192 << 30, 0x74a1, 64, 100_000_000)
+  dev = hcq.Device("MOCKKFD+AMD::gfx942")
+  wg_data, ctl_stack, debug = 38 * 0x95000, 4096 * 3, 1520 * 32
+  assert dev._cwsr_sizes() == (wg_data + ctl_stack, ctl_stack, ((wg_data + ctl_stack + debug) * 8 + 4095) // 4096 * 4096)
+  assert dev.timestamp_frequency == 100_000_000 and dev.dialect.name == "gfx9" and dev.sdma_major == 4
+
+
+@pytest.mark.parametrize("base,change,says", [
+  ("gfx1201", dict(gfx_target="gfx1030", gfx_target_version=100300, gc_version=(10, 3, 0)), "gfx1030: no PM4 dialect for gfx10; this driver has gfx12, gfx11, gfx9"),
+  ("gfx1201", dict(sdma_version=(5, 2, 0)), "SDMA 5.x; this driver builds SDMA 4.4, 6.0 and 7.0 packets"),
+  ("gfx1201", dict(gc_version=(13, 0, 0)), "GC 13.0.0; the gfx12 dialect is written for GC 12.x"),
+  ("gfx942", dict(gc_version=(9, 4, 2)), "GC 9.4.2; the gfx9 dialect is written for GC 9.4.3, 9.4.4"),   # MI200: not checked against its sources
 ])
-def test_a_gc_or_sdma_version_the_driver_does_not_speak_fails_clearly(change, says):
-  board = dataclasses.replace(BOARDS["gfx1201"], **change)
+def test_a_gc_or_sdma_version_the_driver_does_not_speak_fails_clearly(base, change, says):
+  board = dataclasses.replace(BOARDS[base], **change)
   with pytest.raises(HCQError, match=says.replace(".", "\\.")):
     AMDDevice(parse_dev("MOCKKFD+AMD"), os_layer=MockKFDOS(MockKFD((board,))))
 
 
-def test_tensor_compiler_runs_on_gfx1201():
-  """A representative subset of hcq.tensor on the RX 9070 XT (llvmlite's AMDGPU target for gfx1201, wave32): an
-  elementwise chain, a reduction and a matmul against numpy (tests/test_tensor_amd.py runs the whole subset on gfx1100)."""
+@pytest.mark.parametrize("arch", ["gfx1201", "gfx942"])
+def test_tensor_compiler_runs_on_the_other_boards(arch):
+  """A representative subset of hcq.tensor on the RX 9070 XT and the MI300X (llvmlite's AMDGPU target; wave64 on gfx942):
+  an elementwise chain, a reduction and a matmul against numpy (tests/test_tensor_amd.py runs the whole subset on gfx1100)."""
   from tests.tools import require_module
   require_module("llvmlite")
   import numpy as np
   from hcq.tensor import Tensor
   a = np.random.default_rng(5).standard_normal((48, 40)).astype(np.float32)
   b = np.random.default_rng(6).standard_normal((40, 24)).astype(np.float32)
-  t = Tensor(a, device="MOCKKFD+AMD::gfx1201")
+  t = Tensor(a, device=f"MOCKKFD+AMD::{arch}")
   np.testing.assert_allclose(((t * 2 + 1).relu().sum(axis=1)).numpy(), np.maximum(a * 2 + 1, 0).sum(axis=1), rtol=1e-5, atol=1e-5)
-  np.testing.assert_allclose((t @ Tensor(b, device="MOCKKFD+AMD::gfx1201")).numpy(), a @ b, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose((t @ Tensor(b, device=f"MOCKKFD+AMD::{arch}")).numpy(), a @ b, rtol=1e-4, atol=1e-4)

@@ -160,4 +160,5 @@ def test_device_opens_and_runs_under_each_kernel_profile(kernel, arch):
   d.synchronize()
   cwsr_size, ctl_stack, nbytes = d._cwsr_sizes()
   sizes = cwsr_sizes(next(iter(d.os.kfd.nodes.values())).board)
-  assert (cwsr_size, ctl_stack, nbytes) == (sizes.cwsr, sizes.ctl_stack, (sizes.cwsr + sizes.debug + 4095) // 4096 * 4096)
+  xcc = board(arch).num_xcc  # one save area per XCC of the partition (kfd_queue_acquire_buffers: x NUM_XCC)
+  assert (cwsr_size, ctl_stack, nbytes) == (sizes.cwsr, sizes.ctl_stack, ((sizes.cwsr + sizes.debug) * xcc + 4095) // 4096 * 4096)

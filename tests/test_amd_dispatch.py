@@ -1,4 +1,4 @@
-"""Kernels on each emulated board (gfx1100, gfx1201; clang-19 and hcq.asm code for it) through the whole driver: dispatch shapes, ordering with SDMA, replay, many launches, faults.
+"""Kernels on each emulated board (gfx1100, gfx1201, gfx942; clang-19 and hcq.asm code for it) through the whole driver: dispatch shapes, ordering with SDMA, replay, many launches, faults.
 
 Every launch here goes through KFD ioctls, PM4 written by the driver, the strict mock command processor and the
 wavefront emulator, exactly as on a real GPU except the last step.
@@ -13,7 +13,7 @@ import hcq
 from hcq.asm.kernel import Kernel
 from hcq.errors import GPUFault, HCQError, ProgramArgumentError
 from hcq.sym import Variable
-from tests.amd_boards import arch, heavy  # noqa: F401 (arch: the board fixture)
+from tests.amd_boards import arch, asm_for, heavy  # noqa: F401 (arch: the board fixture)
 from tests.tools import compile_opencl
 
 IDS = r"""
@@ -121,12 +121,17 @@ def test_bad_programs_and_arguments(dev, code_object):
 
 
 def test_faulting_kernel_then_the_next_launch_works(dev, code_object):
-  bad = Kernel("bad", dev.arch, args=[("p", "u64")]).add("""s_load_b64 s[4:5], s[0:1], null
+  bad = Kernel("bad", dev.arch, args=[("p", "u64")]).add(asm_for(dev.arch, """s_load_b64 s[4:5], s[0:1], null
 v_mov_b32_e32 v1, 7
 v_mov_b32_e32 v0, 0
 s_waitcnt lgkmcnt(0)
 global_store_b32 v0, v1, s[4:5]
-s_endpgm""")
+s_endpgm""", """s_load_dwordx2 s[4:5], s[0:1], 0x0
+v_mov_b32_e32 v1, 7
+v_mov_b32_e32 v0, 0
+s_waitcnt lgkmcnt(0)
+global_store_dword v0, v1, s[4:5]
+s_endpgm"""))
   prg = dev.program(bad.to_elf())
   address = dev._range.base + (1 << 39) + 0x1230  # inside hcq's reservation, never mapped for the GPU
   with pytest.raises(GPUFault, match=f"GPU page fault at {address & ~0xfff:#x}|GPU page fault at {address:#x}") as e:

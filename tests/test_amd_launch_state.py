@@ -9,7 +9,7 @@ import pytest
 
 import hcq
 from hcq.errors import HCQError
-from tests.amd_boards import arch, only  # noqa: F401 (arch: the board fixture)
+from tests.amd_boards import arch, asm_for, lanes, only  # noqa: F401 (arch: the board fixture)
 from tests.tools import compile_opencl
 
 HIDDEN = r"""
@@ -135,20 +135,21 @@ def test_wave64_kernel_runs_in_wave64(dev, tmp_path):
   np.testing.assert_array_equal(got[..., 1], np.broadcast_to(np.where(l < 64, 64, 36), (3, 100)))
 
 
-def user_sgpr_kernel() -> bytes:
-  """A kernel with every user SGPR the descriptor can enable on gfx11 (but the gfx9 private segment buffer), the
+def user_sgpr_kernel(arch: str) -> bytes:
+  """A kernel with every user SGPR the descriptor can enable on gfx11 and gfx942 (but the private segment buffer), the
   workgroup ids X/Y/Z, workgroup info and the workitem ids in v0; it stores them all, and the first 8 dwords of the
-  dispatch packet, at out + 256 * its workgroup's linear id (grid 2 x 3 x 4)."""
+  dispatch packet, at out + 256 * its workgroup's linear id (grid 2 x 3 x 4). gfx942 runs it in wave64 (GCN spellings)."""
   from hcq.asm.elf_writer import KernelImage, kernel_descriptor, write_code_object
   from hcq.asm.kernel import Kernel
   from hcq.asm.text import assemble
   from hcq.autogen import amdgpu_kd as kd
-  stores = "\n".join(f"v_mov_b32 v2, s{r}\nglobal_store_b32 v1, v2, s[20:21] offset:{4 * i}"
+  store = asm_for(arch, "global_store_b32", "global_store_dword")
+  stores = "\n".join(f"v_mov_b32 v2, s{r}\n{store} v1, v2, s[20:21] offset:{4 * i}"
                      for i, r in enumerate([*range(15), 22, *range(24, 32)]))
+  loads = asm_for(arch, "s_load_b64 s[20:21], s[4:5], 0x0\n    s_load_b32 s22, s[4:5], 0x8\n    s_load_b256 s[24:31], s[0:1], 0x0",
+                  "s_load_dwordx2 s[20:21], s[4:5], 0x0\n    s_load_dword s22, s[4:5], 0x8\n    s_load_dwordx8 s[24:31], s[0:1], 0x0")
   code = assemble(f"""
-    s_load_b64 s[20:21], s[4:5], 0x0
-    s_load_b32 s22, s[4:5], 0x8
-    s_load_b256 s[24:31], s[0:1], 0x0
+    {loads}
     s_waitcnt lgkmcnt(0)
     s_mul_i32 s23, s13, 3
     s_add_u32 s23, s23, s12
@@ -161,25 +162,26 @@ def user_sgpr_kernel() -> bytes:
     {stores}
     v_mbcnt_lo_u32_b32 v3, -1, 0
     v_lshlrev_b32 v3, 2, v3
-    global_store_b32 v3, v0, s[20:21] offset:128
-    s_endpgm""", "gfx1100")
+    {store} v3, v0, s[20:21] offset:128
+    s_endpgm""", arch)
   k = Kernel("usgpr", args=[("out", "buffer"), ("magic", "u32")])
   args, size = k.layout()
   d = kernel_descriptor(vgprs=4, sgprs=32, kernarg_size=size, dispatch_ptr=True, queue_ptr=True, workgroup_ids=(True, True, True),
-                        workitem_id_dims=3)
+                        workitem_id_dims=3, arch=arch, wave32=lanes(arch) == 32)
   d.kernel_code_properties |= (kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_DISPATCH_ID | kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_FLAT_SCRATCH_INIT
                                | kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_PRIVATE_SEGMENT_SIZE)
   d.private_segment_fixed_size = 48
   d.compute_pgm_rsrc2 = (d.compute_pgm_rsrc2 & ~kd.COMPUTE_PGM_RSRC2_USER_SGPR_COUNT | 11 << kd.COMPUTE_PGM_RSRC2_USER_SGPR_COUNT_SHIFT
                          | kd.COMPUTE_PGM_RSRC2_ENABLE_SGPR_WORKGROUP_INFO)
-  return write_code_object("gfx1100", [KernelImage("usgpr", code, d, {".args": args, ".vgpr_count": 4, ".sgpr_count": 32})])
+  meta = {".args": args, ".vgpr_count": 4, ".sgpr_count": 32, ".wavefront_size": lanes(arch)}
+  return write_code_object(arch, [KernelImage("usgpr", code, d, meta)])
 
 
-@only("gfx1100")   # hand-written gfx11 code; gfx12 kernels read their workgroup ids from TTMP7/TTMP9 (test_emu_gfx12)
+@only("gfx1100", "gfx942")   # hand-written code; gfx12 kernels read their workgroup ids from TTMP7/TTMP9 (test_emu_gfx12)
 def test_every_user_sgpr(dev):
   """AMDGPUUsage's initial wave state, in its order: dispatch ptr (s[0:1]), queue ptr, kernarg segment ptr, dispatch
   id, flat scratch init, private segment size (s10), then workgroup id X/Y/Z (s11-s13) and workgroup info (s14)."""
-  prg = dev.program(user_sgpr_kernel(), "usgpr")
+  prg = dev.program(user_sgpr_kernel(dev.arch), "usgpr")
   grid, block = (2, 3, 4), (4, 2, 2)
   out = dev.alloc(24 * 256)
   out.copyin(np.full(24 * 64, 0xdeadbeef, np.uint32))
@@ -248,15 +250,45 @@ def test_workgroup_info_counts_the_waves_of_the_workgroup(dev, wave32, block):
 
 
 def test_private_segment_buffer_is_refused(dev):
-  """gfx9's private segment buffer (4 user SGPRs) is not provided on gfx11: a clear error, not garbage in s[0:3], and
-  the device goes on working."""
+  """The private segment buffer (4 user SGPRs: scratch before architected flat scratch) is not provided on gfx11+ nor on
+  gfx942 (which has architected flat scratch too): a clear error, not garbage in s[0:3], and the device goes on working."""
   from hcq.asm.elf_writer import kernel_descriptor
   from hcq.autogen import amdgpu_kd as kd
-  d = kernel_descriptor(vgprs=1)
+  d = kernel_descriptor(vgprs=1, arch=dev.arch, wave32=lanes(dev.arch) == 32)
   d.kernel_code_properties |= kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER
   with pytest.raises(HCQError, match="private segment buffer"):
     endpgm_program(dev, d, "psb")(global_size=(1,), local_size=(1,), wait=True)
-  endpgm_program(dev, kernel_descriptor(vgprs=1), "ok")(global_size=(1,), local_size=(1,), wait=True)   # the refused launch left the device usable (no timeline value unsignalled)
+  endpgm_program(dev, kernel_descriptor(vgprs=1, arch=dev.arch, wave32=lanes(dev.arch) == 32), "ok")(global_size=(1,), local_size=(1,), wait=True)
+
+
+@only("gfx942")
+def test_accumulation_registers_start_at_rsrc3_accum_offset(dev):
+  """gfx942's AGPRs follow the VGPRs at COMPUTE_PGM_RSRC3.ACCUM_OFFSET (AMDGPUUsage, gfx90a+), which gfx9 keeps at
+  0x2e2d where gfx11 has RSRC3 at 0x2e28 (gc_9_4_3_offset.h): a kernel of 8 VGPRs whose a0 would alias v4 if the
+  offset were lost (read as 0) gets its lane id back, not the 77 written to v4."""
+  from hcq.asm.kernel import Kernel
+  prg = dev.program(Kernel("agpr", dev.arch, args=[("out", "buffer")]).add("""s_load_dwordx2 s[2:3], s[0:1], 0x0
+v_accvgpr_write_b32 a0, v0
+v_mov_b32 v4, 77
+v_mov_b32 v7, 0
+v_accvgpr_read_b32 v2, a0
+v_lshlrev_b32 v1, 2, v0
+s_waitcnt lgkmcnt(0)
+global_store_dword v1, v2, s[2:3]
+s_endpgm""").to_elf())
+  assert prg.rsrc3 & 0x3f == 8 // 4 - 1   # ACCUM_OFFSET: (offset / 4) - 1
+  out = dev.alloc(64 * 4)
+  prg(out, global_size=1, local_size=64, wait=True)
+  np.testing.assert_array_equal(out.copyout(np.empty(64, np.uint32)), np.arange(64))
+
+
+@only("gfx942")
+def test_a_wave32_kernel_is_refused_on_gfx9(dev):
+  """gfx9 has no wave32 (gc_9_4_3_sh_mask.h: no DISPATCH_INITIATOR.CS_W32_EN): a wave32 descriptor is refused at load,
+  naming the kernel, before any packet is written."""
+  from hcq.asm.elf_writer import kernel_descriptor
+  with pytest.raises(HCQError, match="w32: gfx9 runs wave64 only"):
+    endpgm_program(dev, kernel_descriptor(vgprs=1), "w32")   # the refused launch left the device usable (no timeline value unsignalled)
 
 
 @only("gfx1100")   # gc_12_0_0's RSRC3 has no TRAP_ON_START/END: INST_PREF_SIZE covers bits 4-11

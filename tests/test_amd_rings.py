@@ -17,7 +17,7 @@ from hcq.devstring import parse_dev
 from hcq.errors import GPUTimeout
 from hcq.drivers.amd.device import AMDDevice
 from hcq.sym import Variable
-from tests.amd_boards import arch  # noqa: F401 (the board fixture)
+from tests.amd_boards import arch, asm_for  # noqa: F401 (arch: the board fixture)
 
 SUBMISSIONS = int(os.environ.get("HCQ_RING_SUBMISSIONS", "1000"))
 RING = 1024  # bytes: the minimum amdkfd takes (KFD_MIN_QUEUE_RING_SIZE)
@@ -35,11 +35,13 @@ def gpu_of(dev):
 def counter_kernel(dev):
   """Adds 1 to the u32 its buffer argument points at: every launch that runs leaves a mark."""
   wait = "s_wait_kmcnt 0x0" if dev.arch.startswith("gfx12") else "s_waitcnt lgkmcnt(0)"   # gfx12 splits the counters
-  return dev.program(Kernel("count", dev.arch, args=[("x", "buffer")]).add(f"""s_load_b64 s[2:3], s[0:1], null
+  load, add = asm_for(dev.arch, "s_load_b64 s[2:3], s[0:1], null", "s_load_dwordx2 s[2:3], s[0:1], 0x0"), \
+    asm_for(dev.arch, "global_atomic_add_u32", "global_atomic_add")
+  return dev.program(Kernel("count", dev.arch, args=[("x", "buffer")]).add(f"""{load}
 v_mov_b32_e32 v0, 0
 v_mov_b32_e32 v1, 1
 {wait}
-global_atomic_add_u32 v0, v1, s[2:3]
+{add} v0, v1, s[2:3]
 s_endpgm""").to_elf())
 
 

@@ -41,7 +41,6 @@ CASES = [  # (command, what the one line must say)
   ([*RUN, "latin1.s"], "not UTF-8 text"),
   ([*RUN, "hwreg.s"], "UNKNOWN"),
   ([*RUN, "good.s", "--arch", "gfx9999"], "--arch 'gfx9999': unknown; valid: gfx1100, gfx1201, gfx942 (the emulated GPU is gfx1100)"),
-  ([*RUN, "good.s", "--arch", "gfx942"], "--arch gfx942: no emulated AMD board for gfx942; MOCKKFD+AMD emulates gfx1100, gfx1201"),
   ([*RUN, "good.s", "--arch", "gfx1201", "--dev", "MOCKKFD+AMD"], "the emulated GPU of --dev MOCKKFD+AMD is gfx1100; assemble for --arch gfx1100"),
   ([*RUN, "good.s", "--dev", "CPU"], "the CPU device takes LLVM IR"),
   ([*RUN, "good.s", "--dev", "BOGUS"], "DevStringError"),

@@ -12,7 +12,9 @@ from hcq.asm.kernel import Kernel
 from hcq.autogen.am import nvd
 from hcq.devstring import parse_dev
 from hcq.drivers.amd.device import AMDDevice
-from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx11_dialect
+from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx9_dialect, gfx11_dialect
+from hcq.drivers.mock.amdgpu.gpu import BOARDS
+from tests.amd_boards import asm_for
 from tests.test_amd_queues import GC_BASE, VA, Board, FakeSignal
 
 ADD_ONE = """s_load_b128 s[4:7], s[0:1], null
@@ -25,14 +27,25 @@ global_store_b32 v0, v1, s[4:5]
 s_endpgm"""
 
 
-@pytest.fixture(scope="module")
-def dev():
-  return AMDDevice(parse_dev("MOCKKFD+AMD"))
+ADD_ONE_GFX9 = """s_load_dwordx4 s[4:7], s[0:1], 0x0
+v_mov_b32_e32 v0, 0
+s_waitcnt lgkmcnt(0)
+global_load_dword v1, v0, s[6:7]
+s_waitcnt vmcnt(0)
+v_add_u32_e32 v1, 1, v1
+global_store_dword v0, v1, s[4:5]
+s_endpgm"""
+
+
+@pytest.fixture(scope="module", params=["gfx1100", "gfx942"])
+def dev(request):
+  """The RX 7900 XTX (GCR_CNTL cache actions) and the MI300X (gfx9's CP_COHER_CNTL and EOP_* actions)."""
+  return AMDDevice(parse_dev(f"MOCKKFD+AMD::{request.param}"))
 
 
 def add_one(dev):
   """out[0] = inp[0] + 1."""
-  return dev.program(Kernel("add_one", args=[("out", "buffer"), ("inp", "buffer")]).add(ADD_ONE).to_elf())
+  return dev.program(Kernel("add_one", dev.arch, args=[("out", "buffer"), ("inp", "buffer")]).add(asm_for(dev.arch, ADD_ONE, ADD_ONE_GFX9)).to_elf())
 
 
 def test_a_replayed_launch_sees_new_input_and_the_host_sees_its_output(dev):
@@ -140,3 +153,49 @@ def test_the_dirty_lines_of_unmapped_memory_are_dropped(cached):
   assert host[:4].view(np.uint32)[0] == 0
   b.gpu.mem.map(VA + (64 << 20), host.size, host, cached=True)  # the same VA mapped again: a new line, filled from memory
   assert view.read_u32(VA + (64 << 20)) == 0
+
+
+# ---- gfx9.4.3 (MI300X): CP_COHER_CNTL and EOP_* actions on the same cache model ----
+GFX9 = gfx9_dialect(BOARDS["gfx942"].gc_bases)
+COHER_ALL = GFX9.acquire_mem()[0]
+
+
+def acquire9(coher: int) -> list[int]:
+  return AMDComputeQueue(GFX9).pkt3(nvd.PACKET3_ACQUIRE_MEM, coher, 0xffffffff, 0xffffff, 0, 0, 0xA)._q
+
+
+@pytest.fixture
+def cached9():
+  b = Board(board=BOARDS["gfx942"])
+  host = np.zeros(1 << 20, np.uint8)
+  b.gpu.mem.map(VA + (64 << 20), host.size, host, cached=True)
+  yield b, host, b.gpu.cache.view
+  b.close()
+
+
+def test_gfx9_a_wave_store_stays_in_the_cache_until_a_tc_write_back(cached9):
+  """gfx_v9_4_3_emit_mem_sync's TC_WB_ACTION_ENA and gfx_v9_4_3_ring_emit_fence's EOP_TC_WB_ACTION_EN write L2 back."""
+  from hcq.autogen.am import soc15d
+  b, host, view = cached9
+  view.write_u32(VA + (64 << 20), 0x1234)
+  b.submit("compute", acquire9(COHER_ALL & ~soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_WB_ACTION_ENA(1)))
+  b.idle("compute")
+  assert host[:4].view(np.uint32)[0] == 0 and view.read_u32(VA + (64 << 20)) == 0x1234, "an invalidate lost or wrote dirty data"
+  b.submit("compute", AMDComputeQueue(GFX9).signal(FakeSignal(b.addr(3 << 20)), 1)._q)  # RELEASE_MEM EOP_TC_WB
+  b.idle("compute")
+  assert not b.errors and host[:4].view(np.uint32)[0] == 0x1234
+
+
+@pytest.mark.parametrize("missing", ["TC_ACTION_ENA", "TCL1_ACTION_ENA", "SH_KCACHE_ACTION_ENA", "SH_ICACHE_ACTION_ENA"])
+def test_gfx9_an_acquire_without_every_level_invalidated_leaves_stale_lines(cached9, missing):
+  from hcq.autogen.am import soc15d
+  b, host, view = cached9
+  addr = VA + (64 << 20) + 64
+  assert view.read_u32(addr) == 0
+  host[64:68].view(np.uint32)[0] = 99
+  b.submit("compute", acquire9(COHER_ALL & ~getattr(soc15d, f"PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_{missing}")(1)))
+  b.idle("compute")
+  assert view.read_u32(addr) == 0, f"ACQUIRE_MEM without {missing} refreshed the line"
+  b.submit("compute", acquire9(COHER_ALL))
+  b.idle("compute")
+  assert not b.errors and view.read_u32(addr) == 99

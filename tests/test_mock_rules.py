@@ -20,7 +20,7 @@ import pytest
 from hcq.autogen import kfd as K
 from hcq.autogen.am import gc_11_0_0 as gc, nvd, sdma_v6_0_0_pkt_open as sdma
 from hcq.drivers import libc
-from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx11_dialect, gfx12_dialect
+from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx9_dialect, gfx11_dialect, gfx12_dialect
 from hcq.drivers.amd.sdma import AMDCopyQueue
 from hcq.drivers.amd.sdma_packets import sdma_packets
 from hcq.drivers.mock.amdgpu.cp import IB_CHAIN
@@ -206,6 +206,54 @@ def test_gfx12_takes_its_own_spellings(board12):
   np.testing.assert_array_equal(b.mem[5 << 20:(5 << 20) + 64], np.arange(64, dtype=np.uint8))
 
 
+# ---- gfx9.4.3 (MI300X): the gfx10+ spellings gfx9 lacks, and what a single-XCC queue does not emulate ----
+GFX9 = gfx9_dialect(BOARDS["gfx942"].gc_bases)
+
+
+def dispatch9(initiator: int = 1, *before: tuple) -> list[int]:
+  q = AMDComputeQueue(GFX9).set_sh_reg(GFX9.regs.regCOMPUTE_PGM_RSRC1, 0, GFX9.regs.regCOMPUTE_PGM_RSRC2.encode(trap_present=1))
+  for reg, value in before: q.set_sh_reg(reg, value)
+  return q._q + pkt3(0x15, 1, 1, 1, initiator)
+
+
+GFX9_CASES = [  # (rule, queue kind, stream builder)
+  ("RELEASE_MEM event dword {event:#010x} sets bits", "compute", lambda b: signal(b, 1)),                 # gfx11's GCR fence
+  ("body dwords; its layout has", "compute", lambda b: pkt3(nvd.PACKET3_ACQUIRE_MEM, *ACQUIRE)),            # gfx11's GCR_CNTL dword
+  ("sets bit 15, gfx10+'s CS_W32_EN", "compute", lambda b: dispatch9(1 | 1 << 15)),                       # a wave32 dispatch
+  ("COMPUTE_TG_CHUNK_SIZE {chunk}", "compute", lambda b: dispatch9(1, (GFX9.regs.regCOMPUTE_TG_CHUNK_SIZE, 1))),
+  ("COMPUTE_PGM_RSRC2.TRAP_PRESENT (bit 6) clear", "compute", lambda b: dispatch9(1, (GFX9.regs.regCOMPUTE_PGM_RSRC2, 0))),
+  ("SDMA 4.4 FENCE with", "sdma", lambda b: AMDCopyQueue(6).signal(FakeSignal(b.addr(3 << 20)), 1)._q),  # SDMA 6.0's MTYPE
+  ("SDMA 4.4 COPY_LINEAR with count", "sdma", lambda b: AMDCopyQueue(7).copy(b.addr(5 << 20), b.addr(4 << 20), 64)._q),  # 7.0's CPV
+]
+
+
+@pytest.fixture
+def board9():
+  b = Board(board=BOARDS["gfx942"])
+  yield b
+  b.close()
+
+
+@pytest.mark.parametrize("rule,kind,stream", GFX9_CASES, ids=[r[:40] for r, _, _ in GFX9_CASES])
+def test_gfx9_rule(board9, rule, kind, stream):
+  board9.submit(kind, stream(board9))
+  stopped_with(board9, kind, rule)
+  assert board9.u64(3 << 20) == 0, "a packet after the refused one ran"
+
+
+def test_gfx9_takes_its_own_spellings(board9):
+  """What the driver's gfx9.4.3 dialect and SDMA 4.4 builder write runs on the gfx942 board: ACQUIRE_MEM of 6 dwords,
+  an EOP fence, an SDMA copy and fences without SDMA 6.0's cache-policy fields."""
+  b = board9
+  b.mem[4 << 20:(4 << 20) + 64] = np.arange(64, dtype=np.uint8)
+  b.submit("sdma", AMDCopyQueue(4).copy(b.addr(5 << 20), b.addr(4 << 20), 64).signal(FakeSignal(b.addr(3 << 20) + 64), 5)._q)
+  b.submit("compute", AMDComputeQueue(GFX9).memory_barrier().signal(FakeSignal(b.addr(3 << 20)), 9)._q)
+  b.idle("sdma")
+  b.idle("compute")
+  assert not b.errors and b.u64(3 << 20) == 9 and b.u64((3 << 20) + 64) == 5
+  np.testing.assert_array_equal(b.mem[5 << 20:(5 << 20) + 64], np.arange(64, dtype=np.uint8))
+
+
 # ---- the kernel side: (rule text, errno, what breaks it on a fresh process) ----
 def two_gpus() -> Process:
   p = Process(boards=(BoardSpec(), BoardSpec()))
@@ -306,6 +354,8 @@ KFD_CASES = [  # (rule, errno, kernel profile, action)
   ("conflicts with an existing mapping", errno.EINVAL, "6.1", lambda p: (mapped(p, 0, 8192), map_call(p, p.alloc(4096, va=p.va + 4096).handle))),
   ("BO {a.handle:#x} is not mapped", errno.EINVAL, "6.1", lambda p: unmap_call(p, p.alloc(4096).handle)),
   ("queue_percentage > 100", errno.EINVAL, "6.1", lambda p: create_queue(p, **queue_args(p, queue_percentage=101))),
+  ("queue_percentage > 100", errno.EINVAL, "6.1", lambda p: create_queue(p, **queue_args(p, queue_percentage=100 | 1 << 8))),  # 6.1: no XCC bits
+  ("pm4_target_xcc {target_xcc}", errno.EINVAL, "6.12", lambda p: create_queue(p, **queue_args(p, queue_percentage=100 | 1 << 8))),  # 1 XCC
   ("queue_priority > 15", errno.EINVAL, "6.1", lambda p: create_queue(p, **queue_args(p, queue_priority=16))),
   ("\"ring_base_address\"", errno.EFAULT, "6.1", lambda p: create_queue(p, **queue_args(p, ring_base_address=1 << 47))),
   ("not a power of 2", errno.EINVAL, "6.1", lambda p: create_queue(p, **queue_args(p, ring_size=3000))),
@@ -395,7 +445,7 @@ def raise_sites() -> list[tuple[str, str]]:
 
 
 def test_every_rule_has_a_breaking_case():
-  rules = [r for r, _ in CP_CASES + SDMA_CASES] + [r for r, *_ in KFD_CASES + GFX12_CASES] + [ENGINE_RULE] + list(UNREACHABLE) + list(TESTED_ELSEWHERE)
+  rules = [r for r, _ in CP_CASES + SDMA_CASES] + [r for r, *_ in KFD_CASES + GFX12_CASES + GFX9_CASES] + [ENGINE_RULE] + list(UNREACHABLE) + list(TESTED_ELSEWHERE)
   sites = raise_sites()
   missing = [f"{rel}: {line.strip()}" for rel, line in sites if not any(r in line for r in rules)]
   assert len(sites) >= 90 and not missing, f"{len(sites)} rules; without a breaking case: " + "\n".join(missing)

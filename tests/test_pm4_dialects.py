@@ -67,6 +67,28 @@ def test_gfx12_differs_from_gfx11_where_the_kernel_does():
   assert g11.initiator(True) == g12.initiator(True)
 
 
+def test_gfx9_is_what_gfx_v9_4_3_sends():
+  """The gfx9 dialect against Linux 6.12's gfx_v9_4_3.c: ACQUIRE_MEM's CP_COHER_CNTL is gfx_v9_4_3_emit_mem_sync's five
+  actions over the whole address space (6 dwords, no GCR_CNTL); RELEASE_MEM's cache actions are
+  gfx_v9_4_3_ring_emit_fence's full flush; registers are GC 9.4.3's, whose COMPUTE_* absolute offsets are gfx11's but
+  RSRC3's (0x2e2d against 0x2e28); TMPRING_SIZE counts 1 KiB units in 13 bits and WAVES per XCC; only GC 9.4.3 and 9.4.4 (gfx942)."""
+  from hcq.autogen.am import soc15d as p
+  g9, g11 = DIALECTS["gfx9"]((0x2000, 0xA000, 0x2402C00)), DIALECTS["gfx11"]((0x1260, 0xA000))
+  coher = {name for name in dir(p) if name.startswith("PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_") and g9.acquire_mem()[0] & getattr(p, name)(1)}
+  assert {n.removeprefix("PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_") for n in coher} == {"SH_ICACHE_ACTION_ENA", "SH_KCACHE_ACTION_ENA", "TC_ACTION_ENA",
+                                                                                   "TCL1_ACTION_ENA", "TC_WB_ACTION_ENA"}
+  assert g9.acquire_mem()[1:] == [0xffffffff, 0xffffff, 0, 0, 0xA]
+  eop = {n for n in dir(p) if n.startswith("EOP_") and g9.release_event & getattr(p, n)}
+  assert eop == {"EOP_TCL1_ACTION_EN", "EOP_TC_ACTION_EN", "EOP_TC_WB_ACTION_EN", "EOP_TC_MD_ACTION_EN"}
+  assert g9.regs.__name__.endswith("gc_9_4_3") and g9.gc_versions == ((9, 4, 3), (9, 4, 4))
+  for name in ("PGM_LO", "PGM_RSRC1", "PGM_RSRC2", "TMPRING_SIZE", "DISPATCH_SCRATCH_BASE_LO", "RESTART_X", "USER_DATA_0",
+               "START_X", "RESOURCE_LIMITS", "DISPATCH_INITIATOR"):
+    assert g9.sh_reg(getattr(g9.regs, f"regCOMPUTE_{name}")) == g11.sh_reg(getattr(g11.regs, f"regCOMPUTE_{name}")), name
+  assert (g9.sh_reg(g9.regs.regCOMPUTE_PGM_RSRC3), g11.sh_reg(g11.regs.regCOMPUTE_PGM_RSRC3)) == (0x2e2d - 0x2c00, 0x2e28 - 0x2c00)
+  assert g9.regs.regCOMPUTE_TMPRING_SIZE.fields["wavesize"] == (12, 0x1fff << 12) and (g9.scratch_unit, g9.waves_per_engine) == (1024, False)
+  assert "cs_w32_en" not in g9.regs.regCOMPUTE_DISPATCH_INITIATOR.fields
+
+
 def test_gfx9_has_no_wave32():
   with pytest.raises(ValueError, match="gfx9 runs wave64 only"):
     AMDComputeQueue(DIALECTS["gfx9"]((0x2000, 0xA000))).exec(FakeProgram(True), 0, (1, 1, 1), (64, 1, 1))
@@ -76,9 +98,9 @@ def test_gfx9_has_no_wave32():
                                               (110003, 1, 0), (110501, 2, 0), (100300, 4, 0), (90402, 32, 0)])
 def test_preemption_bits(gfxv, arrays, priv):
   """TRAP_PRESENT below gfx12; PRIV on the GC 11 parts kfdtest applies its DEGFX11_12113 workaround to."""
-  from hcq.autogen.am import gc_9_4_2, gc_11_0_0
+  from hcq.autogen.am import gc_9_4_3, gc_11_0_0
   from hcq.drivers.amd.pm4 import preemption_bits
-  regs = gc_9_4_2 if gfxv < 100000 else gc_11_0_0
+  regs = gc_9_4_3 if gfxv < 100000 else gc_11_0_0
   r1, r2 = preemption_bits(regs, gfxv, arrays)
   assert regs.regCOMPUTE_PGM_RSRC2.decode(r2) == {**regs.regCOMPUTE_PGM_RSRC2.decode(0), "trap_present": 1}
   assert regs.regCOMPUTE_PGM_RSRC1.decode(r1) == {**regs.regCOMPUTE_PGM_RSRC1.decode(0), "priv": priv}

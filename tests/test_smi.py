@@ -90,6 +90,7 @@ def test_mi300x_two_boards_without_edge_sensor_or_fan():
   assert (busy.name, busy.name_source, busy.arch) == ("AMD Instinct MI300X OAM", "product_name", "gfx942")
   assert (busy.bus_id, idle.bus_id) == ("0000:05:00.0", "0000:26:00.0")
   assert (busy.compute_units, busy.xcc, busy.kfd_node, idle.kfd_node) == (304, 8, 2, 3)
+  assert (busy.compute_partition, busy.memory_partition) == ("SPX", "NPS1")   # one KFD node of all 8 XCCs
   assert busy.vram_total_bytes == 206141652992 and busy.vram_used_bytes == 150 * GIB
   assert busy.temp_edge_c is None and busy.temp_junction_c == 53.0 and busy.temp_memory_c == 47.0  # GC 9.4.3 hides temp1
   assert (busy.power_w, busy.power_kind, busy.power_cap_w) == (163.0, "input", 750.0)

@@ -15,13 +15,14 @@ from hcq.autogen.generator.sources import LINUX_SOURCE_PKG, generated_header_lin
 from hcq.autogen.support import Register, RegisterTable
 
 # (module name under hcq.autogen.am, offset header, sh_mask header, linux-source package), paths below its drivers/gpu/drm/amd.
-# gc_12_0_0 (RDNA4) first appears in Linux 6.11, so it comes from linux-source-6.12.
+# gc_12_0_0 (RDNA4) first appears in Linux 6.11 and gc_9_4_3 (MI300) after 6.1, so both come from linux-source-6.12.
 BLOCKS: list[tuple[str, str, str, str]] = [
   (name, f"include/asic_reg/{folder}/{name}_offset.h", f"include/asic_reg/{folder}/{name}_sh_mask.h", package)
   for folder, name, package in [("gc", "gc_11_0_0", LINUX_SOURCE_PKG), ("nbio", "nbio_4_3_0", LINUX_SOURCE_PKG),
                                 ("oss", "osssys_6_0_0", LINUX_SOURCE_PKG), ("hdp", "hdp_6_0_0", LINUX_SOURCE_PKG),
                                 ("mmhub", "mmhub_3_0_0", LINUX_SOURCE_PKG), ("gc", "gc_9_4_2", LINUX_SOURCE_PKG),
-                                ("gc", "gc_12_0_0", "linux-source-6.12")]
+                                ("gc", "gc_12_0_0", "linux-source-6.12"),
+                                ("gc", "gc_9_4_3", "linux-source-6.12")]
 ]
 
 # Fields the upstream headers define inconsistently, by C name (BLOCK__FIELD), with what is wrong. Such a

@@ -27,7 +27,8 @@ PAGE = 4096
 VA_SPACE = 1 << 40            # reserved once; every buffer gets its GPU and CPU address in it
 RING_BYTES = 1 << 16         # each hardware queue's ring (a power of two of at least 1 KiB, as CREATE_QUEUE takes it)
 STAGING_BYTES = 16 << 20
-# the global timestamp counter RELEASE_MEM and SDMA write: the SOC reference clock (soc21_get_xclk / soc24_get_xclk: spll.reference_freq)
+# the global timestamp counter RELEASE_MEM and SDMA write: the SOC reference clock (soc21_get_xclk / soc24_get_xclk: spll.reference_freq);
+# on MI300 (MP1 13.0.6) soc15_get_xclk (Linux 6.12) returns 10000 (10 kHz units): a 100 MHz GPU clock counter
 TIMESTAMP_HZ = {"gfx12": 100_000_000, "gfx11": 100_000_000, "gfx9": 100_000_000}
 _F = K.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | K.KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE | K.KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
 MEMORY_FLAGS = {
@@ -82,8 +83,12 @@ class AMDDevice(StagedCopies, Device):
     self.kfd = KFDInterface(self.os, self.node)
     self.timestamp_frequency = TIMESTAMP_HZ[family]
     self.dialect = DIALECTS[family](self._gc_bases())
-    self.sdma_major = int(self._ip_discovery("SDMA0", "major"))   # SDMA 6 on gfx11, 7 on gfx12
-    if self.sdma_major not in SDMA_MAJORS: raise HCQError(f"{self.arch}: SDMA {self.sdma_major}.x; this driver builds SDMA 6.0 and 7.0 packets")
+    gc = tuple(int(self._ip_discovery("GC", n)) for n in ("major", "minor", "revision"))
+    if not any(gc[:len(v)] == v for v in self.dialect.gc_versions):
+      raise HCQError(f"{self.arch}: GC {'.'.join(map(str, gc))}; the {family} dialect is written for GC "
+                     f"{', '.join('.'.join(map(str, v)) + ('.x' if len(v) < 3 else '') for v in self.dialect.gc_versions)}")
+    self.sdma_major = int(self._ip_discovery("SDMA0", "major"))   # SDMA 4 on gfx9.4.3, 6 on gfx11, 7 on gfx12
+    if self.sdma_major not in SDMA_MAJORS: raise HCQError(f"{self.arch}: SDMA {self.sdma_major}.x; this driver builds SDMA 4.4, 6.0 and 7.0 packets")
     self.tmpring_size, self.scratch_base, self._scratch, self._scratch_per_wave, self.scratch_generation = 0, 0, None, 0, 0
     self._range = ReservedRange(self.os, self.va_space)
     self._handles_lock = threading.Lock()
@@ -137,7 +142,9 @@ class AMDDevice(StagedCopies, Device):
     props = self.node.properties
     gfxv, xcc = props["gfx_target_version"], props.get("num_xcc", 1)
     cus = props["simd_count"] // props["simd_per_cu"] // xcc
-    waves = cus * 32 if gfxv >= 100100 else min(cus * 40, props["array_count"] // props["simd_arrays_per_engine"] * 512)
+    # before gfx10.1 the waves are capped by the engines' 512 each: the node's own (one XCC's) engines, which sysfs shows
+    # multiplied by num_xcc (kfd_topology.c node_show: array_count x NUM_XCC)
+    waves = cus * 32 if gfxv >= 100100 else min(cus * 40, props["array_count"] // props["simd_arrays_per_engine"] // xcc * 512)
     vgpr_bytes_per_cu = 0x80000 if gfxv // 100 == 904 or gfxv in (90010, 90008, 90500) else \
       0x60000 if gfxv in (110000, 110001, 120000, 120001) else 0x40000
     lds_bytes_per_cu = props["lds_size_in_kb"] << 10 if gfxv == 90500 else 0x10000
@@ -215,30 +222,36 @@ class AMDDevice(StagedCopies, Device):
     return AMDCopyQueue(self.sdma_major)
 
   def scratch_slots(self) -> tuple[int, int]:
-    """(shader engines, scratch slots per engine) from the KFD topology: an engine's CUs times max_slots_scratch_cu, as
-    ROCr sizes it (amd_aql_queue.cpp FillComputeTmpRingSize_Gfx11: NumShaderBanks = array_count / simd_arrays_per_engine
-    in the thunk's topology.c, max waves = CUs x MaxSlotsScratchCU)."""
+    """(rings, scratch slots per ring) from the KFD topology. gfx11+: one ring part per shader engine, each an engine's
+    CUs times max_slots_scratch_cu, as ROCr sizes it (amd_aql_queue.cpp FillComputeTmpRingSize_Gfx11: NumShaderBanks =
+    array_count / simd_arrays_per_engine in the thunk's topology.c, max waves = CUs x MaxSlotsScratchCU). gfx9.4.3: WAVES
+    counts the slots of one XCC (FillComputeTmpRingSize: the queue's scratch / NumXcc), an XCC's CUs (simd_count /
+    simd_per_cu / num_xcc) x max_slots_scratch_cu; hcq's queue runs on XCC 0 alone (see docs/hcq.md), so one XCC's ring."""
     p = self.node.properties
+    if not self.dialect.waves_per_engine:
+      return 1, p["simd_count"] // p["simd_per_cu"] // p.get("num_xcc", 1) * p["max_slots_scratch_cu"]
     engines = p["array_count"] // p["simd_arrays_per_engine"]
     return engines, p["array_count"] * p["cu_per_simd_array"] // engines * p["max_slots_scratch_cu"]
 
   def ensure_scratch(self, bytes_per_lane: int, lanes: int) -> None:
     """Scratch (private segment) for every wave the GPU can hold, at least `bytes_per_lane` per lane; grows, never shrinks.
-    On gfx11 COMPUTE_TMPRING_SIZE counts a wave's space in 256-byte units and WAVES counts slots per shader engine, so the
-    buffer holds WAVES slots for every engine (ROCr FillComputeTmpRingSize_Gfx11, radv radv_emit_compute_scratch)."""
-    per_wave = (bytes_per_lane * lanes + 255) // 256 * 256
+    COMPUTE_TMPRING_SIZE counts a wave's space in the dialect's units (256 bytes on gfx11+, 1 KiB on gfx9) and WAVES the
+    slots of a ring part (per shader engine on gfx11+: ROCr FillComputeTmpRingSize_Gfx11, radv radv_emit_compute_scratch;
+    per XCC on gfx9.4.3), so the buffer holds WAVES slots for every part."""
+    unit = self.dialect.scratch_unit
+    per_wave = (bytes_per_lane * lanes + unit - 1) // unit * unit
     if per_wave <= self._scratch_per_wave: return
-    engines, waves = self.scratch_slots()
+    parts, waves = self.scratch_slots()
     tmpring = self.dialect.regs.regCOMPUTE_TMPRING_SIZE
     most = {name: mask >> shift for name, (shift, mask) in tmpring.fields.items()}
-    if waves > most["waves"] or per_wave // 256 > most["wavesize"]:
-      raise HCQError(f"{bytes_per_lane} bytes of private memory per lane ({waves} scratch slots per engine) do not fit "
-                     f"COMPUTE_TMPRING_SIZE: at most {most['wavesize'] * 256 // lanes} bytes per lane and {most['waves']} slots")
+    if waves > most["waves"] or per_wave // unit > most["wavesize"]:
+      raise HCQError(f"{bytes_per_lane} bytes of private memory per lane ({waves} scratch slots per ring part) do not fit "
+                     f"COMPUTE_TMPRING_SIZE: at most {most['wavesize'] * unit // lanes} bytes per lane and {most['waves']} slots")
     self.synchronize()
     if self._scratch is not None: self._scratch.free()
-    self._scratch = self.alloc(per_wave * waves * engines, "device")
+    self._scratch = self.alloc(per_wave * waves * parts, "device")
     self._scratch_per_wave, self.scratch_base = per_wave, self._scratch.addr
-    self.tmpring_size = tmpring.encode(waves=waves, wavesize=per_wave // 256)
+    self.tmpring_size = tmpring.encode(waves=waves, wavesize=per_wave // unit)
     self.scratch_generation += 1  # queues built for the old scratch are rebuilt
 
   def program(self, code_object: bytes, name: str | None = None) -> AMDProgram:

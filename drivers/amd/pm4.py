@@ -28,13 +28,16 @@ class PM4Dialect:
   release_event: int                     # RELEASE_MEM dword 1: cache actions, end-of-pipe event type and index
   release_select: Callable[[int, int], int]  # RELEASE_MEM dword 2 from (DATA_SEL, INT_SEL)
   initiator: Callable[[bool], int]       # DISPATCH_INITIATOR for wave32 or wave64
+  gc_versions: tuple[tuple[int, ...], ...]  # the IP discovery GC versions (prefixes) the dialect is written for
+  scratch_unit: int = 256                # bytes of COMPUTE_TMPRING_SIZE.WAVESIZE's unit
+  waves_per_engine: bool = True          # TMPRING_SIZE.WAVES counts slots per shader engine (gfx11+), else per XCC
 
   def sh_reg(self, reg) -> int:
     """A register's index for SET_SH_REG: its absolute dword offset less the SH window's start."""
     return self.gc_base[reg.segment] + reg.offset - self.pkt.PACKET3_SET_SH_REG_START
 
 
-def _rdna_dialect(name: str, gc: ModuleType, events: ModuleType, gc_base: tuple[int, ...], release_gcr: int) -> PM4Dialect:
+def _rdna_dialect(name: str, gc: ModuleType, events: ModuleType, gc_base: tuple[int, ...], release_gcr: int, major: int) -> PM4Dialect:
   """gfx11 and gfx12 share nvd.h's packets: ACQUIRE_MEM carries a GCR_CNTL, RELEASE_MEM GCR bits, and wave32 is a
   DISPATCH_INITIATOR bit; they differ in their register tables and in RELEASE_MEM's cache actions (`release_gcr`)."""
   from hcq.autogen.am import nvd as p
@@ -48,14 +51,15 @@ def _rdna_dialect(name: str, gc: ModuleType, events: ModuleType, gc_base: tuple[
              p.PACKET3_RELEASE_MEM_EVENT_TYPE(events.CACHE_FLUSH_AND_INV_TS_EVENT) | p.PACKET3_RELEASE_MEM_EVENT_INDEX(5))
   return PM4Dialect(name, p, gc, events, gc_base, lambda: body, release,
                     lambda data, intr: p.PACKET3_RELEASE_MEM_DATA_SEL(data) | p.PACKET3_RELEASE_MEM_INT_SEL(intr),
-                    lambda wave32: gc.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1, force_start_at_000=1, cs_w32_en=int(wave32)))
+                    lambda wave32: gc.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1, force_start_at_000=1, cs_w32_en=int(wave32)),
+                    ((major,),))
 
 
 def gfx11_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
   """gfx11 (gfx_v11_0.c gfx_v11_0_ring_emit_fence): RELEASE_MEM writes back GL2 and writes back and invalidates GLM."""
   from hcq.autogen.am import gc_11_0_0 as gc, nvd as p, soc21_enum
   return _rdna_dialect("gfx11", gc, soc21_enum, gc_base, p.PACKET3_RELEASE_MEM_GCR_SEQ | p.PACKET3_RELEASE_MEM_GCR_GL2_WB |
-                       p.PACKET3_RELEASE_MEM_GCR_GLM_INV | p.PACKET3_RELEASE_MEM_GCR_GLM_WB)
+                       p.PACKET3_RELEASE_MEM_GCR_GLM_INV | p.PACKET3_RELEASE_MEM_GCR_GLM_WB, 11)
 
 
 def gfx12_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
@@ -63,13 +67,21 @@ def gfx12_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
   names no GLM action (gfx_v12_0_ring_emit_fence: GCR_SEQ | GCR_GL2_WB only), several register fields moved
   (gc_12_0_0_sh_mask.h: RSRC2 bit 6 is DYNAMIC_VGPR, TMPRING_SIZE.WAVESIZE is 18 bits), and the event types are soc24's."""
   from hcq.autogen.am import gc_12_0_0 as gc, nvd as p, soc24_enum
-  return _rdna_dialect("gfx12", gc, soc24_enum, gc_base, p.PACKET3_RELEASE_MEM_GCR_SEQ | p.PACKET3_RELEASE_MEM_GCR_GL2_WB)
+  return _rdna_dialect("gfx12", gc, soc24_enum, gc_base, p.PACKET3_RELEASE_MEM_GCR_SEQ | p.PACKET3_RELEASE_MEM_GCR_GL2_WB, 12)
 
 
 def gfx9_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
-  """gfx9 / CDNA (gfx_v9_0.c): ACQUIRE_MEM's actions are CP_COHER_CNTL bits and it has no GCR_CNTL; RELEASE_MEM takes
-  EOP_* cache actions; there is no wave32."""
-  from hcq.autogen.am import gc_9_4_2 as gc, soc15d as p, vega10_enum
+  """gfx9.4.3 / CDNA3 (MI300, gfx942; Linux 6.12 gfx_v9_4_3.c). soc15d.h's packets: ACQUIRE_MEM's cache actions are
+  CP_COHER_CNTL bits and it has no GCR_CNTL (6 body dwords, gfx_v9_4_3_emit_mem_sync: TC = L2 invalidate, TC_WB = L2
+  write-back, TCL1 = vector L1, SH_KCACHE/SH_ICACHE = scalar and instruction caches); RELEASE_MEM takes EOP_* cache
+  actions (gfx_v9_4_3_ring_emit_fence's full flush: TCL1, TC, TC_WB, TC_MD); there is no wave32. Registers from
+  gc_9_4_3 (the COMPUTE_* offsets hcq writes are gfx9.4.2's and gfx11's absolute ones). Scratch: TMPRING_SIZE.WAVESIZE
+  in 1 KiB units (LLVM's scratch_ps test: alignto(size * lanes, 1024) / 1024 before gfx11) and WAVES the slots of one
+  XCC, not per engine (ROCr amd_aql_queue.cpp FillComputeTmpRingSize: (size / NumXcc) / (WAVESIZE * 1024), capped at
+  CUs x MaxSlotsScratchCU). Only GC 9.4.3 and 9.4.4 are taken (kfd_device.c gives both gfx_target_version 90402 and
+  gc_9_4_3_kfd2kgd; gfx_v9_4_3.c drives both): gfx90a (9.4.2) kernels want a private segment buffer, which hcq does
+  not provide, and other gfx9 parts have not been checked against their sources."""
+  from hcq.autogen.am import gc_9_4_3 as gc, soc15d as p, vega10_enum
   coher = (p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_ICACHE_ACTION_ENA(1) | p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_KCACHE_ACTION_ENA(1) |
            p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_ACTION_ENA(1) | p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TCL1_ACTION_ENA(1) |
            p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_WB_ACTION_ENA(1))
@@ -80,7 +92,8 @@ def gfx9_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
     return gc.regCOMPUTE_DISPATCH_INITIATOR.encode(compute_shader_en=1, force_start_at_000=1)
   release = (p.EOP_TCL1_ACTION_EN | p.EOP_TC_ACTION_EN | p.EOP_TC_WB_ACTION_EN | p.EOP_TC_MD_ACTION_EN |
              p.EVENT_TYPE(vega10_enum.CACHE_FLUSH_AND_INV_TS_EVENT) | p.EVENT_INDEX(5))
-  return PM4Dialect("gfx9", p, gc, vega10_enum, gc_base, lambda: body, release, lambda data, intr: p.DATA_SEL(data) | p.INT_SEL(intr), initiator)
+  return PM4Dialect("gfx9", p, gc, vega10_enum, gc_base, lambda: body, release, lambda data, intr: p.DATA_SEL(data) | p.INT_SEL(intr),
+                    initiator, ((9, 4, 3), (9, 4, 4)), scratch_unit=1024, waves_per_engine=False)
 
 
 DIALECTS = {"gfx12": gfx12_dialect, "gfx11": gfx11_dialect, "gfx9": gfx9_dialect}  # by family: gfx_target_version // 10000

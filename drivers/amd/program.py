@@ -55,6 +55,10 @@ class AMDProgram(Program):
     self.rsrc1, self.rsrc3 = d.compute_pgm_rsrc1 | preempt1, d.compute_pgm_rsrc3
     self.rsrc2 = d.compute_pgm_rsrc2 | preempt2 | device.dialect.regs.regCOMPUTE_PGM_RSRC2.encode(lds_size=lds)
     self.wave32 = k.wavefront_size == 32
+    try:
+      device.dialect.initiator(self.wave32)  # gfx9 has no wave32 (no DISPATCH_INITIATOR.CS_W32_EN): refused at load, not at launch
+    except ValueError as e:
+      raise HCQError(f"{name}: {e}") from None
     self.group_segment_size, self.private_segment_size = d.group_segment_fixed_size, d.private_segment_fixed_size
     self.properties = d.kernel_code_properties
     layout, hidden = metadata_layout(k)

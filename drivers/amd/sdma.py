@@ -2,7 +2,12 @@
 
 SDMA 7.0 (RDNA4) keeps SDMA 6.0's packet header (Linux 6.12 sdma_v7_0.c includes sdma_v6_0_0_pkt_open.h) and its
 pointer reporting (a 64-bit byte count, sdma_v7_0_ring_get_rptr), but its COPY_LINEAR sets CPV in the header and
-carries an eighth dword, the compression parameters (sdma_v7_0_emit_copy_buffer: 0 for a plain copy)."""
+carries an eighth dword, the compression parameters (sdma_v7_0_emit_copy_buffer: 0 for a plain copy).
+
+SDMA 4.4.2 (MI300) reads vega10_sdma_pkt_open.h's layouts (Linux 6.12 sdma_v4_4_2.c), which for the packets hcq sends
+are SDMA 6.0's but for two fields: FENCE's header has no MTYPE (sdma_v4_4_2_ring_emit_fence writes the bare opcode) and
+COPY_LINEAR's count is 22 bits (0x3FFFFF), which the 4 MiB chunks fit (copy_max_bytes 0x400000). Its read pointer is a
+64-bit byte count as SDMA 6.0's (sdma_v4_4_2_ring_get_rptr)."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
 
@@ -14,18 +19,18 @@ from hcq.sym import Sym, hi32, lo32
 if TYPE_CHECKING:
   from hcq.signal import Signal
 
-SDMA_MAJORS = (6, 7)        # the SDMA IP versions whose packets this builds: 6.0 (gfx11), 7.0 (gfx12)
+SDMA_MAJORS = (4, 6, 7)     # the SDMA IP versions whose packets this builds: 4.4 (gfx9.4.3), 6.0 (gfx11), 7.0 (gfx12)
 COPY_LINEAR_MAX = 1 << 22   # bytes per COPY_LINEAR: its count field holds bytes - 1 in 22 bits
 POLL_GEQ = 5                 # POLL_REGMEM compare function: memory >= value
 
 
 class AMDCopyQueue(DwordQueue):
   """SDMA packets as dwords in `self._q`; a symbolic value may fill a whole dword (addresses, data) as a patch slot.
-  `sdma_major`: the engine's SDMA IP major version (6 on gfx11, 7 on gfx12)."""
+  `sdma_major`: the engine's SDMA IP major version (4 on gfx9.4.3, 6 on gfx11, 7 on gfx12)."""
 
   def __init__(self, sdma_major: int = 6):
     super().__init__()
-    if sdma_major not in SDMA_MAJORS: raise ValueError(f"SDMA {sdma_major}.x; this driver builds SDMA 6.0 and 7.0 packets")
+    if sdma_major not in SDMA_MAJORS: raise ValueError(f"SDMA {sdma_major}.x; this driver builds SDMA 4.4, 6.0 and 7.0 packets")
     self.sdma_major = sdma_major
 
   def packet(self, name: str, **fields: "int | Sym") -> "AMDCopyQueue":
@@ -61,7 +66,7 @@ class AMDCopyQueue(DwordQueue):
   def signal(self, signal: "Signal", value) -> "AMDCopyQueue":
     """Two 32-bit FENCE writes (high half first, so a waiter on the low half sees a whole value), then a TRAP for its event."""
     for addr, half in ((signal.value_addr + 4, hi32(value)), (signal.value_addr, lo32(value))):
-      self.packet("FENCE", op=sdma.SDMA_OP_FENCE, mtype=3, addr_31_0=lo32(addr), addr_63_32=hi32(addr), data=half)
+      self.packet("FENCE", op=sdma.SDMA_OP_FENCE, mtype=3 if self.sdma_major >= 6 else 0, addr_31_0=lo32(addr), addr_63_32=hi32(addr), data=half)
     event = getattr(signal, "event_id", None)
     if event: self.packet("TRAP", op=sdma.SDMA_OP_TRAP, int_context=event)
     return self

@@ -51,15 +51,18 @@ class CWSRSizes:
 
 
 def cwsr_sizes(board: BoardSpec) -> CWSRSizes:
-  """kfd_queue_ctx_save_restore_size (kfd_queue.c, Linux 6.12+) for a gfx10.1+ board with one XCC: per CU the VGPRs
-  (0x60000 on GC 11.0.0/11.0.1/12.0.x, else 0x40000), SGPRs 0x4000, LDS 0x10000 and HW registers 0x1000; 32 waves
-  per CU with a 12-byte control stack entry each, 8 bytes more and a 40-byte header; 32 debugger bytes per wave."""
-  gfxv, cus = board.gfx_target_version, board.compute_units
-  if gfxv < 100100: raise ValueError(f"the mock sizes CWSR for gfx10.1 and later, not gfx_target_version {gfxv}")
-  waves = cus * 32
-  vgpr = 0x60000 if gfxv in (110000, 110001, 120000, 120001) else 0x40000
+  """kfd_queue_ctx_save_restore_size (kfd_queue.c, Linux 6.12+), per XCC: cu_num = simd_count / simd_per_cu / num_xcc;
+  per CU the VGPRs (0x80000 on GC 9.4.x, 0x60000 on GC 11.0.0/11.0.1/12.0.x, else 0x40000), SGPRs 0x4000, LDS 0x10000
+  and HW registers 0x1000; waves: 32 per CU from gfx10.1, before it min(cu_num x 40, engines x 512) with an 8-byte
+  control stack entry (12 from gfx10.1); 8 bytes more and a 40-byte header; 32 debugger bytes per wave. The engines
+  are the node's own array_count (one XCC's) over simd_arrays_per_engine."""
+  gfxv, cus = board.gfx_target_version, board.compute_units // board.num_xcc
+  if gfxv < 90000: raise ValueError(f"the mock sizes CWSR for gfx9 and later, not gfx_target_version {gfxv}")
+  engines = board.shader_engines // board.num_xcc
+  waves = cus * 32 if gfxv >= 100100 else min(cus * 40, engines * 512)
+  vgpr = 0x80000 if gfxv // 100 == 904 else 0x60000 if gfxv in (110000, 110001, 120000, 120001) else 0x40000
   wg_data = (cus * (vgpr + 0x4000 + 0x10000 + 0x1000) + PAGE - 1) // PAGE * PAGE
-  ctl_stack = (40 + waves * 12 + 8 + PAGE - 1) // PAGE * PAGE
+  ctl_stack = (40 + waves * (12 if gfxv >= 100100 else 8) + 8 + PAGE - 1) // PAGE * PAGE
   return CWSRSizes(ctl_stack + wg_data, ctl_stack, (waves * 32 + 63) // 64 * 64, 4096)
 
 
@@ -294,7 +297,9 @@ class MockKFD:
       a.n_success = i + 1
 
   def create_queue(self, a) -> None:
-    if a.queue_percentage > 100: raise kerr(errno.EINVAL, "queue_percentage > 100")
+    # set_queue_properties_from_user (kfd_chardev.c): 6.12 reads bits 8-15 as the PM4 queue's target XCC in its partition
+    percentage = a.queue_percentage & 0xFF if self.kernel != "6.1" else a.queue_percentage
+    if percentage > 100: raise kerr(errno.EINVAL, "queue_percentage > 100")
     if a.queue_priority > 15: raise kerr(errno.EINVAL, "queue_priority > 15")
     if a.ring_base_address and a.ring_base_address >= TASK_SIZE: raise kerr(errno.EFAULT, "ring_base_address")
     if a.ring_size and a.ring_size & (a.ring_size - 1): raise kerr(errno.EINVAL, f"ring size {a.ring_size} not a power of 2")
@@ -308,6 +313,11 @@ class MockKFD:
     if a.queue_type not in kinds: raise kerr(ENOTSUPP, f"queue type {a.queue_type}")
     node = self._pdd(a.gpu_id)
     self._bind(node, errno.ESRCH)
+    # the kernel passes pm4_target_xcc to the MQD unchecked (init_mqd_v9_4_3: pm4_target_xcc_in_xcp); what the CP does
+    # with an XCC the partition lacks is unknown, so the mock refuses it (the stricter side)
+    target_xcc = a.queue_percentage >> 8 & 0xFF if self.kernel != "6.1" else 0
+    if target_xcc >= node.board.num_xcc:
+      raise kerr(errno.EINVAL, f"pm4_target_xcc {target_xcc} (queue_percentage bits 8-15): the partition has {node.board.num_xcc} XCCs")
     if self.kernel != "6.1": self._acquire_queue_buffers(node, a, kinds[a.queue_type])
     # MES (gfx11): the write pointer must lie in a GPU-mapped BO of at most one page
     wptr_bo = next((b for b in node.bos.values() if b.mapped and b.va <= a.write_pointer_address < b.va + b.size), None)
@@ -353,7 +363,8 @@ class MockKFD:
       raise kerr(errno.EINVAL, f"queue cwsr size {a.ctx_save_restore_size:#x} not equal to node cwsr size {sizes.cwsr:#x}")
     if a.ctx_save_restore_size < sizes.cwsr:
       raise kerr(errno.EINVAL, f"queue cwsr size {a.ctx_save_restore_size:#x} not sufficient for node cwsr size {sizes.cwsr:#x}")
-    total = (a.ctx_save_restore_size + sizes.debug + PAGE - 1) // PAGE * PAGE  # 6.12 adds the node's size: equal there
+    # one save area per XCC of the partition (init_mqd_v9_4_3 points XCC i's MQD at address + i x size)
+    total = ((a.ctx_save_restore_size + sizes.debug) * node.board.num_xcc + PAGE - 1) // PAGE * PAGE  # 6.12: equal sizes
     self._mapping(node, a.ctx_save_restore_address, total, "CWSR area (context save area + debugger area)")  # no SVM fallback
 
   def destroy_queue(self, a) -> None:

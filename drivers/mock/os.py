@@ -1,4 +1,4 @@
-"""MockKFDOS: the OS-call layer of a machine with an emulated AMD GPU (gfx1100, gfx1201), for `MOCKKFD+AMD`.
+"""MockKFDOS: the OS-call layer of a machine with an emulated AMD GPU (gfx1100, gfx1201, gfx942), for `MOCKKFD+AMD`.
 
 It presents the sysfs tree the amdgpu and KFD drivers would (topology, the render node, the PCI device
 with its IP discovery table and memory counters), /dev/kfd and the render node backed by `MockKFD`, and
@@ -29,12 +29,13 @@ def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int) -> str:
     ("io_links_count", 1), ("p2p_links_count", 0), ("cpu_core_id_base", 0), ("simd_id_base", 0x80001000),
     ("max_waves_per_simd", board.max_waves_per_simd), ("lds_size_in_kb", board.lds_size_kb), ("gds_size_in_kb", 0), ("num_gws", 0),
     ("wave_front_size", board.wave_front_size), ("array_count", arrays),
-    ("simd_arrays_per_engine", board.shader_arrays_per_engine), ("cu_per_simd_array", cus // arrays),
+    ("simd_arrays_per_engine", board.shader_arrays_per_engine), ("cu_per_simd_array", board.cus_per_array),
     ("simd_per_cu", board.simd_per_cu), ("max_slots_scratch_cu", board.max_slots_scratch_cu), ("gfx_target_version", board.gfx_target_version),
     ("vendor_id", board.vendor_id), ("device_id", board.device_id), ("location_id", 0x300), ("domain", 0),
     ("drm_render_minor", render_minor), ("hive_id", 0), ("num_sdma_engines", board.num_sdma_engines), ("num_sdma_xgmi_engines", 0),
     ("num_sdma_queues_per_engine", 6), ("num_cp_queues", 8), ("max_engine_clk_fcompute", board.max_engine_clk_mhz), ("local_mem_size", 0),
-    ("fw_version", 0), ("capability", 0), ("sdma_fw_version", 0), ("unique_id", 0), ("max_engine_clk_ccompute", 0),
+    ("fw_version", 0), ("capability", 0), ("sdma_fw_version", 0), ("unique_id", 0), ("num_xcc", board.num_xcc),
+    ("max_engine_clk_ccompute", 0),
   ]
   return "".join(f"{k} {v}\n" for k, v in props)
 
@@ -161,6 +162,10 @@ class MockKFDOS(MockTreeOS):
         for name, v in zip(("major", "minor", "revision"), version): f[f"{pci}/ip_discovery/die/0/{block}/0/{name}"] = f"{v}\n"
       f[f"{pci}/ip_discovery/die/0/GC/0/base_addr"] = "".join(f"0x{b:08X}\n" for b in node.board.gc_bases)
       f[f"{pci}/hcq_emulated_state"] = lambda node=node: self._state(node)
+      if node.board.compute_partition:  # amdgpu_gfx.c amdgpu_gfx_get_current/available_compute_partition, amdgpu_gmc.c
+        f[f"{pci}/current_compute_partition"] = f"{node.board.compute_partition}\n"
+        f[f"{pci}/available_compute_partition"] = f"{node.board.available_partitions}\n"
+        f[f"{pci}/current_memory_partition"] = f"{node.board.memory_partition}\n"
       self.links[f"/sys/class/drm/renderD{node.render_minor}"] = f"../../devices/{pci[len('/sys/devices/'):]}/drm/renderD{node.render_minor}"
       self.links[f"/sys/class/drm/card{card}"] = f"../../devices/{pci[len('/sys/devices/'):]}/drm/card{card}"
       self.links[f"{pci}/drm/renderD{node.render_minor}/device"] = "../../../" + PCI_SLOT

@@ -1,6 +1,6 @@
 """AMD GPUs: found in the KFD topology, described by the amdgpu sysfs and hwmon files of their PCI device.
 
-KFD lists one topology node per CPU socket and per GPU (per partition on MI300 in CPX/DPX modes); a GPU
+KFD lists one topology node per CPU socket and per GPU (per partition on MI300 in DPX/QPX/CPX modes); a GPU
 node has simd_count > 0, and its drm_render_minor names the render node whose sysfs `device` folder
 holds the amdgpu attributes (mem_info_*, gpu_busy_percent, pp_dpm_*, hwmon/...).
 """
@@ -99,6 +99,8 @@ def read_device(os_: HostOS, index: int, node: int, props: dict[str, int], drive
   d.vram_used_bytes = dev.int("mem_info_vram_used")
   d.gtt_total_bytes, d.gtt_used_bytes = dev.int("mem_info_gtt_total"), dev.int("mem_info_gtt_used")
   d.busy_percent = dev.int("gpu_busy_percent")
+  # GPUs with XCC partitions (MI300): amdgpu_gfx.c current_compute_partition, amdgpu_gmc.c current_memory_partition
+  d.compute_partition, d.memory_partition = dev.text("current_compute_partition") or None, dev.text("current_memory_partition") or None
   speed, width = dev.text("current_link_speed"), dev.text("current_link_width")
   if speed: d.link = f"{speed} x{width}" if width else speed
   d.vbios = dev.text("vbios_version") or None

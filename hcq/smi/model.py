@@ -26,6 +26,8 @@ class Device:
   gpu_id: int | None = None       # KFD gpu_id
   compute_units: int | None = None
   xcc: int | None = None          # compute dies (MI300: 8 per board in SPX mode)
+  compute_partition: str | None = None  # amdgpu's current_compute_partition (MI300: SPX, DPX, QPX, CPX); None where absent
+  memory_partition: str | None = None   # current_memory_partition (NPS1, NPS4, ...)
   vram_used_bytes: int | None = None
   vram_total_bytes: int | None = None
   gtt_used_bytes: int | None = None

@@ -45,6 +45,8 @@ def device_details(d: Device) -> str:
   if d.vbios: parts.append(f"vbios {d.vbios}")
   if d.link: parts.append(f"PCIe {d.link.replace(' PCIe', '')}")
   if d.compute_units: parts.append(f"{d.compute_units} CUs" + (f" on {d.xcc} XCDs" if d.xcc and d.xcc > 1 else ""))
+  partition = "/".join(p for p in (d.compute_partition, d.memory_partition) if p)
+  if partition: parts.append(f"partition {partition}")
   fw = [f"{k} {d.firmware[k]}" for k in ("mec", "sdma", "smc") if k in d.firmware]
   if fw: parts.append("fw " + " ".join(fw))
   if d.uuid: parts.append(f"id {d.uuid}")

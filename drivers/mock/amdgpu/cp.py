@@ -1,14 +1,16 @@
-"""The mock command processor for gfx11 and gfx12 compute queues: decodes PM4 strictly and carries it out.
+"""The mock command processor for gfx9.4.3, gfx11 and gfx12 compute queues: decodes PM4 strictly and carries it out.
 
 Strict means: only the packets a compute queue may carry, each with the dword count its layout has; SET_SH_REG
 and SET_UCONFIG_REG only inside their register windows; on gfx12, none of the gfx11 spellings whose meaning gfx12
-changed. Anything else stops the queue with a QueueError.
+changed; on gfx9, none of the gfx10+ fields (GCR_CNTL, GCR bits in RELEASE_MEM, CS_W32_EN). Anything else stops the
+queue with a QueueError. The packet opcodes, register windows and event types hcq sends have the same values in
+soc15d.h / vega10_enum.h (gfx9) as in nvd.h / soc21_enum.h, so one handler table serves every family.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hcq.autogen.am import gc_11_0_0, gc_12_0_0, nvd, soc21_enum
+from hcq.autogen.am import gc_9_4_3, gc_11_0_0, gc_12_0_0, nvd, soc15d, soc21_enum
 from hcq.drivers.mock.amdgpu.engine import Engine, QueueStopped
 from hcq.drivers.mock.amdgpu.ring import QueueError
 
@@ -23,6 +25,14 @@ GCR_INVALIDATE_ALL = (nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_INV(1) | nvd.PACKET3_
                       nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLV_INV(1) | nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL1_INV(1) |
                       nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_INV(1))
 GCR_INVALIDATE_MASK = GCR_INVALIDATE_ALL | nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_INV(3)
+# gfx_v9_4_3_emit_mem_sync's CP_COHER_CNTL: L2 (TC) and vector L1 (TCL1) invalidate, L2 write-back, K$ and I$ invalidate
+COHER_INVALIDATE_ALL = (soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_ICACHE_ACTION_ENA(1) | soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_KCACHE_ACTION_ENA(1) |
+                        soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_ACTION_ENA(1) | soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TCL1_ACTION_ENA(1))
+COHER_WRITE_BACK = soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_WB_ACTION_ENA(1)
+# RELEASE_MEM dword 1 on gfx9 (soc15d.h): EVENT_TYPE (5:0), EVENT_INDEX (11:8), the EOP_* cache actions and EOP_EXEC
+# (1 << 28, "for trailing fence"; a define the generated soc15d module lacks)
+GFX9_RELEASE_BITS = (0x3f | 0xf << 8 | soc15d.EOP_TCL1_VOL_ACTION_EN | soc15d.EOP_TC_VOL_ACTION_EN | soc15d.EOP_TC_WB_ACTION_EN |
+                     soc15d.EOP_TCL1_ACTION_EN | soc15d.EOP_TC_ACTION_EN | soc15d.EOP_TC_NC_ACTION_EN | soc15d.EOP_TC_MD_ACTION_EN | 1 << 28)
 WAIT_FUNCTIONS = {0: lambda v, r: True, 1: lambda v, r: v < r, 2: lambda v, r: v <= r, 3: lambda v, r: v == r,
                   4: lambda v, r: v != r, 5: lambda v, r: v >= r, 6: lambda v, r: v > r}
 
@@ -42,12 +52,15 @@ class ComputeCP(Engine):
   def __init__(self, gpu: "MockAMDGPU", ring: "Ring", name: str):
     super().__init__(gpu, ring, name)
     self.sh: dict[int, int] = {}
-    self.gfx12 = gpu.board.family == "gfx12"
-    self.gc = gc_12_0_0 if self.gfx12 else gc_11_0_0  # the register table of the board's GC (the offsets agree; fields moved)
+    self.gfx12, self.gfx9 = gpu.board.family == "gfx12", gpu.board.family == "gfx9"
+    # the register table of the board's GC (the COMPUTE_* absolute offsets agree; fields moved)
+    self.gc = gc_12_0_0 if self.gfx12 else gc_9_4_3 if self.gfx9 else gc_11_0_0
     self.handlers = {
       nvd.PACKET3_NOP: (None, self._nop), nvd.PACKET3_SET_SH_REG: (None, self._set_sh_reg),
       nvd.PACKET3_SET_UCONFIG_REG: (None, self._set_uconfig_reg), nvd.PACKET3_WAIT_REG_MEM: ({6}, self._wait_reg_mem),
-      nvd.PACKET3_ACQUIRE_MEM: ({7}, self._acquire_mem), nvd.PACKET3_RELEASE_MEM: ({7}, self._release_mem),
+      # gfx9's ACQUIRE_MEM has no GCR_CNTL dword (gfx_v9_4_3_emit_mem_sync: PACKET3(PACKET3_ACQUIRE_MEM, 5))
+      nvd.PACKET3_ACQUIRE_MEM: ({6}, self._acquire_mem_gfx9) if self.gfx9 else ({7}, self._acquire_mem),
+      nvd.PACKET3_RELEASE_MEM: ({7}, self._release_mem),
       nvd.PACKET3_EVENT_WRITE: ({1, 3}, self._event_write), nvd.PACKET3_DISPATCH_DIRECT: ({4}, self._dispatch_direct),
       nvd.PACKET3_INDIRECT_BUFFER: ({3}, self._indirect_buffer),
     }
@@ -94,18 +107,38 @@ class ComputeCP(Engine):
     addr, test = (hi << 32) | (lo & ~3), WAIT_FUNCTIONS[function]
     self.poll(lambda: test(self.gpu.mem.read_u32(addr) & mask, ref & mask))
 
+  @staticmethod
+  def _whole_range(size_lo: int, size_hi: int, base_lo: int, base_hi: int, where: int, ranged_gcr: int = 0) -> None:
+    """ACQUIRE_MEM over the whole address space only (what the kernels' emit_mem_sync sends); a range is not emulated."""
+    if (size_lo, size_hi & 0xffffff, base_lo, base_hi) != (0xffffffff, 0xffffff, 0, 0) or ranged_gcr:
+      raise QueueError(f"ACQUIRE_MEM of a range (size {size_hi:#x}:{size_lo:#08x}, base {base_hi:#x}:{base_lo:#08x}, GCR_CNTL "
+                       f"range bits {ranged_gcr:#x}) is not emulated: only the whole address space (size 0xffffff:0xffffffff, base 0)", where)
+
+  def _acquire_mem_gfx9(self, body: list[int], where: int) -> None:
+    """gfx9 ACQUIRE_MEM: CP_COHER_CNTL, CP_COHER_SIZE lo/hi, CP_COHER_BASE lo/hi, POLL_INTERVAL. TC_WB_ACTION_ENA writes
+    L2 back; the caches are invalidated when every level a wave reads through is named (TC, TCL1, SH_KCACHE, SH_ICACHE;
+    the cache model folds them into one, hcq.drivers.mock.amdgpu.cache)."""
+    coher, size_lo, size_hi, base_lo, base_hi, _poll = body
+    self._whole_range(size_lo, size_hi, base_lo, base_hi, where)
+    if coher & COHER_WRITE_BACK: self.gpu.cache.write_back()
+    if coher & COHER_INVALIDATE_ALL == COHER_INVALIDATE_ALL: self.gpu.cache.invalidate()
+
   def _acquire_mem(self, body: list[int], where: int) -> None:
     """gfx11 ACQUIRE_MEM: CP_COHER_CNTL, CP_COHER_SIZE lo/hi, CP_COHER_BASE lo/hi, POLL_INTERVAL, GCR_CNTL. The caches
     (hcq.drivers.mock.amdgpu.cache) write back on GL2_WB and invalidate when every level a wave reads through is named."""
     _coher, size_lo, size_hi, base_lo, base_hi, _poll, gcr = body
-    if (size_lo, size_hi & 0xffffff, base_lo, base_hi) != (0xffffffff, 0xffffff, 0, 0) or gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_RANGE(3):
-      raise QueueError(f"ACQUIRE_MEM of a range (size {size_hi:#x}:{size_lo:#08x}, base {base_hi:#x}:{base_lo:#08x}, GCR_CNTL "
-                       f"{gcr:#x}) is not emulated: only the whole address space (size 0xffffff:0xffffffff, base 0)", where)
+    self._whole_range(size_lo, size_hi, base_lo, base_hi, where, gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_RANGE(3))
     if gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_WB(1): self.gpu.cache.write_back()
     if gcr & GCR_INVALIDATE_MASK == GCR_INVALIDATE_ALL: self.gpu.cache.invalidate()
 
   def _release_mem(self, body: list[int], where: int) -> None:
     event, sel, lo, hi, dlo, dhi, ctxid = body
+    if self.gfx9:  # EOP_* actions (soc15d.h); a gfx10+ GCR bit lands on bits gfx9 does not define: refused (stricter)
+      if event & ~GFX9_RELEASE_BITS:
+        raise QueueError(f"RELEASE_MEM event dword {event:#010x} sets bits {event & ~GFX9_RELEASE_BITS:#x} gfx9 does not define "
+                         "(soc15d.h EOP_*: a gfx10+ GCR field?); gfx_v9_4_3_ring_emit_fence uses EOP_TCL1/TC/TC_WB/TC_MD", where)
+      if event & soc15d.EOP_TC_WB_ACTION_EN: self.gpu.cache.write_back()
+      return self._release_data(sel, lo, hi, dlo, dhi, ctxid, where)
     if event & (nvd.PACKET3_RELEASE_MEM_GCR_GL2_RANGE | nvd.PACKET3_RELEASE_MEM_GCR_GL2_DISCARD):
       raise QueueError(f"RELEASE_MEM with GCR GL2_RANGE or GL2_DISCARD (event dword {event:#010x}) is not emulated", where)
     # gfx12 has no GLM action in RELEASE_MEM: gfx_v12_0_ring_emit_fence (Linux 6.12) names GCR_SEQ and GL2_WB where
@@ -116,6 +149,10 @@ class ComputeCP(Engine):
     # the write-back precedes the data write (gfx_v11_0_ring_emit_fence's GCR_GL2_WB makes the fence order the data);
     # RELEASE_MEM has no GLK/GLI invalidate, so it never completes an invalidate in the folded cache model
     if event & nvd.PACKET3_RELEASE_MEM_GCR_GL2_WB: self.gpu.cache.write_back()
+    self._release_data(sel, lo, hi, dlo, dhi, ctxid, where)
+
+  def _release_data(self, sel: int, lo: int, hi: int, dlo: int, dhi: int, ctxid: int, where: int) -> None:
+    """RELEASE_MEM's data write and interrupt: DATA_SEL and INT_SEL sit at the same bits on gfx9 (soc15d.h) and gfx11."""
     data_sel, int_sel = (sel >> 29) & 7, (sel >> 24) & 7
     addr = (hi << 32) | lo
     if addr & (7 if data_sel in (2, 3, 4) else 3):  # gfx_v11_0_ring_emit_fence: "Qword aligned if 64bit write, Dword aligned if 32bit"
@@ -143,6 +180,15 @@ class ComputeCP(Engine):
       raise QueueError("DISPATCH_DIRECT with COMPUTE_PGM_RSRC2 bit 6 set on gfx12, where it is DYNAMIC_VGPR, not gfx11's "
                        "TRAP_PRESENT (gc_12_0_0_sh_mask.h): the trap handler is enabled per queue on gfx12", where)
 
+  def _check_gfx9_fields(self, where: int) -> None:
+    """What gfx9.4.3 dispatches take that the mock does not emulate: COMPUTE_TG_CHUNK_SIZE splits a dispatch's workgroups
+    over the partition's XCCs by each XCC's logical id (an MQD field for PM4 queues, init_mqd_v9_4_3: tg_chunk_size 0,
+    current_logic_xcc_id 0, so one XCC runs the whole grid). A chunk size set by the queue would split the grid across
+    XCCs whose other shares this single-XCC queue never runs: refused (the stricter side; the split is not modelled)."""
+    chunk = self._reg(self.gc.regCOMPUTE_TG_CHUNK_SIZE)
+    if chunk: raise QueueError(f"DISPATCH_DIRECT with COMPUTE_TG_CHUNK_SIZE {chunk}: splitting a dispatch across XCCs is not emulated "
+                               "(a PM4 queue's MQD sets 0: its XCC runs every workgroup)", where)
+
   def _check_preemptible(self, where: int) -> None:
     """Compute-wave save/restore saves a wave by sending it into the trap handler amdkfd installs (cwsr_trap_handler_gfx10.asm
     serves gfx10/11). A wave dispatched without COMPUTE_PGM_RSRC2.TRAP_PRESENT (gfx < 12), or on GC 11.0.0/1/2/5 and
@@ -152,6 +198,7 @@ class ComputeCP(Engine):
     only of those with more than one shader array): stricter, as the mock has no single-array board."""
     gfxv, gc = self.gpu.board.gfx_target_version, self.gc
     if self.gfx12: return self._check_gfx12_fields(where)
+    if self.gfx9: self._check_gfx9_fields(where)
     if not gc.regCOMPUTE_PGM_RSRC2.decode(self._reg(gc.regCOMPUTE_PGM_RSRC2))["trap_present"]:
       raise QueueError("DISPATCH_DIRECT with COMPUTE_PGM_RSRC2.TRAP_PRESENT (bit 6) clear: compute-wave save/restore could "
                        "not preempt its waves", where)
@@ -162,6 +209,8 @@ class ComputeCP(Engine):
   def _dispatch_direct(self, body: list[int], where: int) -> None:
     gx, gy, gz, initiator = body
     if not initiator & 1: raise QueueError("DISPATCH_DIRECT without COMPUTE_SHADER_EN in its initiator", where)
+    if self.gfx9 and initiator & 1 << 15:  # gc_9_4_3_sh_mask.h defines DISPATCH_INITIATOR up to RESTORE (bit 14)
+      raise QueueError(f"DISPATCH_DIRECT initiator {initiator:#x} sets bit 15, gfx10+'s CS_W32_EN: gfx9 runs wave64 only", where)
     self._check_preemptible(where)
     self.gpu.dispatch(DispatchState((gx, gy, gz), initiator, dict(self.sh)), self)
 

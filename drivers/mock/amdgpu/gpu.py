@@ -1,8 +1,8 @@
 """The emulated AMD GPUs behind the mock kernel interface: memory, engines (compute CPs, SDMA), clock, interrupts.
 
-The boards (BOARDS) are a Radeon RX 7900 XTX (gfx1100) and an RX 9070 XT (gfx1201) as the kernel would describe
-them. Engines run in their own threads, so the host really waits on them; dispatches go to a shader core (the
-wavefront emulator, running the board's ISA) when one is attached.
+The boards (BOARDS) are a Radeon RX 7900 XTX (gfx1100), an RX 9070 XT (gfx1201) and an Instinct MI300X (gfx942) as
+the kernel would describe them. Engines run in their own threads, so the host really waits on them; dispatches go to
+a shader core (the wavefront emulator, running the board's ISA) when one is attached.
 """
 from __future__ import annotations
 import threading
@@ -44,11 +44,21 @@ class BoardSpec:
   vram_bus_width: int = 384          # mem_banks/0 width and mem_clk_max (MHz)
   vram_clk_mhz: int = 1250
   first_kernel: str = "6.1"          # the oldest mock kernel profile whose amdkfd knows this GC (kfd_device.c)
+  num_xcc: int = 1                   # XCCs (graphics compute dies) in the node's partition: the topology's num_xcc
+  compute_partition: str = ""        # current_compute_partition / available_ (amdgpu_gfx.c) and current_memory_partition
+  available_partitions: str = ""     # (amdgpu_gmc.c), where the GPU has partitions: "" on the Radeons
+  memory_partition: str = ""
 
   @property
   def family(self) -> str:
-    """gfx11, gfx12: the PM4 dialect and register table the command processor decodes with."""
+    """gfx9, gfx11, gfx12: the PM4 dialect and register table the command processor decodes with."""
     return f"gfx{self.gfx_target_version // 10000}"
+
+  @property
+  def cus_per_array(self) -> int:
+    """The topology's cu_per_simd_array: the most CUs an array has (MI300X's 38 per XCC over 4 arrays: 10)."""
+    arrays = self.shader_engines * self.shader_arrays_per_engine
+    return -(-self.compute_units // arrays)
 
 
 # Per arch, the boards `MOCKKFD+AMD::<arch>` opens. The gfx1201 facts: Linux 6.12 amdgpu_discovery.c / kfd_device.c
@@ -63,6 +73,18 @@ BOARDS: dict[str, BoardSpec] = {
                        compute_units=64, shader_engines=4, shader_arrays_per_engine=2, vram_bytes=16 << 30,
                        gc_version=(12, 0, 1), sdma_version=(7, 0, 1), max_engine_clk_mhz=2970, vram_bus_width=256,
                        first_kernel="6.12"),  # 6.1's kfd_device.c has no GC 12.0.1; 6.12's maps it to gfx_target_version 120001
+  # MI300X in SPX mode (one partition of all 8 XCCs, one KFD node; NPS1 memory). Linux 6.12: kfd_device.c maps GC 9.4.3
+  # (rev_id >= 1; earlier silicon is 90400/90401) to gfx_target_version 90402, with SDMA 4.4.2; kfd_topology.c prints num_xcc and array_count x num_xcc; amdgpu_gfx.c's
+  # available_compute_partition for 8 XCCs is "SPX, DPX, QPX, CPX"; soc15_get_xclk gives MP1 13.0.6 a 100 MHz counter.
+  # Published: 304 CUs (38 per XCC), 192 GiB HBM3 on an 8192-bit bus, 2100 MHz peak engine clock, PCI id 1002:74a1.
+  # Assumed (firmware tables, not in a source we can read): 4 shader engines of 1 array per XCC, 8 waves per SIMD, 32
+  # scratch slots per CU, 1300 MHz memory clock, and the GC segment bases of aldebaran_ip_offset.h (MI200).
+  "gfx942": BoardSpec(name="AMD Instinct MI300X", gfx_target="gfx942", gfx_target_version=90402, device_id=0x74a1,
+                      compute_units=304, shader_engines=32, shader_arrays_per_engine=1, simd_per_cu=4, vram_bytes=192 << 30,
+                      wave_front_size=64, max_waves_per_simd=8, gc_bases=(0x00002000, 0x0000A000, 0x02402C00),
+                      gc_version=(9, 4, 3), sdma_version=(4, 4, 2), max_engine_clk_mhz=2100, vram_bus_width=8192,
+                      vram_clk_mhz=1300, first_kernel="6.12", num_xcc=8, compute_partition="SPX",
+                      available_partitions="SPX, DPX, QPX, CPX", memory_partition="NPS1"),
 }
 
 
@@ -80,7 +102,28 @@ def default_shader_core():
     from hcq.asm.emu import dispatch
   except ImportError:
     return None
-  return lambda gpu, state, cancel=None: dispatch(gpu.cache.view, state, cancel=cancel, arch=gpu.board.gfx_target, board=gpu.shader_board())
+  return lambda gpu, state, cancel=None: dispatch(gpu.cache.view, gfx9_state(state, gpu.board), cancel=cancel,
+                                                  arch=gpu.board.gfx_target, board=gpu.shader_board())
+
+
+def gfx9_state(state, board: BoardSpec):
+  """The DispatchState as the shader core reads it: hcq.asm.emu.dispatch.from_state reads gfx11's register layout, so
+  two gfx9 registers are restated there. COMPUTE_PGM_RSRC3 (ACCUM_OFFSET: where the AGPRs start) sits at 0x2e2d on
+  gfx9 and 0x2e28 on gfx11 (gc_9_4_3_offset.h, gc_11_0_0_offset.h); TMPRING_SIZE.WAVESIZE counts 1 KiB on gfx9 and 256
+  bytes on gfx11 (gc_9_4_3_sh_mask.h: 13 bits at bit 12; LLVM: alignto(size * lanes, 1024) / 1024 before gfx11). gfx9's
+  private memory is the emulator's per-lane memory, not a modelled ring, so only its size matters, and a wave without
+  RSRC2.SCRATCH_EN gets none (as the ring's waves on gfx11: any private access faults)."""
+  if board.family != "gfx9": return state
+  from dataclasses import replace
+  from hcq.autogen.am import gc_9_4_3 as gc, gc_11_0_0 as gc11
+  at = lambda reg, bases=board.gc_bases: bases[reg.segment] + reg.offset
+  sh = state.sh
+  tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(sh.get(at(gc.regCOMPUTE_TMPRING_SIZE), 0))
+  scratch_en = gc.regCOMPUTE_PGM_RSRC2.decode(sh.get(at(gc.regCOMPUTE_PGM_RSRC2), 0))["scratch_en"]
+  wavesize = tmpring["wavesize"] * 4 if scratch_en else 0
+  gfx11_rsrc3 = at(gc11.regCOMPUTE_PGM_RSRC3, BOARDS["gfx1100"].gc_bases)
+  return replace(state, sh={**sh, at(gc.regCOMPUTE_TMPRING_SIZE): tmpring["waves"] | wavesize << 12,
+                            gfx11_rsrc3: sh.get(at(gc.regCOMPUTE_PGM_RSRC3), 0)})
 
 
 class MockAMDGPU:

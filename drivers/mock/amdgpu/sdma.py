@@ -21,7 +21,7 @@ class SDMAEngine(Engine):
 
   def __init__(self, gpu, ring, name: str):
     super().__init__(gpu, ring, name)
-    self.sdma7 = gpu.board.sdma_version[0] >= 7
+    self.sdma7, self.sdma4 = gpu.board.sdma_version[0] >= 7, gpu.board.sdma_version[0] == 4
     P = sdma_packets()
     self.nop_count = lambda header: (header >> P["NOP"].fields["count"].shift) & P["NOP"].fields["count"].mask
     self.handlers = {  # (op, sub_op) -> packet layout and what it does
@@ -53,6 +53,9 @@ class SDMAEngine(Engine):
     if self.sdma7 and not f["cpv"]:
       raise QueueError("SDMA 7.0 COPY_LINEAR without CPV in its header: a 7-dword SDMA 6.0 copy; SDMA 7.0's has the "
                        "compression dword after the addresses (sdma_v7_0_emit_copy_buffer)", where)
+    if self.sdma4 and (f["count"] > 0x3FFFFF or f["cpv"]):
+      raise QueueError(f"SDMA 4.4 COPY_LINEAR with count {f['count']:#x} or CPV {f['cpv']}: its count is 22 bits and it has no CPV "
+                       "(vega10_sdma_pkt_open.h)", where)
     n = f["count"] + 1
     src, dst = f["src_addr_63_32"] << 32 | f["src_addr_31_0"], f["dst_addr_63_32"] << 32 | f["dst_addr_31_0"]
     data = self.gpu.mem.view(src, n).copy()  # memmove semantics when the ranges overlap
@@ -60,6 +63,10 @@ class SDMAEngine(Engine):
     return int(self.sdma7)  # the compression dword (its DCC fields have no effect on plain memory here)
 
   def _fence(self, f: dict, where: int) -> None:
+    policy = {k: f[k] for k in ("mtype", "gcc", "sys", "snp", "gpa", "l2_policy", "llc_policy", "cpv") if f[k]}
+    if self.sdma4 and policy:
+      raise QueueError(f"SDMA 4.4 FENCE with {policy}: SDMA 6.0's cache-policy fields; SDMA 4.4's FENCE header has none "
+                       "(sdma_v4_4_2_ring_emit_fence)", where)
     addr = f["addr_63_32"] << 32 | f["addr_31_0"]
     if addr & 3: raise QueueError(f"SDMA FENCE to {addr:#x}: the address must be 4-byte aligned (sdma_v6_0_ring_emit_fence)", where)
     self.gpu.mem.write_u32(addr, f["data"])
