@@ -126,6 +126,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e("kl:")
     e("  %k = phi i64 [ 0, %tile ], [ %k.next, %kl ]")
     U = next(u for u in (4, 2, 1) if g.kc % u == 0)
+    next_panel = g.vector[1].coef.get(f"q{g.row_depth - 1}", 0) if g.row_depth else 0  # the panel loop's step in b
     acc = {(r, j): f"%acc{r}_{j}" for r in range(g.rows) for j in range(nv)}
     for (r, j), name in acc.items(): e(f"  {name} = phi {V} [ zeroinitializer, %tile ], [ %f{U - 1}_{r}_{j}, %kl ]")
     bk, ak = g.vector[1].coef["k"], g.bcast[1].coef["k"]
@@ -133,6 +134,10 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e(f"  %kk{u} = add i64 %k, {u}")
       e(f"  %bk{u} = mul i64 %kk{u}, {bk}")
       e(f"  %ak{u} = mul i64 %kk{u}, {ak}")
+      if next_panel:  # the next panel's row of b into L2 (one line per k): max +4-6% on 1024^2, pairs alternated
+        e(f"  %pn{u} = add i64 %bk{u}, {next_panel}")
+        e(f"  %pq{u} = getelementptr {T}, ptr %bp, i64 %pn{u}")
+        e(f"  call void @llvm.prefetch.p0(ptr %pq{u}, i32 0, i32 2, i32 1)")
       for j in range(nv):
         e(f"  %bi{u}_{j} = add i64 %bk{u}, {g.vector[1].at(l=j * N) - g.vector[1].const}")
         e(f"  %bq{u}_{j} = getelementptr inbounds {T}, ptr %bp, i64 %bi{u}_{j}")
