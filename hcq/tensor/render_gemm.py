@@ -6,14 +6,13 @@ module renders it without the generic writer's allocas: loop counters and the ti
 micro-kernel's k loop is unrolled (x4 where kc allows) and per k step loads the panel's row of `b` as native vectors
 (two ymm for a 16-float panel on AVX2), broadcasts the tile's `rows` values of `a` and issues rows x vectors
 `llvm.fma` calls. The IR needs no mid-level passes (SROA, instcombine, LICM were all the generic kernel needed them
-for), so it is marked for code generation only: about 20 ms of compile instead of 60-90 ms. Any other kernel (another
+for), so it is marked for code generation only: 25-35 ms of compile instead of 55-85 ms. Any other kernel (another
 dtype, a mask on a load, an index that is not affine in the loops) returns None and takes the generic writer."""
 from __future__ import annotations
 from dataclasses import dataclass
 from hcq.drivers.cpu.jit import CODEGEN_ONLY
 from hcq.tensor.dtype import dtypes
 from hcq.tensor.loops import LoopKernel, host_simd_registers
-from hcq.tensor.schedule import KOp
 from hcq.tensor.symbolic import Expr, Num, Var, linear_coefficient, substitute, variables
 from hcq.tensor.view import contiguous_strides
 
@@ -113,7 +112,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
         cur = f"%{name}.s{d}"
     return cur
 
-  def tile() -> str:
+  def tile() -> None:
     ob, ab, bb = offset("o", g.out), offset("a", g.bcast[1]), offset("b", g.vector[1])
     e(f"  %op = getelementptr inbounds {T}, ptr %b0, i64 {ob}")
     e(f"  %ap = getelementptr inbounds {T}, ptr %b{g.bcast[0]}, i64 {ab}")
@@ -169,13 +168,13 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     for (r, j), o in outs.items():
       e(f"  %sq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {o}")
       e(f"  store {V} %fin{r}_{j}, ptr %sq{r}_{j}, align {isz}")
-    return "store"
 
-  def loops(d: int, pred: str) -> str:   # loop d and those inside it; returns the block the nest exits from
+  def loops(d: int, pred: str) -> None:   # loop d and those inside it, entered from block `pred`
     if d == len(g.loops):
       e("  br label %tile")
       e("tile:")
-      return tile()
+      tile()
+      return
     axis, step = g.loops[d]
     lo, hi = "0", str(spec.full_shape[axis] // step)
     if d == g.thread_depth:
@@ -196,7 +195,6 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %c{d} = icmp slt i64 %n{d}, {hi}")
     e(f"  br i1 %c{d}, label %h{d}, label %x{d}")
     e(f"x{d}:")
-    return f"x{d}"
 
   params = ", ".join([f"ptr noalias align 16 %b{i}" for i in range(len(spec.buf_dtypes))] + ["i64 %start", "i64 %end"])
   e(f"define void @{lk.name}({params}) #0 {{")
