@@ -55,10 +55,11 @@ def suffix(dtype: DType, width: int) -> str:
   return f"v{width}{base}" if width > 1 else base
 
 
+# every CPU function's attributes (the generic writer's and render_gemm's): AVX-512 registers where the host has them
+CPU_ATTRIBUTES = '\n\nattributes #0 = { nounwind "min-legal-vector-width"="512" "prefer-vector-width"="512" }\n'
 # a float sum's accumulators take this many iterations of the innermost reduce loop, then are added to a running total,
 # which takes as many blocks before it is added to the next (levels as deep as the loop is long): the error grows with
 # the block and the depth, not with the loop length (a float32 accumulator of ones stops growing at 2^24)
-CPU_ATTRIBUTES = '\n\nattributes #0 = { nounwind "min-legal-vector-width"="512" "prefer-vector-width"="512" }\n'
 SUM_BLOCK = 256
 MIN_VALUE = {"SUM": lambda d: 0, "MAX": lambda d: -math.inf if d.is_float else (0 if d.kind in "ub" else -(1 << (d.bits - 1))),
              "MIN": lambda d: math.inf if d.is_float else (1 if d.kind == "b" else ((1 << d.bits) - 1 if d.kind == "u" else (1 << (d.bits - 1)) - 1))}
