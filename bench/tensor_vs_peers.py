@@ -10,8 +10,10 @@ loop's thread CPU time on one core, times the cores: the clock the core really r
 printed: on a shared machine the wall-clock figures are only as good as it.
 
 `--one-core` pins the process to one CPU with OpenBLAS and hcq on one thread each and times the process's CPU time
-(what other processes' load does not inflate: the comparison that holds on a shared machine); without it both run on
-every core of the affinity mask, timed by the wall clock. `--only matmul` runs the matmuls alone.
+(what other processes' load does not inflate: the comparison that holds on a shared machine), alternating single runs
+of each library; without it both run on every core of the affinity mask, timed by the wall clock. `--both` runs the
+script on every core, then again with `--one-core` in a fresh process (one command, both comparisons). `--only matmul`
+runs the matmuls alone. Matmul lines give the best and the median run's GFLOP/s (the spread a shared machine adds).
 
 To benchmark numpy's OpenBLAS at its best, unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE in the bench command alone
 (`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/tensor_vs_peers.py`); with threadpoolctl installed the
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -179,6 +182,7 @@ def main():
   parser.add_argument("--repeat", type=int, default=10)
   parser.add_argument("--one-core", action="store_true", help="pin the process to one CPU, OpenBLAS and hcq on one thread "
                       "each, and time with the process's CPU time (the comparison a loaded machine does not skew)")
+  parser.add_argument("--both", action="store_true", help="run on every core, then again with --one-core in a fresh process")
   parser.add_argument("--only", default="", help="run only the workloads whose name contains this text (e.g. matmul)")
   args = parser.parse_args()
   tiny = setup_tinygrad()
@@ -208,12 +212,14 @@ def main():
     first_tiny = timed(tiny_fn) if tiny_fn else None
     best = {"numpy": [], "hcq": [], "tinygrad": []}
     # blocks of runs per library, alternated: interleaving single runs lets OpenBLAS's and tinygrad's worker
-    # threads (which spin for a while after a call) steal the second core from whoever runs next
-    for _ in range(2):
+    # threads (which spin for a while after a call) steal the second core from whoever runs next; on one core (no
+    # worker threads) single runs alternate, so that the machine's load hits both libraries alike
+    blocks, per_block = (max(1, args.repeat), 1) if ONE_CORE else (2, max(1, args.repeat // 2))
+    for block in range(blocks):
       for lib, fn in (("numpy", np_fn), ("hcq", hcq_fn), ("tinygrad", tiny_fn)):
         if fn is None: continue
-        fn()
-        best[lib].extend(timed(fn) for _ in range(max(1, args.repeat // 2)))
+        if block < 2: fn()  # a warm-up run per library (the first blocks)
+        best[lib].extend(timed(fn) for _ in range(per_block))
     t_np, t_hcq = min(best["numpy"]), min(best["hcq"])
     t_tiny = min(best["tinygrad"]) if best["tinygrad"] else None
     fmt = lambda t: f"{t * 1e3:7.1f}ms" if t is not None else "    n/a  "
@@ -221,13 +227,18 @@ def main():
     print(f"{name:38} {fmt(t_np):>9} {fmt(t_hcq):>9} {fmt(t_tiny):>9} {t_np / t_hcq:6.2f}x {ratio_tiny}  "
           f"{first_hcq * 1e3:.0f} ms ({compile_s * 1e3:.0f} ms; {compile_cpu * 1e3:.0f} ms) | {fmt(first_tiny).strip()}   [max rel err {err:.1e}]", flush=True)
     if flops:
-      share = lambda t: f"{flops / t / 1e9:5.0f} GFLOP/s = {flops / t / peak_c:4.0%} / {flops / t / peak_m:4.0%}"
-      flops_lines.append(f"{name:38} numpy {share(t_np)}   hcq {share(t_hcq)}")
+      median = lambda ts: sorted(ts)[len(ts) // 2]
+      share = lambda ts: (f"{flops / min(ts) / 1e9:5.0f} GFLOP/s = {flops / min(ts) / peak_c:4.0%} / {flops / min(ts) / peak_m:4.0%} "
+                          f"(median {flops / median(ts) / 1e9:3.0f})")
+      flops_lines.append(f"{name:38} numpy {share(best['numpy'])}   hcq {share(best['hcq'])}")
   print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
   print("matmul throughput, as a share of the computed / measured peak:")
   print("\n".join(flops_lines))
   print("ratios: numpy time / hcq time and tinygrad time / hcq time (higher is better for hcq)")
   print("targets: fused >= 1.5x numpy; matmul >= 5x tinygrad and >= 1x numpy (issue 19); softmax >= 1x numpy; compile <= 50 ms per kernel")
+  if args.both and not ONE_CORE:  # the one-core comparison needs a fresh process: OpenBLAS and hcq fix their threads at load
+    print("\n--- the same on one core ---", flush=True)
+    sys.exit(subprocess.call([sys.executable, os.path.abspath(__file__), "--one-core", *[a for a in sys.argv[1:] if a != "--both"]]))
 
 
 if __name__ == "__main__":

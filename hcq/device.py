@@ -111,6 +111,9 @@ class Device(metaclass=_DeviceOpener):
 
   timestamp_frequency: float = 1e9  # timestamp ticks per second
   default_timeout: float = float(os.environ.get("HCQ_TIMEOUT", 30.0))
+  # Notified by a device whose engines run in this process after they write a signal (the CPU's): a long wait sleeps
+  # on it instead of polling, whose wake-ups cost the kernel's own core time (None: poll)
+  signalled: threading.Condition | None = None
 
   def __init__(self, spec: DevSpec):
     self.spec = spec

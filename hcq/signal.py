@@ -58,7 +58,10 @@ class Signal:
     deadline, spins = time.monotonic() + timeout, 0
     while self._value.value < value:
       spins += 1
-      if spins > 200:  # spin briefly for short work, then back off and look for faults
+      if device.signalled is not None:  # sleep until an engine's notification; other writers (a recovery) within 5 ms
+        with device.signalled: device.signalled.wait_for(lambda: self._value.value >= value, 5e-3)
+        device.check_faults()
+      elif spins > 200:  # spin briefly for short work, then back off and look for faults
         device.check_faults()
         time.sleep(min(1e-4, 1e-6 * spins))
       else: time.sleep(0)  # let go of the GIL: the CPU device and the emulated GPU run in this process's threads

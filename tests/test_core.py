@@ -196,6 +196,29 @@ def test_ordering_across_compute_and_copy(dev, vadd):
   for s in (gate, done, copied): dev.release_signal(s)
 
 
+def test_cpu_wait_sleeps_until_the_engine_signals(dev, monkeypatch):
+  """A wait on the CPU device sleeps on the device's condition until an engine's signal write notifies it, instead of
+  polling (whose wake-ups cost the running kernel's core time); a signal the host writes (no notification) is seen too."""
+  import threading
+  wakes = []
+  class Counting(threading.Condition):
+    def wait_for(self, predicate, timeout=None):
+      wakes.append(timeout)
+      return super().wait_for(predicate, timeout)
+  monkeypatch.setattr(dev, "signalled", Counting())
+  gate, done = dev.new_signal(0), dev.new_signal(0)
+  dev.compute_queue().wait(gate, 1).signal(done, 1).submit(dev)
+  opener = threading.Timer(0.3, lambda: setattr(gate, "value", 1))  # the engine's wait on gate ends after 0.3 s
+  opener.start()
+  done.wait(1, timeout=10)
+  opener.join()
+  assert 1 <= len(wakes) <= 0.3 / 5e-3 + 5  # at most one wake-up per 5 ms timeout (polling: one per 0.1 ms or less)
+  host = dev.new_signal(0)
+  threading.Timer(0.02, lambda: setattr(host, "value", 1)).start()
+  host.wait(1, timeout=10)  # no engine notifies: the 5 ms timeout sees it
+  for s in (gate, done, host): dev.release_signal(s)
+
+
 def test_graph_replay(dev, vadd):
   """One queue, built once with symbolic kernarg address and signal value, replayed with other buffers."""
   n = 512

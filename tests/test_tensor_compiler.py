@@ -7,6 +7,8 @@ from hcq.tensor import Tensor, runtime
 from hcq.tensor.device import get_device
 from hcq.tensor.loops import L1_BYTES, L2_BYTES, THREADS, TILE_ROWS, TILE_VECTORS, host_simd_registers, matmul_k_chunks, matmul_row_blocks, plan
 from hcq.tensor.schedule import Scheduler
+from hcq.tensor.render_llvm import _KernelWriter
+from hcq.drivers.cpu.jit import CODEGEN_ONLY
 
 
 def schedule(t: Tensor):
@@ -63,7 +65,9 @@ def test_matmul_plan_is_a_register_tile():
   if THREADS > 1: assert lk.thread_axis is not None and lk.thread_axis != tiled[0]
   # the k chunks loop just inside the outermost loop, summed into the output; the chunk itself is the reduce loop
   assert lk.accumulate_axis is not None and lk.loop_axes[1] == lk.accumulate_axis and lk.reduce_axes == [len(lk.spec.full_shape) - 1]
-  src = get_device("CPU").renderer.render(lk)
+  src = get_device("CPU").renderer.render(lk)  # the hand-shaped micro-kernel (render_gemm): every index affine in the loops
+  assert src.startswith(CODEGEN_ONLY) and "@llvm.fma.v" in src and " udiv " not in src and " urem " not in src
+  src = _KernelWriter(lk).write()  # the generic writer (integer matmuls)
   assert "<16 x float>" in src and "contract" in src
   assert src.count(" udiv ") + src.count(" urem ") == 1  # a's tile-interleaved index is plain terms of the tile's number
 
@@ -79,7 +83,7 @@ def test_matmul_packing_copies_are_planned():
   assert b_pack.vec_axis == len(b_pack.spec.full_shape) - 1 and "llvm.masked.load" in get_device("CPU").renderer.render(b_pack)
   if TILE_ROWS[0] <= 8: assert a_pack.unroll == {len(a_pack.spec.full_shape) - 1: TILE_ROWS[0]}
   for lk in (a_pack, b_pack, plan(items[2].kernel, "mm")):
-    src = get_device("CPU").renderer.render(lk)
+    src = _KernelWriter(lk).write()  # the float kernel itself renders as render_gemm's micro-kernel (no passes at all)
     assert '!{!"llvm.loop.unroll.disable"}' in src and src.count("!llvm.loop !0") == src.count("br label %cond_") // 2
 
 
@@ -93,7 +97,7 @@ def test_matmul_tile_fits_the_register_file():
 @pytest.mark.parametrize("k,chunks", [(64, 1), (256, 1), (257, 2), (1000, 4), (1024, 4), (4096, 16)])
 def test_matmul_k_chunks_fit_l1(k, chunks):
   got, kc = matmul_k_chunks(k, 64)  # a 16-float32 panel
-  assert got * kc >= k and (got - 1) * kc < k and kc * 64 <= L1_BYTES // 2
+  assert got * kc >= k and (got - 1) * kc < k and kc * 64 <= L1_BYTES // 2 and kc % 4 == 0  # the micro-kernel's x4 unroll
   if L1_BYTES == 32 << 10: assert got == chunks
 
 

@@ -97,3 +97,35 @@ def test_matmul_row_blocks_and_k_chunks(monkeypatch):
   t = Tensor(a) @ Tensor(b)
   assert packed(t)
   np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(k), atol=f32_tol(k) * 4)
+
+
+def kernel_sources(t: Tensor) -> list[str]:
+  """The CPU sources of the kernels t's schedule would compile (nothing runs: t stays lazy)."""
+  from hcq.tensor import loops
+  dev = get_device("CPU")
+  sched = Scheduler(dev)
+  sched.realize(t.node)
+  out = [dev.renderer.render(dev.renderer.adapt(loops.plan(i.kernel, f"k{n}"))) for n, i in enumerate(sched.items)]
+  sched.undo()
+  return out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
+def test_float_matmul_kernel_is_the_micro_kernel(monkeypatch, dtype, threads):
+  """Float packed matmuls (float16 accumulates in float32) render as the hand-shaped micro-kernel (render_gemm: code
+  generation only, llvm.fma on native vectors), on one thread (no thread axis) and two; int32 keeps the generic writer.
+  k = 301 is two chunks (the second added to the first's output) of 152, a multiple of the x4 unroll."""
+  from hcq.tensor import loops
+  from hcq.drivers.cpu.jit import CODEGEN_ONLY
+  from hcq.tensor.render_gemm import NATIVE_BYTES
+  monkeypatch.setattr(loops, "THREADS", threads)
+  rng = np.random.default_rng(3)
+  m, k, n = 6 * ROWS + 5, 301, 8 * PANEL + 5
+  a, b = rng.integers(-3, 4, (m, k)).astype(dtype), rng.integers(-3, 4, (k, n)).astype(dtype)
+  t = Tensor(a) @ Tensor(b)
+  gemm = [s for s in kernel_sources(t) if s.startswith(CODEGEN_ONLY)]
+  assert len(gemm) == (dtype != "int32")
+  if gemm:  # one SIMD register per vector
+    assert (f"@llvm.fma.v{NATIVE_BYTES // 8}f64" if dtype == "float64" else f"@llvm.fma.v{NATIVE_BYTES // 4}f32") in gemm[0]
+  np.testing.assert_array_equal(t.numpy(), a @ b)  # small integers: every sum is exact in each type

@@ -33,6 +33,7 @@ class CPUDevice(Device):
     self._lock = threading.Lock()
     self.cores = os.cpu_count() or 1
     self.pool = ThreadPoolExecutor(self.cores, thread_name_prefix=f"hcq-{spec}-wg")
+    self.signalled = threading.Condition()  # the engines notify it after each signal write
     self.engines = {"compute": Engine(self, "compute"), "copy": Engine(self, "copy")}
     for e in self.engines.values(): e.start()
     super().__init__(spec)

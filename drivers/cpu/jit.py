@@ -7,6 +7,9 @@ from hcq.errors import HCQError
 
 _lock = threading.Lock()
 _ready: tuple | None = None
+# IR written in the shape it runs (phis, no allocas, loops unrolled by hand) says so on its first line: the O3 pipeline
+# would only cost compile time (instruction selection at O3 still runs: addressing modes, scheduling, registers)
+CODEGEN_ONLY = "; hcq: codegen only"
 _names: set[str] = set()  # functions in the shared engine: a second module defining one gets an engine of its own
 
 
@@ -32,8 +35,8 @@ def host_jit() -> tuple[Any, Any, Any]:
 
 
 def jit_module(ir: str, what: str) -> tuple[Any, Any]:
-  """Verify, optimise (O3) and compile LLVM IR into the shared engine; returns (engine, module), which keep the code
-  alive. HCQError names `what` when the IR is invalid."""
+  """Verify, optimise (O3; not IR that starts with CODEGEN_ONLY) and compile LLVM IR into the shared engine; returns
+  (engine, module), which keep the code alive. HCQError names `what` when the IR is invalid."""
   llvm, tm, engine = host_jit()
   try:
     mod = llvm.parse_assembly(ir)
@@ -41,8 +44,9 @@ def jit_module(ir: str, what: str) -> tuple[Any, Any]:
   except RuntimeError as e:
     raise HCQError(f"invalid LLVM IR for {what}: {e}") from None
   with _lock:
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
-    pb.getModulePassManager().run(mod, pb)
+    if not ir.startswith(CODEGEN_ONLY):
+      pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+      pb.getModulePassManager().run(mod, pb)
     defined = {f.name for f in mod.functions if not f.is_declaration}
     if defined & _names:
       engine = llvm.create_mcjit_compiler(mod, _machine(llvm))

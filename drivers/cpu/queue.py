@@ -91,7 +91,9 @@ class Engine(threading.Thread):
       if spins > 100: time.sleep(min(1e-4, 1e-6 * spins))
 
   def _signal(self, signal, value: int) -> None:
-    signal.value = value
+    with self.device.signalled:  # waiters sleep on it (hcq.signal.Signal.wait)
+      signal.value = value
+      self.device.signalled.notify_all()
 
   def _timestamp(self, address: int) -> None:
     self.device.check_range(address, 8, "timestamp")

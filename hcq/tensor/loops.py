@@ -65,10 +65,10 @@ MATMUL_B_SLICE = float(os.environ.get("HCQ_MATMUL_B_SLICE", "0.5"))  # share of 
 def matmul_k_chunks(k: int, panel_bytes: int) -> tuple[int, int]:
   """(chunks, chunk length) for a packed matmul's k: chunks as long as one column panel's slice of b (chunk x
   panel_bytes) fits MATMUL_B_SLICE of L1, so that it stays there while the register tiles of a row block pass over
-  it; the chunks are equal, so k is padded with zeros to chunks x length."""
+  it; the chunks are equal, so k is padded with zeros to chunks x length, a multiple of 4 (the micro-kernel's unroll)."""
   longest = max(8, int(L1_BYTES * MATMUL_B_SLICE) // panel_bytes)
   chunks = -(-k // longest)
-  return chunks, -(-k // chunks)
+  return chunks, -(-k // (4 * chunks)) * 4
 
 
 def matmul_row_blocks(m: int, kc: int, itemsize: int, threads: int | None = None) -> tuple[int, int]:

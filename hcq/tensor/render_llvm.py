@@ -10,6 +10,7 @@ import math
 import struct
 from hcq.tensor.dtype import DType, dtypes
 from hcq.tensor.loops import LoopKernel, axis_var
+from hcq.tensor.render_gemm import gemm_layout, render_gemm
 from hcq.tensor.view import contiguous_strides
 from hcq.tensor.schedule import KOp
 from hcq.tensor.symbolic import Expr, Num, Var, Sum, Mul, Div, Mod, Valid, linear_coefficient, substitute, variables
@@ -54,6 +55,8 @@ def suffix(dtype: DType, width: int) -> str:
   return f"v{width}{base}" if width > 1 else base
 
 
+# every CPU function's attributes (the generic writer's and render_gemm's): AVX-512 registers where the host has them
+CPU_ATTRIBUTES = '\n\nattributes #0 = { nounwind "min-legal-vector-width"="512" "prefer-vector-width"="512" }\n'
 # a float sum's accumulators take this many iterations of the innermost reduce loop, then are added to a running total,
 # which takes as many blocks before it is added to the next (levels as deep as the loop is long): the error grows with
 # the block and the depth, not with the loop length (a float32 accumulator of ones stops growing at 2^24)
@@ -73,7 +76,9 @@ class LLVMCPURenderer(Renderer):
   target = "cpu"
 
   def render(self, lk: LoopKernel) -> str:
-    return _KernelWriter(lk).write()
+    gemm = gemm_layout(lk)
+    if gemm is None: return _KernelWriter(lk).write()
+    return render_gemm(lk, gemm) + "\n\n" + _KernelWriter(lk).hcq_entry(len(lk.spec.buf_dtypes)) + CPU_ATTRIBUTES
 
   def launch(self, lk: LoopKernel):
     """The thread axis's extent, cut by the device into chunks on multiples of its loop step (vals[0])."""
@@ -214,7 +219,7 @@ class _KernelWriter:
     head = [f"define void @{lk.name}({params}) #0 {{"] + self.lines[:body_start] + self.allocas
     out = "\n".join(sorted(self.decls)) + "\n\n" + "\n".join(head + self.lines[body_start:] + ["}"])
     out += "\n\n" + self.hcq_entry(nbufs)
-    out += '\n\nattributes #0 = { nounwind "min-legal-vector-width"="512" "prefer-vector-width"="512" }\n'
+    out += CPU_ATTRIBUTES
     if self.planned_loops(): out += '!0 = distinct !{!0, !1, !2}\n!1 = !{!"llvm.loop.unroll.disable"}\n!2 = !{!"llvm.loop.vectorize.enable", i1 false}\n'
     return out
 
