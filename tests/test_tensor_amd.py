@@ -35,7 +35,7 @@ WAVE64_SUBSET = {"test_wave_size_reaches_the_code_object", "test_reductions_stra
 # AMD-only: the planted barrier race needs the wavefront emulator's interleaving (HCQ_EMU_INTERLEAVE); the inline
 # constants are a gfx11 true16 encoding question; wave sizes are AMD's
 AMD_ONLY = {"test_a_missing_tree_barrier_shows_under_interleaving", "test_float16_with_inline_constants",
-            "test_wave_size_reaches_the_code_object"}
+            "test_wave_size_reaches_the_code_object", "test_wave_size_is_the_archs"}
 GFX942 = "MOCKKFD+AMD::gfx942"
 WAVE64_GPUS = ["MOCKKFD+AMD/wave64", GFX942]
 
@@ -456,3 +456,21 @@ def test_reductions_straddling_32_and_64_lanes(n, rng):
     check((A(i) > 0).any(axis=axis).numpy(), (i > 0).any(axis=axis))
   check(A(i).T.sum(axis=1).numpy(), i.T.sum(axis=1))   # n outputs, one workitem each
   check((A(f) * 2 - 1).numpy(), f * 2 - 1)
+
+
+def test_wave_size_is_the_archs(monkeypatch):
+  """gfx9 runs wave64 only, gfx10+ wave32 by default and wave64 on request (argument, then HCQ_AMD_WAVE_SIZE); anything
+  else is refused with the sizes the arch runs (LLVM would build gfx942 wave32 into a code object with no kernel)."""
+  from hcq.tensor.render_amd import WAVE_SIZE_ENV, AMDGCNRenderer, wave_sizes
+  monkeypatch.delenv(WAVE_SIZE_ENV, raising=False)
+  assert [wave_sizes(a) for a in ("gfx942", "gfx90a", "gfx1100", "gfx1201")] == [(64,), (64,), (32, 64), (32, 64)]
+  assert [AMDGCNRenderer(a).wave_size for a in ("gfx942", "gfx1100", "gfx1201")] == [64, 32, 32]
+  assert AMDGCNRenderer("gfx1100", wave_size=64).features == "+wavefrontsize64,-wavefrontsize32"
+  with pytest.raises(ValueError, match="wave_size=32: gfx942 runs wave size 64$"): AMDGCNRenderer("gfx942", wave_size=32)
+  with pytest.raises(ValueError, match="wave_size=16: gfx1100 runs wave size 32 or 64"): AMDGCNRenderer("gfx1100", wave_size=16)
+  with pytest.raises(ValueError, match="'sm_90' is not an AMD gfx arch"): AMDGCNRenderer("sm_90")
+  monkeypatch.setenv(WAVE_SIZE_ENV, "64")
+  assert AMDGCNRenderer("gfx1100").wave_size == 64 and AMDGCNRenderer("gfx1100", wave_size=32).wave_size == 32
+  for bad in ("32", "wave64"):
+    monkeypatch.setenv(WAVE_SIZE_ENV, bad)
+    with pytest.raises(ValueError, match=f"HCQ_AMD_WAVE_SIZE={bad}: gfx942 runs wave size 64"): AMDGCNRenderer("gfx942")
