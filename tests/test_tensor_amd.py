@@ -37,6 +37,7 @@ WAVE64_SUBSET = {"test_wave_size_reaches_the_code_object", "test_reductions_stra
 AMD_ONLY = {"test_a_missing_tree_barrier_shows_under_interleaving", "test_float16_with_inline_constants",
             "test_wave_size_reaches_the_code_object", "test_wave_size_is_the_archs"}
 GFX942 = "MOCKKFD+AMD::gfx942"
+EXPECTED_WAVE = 32    # the wave size the AMD target under test must build for (the gpu fixture sets it)
 WAVE64_GPUS = ["MOCKKFD+AMD/wave64", GFX942]
 
 
@@ -55,11 +56,12 @@ def gpu(request):
   """The emulated GPU under test, as DEV for A() and the tests. `MOCKKFD+AMD/wave64` is the gfx1100 device with a wave64
   renderer (and its own kernel cache); gfx942 without its board is the wavefront emulator alone, registered under the
   board's DEV string."""
-  global DEV
+  global DEV, EXPECTED_WAVE
   require_module("llvmlite")
   from hcq.tensor import device as tensor_device
   from hcq.tensor.render_amd import AMDGCNRenderer
   DEV, _, variant = request.param.partition("/")
+  EXPECTED_WAVE = 64 if variant == "wave64" or DEV == GFX942 else int(os.environ.get("HCQ_AMD_WAVE_SIZE") or 32)
   with pytest.MonkeyPatch.context() as mp:
     if DEV == GFX942 and "gfx942" not in AMD_BOARDS:
       from tests.tensor_emu_device import EmulatorTensorDevice
@@ -426,9 +428,10 @@ def test_wave_size_reaches_the_code_object():
   from hcq.tensor.device import get_device
   from hcq.tensor.loops import plan
   from hcq.tensor.schedule import Scheduler
+  from hcq.tensor.device import GPUKernel
   dev = get_device(DEV)
   wave = wave_size()
-  assert wave == (64 if "gfx942" in DEV or dev.renderer.features.startswith("+wavefrontsize64") else 32)
+  assert wave == EXPECTED_WAVE
   x = sample((3, 40), F32, np.random.default_rng(3))
   for fn in (lambda t: t + 1, lambda t: t.sum(axis=1), lambda t: t[:, :32].max(axis=1)):
     sched = Scheduler(dev)
@@ -439,6 +442,9 @@ def test_wave_size_reaches_the_code_object():
     assert bool(k.descriptor.kernel_code_properties & kd.KERNEL_CODE_PROPERTY_ENABLE_WAVEFRONT_SIZE32) == (wave == 32)
     _, local, _ = dev.renderer.launch(lk)
     assert local[0] % wave == 0, local
+  ran = runtime.get_kernel(sched.items[-1].kernel, dev).program   # what the device loaded for the last one
+  if isinstance(ran, GPUKernel): assert ran.prog.wave32 == (wave == 32)   # the driver's dispatch mode (a board)
+  else: assert ran.wavefront_size == wave                                 # the emulator's, run directly
 
 
 @pytest.mark.parametrize("n", [1, 31, 32, 33, 63, 64, 65, 97, 129])
