@@ -4,10 +4,11 @@ subset of the suite, compared with numpy and with the same program on the CPU de
 NV_SUBSET on NV (HCQ_TENSOR_NV_FULL=1: all but the AMD-only ones). Sizes are small: the emulators run ~100M
 lane-ops/s. Tolerances are test_tensor.py's (float32 math: our polynomials, within a few ulp, on both GPUs).
 
-Wave64 runs on two more targets, the WAVE64_SUBSET in the normal run (HCQ_TENSOR_AMD_WAVE64=all: every test):
-`MOCKKFD+AMD/wave64` is the gfx1100 board with the renderer built for wave64 (the driver dispatches it as wave64), and
-`MOCKKFD+AMD::gfx942` is the wave64-only CDNA3 target, on its emulated board where tests/amd_boards.py has one, else on
-the wavefront emulator directly (tests/tensor_emu_device.py: the same code objects, no driver)."""
+More AMD targets take the TARGET_SUBSET in the normal run (HCQ_TENSOR_AMD_TARGETS=all: every test):
+`MOCKKFD+AMD/wave64` is the gfx1100 board with the renderer built for wave64 (the driver dispatches it as wave64); every
+other emulated board of tests/amd_boards.py (gfx1201, wave32) as `MOCKKFD+AMD::<arch>`; and `MOCKKFD+AMD::gfx942`, the
+wave64-only CDNA3 target, on its board where tests/amd_boards.py has one, else on the wavefront emulator directly
+(tests/tensor_emu_device.py: the same code objects, no driver)."""
 import math
 import os
 import numpy as np
@@ -22,14 +23,14 @@ from tests.tools import require_module
 DEV = "MOCKKFD+AMD"   # the device under test (the gpu fixture sets it)
 F32 = "float32"
 NV_FULL = os.environ.get("HCQ_TENSOR_NV_FULL") == "1"
-WAVE64_ALL = os.environ.get("HCQ_TENSOR_AMD_WAVE64") == "all"
+TARGETS_ALL = os.environ.get("HCQ_TENSOR_AMD_TARGETS") == "all"
 # on NV in the normal run (the SM emulator is slower per kernel than the AMD one; ptxas adds ~0.1 s per kernel)
 NV_SUBSET = {"test_every_unary_op_f32", "test_every_binary_op_f32_with_broadcasting", "test_reductions", "test_matmul_and_softmax",
              "test_float64_arithmetic_works_and_math_says_why", "test_reduction_layouts", "test_fused_chain_is_one_kernel_pass",
              "test_casts", "test_devices_do_not_mix_and_move", "test_float_floordiv_mod_pow_at_the_edges_are_numpys"}
-# on the wave64 targets in the normal run: what the wave size changes (workgroup sizes, the LDS trees and their barriers,
-# partial waves at the ends of a grid) plus a sample of the rest
-WAVE64_SUBSET = {"test_wave_size_reaches_the_code_object", "test_reductions_straddling_32_and_64_lanes", "test_reduction_layouts",
+# on the other AMD targets in the normal run: what the wave size changes (workgroup sizes, the LDS trees and their
+# barriers, partial waves at the ends of a grid) plus a sample of the rest
+TARGET_SUBSET = {"test_wave_size_reaches_the_code_object", "test_reductions_straddling_32_and_64_lanes", "test_reduction_layouts",
                  "test_a_missing_tree_barrier_shows_under_interleaving", "test_matmul_and_softmax", "test_long_reduction_is_split",
                  "test_every_unary_op_f32", "test_casts", "test_random_programs_on_amd"}
 # AMD-only: the planted barrier race needs the wavefront emulator's interleaving (HCQ_EMU_INTERLEAVE); the inline
@@ -38,16 +39,16 @@ AMD_ONLY = {"test_a_missing_tree_barrier_shows_under_interleaving", "test_float1
             "test_wave_size_reaches_the_code_object", "test_wave_size_is_the_archs"}
 GFX942 = "MOCKKFD+AMD::gfx942"
 EXPECTED_WAVE = 32    # the wave size the AMD target under test must build for (the gpu fixture sets it)
-WAVE64_GPUS = ["MOCKKFD+AMD/wave64", GFX942]
+OTHER_AMD_GPUS = ["MOCKKFD+AMD/wave64"] + [f"MOCKKFD+AMD::{a}" for a in sorted(set(AMD_BOARDS) - {"gfx1100"} | {"gfx942"})]
 
 
 def pytest_generate_tests(metafunc):
-  """Every test on AMD (wave32 gfx1100); the WAVE64_SUBSET on the wave64 targets (all with HCQ_TENSOR_AMD_WAVE64=all);
+  """Every test on AMD (wave32 gfx1100); the TARGET_SUBSET on the other AMD targets (all with HCQ_TENSOR_AMD_TARGETS=all);
   on NV the NV_SUBSET (all but AMD_ONLY with HCQ_TENSOR_NV_FULL=1)."""
   name = metafunc.function.__name__
   on_nv = name not in AMD_ONLY and (NV_FULL or name in NV_SUBSET)
-  on_wave64 = WAVE64_ALL or name in WAVE64_SUBSET
-  gpus = ["MOCKKFD+AMD"] + (WAVE64_GPUS if on_wave64 else []) + (["MOCKNV+NV"] if on_nv else [])
+  on_others = TARGETS_ALL or name in TARGET_SUBSET
+  gpus = ["MOCKKFD+AMD"] + (OTHER_AMD_GPUS if on_others else []) + (["MOCKNV+NV"] if on_nv else [])
   metafunc.parametrize("gpu", gpus, indirect=True, scope="module")
 
 
@@ -447,7 +448,7 @@ def test_wave_size_reaches_the_code_object():
   else: assert ran.wavefront_size == wave                                 # the emulator's, run directly
 
 
-@pytest.mark.parametrize("n", [1, 31, 32, 33, 63, 64, 65, 97, 129])
+@pytest.mark.parametrize("n", [1, 32, 33, 64, 65, 129] + ([31, 63, 97] if TARGETS_ALL else []))
 def test_reductions_straddling_32_and_64_lanes(n, rng):
   """Exact results at sizes around one and two waves of either size: grouped reductions (few outputs, a reduce loop of
   n shared by 32..128 lanes), one workitem per output over n outputs, and elementwise grids of n workitems (the last
