@@ -47,7 +47,6 @@ class EmulatorKernel:
     if len({id(m) for m in mems}) != len(mems): raise NotImplementedError(f"{self.name}: a buffer passed twice (aliased)")
     run(self.code_object, [m.data for m in mems] + list(vals), global_size=tuple(global_size),
         local_size=tuple(local_size or (1,)), kernel=self.name)
-    self.device.launches += 1
 
 
 class EmulatorTensorDevice:
@@ -59,7 +58,6 @@ class EmulatorTensorDevice:
     self.name = f"MOCKKFD+AMD::{arch}"
     self.renderer = AMDGCNRenderer(arch, wave_size)
     self.free_list = FreeList()
-    self.launches = 0
 
   def __repr__(self) -> str: return f"<tensor device {self.name} on the wavefront emulator alone>"
 

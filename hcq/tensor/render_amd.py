@@ -27,15 +27,15 @@ def wave_sizes(arch: str) -> tuple[int, ...]:
 
 def choose_wave_size(arch: str, wave_size: int | None = None) -> int:
   """`wave_size`, else HCQ_AMD_WAVE_SIZE, else the arch's default; one the arch runs, or a ValueError naming them."""
-  asked, source = wave_size, "wave_size"
-  if asked is None and os.environ.get(WAVE_SIZE_ENV):
-    text, source = os.environ[WAVE_SIZE_ENV], WAVE_SIZE_ENV
-    asked = int(text) if text.isdigit() else -1
   valid = wave_sizes(arch)
-  if asked is None: return valid[0]
-  if asked not in valid:
-    raise ValueError(f"{source}={os.environ.get(WAVE_SIZE_ENV) if source == WAVE_SIZE_ENV else asked}: {arch} runs wave "
-                     f"size {' or '.join(map(str, valid))}")
+  if wave_size is not None:
+    asked, what = wave_size, f"wave_size={wave_size}"
+  elif os.environ.get(WAVE_SIZE_ENV):
+    text = os.environ[WAVE_SIZE_ENV]
+    asked, what = int(text) if text.isdigit() else None, f"{WAVE_SIZE_ENV}={text}"
+  else:
+    return valid[0]
+  if asked not in valid: raise ValueError(f"{what}: {arch} runs wave size {' or '.join(map(str, valid))}")
   return asked
 
 
@@ -59,8 +59,8 @@ class AMDGCNRenderer(GPURenderer):
   def __init__(self, arch: str = ARCH, wave_size: int | None = None):
     super().__init__(arch)
     self.wave_size = choose_wave_size(arch, wave_size)
-    other = 96 - self.wave_size   # LLVM's tests spell a wave size as the one feature on and the other off
-    self.features = f"+wavefrontsize{self.wave_size},-wavefrontsize{other}"
+    # one feature on and the other off, as LLVM's own tests spell a wave size
+    self.features = "+wavefrontsize64,-wavefrontsize32" if self.wave_size == 64 else "+wavefrontsize32,-wavefrontsize64"
 
   def compile(self, src: str) -> bytes:
     """LLVM IR -> optimised (O3, so allocas become registers) -> an ET_REL code object for the AMD program loader."""
