@@ -101,7 +101,7 @@ class _GPUKernelWriter(_KernelWriter):
 
   def __init__(self, lk: LoopKernel, datalayout: str, wave_size: int = 32):
     super().__init__(scalar_plan(lk))
-    self.datalayout = datalayout
+    self.datalayout, self.wave_size = datalayout, wave_size   # the target's lanes per wave (warp): layouts take whole waves
     self.group = group_size(self.lk, wave_size)  # 0: one workitem per output
     self.globals: list[str] = []      # LDS arrays of the lane trees; sin/cos's table
     self.sincos_table = False         # whether the globals hold SINCOS_TABLE
