@@ -413,7 +413,6 @@ def test_a_missing_tree_barrier_shows_under_interleaving(monkeypatch, rng):
     return A(x).sum(axis=1).numpy()
   np.testing.assert_allclose(row_sums(None, "1"), x.sum(axis=1), rtol=2e-6)
   crossing = int(math.log2(LOCAL // wave_size()))   # the levels whose halves lie in different waves (half >= wave size)
-  assert crossing == {32: 2, 64: 1}[wave_size()]
   for level in range(crossing):
     # each seed is one interleaving; the race need not show in every one
     assert any(not np.allclose(row_sums(level, str(seed)), x.sum(axis=1), rtol=1e-3) for seed in range(1, 5)), \
@@ -426,10 +425,9 @@ def test_wave_size_reaches_the_code_object():
   which the driver turns into the dispatch's wave mode), and every workgroup it launches is whole waves."""
   from hcq.asm.codeobject import read_code_object
   from hcq.autogen import amdgpu_kd as kd
-  from hcq.tensor.device import get_device
+  from hcq.tensor.device import GPUKernel, get_device
   from hcq.tensor.loops import plan
   from hcq.tensor.schedule import Scheduler
-  from hcq.tensor.device import GPUKernel
   dev = get_device(DEV)
   wave = wave_size()
   assert wave == EXPECTED_WAVE
