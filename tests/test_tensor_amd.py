@@ -2,12 +2,20 @@
 and MOCKNV+NV (the real NV driver over the mock RM, the emulated H200's SM running the kernels' PTX). A representative
 subset of the suite, compared with numpy and with the same program on the CPU device; every test runs on AMD, the
 NV_SUBSET on NV (HCQ_TENSOR_NV_FULL=1: all but the AMD-only ones). Sizes are small: the emulators run ~100M
-lane-ops/s. Tolerances are test_tensor.py's (float32 math: our polynomials, within a few ulp, on both GPUs)."""
+lane-ops/s. Tolerances are test_tensor.py's (float32 math: our polynomials, within a few ulp, on both GPUs).
+
+More AMD targets take the TARGET_SUBSET in the normal run (HCQ_TENSOR_AMD_TARGETS=all: every test):
+`MOCKKFD+AMD/wave64` is the gfx1100 board with the renderer built for wave64 (the driver dispatches it as wave64); every
+other emulated board of tests/amd_boards.py (gfx1201, wave32) as `MOCKKFD+AMD::<arch>`; and `MOCKKFD+AMD::gfx942`, the
+wave64-only CDNA3 target, on its board where tests/amd_boards.py has one, else on the wavefront emulator directly
+(tests/tensor_emu_device.py: the same code objects, no driver)."""
+import math
 import os
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from hcq.tensor import Tensor, runtime
+from tests.amd_boards import ARCHS as AMD_BOARDS
 from tests.test_tensor import ALL, EXACT_TOL, MATH_TOL, check, sample
 from tests.test_tensor_random import run_program
 from tests.tools import require_module
@@ -15,30 +23,61 @@ from tests.tools import require_module
 DEV = "MOCKKFD+AMD"   # the device under test (the gpu fixture sets it)
 F32 = "float32"
 NV_FULL = os.environ.get("HCQ_TENSOR_NV_FULL") == "1"
+TARGETS_ALL = os.environ.get("HCQ_TENSOR_AMD_TARGETS") == "all"
 # on NV in the normal run (the SM emulator is slower per kernel than the AMD one; ptxas adds ~0.1 s per kernel)
 NV_SUBSET = {"test_every_unary_op_f32", "test_every_binary_op_f32_with_broadcasting", "test_reductions", "test_matmul_and_softmax",
              "test_float64_arithmetic_works_and_math_says_why", "test_reduction_layouts", "test_fused_chain_is_one_kernel_pass",
              "test_casts", "test_devices_do_not_mix_and_move", "test_float_floordiv_mod_pow_at_the_edges_are_numpys"}
+# on the other AMD targets in the normal run: what the wave size changes (workgroup sizes, the LDS trees and their
+# barriers, partial waves at the ends of a grid) plus a sample of the rest
+TARGET_SUBSET = {"test_wave_size_reaches_the_code_object", "test_reductions_straddling_32_and_64_lanes", "test_reduction_layouts",
+                 "test_a_missing_tree_barrier_shows_under_interleaving", "test_matmul_and_softmax", "test_long_reduction_is_split",
+                 "test_every_unary_op_f32", "test_casts", "test_random_programs_on_amd"}
 # AMD-only: the planted barrier race needs the wavefront emulator's interleaving (HCQ_EMU_INTERLEAVE); the inline
-# constants are a gfx11 true16 encoding question
-AMD_ONLY = {"test_a_missing_tree_barrier_shows_under_interleaving", "test_float16_with_inline_constants"}
+# constants are a gfx11 true16 encoding question; wave sizes are AMD's
+AMD_ONLY = {"test_a_missing_tree_barrier_shows_under_interleaving", "test_float16_with_inline_constants",
+            "test_wave_size_reaches_the_code_object", "test_wave_size_is_the_archs"}
+GFX942 = "MOCKKFD+AMD::gfx942"
+EXPECTED_WAVE = 32    # the wave size the AMD target under test must build for (the gpu fixture sets it)
+OTHER_AMD_GPUS = ["MOCKKFD+AMD/wave64"] + [f"MOCKKFD+AMD::{a}" for a in sorted(set(AMD_BOARDS) - {"gfx1100"} | {"gfx942"})]
 
 
 def pytest_generate_tests(metafunc):
-  """Every test on AMD; on NV the NV_SUBSET (all but AMD_ONLY with HCQ_TENSOR_NV_FULL=1)."""
+  """Every test on AMD (wave32 gfx1100); the TARGET_SUBSET on the other AMD targets (all with HCQ_TENSOR_AMD_TARGETS=all);
+  on NV the NV_SUBSET (all but AMD_ONLY with HCQ_TENSOR_NV_FULL=1)."""
   name = metafunc.function.__name__
   on_nv = name not in AMD_ONLY and (NV_FULL or name in NV_SUBSET)
-  metafunc.parametrize("gpu", ["MOCKKFD+AMD"] + (["MOCKNV+NV"] if on_nv else []), indirect=True, scope="module")
+  on_others = TARGETS_ALL or name in TARGET_SUBSET
+  gpus = ["MOCKKFD+AMD"] + (OTHER_AMD_GPUS if on_others else []) + (["MOCKNV+NV"] if on_nv else [])
+  metafunc.parametrize("gpu", gpus, indirect=True, scope="module")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def gpu(request):
-  """The emulated GPU under test, as DEV for A() and the tests."""
-  global DEV
+  """The emulated GPU under test, as DEV for A() and the tests. `MOCKKFD+AMD/wave64` is the gfx1100 device with a wave64
+  renderer (and its own kernel cache); gfx942 without its board is the wavefront emulator alone, registered under the
+  board's DEV string."""
+  global DEV, EXPECTED_WAVE
   require_module("llvmlite")
+  from hcq.tensor import device as tensor_device
+  from hcq.tensor.render_amd import AMDGCNRenderer
+  DEV, _, variant = request.param.partition("/")
+  EXPECTED_WAVE = 64 if variant == "wave64" or DEV == GFX942 else int(os.environ.get("HCQ_AMD_WAVE_SIZE") or 32)
+  with pytest.MonkeyPatch.context() as mp:
+    if DEV == GFX942 and "gfx942" not in AMD_BOARDS:
+      from tests.tensor_emu_device import EmulatorTensorDevice
+      mp.setitem(tensor_device._devices, DEV, EmulatorTensorDevice("gfx942"))
+    dev = tensor_device.get_device(DEV)
+    if variant == "wave64":
+      mp.setattr(dev, "renderer", AMDGCNRenderer(dev.renderer.arch, wave_size=64))
+      mp.setattr(runtime, "_cache", {})   # the cache is per device name: the wave32 kernels are not these
+    yield dev
+
+
+def wave_size() -> int:
+  """Lanes per wave (per warp on NV) of the device under test's kernels."""
   from hcq.tensor.device import get_device
-  DEV = request.param
-  return get_device(DEV)
+  return get_device(DEV).renderer.wave_size
 
 
 def target_name() -> str:
@@ -299,7 +338,7 @@ def test_reduction_layouts(rng):
     sched = Scheduler(get_device(DEV))
     sched.realize(fn(A(x)).node)
     lk = renderer.adapt(plan([i for i in sched.items if i.kernel.reduce_axes][-1].kernel, "k"))
-    assert group_size(lk) == lanes
+    assert group_size(lk, wave_size()) == lanes
     assert (renderer.writer.barrier_intrinsic in renderer.render(lk)) == bool(lanes)
     np.testing.assert_allclose(fn(A(x)).numpy(), fn(Tensor(x, device="CPU")).numpy(), rtol=2e-6, atol=1e-6)
 
@@ -358,13 +397,13 @@ def test_every_dtype_op_and_cast_matches_the_cpu(dtype, rng):
   assert refused == expect_refused, refused
 
 
-@pytest.mark.parametrize("level", [0, 1])
-def test_a_missing_tree_barrier_shows_under_interleaving(level, monkeypatch, rng):
-  """A planted bug: the LDS tree reduction without the barrier of one of its levels that crosses waves (level 0:
-  lanes 0-63 read the slots of waves 2-3; level 1: wave 0 reads wave 1's) reads slots before they are written. With
-  the waves interleaved (HCQ_EMU_INTERLEAVE, as tests run) the sums are wrong; with the barrier they are right; in
-  lockstep the bug would not show."""
+def test_a_missing_tree_barrier_shows_under_interleaving(monkeypatch, rng):
+  """A planted bug: the LDS tree reduction of a 128-lane group without the barrier of one of its levels that crosses
+  waves (wave32: level 0, lanes 0-63 read the slots of waves 2-3, and level 1, wave 0 reads wave 1's; wave64: level 0,
+  wave 0 reads wave 1's) reads slots before they are written. With the waves interleaved (HCQ_EMU_INTERLEAVE, as tests
+  run) the sums are wrong; with the barrier they are right; in lockstep the bug would not show."""
   from hcq.tensor.render_amd import _AMDKernelWriter
+  from hcq.tensor.render_gpu import LOCAL
   x = sample((8, 300), F32, rng)
   x = np.abs(x) + 1
   def row_sums(omit, seed: str) -> np.ndarray:
@@ -373,6 +412,70 @@ def test_a_missing_tree_barrier_shows_under_interleaving(level, monkeypatch, rng
     monkeypatch.setenv("HCQ_EMU_INTERLEAVE", seed)
     return A(x).sum(axis=1).numpy()
   np.testing.assert_allclose(row_sums(None, "1"), x.sum(axis=1), rtol=2e-6)
-  # each seed is one interleaving; the race need not show in every one
-  assert any(not np.allclose(row_sums(level, str(seed)), x.sum(axis=1), rtol=1e-3) for seed in range(1, 5)), "the race did not show"
-  np.testing.assert_allclose(row_sums(level, "off"), x.sum(axis=1), rtol=2e-6)
+  crossing = int(math.log2(LOCAL // wave_size()))   # the levels whose halves lie in different waves (half >= wave size)
+  for level in range(crossing):
+    # each seed is one interleaving; the race need not show in every one
+    assert any(not np.allclose(row_sums(level, str(seed)), x.sum(axis=1), rtol=1e-3) for seed in range(1, 5)), \
+      f"the race of level {level} did not show"
+    np.testing.assert_allclose(row_sums(level, "off"), x.sum(axis=1), rtol=2e-6)
+
+
+def test_wave_size_reaches_the_code_object():
+  """The renderer's wave size is the code object's (.wavefront_size and the descriptor's ENABLE_WAVEFRONT_SIZE32 bit,
+  which the driver turns into the dispatch's wave mode), and every workgroup it launches is whole waves."""
+  from hcq.asm.codeobject import read_code_object
+  from hcq.autogen import amdgpu_kd as kd
+  from hcq.tensor.device import GPUKernel, get_device
+  from hcq.tensor.loops import plan
+  from hcq.tensor.schedule import Scheduler
+  dev = get_device(DEV)
+  wave = wave_size()
+  assert wave == EXPECTED_WAVE
+  x = sample((3, 40), F32, np.random.default_rng(3))
+  for fn in (lambda t: t + 1, lambda t: t.sum(axis=1), lambda t: t[:, :32].max(axis=1)):
+    sched = Scheduler(dev)
+    sched.realize(fn(A(x)).node)
+    lk = dev.renderer.adapt(plan(sched.items[-1].kernel, "k"))
+    k = read_code_object(dev.compile(dev.renderer.render(lk))).kernels["k"]
+    assert k.wavefront_size == wave
+    assert bool(k.descriptor.kernel_code_properties & kd.KERNEL_CODE_PROPERTY_ENABLE_WAVEFRONT_SIZE32) == (wave == 32)
+    _, local, _ = dev.renderer.launch(lk)
+    assert local[0] % wave == 0, local
+  ran = runtime.get_kernel(sched.items[-1].kernel, dev).program   # what the device loaded for the last one
+  if isinstance(ran, GPUKernel): assert ran.prog.wave32 == (wave == 32)   # the driver's dispatch mode (a board)
+  else: assert ran.wavefront_size == wave                                 # the emulator's, run directly
+
+
+@pytest.mark.parametrize("n", [1, 32, 33, 64, 65, 129] + ([31, 63, 97] if TARGETS_ALL else []))
+def test_reductions_straddling_32_and_64_lanes(n, rng):
+  """Exact results at sizes around one and two waves of either size: grouped reductions (few outputs, a reduce loop of
+  n shared by 32..128 lanes), one workitem per output over n outputs, and elementwise grids of n workitems (the last
+  wave partly idle). Integers and integer-valued floats, so any order of summation is exact."""
+  i = rng.integers(-50, 50, size=(3, n)).astype(np.int32)
+  f = i.astype(np.float32)
+  for axis in (1, None):
+    check(A(i).sum(axis=axis).numpy(), i.sum(axis=axis))
+    check(A(f).sum(axis=axis).numpy(), f.sum(axis=axis))
+    check(A(f).max(axis=axis).numpy(), f.max(axis=axis))
+    check(A(f).argmax(axis=axis).numpy(), f.argmax(axis=axis))
+    check((A(i) > 0).any(axis=axis).numpy(), (i > 0).any(axis=axis))
+  check(A(i).T.sum(axis=1).numpy(), i.T.sum(axis=1))   # n outputs, one workitem each
+  check((A(f) * 2 - 1).numpy(), f * 2 - 1)
+
+
+def test_wave_size_is_the_archs(monkeypatch):
+  """gfx9 runs wave64 only, gfx10+ wave32 by default and wave64 on request (argument, then HCQ_AMD_WAVE_SIZE); anything
+  else is refused with the sizes the arch runs (LLVM would build gfx942 wave32 into a code object with no kernel)."""
+  from hcq.tensor.render_amd import WAVE_SIZE_ENV, AMDGCNRenderer, wave_sizes
+  monkeypatch.delenv(WAVE_SIZE_ENV, raising=False)
+  assert [wave_sizes(a) for a in ("gfx942", "gfx90a", "gfx1100", "gfx1201")] == [(64,), (64,), (32, 64), (32, 64)]
+  assert [AMDGCNRenderer(a).wave_size for a in ("gfx942", "gfx1100", "gfx1201")] == [64, 32, 32]
+  assert AMDGCNRenderer("gfx1100", wave_size=64).features == "+wavefrontsize64,-wavefrontsize32"
+  with pytest.raises(ValueError, match="wave_size=32: gfx942 runs wave size 64$"): AMDGCNRenderer("gfx942", wave_size=32)
+  with pytest.raises(ValueError, match="wave_size=16: gfx1100 runs wave size 32 or 64"): AMDGCNRenderer("gfx1100", wave_size=16)
+  with pytest.raises(ValueError, match="'sm_90' is not an AMD gfx arch"): AMDGCNRenderer("sm_90")
+  monkeypatch.setenv(WAVE_SIZE_ENV, "64")
+  assert AMDGCNRenderer("gfx1100").wave_size == 64 and AMDGCNRenderer("gfx1100", wave_size=32).wave_size == 32
+  for bad in ("32", "wave64"):
+    monkeypatch.setenv(WAVE_SIZE_ENV, bad)
+    with pytest.raises(ValueError, match=f"HCQ_AMD_WAVE_SIZE={bad}: gfx942 runs wave size 64"): AMDGCNRenderer("gfx942")

@@ -68,6 +68,7 @@ ASM_LLVM = ["tests/test_asm_fast.py::test_decoding_random_words[gfx1100]", "test
 EDGES = "tests/test_asm_operand_edges.py"
 # the barrier test plants the missing barrier itself and first checks the unplanted kernel under interleaving
 TENSOR_AMD = ["tests/test_tensor_amd.py", "-k", "(missing_tree_barrier or reduction or long) and MOCKKFD"]
+TENSOR_WAVE = ["tests/test_tensor_amd.py", "-k", "(wave_size_reaches or straddling) and MOCKKFD"]
 # without the compile-time guard: a timing test on a loaded machine fails with no mutant at all
 SYMBOLIC = ["tests/test_tensor_views.py", "tests/test_tensor_compiler.py", "tests/test_tensor_indexing.py", "-k", "not compile_time"]
 # the newer targeted tests come first in each set (pytest runs its arguments in order and stops at the first failure),
@@ -223,6 +224,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     "lane `half` also folds: it writes a slot another wave reads in the same level (a race)", TENSOR_AMD, "emulator wave interleaving"),
   M("tensor-half", "tensor", "hcq/tensor/render_gpu.py", "half = self.group // 2", "half = self.group // 4",
     "the LDS tree starts at a quarter: half of the lanes' partial results are dropped", TENSOR_AMD),
+  M("tensor-group-below-wave", "tensor", "hcq/tensor/render_gpu.py", "return max(wave_size, min(LOCAL, 1 << (reduce - 1).bit_length()))",
+    "return min(LOCAL, 1 << (reduce - 1).bit_length())", "a grouped reduction of 32 lanes launched on wave64: a workgroup of half a wave", TENSOR_WAVE),
+  M("tensor-wave-feature", "tensor", "hcq/tensor/render_amd.py", '"+wavefrontsize64,-wavefrontsize32" if self.wave_size == 64',
+    '"+wavefrontsize32,-wavefrontsize64" if self.wave_size == 64', "the AMD renderer builds wave32 code whatever the arch's wave size (gfx942, wave64 mode)", TENSOR_WAVE),
   M("tensor-div-range", "tensor", "hcq/tensor/symbolic.py", "if a.vmin >= 0 and a.vmax < c: return Num(0)", "if a.vmin >= 0 and a.vmax <= c: return Num(0)",
     "x // c folded to 0 when x can equal c", SYMBOLIC),
   M("tensor-mod-of-mod", "tensor", "hcq/tensor/symbolic.py", "if isinstance(a, Mod) and a.c % c == 0: return mod(a.a, c)", "if isinstance(a, Mod) and a.c % c == 0: return a",

@@ -21,7 +21,7 @@ from hcq.tensor.dtype import DType, dtypes
 from hcq.tensor.loops import LoopKernel
 from hcq.tensor.render_llvm import Renderer, Value, _KernelWriter, const_literal
 
-LOCAL = 128                 # workitems per workgroup (four AMD wave32s, four NV warps)
+LOCAL = 128                 # workitems per workgroup (four AMD wave32s or two wave64s, four NV warps): a multiple of every wave size
 GROUP_MIN_REDUCE = 32       # a reduce loop at least this long ...
 GROUP_MAX_OUTPUTS = 4096    # ... into fewer outputs than this (too few workitems to fill a GPU) shares it between lanes
 # float64 ops that LLVM's AMDGPU and NVPTX backends turn into libm calls (there is no libm on the GPU)
@@ -76,11 +76,12 @@ def workitems(lk: LoopKernel) -> int:
   return math.prod(lk.spec.full_shape[a] for a in lk.global_axes)
 
 
-def group_size(lk: LoopKernel) -> int:
-  """Lanes that share one output's reduce loop (a power of two up to LOCAL), or 0 for one workitem per output."""
+def group_size(lk: LoopKernel, wave_size: int = 32) -> int:
+  """Lanes that share one output's reduce loop (a power of two from `wave_size` up to LOCAL: whole waves), or 0 for one
+  workitem per output."""
   reduce = math.prod(lk.spec.full_shape[a] for a in lk.reduce_axes)
   if not lk.reduce_axes or reduce < GROUP_MIN_REDUCE or workitems(lk) >= GROUP_MAX_OUTPUTS: return 0
-  return min(LOCAL, 1 << (reduce - 1).bit_length())
+  return max(wave_size, min(LOCAL, 1 << (reduce - 1).bit_length()))
 
 
 class _GPUKernelWriter(_KernelWriter):
@@ -98,10 +99,10 @@ class _GPUKernelWriter(_KernelWriter):
     """The kernel function's attribute group #0 (the target's workgroup size bound)."""
     return "nounwind"
 
-  def __init__(self, lk: LoopKernel, datalayout: str):
+  def __init__(self, lk: LoopKernel, datalayout: str, wave_size: int = 32):
     super().__init__(scalar_plan(lk))
-    self.datalayout = datalayout
-    self.group = group_size(self.lk)  # 0: one workitem per output
+    self.datalayout, self.wave_size = datalayout, wave_size   # the target's lanes per wave (warp): layouts take whole waves
+    self.group = group_size(self.lk, wave_size)  # 0: one workitem per output
     self.globals: list[str] = []      # LDS arrays of the lane trees; sin/cos's table
     self.sincos_table = False         # whether the globals hold SINCOS_TABLE
     self.barriers = 0
@@ -263,8 +264,9 @@ class GPURenderer(Renderer):
   """Loop IR -> LLVM IR for a GPU (the module docstring's layouts); a target names its writer (and so its triple) and compiles."""
   writer: type[_GPUKernelWriter] = _GPUKernelWriter
   features = ""
+  wave_size = 32       # lanes that run in lockstep (an AMD wave, an NV warp): workgroup sizes are multiples of it
   _lock = threading.Lock()
-  _machines: dict[tuple[str, str], tuple] = {}  # (triple, arch) -> (llvmlite.binding, target machine), made once per process
+  _machines: dict[tuple[str, str, str], tuple] = {}  # (triple, arch, features) -> (llvmlite.binding, target machine), once per process
 
   def __init__(self, arch: str):
     self.arch = arch
@@ -272,7 +274,7 @@ class GPURenderer(Renderer):
   def machine(self):
     """(llvmlite.binding, llvmlite's target machine for this triple and arch)."""
     with GPURenderer._lock:
-      key = (self.writer.triple, self.arch)
+      key = (self.writer.triple, self.arch, self.features)
       if key not in GPURenderer._machines:
         try:
           import llvmlite.binding as llvm
@@ -288,11 +290,12 @@ class GPURenderer(Renderer):
 
   def render(self, lk: LoopKernel) -> str:
     _, tm = self.machine()
-    return self.writer(lk, str(tm.target_data)).write()
+    return self.writer(lk, str(tm.target_data), self.wave_size).write()
 
   def launch(self, lk: LoopKernel):
     lk = scalar_plan(lk)
-    if group_size(lk): return (workitems(lk),), (group_size(lk),), ()
+    group = group_size(lk, self.wave_size)
+    if group: return (workitems(lk),), (group,), ()
     return (max(1, -(-workitems(lk) // LOCAL)),), (LOCAL,), ()
 
   def optimised(self, src: str, emit):
