@@ -6,9 +6,8 @@ lane-ops/s. Tolerances are test_tensor.py's (float32 math: our polynomials, with
 
 More AMD targets take the TARGET_SUBSET in the normal run (HCQ_TENSOR_AMD_TARGETS=all: every test):
 `MOCKKFD+AMD/wave64` is the gfx1100 board with the renderer built for wave64 (the driver dispatches it as wave64); every
-other emulated board of tests/amd_boards.py (gfx1201, wave32) as `MOCKKFD+AMD::<arch>`; and `MOCKKFD+AMD::gfx942`, the
-wave64-only CDNA3 target, on its board where tests/amd_boards.py has one, else on the wavefront emulator directly
-(tests/tensor_emu_device.py: the same code objects, no driver)."""
+other emulated board of tests/amd_boards.py as `MOCKKFD+AMD::<arch>`: gfx1201 (wave32) and gfx942 (the wave64-only
+CDNA3 target on the emulated MI300X)."""
 import math
 import os
 import numpy as np
@@ -39,7 +38,7 @@ AMD_ONLY = {"test_a_missing_tree_barrier_shows_under_interleaving", "test_float1
             "test_wave_size_reaches_the_code_object", "test_wave_size_is_the_archs"}
 GFX942 = "MOCKKFD+AMD::gfx942"
 EXPECTED_WAVE = 32    # the wave size the AMD target under test must build for (the gpu fixture sets it)
-OTHER_AMD_GPUS = ["MOCKKFD+AMD/wave64"] + [f"MOCKKFD+AMD::{a}" for a in sorted(set(AMD_BOARDS) - {"gfx1100"} | {"gfx942"})]
+OTHER_AMD_GPUS = ["MOCKKFD+AMD/wave64"] + [f"MOCKKFD+AMD::{a}" for a in sorted(set(AMD_BOARDS) - {"gfx1100"})]
 
 
 def pytest_generate_tests(metafunc):
@@ -55,8 +54,7 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture(scope="module", autouse=True)
 def gpu(request):
   """The emulated GPU under test, as DEV for A() and the tests. `MOCKKFD+AMD/wave64` is the gfx1100 device with a wave64
-  renderer (and its own kernel cache); gfx942 without its board is the wavefront emulator alone, registered under the
-  board's DEV string."""
+  renderer (and its own kernel cache)."""
   global DEV, EXPECTED_WAVE
   require_module("llvmlite")
   from hcq.tensor import device as tensor_device
@@ -64,9 +62,6 @@ def gpu(request):
   DEV, _, variant = request.param.partition("/")
   EXPECTED_WAVE = 64 if variant == "wave64" or DEV == GFX942 else int(os.environ.get("HCQ_AMD_WAVE_SIZE") or 32)
   with pytest.MonkeyPatch.context() as mp:
-    if DEV == GFX942 and "gfx942" not in AMD_BOARDS:
-      from tests.tensor_emu_device import EmulatorTensorDevice
-      mp.setitem(tensor_device._devices, DEV, EmulatorTensorDevice("gfx942"))
     dev = tensor_device.get_device(DEV)
     if variant == "wave64":
       mp.setattr(dev, "renderer", AMDGCNRenderer(dev.renderer.arch, wave_size=64))
