@@ -275,11 +275,10 @@ class Device(metaclass=_DeviceOpener):
     timed = wait or self.profiling
     with self.lock:  # the kernarg ring, the cached queue's patch slots and the value's place in the ring are shared
       q = self._launch_queue(program, tuple(global_size), tuple(local_size), timed)
-      vals = {"kernargs": program.place_kernargs(kernargs, self.timeline_value)}
-      if timed:
-        start, end = self.new_signal(name=f"{program.name}.start"), self.new_signal(name=f"{program.name}.end")
-        vals.update(start=start.timestamp_addr, end=end.timestamp_addr)
+      start, end = (self.new_signal(name=f"{program.name}.start"), self.new_signal(name=f"{program.name}.end")) if timed else (None, None)
       try:
+        vals = {"kernargs": self._place_launch(program, kernargs, end)}
+        if timed: vals.update(start=start.timestamp_addr, end=end.timestamp_addr)
         value = self._submit_next(q, vals)
       except BaseException:
         if timed:
@@ -291,11 +290,19 @@ class Device(metaclass=_DeviceOpener):
     if not wait: return None
     self.wait_timeline(value)
     self.check_faults()
-    secs = (end.timestamp - start.timestamp) / self.timestamp_frequency
+    secs = (self._end_timestamp(end, value) - start.timestamp) / self.timestamp_frequency
     if not self.profiling:
       self.release_signal(start)
       self.release_signal(end)
     return secs
+
+  def _place_launch(self, program, kernargs: bytes | bytearray, end) -> int:
+    """Place a launch's kernel arguments (with the lock held); returns the address the queue's exec takes."""
+    return program.place_kernargs(kernargs, self.timeline_value)
+
+  def _end_timestamp(self, end, value: int) -> int:
+    """A finished launch's end timestamp (the timeline has reached `value`)."""
+    return end.timestamp
 
   def _launch_queue(self, program, gs: tuple[int, int, int], ls: tuple[int, int, int], timed: bool):
     cache = program.__dict__.setdefault("_launch_queues", {})

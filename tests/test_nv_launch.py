@@ -122,6 +122,56 @@ def test_the_mock_reads_the_qmd_the_driver_wrote(dev, saxpy):
   assert launch.params_va == launch.qmd_addr + saxpy.qmd_bytes + saxpy.kernel.param_base
 
 
+def test_a_launch_signals_through_its_qmd_releases(dev, saxpy):
+  """prg() sends no wait for idle and no host release after the QMD: RELEASE1 writes the timeline value, RELEASE0
+  (timed) the value and the end time; the next launch acquires the timeline before it starts."""
+  xb, ob = dev.alloc(400, "device"), dev.alloc(400, "device")
+  v = dev.timeline_value
+  t = saxpy(ob, xb, vals=(2.0, 100), global_size=2, local_size=64, wait=True)
+  f, L = dev.os.rm.gpu.compute.launches[-1].fields, QMD_LAYOUTS[dev.arch.qmd]
+  addr = lambda i: f[L.release("addr_upper", i)] << 32 | f[L.release("addr_lower", i)]
+  assert f[L.release("enable", 0)] == f[L.release("enable", 1)] == 1 and f[L.release("enable", 2)] == 0
+  assert addr(1) == dev.timeline_signal.value_addr and f[L.release("payload_lower", 0)] == f[L.release("payload_lower", 1)] == v
+  assert f[L.release("structure_size", 0)] == 0 and f[L.release("structure_size", 1)] == 1 and f[L.release("payload64b", 1)] == 1 and 0 < t
+  q = saxpy._launch_queues[((2, 1, 1), (64, 1, 1), True)]
+  a = dev.arch
+  assert a.header(0, a.m("WFI"), 1) not in q.words() and a.header(0, a.m("SEM_ADDR_LO"), 5) in q.words()  # the acquire and the start time only
+  x = np.arange(64, dtype=np.float32)
+  xb, ob = dev.alloc(256, "device"), dev.alloc(256, "device")
+  xb.copyin(x)
+  for i in range(20):  # back to back, each reading the previous one's output: in order without a wait for idle
+    saxpy(ob, xb, vals=(2.0, 64), local_size=64)
+    saxpy(xb, ob, vals=(0.5, 64), local_size=64)
+  dev.synchronize()
+  np.testing.assert_array_equal(xb.copyout(np.empty(64, np.float32)), x)
+
+
+@pytest.mark.parametrize("fields,expect", [
+  ({}, "payload"),                                                                       # FOUR_WORDS: the value and the timer
+  ({"release_structure_size_0": 1}, "payload"),                                         # ONE_WORD: the value alone
+  ({"release_enable_0": 0}, 5),                                                          # no enable: no signal (5 stays)
+  ({"release_reduction_enable_0": 1, "release_reduction_op_0": 0}, "payload+5"),          # RED_ADD onto the 5 there
+  ({"release_reduction_enable_0": 1, "release_reduction_op_0": 1}, 5),                    # RED_MIN
+  ({"release_payload64b_0": 0, "release_semaphore0_payload_upper": 1}, "payload"),        # 32 bits: the upper half is not written
+  ({"release_semaphore0_addr_upper": 0x1F0_0000}, r"Xid 31.*MMU fault"),                  # an address nothing maps
+  ({"release_structure_size_0": 0, "release_semaphore0_addr_lower": 8}, r"Xid 13.*RELEASE0 at 0x[0-9a-f]+ is not 16-byte aligned"),
+  ({"release_structure_size_0": 2, "release_payload64b_0": 0}, r"Xid 13.*two-word structure with a 32-bit payload"),
+])
+def test_the_mock_honours_the_release_fields_exactly(dev, saxpy, fields, expect):
+  n, sig = 64, dev.new_signal(5)
+  xb, ob = dev.alloc(4 * n, "device"), dev.alloc(4 * n, "device")
+  if "release_semaphore0_addr_lower" in fields: fields["release_semaphore0_addr_lower"] = (sig.value_addr + 8) & 0xFFFFFFFF
+  addr = _place_patched(dev, saxpy, [ob, xb], (1.0, n), (1, 1, 1), (64, 1, 1), place={"end_addr": sig.value_addr}, **fields)
+  payload = dev.timeline_value
+  _launch_at(dev, saxpy, addr, (1, 1, 1), (64, 1, 1))
+  if isinstance(expect, str) and "Xid" in expect:
+    _expect_fault(dev, expect)
+    return _still_works(dev, saxpy)
+  dev.synchronize()
+  assert sig.value == {"payload": payload, "payload+5": payload + 5}.get(expect, expect)
+  assert (sig.timestamp != 0) == (fields.get("release_structure_size_0", 0) == 0 and fields.get("release_enable_0", 1) == 1)
+
+
 def test_replay_patches_arguments_and_dimensions_without_a_rebuild(dev, saxpy):
   """One bound queue; each submit places a new launch block (other buffers, scale, count and grid) and patches its address."""
   q = dev.compute_queue().wait(dev.timeline_signal, Variable("wait")).exec(saxpy, Variable("qmd"), (1, 1, 1), (64, 1, 1)) \
@@ -141,12 +191,13 @@ def test_replay_patches_arguments_and_dimensions_without_a_rebuild(dev, saxpy):
   assert len(q) == words  # the same queue, patched: nothing was added to it
 
 
-def _place_patched(dev, prg, bufs, vals, gs, ls, **fields):
-  """A launch block with QMD fields changed as a driver with a bug would write them; returns its address."""
+def _place_patched(dev, prg, bufs, vals, gs, ls, place=None, **fields):
+  """A launch block with QMD fields changed as a driver with a bug would write them; returns its address. `place`:
+  place_kernargs's release arguments (signal_addr, end_addr)."""
   block = prg.kernargs(bufs, vals, gs, ls)
   L = QMD_LAYOUTS[dev.arch.qmd]
   with dev.lock:
-    addr = prg.place_kernargs(block, dev.timeline_value)
+    addr = prg.place_kernargs(block, dev.timeline_value, **(place or {}))
     ring = dev.kernargs
     view = ring.buf.host_addr + addr - ring.buf.addr
     raw = ctypes.string_at(view, L.nbytes)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from hcq.autogen.nv import clc6c0, clc7c0, clc9c0, clcbc0, clcdc0, clcec0
 from hcq.drivers.nv.compile import compile_ptx, cuda_to_ptx, llvm_to_ptx
 from hcq.drivers.nv.cubin import DRIVER_CONSTANTS, CubinError, CubinKernel, read_cubin
-from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, QMDAddress, cbank_patch, encode_qmd
+from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, RELEASE_FOUR_WORDS, RELEASE_MEMBAR_SYS, RELEASE_ONE_WORD, QMDAddress, QMDPatch, encode_qmd
 from hcq.errors import HCQError, ProgramArgumentError
 from hcq.program import KernelArg, Program, launch_dims, pack_kernargs
 from hcq.sym import Sym
@@ -117,7 +117,7 @@ class NVProgram(Program):
     self.max_shared = MAX_SHARED_PER_BLOCK.get(arch, 48 << 10)
     self.shared_size = k.shared_size
     self.local_per_thread = k.stack_size
-    self._cbank_patch = cbank_patch(self.layout_qmd, 0)
+    self._patch, self._releases = launch_patch(self.layout_qmd)
     ring = device.kernargs.buf  # written through a memoryview: ctypes.memmove would release the GIL to the emulator's threads
     self._ring = memoryview((ctypes.c_uint8 * ring.nbytes).from_address(ring.host_addr)).cast("B")
     self._templates: dict[tuple, bytes] = {}  # (grid, block, shared) -> block_template
@@ -174,13 +174,17 @@ class NVProgram(Program):
     template = self.block_template(gs, ls, self.shared_size if shared is None else shared)
     return pack_kernargs(self.name, self.layout, bufs, vals, self.kernarg_size, self.device, template)
 
-  def place_kernargs(self, block: bytes | bytearray, timeline_value: int) -> int:
-    """Write a launch block into the kernarg ring and point its QMD at its constant bank 0; returns the QMD's address."""
+  def place_kernargs(self, block: bytes | bytearray, timeline_value: int, signal_addr: int = 0, end_addr: int = 0) -> int:
+    """Write a launch block into the kernarg ring and point its QMD at its constant bank 0; returns the QMD's address.
+    With `signal_addr`, the QMD's RELEASE1 writes `timeline_value` there (64 bits) when the grid completes, and with
+    `end_addr` RELEASE0 the same value and the GPU timer after it (a signal's value and timestamp)."""
     ring = self.device.kernargs
     addr = ring.write(block, timeline_value)
-    lo, hi, bits = self._cbank_patch
-    at = addr - ring.buf.addr
-    self._ring[at + lo:at + hi] = (int.from_bytes(block[lo:hi], "little") | bits(addr + self.qmd_bytes)).to_bytes(hi - lo, "little")
+    p, at = self._patch, addr - ring.buf.addr
+    bits = p.bits(addr + self.qmd_bytes, end_addr, timeline_value if end_addr else 0, signal_addr, timeline_value if signal_addr else 0)
+    if signal_addr: bits |= self._releases[1]
+    if end_addr: bits |= self._releases[0]
+    self._ring[at + p.start:at + p.end] = (int.from_bytes(block[p.start:p.end], "little") | bits).to_bytes(p.end - p.start, "little")
     return addr
 
   def __call__(self, *bufs, global_size=1, local_size=1, vals=(), wait: bool = False, shared: int | None = None) -> float | None:
@@ -188,6 +192,20 @@ class NVProgram(Program):
     dynamic; the kernel's static size by default). With wait=True, the GPU seconds it took."""
     gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
     return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls, shared), gs, ls, wait)
+
+
+def launch_patch(layout) -> tuple[QMDPatch, tuple[int, int]]:
+  """The QMD fields a launch sets (constant bank 0's address, RELEASE0 and RELEASE1's addresses and payloads) and the
+  fields that turn RELEASE0 and RELEASE1 on, as bits of the patch. RELEASE1 signals the
+  timeline: one 64-bit word; RELEASE0 the end of a timed launch: four words, the payload and the timer (first, so that
+  it is written before the timeline where the releases go in index order; wait=True also waits for its payload). Both
+  after a system membar, so the grid's writes are visible before the host sees the signal."""
+  rel = lambda what, i: layout.release(what, i)
+  values = [(layout.cbank("addr_lower", 0), layout.cbank("addr_upper", 0), layout.cbank_shift)]
+  for i in (0, 1): values += [(rel("addr_lower", i), rel("addr_upper", i), 0), (rel("payload_lower", i), rel("payload_upper", i), 0)]
+  on = lambda i, size: {rel("enable", i): 1, rel("structure_size", i): size, rel("payload64b", i): 1, rel("membar_type", i): RELEASE_MEMBAR_SYS}
+  patch = QMDPatch(layout, values, also=tuple(on(0, 0)) + tuple(on(1, 0)))
+  return patch, (patch.fixed(**on(0, RELEASE_FOUR_WORDS)), patch.fixed(**on(1, RELEASE_ONE_WORD)))
 
 
 def compute_class(class_id: int) -> tuple[Any, str]:
@@ -211,10 +229,12 @@ def local_memory(device: "NVDevice", per_thread: int):
   return cur
 
 
-def exec_methods(q: "NVComputeQueue", program: NVProgram, qmd_addr: "int | Sym") -> "NVComputeQueue":
+def exec_methods(q: "NVComputeQueue", program: NVProgram, qmd_addr: "int | Sym", wfi: bool = True) -> "NVComputeQueue":
   """The compute class methods of one launch: the local and shared memory state (what the CUDA driver sends once per
   channel; sent with each launch here, so a recovered channel or a grown local memory needs nothing else), the QMD's
-  address (SEND_PCAS_A), SEND_SIGNALING_PCAS2_B to invalidate, copy and schedule it, and a wait for idle."""
+  address (SEND_PCAS_A), SEND_SIGNALING_PCAS2_B to invalidate, copy and schedule it, and (`wfi`) a wait for idle.
+  Without the wait for idle the channel goes on while the grid runs: what comes next must not depend on it unless the
+  QMD's own release semaphores say when it is done (NVDevice's launches: the next one acquires that release)."""
   from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL
   if not isinstance(qmd_addr, Sym) and qmd_addr % QMD_ALIGN: raise HCQError(f"a QMD at {qmd_addr:#x} is not {QMD_ALIGN}-byte aligned")
   sub = COMPUTE_SUBCHANNEL
@@ -230,6 +250,6 @@ def exec_methods(q: "NVComputeQueue", program: NVProgram, qmd_addr: "int | Sym")
   q.method(sub, m("SET_SHADER_SHARED_MEMORY_WINDOW_A"), SHARED_WINDOW >> 32, SHARED_WINDOW & 0xFFFFFFFF)
   q.method(sub, m("SEND_PCAS_A"), QMDAddress(qmd_addr) if isinstance(qmd_addr, Sym) else qmd_addr >> 8)
   q.method(sub, m("SEND_SIGNALING_PCAS2_B"), enc("SEND_SIGNALING_PCAS2_B", pcas_action=getattr(cls, f"{prefix}_SEND_SIGNALING_PCAS2_B_PCAS_ACTION_INVALIDATE_COPY_SCHEDULE")))
-  # Unsure whether the next grid of this channel may start before this one ends: a wait for idle keeps launches in order,
-  # as AMD's CS partial flush does (chaining through dependent QMDs would let the hardware start the next one sooner).
-  return q.method(0, program.device.arch.m("WFI"), 0)  # WFI's SCOPE 0: the current subcontext
+  # A queue of separate execs knows nothing of what each kernel reads: a wait for idle keeps them in order, as NVK's
+  # pipeline barrier does between dependent dispatches (nvk_cmd_buffer.c nvk_barrier_flushes_waits: WAIT_FOR_IDLE).
+  return q.method(0, program.device.arch.m("WFI"), 0) if wfi else q  # WFI's SCOPE 0: the current subcontext

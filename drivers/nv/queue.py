@@ -123,6 +123,12 @@ class NVComputeQueue(NVQueue):
     from hcq.drivers.nv.program import exec_methods
     return exec_methods(self, program, kernargs_addr)
 
+  def exec_released(self, program, kernargs_addr) -> "NVComputeQueue":
+    """Launch the QMD at `kernargs_addr` without a wait for idle after it: its own release semaphores (place_kernargs
+    with a signal) say when the grid is done, and the next launch acquires them before it starts."""
+    from hcq.drivers.nv.program import exec_methods
+    return exec_methods(self, program, kernargs_addr, wfi=False)
+
 
 class NVCopyQueue(NVQueue):
   """The copy channel's queue: host methods and the copy class."""

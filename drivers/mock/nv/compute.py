@@ -15,6 +15,16 @@ stricter where unsure:
   - shared memory must cover the kernel's static shared memory, local memory (SET_SHADER_LOCAL_MEMORY_*) its stack.
 The kernel then runs on the emulated SM (hcq.drivers.mock.nv.sm) reading its parameters from bank 0 through the VA
 space. An SM fault (MMU, misaligned, trap) stops the channel with the kernel, address and PTX line in the message.
+
+When the grid has completed, the QMD's release semaphores RELEASE0..2 are written (clcbc0qmd.h QMDV04_00
+RELEASE_SEMAPHORE<i>_ADDR/PAYLOAD and RELEASE_ENABLE(i)...), exactly as their fields say: nothing without
+RELEASE_ENABLE; ONE_WORD the payload (4 bytes, 8 with PAYLOAD64B); FOUR_WORDS the payload and the global timer at +8
+(the host semaphore's timestamped layout, clc56f.h SEM_EXECUTE RELEASE_TIMESTAMP: the header gives the sizes, not
+the word order; unsure, so the one layout the host semaphore documents, and 16-byte alignment); a reduction
+(RELEASE_REDUCTION_ENABLE) applies its op to the value there, unsigned or signed. An address outside every mapping is
+an MMU fault (Xid 31); a misaligned one, TWO_WORDS without PAYLOAD64B, a trap type or another format are refused
+(Xid 13; stricter where unsure). They are written in index order (the header does not say; a driver should not
+rely on it).
 """
 from __future__ import annotations
 import threading
@@ -23,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from hcq.asm.emu.memory import PageFault
-from hcq.autogen.nv import clcbc0 as CC, clcbc0qmd, nverror as E
+from hcq.autogen.nv import clcbc0 as CC, clcbc0qmd, clcbc0qmd as CQ, nverror as E
 from hcq.drivers.mock.nv.errors import ChannelError
 from hcq.drivers.nv.cubin import DRIVER_CONSTANTS
 
@@ -36,6 +46,20 @@ _STATE = {getattr(CC, f"NVCBC0_{n}") for n in (
   "SET_SHADER_LOCAL_MEMORY_A", "SET_SHADER_LOCAL_MEMORY_B", "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A",
   "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B", "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_C", "SET_SHADER_LOCAL_MEMORY_WINDOW_A",
   "SET_SHADER_LOCAL_MEMORY_WINDOW_B", "SET_SHADER_SHARED_MEMORY_WINDOW_A", "SET_SHADER_SHARED_MEMORY_WINDOW_B", "SEND_PCAS_A")}
+
+
+# RELEASE_REDUCTION_OP_RED_* (clcbc0qmd.h): (value there, payload, bytes) -> new value; INC/DEC wrap at the payload as
+# the PTX atom.inc/dec do (unsure: the header names them only)
+_REDUCE = {
+  CQ.NVCBC0_QMDV04_00_RELEASE_REDUCTION_OP_RED_ADD: lambda a, b, n: a + b,
+  CQ.NVCBC0_QMDV04_00_RELEASE_REDUCTION_OP_RED_MIN: lambda a, b, n: min(a, b),
+  CQ.NVCBC0_QMDV04_00_RELEASE_REDUCTION_OP_RED_MAX: lambda a, b, n: max(a, b),
+  CQ.NVCBC0_QMDV04_00_RELEASE_REDUCTION_OP_RED_INC: lambda a, b, n: 0 if a % (1 << 8 * n) >= b % (1 << 8 * n) else a + 1,
+  CQ.NVCBC0_QMDV04_00_RELEASE_REDUCTION_OP_RED_DEC: lambda a, b, n: b if a % (1 << 8 * n) == 0 or a % (1 << 8 * n) > b % (1 << 8 * n) else a - 1,
+  CQ.NVCBC0_QMDV04_00_RELEASE_REDUCTION_OP_RED_AND: lambda a, b, n: a & b,
+  CQ.NVCBC0_QMDV04_00_RELEASE_REDUCTION_OP_RED_OR: lambda a, b, n: a | b,
+  CQ.NVCBC0_QMDV04_00_RELEASE_REDUCTION_OP_RED_XOR: lambda a, b, n: a ^ b,
+}
 
 
 @dataclass
@@ -53,6 +77,7 @@ class Launch:
 class ComputeClass:
   """The compute engine of one GPU; `mem` its VA space. `trace` (a callable taking a line) sees each instruction."""
   mem: object
+  clock: Callable[[], int] = lambda: 0  # the GPU's global timer (ns), for releases with a timestamp
   trace: Callable[[str], None] | None = None
   launches: deque = field(default_factory=lambda: deque(maxlen=64))  # the last launches decoded
   _modules: dict[str, object] = field(default_factory=dict)
@@ -135,6 +160,30 @@ class ComputeClass:
     params_va = cb0 + record.param_base
     self.launches.append(Launch(qmd_addr, q, record.entry, grid, block, params_va))
     self._run(record, grid, block, params_va, shared, local, at)
+    for i in range(3):
+      if q[f"release_enable_{i}"]: self._release(q, i, at)
+
+  def _release(self, q: dict[str, int], i: int, at: str) -> None:
+    """Release semaphore `i` of a completed grid (see the module docstring)."""
+    g = lambda name: q[name.format(i=i)]
+    addr = g("release_semaphore{i}_addr_upper") << 32 | g("release_semaphore{i}_addr_lower")
+    wide, size, op = g("release_payload64b_{i}"), g("release_structure_size_{i}"), g("release_reduction_op_{i}")
+    nbytes = 8 if wide else 4
+    if size == CQ.NVCBC0_QMDV04_00_RELEASE_STRUCTURE_SIZE_SEMAPHORE_TWO_WORDS and not wide:
+      raise ChannelError(f"{at}: RELEASE{i} has a two-word structure with a 32-bit payload (not emulated)", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    align = 16 if size == CQ.NVCBC0_QMDV04_00_RELEASE_STRUCTURE_SIZE_SEMAPHORE_FOUR_WORDS else nbytes
+    if addr % align: raise ChannelError(f"{at}: RELEASE{i} at {addr:#x} is not {align}-byte aligned", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    if g("release_trap_type_{i}"): raise ChannelError(f"{at}: RELEASE{i} trap type {g('release_trap_type_{i}')} is not emulated", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    payload = (g("release_semaphore{i}_payload_upper") << 32 if wide else 0) | g("release_semaphore{i}_payload_lower")
+    if g("release_reduction_enable_{i}"):
+      fmt = g("release_reduction_format_{i}")
+      if fmt not in (CQ.NVCBC0_QMDV04_00_RELEASE_REDUCTION_FORMAT_SIGNED, CQ.NVCBC0_QMDV04_00_RELEASE_REDUCTION_FORMAT_UNSIGNED):
+        raise ChannelError(f"{at}: RELEASE{i} reduction format {fmt} is not emulated (UNSIGNED, SIGNED are)", E.ROBUST_CHANNEL_GR_EXCEPTION)
+      signed = fmt == CQ.NVCBC0_QMDV04_00_RELEASE_REDUCTION_FORMAT_SIGNED
+      old = int.from_bytes(self.mem.read(addr, nbytes), "little", signed=signed)
+      payload = _REDUCE[op](old, int.from_bytes(payload.to_bytes(nbytes, "little"), "little", signed=signed), nbytes) % (1 << 8 * nbytes)
+    if align == 16: self.mem.write(addr + 8, self.clock().to_bytes(8, "little"))
+    self.mem.write(addr, payload.to_bytes(nbytes, "little"))
 
   def _run(self, record, grid, block, params_va, shared, local, at) -> None:
     from hcq.drivers.mock.nv.sm import PTXModule, SMFault

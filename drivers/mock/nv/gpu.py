@@ -116,7 +116,7 @@ class MockNVGPU:
     self.launch = CE.register("NVC8B5_LAUNCH_DMA")
     handlers = {"SET_OBJECT": self._set_object, "SEM_EXECUTE": self._sem_execute, "MEM_OP_D": self._mem_op}
     self.decoders = {cls: HostDecoder(host, handlers) for cls, host in HOST_CLASSES.items() if cls in board.gpfifo_classes}
-    self.compute, self._compute_state = ComputeClass(self.mem), {}  # the compute class and each channel's state of it
+    self.compute, self._compute_state = ComputeClass(self.mem, self.clock), {}  # the compute class and each channel's state of it
     # copy class methods the engine takes (clc8b5.h); others stop the channel
     self.ce = {n: getattr(CE, f"NVC8B5_{n}") for n in ("NOP", "OFFSET_IN_UPPER", "OFFSET_IN_LOWER", "OFFSET_OUT_UPPER", "OFFSET_OUT_LOWER",
                                                         "PITCH_IN", "PITCH_OUT", "LINE_LENGTH_IN", "LINE_COUNT", "LAUNCH_DMA")}
