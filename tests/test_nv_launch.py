@@ -172,6 +172,31 @@ def test_the_mock_honours_the_release_fields_exactly(dev, saxpy, fields, expect)
   assert (sig.timestamp != 0) == (fields.get("release_structure_size_0", 0) == 0 and fields.get("release_enable_0", 1) == 1)
 
 
+@pytest.mark.parametrize("barrier", [True, False])
+def test_launches_chained_without_a_barrier_may_race(dev, saxpy, barrier):
+  """Two launches in one queue: the second reads what the first writes. Without a barrier (WFI) between them the
+  grids are in flight together and the emulated GPU completes the later one first, so it reads stale data; two
+  independent launches without a barrier both give their results."""
+  n = 64
+  x = np.arange(n, dtype=np.float32)
+  xb, mid, ob, ob2 = (dev.alloc(4 * n, "device") for _ in range(4))
+  xb.copyin(x)
+  mid.copyin(np.full(n, 7, np.float32))
+  with dev.lock:
+    a1 = saxpy.place_kernargs(saxpy.kernargs([mid, xb], (2.0, n), (1, 1, 1), (64, 1, 1)), dev.timeline_value)
+    a2 = saxpy.place_kernargs(saxpy.kernargs([ob, mid], (3.0, n), (1, 1, 1), (64, 1, 1)), dev.timeline_value)   # reads mid
+    a3 = saxpy.place_kernargs(saxpy.kernargs([ob2, xb], (5.0, n), (1, 1, 1), (64, 1, 1)), dev.timeline_value)  # independent
+    q = dev.compute_queue().wait(dev.timeline_signal, Variable("wait")).exec(saxpy, a1, (1, 1, 1), (64, 1, 1), barrier=barrier) \
+           .exec(saxpy, a2, (1, 1, 1), (64, 1, 1), barrier=False).exec(saxpy, a3, (1, 1, 1), (64, 1, 1), barrier=False) \
+           .signal(dev.timeline_signal, Variable("signal"))
+    dev.timeline_submit(q)
+  dev.synchronize()
+  got = lambda b: b.copyout(np.empty(n, np.float32))
+  np.testing.assert_array_equal(got(mid), 2 * x)
+  np.testing.assert_array_equal(got(ob), 6 * x if barrier else np.full(n, 21, np.float32))  # stale: 3 * the 7s mid held
+  np.testing.assert_array_equal(got(ob2), 5 * x)  # the signal's RELEASE_WFI waited for every grid
+
+
 def test_replay_patches_arguments_and_dimensions_without_a_rebuild(dev, saxpy):
   """One bound queue; each submit places a new launch block (other buffers, scale, count and grid) and patches its address."""
   q = dev.compute_queue().wait(dev.timeline_signal, Variable("wait")).exec(saxpy, Variable("qmd"), (1, 1, 1), (64, 1, 1)) \

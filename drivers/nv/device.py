@@ -338,7 +338,7 @@ class NVDevice(StagedCopies, Device):
     if q is None:
       q = self.compute_queue().wait(self.timeline_signal, Variable("wait"))
       if timed: q.timestamp(TimestampSlot(Variable("start")))
-      q = cache[(gs, ls, timed)] = q.exec_released(program, Variable("kernargs"))
+      q = cache[(gs, ls, timed)] = q.exec(program, Variable("kernargs"), gs, ls, barrier=False)
     return q
 
   def _place_launch(self, program, kernargs: bytes | bytearray, end) -> int:

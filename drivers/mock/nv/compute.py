@@ -25,6 +25,14 @@ the word order; unsure, so the one layout the host semaphore documents, and 16-b
 an MMU fault (Xid 31); a misaligned one, TWO_WORDS without PAYLOAD64B, a trap type or another format are refused
 (Xid 13; stricter where unsure). They are written in index order (the header does not say; a driver should not
 rely on it).
+
+Grids in flight: SEND_SIGNALING_PCAS2_B checks and copies the QMD when it arrives (a fault there stops the channel at
+that method), but a grid completes (runs on the SM, then writes its releases) only when the channel waits for it or
+has nothing else to do: a host WFI, a semaphore acquire, a membar, or the end of the GPFIFO work the doorbell
+announced (gpu.py calls drain). Grids scheduled back to back without one of those between them may run at once on the
+GPU, in any order; the model completes them the latest first, so a launch that reads what an earlier one writes
+without a barrier between them reads stale data, as the hardware may let it (the stricter choice: a race made
+visible every time rather than sometimes).
 """
 from __future__ import annotations
 import threading
@@ -47,6 +55,8 @@ _STATE = {getattr(CC, f"NVCBC0_{n}") for n in (
   "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B", "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_C", "SET_SHADER_LOCAL_MEMORY_WINDOW_A",
   "SET_SHADER_LOCAL_MEMORY_WINDOW_B", "SET_SHADER_SHARED_MEMORY_WINDOW_A", "SET_SHADER_SHARED_MEMORY_WINDOW_B", "SEND_PCAS_A")}
 
+
+PENDING = "pending"  # a channel's compute state: its grids scheduled and not yet completed, oldest first
 
 # RELEASE_REDUCTION_OP_RED_* (clcbc0qmd.h): (value there, payload, bytes) -> new value; INC/DEC wrap at the payload as
 # the PTX atom.inc/dec do (unsure: the header names them only)
@@ -83,8 +93,9 @@ class ComputeClass:
   _modules: dict[str, object] = field(default_factory=dict)
   _lock: threading.Lock = field(default_factory=threading.Lock)
 
-  def method(self, state: dict[int, int], method: int, data: int, where: str) -> None:
-    """One compute-class method on a channel whose class state is `state` (method -> last value)."""
+  def method(self, state: dict, method: int, data: int, where: str) -> None:
+    """One compute-class method on a channel whose class state is `state` (method -> last value; PENDING -> its grids
+    in flight)."""
     if method in _STATE:
       state[method] = data
       return
@@ -159,9 +170,16 @@ class ComputeClass:
                          "(stricter: the SM emulates the PTX, whose %ntid is the QMD's)", E.ROBUST_CHANNEL_GR_EXCEPTION)
     params_va = cb0 + record.param_base
     self.launches.append(Launch(qmd_addr, q, record.entry, grid, block, params_va))
-    self._run(record, grid, block, params_va, shared, local, at)
-    for i in range(3):
-      if q[f"release_enable_{i}"]: self._release(q, i, at)
+    state.setdefault(PENDING, []).append((record, grid, block, params_va, shared, local, at, q))
+
+  def drain(self, state: dict) -> None:
+    """Complete the channel's grids in flight (see the module docstring): the latest first, each then its releases."""
+    pending = state.get(PENDING)
+    while pending:
+      record, grid, block, params_va, shared, local, at, q = pending.pop()
+      self._run(record, grid, block, params_va, shared, local, at)
+      for i in range(3):
+        if q[f"release_enable_{i}"]: self._release(q, i, at)
 
   def _release(self, q: dict[str, int], i: int, at: str) -> None:
     """Release semaphore `i` of a completed grid (see the module docstring)."""
