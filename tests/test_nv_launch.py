@@ -304,6 +304,29 @@ def test_block_and_grid_sizes_must_be_in_constant_bank_0(dev, saxpy):
   _still_works(dev, saxpy)
 
 
+@pytest.mark.parametrize("what,value,pattern", [
+  ("stack_top", 0x1000, r"32-byte stack below 0x1000 .* is not inside the QMD's high local memory \[0xfffda0, 0x1000000\)"),
+  ("stack_top", 0xFFFDC8, r"stack below 0xfffdc8"),                          # not 16-byte aligned
+  ("local_window", 0, r"holds 0x0 at 0x20, the channel's local window is 0xff0000000000"),
+])
+def test_bank_0_stack_start_and_windows_are_checked(dev, saxpy, what, value, pattern):
+  """ptxas's code starts its stack pointer at bank 0's stack-start word and makes generic local addresses with the local
+  window word there: a driver that writes another stack start or window faults where the kernel would go wrong."""
+  from hcq.drivers.nv.cubin import DRIVER_CONSTANTS
+  from hcq.drivers.nv.program import LOCAL_WINDOW, STACK_TOP
+  prg, out = dev.program(LOCAL), dev.alloc(4 * 32, "device")
+  assert prg.kernel.stack_size == 32 and prg.local_per_thread == 32 + 0x240
+  block = prg.kernargs([out], (3,), (1, 1, 1), (32, 1, 1))
+  off, size = prg.qmd_bytes + getattr(DRIVER_CONSTANTS[dev.arch.sm], what), 4 if what == "stack_top" else 8
+  assert int.from_bytes(block[off:off + size], "little") == (STACK_TOP if what == "stack_top" else LOCAL_WINDOW)  # what the driver wrote
+  block[off:off + size] = value.to_bytes(size, "little")
+  with dev.lock:
+    addr = prg.place_kernargs(block, dev.timeline_value)
+  _launch_at(dev, prg, addr, (1, 1, 1), (32, 1, 1))
+  _expect_fault(dev, "Xid 13.*" + pattern)
+  _still_works(dev, saxpy)
+
+
 def test_sm_faults_name_the_kernel_and_ptx_line(dev, saxpy):
   prg = dev.program(LOCAL)
   out = dev.alloc(4 * 32, "device")

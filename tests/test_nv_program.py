@@ -89,9 +89,11 @@ DIMS = """
 .address_size 64
 .visible .entry dims(.param .u64 out)
 {{
-  .reg .b32 %r<8>; .reg .b64 %rd<4>;
+  .reg .b32 %r<8>; .reg .b64 %rd<8>; .shared .align 4 .b32 sh[4]; .local .align 4 .b32 loc[4];
+  mov.u64 %rd2, sh; cvta.shared.u64 %rd2, %rd2; mov.u64 %rd3, loc; cvta.local.u64 %rd3, %rd3;
   mov.u32 %r1, %ntid.x; mov.u32 %r2, %ntid.y; mov.u32 %r3, %ntid.z; mov.u32 %r4, %nctaid.x; mov.u32 %r5, %nctaid.y; mov.u32 %r6, %nctaid.z;
   add.u32 %r1, %r1, %r2; add.u32 %r1, %r1, %r3; add.u32 %r1, %r1, %r4; add.u32 %r1, %r1, %r5; add.u32 %r1, %r1, %r6;
+  st.u32 [%rd2], %r1; st.u32 [%rd3], %r1; ld.u32 %r7, [%rd2]; ld.u32 %r6, [%rd3]; add.u32 %r1, %r7, %r6;
   ld.param.u64 %rd1, [out]; st.global.u32 [%rd1], %r1; ret;
 }}
 """
@@ -100,7 +102,8 @@ DIMS = """
 @pytest.mark.parametrize("arch", [row.sm for row in ARCHS])
 def test_driver_constants_are_where_the_sass_reads_them(arch, tmp_path):
   """Differential: the constant-bank 0 words below the parameters that ptxas's code reads (cuobjdump -sass, nvdisasm) are
-  exactly the block and grid sizes, the stack's start and the memory descriptor of DRIVER_CONSTANTS."""
+  exactly the block and grid sizes, the stack's start, the memory descriptor and the generic windows (cvta.local, and
+  cvta.shared where it reads the bank) of DRIVER_CONSTANTS."""
   cubin = compile_ptx(DIMS.format(v=PTX_VERSION[arch], arch=arch), arch)
   (tmp_path / "k.cubin").write_bytes(cubin)
   bindir = os.path.dirname(ptxas_path())
@@ -109,7 +112,9 @@ def test_driver_constants_are_where_the_sass_reads_them(arch, tmp_path):
   base = read_cubin(cubin).kernels["dims"].param_base
   read = {int(x, 16) for x in re.findall(r"c\[0x0\]\[(0x[0-9a-f]+)\]", sass)}
   c = DRIVER_CONSTANTS[arch]
-  assert {o for o in read if o < base} == {c.ntid, c.ntid + 4, c.ntid + 8, c.nctaid, c.nctaid + 4, c.nctaid + 8, c.stack_top, c.memory_descriptor}
+  windows = {c.local_window, c.local_window + 4} | ({c.shared_window, c.shared_window + 4} if c.shared_window is not None else set())
+  assert {o for o in read if o < base} == {c.ntid, c.ntid + 4, c.ntid + 8, c.nctaid, c.nctaid + 4, c.nctaid + 8, c.stack_top, c.memory_descriptor} | windows
+  assert c.shared_window is not None or "SR_SWINHI" in sass  # sm_90 on: the shared window from a special register
 
 
 def test_stack_shared_and_barriers(tmp_path):
@@ -258,7 +263,7 @@ def test_qmd_fields_decode_back_with_the_generated_layout(version):
   assert (f["cta_thread_dimension0"], f["cta_thread_dimension1"], f["cta_thread_dimension2"]) == (64, 4, 2)
   assert (f[L.program_fields[1]] << 32 | f[L.program_fields[0]]) << L.program_shift == 0x1_0000_2000
   assert f[L.shared_field] << L.shared_shift == 3072  # rounded up to 256 bytes
-  assert f[L.local_fields[0]] << L.local_shift == 112  # rounded up to 16 bytes
+  assert (f[L.local_fields[0]], f[L.local_fields[1]] << L.local_shift) == (0, 112)  # the high part, rounded up to 16 bytes
   addr = lambda i: (f[L.cbank("addr_upper", i)] << 32 | f[L.cbank("addr_lower", i)]) << L.cbank_shift
   assert addr(0) == 0x7F_1234_5640 and addr(3) == 0x2_0000_0040
   assert f["constant_buffer_size_shifted4_0"] == 0x24 and f["constant_buffer_valid_3"] and not f["constant_buffer_valid_1"]

@@ -39,16 +39,20 @@ KPARAM_CBANK = 0x1F  # KPARAM_INFO's cbank field when the parameter lives in the
 class DriverConstants:
   """Where ptxas's SASS reads what the driver puts in constant bank 0 below the parameters, per arch (read off ptxas
   13.5's code with cuobjdump -sass: %ntid.xyz and %nctaid.xyz are loaded from the bank, the stack pointer R1 starts at
-  `stack_top`; tests/test_nv_program.py checks these against the disassembly on every arch)."""
+  `stack_top`, cvta.local adds the local window to a stack address, cvta.shared the shared window on sm_80-89 (sm_90
+  and later read that one from the special register SR_SWINHI); tests/test_nv_program.py checks these against the
+  disassembly on every arch)."""
   ntid: int                  # block dimensions x, y, z: three u32
   nctaid: int                # grid dimensions x, y, z: three u32
-  stack_top: int             # u32: where each thread's stack starts (the top of its local memory)
+  stack_top: int             # u32: where each thread's stack starts, in its local address space (the stack grows down)
   memory_descriptor: int     # u64 that global loads and stores name (desc[UR]): what the CUDA driver puts there is not known
+  local_window: int          # u64: the generic address of local memory (SET_SHADER_LOCAL_MEMORY_WINDOW)
+  shared_window: int | None  # u64: the generic address of shared memory (SET_SHADER_SHARED_MEMORY_WINDOW), where the code reads it
 
 
-DRIVER_CONSTANTS = {**dict.fromkeys(("sm_80", "sm_86", "sm_89"), DriverConstants(0x0, 0xC, 0x28, 0x118)),
-                    "sm_90": DriverConstants(0x0, 0xC, 0x28, 0x208),
-                    **dict.fromkeys(("sm_100", "sm_120"), DriverConstants(0x360, 0x370, 0x37C, 0x358))}
+DRIVER_CONSTANTS = {**dict.fromkeys(("sm_80", "sm_86", "sm_89"), DriverConstants(0x0, 0xC, 0x28, 0x118, 0x20, 0x18)),
+                    "sm_90": DriverConstants(0x0, 0xC, 0x28, 0x208, 0x20, None),
+                    **dict.fromkeys(("sm_100", "sm_120"), DriverConstants(0x360, 0x370, 0x37C, 0x358, 0x2F8, None))}
 
 
 class CubinError(ValueError):

@@ -33,6 +33,12 @@ MAX_SM_COUNT, THREADS_PER_SM = 132, 2048  # an H100/H200's SMs (the RM's NV2080_
 # the generic-address windows of shared and local memory (SET_SHADER_SHARED/LOCAL_MEMORY_WINDOW): in the VA space (below
 # 2^49) where hcq maps nothing (its buffers lie below 17 TiB), 4 GiB apart
 SHARED_WINDOW, LOCAL_WINDOW = 0xFE00_0000_0000, 0xFF00_0000_0000
+# Each thread's stack starts at STACK_TOP of its 16 MiB local address space (the bank-0 word ptxas's code loads into R1),
+# STACK_RESERVED bytes below the top. 0xfffdc0 is the value the CUDA driver writes there (its bank 0 read back from a
+# CUDA process on an sm_120 GPU, driver 590; the same value on sm_80-90 is unconfirmed here: no GPU); the QMD's high
+# local memory part covers the stack and the reserved bytes above it.
+LOCAL_SPACE, STACK_RESERVED = 1 << 24, 0x240
+STACK_TOP = LOCAL_SPACE - STACK_RESERVED
 MAX_SHARED_PER_BLOCK = {"sm_80": 163 << 10, "sm_86": 99 << 10, "sm_89": 99 << 10, "sm_90": 227 << 10, "sm_100": 227 << 10, "sm_120": 99 << 10}
 # PTX .param types -> argument kinds; a .u64 parameter (with or without .ptr) is a buffer's address
 _PTX_KINDS = {"u8": "u8", "s8": "i8", "u16": "u16", "s16": "i16", "u32": "u32", "s32": "i32", "u64": "buffer", "s64": "i64",
@@ -116,7 +122,7 @@ class NVProgram(Program):
       device.upload(buf, data)
     self.max_shared = MAX_SHARED_PER_BLOCK.get(arch, 48 << 10)
     self.shared_size = k.shared_size
-    self.local_per_thread = k.stack_size
+    self.local_per_thread = (k.stack_size + STACK_RESERVED + 15) // 16 * 16 if k.stack_size else 0  # the QMD's high local part
     self._patch, self._releases = launch_patch(self.layout_qmd)
     ring = device.kernargs.buf  # written through a memoryview: ctypes.memmove would release the GIL to the emulator's threads
     self._ring = memoryview((ctypes.c_uint8 * ring.nbytes).from_address(ring.host_addr)).cast("B")
@@ -149,12 +155,14 @@ class NVProgram(Program):
 
   def driver_part(self, gs: tuple[int, int, int], ls: tuple[int, int, int]) -> bytes:
     """Constant bank 0 below the parameters: ptxas's initial contents with what the code reads from the driver: the block
-    and grid sizes (%ntid, %nctaid) and the stack's start, the top of each thread's local memory (unsure: the value
-    the CUDA driver puts there was not read; the emulated SM, which runs PTX, does not use it)."""
+    and grid sizes (%ntid, %nctaid), the stack's start (STACK_TOP) and the local and shared windows the queue sets
+    (cvta.local/.shared). The memory descriptor stays as ptxas left it (0: what the CUDA driver puts there is not known)."""
     c, out = self.driver_constants, bytearray(self.cbank0_init.ljust(self.kernel.param_base, b"\0"))
     struct.pack_into("<3I", out, c.ntid, *ls)
     struct.pack_into("<3I", out, c.nctaid, *gs)
-    struct.pack_into("<I", out, c.stack_top, (self.local_per_thread + 15) // 16 * 16)
+    struct.pack_into("<I", out, c.stack_top, STACK_TOP)
+    struct.pack_into("<Q", out, c.local_window, LOCAL_WINDOW)
+    if c.shared_window is not None: struct.pack_into("<Q", out, c.shared_window, SHARED_WINDOW)
     return bytes(out)
 
   def block_template(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> bytes:

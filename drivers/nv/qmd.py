@@ -107,7 +107,8 @@ def _split(value: int, shift: int, what: str) -> tuple[int, int]:
 def encode_qmd(layout: QMDLayout, *, program: int, registers: int, grid: tuple[int, int, int], block: tuple[int, int, int],
                shared: int, shared_max: int, local_per_thread: int, barriers: int, cbanks: dict[int, tuple[int, int]]) -> int:
   """The QMD as one integer of layout.nbytes * 8 bits. `cbanks`: bank -> (address, size); addresses may be 0 here and
-  filled per launch with cbank_address_bits. Values that do not fit a field raise (Register.encode)."""
+  filled per launch with cbank_address_bits. `local_per_thread`: the high part of each thread's local memory (see
+  below). Values that do not fit a field raise (Register.encode)."""
   f = dict(layout.fixed)
   f.update(qmd_major_version=layout.version, api_visible_call_limit=1, sampler_index=0)  # NO_CHECK, INDEPENDENTLY
   f[layout.minor_field] = 0
@@ -119,8 +120,10 @@ def encode_qmd(layout: QMDLayout, *, program: int, registers: int, grid: tuple[i
   f[layout.shared_field] = shared >> layout.shared_shift
   f.update(min_sm_config_shared_mem_size=sm_config_shared(shared), target_sm_config_shared_mem_size=sm_config_shared(shared),
            max_sm_config_shared_mem_size=sm_config_shared(max(shared, shared_max)))
+  # a thread's local address space has a low part from 0 up and a high part from its top (2^24) down; ptxas's code keeps
+  # everything on its stack, which starts near the top (STACK_TOP in program.py): all of it is the high part
   local = (local_per_thread + 15) // 16 * 16
-  f[layout.local_fields[0]], f[layout.local_fields[1]] = local >> layout.local_shift, 0
+  f[layout.local_fields[0]], f[layout.local_fields[1]] = 0, local >> layout.local_shift
   for i, (addr, size) in cbanks.items():
     f[f"constant_buffer_valid_{i}"] = 1
     f[f"constant_buffer_invalidate_{i}"] = 1  # the kernarg ring reuses its slots: never read a bank from a stale constant cache

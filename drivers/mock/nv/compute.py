@@ -12,7 +12,13 @@ stricter where unsure:
     barrier count the kernel's barriers, its shared memory the kernel's, and a block must fit an SM;
   - constant bank 0 must be valid, mapped, hold the parameters at ptxas's parameter base, and the block and grid sizes
     where ptxas's code reads %ntid and %nctaid (cubin.DRIVER_CONSTANTS);
-  - shared memory must cover the kernel's static shared memory, local memory (SET_SHADER_LOCAL_MEMORY_*) its stack.
+  - shared memory must cover the kernel's static shared memory;
+  - the stack: ptxas's code starts R1 at bank 0's stack-start word and grows it down by its stack size; that range must
+    lie in the high part of the thread's 16 MiB local address space the QMD gives (SHADER_LOCAL_MEMORY_HIGH_SIZE, from
+    the top down; the low part counts from 0), and the channel's local memory (SET_SHADER_LOCAL_MEMORY_*) must hold
+    the low and high parts of every thread of the block (stricter: the GPU needs it for every resident thread);
+  - bank 0's local (and, on sm_80-89, shared) window words, which cvta.local/.shared add, must be the channel's
+    SET_SHADER_LOCAL/SHARED_MEMORY_WINDOW (stricter: checked whether or not the code makes generic addresses).
 The kernel then runs on the emulated SM (hcq.drivers.mock.nv.sm) reading its parameters from bank 0 through the VA
 space. An SM fault (MMU, misaligned, trap) stops the channel with the kernel, address and PTX line in the message.
 
@@ -56,6 +62,7 @@ _STATE = {getattr(CC, f"NVCBC0_{n}") for n in (
   "SET_SHADER_LOCAL_MEMORY_WINDOW_B", "SET_SHADER_SHARED_MEMORY_WINDOW_A", "SET_SHADER_SHARED_MEMORY_WINDOW_B", "SEND_PCAS_A")}
 
 
+LOCAL_SPACE = 1 << 24  # a thread's local address space: the QMD's high local part ends at its top (unsure: 0xfffdc0 + 0x240)
 PENDING = "pending"  # a channel's compute state: its grids scheduled and not yet completed, oldest first
 
 # RELEASE_REDUCTION_OP_RED_* (clcbc0qmd.h): (value there, payload, bytes) -> new value; INC/DEC wrap at the payload as
@@ -155,19 +162,35 @@ class ComputeClass:
     if q["barrier_count"] < record.barriers:  # a bar.sync on a barrier the launch did not allocate traps (stricter: unsure)
       raise ChannelError(f"{at}: kernel {record.entry} uses {record.barriers} barriers, the QMD allocates {q['barrier_count']}",
                          E.ROBUST_CHANNEL_GR_EXCEPTION)
-    local = q["shader_local_memory_low_size"]
-    if local:
-      base = state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_A, 0) << 32 | state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_B, 0)
-      size = state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, 0) << 32 | state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B, 0)
-      if size < local * threads: raise ChannelError(f"{at}: kernel {record.entry}: {local} bytes of local memory per thread, the channel's "
-                                                    f"local memory (SET_SHADER_LOCAL_MEMORY_NON_THROTTLED) holds {size}", E.ROBUST_CHANNEL_GR_EXCEPTION)
-      self.mem.read(base, 1)  # an unmapped local memory base faults
     dims = DRIVER_CONSTANTS[record.arch]
-    in_bank = lambda off: tuple(int.from_bytes(self.mem.read(cb0 + off + 4 * i, 4), "little") for i in range(3))
+    word = lambda off, n=4: int.from_bytes(self.mem.read(cb0 + off, n), "little")
+    in_bank = lambda off: tuple(word(off + 4 * i) for i in range(3))
     if in_bank(dims.ntid) != block or in_bank(dims.nctaid) != grid:  # the SASS reads %ntid/%nctaid there, not from the QMD
       raise ChannelError(f"{at}: kernel {record.entry}: constant bank 0 holds block {in_bank(dims.ntid)} and grid {in_bank(dims.nctaid)} at "
                          f"{dims.ntid:#x}/{dims.nctaid:#x}, the QMD launches {block} x {grid}: the code would compute wrong indices "
                          "(stricter: the SM emulates the PTX, whose %ntid is the QMD's)", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    for what, off, method in (("local", dims.local_window, CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_WINDOW_A),
+                              ("shared", dims.shared_window, CC.NVCBC0_SET_SHADER_SHARED_MEMORY_WINDOW_A)):
+      window = state.get(method, 0) << 32 | state.get(method + 4, 0)
+      if off is not None and word(off, 8) != window:  # cvta.local/.shared add this word: a generic access would miss the window
+        raise ChannelError(f"{at}: kernel {record.entry}: constant bank 0 holds {word(off, 8):#x} at {off:#x}, the channel's {what} window "
+                           f"is {window:#x}: generic {what} addresses would be wrong (stricter: checked for every kernel)", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    low, high = q["shader_local_memory_low_size"], q["shader_local_memory_high_size"]
+    local = 0  # bytes of stack each thread has below the stack's start
+    if record.stack_size:  # R1 starts at bank 0's stack_top word; the stack [top - size, top) must lie in the QMD's high part
+      top = word(dims.stack_top)
+      local = top - (LOCAL_SPACE - high)
+      if top > LOCAL_SPACE or top % 16 or local < record.stack_size:
+        raise ChannelError(f"{at}: kernel {record.entry}: its {record.stack_size}-byte stack below {top:#x} (bank 0 at {dims.stack_top:#x}) is not "
+                           f"inside the QMD's high local memory [{LOCAL_SPACE - high:#x}, {LOCAL_SPACE:#x}): an out-of-range local access",
+                           E.ROBUST_CHANNEL_GR_EXCEPTION)
+    if low or high:
+      base = state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_A, 0) << 32 | state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_B, 0)
+      size = state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, 0) << 32 | state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B, 0)
+      if size < (low + high) * threads:
+        raise ChannelError(f"{at}: kernel {record.entry}: {low + high} bytes of local memory per thread, the channel's local memory "
+                           f"(SET_SHADER_LOCAL_MEMORY_NON_THROTTLED) holds {size}", E.ROBUST_CHANNEL_GR_EXCEPTION)
+      self.mem.read(base, 1)  # an unmapped local memory base faults
     params_va = cb0 + record.param_base
     self.launches.append(Launch(qmd_addr, q, record.entry, grid, block, params_va))
     state.setdefault(PENDING, []).append((record, grid, block, params_va, shared, local, at, q))
