@@ -327,6 +327,22 @@ def test_bank_0_stack_start_and_windows_are_checked(dev, saxpy, what, value, pat
   _still_works(dev, saxpy)
 
 
+def test_local_memory_per_tpc_is_checked(dev, saxpy):
+  """SET_SHADER_LOCAL_MEMORY_NON_THROTTLED gives bytes per TPC: a driver that sizes it for one block instead of every
+  thread a TPC holds (2 SMs x 64 warps x 32 threads on the H200) faults before the kernel runs."""
+  from hcq.autogen.nv import clcbc0
+  prg, out = dev.program(LOCAL), dev.alloc(4 * 32, "device")
+  with dev.lock:
+    addr = prg.place_kernargs(prg.kernargs([out], (3,), (1, 1, 1), (32, 1, 1)), dev.timeline_value)
+  q = dev.compute_queue().wait(dev.timeline_signal, Variable("wait")).exec(prg, addr, (1, 1, 1), (32, 1, 1)).signal(dev.timeline_signal, Variable("signal"))
+  i = q._q.index(dev.arch.header(1, clcbc0.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, 3))
+  assert q._q[i + 2] == 0x8000 * -(-(prg.local_per_thread * 32 * 64 * 2) // 0x8000)  # what the driver sends: 2 SMs of 64 warps
+  q._q[i + 2] = 0x8000  # enough for one block of 32 threads, not for a TPC
+  with dev.lock: dev.timeline_submit(q)
+  _expect_fault(dev, r"Xid 13.*need 0x[0-9a-f]+ bytes per TPC \(2 SMs of 64 warps\), SET_SHADER_LOCAL_MEMORY_NON_THROTTLED gives 0x8000")
+  _still_works(dev, saxpy)
+
+
 def test_sm_faults_name_the_kernel_and_ptx_line(dev, saxpy):
   prg = dev.program(LOCAL)
   out = dev.alloc(4 * 32, "device")

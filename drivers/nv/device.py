@@ -175,6 +175,13 @@ class NVDevice(StagedCopies, Device):
     self._gp_fields = get_shift, hi_shift, hi_mask >> hi_shift, len_shift, len_mask >> len_shift
     self.vaspace = rm.alloc(self.device, C.FERMI_VASPACE_A, O.NV_VASPACE_ALLOCATION_PARAMETERS())
     self.uuid = rm.gpu_uuid(self.subdevice)  # "GPU-...", as nvidia-smi shows it
+    from hcq.autogen.nv import ctrl2080 as X
+    # the SMs local memory is sized for (NVK's nvk_slm_area: enabled TPCs x SMs per TPC x warps per SM)
+    self.tpc_count, self.sms_per_tpc, self.max_warps_per_sm = rm.gr_info(
+      self.subdevice, X.NV2080_CTRL_GR_INFO_INDEX_SHADER_PIPE_COUNT, X.NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC,
+      X.NV2080_CTRL_GR_INFO_INDEX_MAX_WARPS_PER_SM)
+    if not (self.tpc_count and self.sms_per_tpc and self.max_warps_per_sm):
+      raise HCQError(f"the RM reports {self.tpc_count} TPCs, {self.sms_per_tpc} SMs per TPC, {self.max_warps_per_sm} warps per SM: no SMs to run kernels on")
     rm.uvm_register(rm.gpu_uuid(self.subdevice, binary=True))
     self.usermode = rm.alloc(self.subdevice, self.arch.usermode)
     self.doorbell = rm.map_cpu(self.subdevice, self.usermode, PAGE) + C.NVC361_NOTIFY_CHANNEL_PENDING

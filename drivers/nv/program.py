@@ -28,8 +28,6 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIMS = (1024, 1024, 64)
 MAX_GRID_DIMS = ((1 << 31) - 1, 65535, 65535)
 REGISTERS_PER_BLOCK = 65536
-# local memory: the stack of every thread the GPU may hold at once (SMs x resident threads), as the CUDA driver sizes it
-MAX_SM_COUNT, THREADS_PER_SM = 132, 2048  # an H100/H200's SMs (the RM's NV2080_CTRL_GR_INFO_INDEX_SHADER_PIPE_COUNT is not read yet)
 # the generic-address windows of shared and local memory (SET_SHADER_SHARED/LOCAL_MEMORY_WINDOW): in the VA space (below
 # 2^49) where hcq maps nothing (its buffers lie below 17 TiB), 4 GiB apart
 SHARED_WINDOW, LOCAL_WINDOW = 0xFE00_0000_0000, 0xFF00_0000_0000
@@ -224,16 +222,25 @@ def compute_class(class_id: int) -> tuple[Any, str]:
   raise HCQError(f"no generated compute class module for class {class_id:#x}")
 
 
+def slm_bytes_per_tpc(device: "NVDevice", per_thread: int) -> int:
+  """Local memory one TPC needs for `per_thread` bytes of every thread it may hold (NVK nvk_device.c nvk_slm_area_ensure:
+  a warp's share aligned to 0x200, times the warps of an SM and the SMs of a TPC, aligned to 0x8000, the alignment
+  SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A/B take)."""
+  per_warp = (per_thread * 32 + 0x1FF) // 0x200 * 0x200
+  return (per_warp * device.max_warps_per_sm * device.sms_per_tpc + 0x7FFF) // 0x8000 * 0x8000
+
+
 def local_memory(device: "NVDevice", per_thread: int):
-  """The device's local memory for stacks of `per_thread` bytes: grown (never shrunk, and the old buffer kept for queues
-  built with it) when a program needs more. None when no program needs any."""
-  per_thread = (per_thread + 15) // 16 * 16
+  """The device's local memory for `per_thread` bytes a thread, for every TPC the RM reports (device.tpc_count): (buffer,
+  bytes per TPC), grown (never shrunk, and the old buffer kept for queues built with it) when a program needs more.
+  None when no program needs any."""
   cur = getattr(device, "_nv_local", None)
   if per_thread == 0: return cur
-  if cur is None or cur[1] < per_thread:
-    buf = device.alloc(per_thread * THREADS_PER_SM * MAX_SM_COUNT, "device")
+  per_tpc = slm_bytes_per_tpc(device, per_thread)
+  if cur is None or cur[1] < per_tpc:
+    buf = device.alloc(per_tpc * device.tpc_count, "device")
     device.__dict__.setdefault("_nv_local_old", []).append(cur)
-    device._nv_local = cur = (buf, per_thread)
+    device._nv_local = cur = (buf, per_tpc)
   return cur
 
 
@@ -250,10 +257,10 @@ def exec_methods(q: "NVComputeQueue", program: NVProgram, qmd_addr: "int | Sym",
   m = lambda name: getattr(cls, f"{prefix}_{name}")
   enc = lambda name, **f: cls.register(f"{prefix}_{name}").encode(**f)
   local = local_memory(program.device, program.local_per_thread)
-  if local is not None:
-    buf, per_thread = local
+  if local is not None:  # as NVK's nvk_queue_state_update: the base, the bytes per TPC, MAX_SM_COUNT 0xff
+    buf, per_tpc = local
     q.method(sub, m("SET_SHADER_LOCAL_MEMORY_A"), buf.addr >> 32, buf.addr & 0xFFFFFFFF)
-    q.method(sub, m("SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A"), buf.nbytes >> 32, buf.nbytes & 0xFFFFFFFF, MAX_SM_COUNT)
+    q.method(sub, m("SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A"), per_tpc >> 32, per_tpc & 0xFFFFFFFF, 0xFF)
   q.method(sub, m("SET_SHADER_LOCAL_MEMORY_WINDOW_A"), LOCAL_WINDOW >> 32, LOCAL_WINDOW & 0xFFFFFFFF)
   q.method(sub, m("SET_SHADER_SHARED_MEMORY_WINDOW_A"), SHARED_WINDOW >> 32, SHARED_WINDOW & 0xFFFFFFFF)
   q.method(sub, m("SEND_PCAS_A"), QMDAddress(qmd_addr) if isinstance(qmd_addr, Sym) else qmd_addr >> 8)

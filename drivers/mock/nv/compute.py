@@ -16,7 +16,8 @@ stricter where unsure:
   - the stack: ptxas's code starts R1 at bank 0's stack-start word and grows it down by its stack size; that range must
     lie in the high part of the thread's 16 MiB local address space the QMD gives (SHADER_LOCAL_MEMORY_HIGH_SIZE, from
     the top down; the low part counts from 0), and the channel's local memory (SET_SHADER_LOCAL_MEMORY_*) must hold
-    the low and high parts of every thread of the block (stricter: the GPU needs it for every resident thread);
+    the low and high parts of every thread a TPC may hold, per TPC (NON_THROTTLED_A/B: bytes per TPC, a multiple of
+    0x8000, as NVK's nvk_slm_area_ensure sizes it), for each of the board's TPCs from SET_SHADER_LOCAL_MEMORY_A/B;
   - bank 0's local (and, on sm_80-89, shared) window words, which cvta.local/.shared add, must be the channel's
     SET_SHADER_LOCAL/SHARED_MEMORY_WINDOW (stricter: checked whether or not the code makes generic addresses).
 The kernel then runs on the emulated SM (hcq.drivers.mock.nv.sm) reading its parameters from bank 0 through the VA
@@ -95,6 +96,9 @@ class ComputeClass:
   """The compute engine of one GPU; `mem` its VA space. `trace` (a callable taking a line) sees each instruction."""
   mem: object
   clock: Callable[[], int] = lambda: 0  # the GPU's global timer (ns), for releases with a timestamp
+  tpc_count: int = 66                   # the board's TPCs, SMs per TPC and warps per SM (local memory is per TPC)
+  sms_per_tpc: int = 2
+  max_warps_per_sm: int = 64
   trace: Callable[[str], None] | None = None
   launches: deque = field(default_factory=lambda: deque(maxlen=64))  # the last launches decoded
   _modules: dict[str, object] = field(default_factory=dict)
@@ -186,11 +190,14 @@ class ComputeClass:
                            E.ROBUST_CHANNEL_GR_EXCEPTION)
     if low or high:
       base = state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_A, 0) << 32 | state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_B, 0)
-      size = state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, 0) << 32 | state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B, 0)
-      if size < (low + high) * threads:
-        raise ChannelError(f"{at}: kernel {record.entry}: {low + high} bytes of local memory per thread, the channel's local memory "
-                           f"(SET_SHADER_LOCAL_MEMORY_NON_THROTTLED) holds {size}", E.ROBUST_CHANNEL_GR_EXCEPTION)
-      self.mem.read(base, 1)  # an unmapped local memory base faults
+      per_tpc = state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, 0) << 32 | state.get(CC.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B, 0)
+      need = (low + high) * 32 * self.max_warps_per_sm * self.sms_per_tpc  # every thread a TPC may hold
+      if per_tpc % 0x8000 or per_tpc < need:
+        raise ChannelError(f"{at}: kernel {record.entry}: {low + high} bytes of local memory per thread need {need:#x} bytes per TPC "
+                           f"({self.sms_per_tpc} SMs of {self.max_warps_per_sm} warps), SET_SHADER_LOCAL_MEMORY_NON_THROTTLED gives "
+                           f"{per_tpc:#x} (a multiple of 0x8000)", E.ROBUST_CHANNEL_GR_EXCEPTION)
+      self.mem.read(base, 1)  # the local memory of the first and the last TPC must be mapped: an MMU fault where not
+      self.mem.read(base + per_tpc * self.tpc_count - 1, 1)
     params_va = cb0 + record.param_base
     self.launches.append(Launch(qmd_addr, q, record.entry, grid, block, params_va))
     state.setdefault(PENDING, []).append((record, grid, block, params_va, shared, local, at, q))

@@ -46,6 +46,13 @@ class NVBoardSpec:
   driver_version: str = "580.142"
   pci_slot: str = "0000:19:00.0"  # where an HGX board's first GPU often sits; made up
   temperature_c: int = 34  # an idle H200's GPU temperature, about what nvidia-smi shows
+  # the graphics engine as NV2080_CTRL_CMD_GR_GET_INFO_V2 reports it: GH100 has 8 GPCs of up to 9 TPCs of 2 SMs; an
+  # H200 SXM enables 132 SMs (66 TPCs); 64 warps (2048 threads) per SM (CUDA C Programming Guide, compute capability 9.0)
+  gpcs: int = 8
+  tpcs_per_gpc: int = 9
+  tpc_count: int = 66
+  sms_per_tpc: int = 2
+  max_warps_per_sm: int = 64
 
 
 @dataclass
@@ -116,7 +123,7 @@ class MockNVGPU:
     self.launch = CE.register("NVC8B5_LAUNCH_DMA")
     handlers = {"SET_OBJECT": self._set_object, "SEM_EXECUTE": self._sem_execute, "MEM_OP_D": self._mem_op, "WFI": self._wfi}
     self.decoders = {cls: HostDecoder(host, handlers) for cls, host in HOST_CLASSES.items() if cls in board.gpfifo_classes}
-    self.compute, self._compute_state = ComputeClass(self.mem, self.clock), {}  # the compute class and each channel's state of it
+    self.compute, self._compute_state = ComputeClass(self.mem, self.clock, board.tpc_count, board.sms_per_tpc, board.max_warps_per_sm), {}  # the compute class and each channel's state of it
     # copy class methods the engine takes (clc8b5.h); others stop the channel
     self.ce = {n: getattr(CE, f"NVC8B5_{n}") for n in ("NOP", "OFFSET_IN_UPPER", "OFFSET_IN_LOWER", "OFFSET_OUT_UPPER", "OFFSET_OUT_LOWER",
                                                         "PITCH_IN", "PITCH_OUT", "LINE_LENGTH_IN", "LINE_COUNT", "LAUNCH_DMA")}
