@@ -330,3 +330,96 @@ def test_the_check_kernel_has_a_cubin_for_every_arch(arch):
   assert shipped.arch == arch and list(shipped.kernels) == ["check_axpi"]
   a, b = shipped.kernels["check_axpi"], fresh.kernels["check_axpi"]
   assert (a.params, a.param_base, a.param_size) == (b.params, b.param_base, b.param_size)
+
+
+GLOBALS = """
+.version 8.0
+.target sm_90
+.address_size 64
+.global .align 4 .u32 counter = 5;
+.global .align 8 .u64 ptr = counter;
+.global .align 4 .b8 zeros[64];
+.visible .entry g(.param .u64 out)
+{
+  .reg .b32 %r<4>; .reg .b64 %rd<8>;
+  ld.global.u64 %rd1, [ptr]; ld.u32 %r1, [%rd1]; mov.u64 %rd2, zeros; st.global.u32 [%rd2+4], %r1;
+  ld.param.u64 %rd3, [out]; st.global.u32 [%rd3], %r1; ret;
+}
+"""
+CALLS = """
+.version 8.0
+.target sm_90
+.address_size 64
+.global .align 4 .u32 counter = 5;
+.func (.reg .u32 rv) add1(.reg .u32 a) { add.u32 rv, a, 1; ret; }
+.func (.reg .u32 rv) add2(.reg .u32 a) { add.u32 rv, a, 2; ret; }
+.visible .entry c(.param .u64 out, .param .u32 k)
+{
+  .reg .b32 %r<4>; .reg .b64 %rd<8>; .reg .pred %p;
+  ld.param.u32 %r1, [k]; ld.global.u32 %r3, [counter]; setp.eq.u32 %p, %r1, %r3;
+  @%p call (%r2), add1, (%r1);
+  @!%p call (%r2), add2, (%r1);
+  ld.param.u64 %rd3, [out]; st.global.u32 [%rd3], %r2; ret;
+}
+"""
+FPTR = CALLS.replace("""  @%p call (%r2), add1, (%r1);
+  @!%p call (%r2), add2, (%r1);""", """  mov.u64 %rd1, add1; mov.u64 %rd2, add2; selp.b64 %rd4, %rd1, %rd2, %p;
+  proto: .callprototype (.param .u32 _) _ (.param .u32 _);
+  { .param .u32 a; .param .u32 b; st.param.u32 [a], %r1; call (b), %rd4, (a), proto; ld.param.u32 %r2, [b]; }""")
+
+
+def _ptxas(ptx: str, tmp_path, *flags: str) -> bytes:
+  (tmp_path / "k.ptx").write_text(ptx)
+  subprocess.run([ptxas_path(), "-arch=sm_90", *flags, str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.o")], check=True, capture_output=True)
+  return (tmp_path / "k.o").read_bytes()
+
+
+@pytest.mark.parametrize("ptx,flags", [(GLOBALS, ()), (GLOBALS, ("-c",)), (CALLS, ("-c",)), (FPTR, ("-c",))], ids=["globals", "globals-c", "calls-c", "fptr-c"])
+def test_relocations_agree_with_cuobjdump(ptx, flags, tmp_path):
+  """Differential: the relocations against what the loader places (code, constant banks, .nv.global.init), with the
+  R_CUDA names of their type numbers, are the ones cuobjdump -elf lists (its debug sections aside)."""
+  cubin = _ptxas(ptx, tmp_path, *flags)
+  out = subprocess.run([os.path.join(os.path.dirname(ptxas_path()), "cuobjdump"), "-elf", str(tmp_path / "k.o")], capture_output=True, text=True,
+                       check=True).stdout
+  want, section = set(), None
+  for line in out.splitlines():
+    if line.startswith(".section"): section = re.match(r"\.section \.rela?(\S+)", line).group(1) if ".rel" in line else None
+    elif section and not section.startswith(".debug") and (m := re.match(r"(0x[0-9a-f]+)\s+(\S+)\s+(R_CUDA_\w+)", line)):
+      want.add((section, int(m.group(1), 16), m.group(3), m.group(2)))
+  (k,) = read_cubin(cubin).kernels.values()
+  assert want and {(r.target, r.offset, r.type_name, r.symbol) for r in k.relocations} == want
+
+
+def test_global_variables_are_placed_and_their_relocations_applied(dev, tmp_path):
+  """A linked cubin: the globals' addresses go into constant bank 4 (R_CUDA_64), a pointer initialiser into
+  .nv.global.init (R_CUDA_G64); .nv.global starts zeroed."""
+  prg = dev.program(_ptxas(GLOBALS, tmp_path))
+  init, bss = prg.globals[".nv.global.init"], prg.globals[".nv.global"]
+  data = init.copyout(np.empty(init.nbytes, np.uint8)).tobytes()
+  counter = init.addr + 8  # ptxas lays out ptr (8 bytes) then counter
+  assert struct.unpack_from("<QI", data) == (counter, 5)
+  assert prg.banks[4].copyout(np.empty(3, np.uint64)).tolist() == [counter, init.addr, bss.addr]
+  assert not bss.copyout(np.empty(64, np.uint8)).any()
+
+
+def test_code_relocations_patch_the_instruction_immediates(dev, tmp_path):
+  """A relocatable cubin (ptxas -c): R_CUDA_ABS32_LO_32/HI_32 put the address halves into the instructions' 32-bit
+  immediates; nvdisasm of the loaded code shows them."""
+  prg = dev.program(_ptxas(GLOBALS, tmp_path, "-c"))
+  (tmp_path / "code.bin").write_bytes(prg.code.copyout(np.empty(prg.code.nbytes, np.uint8)).tobytes()[:len(prg.kernel.code)])
+  sass = subprocess.run([os.path.join(os.path.dirname(ptxas_path()), "nvdisasm"), "-b", "SM90", str(tmp_path / "code.bin")], capture_output=True,
+                        text=True, check=True).stdout
+  lines = {int(m.group(1), 16): m.group(2).strip() for m in re.finditer(r"/\*([0-9a-f]{4})\*/\s+(.*?);", sass)}
+  bases = {".nv.global.init": prg.globals[".nv.global.init"].addr, ".nv.global": prg.globals[".nv.global"].addr}
+  code_relocs = [r for r in prg.kernel.relocations if r.target.startswith(".text")]
+  assert len(code_relocs) == 4
+  for r in code_relocs:
+    addr = bases[r.symbol_section] + r.value + r.addend
+    assert lines[r.offset].endswith(hex(addr & 0xFFFFFFFF if r.type_name.endswith("LO_32") else addr >> 32)), (r, lines[r.offset])
+
+
+@pytest.mark.parametrize("ptx,pattern", [(CALLS, r"R_CUDA_ABS55_16_34 at \.text\.c\+0x[0-9a-f]+ to add[12]: hcq applies R_CUDA_64, R_CUDA_G64"),
+                                         (FPTR, r"R_CUDA_(ABS56_16_34|UNIFIED32_(LO|HI)_32) at \.text\.c")])
+def test_relocations_hcq_does_not_apply_are_refused_by_name(dev, ptx, pattern, tmp_path):
+  with pytest.raises(HCQError, match=pattern):
+    dev.program(_ptxas(ptx, tmp_path, "-c"))

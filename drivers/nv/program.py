@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from hcq.autogen.nv import clc6c0, clc7c0, clc9c0, clcbc0, clcdc0, clcec0
 from hcq.drivers.nv.compile import compile_ptx, cuda_to_ptx, llvm_to_ptx
 from hcq.drivers.nv.cubin import DRIVER_CONSTANTS, CubinError, CubinKernel, read_cubin
+from hcq.drivers.nv.relocate import apply_relocations
 from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, RELEASE_FOUR_WORDS, RELEASE_MEMBAR_SYS, RELEASE_ONE_WORD, QMDAddress, QMDPatch, encode_qmd
 from hcq.errors import HCQError, ProgramArgumentError
 from hcq.program import KernelArg, Program, launch_dims, pack_kernargs
@@ -92,10 +93,6 @@ class NVProgram(Program):
       name = next(iter(cubin.kernels))
     if name not in cubin.kernels: raise HCQError(f"no kernel {name!r} in the cubin; it has {', '.join(cubin.kernels)}")
     k: CubinKernel = cubin.kernels[name]
-    if k.relocations:
-      off, typ, sym = k.relocations[0]
-      raise HCQError(f"{name}: {len(k.relocations)} relocations against its code (the first at {off:#x}, type {typ}, symbol {sym}); "
-                     "hcq applies none yet (calls to other functions, device globals)")
     self.kernel, self.layout_qmd = k, QMD_LAYOUTS[device.arch.qmd]
     self.qmd_bytes = self.layout_qmd.nbytes
     kinds = ptx_param_kinds(ptx).get(name) if ptx else None
@@ -104,20 +101,28 @@ class NVProgram(Program):
       pname, kind = kinds[i] if kinds and i < len(kinds) else (f"arg{i}", f"b{8 * p.size}")
       if KernelArg(pname, 0, kind).size != p.size: raise HCQError(f"{name}: parameter {pname} is {kind} in the PTX but {p.size} bytes in the cubin")
       layout.append(KernelArg(pname, self.qmd_bytes + k.param_base + p.offset, kind))
-    bank0 = k.constant_banks.get(0, b"")
+    # the module's global variables, then the code, banks and initialisers with their relocations applied
+    self.globals = {sec: device.alloc(max(size, 1), "device") for sec, (size, _) in k.globals.items()}
+    places = {f".text.{name}": bytearray(k.code), **{sec: bytearray(init.ljust(size, b"\0")) for sec, (size, init) in k.globals.items()}}
+    banks = {i: bytearray(d) for i, d in k.constant_banks.items()}
+    places.update({r.target: banks[int(r.target[len(".nv.constant"):].partition(".")[0])] for r in k.relocations if r.target.startswith(".nv.constant")})
+    apply_relocations(k, places, {sec: buf.addr for sec, buf in self.globals.items()})
+    for sec, buf in self.globals.items(): device.upload(buf, bytes(places[sec]))
+    code = bytes(places[f".text.{name}"])
+    bank0 = bytes(banks.get(0, b""))
     self.cbank0_size = (max(len(bank0), k.param_base + k.param_size) + 15) // 16 * 16
     self.cbank0_init = bank0[:k.param_base]
     self.driver_constants = DRIVER_CONSTANTS.get(arch)
     if self.driver_constants is None: raise HCQError(f"{name}: where {arch}'s code reads the block and grid sizes in constant bank 0 is not known")
     super().__init__(device, name, layout, self.qmd_bytes + self.cbank0_size)
-    self.code = device.alloc(max(len(k.code), 1) + 256, "device")  # the SM prefetches past the end of a program
-    device.upload(self.code, k.code)
+    self.code = device.alloc(max(len(code), 1) + 256, "device")  # the SM prefetches past the end of a program
+    device.upload(self.code, code)
     self.banks = {}
-    for i, data in sorted(k.constant_banks.items()):
+    for i, data in sorted(banks.items()):
       if i == 0 or not data: continue
       if i > 7: raise HCQError(f"{name}: constant bank {i}; a QMD binds banks 0 to 7")
       buf = self.banks[i] = device.alloc(len(data), "device")
-      device.upload(buf, data)
+      device.upload(buf, bytes(data))
     self.max_shared = MAX_SHARED_PER_BLOCK.get(arch, 48 << 10)
     self.shared_size = k.shared_size
     self.local_per_thread = (k.stack_size + STACK_RESERVED + 15) // 16 * 16 if k.stack_size else 0  # the QMD's high local part
