@@ -87,8 +87,16 @@ class KernargRing:
   def write(self, data: bytes | bytearray, timeline_value: int) -> int:
     """Copy `data` into the ring for the launch that will signal `timeline_value`; returns its device address.
     Callers on several threads hold the device's `lock` (the ring's position is shared)."""
-    n = max(len(data), 1)
-    if n > self.buf.nbytes: raise HCQError(f"{len(data)} bytes of kernel arguments exceed the kernarg ring ({self.buf.nbytes} bytes)")
+    addr = self.reserve(len(data), timeline_value)
+    start = addr - self.buf.addr
+    self._view[start:start + len(data)] = data
+    return addr
+
+  def reserve(self, nbytes: int, timeline_value: int) -> int:
+    """Room for `nbytes` in the ring for the launch that will signal `timeline_value` (its device address), for the
+    caller to fill through the ring's host memory; as `write`, with the device's lock held."""
+    n = max(nbytes, 1)
+    if n > self.buf.nbytes: raise HCQError(f"{nbytes} bytes of kernel arguments exceed the kernarg ring ({self.buf.nbytes} bytes)")
     start = (self.pos + self.align - 1) // self.align * self.align
     wrapped = start + n > self.buf.nbytes
     if wrapped: start = 0
@@ -100,7 +108,6 @@ class KernargRing:
       wait_for = max(wait_for, v)
       self._in_use.popleft()
     if wait_for: self.device.timeline_signal.wait(wait_for)  # timeline values only grow: this covers every region popped
-    self._view[start:start + len(data)] = data
     self._in_use.append((start, end, timeline_value))
     self.pos = end
     return self.buf.addr + start

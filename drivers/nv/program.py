@@ -189,12 +189,13 @@ class NVProgram(Program):
     """Write a launch block into the kernarg ring and point its QMD at its constant bank 0; returns the QMD's address.
     With `signal_addr`, the QMD's RELEASE1 writes `timeline_value` there (64 bits) when the grid completes, and with
     `end_addr` RELEASE0 the same value and the GPU timer after it (a signal's value and timestamp)."""
-    ring = self.device.kernargs
-    addr = ring.write(block, timeline_value)
-    p, at = self._patch, addr - ring.buf.addr
+    ring, p = self.device.kernargs, self._patch
+    addr = ring.reserve(len(block), timeline_value)
     bits = p.bits(addr + self.qmd_bytes, end_addr, timeline_value if end_addr else 0, signal_addr, timeline_value if signal_addr else 0)
     if signal_addr: bits |= self._releases[1]
     if end_addr: bits |= self._releases[0]
+    at = addr - ring.buf.addr
+    self._ring[at:at + len(block)] = block
     self._ring[at + p.start:at + p.end] = (int.from_bytes(block[p.start:p.end], "little") | bits).to_bytes(p.end - p.start, "little")
     return addr
 
