@@ -3,7 +3,8 @@
 Methods are decoded strictly: a method this model does not know stops the channel with a graphics exception (Xid 13,
 nverror.h ROBUST_CHANNEL_GR_EXCEPTION, what the RM logs for an engine exception), as the copy class does with its own. SEND_SIGNALING_PCAS2_B schedules the QMD at SEND_PCAS_A's address: it is read
 through the VA space (an unmapped QMD is an MMU fault, Xid 31) and decoded with the generated layout of the board's
-QMD version (v4 on Hopper: Mesa NVK's nak qmd.rs picks QMDV04_00 for HOPPER_COMPUTE_A). The hardware's checks, each
+QMD version (v4 on Hopper: Mesa NVK's nak qmd.rs picks QMDV04_00 for HOPPER_COMPUTE_A, and open-gpu-doc's
+clcbc0qmd.h, the Hopper class's own QMD header, is where QMDV04_00 is defined). The hardware's checks, each
 stricter where unsure:
   - the QMD's major version must be the class's (the class rejects another layout; Xid 13);
   - the code at the program address must be SASS the emulated SM knows (hcq.drivers.nv.compile.SASS_RECORDS: what ptxas
