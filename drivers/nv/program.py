@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from hcq.autogen.nv import clc6c0, clc7c0, clc9c0, clcbc0, clcdc0, clcec0
 from hcq.drivers.nv.compile import compile_ptx, cuda_to_ptx, llvm_to_ptx
 from hcq.drivers.nv.cubin import DRIVER_CONSTANTS, CubinError, CubinKernel, read_cubin
-from hcq.drivers.nv.relocate import apply_relocations
 from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, RELEASE_FOUR_WORDS, RELEASE_MEMBAR_SYS, RELEASE_ONE_WORD, QMDAddress, QMDPatch, encode_qmd
+from hcq.drivers.nv.relocate import apply_relocations
 from hcq.errors import HCQError, ProgramArgumentError
 from hcq.program import KernelArg, Program, launch_dims, pack_kernargs
 from hcq.sym import Sym

@@ -69,7 +69,7 @@ _RELEASE_V3 = {**{f"{k}_{p}": f"release{{i}}_{'address' if k == 'addr' else k}_{
 _RELEASE_V4 = {**{f"{k}_{p}": f"release_semaphore{{i}}_{k}_{p}" for k in ("addr", "payload") for p in ("lower", "upper")},
                **{p: f"release_{p}_{{i}}" for p in _RELEASE_PARTS}}
 # the encodings every version shares (clc6c0qmd.h, clcbc0qmd.h, clcdc0qmd.h: *_STRUCTURE_SIZE_SEMAPHORE_*, *_MEMBAR_TYPE_FE_*)
-RELEASE_FOUR_WORDS, RELEASE_ONE_WORD, RELEASE_TWO_WORDS = 0, 1, 2
+RELEASE_FOUR_WORDS, RELEASE_ONE_WORD = 0, 1
 RELEASE_MEMBAR_SYS = 1
 
 
