@@ -308,17 +308,19 @@ def test_block_and_grid_sizes_must_be_in_constant_bank_0(dev, saxpy):
   ("stack_top", 0x1000, r"32-byte stack below 0x1000 .* is not inside the QMD's high local memory \[0xfffda0, 0x1000000\)"),
   ("stack_top", 0xFFFDC8, r"stack below 0xfffdc8"),                          # not 16-byte aligned
   ("local_window", 0, r"holds 0x0 at 0x20, the channel's local window is 0xff0000000000"),
+  ("memory_descriptor", 0x1F60_0000 << 32, r"holds 0x1f60000000000000 at 0x208, the default memory descriptor .* only 0"),  # createpolicy evict_normal
 ])
 def test_bank_0_stack_start_and_windows_are_checked(dev, saxpy, what, value, pattern):
-  """ptxas's code starts its stack pointer at bank 0's stack-start word and makes generic local addresses with the local
-  window word there: a driver that writes another stack start or window faults where the kernel would go wrong."""
+  """ptxas's code starts its stack pointer at bank 0's stack-start word, makes generic local addresses with the local
+  window word there and names the default memory descriptor on every global access: a driver that writes another stack
+  start, window or descriptor faults where the kernel would go wrong (the descriptor: stricter, only 0 is emulated)."""
   from hcq.drivers.nv.cubin import DRIVER_CONSTANTS
   from hcq.drivers.nv.program import LOCAL_WINDOW, STACK_TOP
   prg, out = dev.program(LOCAL), dev.alloc(4 * 32, "device")
   assert prg.kernel.stack_size == 32 and prg.local_per_thread == 32 + 0x240
   block = prg.kernargs([out], (3,), (1, 1, 1), (32, 1, 1))
   off, size = prg.qmd_bytes + getattr(DRIVER_CONSTANTS[dev.arch.sm], what), 4 if what == "stack_top" else 8
-  assert int.from_bytes(block[off:off + size], "little") == (STACK_TOP if what == "stack_top" else LOCAL_WINDOW)  # what the driver wrote
+  assert int.from_bytes(block[off:off + size], "little") == {"stack_top": STACK_TOP, "local_window": LOCAL_WINDOW}.get(what, 0)  # what the driver wrote
   block[off:off + size] = value.to_bytes(size, "little")
   with dev.lock:
     addr = prg.place_kernargs(block, dev.timeline_value)

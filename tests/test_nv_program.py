@@ -423,3 +423,27 @@ def test_code_relocations_patch_the_instruction_immediates(dev, tmp_path):
 def test_relocations_hcq_does_not_apply_are_refused_by_name(dev, ptx, pattern, tmp_path):
   with pytest.raises(HCQError, match=pattern):
     dev.program(_ptxas(ptx, tmp_path, "-c"))
+
+
+def test_the_memory_descriptor_is_the_default_cache_policy(tmp_path):
+  """Differential (cuobjdump -sass): on sm_90 a plain global load names the descriptor loaded from bank 0's
+  memory_descriptor word, while a load with .L2::cache_hint names the value PTX's createpolicy made instead: the word is
+  the default cache policy, which hcq leaves 0 (no policy) and the emulated GPU requires to be 0."""
+  ptx = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry cp(.param .u64 out, .param .u64 in)
+{
+  .reg .b32 %r<4>; .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [in]; ld.param.u64 %rd2, [out];
+  createpolicy.fractional.L2::evict_last.b64 %rd3, 1.0;
+  ld.global.L2::cache_hint.u32 %r1, [%rd1], %rd3;
+  ld.global.u32 %r2, [%rd1+4];
+  add.u32 %r1, %r1, %r2; st.global.u32 [%rd2], %r1; ret;
+}"""
+  (tmp_path / "k.cubin").write_bytes(compile_ptx(ptx, "sm_90"))
+  sass = subprocess.run([os.path.join(os.path.dirname(ptxas_path()), "cuobjdump"), "-sass", str(tmp_path / "k.cubin")], capture_output=True,
+                        text=True, check=True).stdout
+  default = re.search(rf"ULDC\.64 (UR\d+), c\[0x0\]\[{DRIVER_CONSTANTS['sm_90'].memory_descriptor:#x}\]", sass).group(1)
+  loads = dict((off, ur) for ur, off in re.findall(r"LDG\.E R\d+, desc\[(UR\d+)\]\[R\d+\.64(\+0x4)?\]", sass))
+  assert loads["+0x4"] == default and loads[""] != default  # the plain load, the hinted one

@@ -46,7 +46,8 @@ class DriverConstants:
   ntid: int                  # block dimensions x, y, z: three u32
   nctaid: int                # grid dimensions x, y, z: three u32
   stack_top: int             # u32: where each thread's stack starts, in its local address space (the stack grows down)
-  memory_descriptor: int     # u64 that global loads and stores name (desc[UR]): what the CUDA driver puts there is not known
+  memory_descriptor: int     # u64 that plain global loads and stores name (desc[UR]): the default cache policy, the slot a
+                             # createpolicy result takes for .L2::cache_hint accesses (0: no policy; see the mock's compute.py)
   local_window: int          # u64: the generic address of local memory (SET_SHADER_LOCAL_MEMORY_WINDOW)
   shared_window: int | None  # u64: the generic address of shared memory (SET_SHADER_SHARED_MEMORY_WINDOW), where the code reads it
 

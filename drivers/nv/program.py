@@ -159,7 +159,8 @@ class NVProgram(Program):
   def driver_part(self, gs: tuple[int, int, int], ls: tuple[int, int, int]) -> bytes:
     """Constant bank 0 below the parameters: ptxas's initial contents with what the code reads from the driver: the block
     and grid sizes (%ntid, %nctaid), the stack's start (STACK_TOP) and the local and shared windows the queue sets
-    (cvta.local/.shared). The memory descriptor stays as ptxas left it (0: what the CUDA driver puts there is not known)."""
+    (cvta.local/.shared). The default memory descriptor stays as ptxas left it: 0, no cache policy (what the CUDA driver
+    writes there is not known; a createpolicy descriptor always sets bit 60)."""
     c, out = self.driver_constants, bytearray(self.cbank0_init.ljust(self.kernel.param_base, b"\0"))
     struct.pack_into("<3I", out, c.ntid, *ls)
     struct.pack_into("<3I", out, c.nctaid, *gs)

@@ -20,7 +20,11 @@ stricter where unsure:
     the low and high parts of every thread a TPC may hold, per TPC (NON_THROTTLED_A/B: bytes per TPC, a multiple of
     0x8000, as NVK's nvk_slm_area_ensure sizes it), for each of the board's TPCs from SET_SHADER_LOCAL_MEMORY_A/B;
   - bank 0's local (and, on sm_80-89, shared) window words, which cvta.local/.shared add, must be the channel's
-    SET_SHADER_LOCAL/SHARED_MEMORY_WINDOW (stricter: checked whether or not the code makes generic addresses).
+    SET_SHADER_LOCAL/SHARED_MEMORY_WINDOW (stricter: checked whether or not the code makes generic addresses);
+  - bank 0's default memory descriptor (the u64 every plain global access names, LDG desc[UR]) must be 0. It is the
+    operand a PTX createpolicy result takes for ld/st .L2::cache_hint (ptxas 13 on sm_90: the hinted load names the
+    createpolicy value, the plain one c[0x0][0x208]); every policy ptxas builds sets bit 60, so 0 reads as no policy.
+    Unsure what the CUDA driver writes; anything else is refused as not emulated (stricter).
 The kernel then runs on the emulated SM (hcq.drivers.mock.nv.sm) reading its parameters from bank 0 through the VA
 space. An SM fault (MMU, misaligned, trap) stops the channel with the kernel, address and PTX line in the message.
 
@@ -180,6 +184,9 @@ class ComputeClass:
       if off is not None and word(off, 8) != window:  # cvta.local/.shared add this word: a generic access would miss the window
         raise ChannelError(f"{at}: kernel {record.entry}: constant bank 0 holds {word(off, 8):#x} at {off:#x}, the channel's {what} window "
                            f"is {window:#x}: generic {what} addresses would be wrong (stricter: checked for every kernel)", E.ROBUST_CHANNEL_GR_EXCEPTION)
+    if (desc := word(dims.memory_descriptor, 8)) != 0:  # every plain global access names it (LDG desc[UR], c[0x0][0x208] on sm_90)
+      raise ChannelError(f"{at}: kernel {record.entry}: constant bank 0 holds {desc:#x} at {dims.memory_descriptor:#x}, the default memory "
+                         "descriptor of every global access: only 0 (no cache policy) is emulated", E.ROBUST_CHANNEL_GR_EXCEPTION)
     low, high = q["shader_local_memory_low_size"], q["shader_local_memory_high_size"]
     local = 0  # bytes of stack each thread has below the stack's start
     if record.stack_size:  # R1 starts at bank 0's stack_top word; the stack [top - size, top) must lie in the QMD's high part
