@@ -279,16 +279,22 @@ def test_qmd_launch_patch_sets_bank_0_and_the_releases(version):
   patch, (end_on, timeline_on) = launch_patch(L)
   q = encode_qmd(L, program=0x1000, registers=8, grid=(1, 1, 1), block=(32, 1, 1), shared=0, shared_max=0, local_per_thread=0,
                  barriers=0, cbanks={0: (0, 0x240)})
-  q |= (patch.bits(0x7F_1234_5640, 0xFF_0000_0010, (1 << 40) + 3, 0xFF_0000_0020, 7) | end_on | timeline_on) << 8 * patch.start
-  f, r = L.register.decode(q), lambda what, i: f[L.release(what, i)]
+  words = memoryview(bytearray(q.to_bytes(L.nbytes, "little"))).cast("I")
+  values = (0x7F_1234_5640, 0xFF_0000_0010, (1 << 40) + 3, 0xFF_0000_0020, 7)
+  patch.store(words, 0, *values)
+  for i, b in end_on + timeline_on: words[i] |= b
+  stored = int.from_bytes(words.tobytes(), "little")
+  assert stored == q | patch.bits(*values) << 8 * patch.start | sum(b << 32 * i for i, b in end_on + timeline_on)  # the two forms agree
+  f, r = L.register.decode(stored), lambda what, i: f[L.release(what, i)]
   assert (f[L.cbank("addr_upper", 0)] << 32 | f[L.cbank("addr_lower", 0)]) << L.cbank_shift == 0x7F_1234_5640
   assert (r("addr_upper", 0) << 32 | r("addr_lower", 0), r("payload_upper", 0) << 32 | r("payload_lower", 0)) == (0xFF_0000_0010, (1 << 40) + 3)
   assert (r("addr_upper", 1) << 32 | r("addr_lower", 1), r("payload_lower", 1)) == (0xFF_0000_0020, 7)
   assert (r("enable", 0), r("structure_size", 0), r("enable", 1), r("structure_size", 1), r("payload64b", 1), r("membar_type", 0)) == (1, 0, 1, 1, 1, 1)
   assert f["qmd_major_version"] == version and f[L.registers_field] == 8  # the patch touches nothing else
-  assert L.register.decode(timeline_on << 8 * patch.start)[L.release("enable", 0)] == 0
-  with pytest.raises(HCQError, match="does not fit its"):
-    patch.bits(0, 1 << 60, 0, 0, 0)  # a release address beyond the field (40 bits on v3, 57 from v4)
+  assert L.register.decode(sum(b << 32 * i for i, b in timeline_on))[L.release("enable", 0)] == 0
+  for form in (patch.bits, lambda *v: patch.store(words, 0, *v)):
+    with pytest.raises(HCQError, match="does not fit its"):
+      form(0, 1 << 60, 0, 0, 0)  # a release address beyond the field (40 bits on v3, 57 from v4)
 
 
 def test_qmd_refuses_values_it_cannot_hold():

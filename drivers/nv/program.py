@@ -129,6 +129,7 @@ class NVProgram(Program):
     self._patch, self._releases = launch_patch(self.layout_qmd)
     ring = device.kernargs.buf  # written through a memoryview: ctypes.memmove would release the GIL to the emulator's threads
     self._ring = memoryview((ctypes.c_uint8 * ring.nbytes).from_address(ring.host_addr)).cast("B")
+    self._ring32 = self._ring.cast("I")
     self._templates: dict[tuple, bytes] = {}  # (grid, block, shared) -> block_template
 
   def check_limits(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> None:
@@ -190,14 +191,15 @@ class NVProgram(Program):
     """Write a launch block into the kernarg ring and point its QMD at its constant bank 0; returns the QMD's address.
     With `signal_addr`, the QMD's RELEASE1 writes `timeline_value` there (64 bits) when the grid completes, and with
     `end_addr` RELEASE0 the same value and the GPU timer after it (a signal's value and timestamp)."""
-    ring, p = self.device.kernargs, self._patch
+    ring = self.device.kernargs
     addr = ring.reserve(len(block), timeline_value)
-    bits = p.bits(addr + self.qmd_bytes, end_addr, timeline_value if end_addr else 0, signal_addr, timeline_value if signal_addr else 0)
-    if signal_addr: bits |= self._releases[1]
-    if end_addr: bits |= self._releases[0]
     at = addr - ring.buf.addr
     self._ring[at:at + len(block)] = block
-    self._ring[at + p.start:at + p.end] = (int.from_bytes(block[p.start:p.end], "little") | bits).to_bytes(p.end - p.start, "little")
+    words, w = self._ring32, at >> 2  # the QMD's fields, ORed into its words in the ring (small ints, no copy)
+    self._patch.store(words, w, addr + self.qmd_bytes, end_addr, timeline_value if end_addr else 0, signal_addr, timeline_value if signal_addr else 0)
+    for on, enables in ((end_addr, self._releases[0]), (signal_addr, self._releases[1])):
+      if on:
+        for i, b in enables: words[w + i] |= b
     return addr
 
   def __call__(self, *bufs, global_size=1, local_size=1, vals=(), wait: bool = False, shared: int | None = None) -> float | None:
@@ -207,9 +209,9 @@ class NVProgram(Program):
     return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls, shared), gs, ls, wait)
 
 
-def launch_patch(layout) -> tuple[QMDPatch, tuple[int, int]]:
+def launch_patch(layout) -> tuple[QMDPatch, tuple[tuple, tuple]]:
   """The QMD fields a launch sets (constant bank 0's address, RELEASE0 and RELEASE1's addresses and payloads) and the
-  fields that turn RELEASE0 and RELEASE1 on, as bits of the patch. RELEASE1 signals the
+  fields that turn RELEASE0 and RELEASE1 on, as (word, bits) pairs of the QMD. RELEASE1 signals the
   timeline: one 64-bit word; RELEASE0 the end of a timed launch: four words, the payload and the timer (first, so that
   it is written before the timeline where the releases go in index order; wait=True also waits for its payload). Both
   after a system membar, so the grid's writes are visible before the host sees the signal."""
@@ -218,7 +220,7 @@ def launch_patch(layout) -> tuple[QMDPatch, tuple[int, int]]:
   for i in (0, 1): values += [(rel("addr_lower", i), rel("addr_upper", i), 0), (rel("payload_lower", i), rel("payload_upper", i), 0)]
   on = lambda i, size: {rel("enable", i): 1, rel("structure_size", i): size, rel("payload64b", i): 1, rel("membar_type", i): RELEASE_MEMBAR_SYS}
   patch = QMDPatch(layout, values, also=tuple(on(0, 0)) + tuple(on(1, 0)))
-  return patch, (patch.fixed(**on(0, RELEASE_FOUR_WORDS)), patch.fixed(**on(1, RELEASE_ONE_WORD)))
+  return patch, (patch.fixed_words(**on(0, RELEASE_FOUR_WORDS)), patch.fixed_words(**on(1, RELEASE_ONE_WORD)))
 
 
 def compute_class(class_id: int) -> tuple[Any, str]:

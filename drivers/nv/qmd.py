@@ -133,34 +133,56 @@ def encode_qmd(layout: QMDLayout, *, program: int, registers: int, grid: tuple[i
 
 
 class QMDPatch:
-  """QMD fields a launch sets in a QMD encoded with them 0: `bits(*values)` is their value counted from byte `start`,
-  to OR into bytes [start, end). Each value is a (lower, upper) field pair (an address, a 64-bit payload; upper may be
-  None) holding it shifted right by `shift`; a value that is misaligned or does not fit raises, naming the field.
-  `also` names further fields the range must cover, set with `fixed` (the release enables: constant per program)."""
+  """QMD fields a launch sets in a QMD encoded with them 0. Each value is a (lower, upper) field pair (an address, a
+  64-bit payload; upper may be None) holding it shifted right by `shift`; a value that is misaligned or does not fit
+  raises, naming the field. `store(words, at, *values)` ORs them into the QMD's 32-bit words (no field of a QMD crosses
+  a word), `bits(*values)` gives them as one integer counted from byte `start` (bytes [start, end) cover them).
+  `also` names further fields the range must cover, set with `fixed`/`fixed_words` (the release enables)."""
 
   def __init__(self, layout: QMDLayout, values: list[tuple[str, str | None, int]], also: tuple[str, ...] = ()):
     fields, self.layout = layout.register.fields, layout
     used = [fields[n] for lo, hi, _ in values for n in (lo, hi) if n] + [fields[n] for n in also]
     self.start, self.end = min(s for s, _ in used) // 8, (max(m.bit_length() for _, m in used) + 7) // 8
-    self._parts = []
+    self._parts, self._words = [], []
     for lo, hi, shift in values:
       (ls, lm), (hs, hm) = fields[lo], fields[hi] if hi else (0, 0)
-      lo_bits = (lm >> ls).bit_length()
-      self._parts.append((lo, shift, ls - 8 * self.start, (1 << lo_bits) - 1, lo_bits, hs - 8 * self.start, (lm >> ls) | (hm >> hs) << lo_bits))
+      lo_bits, hi_bits = (lm >> ls).bit_length(), (hm >> hs).bit_length()
+      if ls % 32 + lo_bits > 32 or hs % 32 + hi_bits > 32: raise ValueError(f"QMD field {lo} or {hi} crosses a 32-bit word")
+      limit = (1 << lo_bits + hi_bits) - 1
+      self._parts.append((lo, shift, ls - 8 * self.start, (1 << lo_bits) - 1, lo_bits, hs - 8 * self.start, limit))
+      self._words.append((lo, shift, limit, ls // 32, ls % 32, (1 << lo_bits) - 1, lo_bits, hs // 32 if hi else None, hs % 32))
+
+  def _check(self, name: str, shift: int, limit: int, v: int) -> int:
+    w = v >> shift
+    if w << shift != v or w > limit or v < 0:
+      raise HCQError(f"QMD field {name}: {v:#x} " + (f"is not a multiple of {1 << shift} (the QMD holds it shifted by {shift})"
+                                                    if w << shift != v else f"does not fit its {limit.bit_length() + shift} bits"))
+    return w
 
   def bits(self, *values: int) -> int:
     out = 0
     for v, (name, shift, lo_at, lo_mask, lo_bits, hi_at, limit) in zip(values, self._parts):
-      w = v >> shift
-      if w << shift != v or w > limit or v < 0:
-        raise HCQError(f"QMD field {name}: {v:#x} " + (f"is not a multiple of {1 << shift} (the QMD holds it shifted by {shift})"
-                                                      if w << shift != v else f"does not fit its {limit.bit_length() + shift} bits"))
+      w = self._check(name, shift, limit, v)
       out |= (w & lo_mask) << lo_at | (w >> lo_bits) << hi_at
     return out
+
+  def store(self, words, at: int, *values: int) -> None:
+    """OR the values into `words` (32-bit words, a memoryview cast to "I"), the QMD starting at word `at`."""
+    for v, (name, shift, limit, lo_word, lo_at, lo_mask, lo_bits, hi_word, hi_at) in zip(values, self._words):
+      if not v: continue
+      w = v >> shift
+      if w << shift != v or w > limit: self._check(name, shift, limit, v)  # raises, saying why
+      words[at + lo_word] |= (w & lo_mask) << lo_at
+      if hi_word is not None: words[at + hi_word] |= (w >> lo_bits) << hi_at
 
   def fixed(self, **fields: int) -> int:
     """Fields that lie in the range, as bits counted from byte `start` (Register.encode checks each value)."""
     return self.layout.register.encode(**fields) >> 8 * self.start
+
+  def fixed_words(self, **fields: int) -> tuple[tuple[int, int], ...]:
+    """The same as (word index in the QMD, bits) pairs, to OR into the words a launch stores."""
+    v = self.layout.register.encode(**fields)
+    return tuple((i, (v >> 32 * i) & 0xFFFFFFFF) for i in range((v.bit_length() + 31) // 32) if (v >> 32 * i) & 0xFFFFFFFF)
 
 
 def cbank_address_bits(layout: QMDLayout, bank: int, addr: int) -> int:
