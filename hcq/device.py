@@ -87,8 +87,16 @@ class KernargRing:
   def write(self, data: bytes | bytearray, timeline_value: int) -> int:
     """Copy `data` into the ring for the launch that will signal `timeline_value`; returns its device address.
     Callers on several threads hold the device's `lock` (the ring's position is shared)."""
-    n = max(len(data), 1)
-    if n > self.buf.nbytes: raise HCQError(f"{len(data)} bytes of kernel arguments exceed the kernarg ring ({self.buf.nbytes} bytes)")
+    addr = self.reserve(len(data), timeline_value)
+    start = addr - self.buf.addr
+    self._view[start:start + len(data)] = data
+    return addr
+
+  def reserve(self, nbytes: int, timeline_value: int) -> int:
+    """Room for `nbytes` in the ring for the launch that will signal `timeline_value` (its device address), for the
+    caller to fill through the ring's host memory; as `write`, with the device's lock held."""
+    n = max(nbytes, 1)
+    if n > self.buf.nbytes: raise HCQError(f"{nbytes} bytes of kernel arguments exceed the kernarg ring ({self.buf.nbytes} bytes)")
     start = (self.pos + self.align - 1) // self.align * self.align
     wrapped = start + n > self.buf.nbytes
     if wrapped: start = 0
@@ -100,7 +108,6 @@ class KernargRing:
       wait_for = max(wait_for, v)
       self._in_use.popleft()
     if wait_for: self.device.timeline_signal.wait(wait_for)  # timeline values only grow: this covers every region popped
-    self._view[start:start + len(data)] = data
     self._in_use.append((start, end, timeline_value))
     self.pos = end
     return self.buf.addr + start
@@ -278,11 +285,10 @@ class Device(metaclass=_DeviceOpener):
     timed = wait or self.profiling
     with self.lock:  # the kernarg ring, the cached queue's patch slots and the value's place in the ring are shared
       q = self._launch_queue(program, tuple(global_size), tuple(local_size), timed)
-      vals = {"kernargs": program.place_kernargs(kernargs, self.timeline_value)}
-      if timed:
-        start, end = self.new_signal(name=f"{program.name}.start"), self.new_signal(name=f"{program.name}.end")
-        vals.update(start=start.timestamp_addr, end=end.timestamp_addr)
+      start, end = (self.new_signal(name=f"{program.name}.start"), self.new_signal(name=f"{program.name}.end")) if timed else (None, None)
       try:
+        vals = {"kernargs": self._place_launch(program, kernargs, end)}
+        if timed: vals.update(start=start.timestamp_addr, end=end.timestamp_addr)
         value = self._submit_next(q, vals)
       except BaseException:
         if timed:
@@ -294,11 +300,19 @@ class Device(metaclass=_DeviceOpener):
     if not wait: return None
     self.wait_timeline(value)
     self.check_faults()
-    secs = (end.timestamp - start.timestamp) / self.timestamp_frequency
+    secs = (self._end_timestamp(end, value) - start.timestamp) / self.timestamp_frequency
     if not self.profiling:
       self.release_signal(start)
       self.release_signal(end)
     return secs
+
+  def _place_launch(self, program, kernargs: bytes | bytearray, end) -> int:
+    """Place a launch's kernel arguments (with the lock held); returns the address the queue's exec takes."""
+    return program.place_kernargs(kernargs, self.timeline_value)
+
+  def _end_timestamp(self, end, value: int) -> int:
+    """A finished launch's end timestamp (the timeline has reached `value`)."""
+    return end.timestamp
 
   def _launch_queue(self, program, gs: tuple[int, int, int], ls: tuple[int, int, int], timed: bool):
     cache = program.__dict__.setdefault("_launch_queues", {})

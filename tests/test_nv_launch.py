@@ -122,6 +122,81 @@ def test_the_mock_reads_the_qmd_the_driver_wrote(dev, saxpy):
   assert launch.params_va == launch.qmd_addr + saxpy.qmd_bytes + saxpy.kernel.param_base
 
 
+def test_a_launch_signals_through_its_qmd_releases(dev, saxpy):
+  """prg() sends no wait for idle and no host release after the QMD: RELEASE1 writes the timeline value, RELEASE0
+  (timed) the value and the end time; the next launch acquires the timeline before it starts."""
+  xb, ob = dev.alloc(400, "device"), dev.alloc(400, "device")
+  v = dev.timeline_value
+  t = saxpy(ob, xb, vals=(2.0, 100), global_size=2, local_size=64, wait=True)
+  f, L = dev.os.rm.gpu.compute.launches[-1].fields, QMD_LAYOUTS[dev.arch.qmd]
+  addr = lambda i: f[L.release("addr_upper", i)] << 32 | f[L.release("addr_lower", i)]
+  assert f[L.release("enable", 0)] == f[L.release("enable", 1)] == 1 and f[L.release("enable", 2)] == 0
+  assert addr(1) == dev.timeline_signal.value_addr and f[L.release("payload_lower", 0)] == f[L.release("payload_lower", 1)] == v
+  assert f[L.release("structure_size", 0)] == 0 and f[L.release("structure_size", 1)] == 1 and f[L.release("payload64b", 1)] == 1 and 0 < t
+  q = saxpy._launch_queues[((2, 1, 1), (64, 1, 1), True)]
+  a = dev.arch
+  assert a.header(0, a.m("WFI"), 1) not in q.words() and a.header(0, a.m("SEM_ADDR_LO"), 5) in q.words()  # the acquire and the start time only
+  x = np.arange(64, dtype=np.float32)
+  xb, ob = dev.alloc(256, "device"), dev.alloc(256, "device")
+  xb.copyin(x)
+  for i in range(20):  # back to back, each reading the previous one's output: in order without a wait for idle
+    saxpy(ob, xb, vals=(2.0, 64), local_size=64)
+    saxpy(xb, ob, vals=(0.5, 64), local_size=64)
+  dev.synchronize()
+  np.testing.assert_array_equal(xb.copyout(np.empty(64, np.float32)), x)
+
+
+@pytest.mark.parametrize("fields,expect", [
+  ({}, "payload"),                                                                       # FOUR_WORDS: the value and the timer
+  ({"release_structure_size_0": 1}, "payload"),                                         # ONE_WORD: the value alone
+  ({"release_enable_0": 0}, 5),                                                          # no enable: no signal (5 stays)
+  ({"release_reduction_enable_0": 1, "release_reduction_op_0": 0}, "payload+5"),          # RED_ADD onto the 5 there
+  ({"release_reduction_enable_0": 1, "release_reduction_op_0": 1}, 5),                    # RED_MIN
+  ({"release_payload64b_0": 0, "release_semaphore0_payload_upper": 1}, "payload"),        # 32 bits: the upper half is not written
+  ({"release_semaphore0_addr_upper": 0x1F0_0000}, r"Xid 31.*MMU fault"),                  # an address nothing maps
+  ({"release_structure_size_0": 0, "release_semaphore0_addr_lower": 8}, r"Xid 13.*RELEASE0 at 0x[0-9a-f]+ is not 16-byte aligned"),
+  ({"release_structure_size_0": 2, "release_payload64b_0": 0}, r"Xid 13.*two-word structure with a 32-bit payload"),
+])
+def test_the_mock_honours_the_release_fields_exactly(dev, saxpy, fields, expect):
+  n, sig = 64, dev.new_signal(5)
+  xb, ob = dev.alloc(4 * n, "device"), dev.alloc(4 * n, "device")
+  if "release_semaphore0_addr_lower" in fields: fields["release_semaphore0_addr_lower"] = (sig.value_addr + 8) & 0xFFFFFFFF
+  addr = _place_patched(dev, saxpy, [ob, xb], (1.0, n), (1, 1, 1), (64, 1, 1), place={"end_addr": sig.value_addr}, **fields)
+  payload = dev.timeline_value
+  _launch_at(dev, saxpy, addr, (1, 1, 1), (64, 1, 1))
+  if isinstance(expect, str) and "Xid" in expect:
+    _expect_fault(dev, expect)
+    return _still_works(dev, saxpy)
+  dev.synchronize()
+  assert sig.value == {"payload": payload, "payload+5": payload + 5}.get(expect, expect)
+  assert (sig.timestamp != 0) == (fields.get("release_structure_size_0", 0) == 0 and fields.get("release_enable_0", 1) == 1)
+
+
+@pytest.mark.parametrize("barrier", [True, False])
+def test_launches_chained_without_a_barrier_may_race(dev, saxpy, barrier):
+  """Two launches in one queue: the second reads what the first writes. Without a barrier (WFI) between them the
+  grids are in flight together and the emulated GPU completes the later one first, so it reads stale data; two
+  independent launches without a barrier both give their results."""
+  n = 64
+  x = np.arange(n, dtype=np.float32)
+  xb, mid, ob, ob2 = (dev.alloc(4 * n, "device") for _ in range(4))
+  xb.copyin(x)
+  mid.copyin(np.full(n, 7, np.float32))
+  with dev.lock:
+    a1 = saxpy.place_kernargs(saxpy.kernargs([mid, xb], (2.0, n), (1, 1, 1), (64, 1, 1)), dev.timeline_value)
+    a2 = saxpy.place_kernargs(saxpy.kernargs([ob, mid], (3.0, n), (1, 1, 1), (64, 1, 1)), dev.timeline_value)   # reads mid
+    a3 = saxpy.place_kernargs(saxpy.kernargs([ob2, xb], (5.0, n), (1, 1, 1), (64, 1, 1)), dev.timeline_value)  # independent
+    q = dev.compute_queue().wait(dev.timeline_signal, Variable("wait")).exec(saxpy, a1, (1, 1, 1), (64, 1, 1), barrier=barrier) \
+           .exec(saxpy, a2, (1, 1, 1), (64, 1, 1), barrier=False).exec(saxpy, a3, (1, 1, 1), (64, 1, 1), barrier=False) \
+           .signal(dev.timeline_signal, Variable("signal"))
+    dev.timeline_submit(q)
+  dev.synchronize()
+  got = lambda b: b.copyout(np.empty(n, np.float32))
+  np.testing.assert_array_equal(got(mid), 2 * x)
+  np.testing.assert_array_equal(got(ob), 6 * x if barrier else np.full(n, 21, np.float32))  # stale: 3 * the 7s mid held
+  np.testing.assert_array_equal(got(ob2), 5 * x)  # the signal's RELEASE_WFI waited for every grid
+
+
 def test_replay_patches_arguments_and_dimensions_without_a_rebuild(dev, saxpy):
   """One bound queue; each submit places a new launch block (other buffers, scale, count and grid) and patches its address."""
   q = dev.compute_queue().wait(dev.timeline_signal, Variable("wait")).exec(saxpy, Variable("qmd"), (1, 1, 1), (64, 1, 1)) \
@@ -141,12 +216,13 @@ def test_replay_patches_arguments_and_dimensions_without_a_rebuild(dev, saxpy):
   assert len(q) == words  # the same queue, patched: nothing was added to it
 
 
-def _place_patched(dev, prg, bufs, vals, gs, ls, **fields):
-  """A launch block with QMD fields changed as a driver with a bug would write them; returns its address."""
+def _place_patched(dev, prg, bufs, vals, gs, ls, place=None, **fields):
+  """A launch block with QMD fields changed as a driver with a bug would write them; returns its address. `place`:
+  place_kernargs's release arguments (signal_addr, end_addr)."""
   block = prg.kernargs(bufs, vals, gs, ls)
   L = QMD_LAYOUTS[dev.arch.qmd]
   with dev.lock:
-    addr = prg.place_kernargs(block, dev.timeline_value)
+    addr = prg.place_kernargs(block, dev.timeline_value, **(place or {}))
     ring = dev.kernargs
     view = ring.buf.host_addr + addr - ring.buf.addr
     raw = ctypes.string_at(view, L.nbytes)
@@ -225,6 +301,47 @@ def test_block_and_grid_sizes_must_be_in_constant_bank_0(dev, saxpy):
     addr = saxpy.place_kernargs(block, dev.timeline_value)
   _launch_at(dev, saxpy, addr, (1, 1, 1), (64, 1, 1))
   _expect_fault(dev, r"Xid 13.*constant bank 0 holds block \(0, 0, 0\) and grid \(0, 0, 0\)")
+  _still_works(dev, saxpy)
+
+
+@pytest.mark.parametrize("what,value,pattern", [
+  ("stack_top", 0x1000, r"32-byte stack below 0x1000 .* is not inside the QMD's high local memory \[0xfffda0, 0x1000000\)"),
+  ("stack_top", 0xFFFDC8, r"stack below 0xfffdc8"),                          # not 16-byte aligned
+  ("local_window", 0, r"holds 0x0 at 0x20, the channel's local window is 0xff0000000000"),
+  ("memory_descriptor", 0x1F60_0000 << 32, r"holds 0x1f60000000000000 at 0x208, the default memory descriptor .* only 0"),  # createpolicy evict_normal
+])
+def test_bank_0_stack_start_and_windows_are_checked(dev, saxpy, what, value, pattern):
+  """ptxas's code starts its stack pointer at bank 0's stack-start word, makes generic local addresses with the local
+  window word there and names the default memory descriptor on every global access: a driver that writes another stack
+  start, window or descriptor faults where the kernel would go wrong (the descriptor: stricter, only 0 is emulated)."""
+  from hcq.drivers.nv.cubin import DRIVER_CONSTANTS
+  from hcq.drivers.nv.program import LOCAL_WINDOW, STACK_TOP
+  prg, out = dev.program(LOCAL), dev.alloc(4 * 32, "device")
+  assert prg.kernel.stack_size == 32 and prg.local_per_thread == 32 + 0x240
+  block = prg.kernargs([out], (3,), (1, 1, 1), (32, 1, 1))
+  off, size = prg.qmd_bytes + getattr(DRIVER_CONSTANTS[dev.arch.sm], what), 4 if what == "stack_top" else 8
+  assert int.from_bytes(block[off:off + size], "little") == {"stack_top": STACK_TOP, "local_window": LOCAL_WINDOW}.get(what, 0)  # what the driver wrote
+  block[off:off + size] = value.to_bytes(size, "little")
+  with dev.lock:
+    addr = prg.place_kernargs(block, dev.timeline_value)
+  _launch_at(dev, prg, addr, (1, 1, 1), (32, 1, 1))
+  _expect_fault(dev, "Xid 13.*" + pattern)
+  _still_works(dev, saxpy)
+
+
+def test_local_memory_per_tpc_is_checked(dev, saxpy):
+  """SET_SHADER_LOCAL_MEMORY_NON_THROTTLED gives bytes per TPC: a driver that sizes it for one block instead of every
+  thread a TPC holds (2 SMs x 64 warps x 32 threads on the H200) faults before the kernel runs."""
+  from hcq.autogen.nv import clcbc0
+  prg, out = dev.program(LOCAL), dev.alloc(4 * 32, "device")
+  with dev.lock:
+    addr = prg.place_kernargs(prg.kernargs([out], (3,), (1, 1, 1), (32, 1, 1)), dev.timeline_value)
+  q = dev.compute_queue().wait(dev.timeline_signal, Variable("wait")).exec(prg, addr, (1, 1, 1), (32, 1, 1)).signal(dev.timeline_signal, Variable("signal"))
+  i = q._q.index(dev.arch.header(1, clcbc0.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, 3))
+  assert q._q[i + 2] == 0x8000 * -(-(prg.local_per_thread * 32 * 64 * 2) // 0x8000)  # what the driver sends: 2 SMs of 64 warps
+  q._q[i + 2] = 0x8000  # enough for one block of 32 threads, not for a TPC
+  with dev.lock: dev.timeline_submit(q)
+  _expect_fault(dev, r"Xid 13.*need 0x[0-9a-f]+ bytes per TPC \(2 SMs of 64 warps\), SET_SHADER_LOCAL_MEMORY_NON_THROTTLED gives 0x8000")
   _still_works(dev, saxpy)
 
 

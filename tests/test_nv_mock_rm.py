@@ -118,6 +118,9 @@ CASES = [
   ("utilisation samples with a short buffer", lambda r: ctrl(r, r.subdevice, X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2,
                                                              X.NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS(type=X.NV2080_CTRL_GPUMON_SAMPLE_TYPE_PERFMON_UTIL, bufSize=8)), "NV_ERR_INVALID_ARGUMENT"),
   ("thermal instructions past the list", lambda r: ctrl(r, r.subdevice, X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2, X.NV2080_CTRL_THERMAL_SYSTEM_EXECUTE_V2_PARAMS(instructionListSize=33)), "NV_ERR_INVALID_ARGUMENT"),
+  ("GR info with an empty list", lambda r: ctrl(r, r.subdevice, X.NV2080_CTRL_CMD_GR_GET_INFO_V2, X.NV2080_CTRL_GR_GET_INFO_V2_PARAMS(grInfoListSize=0)), "NV_ERR_INVALID_ARGUMENT"),
+  ("GR info with an index past the list", lambda r: ctrl(r, r.subdevice, X.NV2080_CTRL_CMD_GR_GET_INFO_V2, _gr_params([X.NV2080_CTRL_GR_INFO_MAX_SIZE])),
+   "NV_ERR_INVALID_ARGUMENT"),
   ("free of a handle that does not exist", lambda r: _status(lambda: r.free(0x4321)), "NV_ERR_INVALID_OBJECT_HANDLE"),
   ("DMA map into something not a VA space", lambda r: _status(lambda: r.map_dma(r.device, r.subdevice, r.mem, PAGE)), "NV_ERR_INVALID_OBJECT_HANDLE"),
   ("DMA map past the memory", lambda r: _status(lambda: r.map_dma(r.device, r.vas, r.mem, 8 * PAGE)), "NV_ERR_INVALID_LIMIT"),
@@ -130,6 +133,28 @@ CASES = [
   ("OS descriptor of unmapped pages", lambda r: _status(lambda: r.alloc_os_descriptor(r.device, 0x1000, PAGE)), "NV_ERR_INVALID_ADDRESS"),
   ("CPU map of a memory object (only usermode is emulated)", lambda r: _status(lambda: r.map_cpu(r.device, r.mem, PAGE)), "NV_ERR_NOT_SUPPORTED"),
 ]
+
+
+def _gr_params(indices):
+  p = X.NV2080_CTRL_GR_GET_INFO_V2_PARAMS(grInfoListSize=len(indices))
+  for e, i in zip(p.grInfoList, indices): e.index = i
+  return p
+
+
+def test_gr_info_reports_the_boards_sms():
+  """NV2080_CTRL_CMD_GR_GET_INFO_V2 answers per board; the driver sizes local memory from it (bytes per TPC x TPCs)."""
+  import hcq
+  from hcq.drivers.mock.nv.gpu import NVBoardSpec
+  from hcq.drivers.mock.nv.rm import MockRM
+  from hcq.drivers.nv.device import NVDevice
+  from hcq.devstring import parse_dev
+  from hcq.drivers.nv.program import local_memory
+  small = MockNVOS(MockRM(NVBoardSpec(tpc_count=10, sms_per_tpc=2, max_warps_per_sm=48)))
+  dev = NVDevice(parse_dev("MOCKNV+NV"), os_layer=small)
+  assert (dev.tpc_count, dev.sms_per_tpc, dev.max_warps_per_sm) == (10, 2, 48)
+  buf, per_tpc = local_memory(dev, 100)
+  assert per_tpc == 0x8000 * -(-(0xE00 * 48 * 2) // 0x8000) and buf.nbytes >= 10 * per_tpc  # 100 * 32 -> 0xe00 a warp
+  assert hcq.Device("MOCKNV+NV").tpc_count * hcq.Device("MOCKNV+NV").sms_per_tpc == 132  # the H200's SMs
 
 
 def _status(call) -> int:
@@ -148,7 +173,7 @@ def test_misuse_returns_the_rms_status(rm, name, call, expected):
 
 
 def test_case_count():
-  assert len(CASES) == 55
+  assert len(CASES) == 57
 
 
 def test_context_shares_take_veids_as_the_rm_hands_them_out(rm):

@@ -89,9 +89,11 @@ DIMS = """
 .address_size 64
 .visible .entry dims(.param .u64 out)
 {{
-  .reg .b32 %r<8>; .reg .b64 %rd<4>;
+  .reg .b32 %r<8>; .reg .b64 %rd<8>; .shared .align 4 .b32 sh[4]; .local .align 4 .b32 loc[4];
+  mov.u64 %rd2, sh; cvta.shared.u64 %rd2, %rd2; mov.u64 %rd3, loc; cvta.local.u64 %rd3, %rd3;
   mov.u32 %r1, %ntid.x; mov.u32 %r2, %ntid.y; mov.u32 %r3, %ntid.z; mov.u32 %r4, %nctaid.x; mov.u32 %r5, %nctaid.y; mov.u32 %r6, %nctaid.z;
   add.u32 %r1, %r1, %r2; add.u32 %r1, %r1, %r3; add.u32 %r1, %r1, %r4; add.u32 %r1, %r1, %r5; add.u32 %r1, %r1, %r6;
+  st.u32 [%rd2], %r1; st.u32 [%rd3], %r1; ld.u32 %r7, [%rd2]; ld.u32 %r6, [%rd3]; add.u32 %r1, %r7, %r6;
   ld.param.u64 %rd1, [out]; st.global.u32 [%rd1], %r1; ret;
 }}
 """
@@ -100,7 +102,8 @@ DIMS = """
 @pytest.mark.parametrize("arch", [row.sm for row in ARCHS])
 def test_driver_constants_are_where_the_sass_reads_them(arch, tmp_path):
   """Differential: the constant-bank 0 words below the parameters that ptxas's code reads (cuobjdump -sass, nvdisasm) are
-  exactly the block and grid sizes, the stack's start and the memory descriptor of DRIVER_CONSTANTS."""
+  exactly the block and grid sizes, the stack's start, the memory descriptor and the generic windows (cvta.local, and
+  cvta.shared where it reads the bank) of DRIVER_CONSTANTS."""
   cubin = compile_ptx(DIMS.format(v=PTX_VERSION[arch], arch=arch), arch)
   (tmp_path / "k.cubin").write_bytes(cubin)
   bindir = os.path.dirname(ptxas_path())
@@ -109,7 +112,9 @@ def test_driver_constants_are_where_the_sass_reads_them(arch, tmp_path):
   base = read_cubin(cubin).kernels["dims"].param_base
   read = {int(x, 16) for x in re.findall(r"c\[0x0\]\[(0x[0-9a-f]+)\]", sass)}
   c = DRIVER_CONSTANTS[arch]
-  assert {o for o in read if o < base} == {c.ntid, c.ntid + 4, c.ntid + 8, c.nctaid, c.nctaid + 4, c.nctaid + 8, c.stack_top, c.memory_descriptor}
+  windows = {c.local_window, c.local_window + 4} | ({c.shared_window, c.shared_window + 4} if c.shared_window is not None else set())
+  assert {o for o in read if o < base} == {c.ntid, c.ntid + 4, c.ntid + 8, c.nctaid, c.nctaid + 4, c.nctaid + 8, c.stack_top, c.memory_descriptor} | windows
+  assert c.shared_window is not None or "SR_SWINHI" in sass  # sm_90 on: the shared window from a special register
 
 
 def test_stack_shared_and_barriers(tmp_path):
@@ -258,11 +263,38 @@ def test_qmd_fields_decode_back_with_the_generated_layout(version):
   assert (f["cta_thread_dimension0"], f["cta_thread_dimension1"], f["cta_thread_dimension2"]) == (64, 4, 2)
   assert (f[L.program_fields[1]] << 32 | f[L.program_fields[0]]) << L.program_shift == 0x1_0000_2000
   assert f[L.shared_field] << L.shared_shift == 3072  # rounded up to 256 bytes
-  assert f[L.local_fields[0]] << L.local_shift == 112  # rounded up to 16 bytes
+  assert (f[L.local_fields[0]], f[L.local_fields[1]] << L.local_shift) == (0, 112)  # the high part, rounded up to 16 bytes
   addr = lambda i: (f[L.cbank("addr_upper", i)] << 32 | f[L.cbank("addr_lower", i)]) << L.cbank_shift
   assert addr(0) == 0x7F_1234_5640 and addr(3) == 0x2_0000_0040
   assert f["constant_buffer_size_shifted4_0"] == 0x24 and f["constant_buffer_valid_3"] and not f["constant_buffer_valid_1"]
   assert f["constant_buffer_invalidate_0"] and f["constant_buffer_invalidate_3"]
+
+
+@pytest.mark.parametrize("version", sorted(QMD_LAYOUTS))
+def test_qmd_launch_patch_sets_bank_0_and_the_releases(version):
+  """The per-launch patch (bank 0's address, RELEASE0/1 addresses and payloads, their enables) decodes back with each
+  version's own field names (v3 RELEASE0_ADDRESS_LOWER..., v4/v5 RELEASE_SEMAPHORE0_ADDR_LOWER...)."""
+  from hcq.drivers.nv.program import launch_patch
+  L = QMD_LAYOUTS[version]
+  patch, (end_on, timeline_on) = launch_patch(L)
+  q = encode_qmd(L, program=0x1000, registers=8, grid=(1, 1, 1), block=(32, 1, 1), shared=0, shared_max=0, local_per_thread=0,
+                 barriers=0, cbanks={0: (0, 0x240)})
+  words = memoryview(bytearray(q.to_bytes(L.nbytes, "little"))).cast("I")
+  values = (0x7F_1234_5640, 0xFF_0000_0010, (1 << 40) + 3, 0xFF_0000_0020, 7)
+  patch.store(words, 0, *values)
+  for i, b in end_on + timeline_on: words[i] |= b
+  stored = int.from_bytes(words.tobytes(), "little")
+  assert stored == q | patch.bits(*values) << 8 * patch.start | sum(b << 32 * i for i, b in end_on + timeline_on)  # the two forms agree
+  f, r = L.register.decode(stored), lambda what, i: f[L.release(what, i)]
+  assert (f[L.cbank("addr_upper", 0)] << 32 | f[L.cbank("addr_lower", 0)]) << L.cbank_shift == 0x7F_1234_5640
+  assert (r("addr_upper", 0) << 32 | r("addr_lower", 0), r("payload_upper", 0) << 32 | r("payload_lower", 0)) == (0xFF_0000_0010, (1 << 40) + 3)
+  assert (r("addr_upper", 1) << 32 | r("addr_lower", 1), r("payload_lower", 1)) == (0xFF_0000_0020, 7)
+  assert (r("enable", 0), r("structure_size", 0), r("enable", 1), r("structure_size", 1), r("payload64b", 1), r("membar_type", 0)) == (1, 0, 1, 1, 1, 1)
+  assert f["qmd_major_version"] == version and f[L.registers_field] == 8  # the patch touches nothing else
+  assert L.register.decode(sum(b << 32 * i for i, b in timeline_on))[L.release("enable", 0)] == 0
+  for form in (patch.bits, lambda *v: patch.store(words, 0, *v)):
+    with pytest.raises(HCQError, match="does not fit its"):
+      form(0, 1 << 60, 0, 0, 0)  # a release address beyond the field (40 bits on v3, 57 from v4)
 
 
 def test_qmd_refuses_values_it_cannot_hold():
@@ -304,3 +336,120 @@ def test_the_check_kernel_has_a_cubin_for_every_arch(arch):
   assert shipped.arch == arch and list(shipped.kernels) == ["check_axpi"]
   a, b = shipped.kernels["check_axpi"], fresh.kernels["check_axpi"]
   assert (a.params, a.param_base, a.param_size) == (b.params, b.param_base, b.param_size)
+
+
+GLOBALS = """
+.version 8.0
+.target sm_90
+.address_size 64
+.global .align 4 .u32 counter = 5;
+.global .align 8 .u64 ptr = counter;
+.global .align 4 .b8 zeros[64];
+.visible .entry g(.param .u64 out)
+{
+  .reg .b32 %r<4>; .reg .b64 %rd<8>;
+  ld.global.u64 %rd1, [ptr]; ld.u32 %r1, [%rd1]; mov.u64 %rd2, zeros; st.global.u32 [%rd2+4], %r1;
+  ld.param.u64 %rd3, [out]; st.global.u32 [%rd3], %r1; ret;
+}
+"""
+CALLS = """
+.version 8.0
+.target sm_90
+.address_size 64
+.global .align 4 .u32 counter = 5;
+.func (.reg .u32 rv) add1(.reg .u32 a) { add.u32 rv, a, 1; ret; }
+.func (.reg .u32 rv) add2(.reg .u32 a) { add.u32 rv, a, 2; ret; }
+.visible .entry c(.param .u64 out, .param .u32 k)
+{
+  .reg .b32 %r<4>; .reg .b64 %rd<8>; .reg .pred %p;
+  ld.param.u32 %r1, [k]; ld.global.u32 %r3, [counter]; setp.eq.u32 %p, %r1, %r3;
+  @%p call (%r2), add1, (%r1);
+  @!%p call (%r2), add2, (%r1);
+  ld.param.u64 %rd3, [out]; st.global.u32 [%rd3], %r2; ret;
+}
+"""
+FPTR = CALLS.replace("""  @%p call (%r2), add1, (%r1);
+  @!%p call (%r2), add2, (%r1);""", """  mov.u64 %rd1, add1; mov.u64 %rd2, add2; selp.b64 %rd4, %rd1, %rd2, %p;
+  proto: .callprototype (.param .u32 _) _ (.param .u32 _);
+  { .param .u32 a; .param .u32 b; st.param.u32 [a], %r1; call (b), %rd4, (a), proto; ld.param.u32 %r2, [b]; }""")
+
+
+def _ptxas(ptx: str, tmp_path, *flags: str) -> bytes:
+  (tmp_path / "k.ptx").write_text(ptx)
+  subprocess.run([ptxas_path(), "-arch=sm_90", *flags, str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.o")], check=True, capture_output=True)
+  return (tmp_path / "k.o").read_bytes()
+
+
+@pytest.mark.parametrize("ptx,flags", [(GLOBALS, ()), (GLOBALS, ("-c",)), (CALLS, ("-c",)), (FPTR, ("-c",))], ids=["globals", "globals-c", "calls-c", "fptr-c"])
+def test_relocations_agree_with_cuobjdump(ptx, flags, tmp_path):
+  """Differential: the relocations against what the loader places (code, constant banks, .nv.global.init), with the
+  R_CUDA names of their type numbers, are the ones cuobjdump -elf lists (its debug sections aside)."""
+  cubin = _ptxas(ptx, tmp_path, *flags)
+  out = subprocess.run([os.path.join(os.path.dirname(ptxas_path()), "cuobjdump"), "-elf", str(tmp_path / "k.o")], capture_output=True, text=True,
+                       check=True).stdout
+  want, section = set(), None
+  for line in out.splitlines():
+    if line.startswith(".section"): section = re.match(r"\.section \.rela?(\S+)", line).group(1) if ".rel" in line else None
+    elif section and not section.startswith(".debug") and (m := re.match(r"(0x[0-9a-f]+)\s+(\S+)\s+(R_CUDA_\w+)", line)):
+      want.add((section, int(m.group(1), 16), m.group(3), m.group(2)))
+  (k,) = read_cubin(cubin).kernels.values()
+  assert want and {(r.target, r.offset, r.type_name, r.symbol) for r in k.relocations} == want
+
+
+def test_global_variables_are_placed_and_their_relocations_applied(dev, tmp_path):
+  """A linked cubin: the globals' addresses go into constant bank 4 (R_CUDA_64), a pointer initialiser into
+  .nv.global.init (R_CUDA_G64); .nv.global starts zeroed."""
+  prg = dev.program(_ptxas(GLOBALS, tmp_path))
+  init, bss = prg.globals[".nv.global.init"], prg.globals[".nv.global"]
+  data = init.copyout(np.empty(init.nbytes, np.uint8)).tobytes()
+  counter = init.addr + 8  # ptxas lays out ptr (8 bytes) then counter
+  assert struct.unpack_from("<QI", data) == (counter, 5)
+  assert prg.banks[4].copyout(np.empty(3, np.uint64)).tolist() == [counter, init.addr, bss.addr]
+  assert not bss.copyout(np.empty(64, np.uint8)).any()
+
+
+def test_code_relocations_patch_the_instruction_immediates(dev, tmp_path):
+  """A relocatable cubin (ptxas -c): R_CUDA_ABS32_LO_32/HI_32 put the address halves into the instructions' 32-bit
+  immediates; nvdisasm of the loaded code shows them."""
+  prg = dev.program(_ptxas(GLOBALS, tmp_path, "-c"))
+  (tmp_path / "code.bin").write_bytes(prg.code.copyout(np.empty(prg.code.nbytes, np.uint8)).tobytes()[:len(prg.kernel.code)])
+  sass = subprocess.run([os.path.join(os.path.dirname(ptxas_path()), "nvdisasm"), "-b", "SM90", str(tmp_path / "code.bin")], capture_output=True,
+                        text=True, check=True).stdout
+  lines = {int(m.group(1), 16): m.group(2).strip() for m in re.finditer(r"/\*([0-9a-f]{4})\*/\s+(.*?);", sass)}
+  bases = {".nv.global.init": prg.globals[".nv.global.init"].addr, ".nv.global": prg.globals[".nv.global"].addr}
+  code_relocs = [r for r in prg.kernel.relocations if r.target.startswith(".text")]
+  assert len(code_relocs) == 4
+  for r in code_relocs:
+    addr = bases[r.symbol_section] + r.value + r.addend
+    assert lines[r.offset].endswith(hex(addr & 0xFFFFFFFF if r.type_name.endswith("LO_32") else addr >> 32)), (r, lines[r.offset])
+
+
+@pytest.mark.parametrize("ptx,pattern", [(CALLS, r"R_CUDA_ABS55_16_34 at \.text\.c\+0x[0-9a-f]+ to add[12]: hcq applies R_CUDA_64, R_CUDA_G64"),
+                                         (FPTR, r"R_CUDA_(ABS56_16_34|UNIFIED32_(LO|HI)_32) at \.text\.c")])
+def test_relocations_hcq_does_not_apply_are_refused_by_name(dev, ptx, pattern, tmp_path):
+  with pytest.raises(HCQError, match=pattern):
+    dev.program(_ptxas(ptx, tmp_path, "-c"))
+
+
+def test_the_memory_descriptor_is_the_default_cache_policy(tmp_path):
+  """Differential (cuobjdump -sass): on sm_90 a plain global load names the descriptor loaded from bank 0's
+  memory_descriptor word, while a load with .L2::cache_hint names the value PTX's createpolicy made instead: the word is
+  the default cache policy, which hcq leaves 0 (no policy) and the emulated GPU requires to be 0."""
+  ptx = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry cp(.param .u64 out, .param .u64 in)
+{
+  .reg .b32 %r<4>; .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [in]; ld.param.u64 %rd2, [out];
+  createpolicy.fractional.L2::evict_last.b64 %rd3, 1.0;
+  ld.global.L2::cache_hint.u32 %r1, [%rd1], %rd3;
+  ld.global.u32 %r2, [%rd1+4];
+  add.u32 %r1, %r1, %r2; st.global.u32 [%rd2], %r1; ret;
+}"""
+  (tmp_path / "k.cubin").write_bytes(compile_ptx(ptx, "sm_90"))
+  sass = subprocess.run([os.path.join(os.path.dirname(ptxas_path()), "cuobjdump"), "-sass", str(tmp_path / "k.cubin")], capture_output=True,
+                        text=True, check=True).stdout
+  default = re.search(rf"ULDC\.64 (UR\d+), c\[0x0\]\[{DRIVER_CONSTANTS['sm_90'].memory_descriptor:#x}\]", sass).group(1)
+  loads = dict((off, ur) for ur, off in re.findall(r"LDG\.E R\d+, desc\[(UR\d+)\]\[R\d+\.64(\+0x4)?\]", sass))
+  assert loads["+0x4"] == default and loads[""] != default  # the plain load, the hinted one

@@ -40,7 +40,7 @@ MODULES: dict[str, tuple[list[str], str]] = {
   "ctrl0000": ([S + f"ctrl/ctrl0000/ctrl0000{x}.h" for x in ("base", "client", "gpu", "system", "unix")], ""),
   "ctrl0080": ([S + f"ctrl/ctrl0080/ctrl0080{x}.h" for x in ("base", "gpu", "fifo", "fb")], ""),
   "ctrl2080": ([S + f"ctrl/ctrl2080/ctrl2080{x}.h" for x in ("base", "gpu", "fb", "perf", "thermal", "power", "mc", "bus", "fifo",
-                                                             "ce", "tmr", "rc", "ecc", "pmgr", "gpumon")], ""),
+                                                             "ce", "tmr", "rc", "ecc", "pmgr", "gpumon", "gr")], ""),
   "ctrl_fifo": ([S + "ctrl/ctrla06c.h", S + "ctrl/ctrla06f/ctrla06fgpfifo.h", S + "ctrl/ctrlc36f.h"], ""),
   "uvm": ([UVM + "uvm_ioctl.h", UVM + "uvm_linux_ioctl.h"], ""),
   # GPFIFO host methods: Ampere from open-gpu-doc; Hopper and Blackwell, which open-gpu-doc lacks, from the SDK's class/.

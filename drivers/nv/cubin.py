@@ -3,7 +3,8 @@
 What the driver needs of each kernel: its code (.text.<kernel>), its attributes (.nv.info.<kernel>: the parameters'
 offsets and sizes in constant bank 0, where the parameters start in the bank, the barriers it uses; .nv.info: the
 register count, frame and stack sizes, keyed by the kernel's symbol), its constant banks (.nv.constant<N>.<kernel>),
-its static shared memory (.nv.shared.<kernel>) and the relocations against its code. The layouts are the ones
+its static shared memory (.nv.shared.<kernel>), the module's global variables (.nv.global, .nv.global.init) and the
+relocations against what the loader places (code, constant banks, global initialisers). The layouts are the ones
 cuobjdump -elf prints (CUDA 13.5): an attribute is `format:u8 attribute:u8` then a u16 (the value for EIFMT_HVAL and
 EIFMT_BVAL, the size of the data that follows for EIFMT_SVAL). Anything outside the file, inconsistent or unknown where
 it matters raises CubinError naming the byte offset and what is wrong; attributes the driver does not use are skipped.
@@ -39,16 +40,21 @@ KPARAM_CBANK = 0x1F  # KPARAM_INFO's cbank field when the parameter lives in the
 class DriverConstants:
   """Where ptxas's SASS reads what the driver puts in constant bank 0 below the parameters, per arch (read off ptxas
   13.5's code with cuobjdump -sass: %ntid.xyz and %nctaid.xyz are loaded from the bank, the stack pointer R1 starts at
-  `stack_top`; tests/test_nv_program.py checks these against the disassembly on every arch)."""
+  `stack_top`, cvta.local adds the local window to a stack address, cvta.shared the shared window on sm_80-89 (sm_90
+  and later read that one from the special register SR_SWINHI); tests/test_nv_program.py checks these against the
+  disassembly on every arch)."""
   ntid: int                  # block dimensions x, y, z: three u32
   nctaid: int                # grid dimensions x, y, z: three u32
-  stack_top: int             # u32: where each thread's stack starts (the top of its local memory)
-  memory_descriptor: int     # u64 that global loads and stores name (desc[UR]): what the CUDA driver puts there is not known
+  stack_top: int             # u32: where each thread's stack starts, in its local address space (the stack grows down)
+  memory_descriptor: int     # u64 that plain global loads and stores name (desc[UR]): the default cache policy, the slot a
+                             # createpolicy result takes for .L2::cache_hint accesses (0: no policy; see the mock's compute.py)
+  local_window: int          # u64: the generic address of local memory (SET_SHADER_LOCAL_MEMORY_WINDOW)
+  shared_window: int | None  # u64: the generic address of shared memory (SET_SHADER_SHARED_MEMORY_WINDOW), where the code reads it
 
 
-DRIVER_CONSTANTS = {**dict.fromkeys(("sm_80", "sm_86", "sm_89"), DriverConstants(0x0, 0xC, 0x28, 0x118)),
-                    "sm_90": DriverConstants(0x0, 0xC, 0x28, 0x208),
-                    **dict.fromkeys(("sm_100", "sm_120"), DriverConstants(0x360, 0x370, 0x37C, 0x358))}
+DRIVER_CONSTANTS = {**dict.fromkeys(("sm_80", "sm_86", "sm_89"), DriverConstants(0x0, 0xC, 0x28, 0x118, 0x20, 0x18)),
+                    "sm_90": DriverConstants(0x0, 0xC, 0x28, 0x208, 0x20, None),
+                    **dict.fromkeys(("sm_100", "sm_120"), DriverConstants(0x360, 0x370, 0x37C, 0x358, 0x2F8, None))}
 
 
 class CubinError(ValueError):
@@ -80,7 +86,32 @@ class CubinKernel:
   max_threads: tuple[int, int, int] | None = None  # .maxntid (EIATTR_MAX_THREADS)
   reqntid: tuple[int, int, int] | None = None      # .reqntid (EIATTR_REQNTID)
   constant_banks: dict[int, bytes] = field(default_factory=dict)  # bank -> initial contents (.nv.constant<N>.<name>)
-  relocations: list[tuple[int, int, int]] = field(default_factory=list)  # (offset in the code, type, symbol) against .text.<name>
+  relocations: list["Relocation"] = field(default_factory=list)  # against its code, its constant banks and .nv.global.init
+  globals: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # .nv.global / .nv.global.init -> (bytes, initial data)
+
+
+# R_CUDA_* relocation types: the numbers ptxas 13 writes and the names cuobjdump -elf prints for them (tests/test_nv_program.py
+# holds this table to cuobjdump on ptxas's output, relocatable (-c) and not)
+R_CUDA = {2: "R_CUDA_64", 4: "R_CUDA_G64", 56: "R_CUDA_ABS32_LO_32", 57: "R_CUDA_ABS32_HI_32",
+        75: "R_CUDA_ABS55_16_34", 112: "R_CUDA_UNIFIED32_LO_32", 113: "R_CUDA_UNIFIED32_HI_32", 114: "R_CUDA_ABS56_16_34"}
+
+
+@dataclass(frozen=True)
+class Relocation:
+  """One relocation against a section the loader places: `target` (.text.<kernel>, .nv.constant<N>[.<kernel>] or
+  .nv.global.init) at `offset`, of `type`, to `symbol` at `value` in `symbol_section` ("" when undefined) plus `addend`
+  (RELA's, or None for REL: the addend is in the patched place)."""
+  target: str
+  offset: int
+  type: int
+  symbol: str
+  symbol_section: str
+  value: int
+  addend: int | None
+
+  @property
+  def type_name(self) -> str:
+    return R_CUDA.get(self.type, f"R_CUDA type {self.type}")
 
 
 @dataclass
@@ -157,7 +188,7 @@ def read_cubin(data: bytes) -> Cubin:
     text = by_name.get(f".text.{name}")
     if text is None or text.index != shndx:
       raise CubinError(f"symbol {sym_index} ({name}): a kernel entry whose code is not in a section .text.{name} (section {shndx})")
-    kernels[name] = _kernel(name, sym_index, text, data, sections, by_name, body)
+    kernels[name] = _kernel(name, sym_index, text, data, sections, by_name, body, symbols)
   if not kernels: raise CubinError("the cubin has no kernel entry (no FUNC symbol marked as an entry with a .text.<name> section)")
   return Cubin(arch_of_flags(e_flags), kernels)
 
@@ -209,7 +240,7 @@ def _hval(attr: int, fmt: int, pos: int, value: bytes, where: str) -> int:
   return struct.unpack("<H", value)[0] & (0xFF if fmt == EIFMT_BVAL else 0xFFFF)
 
 
-def _kernel(name: str, sym_index: int, text: _Section, data: bytes, sections, by_name, body) -> CubinKernel:
+def _kernel(name: str, sym_index: int, text: _Section, data: bytes, sections, by_name, body, symbols) -> CubinKernel:
   info = by_name.get(f".nv.info.{name}")
   if info is None: raise CubinError(f"kernel {name}: no .nv.info.{name} section (its parameter layout)")
   where = f".nv.info.{name}"
@@ -248,8 +279,12 @@ def _kernel(name: str, sym_index: int, text: _Section, data: bytes, sections, by
   if 0 in banks and len(banks[0]) < param_base + (param_size or 0):
     raise CubinError(f"kernel {name}: .nv.constant0.{name} holds {len(banks[0])} bytes, fewer than the parameters need ({param_base} + {param_size})")
   shared = by_name.get(f".nv.shared.{name}")
+  bank_sections = [s for s in sections if s.name.startswith(".nv.constant") and s.name[len(".nv.constant"):].partition(".")[2] in ("", name)]
+  global_sections = {n: (by_name[n].size, body(by_name[n])) for n in (".nv.global", ".nv.global.init") if n in by_name}
+  targets = [text, *bank_sections, *([by_name[".nv.global.init"]] if ".nv.global.init" in by_name else [])]
   return CubinKernel(name, body(text), text.offset, ordered, param_base, param_size or 0, regs, frame, max(stack, frame),
-                     shared.size if shared else 0, barriers, max_threads, reqntid, banks, _relocations(data, sections, text))
+                     shared.size if shared else 0, barriers, max_threads, reqntid, banks, _relocations(data, sections, targets, symbols),
+                     global_sections)
 
 
 def _per_function(data: bytes, by_name, sym_index: int, name: str) -> tuple[int, int, int]:
@@ -269,14 +304,20 @@ def _per_function(data: bytes, by_name, sym_index: int, name: str) -> tuple[int,
   return regs, frame, stack
 
 
-def _relocations(data: bytes, sections, text: _Section) -> list[tuple[int, int, int]]:
-  out = []
+def _relocations(data: bytes, sections, targets: list[_Section], symbols) -> list[Relocation]:
+  """The relocations against `targets` (the sections the loader places), with their symbols resolved to a section."""
+  out, by_index = [], {t.index: t for t in targets}
   for s in sections:
-    if s.type not in (SHT_REL, SHT_RELA) or s.info != text.index: continue
-    size = 24 if s.type == SHT_RELA else 16
+    if s.type not in (SHT_REL, SHT_RELA) or s.info not in by_index: continue
+    target, size = by_index[s.info], 24 if s.type == SHT_RELA else 16
     if s.size % size: raise CubinError(f"offset {s.header_at:#x}: {s.name} is {s.size} bytes, not whole {size}-byte entries")
     for at in range(s.offset, s.offset + s.size, size):
       r_offset, r_info = struct.unpack_from("<QQ", data, at)
-      if r_offset >= text.size: raise CubinError(f"offset {at:#x}: relocation at code offset {r_offset:#x} is outside {text.name} ({text.size} bytes)")
-      out.append((r_offset, r_info & 0xFFFFFFFF, r_info >> 32))
+      addend = struct.unpack_from("<q", data, at + 16)[0] if s.type == SHT_RELA else None
+      if r_offset + 4 > target.size: raise CubinError(f"offset {at:#x}: relocation at {r_offset:#x} is outside {target.name} ({target.size} bytes)")
+      sym = r_info >> 32
+      if sym >= len(symbols): raise CubinError(f"offset {at:#x}: relocation names symbol {sym}, the symbol table has {len(symbols)}")
+      name, value, _, _, _, shndx = symbols[sym]
+      out.append(Relocation(target.name, r_offset, r_info & 0xFFFFFFFF, name, sections[shndx].name if 0 < shndx < len(sections) else "",
+                            value, addend))
   return out

@@ -24,13 +24,14 @@ import numpy as np
 from hcq.autogen.nv import (classes as C, clc56f, clc6b5, clc6c0, clc7b5, clc7c0, clc86f, clc8b5, clc96f, clc9b5, clc9c0, clca6f, clcab5,
                             clcbc0, clcdc0, clcec0, ctrl0080, ctrl_fifo as F, nvos as O, nvstatus as S)
 from hcq.buffer import Buffer
-from hcq.device import Device, StagedCopies
+from hcq.device import Device, StagedCopies, TimestampSlot
 from hcq.devstring import DevSpec
 from hcq.drivers.nv.host_class import HOST_CLASSES, HostClass
 from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL, COPY_SUBCHANNEL, NVComputeQueue, NVCopyQueue, NVQueue
 from hcq.drivers.nv.rm import RMCallError, RMInterface
 from hcq.drivers.va import AddressSpace, ReservedRange
 from hcq.errors import GPUFault, HCQError
+from hcq.sym import Variable
 
 PAGE = 4096
 GPFIFO_ENTRIES = 1024
@@ -174,6 +175,13 @@ class NVDevice(StagedCopies, Device):
     self._gp_fields = get_shift, hi_shift, hi_mask >> hi_shift, len_shift, len_mask >> len_shift
     self.vaspace = rm.alloc(self.device, C.FERMI_VASPACE_A, O.NV_VASPACE_ALLOCATION_PARAMETERS())
     self.uuid = rm.gpu_uuid(self.subdevice)  # "GPU-...", as nvidia-smi shows it
+    from hcq.autogen.nv import ctrl2080 as X
+    # the SMs local memory is sized for (NVK's nvk_slm_area: enabled TPCs x SMs per TPC x warps per SM)
+    self.tpc_count, self.sms_per_tpc, self.max_warps_per_sm = rm.gr_info(
+      self.subdevice, X.NV2080_CTRL_GR_INFO_INDEX_SHADER_PIPE_COUNT, X.NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC,
+      X.NV2080_CTRL_GR_INFO_INDEX_MAX_WARPS_PER_SM)
+    if not (self.tpc_count and self.sms_per_tpc and self.max_warps_per_sm):
+      raise HCQError(f"the RM reports {self.tpc_count} TPCs, {self.sms_per_tpc} SMs per TPC, {self.max_warps_per_sm} warps per SM: no SMs to run kernels on")
     rm.uvm_register(rm.gpu_uuid(self.subdevice, binary=True))
     self.usermode = rm.alloc(self.subdevice, self.arch.usermode)
     self.doorbell = rm.map_cpu(self.subdevice, self.usermode, PAGE) + C.NVC361_NOTIFY_CHANNEL_PENDING
@@ -327,6 +335,25 @@ class NVDevice(StagedCopies, Device):
     from hcq.drivers.nv.program import NVProgram
     self.kernargs.align = max(self.kernargs.align, 256)  # each launch block starts with a QMD (SEND_PCAS_A takes address >> 8)
     return NVProgram(self, code, name)
+
+  # ---- launches: the QMD's release semaphores signal the timeline (and a timed launch's end) ----
+  def _launch_queue(self, program, gs: tuple[int, int, int], ls: tuple[int, int, int], timed: bool) -> NVComputeQueue:
+    """wait for the previous submission, the start time (timed), the QMD: no WFI and no host release after it, as
+    RELEASE1/0 of the QMD carry the timeline value and the end time (NVProgram.place_kernargs fills them)."""
+    cache = program.__dict__.setdefault("_launch_queues", {})
+    q = cache.get((gs, ls, timed))
+    if q is None:
+      q = self.compute_queue().wait(self.timeline_signal, Variable("wait"))
+      if timed: q.timestamp(TimestampSlot(Variable("start")))
+      q = cache[(gs, ls, timed)] = q.exec(program, Variable("kernargs"), gs, ls, barrier=False)
+    return q
+
+  def _place_launch(self, program, kernargs: bytes | bytearray, end) -> int:
+    return program.place_kernargs(kernargs, self.timeline_value, self.timeline_signal.value_addr, end.value_addr if end is not None else 0)
+
+  def _end_timestamp(self, end, value: int) -> int:
+    end.wait(value)  # RELEASE0 wrote the end time with the value: the order of a QMD's releases is not relied on here
+    return end.timestamp
 
   def compute_queue(self) -> NVComputeQueue:
     return NVComputeQueue(self.arch)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from hcq.autogen.nv import clc6c0, clc7c0, clc9c0, clcbc0, clcdc0, clcec0
 from hcq.drivers.nv.compile import compile_ptx, cuda_to_ptx, llvm_to_ptx
 from hcq.drivers.nv.cubin import DRIVER_CONSTANTS, CubinError, CubinKernel, read_cubin
-from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, QMDAddress, cbank_patch, encode_qmd
+from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, RELEASE_FOUR_WORDS, RELEASE_MEMBAR_SYS, RELEASE_ONE_WORD, QMDAddress, QMDPatch, encode_qmd
+from hcq.drivers.nv.relocate import apply_relocations
 from hcq.errors import HCQError, ProgramArgumentError
 from hcq.program import KernelArg, Program, launch_dims, pack_kernargs
 from hcq.sym import Sym
@@ -28,11 +29,15 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIMS = (1024, 1024, 64)
 MAX_GRID_DIMS = ((1 << 31) - 1, 65535, 65535)
 REGISTERS_PER_BLOCK = 65536
-# local memory: the stack of every thread the GPU may hold at once (SMs x resident threads), as the CUDA driver sizes it
-MAX_SM_COUNT, THREADS_PER_SM = 132, 2048  # an H100/H200's SMs (the RM's NV2080_CTRL_GR_INFO_INDEX_SHADER_PIPE_COUNT is not read yet)
 # the generic-address windows of shared and local memory (SET_SHADER_SHARED/LOCAL_MEMORY_WINDOW): in the VA space (below
 # 2^49) where hcq maps nothing (its buffers lie below 17 TiB), 4 GiB apart
 SHARED_WINDOW, LOCAL_WINDOW = 0xFE00_0000_0000, 0xFF00_0000_0000
+# Each thread's stack starts at STACK_TOP of its 16 MiB local address space (the bank-0 word ptxas's code loads into R1),
+# STACK_RESERVED bytes below the top. 0xfffdc0 is the value the CUDA driver writes there (its bank 0 read back from a
+# CUDA process on an sm_120 GPU, driver 590; the same value on sm_80-90 is unconfirmed here: no GPU); the QMD's high
+# local memory part covers the stack and the reserved bytes above it.
+LOCAL_SPACE, STACK_RESERVED = 1 << 24, 0x240
+STACK_TOP = LOCAL_SPACE - STACK_RESERVED
 MAX_SHARED_PER_BLOCK = {"sm_80": 163 << 10, "sm_86": 99 << 10, "sm_89": 99 << 10, "sm_90": 227 << 10, "sm_100": 227 << 10, "sm_120": 99 << 10}
 # PTX .param types -> argument kinds; a .u64 parameter (with or without .ptr) is a buffer's address
 _PTX_KINDS = {"u8": "u8", "s8": "i8", "u16": "u16", "s16": "i16", "u32": "u32", "s32": "i32", "u64": "buffer", "s64": "i64",
@@ -88,10 +93,6 @@ class NVProgram(Program):
       name = next(iter(cubin.kernels))
     if name not in cubin.kernels: raise HCQError(f"no kernel {name!r} in the cubin; it has {', '.join(cubin.kernels)}")
     k: CubinKernel = cubin.kernels[name]
-    if k.relocations:
-      off, typ, sym = k.relocations[0]
-      raise HCQError(f"{name}: {len(k.relocations)} relocations against its code (the first at {off:#x}, type {typ}, symbol {sym}); "
-                     "hcq applies none yet (calls to other functions, device globals)")
     self.kernel, self.layout_qmd = k, QMD_LAYOUTS[device.arch.qmd]
     self.qmd_bytes = self.layout_qmd.nbytes
     kinds = ptx_param_kinds(ptx).get(name) if ptx else None
@@ -100,26 +101,35 @@ class NVProgram(Program):
       pname, kind = kinds[i] if kinds and i < len(kinds) else (f"arg{i}", f"b{8 * p.size}")
       if KernelArg(pname, 0, kind).size != p.size: raise HCQError(f"{name}: parameter {pname} is {kind} in the PTX but {p.size} bytes in the cubin")
       layout.append(KernelArg(pname, self.qmd_bytes + k.param_base + p.offset, kind))
-    bank0 = k.constant_banks.get(0, b"")
+    # the module's global variables, then the code, banks and initialisers with their relocations applied
+    self.globals = {sec: device.alloc(max(size, 1), "device") for sec, (size, _) in k.globals.items()}
+    places = {f".text.{name}": bytearray(k.code), **{sec: bytearray(init.ljust(size, b"\0")) for sec, (size, init) in k.globals.items()}}
+    banks = {i: bytearray(d) for i, d in k.constant_banks.items()}
+    places.update({r.target: banks[int(r.target[len(".nv.constant"):].partition(".")[0])] for r in k.relocations if r.target.startswith(".nv.constant")})
+    apply_relocations(k, places, {sec: buf.addr for sec, buf in self.globals.items()})
+    for sec, buf in self.globals.items(): device.upload(buf, bytes(places[sec]))
+    code = bytes(places[f".text.{name}"])
+    bank0 = bytes(banks.get(0, b""))
     self.cbank0_size = (max(len(bank0), k.param_base + k.param_size) + 15) // 16 * 16
     self.cbank0_init = bank0[:k.param_base]
     self.driver_constants = DRIVER_CONSTANTS.get(arch)
     if self.driver_constants is None: raise HCQError(f"{name}: where {arch}'s code reads the block and grid sizes in constant bank 0 is not known")
     super().__init__(device, name, layout, self.qmd_bytes + self.cbank0_size)
-    self.code = device.alloc(max(len(k.code), 1) + 256, "device")  # the SM prefetches past the end of a program
-    device.upload(self.code, k.code)
+    self.code = device.alloc(max(len(code), 1) + 256, "device")  # the SM prefetches past the end of a program
+    device.upload(self.code, code)
     self.banks = {}
-    for i, data in sorted(k.constant_banks.items()):
+    for i, data in sorted(banks.items()):
       if i == 0 or not data: continue
       if i > 7: raise HCQError(f"{name}: constant bank {i}; a QMD binds banks 0 to 7")
       buf = self.banks[i] = device.alloc(len(data), "device")
-      device.upload(buf, data)
+      device.upload(buf, bytes(data))
     self.max_shared = MAX_SHARED_PER_BLOCK.get(arch, 48 << 10)
     self.shared_size = k.shared_size
-    self.local_per_thread = k.stack_size
-    self._cbank_patch = cbank_patch(self.layout_qmd, 0)
+    self.local_per_thread = (k.stack_size + STACK_RESERVED + 15) // 16 * 16 if k.stack_size else 0  # the QMD's high local part
+    self._patch, self._releases = launch_patch(self.layout_qmd)
     ring = device.kernargs.buf  # written through a memoryview: ctypes.memmove would release the GIL to the emulator's threads
     self._ring = memoryview((ctypes.c_uint8 * ring.nbytes).from_address(ring.host_addr)).cast("B")
+    self._ring32 = self._ring.cast("I")
     self._templates: dict[tuple, bytes] = {}  # (grid, block, shared) -> block_template
 
   def check_limits(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> None:
@@ -149,12 +159,15 @@ class NVProgram(Program):
 
   def driver_part(self, gs: tuple[int, int, int], ls: tuple[int, int, int]) -> bytes:
     """Constant bank 0 below the parameters: ptxas's initial contents with what the code reads from the driver: the block
-    and grid sizes (%ntid, %nctaid) and the stack's start, the top of each thread's local memory (unsure: the value
-    the CUDA driver puts there was not read; the emulated SM, which runs PTX, does not use it)."""
+    and grid sizes (%ntid, %nctaid), the stack's start (STACK_TOP) and the local and shared windows the queue sets
+    (cvta.local/.shared). The default memory descriptor stays as ptxas left it: 0, no cache policy (what the CUDA driver
+    writes there is not known; a createpolicy descriptor always sets bit 60)."""
     c, out = self.driver_constants, bytearray(self.cbank0_init.ljust(self.kernel.param_base, b"\0"))
     struct.pack_into("<3I", out, c.ntid, *ls)
     struct.pack_into("<3I", out, c.nctaid, *gs)
-    struct.pack_into("<I", out, c.stack_top, (self.local_per_thread + 15) // 16 * 16)
+    struct.pack_into("<I", out, c.stack_top, STACK_TOP)
+    struct.pack_into("<Q", out, c.local_window, LOCAL_WINDOW)
+    if c.shared_window is not None: struct.pack_into("<Q", out, c.shared_window, SHARED_WINDOW)
     return bytes(out)
 
   def block_template(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> bytes:
@@ -174,13 +187,19 @@ class NVProgram(Program):
     template = self.block_template(gs, ls, self.shared_size if shared is None else shared)
     return pack_kernargs(self.name, self.layout, bufs, vals, self.kernarg_size, self.device, template)
 
-  def place_kernargs(self, block: bytes | bytearray, timeline_value: int) -> int:
-    """Write a launch block into the kernarg ring and point its QMD at its constant bank 0; returns the QMD's address."""
+  def place_kernargs(self, block: bytes | bytearray, timeline_value: int, signal_addr: int = 0, end_addr: int = 0) -> int:
+    """Write a launch block into the kernarg ring and point its QMD at its constant bank 0; returns the QMD's address.
+    With `signal_addr`, the QMD's RELEASE1 writes `timeline_value` there (64 bits) when the grid completes, and with
+    `end_addr` RELEASE0 the same value and the GPU timer after it (a signal's value and timestamp)."""
     ring = self.device.kernargs
-    addr = ring.write(block, timeline_value)
-    lo, hi, bits = self._cbank_patch
+    addr = ring.reserve(len(block), timeline_value)
     at = addr - ring.buf.addr
-    self._ring[at + lo:at + hi] = (int.from_bytes(block[lo:hi], "little") | bits(addr + self.qmd_bytes)).to_bytes(hi - lo, "little")
+    self._ring[at:at + len(block)] = block
+    words, w = self._ring32, at >> 2  # the QMD's fields, ORed into its words in the ring (small ints, no copy)
+    self._patch.store(words, w, addr + self.qmd_bytes, end_addr, timeline_value if end_addr else 0, signal_addr, timeline_value if signal_addr else 0)
+    for on, enables in ((end_addr, self._releases[0]), (signal_addr, self._releases[1])):
+      if on:
+        for i, b in enables: words[w + i] |= b
     return addr
 
   def __call__(self, *bufs, global_size=1, local_size=1, vals=(), wait: bool = False, shared: int | None = None) -> float | None:
@@ -188,6 +207,20 @@ class NVProgram(Program):
     dynamic; the kernel's static size by default). With wait=True, the GPU seconds it took."""
     gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
     return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls, shared), gs, ls, wait)
+
+
+def launch_patch(layout) -> tuple[QMDPatch, tuple[tuple, tuple]]:
+  """The QMD fields a launch sets (constant bank 0's address, RELEASE0 and RELEASE1's addresses and payloads) and the
+  fields that turn RELEASE0 and RELEASE1 on, as (word, bits) pairs of the QMD. RELEASE1 signals the
+  timeline: one 64-bit word; RELEASE0 the end of a timed launch: four words, the payload and the timer (first, so that
+  it is written before the timeline where the releases go in index order; wait=True also waits for its payload). Both
+  after a system membar, so the grid's writes are visible before the host sees the signal."""
+  rel = lambda what, i: layout.release(what, i)
+  values = [(layout.cbank("addr_lower", 0), layout.cbank("addr_upper", 0), layout.cbank_shift)]
+  for i in (0, 1): values += [(rel("addr_lower", i), rel("addr_upper", i), 0), (rel("payload_lower", i), rel("payload_upper", i), 0)]
+  on = lambda i, size: {rel("enable", i): 1, rel("structure_size", i): size, rel("payload64b", i): 1, rel("membar_type", i): RELEASE_MEMBAR_SYS}
+  patch = QMDPatch(layout, values, also=tuple(on(0, 0)) + tuple(on(1, 0)))
+  return patch, (patch.fixed_words(**on(0, RELEASE_FOUR_WORDS)), patch.fixed_words(**on(1, RELEASE_ONE_WORD)))
 
 
 def compute_class(class_id: int) -> tuple[Any, str]:
@@ -198,23 +231,34 @@ def compute_class(class_id: int) -> tuple[Any, str]:
   raise HCQError(f"no generated compute class module for class {class_id:#x}")
 
 
+def slm_bytes_per_tpc(device: "NVDevice", per_thread: int) -> int:
+  """Local memory one TPC needs for `per_thread` bytes of every thread it may hold (NVK nvk_device.c nvk_slm_area_ensure:
+  a warp's share aligned to 0x200, times the warps of an SM and the SMs of a TPC, aligned to 0x8000, the alignment
+  SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A/B take)."""
+  per_warp = (per_thread * 32 + 0x1FF) // 0x200 * 0x200
+  return (per_warp * device.max_warps_per_sm * device.sms_per_tpc + 0x7FFF) // 0x8000 * 0x8000
+
+
 def local_memory(device: "NVDevice", per_thread: int):
-  """The device's local memory for stacks of `per_thread` bytes: grown (never shrunk, and the old buffer kept for queues
-  built with it) when a program needs more. None when no program needs any."""
-  per_thread = (per_thread + 15) // 16 * 16
+  """The device's local memory for `per_thread` bytes a thread, for every TPC the RM reports (device.tpc_count): (buffer,
+  bytes per TPC), grown (never shrunk, and the old buffer kept for queues built with it) when a program needs more.
+  None when no program needs any."""
   cur = getattr(device, "_nv_local", None)
   if per_thread == 0: return cur
-  if cur is None or cur[1] < per_thread:
-    buf = device.alloc(per_thread * THREADS_PER_SM * MAX_SM_COUNT, "device")
+  per_tpc = slm_bytes_per_tpc(device, per_thread)
+  if cur is None or cur[1] < per_tpc:
+    buf = device.alloc(per_tpc * device.tpc_count, "device")
     device.__dict__.setdefault("_nv_local_old", []).append(cur)
-    device._nv_local = cur = (buf, per_thread)
+    device._nv_local = cur = (buf, per_tpc)
   return cur
 
 
-def exec_methods(q: "NVComputeQueue", program: NVProgram, qmd_addr: "int | Sym") -> "NVComputeQueue":
+def exec_methods(q: "NVComputeQueue", program: NVProgram, qmd_addr: "int | Sym", wfi: bool = True) -> "NVComputeQueue":
   """The compute class methods of one launch: the local and shared memory state (what the CUDA driver sends once per
   channel; sent with each launch here, so a recovered channel or a grown local memory needs nothing else), the QMD's
-  address (SEND_PCAS_A), SEND_SIGNALING_PCAS2_B to invalidate, copy and schedule it, and a wait for idle."""
+  address (SEND_PCAS_A), SEND_SIGNALING_PCAS2_B to invalidate, copy and schedule it, and (`wfi`) a wait for idle.
+  Without the wait for idle the channel goes on while the grid runs: what comes next must not depend on it unless the
+  QMD's own release semaphores say when it is done (NVDevice's launches: the next one acquires that release)."""
   from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL
   if not isinstance(qmd_addr, Sym) and qmd_addr % QMD_ALIGN: raise HCQError(f"a QMD at {qmd_addr:#x} is not {QMD_ALIGN}-byte aligned")
   sub = COMPUTE_SUBCHANNEL
@@ -222,14 +266,14 @@ def exec_methods(q: "NVComputeQueue", program: NVProgram, qmd_addr: "int | Sym")
   m = lambda name: getattr(cls, f"{prefix}_{name}")
   enc = lambda name, **f: cls.register(f"{prefix}_{name}").encode(**f)
   local = local_memory(program.device, program.local_per_thread)
-  if local is not None:
-    buf, per_thread = local
+  if local is not None:  # as NVK's nvk_queue_state_update: the base, the bytes per TPC, MAX_SM_COUNT 0xff
+    buf, per_tpc = local
     q.method(sub, m("SET_SHADER_LOCAL_MEMORY_A"), buf.addr >> 32, buf.addr & 0xFFFFFFFF)
-    q.method(sub, m("SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A"), buf.nbytes >> 32, buf.nbytes & 0xFFFFFFFF, MAX_SM_COUNT)
+    q.method(sub, m("SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A"), per_tpc >> 32, per_tpc & 0xFFFFFFFF, 0xFF)
   q.method(sub, m("SET_SHADER_LOCAL_MEMORY_WINDOW_A"), LOCAL_WINDOW >> 32, LOCAL_WINDOW & 0xFFFFFFFF)
   q.method(sub, m("SET_SHADER_SHARED_MEMORY_WINDOW_A"), SHARED_WINDOW >> 32, SHARED_WINDOW & 0xFFFFFFFF)
   q.method(sub, m("SEND_PCAS_A"), QMDAddress(qmd_addr) if isinstance(qmd_addr, Sym) else qmd_addr >> 8)
   q.method(sub, m("SEND_SIGNALING_PCAS2_B"), enc("SEND_SIGNALING_PCAS2_B", pcas_action=getattr(cls, f"{prefix}_SEND_SIGNALING_PCAS2_B_PCAS_ACTION_INVALIDATE_COPY_SCHEDULE")))
-  # Unsure whether the next grid of this channel may start before this one ends: a wait for idle keeps launches in order,
-  # as AMD's CS partial flush does (chaining through dependent QMDs would let the hardware start the next one sooner).
-  return q.method(0, program.device.arch.m("WFI"), 0)  # WFI's SCOPE 0: the current subcontext
+  # A queue of separate execs knows nothing of what each kernel reads: a wait for idle keeps them in order, as NVK's
+  # pipeline barrier does between dependent dispatches (nvk_cmd_buffer.c nvk_barrier_flushes_waits: WAIT_FOR_IDLE).
+  return q.method(0, program.device.arch.m("WFI"), 0) if wfi else q  # WFI's SCOPE 0: the current subcontext

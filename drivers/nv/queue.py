@@ -118,10 +118,13 @@ class NVComputeQueue(NVQueue):
   """The compute channel's queue: host methods and the compute class."""
   channel = "compute"
 
-  def exec(self, program, kernargs_addr, global_size, local_size) -> "NVComputeQueue":
-    """Launch the QMD at `kernargs_addr` (the block NVProgram.kernargs made for these sizes and place_kernargs placed)."""
+  def exec(self, program, kernargs_addr, global_size, local_size, barrier: bool = True) -> "NVComputeQueue":
+    """Launch the QMD at `kernargs_addr` (the block NVProgram.kernargs made for these sizes and place_kernargs placed).
+    `barrier`: a wait for idle after it, so that what follows sees its results. barrier=False lets the channel go on
+    while the grid runs, for a next kernel that does not touch what this one writes (NVK sends no barrier between
+    dispatches unless asked), or when the QMD's own releases say when it is done (NVDevice's launches)."""
     from hcq.drivers.nv.program import exec_methods
-    return exec_methods(self, program, kernargs_addr)
+    return exec_methods(self, program, kernargs_addr, wfi=barrier)
 
 
 class NVCopyQueue(NVQueue):

@@ -138,6 +138,15 @@ class RMInterface:
     data = bytes(p.data[:min(p.length, len(p.data))])
     return data if binary else data.split(b"\0")[0].decode("ascii")
 
+  def gr_info(self, subdevice: int, *indices: int) -> list[int]:
+    """Values of the graphics engine's NV2080_CTRL_GR_INFO_INDEX_* `indices` (NV2080_CTRL_CMD_GR_GET_INFO_V2: the list
+    inside the parameters, no user pointer; kernel_graphics.c _kgraphicsCtrlCmdGrGetInfoV2)."""
+    from hcq.autogen.nv import ctrl2080 as X
+    p = X.NV2080_CTRL_GR_GET_INFO_V2_PARAMS(grInfoListSize=len(indices))
+    for e, i in zip(p.grInfoList, indices): e.index = i
+    self.control(subdevice, X.NV2080_CTRL_CMD_GR_GET_INFO_V2, p)
+    return [e.data for e in p.grInfoList[:len(indices)]]
+
   # ---- memory ----
   def alloc_os_descriptor(self, parent: int, address: int, size: int) -> int:
     """NV_ESC_RM_ALLOC_MEMORY of NV01_MEMORY_SYSTEM_OS_DESCRIPTOR: the process's pages at `address` as an RM memory object."""

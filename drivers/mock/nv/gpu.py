@@ -46,6 +46,13 @@ class NVBoardSpec:
   driver_version: str = "580.142"
   pci_slot: str = "0000:19:00.0"  # where an HGX board's first GPU often sits; made up
   temperature_c: int = 34  # an idle H200's GPU temperature, about what nvidia-smi shows
+  # the graphics engine as NV2080_CTRL_CMD_GR_GET_INFO_V2 reports it: GH100 has 8 GPCs of up to 9 TPCs of 2 SMs; an
+  # H200 SXM enables 132 SMs (66 TPCs); 64 warps (2048 threads) per SM (CUDA C Programming Guide, compute capability 9.0)
+  gpcs: int = 8
+  tpcs_per_gpc: int = 9
+  tpc_count: int = 66
+  sms_per_tpc: int = 2
+  max_warps_per_sm: int = 64
 
 
 @dataclass
@@ -86,7 +93,7 @@ class HostDecoder:
     self.gp0 = {k: f("GP_ENTRY0", k) for k in ("fetch", "get")}
     self.gp1 = {k: f("GP_ENTRY1", k) for k in ("get_hi", "length", "level", "opcode")}
     self.sem_lo, self.sem_hi = f("SEM_ADDR_LO", "offset"), f("SEM_ADDR_HI", "offset")
-    self.sem = {k: f("SEM_EXECUTE", k) for k in ("operation", "payload_size", "release_timestamp")}
+    self.sem = {k: f("SEM_EXECUTE", k) for k in ("operation", "payload_size", "release_timestamp", "release_wfi")}
     self.set_object = f("SET_OBJECT", "nvclass")
     self.mem_op = f("MEM_OP_D", "operation")
     own = lambda name: isinstance(getattr(host.module, f"{host.prefix}_{name}", None), int)
@@ -95,7 +102,7 @@ class HostDecoder:
       "GP_ENTRY1_OPCODE_NOP", "GP_ENTRY0_FETCH_UNCONDITIONAL", "GP_ENTRY1_LEVEL_MAIN", "DMA_INCR_OPCODE_VALUE", "DMA_NONINCR_OPCODE_VALUE",
       "DMA_ONEINCR_OPCODE_VALUE", "DMA_IMMD_OPCODE_VALUE", "SEM_ADDR_LO", "SEM_ADDR_HI", "SEM_PAYLOAD_LO", "SEM_PAYLOAD_HI",
       "SEM_EXECUTE_PAYLOAD_SIZE_64BIT", "SEM_EXECUTE_OPERATION_RELEASE", "SEM_EXECUTE_OPERATION_ACQUIRE",
-      "SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ", "MEM_OP_D_OPERATION_MEMBAR")}
+      "SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ", "MEM_OP_D_OPERATION_MEMBAR", "SEM_EXECUTE_RELEASE_WFI_EN")}
 
 
 def bits(value: int, field: tuple[int, int]) -> int:
@@ -114,9 +121,9 @@ class MockNVGPU:
     self._busy_lock = threading.Lock()
     self.ce_upper = CE.register("NVC8B5_OFFSET_IN_UPPER").fields["upper"]  # OFFSET_OUT_UPPER has the same field
     self.launch = CE.register("NVC8B5_LAUNCH_DMA")
-    handlers = {"SET_OBJECT": self._set_object, "SEM_EXECUTE": self._sem_execute, "MEM_OP_D": self._mem_op}
+    handlers = {"SET_OBJECT": self._set_object, "SEM_EXECUTE": self._sem_execute, "MEM_OP_D": self._mem_op, "WFI": self._wfi}
     self.decoders = {cls: HostDecoder(host, handlers) for cls, host in HOST_CLASSES.items() if cls in board.gpfifo_classes}
-    self.compute, self._compute_state = ComputeClass(self.mem), {}  # the compute class and each channel's state of it
+    self.compute, self._compute_state = ComputeClass(self.mem, self.clock, board.tpc_count, board.sms_per_tpc, board.max_warps_per_sm), {}  # the compute class and each channel's state of it
     # copy class methods the engine takes (clc8b5.h); others stop the channel
     self.ce = {n: getattr(CE, f"NVC8B5_{n}") for n in ("NOP", "OFFSET_IN_UPPER", "OFFSET_IN_LOWER", "OFFSET_OUT_UPPER", "OFFSET_OUT_LOWER",
                                                         "PITCH_IN", "PITCH_OUT", "LINE_LENGTH_IN", "LINE_COUNT", "LAUNCH_DMA")}
@@ -158,6 +165,7 @@ class MockNVGPU:
           if put >= ch.entries: raise ChannelError(f"GP_PUT {put} is outside the {ch.entries}-entry GPFIFO", E.ROBUST_CHANNEL_PBDMA_ERROR)
           self._gp_entry(ch, get)
           ch.userd[_CTRL["GPGet"]] = (get + 1) % ch.entries
+        self._drain(ch)  # nothing more to fetch: the grids in flight complete
         with self._busy_lock: self.busy_ns += time.monotonic_ns() - t0
       except ChannelError as e:
         self._fail(ch, str(e), e.xid)
@@ -165,6 +173,10 @@ class MockNVGPU:
         self._fail(ch, f"MMU fault: {e}", E.ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT)
       except _Stopped:
         return
+
+  def _drain(self, ch: Channel) -> None:
+    """Complete the channel's grids in flight (compute.py: at a WFI, an acquire, a membar, or when the channel idles)."""
+    if ch.engine == "compute" and ch.error is None: self.compute.drain(self._compute_state.setdefault(ch.chid, {}))
 
   def _fail(self, ch: Channel, message: str, xid: int) -> None:
     if ch.stopped: return
@@ -256,11 +268,13 @@ class MockNVGPU:
     if addr % size: raise ChannelError(f"{where}: semaphore at {addr:#x} not aligned to its {size}-byte payload", E.ROBUST_CHANNEL_PBDMA_ERROR)
     op = bits(data, d.sem["operation"])
     if op == d.c["SEM_EXECUTE_OPERATION_RELEASE"]:
+      if bits(data, d.sem["release_wfi"]) == d.c["SEM_EXECUTE_RELEASE_WFI_EN"]: self._drain(ch)  # RELEASE_WFI_EN: after the channel's work is done (clc56f.h)
       if bits(data, d.sem["release_timestamp"]):
         if addr % 16: raise ChannelError(f"{where}: a timestamped release at {addr:#x} needs 16-byte alignment", E.ROBUST_CHANNEL_PBDMA_ERROR)
         self.mem.write(addr + 8, self.clock().to_bytes(8, "little"))
       self.mem.write(addr, payload.to_bytes(size, "little"))
     elif op in (d.c["SEM_EXECUTE_OPERATION_ACQUIRE"], d.c["SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ"]):
+      self._drain(ch)  # the PBDMA stalls here while the grids in flight run to completion
       # ACQUIRE: equal; ACQ_STRICT_GEQ: value >= payload, compared unsigned at the payload's width (clc56f.h: "strictly"
       # greater or equal, without the circular wrap of ACQ_CIRC_GEQ)
       read = lambda: int.from_bytes(self.mem.read(addr, size), "little")
@@ -272,6 +286,10 @@ class MockNVGPU:
   def _mem_op(self, ch: Channel, d: HostDecoder, subch: int, data: int, at: int) -> None:
     if (op := bits(data, d.mem_op)) != d.c["MEM_OP_D_OPERATION_MEMBAR"]:
       raise ChannelError(f"pushbuffer {at:#x}: MEM_OP_D operation {op} is not emulated (MEMBAR is)", E.ROBUST_CHANNEL_PBDMA_ERROR)
+    self._drain(ch)  # stricter: a membar waits for the grids in flight (the host's membar may only order its own writes)
+
+  def _wfi(self, ch: Channel, d: HostDecoder, subch: int, data: int, at: int) -> None:
+    self._drain(ch)  # clc56f.h WFI: wait until the engines of the channel are idle
 
   def _poll(self, ch: Channel, check) -> None:
     spins = 0

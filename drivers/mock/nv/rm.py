@@ -90,6 +90,7 @@ CONTROLS = {
   X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS),
   X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_THERMAL_SYSTEM_EXECUTE_V2_PARAMS),
   X.NV2080_CTRL_CMD_GPU_GET_GID_INFO: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS),
+  X.NV2080_CTRL_CMD_GR_GET_INFO_V2: ((C.NV20_SUBDEVICE_0,), X.NV2080_CTRL_GR_GET_INFO_V2_PARAMS),
 }
 
 
@@ -393,6 +394,7 @@ class MockRM:
     elif a.cmd == X.NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2: self._util_samples(p)
     elif a.cmd == X.NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2: self._thermal(p)
     elif a.cmd == X.NV2080_CTRL_CMD_GPU_GET_GID_INFO: self._gid_info(p)
+    elif a.cmd == X.NV2080_CTRL_CMD_GR_GET_INFO_V2: self._gr_info(p)
 
   def _fb_info(self, p) -> None:
     """kern_mem_sys_ctrl.c subdeviceCtrlCmdFbGetInfoV2_IMPL (580.142): 1..NV2080_CTRL_FB_INFO_MAX_LIST_SIZE entries; sizes in KiB.
@@ -405,6 +407,23 @@ class MockRM:
               X.NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE: (self.board.vram_bytes - self.vram_used) >> 10}
     for e in p.fbInfoList[:p.fbInfoListSize]:
       if e.index not in values: raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"FB info index {e.index:#x} is not emulated")
+      e.data = values[e.index]
+
+  def _gr_info(self, p) -> None:
+    """kernel_graphics.c subdeviceCtrlCmdKGrGetInfoV2_IMPL -> _kgraphicsCtrlCmdGrGetInfoV2 (580.142): 1..NV2080_CTRL_GR_INFO_MAX_SIZE
+    entries, else NV_ERR_INVALID_ARGUMENT, and each index below NV2080_CTRL_GR_INFO_MAX_SIZE, else NV_ERR_INVALID_ARGUMENT
+    (checked entry by entry, the earlier ones filled). grRouteInfo must name no engine (kgrmgrCtrlRouteKGRWithDevice; the
+    mock has no MIG). Only the indices below are emulated; any other is refused (stricter: the RM answers all)."""
+    if not 0 < p.grInfoListSize <= X.NV2080_CTRL_GR_INFO_MAX_SIZE:
+      raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"grInfoListSize {p.grInfoListSize}: 1..{X.NV2080_CTRL_GR_INFO_MAX_SIZE}")
+    if p.grRouteInfo.flags or p.grRouteInfo.route: raise RMError(S.NV_ERR_INVALID_ARGUMENT, "grRouteInfo names an engine; the mock has no MIG")
+    b = self.board
+    values = {X.NV2080_CTRL_GR_INFO_INDEX_SHADER_PIPE_COUNT: b.tpc_count, X.NV2080_CTRL_GR_INFO_INDEX_SHADER_PIPE_SUB_COUNT: b.sms_per_tpc,
+              X.NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC: b.sms_per_tpc, X.NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_GPCS: b.gpcs,
+              X.NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC: b.tpcs_per_gpc, X.NV2080_CTRL_GR_INFO_INDEX_MAX_WARPS_PER_SM: b.max_warps_per_sm}
+    for e in p.grInfoList[:p.grInfoListSize]:
+      if e.index >= X.NV2080_CTRL_GR_INFO_MAX_SIZE: raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"GR info index {e.index}: below {X.NV2080_CTRL_GR_INFO_MAX_SIZE}")
+      if e.index not in values: raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"GR info index {e.index} is not emulated")
       e.data = values[e.index]
 
   def _gid_info(self, p) -> None:
