@@ -16,9 +16,6 @@ EXCEPTIONS_FILE = Path(__file__).with_name("emu_coverage_exceptions.txt")
 # the implemented opcodes that test_emu_reference.py does not run, by family, and why; the first rule that matches names
 # the reason (tests/emu_coverage_exceptions.txt holds one line per opcode)
 REASONS: list[tuple[str, str]] = [
-  (r"^v_\w+_(f64|b64|fp8|bf8)_dpp$|^v_cvt_(f64|i32|u32|f32)_(f64|i32|u32|f32)_dpp$",
-   "gfx942 DP-ALU DPP: llvm-mc takes only row_newbcast on these 64-bit ops, and the emulator does not run row_newbcast "
-   "yet (dpp_ctrl 0x150-0x15f is reserved in its gfx9 DPP table)"),
   (r"^v_writelane_b32$", "the assembler's gfx942 table refuses every SGPR in src0 (issue 13's known table bug, "
    "test_asm_llvm.KNOWN_UNBUILDABLE) until the tables are regenerated"),
   (r"^v_mfma_", "checked against numpy matmul of clang-19's __builtin_amdgcn_mfma_* (all 20 shapes, tests/test_emu_gfx942.py::"
@@ -70,7 +67,8 @@ def reference_tested(arch: str) -> frozenset[tuple[str, str]]:
   the format is fixed, (arch, opcode)."""
   from tests import test_emu_reference as T
   out = set()
-  for cases in (T.valu_cases, T.salu_cases, T.sdwa_cases, T.vop3p_cases, T.lane_cases, T.vmem_cases, T.vmem_atomic_cases, T.buffer_cases, T.flow_cases, T.special_cases):
+  for cases in (T.valu_cases, T.salu_cases, T.sdwa_cases, T.vop3p_cases, T.lane_cases, T.vmem_cases, T.vmem_atomic_cases, T.buffer_cases, T.flow_cases, T.special_cases,
+                T.dp_alu_cases):
     out |= {(p.values[1], p.values[2]) for p in cases() if p.values[0] == arch}
   for fmt, cases in (("VOPD", T.vopd_cases), ("DS", T.ds_cases), ("SOP1", T.sop1_state_cases), ("SMEM", T.smem_cases), ("SCRATCH", T.scratch_cases), ("DS", T.ds_lane_cases)):
     out |= {(fmt, p.values[1]) for p in cases() if p.values[0] == arch}

@@ -84,8 +84,7 @@ def valu_cases():
 
 def dp_alu_dpp(arch: str, fmt: str, opc) -> bool:
   """A gfx942 DPP16 form of a 64-bit "DP ALU" op: llvm-mc 19 takes only row_newbcast there ("DP ALU dpp only supports
-  row_newbcast"; the table records the refused controls), and the emulator does not run row_newbcast yet, so these
-  are listed exceptions."""
+  row_newbcast"; the table records the refused controls), so test_dp_alu_dpp_opcode runs it, not quad_perm."""
   return arch == "gfx942" and fmt.endswith("DPP16") and "dpp_ctrl" in opc.refused
 
 
@@ -324,6 +323,74 @@ def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, e
         bad = [l for l in range(lanes) if ((got ^ want) >> l) & 1]
         errors.append(f"s{reg} mask {got:#x}, reference {want:#x}: lanes {bad[:6]} sources {[[hex(x) for x in chunk[l]] for l in bad[:6]]}")
   return [f"{code[0]}: {e}" for e in errors]
+
+
+# ---- gfx942 DP-ALU DPP: row_newbcast:k for every k, under a partial EXEC, row/bank masks and bound_ctrl --------------
+# chunk k's (row_mask, bank_mask, bound_ctrl); the odd chunks (no bound_ctrl: a zero's sign after neg is not sourced)
+# carry neg/abs on the float sources
+DP_ALU_MASKS = ((0xf, 0xf, True), (0xf, 0xf, False), (0xd, 0xf, True), (0xf, 0xb, False))
+
+
+def dp_alu_cases():
+  out = []
+  for fmt in ("VOP1_DPP16", "VOP2_DPP16"):
+    for opc in _isa("gfx942").by_op.get(fmt, {}).values():
+      if dp_alu_dpp("gfx942", fmt, opc) and _kind(_base(opc.name)) == "valu" and (fmt, opc.name) in implemented("gfx942"):
+        out.append(pytest.param("gfx942", fmt, opc.name, id=f"gfx942-{fmt}-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,fmt,name", dp_alu_cases())
+def test_dp_alu_dpp_opcode(arch, fmt, name):
+  """gfx942's DPP16 form of a 64-bit ("DP ALU") op, once per row_newbcast:k (k = 0..15): every lane's src0 (both
+  dwords of a 64-bit one) is lane k of its row (LLVM AMDGPUModifierSyntax.rst, dpp64_ctrl: "broadcast a thread within
+  a row to the whole row"). A lane whose EXEC, row_mask or bank_mask bit is clear keeps its value; a source lane whose
+  EXEC bit is clear is an invalid lane: it reads 0 under bound_ctrl:1 and leaves the lane unwritten without it
+  (bound_ctrl and fi in the same document). Over the 16 chunks every lane's src0 tuple is read by its whole row."""
+  lanes = ARCHS[arch]
+  base = _base(name)
+  dt, types, fn = R.valu_op(arch, base)
+  fmac = base.startswith("v_fmac_")
+  tuples = R.operand_tuples(tuple(types), lanes)
+  if base in R.DOMAIN: tuples = tuple(tuple(_fold(x, t, R.DOMAIN[base]) for x, t in zip(tp, types)) for tp in tuples)
+  cols = [[tp[i] for tp in tuples] for i in range(len(types))]
+  ex = PARTIAL_EXEC
+  v, code, expect = {}, [], []
+  for i, t in enumerate(types[:2 if fmac else len(types)]): _put(v, 2 * i, t, cols[i], lanes)
+  fill = FILL & ((1 << R.WIDTH[dt]) - 1)
+  for k in range(16):
+    dst = 8 + 2 * k
+    rm, bm, bound = DP_ALU_MASKS[k % 4]
+    mods = k % 2 == 1
+    negs = [mods and _takes(arch, fmt, name, f"neg{i}") and t in R.FLOAT for i, t in enumerate(types[:2])]
+    abss = [mods and k % 4 == 1 and _takes(arch, fmt, name, f"abs{i}") and t in R.FLOAT for i, t in enumerate(types[:2])]
+    _put(v, dst, dt, cols[2] if fmac else [fill] * lanes, lanes)
+    srcs = [("-" if negs[i] else "") + (f"|{_regs(2 * i, t)}|" if abss[i] else _regs(2 * i, t)) for i, t in enumerate(types[:2 if fmac else len(types)])]
+    code.append(f"{_mnemonic(fmt, name)} {_regs(dst, dt)}, {', '.join(srcs)} row_newbcast:{k} row_mask:{rm:#x} bank_mask:{bm:#x}"
+                + (" bound_ctrl:1" if bound else ""))
+    want, seen = [], []
+    for l in range(lanes):
+      src = (l & ~15) | k
+      keep = cols[2][l] if fmac else fill
+      enabled = (ex >> l) & 1 and (rm >> (l // 16)) & 1 and (bm >> ((l & 15) // 4)) & 1
+      source_ok = (ex >> src) & 1
+      if not enabled or not (source_ok or bound):
+        want.append(keep); seen.append((None,)); continue
+      ops = [cols[0][src] if source_ok else 0] + [col[l] for col in cols[1:]]
+      seen.append(tuple(ops))
+      vals = [R.to_value(x, t) for x, t in zip(ops, types)]
+      vals[:2] = [_apply_src_mods(x, t, negs[i], abss[i]) for i, (x, t) in enumerate(zip(vals[:2], types))]
+      want.append(R.to_bits(fn(*vals), dt))
+    expect.append((dst, want, seen, code[-1]))
+  st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, exec_mask=ex, vgprs=48)
+  ulps, signed_zero = R.ULP_BOUND.get(base, 0), base not in R.DOMAIN
+  errors = []
+  for dst, want, seen, text in expect:
+    got = _get(st, dst, dt, lanes)
+    for l in range(lanes):
+      e = _check_value(got[l], want[l], dt, f"{text}: v{dst} lane {l} sources {[hex(x) for x in seen[l] if x is not None]}", ulps, signed_zero)
+      if e: errors.append(e)
+  assert not errors, "\n".join(errors[:14])
 
 
 # ---- SALU: one wave per operand tuple, the op alone (SCC set before it from s5) ----------------------------------------
