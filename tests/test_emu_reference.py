@@ -197,7 +197,7 @@ def test_valu_opcode(arch, fmt, name, kind):
   if kind == "valu": dt, types, fn = R.valu_op(arch, base)
   elif kind == "cmp": types, fn = R.compare(base); dt = "u32"
   else: (_, fn), types, dt = R.CARRY_OPS[base], ("u32", "u32"), "u32"
-  tuples = R.operand_tuples(tuple(types), TUPLES if FULL or "DPP" not in fmt else lanes)   # DPP forms: one wave's worth
+  tuples = R.operands_for(base, tuple(types), TUPLES if FULL or "DPP" not in fmt else lanes)   # DPP forms: one wave's worth
   if base in R.DOMAIN: tuples = tuple(tuple(_fold(x, t, R.DOMAIN[base]) for x, t in zip(tp, types)) for tp in tuples)
   chunks = [tuples[i:i + lanes] for i in range(0, len(tuples), lanes)]
   fmac = base.startswith(("v_fmac_", "v_mac_")) or base in ACCUMULATING
@@ -213,7 +213,8 @@ def _fold(bits: int, t: str, limit: float) -> int:
   return R.to_bits(np.fmod(x, R.FLOAT[t][0](limit)), t) if np.isfinite(x) and abs(x) > limit else bits
 
 
-ACCUMULATING = ("v_dot2c_i32_i16", "v_dot4c_i32_i8", "v_dot8c_i32_i4")   # like v_fmac: the last source is the destination
+# like v_fmac: the last source is the destination
+ACCUMULATING = ("v_dot2c_i32_i16", "v_dot4c_i32_i8", "v_dot8c_i32_i4", "v_dot2acc_f32_f16", "v_dot2c_f32_f16")
 GROUP = 4   # chunks per snippet: sources in v0-v31, results in v64-v71 (true16 encodings reach v127), masks in s40-s67
 
 
@@ -503,8 +504,8 @@ def test_vopd_opcode(arch, name):
     texts = []
     for h, (half, (types, acc, fn)) in enumerate(zip(halves, parts)):
       s0, s1, dst = base + h, base + 4 + h, base + 10 + h
-      tuples = R.operand_tuples(tuple(types) + ("f32",), 4 * lanes)[j * lanes:(j + 1) * lanes] if acc else \
-               R.operand_tuples(tuple(types), 4 * lanes)[j * lanes:(j + 1) * lanes]
+      op = "v_" + half.removeprefix("v_dual_")
+      tuples = R.operands_for(op, tuple(types) + (("f32",) if acc else ()), 4 * lanes)[j * lanes:(j + 1) * lanes]
       if h: tuples = tuples[::-1]   # Y gets other operands than X
       for i, t in enumerate(types): _put(v, (s0, s1)[i], t, [tp[i] for tp in tuples], lanes)
       _put(v, dst, "u32", [tp[2] for tp in tuples] if acc else [FILL & R.M32] * lanes, lanes)
