@@ -1059,6 +1059,7 @@ def dot2_operands(count: int, seed: int = 0) -> tuple[tuple[int, int, int], ...]
 VALU_OPS["v_dot2acc_f32_f16"] = (F32, (U, U, F32), dot2_f32_f16)
 VALU_OPS["v_dot2c_f32_f16"] = VALU_OPS["v_dot2acc_f32_f16"]   # CDNA3's name for it (VOP2, D = D + dot)
 OPERANDS = {"v_dot2acc_f32_f16": dot2_operands, "v_dot2c_f32_f16": dot2_operands}   # ops whose operands keep to a domain
+FLOAT_DOT_OPS = {"v_dot2_f32_f16": dot2_f32_f16}   # VOP3P, on dot2_operands: fn(S0 bits, S1 bits, S2 value)
 
 
 def operands_for(name: str, types: tuple[str, ...], count: int) -> tuple[tuple[int, ...], ...]:

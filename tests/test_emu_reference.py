@@ -618,7 +618,7 @@ def vop3p_cases():
     for fmt in ("VOP3P", "VOP3P_DPP16", "VOP3P_DPP8", "VOP3P_DPP8FI"):
       for opc in _isa(arch).by_op.get(fmt, {}).values():
         base = _base(opc.name)
-        if (base in R.PK_OPS or base in R.DOT_OPS) and (fmt, opc.name) in implemented(arch):
+        if (base in R.PK_OPS or base in R.DOT_OPS or base in R.FLOAT_DOT_OPS) and (fmt, opc.name) in implemented(arch):
           out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
   return out
 
@@ -632,7 +632,7 @@ def test_vop3p_opcode(arch, fmt, name):
   exec_mask = (PARTIAL_EXEC & ((1 << lanes) - 1)) if "DPP8" in fmt else (1 << lanes) - 1
   mnem = _mnemonic(fmt, name)
   code, v, expect = [], {}, []
-  if base in R.DOT_OPS:
+  if base in R.DOT_OPS or base in R.FLOAT_DOT_OPS:
     n, ht = 3, "u32"
   else:
     ht, fn = R.PK_OPS[base]
@@ -642,6 +642,7 @@ def test_vop3p_opcode(arch, fmt, name):
     chunk = halves[j * lanes:(j + 1) * lanes]
     regs = [[(tp[2 * i] & R.M16) | ((tp[2 * i + 1] & R.M16) << 16) for tp in chunk] for i in range(n)]
     if base in R.DOT_OPS: regs = [[x ^ (y * 0x9e3779b1 & R.M32) for x, y in zip(r, range(lanes))] for r in regs]   # whole-register bits
+    if base in R.FLOAT_DOT_OPS: regs = [list(col) for col in zip(*R.dot2_operands(2 * lanes)[j * lanes:(j + 1) * lanes])]
     for i in range(n): _put(v, 8 * j + 2 * i, "u32", regs[i], lanes)
     if dpp: regs[0] = _lanes_in(regs[0], fmt, exec_mask, lanes, fmt.endswith("DPP8FI"))
     dst = 64 + 2 * j
@@ -662,6 +663,8 @@ def test_vop3p_opcode(arch, fmt, name):
       if not (exec_mask >> l) & 1: want.append(FILL & R.M32); continue
       if base in R.DOT_OPS:
         want.append(R.DOT_OPS[base](*[r[l] for r in regs]) & R.M32); continue
+      if base in R.FLOAT_DOT_OPS:
+        want.append(R.to_bits(R.FLOAT_DOT_OPS[base](regs[0][l], regs[1][l], R.to_value(regs[2][l], "f32")), "f32")); continue
       out = 0
       for half, (selv, negv) in enumerate(((sel, neg_lo), (sel_hi, neg_hi))):
         args = []
@@ -676,7 +679,7 @@ def test_vop3p_opcode(arch, fmt, name):
   for dst, want, srcs in expect:
     got = _get(st, dst, "u32", lanes)
     for l in range(lanes):
-      if not _same_bits(got[l], want[l], "f16" if base in R.PK_OPS and ht == "f16" else "u32"):
+      if not _same_bits(got[l], want[l], "f16" if base in R.PK_OPS and ht == "f16" else "f32" if base in R.FLOAT_DOT_OPS else "u32"):
         errors.append(f"v{dst} lane {l} sources {srcs[l]}: got {got[l]:#x}, reference {want[l]:#x}")
   assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
 
