@@ -30,8 +30,9 @@ REASONS: list[tuple[str, str]] = [
   (r"^v_div_(scale|fmas|fixup)", "division helper: the guide leaves its UNDERFLOW/OVERFLOW constants and the fmas scale "
    "undefined; LLVM's f32/f64 division sequences are checked IEEE-exact against the host (tests/test_emu_llvm.py, test_emu_corpus.py)"),
   (r"^v_cvt_pk_u8_f32", "the ISA's f32_to_u8 does not state its rounding or saturation; no source to test the emulator's choice against"),
-  (r"^v_trig_preop_f64", "needs the ISA's 1201-bit table of 2/pi; not written yet"),
-  (r"^v_mqsad_u32_u8", "128-bit source and result: the reference harness holds operands of at most 64 bits"),
+  (r"^v_trig_preop_f64", "the RDNA3 pseudocode's extraction (1201 bits of 2/pi << shift, & 2^53-1) read literally takes "
+   "the table's low bits, which its scale 2^(-53-shift) contradicts; a third-party hardware capture reports a shorter "
+   "table on gfx1201; no source settles the bits for large shifts, so a reference would restate the emulator's reading"),
   (r"^s_sendmsg", "a message to the SPI / host: no register or memory result in a compute wave to check (the _rtn forms "
    "return hardware state: doorbell, realtime clock)"),
   (r"^s_mem(real)?time$", "a clock: no reference value (tests/test_emu_gfx942.py checks it counts at 100 MHz)"),

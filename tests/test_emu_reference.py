@@ -1542,7 +1542,8 @@ def _nregs(name: str) -> int:
 # SGPRs the same way. gfx942's v_accvgpr_* move between the VGPR and AGPR halves of the register file.
 SPECIAL_NAMES = re.compile(r"^(s_movrel\w+|v_movrel\w+|v_swaprel_b32\w*|v_accvgpr_\w+|v_permlane64_b32\w*|v_permlanex?16_var_b32\w*|"
                            r"v_fmaak_f(16|32)\w*|v_fmamk_f(16|32)\w*|s_fmaak_f32|s_fmamk_f32|s_fmac_f(16|32)|v_s_\w+|global_(load|store)_addtid_b32|"
-                           r"v_fma_mix\w*|v_cndmask_b16\w*|v_mbcnt_(lo|hi)_u32_b32_e64_dpp\w*|v_mad(_co)?_[iu]64_[iu]32|v_pk_fmac_f16\w*)$")
+                           r"v_fma_mix\w*|v_cndmask_b16\w*|v_mbcnt_(lo|hi)_u32_b32_e64_dpp\w*|v_mad(_co)?_[iu]64_[iu]32|v_pk_fmac_f16\w*|"
+                           r"v_mqsad_u32_u8)$")
 FMA_K = {"f32": 0x40490fdb, "f16": 0x4248}   # pi
 
 
@@ -1697,6 +1698,17 @@ def test_special_opcode(arch, fmt, name):
       got = int(st.v[8, 0, l]) | (int(st.v[9, 0, l]) << 32)
       if got != r & R.M64: errors.append(f"lane {l} sources {x:#x} {y:#x} {z:#x}: got {got:#x}, reference {r & R.M64:#x}")
     if _mask(st, 12, lanes == 64) != carry: errors.append(f"carry mask {_mask(st, 12, lanes == 64):#x}, reference {carry:#x}")
+  elif base == "v_mqsad_u32_u8":
+    # RDNA3 ISA V_MQSAD_U32_U8: D[32k+31:32k] = 32'B(v_msad_u8(S0[8k+31:8k], S1, S2[32k+31:32k])), k = 0..3 (128-bit D, S2)
+    tuples = R.operand_tuples(("u64", "u32", "u64", "u64"), lanes)
+    words = lambda i, n: [[(t[i] >> (32 * k)) & R.M32 for t in tuples] for k in range(n)]
+    v = dict(zip((0, 1), words(0, 2))) | {2: [t[1] for t in tuples]} | dict(zip((4, 5, 6, 7), words(2, 2) + words(3, 2)))
+    st = run_checked(arch, fmt, name, f"{name} v[8:11], v[0:1], v2, v[4:7]", v=v, lanes=lanes, vgprs=16)
+    for l, (s0, s1, s2lo, s2hi) in enumerate(tuples):
+      acc = s2lo | (s2hi << 64)
+      want = [R._sad_u8(s0 >> (8 * k), s1, (acc >> (32 * k)) & R.M32, True) & R.M32 for k in range(4)]
+      got = [int(st.v[8 + k, 0, l]) for k in range(4)]
+      if got != want: errors.append(f"lane {l} sources {s0:#x} {s1:#x} {acc:#x}: got {[hex(x) for x in got]}, reference {[hex(x) for x in want]}")
   elif base.startswith("v_pk_fmac_f16"):   # each f16 half: D = fma(S0, S1, D), rounded once
     halves = R.operand_tuples(("f16",) * 6, lanes)
     regs = [[h[2 * i] | (h[2 * i + 1] << 16) for h in halves] for i in range(3)]
