@@ -41,8 +41,6 @@ REASONS: list[tuple[str, str]] = [
   (r"^v_(add|sub|subrev|addc|subb|subbrev)_co_u32_sdwa$|^v_cndmask_b32_sdwa$", "SDWA form of a carry op: the SDWA reference "
    "test covers ops with one result, not the carry through VCC"),
   (r"^v_cvt_pk_f32_(fp8|bf8)_sdwa$|^v_nop_sdwa$", "SDWA form with a VGPR-pair or no result: outside the SDWA reference test"),
-  (r"^v_pk_(add|mul|fma|mov)_(f32|b32)$", "gfx9 packed f32 on register pairs: not written yet (tests/test_emu_gfx942.py checks "
-   "v_pk_mov_b32's selects)"),
 ]
 
 
@@ -71,7 +69,7 @@ def reference_tested(arch: str) -> frozenset[tuple[str, str]]:
   from tests import test_emu_reference as T
   out = set()
   for cases in (T.valu_cases, T.salu_cases, T.sdwa_cases, T.vop3p_cases, T.lane_cases, T.vmem_cases, T.vmem_atomic_cases, T.buffer_cases, T.flow_cases, T.special_cases,
-                T.dp_alu_cases):
+                T.dp_alu_cases, T.pk_f32_cases):
     out |= {(p.values[1], p.values[2]) for p in cases() if p.values[0] == arch}
   for fmt, cases in (("VOPD", T.vopd_cases), ("DS", T.ds_cases), ("SOP1", T.sop1_state_cases), ("SMEM", T.smem_cases), ("SCRATCH", T.scratch_cases), ("DS", T.ds_lane_cases)):
     out |= {(fmt, p.values[1]) for p in cases() if p.values[0] == arch}

@@ -1065,3 +1065,11 @@ FLOAT_DOT_OPS = {"v_dot2_f32_f16": dot2_f32_f16}   # VOP3P, on dot2_operands: fn
 def operands_for(name: str, types: tuple[str, ...], count: int) -> tuple[tuple[int, ...], ...]:
   """The operand tuples an opcode's test runs: its domain's (OPERANDS) or the edge values and random bits of its types."""
   return OPERANDS[name](count) if name in OPERANDS else operand_tuples(types, count)
+
+
+# ---- gfx90a+ packed f32 on VGPR pairs (CDNA3 V_PK_ADD/MUL/FMA_F32, V_PK_MOV_B32): each dword of D is the f32 op on the
+# dwords of the sources that op_sel (low dword) / op_sel_hi (high dword) pick, neg_lo / neg_hi negating them; LLVM
+# selects fadd/fmul/fma on <2 x float> to them (VOP3PInstructions.td, gfx90a+). V_PK_MOV_B32: D.lo = S0[op_sel[0]],
+# D.hi = S1[op_sel[1]] (LLVM's SIInstrInfo expands 64-bit VGPR copies with it). name -> (sources, fn on f32 values)
+PK_F32_OPS = {"v_pk_add_f32": (2, lambda a, b: a + b), "v_pk_mul_f32": (2, lambda a, b: a * b),
+              "v_pk_fma_f32": (3, lambda a, b, c: fma_exact(a, b, c, F32)), "v_pk_mov_b32": (2, None)}

@@ -684,6 +684,50 @@ def test_vop3p_opcode(arch, fmt, name):
   assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
 
 
+def pk_f32_cases():
+  return [pytest.param(a, "VOP3P", n, id=f"{a}-VOP3P-{n}") for a in ARCHS for n in R.PK_F32_OPS if ("VOP3P", n) in implemented(a)]
+
+
+@pytest.mark.parametrize("arch,fmt,name", pk_f32_cases())
+def test_pk_f32_opcode(arch, fmt, name):
+  """gfx942's packed f32 ops on VGPR pairs, one chunk per select/modifier setting: default selects, swapped dwords with
+  neg_lo/neg_hi, mixed selects with clamp (v_pk_mov_b32: its two op_sel bits)."""
+  lanes = ARCHS[arch]
+  n, fn = R.PK_F32_OPS[name]
+  mov = fn is None
+  settings = [([0, 0], [1, 1], [0, 0], [0, 0], False), ([1, 0], [0, 1], [0, 0], [0, 0], False), ([0, 1], [1, 1], [0, 0], [0, 0], False)] if mov \
+    else [([0] * n, [1] * n, [0] * n, [0] * n, False), ([1, 0, 1][:n], [0, 1, 0][:n], [1, 0, 0][:n], [0, 0, 1][:n], False),
+          ([1, 1, 0][:n], [1, 0, 0][:n], [0, 1, 1][:n], [1, 1, 1][:n], True)]   # neg_lo / neg_hi flip the sign differently
+  tuples = R.operand_tuples(("f32",) * (2 * n), lanes * len(settings))
+  code, v, expect = [], {}, []
+  for j, (sel, sel_hi, neg_lo, neg_hi, clamp) in enumerate(settings):
+    chunk = tuples[j * lanes:(j + 1) * lanes]
+    base, dst = 8 * j, 40 + 2 * j
+    for i in range(2 * n): _put(v, base + i, "f32", [tp[i] for tp in chunk], lanes)
+    _put(v, dst, "u64", [FILL] * lanes, lanes)
+    lst = lambda xs: f"[{','.join(map(str, xs))}]"
+    mods = f" op_sel:{lst(sel)}" + ("" if mov else f" op_sel_hi:{lst(sel_hi)} neg_lo:{lst(neg_lo)} neg_hi:{lst(neg_hi)}") + (" clamp" if clamp else "")
+    code.append(f"{name} v[{dst}:{dst + 1}], {', '.join(f'v[{base + 2 * i}:{base + 2 * i + 1}]' for i in range(n))}{mods}")
+    want = []
+    for tp in chunk:
+      if mov: want.append(tp[sel[0]] | (tp[2 + sel[1]] << 32)); continue
+      out = 0
+      for half, (sl, ng) in enumerate(((sel, neg_lo), (sel_hi, neg_hi))):
+        args = [R.to_value(tp[2 * i + sl[i]], "f32") for i in range(n)]
+        r = fn(*[-a if ng[i] else a for i, a in enumerate(args)])
+        out |= R.to_bits(_clamp(r, "f32") if clamp else r, "f32") << (32 * half)
+      want.append(out)
+    expect.append((dst, want, chunk))
+  st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, vgprs=48)
+  errors = []
+  for dst, want, chunk in expect:
+    got = _get(st, dst, "u64", lanes)
+    for l in range(lanes):
+      e = _check_value(got[l], want[l], "u64" if mov else "f32x2", f"v[{dst}:{dst + 1}] lane {l} sources {[hex(x) for x in chunk[l]]}")
+      if e: errors.append(e)
+  assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dx10", [0, 1])
 def test_clamp_of_nan_follows_mode_dx10_clamp(arch, dx10):
