@@ -543,6 +543,7 @@ def sdwa_cases():
         kind = _kind(base)
         if kind == "valu": types, dt = R.VALU_OPS[base][1], R.VALU_OPS[base][0]
         elif kind == "cmp": types, dt = R.compare(base)[0], "u32"
+        elif kind == "carry": types, dt = ("u32", "u32"), "u32"
         else: continue
         if (fmt, opc.name) in implemented(arch) and all(R.WIDTH[t] < 64 for t in (*types, dt)) and (fmt != "VOP1_SDWA" or len(types) == 1) \
            and len(types) <= 2 and not base.startswith(("v_fmac", "v_mac")):
@@ -570,6 +571,7 @@ def test_sdwa_opcode(arch, fmt, name, kind):
   lanes = ARCHS[arch]
   base = _base(name)
   if kind == "valu": dt, types, fn = R.valu_op(arch, base)
+  elif kind == "carry": (cin, carry_fn), types, dt = R.CARRY_OPS[base], ("u32", "u32"), "u32"
   else: (types, fn), dt = R.compare(base), "u32"
   tuples = R.operand_tuples(tuple("u32" for _ in types), lanes * len(SDWA_VARIANTS))   # whole registers: the selects pick the bits
   code, v, expect = [], {}, []
@@ -584,7 +586,18 @@ def test_sdwa_opcode(arch, fmt, name, kind):
       srcs.append(f"sext(v{8 * j + 2 * i})" if sext[i] else f"v{8 * j + 2 * i}")
     sel_text = " ".join(f"src{i}_sel:{sels[i]}" for i in range(len(types)))
     vals = [[R.to_value(_select(tp[i], sels[i], sext[i]) & ((1 << R.WIDTH[t]) - 1), t) for i, t in enumerate(types)] for tp in chunk]
-    if kind == "cmp":
+    if kind == "carry":
+      # the carry ops read the selected (zero-extended) sources as 32-bit values: the carry-out (VCC) is the 32-bit op's,
+      # the result goes to the dst_sel field; v_cndmask and the carry-in forms read VCC (GCN3/CDNA3 ISA, SDWA)
+      out, dst = 40 + 2 * j, 64 + 2 * j
+      _put(v, dst, "u32", [FILL & R.M32] * lanes, lanes)
+      cins = [(CARRY_IN >> l) & 1 for l in range(lanes)]
+      res = [carry_fn(*vs, c) for vs, c in zip(vals, cins)]
+      text = f"v{dst}, {', '.join(srcs)}, vcc" if base == "v_cndmask_b32" else f"v{dst}, vcc, {', '.join(srcs)}{', vcc' if cin else ''}"
+      code += ["s_mov_b64 vcc, s[12:13]", f"{name} {text} dst_sel:{ds} dst_unused:{du} {sel_text}", f"s_mov_b64 s[{out}:{out + 1}], vcc"]
+      expect.append(("v", dst, [_place(r[0] & R.M32, FILL & R.M32, ds, du) for r in res], chunk))
+      expect.append(("s", out, CARRY_IN if base == "v_cndmask_b32" else sum((r[1] or 0) << l for l, r in enumerate(res)), chunk))
+    elif kind == "cmp":
       out = 40 + 2 * j
       code.append(f"{name} s[{out}:{out + 1}], {', '.join(srcs)} {sel_text}")
       if base.startswith("v_cmpx"): code.append(f"s_mov_b64 exec, -1")
@@ -596,7 +609,7 @@ def test_sdwa_opcode(arch, fmt, name, kind):
       code.append(f"{name} v{dst}, {', '.join(srcs)}{f' dst_sel:{ds} dst_unused:{du}' if ds != 'DWORD' else ''} {sel_text}")
       want = [_place(R.to_bits(fn(*vs), dt), FILL & R.M32, ds, du) for vs in vals]
       expect.append(("v", dst, want, chunk))
-  st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, vgprs=80)
+  st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, vgprs=80, s={12: CARRY_IN & R.M32, 13: CARRY_IN >> 32})
   errors = []
   for where, reg, want, chunk in expect:
     if where == "s":
