@@ -38,7 +38,6 @@ REASONS: list[tuple[str, str]] = [
   (r"^s_mem(real)?time$", "a clock: no reference value (tests/test_emu_gfx942.py checks it counts at 100 MHz)"),
   (r"^ds_(append|consume|read_addtid_b32|write_addtid_b32)$", "gfx9's M0 is both the LDS limit and this op's base; which bits "
    "form the base is not modelled from a source"),
-  (r"^v_cvt_pk_f32_(fp8|bf8)_sdwa$|^v_nop_sdwa$", "SDWA form with a VGPR-pair or no result: outside the SDWA reference test"),
 ]
 
 

@@ -545,7 +545,8 @@ def sdwa_cases():
         elif kind == "cmp": types, dt = R.compare(base)[0], "u32"
         elif kind == "carry": types, dt = ("u32", "u32"), "u32"
         else: continue
-        if (fmt, opc.name) in implemented(arch) and all(R.WIDTH[t] < 64 for t in (*types, dt)) and (fmt != "VOP1_SDWA" or len(types) == 1) \
+        if (fmt, opc.name) in implemented(arch) and all(R.WIDTH[t] < 64 for t in types) and (R.WIDTH[dt] < 64 or dt == "f32x2") \
+           and (fmt != "VOP1_SDWA" or len(types) == 1) \
            and len(types) <= 2 and not base.startswith(("v_fmac", "v_mac")):
           out.append(pytest.param(arch, fmt, opc.name, kind, id=f"{arch}-{fmt}-{opc.name}"))
   return out
@@ -573,6 +574,7 @@ def test_sdwa_opcode(arch, fmt, name, kind):
   if kind == "valu": dt, types, fn = R.valu_op(arch, base)
   elif kind == "carry": (cin, carry_fn), types, dt = R.CARRY_OPS[base], ("u32", "u32"), "u32"
   else: (types, fn), dt = R.compare(base), "u32"
+  pair = R.WIDTH[dt] == 64   # v_cvt_pk_f32_fp8/bf8: a VGPR-pair result, no dst_sel
   tuples = R.operand_tuples(tuple("u32" for _ in types), lanes * len(SDWA_VARIANTS))   # whole registers: the selects pick the bits
   code, v, expect = [], {}, []
   for j, (s0, s1, ds, du) in enumerate(SDWA_VARIANTS):
@@ -604,10 +606,10 @@ def test_sdwa_opcode(arch, fmt, name, kind):
       expect.append(("s", out, sum(int(bool(fn(*vs))) << l for l, vs in enumerate(vals)), chunk))
     else:
       dst = 64 + 2 * j
-      _put(v, dst, "u32", [FILL & R.M32] * lanes, lanes)
-      if name.startswith(("v_cvt_f32_fp8", "v_cvt_f32_bf8")): ds, du = "DWORD", "UNUSED_PAD"   # these SDWA forms have no dst_sel
-      code.append(f"{name} v{dst}, {', '.join(srcs)}{f' dst_sel:{ds} dst_unused:{du}' if ds != 'DWORD' else ''} {sel_text}")
-      want = [_place(R.to_bits(fn(*vs), dt), FILL & R.M32, ds, du) for vs in vals]
+      _put(v, dst, "u64" if pair else "u32", [FILL & (R.M64 if pair else R.M32)] * lanes, lanes)
+      if name.startswith(("v_cvt_f32_fp8", "v_cvt_f32_bf8")) or pair: ds, du = "DWORD", "UNUSED_PAD"   # these SDWA forms have no dst_sel
+      code.append(f"{name} {_regs(dst, dt)}, {', '.join(srcs)}{f' dst_sel:{ds} dst_unused:{du}' if ds != 'DWORD' else ''} {sel_text}")
+      want = [R.to_bits(fn(*vs), dt) if pair else _place(R.to_bits(fn(*vs), dt), FILL & R.M32, ds, du) for vs in vals]
       expect.append(("v", dst, want, chunk))
   st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, vgprs=80, s={12: CARRY_IN & R.M32, 13: CARRY_IN >> 32})
   errors = []
@@ -616,7 +618,7 @@ def test_sdwa_opcode(arch, fmt, name, kind):
       got = _mask(st, reg, True)
       if got != want: errors.append(f"s{reg}: mask {got:#x}, reference {want:#x}")
       continue
-    got = _get(st, reg, "u32", lanes)
+    got = _get(st, reg, "u64" if pair else "u32", lanes)
     for l in range(lanes):
       g, w = (got[l] & R.M16, want[l] & R.M16) if R.WIDTH[dt] == 16 and got[l] >> 16 == want[l] >> 16 else (got[l], want[l])
       e = _check_value(g, w, dt, f"v{reg} lane {l} sources {[hex(x) for x in chunk[l]]}", R.ULP_BOUND.get(base, 0), base not in R.DOMAIN)
@@ -1343,7 +1345,7 @@ NO_EFFECT = re.compile(r"^(s_nop|s_waitcnt\w*|s_wait_\w+|s_delay_alu|s_clause|s_
                        r"s_dcache_\w+|s_gl1_inv|s_ttracedata\w*|s_incperflevel|s_decperflevel|s_wakeup|s_version|s_singleuse_vdst|"
                        r"s_prefetch_\w+|s_buffer_prefetch_\w+|s_atc_probe\w*|s_barrier|s_barrier_signal|s_barrier_wait|s_sethalt|s_setkill|"
                        r"v_nop|v_pipeflush|ds_nop|buffer_gl[01]_inv|buffer_wbl2|buffer_inv|buffer_wbinvl1\w*|global_inv|global_wb|global_wbinv)"
-                       r"(_e64|_dpp16|_dpp8|_dpp8_fi)?$")
+                       r"(_e64|_dpp16|_dpp8|_dpp8_fi|_sdwa)?$")
 # (condition on (scc, vcc, exec) the branch is taken under); the debug ones test the debugger's status bits, clear
 # without a debugger attached
 BRANCHES = {"s_branch": lambda scc, vcc, ex: True, "s_cbranch_scc0": lambda scc, vcc, ex: scc == 0, "s_cbranch_scc1": lambda scc, vcc, ex: scc == 1,

@@ -234,7 +234,7 @@ def build_sdwa(ins, pc: int):
   if base_fmt != "VOP1" and "vsrc1" in v: reads.append(vector_reader(v["vsrc1"] if v.get("s1", 0) else v["vsrc1"] + 256))
   sels = [(v.get("src0_sel", 6), bool(v.get("sext0", 0))), (v.get("src1_sel", 6), bool(v.get("sext1", 0)))]
   dst_sel, unused = v.get("dst_sel", 6), v.get("dst_unused", 0)
-  vdst = values.get("vdst") if fmt != "VOPC_SDWA" else None
+  vdst = None if fmt == "VOPC_SDWA" or name == "v_nop" else values.get("vdst")   # v_nop's vdst field names no register
   def op(st: Waves, w):
     ex = st.exec_lanes(w)
     shape = ex.shape
