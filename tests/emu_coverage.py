@@ -24,9 +24,9 @@ REASONS: list[tuple[str, str]] = [
                "builtins; the bf16, 16-bit-result and iu4 forms share that layout code without an outside reference"),
   (r"^v_(dual_dot2acc|dot2|dot2c|dot2acc)_f|^v_dual_\w+__v_dual_dot2acc|^v_dot2_bf16|^v_dot4_f32_",
    "float dot product: the RDNA3 ISA pseudocode rounds in f32 after each tmp += (read literally), LLVM contracts an fma "
-   "chain into it (a fused reading), no source settles which the hardware does; the f16 -> f32 dots (v_dot2_f32_f16, "
-   "v_dot2acc/v_dot2c_f32_f16 with DPP and VOPD) run on operands where both agree (emu_reference.dot2_operands); the bf16, "
-   "f16/bf16-result and fp8 forms have no such operand domain yet"),
+   "chain into it (a fused reading), no source settles which the hardware does; the f16 dots (v_dot2_f32_f16, "
+   "v_dot2acc/v_dot2c_f32_f16 with DPP and VOPD, v_dot2_f16_f16) run on operands where the readings agree "
+   "(emu_reference.dot2_operands); the bf16 and fp8 forms have no such operand domain yet"),
   (r"^v_div_(scale|fmas|fixup)", "division helper: the guide leaves its UNDERFLOW/OVERFLOW constants and the fmas scale "
    "undefined; LLVM's f32/f64 division sequences are checked IEEE-exact against the host (tests/test_emu_llvm.py, test_emu_corpus.py)"),
   (r"^v_cvt_pk_u8_f32", "the ISA's f32_to_u8 does not state its rounding or saturation; no source to test the emulator's choice against"),

@@ -7,6 +7,7 @@ whose IEEE arithmetic is the reference for rounding, infinities, NaN and denorma
 """
 from __future__ import annotations
 import functools
+import itertools
 import math
 from fractions import Fraction
 
@@ -1003,7 +1004,7 @@ for _n, _w, _k in (("v_dot2c_i32_i16", 16, 2), ("v_dot4c_i32_i8", 8, 4), ("v_dot
 # tmp += S2.f; D0.f = tmp -- read literally, f32 arithmetic rounding at each +=. LLVM folds the fused chain
 # fma(a.lo*b.lo, fma(a.hi*b.hi, c)) into the same instruction under fp-contract, a single-rounding reading, and its
 # SIISelLowering notes that the f32 denormals are flushed whatever the mode. No source settles the rounding, so the
-# reference is the pseudocode as written and the operands (DOT2_OPERANDS) keep to where every reading agrees.
+# reference is the pseudocode as written and the operands (dot2_operands) keep to where every reading agrees.
 def dot2_f32_f16(a: int, b: int, c):
   """The pseudocode, f32 step by step (products of f16 values are exact in f32)."""
   h = lambda x, k: np.float32(to_value((x >> (16 * k)) & M16, "f16"))
@@ -1015,44 +1016,63 @@ def dot2_f32_f16(a: int, b: int, c):
 _F16_NORMAL_STEPS = [0x3c00, 0x3e00, 0x3800, 0x4000, 0x4200, 0x3a00, 0x6400, 0x7bff, 0x0400, 0x1000, 0x5640, 0x4d00]   # 1, 1.5, 0.5, ...
 
 
-def _exact_f32_normal(x: Fraction) -> bool:
-  """x is 0 or a normal f32 value exactly (no rounding and no denormal: the readings of the dot differ there)."""
+def dot2_f16_f16(a: int, b: int, c):
+  """V_DOT2_F16_F16 (RDNA3): tmp = S0.lo.f16 * S1.lo.f16; tmp += S0.hi.f16 * S1.hi.f16; tmp += S2.f16; D0.f16 = tmp --
+  f16 step by step, as written (the same reading question as dot2_f32_f16)."""
+  h = lambda x, k: to_value((x >> (16 * k)) & M16, "f16")
+  tmp = np.float16(h(a, 0) * h(b, 0))
+  tmp = np.float16(tmp + np.float16(h(a, 1) * h(b, 1)))
+  return np.float16(tmp + np.float16(c))
+
+
+def _exact_normal(x: Fraction, t: str) -> bool:
+  """x is 0 or a normal value of float type t exactly (no rounding and no denormal: the readings of the dot differ there)."""
   if x == 0: return True
-  f = float(x)
-  return Fraction(f) == x and 2.0 ** -126 <= abs(f) <= float(np.finfo(np.float32).max) and Fraction(float(np.float32(f))) == x
+  f, info = float(x), np.finfo(FLOAT[t][0])
+  return Fraction(f) == x and float(info.tiny) <= abs(f) <= float(info.max) and Fraction(float(FLOAT[t][0](f))) == x
+
+
+# S2 values (register bits) by accumulator type: zeros, +-1, powers of two, +-inf, a quiet NaN, a few integers
+_DOT2_ACC = {"f32": [0, 0x80000000, 0x3f800000, 0xbf800000, 0x4b800000, 0xc0400000, 0x30800000, 0x7f800000, 0xff800000,
+                     0x7fc00000, 0x4f000000, 0x3e000000],
+             "f16": [0, 0x8000, 0x3c00, 0xbc00, 0x6400, 0xc200, 0x2000, 0x7c00, 0xfc00, 0x7e00, 0x7800, 0x3000]}
 
 
 @functools.lru_cache(maxsize=None)
-def dot2_operands(count: int, seed: int = 0) -> tuple[tuple[int, int, int], ...]:
-  """`count` (S0, S1, S2) register tuples for the f16 -> f32 dots on which the pseudocode's step-by-step f32 rounding and a
-  single rounding give the same bits: finite operands whose partial sums, in any order, are exact normal f32 values (or
-  zeros), no denormal f16/f32 operand; plus infinities and NaNs (IEEE's rules for them do not depend on the order), and
-  cancellations to exact zeros. S0 is the same in each group of 8 lanes, so a DPP16 quad_perm or DPP8 source lane (or
-  the 0 an inactive one gives) keeps the lane in that domain."""
+def dot2_operands(count: int, seed: int = 0, acc: str = "f32") -> tuple[tuple[int, int, int], ...]:
+  """`count` (S0, S1, S2) register tuples for the f16 dots (into an `acc` accumulator) on which the pseudocode's
+  step-by-step rounding and a single rounding give the same bits: finite operands whose products and partial sums, in
+  any order, are exact normal `acc` values (or zeros), no denormal operand; plus infinities and NaNs (IEEE's rules for
+  them do not depend on the order), and cancellations to exact zeros. S0 is the same in each group of 8 lanes, so a
+  DPP16 quad_perm or DPP8 source lane (or the 0 an inactive one gives) keeps the lane in that domain."""
   rng = np.random.default_rng(seed)
   pos = _F16_NORMAL_STEPS + [0, 0x7c00, 0x7e00]                 # +0, +inf, quiet NaN among the f16 halves
   halves = pos + [x | 0x8000 for x in pos]
-  c_pool = [0, 0x80000000, 0x3f800000, 0xbf800000, 0x4b800000, 0xc0400000, 0x30800000, 0x7f800000, 0xff800000, 0x7fc00000,
-            0x4f000000, 0x3e000000]
   value = lambda bits, t: Fraction(float(to_value(bits, t)))
   pick = lambda: halves[int(rng.integers(0, len(halves)))]
   def in_domain(a: int, b: int, c: int) -> bool:
     hs = [(a >> 16 * k) & M16 for k in (0, 1)] + [(b >> 16 * k) & M16 for k in (0, 1)]
-    if not all(np.isfinite([to_value(x, "f16") for x in hs] + [to_value(c, "f32")])): return True
-    p1, p2, z = value(hs[0], "f16") * value(hs[2], "f16"), value(hs[1], "f16") * value(hs[3], "f16"), value(c, "f32")
-    return all(_exact_f32_normal(x) for x in (p1, p2, p1 + p2, p1 + z, p2 + z, p1 + p2 + z))
+    finite = lambda *xs: all(np.isfinite(to_value(x, t)) for x, t in xs)
+    # the finite terms (products of finite halves, S2); with an infinity or NaN elsewhere these must still not round
+    terms = [value(hs[k], "f16") * value(hs[k + 2], "f16") for k in (0, 1) if finite((hs[k], "f16"), (hs[k + 2], "f16"))]
+    terms += [value(c, acc)] if finite((c, acc)) else []
+    return all(_exact_normal(sum(sub), acc) for n in range(1, len(terms) + 1) for sub in itertools.combinations(terms, n))
+  def random_acc() -> int:
+    x = float(rng.integers(-4096, 4096)) * 2.0 ** int(rng.integers(-20, 20)) if acc == "f32" else \
+      float(rng.integers(-64, 64)) * 2.0 ** int(rng.integers(-6, 6))
+    return to_bits(FLOAT[acc][0](x), acc)
   out: list[tuple[int, int, int]] = []
   while len(out) < count:
     lo = pick()
     a = lo | ((lo ^ 0x8000 if rng.random() < 0.3 else pick()) << 16)   # a.hi = -a.lo: with b.hi = b.lo, an exact zero
-    for _ in range(8):
-      while True:
-        b = pick() | (pick() << 16)
-        if rng.random() < 0.3: b = (b & 0xffff) | ((b & 0xffff) << 16)
-        c = c_pool[int(rng.integers(0, len(c_pool)))] if rng.random() < 0.7 else \
-          int(np.float32(float(rng.integers(-4096, 4096)) * 2.0 ** int(rng.integers(-20, 20))).view(np.uint32))
-        if in_domain(a, b, c): break
-      out.append((a, b, c))
+    group: list[tuple[int, int, int]] = []
+    for _ in range(4000):   # S1, S2 for the group's 8 lanes (an S0 too large for any of them is drawn again)
+      b = pick() | (pick() << 16)
+      if rng.random() < 0.3: b = (b & 0xffff) | ((b & 0xffff) << 16)
+      c = _DOT2_ACC[acc][int(rng.integers(0, len(_DOT2_ACC[acc])))] if rng.random() < 0.7 else random_acc()
+      if in_domain(a, b, c): group.append((a, b, c))
+      if len(group) == 8: break
+    if len(group) == 8: out += group
   return tuple(out[:count])
 
 

@@ -1602,7 +1602,7 @@ def _nregs(name: str) -> int:
 SPECIAL_NAMES = re.compile(r"^(s_movrel\w+|v_movrel\w+|v_swaprel_b32\w*|v_accvgpr_\w+|v_permlane64_b32\w*|v_permlanex?16_var_b32\w*|"
                            r"v_fmaak_f(16|32)\w*|v_fmamk_f(16|32)\w*|s_fmaak_f32|s_fmamk_f32|s_fmac_f(16|32)|v_s_\w+|global_(load|store)_addtid_b32|"
                            r"v_fma_mix\w*|v_cndmask_b16\w*|v_mbcnt_(lo|hi)_u32_b32_e64_dpp\w*|v_mad(_co)?_[iu]64_[iu]32|v_pk_fmac_f16\w*|"
-                           r"v_mqsad_u32_u8)$")
+                           r"v_mqsad_u32_u8|v_dot2_f16_f16\w*)$")
 FMA_K = {"f32": 0x40490fdb, "f16": 0x4248}   # pi
 
 
@@ -1757,6 +1757,27 @@ def test_special_opcode(arch, fmt, name):
       got = int(st.v[8, 0, l]) | (int(st.v[9, 0, l]) << 32)
       if got != r & R.M64: errors.append(f"lane {l} sources {x:#x} {y:#x} {z:#x}: got {got:#x}, reference {r & R.M64:#x}")
     if _mask(st, 12, lanes == 64) != carry: errors.append(f"carry mask {_mask(st, 12, lanes == 64):#x}, reference {carry:#x}")
+  elif base == "v_dot2_f16_f16":
+    # RDNA3 V_DOT2_F16_F16 (emu_reference.dot2_f16_f16) on operands where every rounding reading agrees; OPSEL[2] picks
+    # S2's half, OPSEL[3] the half of D written (the other kept): chunk 0 the low halves, chunk 1 the high ones
+    tuples = R.dot2_operands(2 * lanes, acc="f16")
+    code, v, expect = [], {}, []
+    for j in range(2):
+      chunk = tuples[j * lanes:(j + 1) * lanes]
+      v[3 * j], v[3 * j + 1] = [t[0] for t in chunk], [t[1] for t in chunk]
+      v[3 * j + 2] = [(t[2] << 16 | 0x5a5a) if j else (0xa5a50000 | t[2]) for t in chunk]   # a stray other half
+      v[8 + j] = [FILL & R.M32] * lanes
+      code.append(f"{_mnemonic(fmt, name)} v{8 + j}, v{3 * j}, v{3 * j + 1}, v{3 * j + 2}{' op_sel:[0,0,1,1]' if j else ''}{_dpp_controls(fmt)}")
+      want = []
+      for l, (a, b, c) in enumerate(chunk):
+        r = R.to_bits(R.dot2_f16_f16(chunk[_source_lane(fmt, l)][0], b, R.to_value(c, "f16")), "f16")
+        want.append((FILL & 0xffff) | (r << 16) if j else (FILL & 0xffff0000) | r)
+      expect.append((8 + j, want, chunk))
+    st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, vgprs=16)
+    for reg, want, chunk in expect:
+      for l in range(lanes):
+        e = _check_value(int(st.v[reg, 0, l]), want[l], "f16", f"{code[reg - 8]}: lane {l} sources {[hex(x) for x in chunk[l]]}")
+        if e: errors.append(e)
   elif base == "v_mqsad_u32_u8":
     # RDNA3 ISA V_MQSAD_U32_U8: D[32k+31:32k] = 32'B(v_msad_u8(S0[8k+31:8k], S1, S2[32k+31:32k])), k = 0..3 (128-bit D, S2)
     tuples = R.operand_tuples(("u64", "u32", "u64", "u64"), lanes)
