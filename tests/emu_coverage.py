@@ -29,7 +29,8 @@ REASONS: list[tuple[str, str]] = [
    "(emu_reference.dot2_operands); the bf16 and fp8 forms have no such operand domain yet"),
   (r"^v_div_(scale|fmas|fixup)", "division helper: the guide leaves its UNDERFLOW/OVERFLOW constants and the fmas scale "
    "undefined; LLVM's f32/f64 division sequences are checked IEEE-exact against the host (tests/test_emu_llvm.py, test_emu_corpus.py)"),
-  (r"^v_cvt_pk_u8_f32", "the ISA's f32_to_u8 does not state its rounding or saturation; no source to test the emulator's choice against"),
+  (r"^v_cvt_pk_u8_f32", "the RDNA3 pseudocode packs 32'U(f32_to_u8(S0.f32)) & 255 into the S1[1:0] byte of S2, and the guide "
+   "never defines f32_to_u8 (rounding, saturation, NaN); no other source found, so a reference would restate the emulator's choice"),
   (r"^v_trig_preop_f64", "the RDNA3 pseudocode's extraction (1201 bits of 2/pi << shift, & 2^53-1) read literally takes "
    "the table's low bits, which its scale 2^(-53-shift) contradicts; a third-party hardware capture reports a shorter "
    "table on gfx1201; no source settles the bits for large shifts, so a reference would restate the emulator's reading"),
