@@ -16,9 +16,6 @@ EXCEPTIONS_FILE = Path(__file__).with_name("emu_coverage_exceptions.txt")
 # the implemented opcodes that test_emu_reference.py does not run, by family, and why; the first rule that matches names
 # the reason (tests/emu_coverage_exceptions.txt holds one line per opcode)
 REASONS: list[tuple[str, str]] = [
-  (r"^v_\w+_(f64|b64|fp8|bf8)_dpp$|^v_cvt_(f64|i32|u32|f32)_(f64|i32|u32|f32)_dpp$",
-   "gfx942 DP-ALU DPP: llvm-mc takes only row_newbcast on these 64-bit ops, and the emulator does not run row_newbcast "
-   "yet (dpp_ctrl 0x150-0x15f is reserved in its gfx9 DPP table)"),
   (r"^v_writelane_b32$", "the assembler's gfx942 table refuses every SGPR in src0 (issue 13's known table bug, "
    "test_asm_llvm.KNOWN_UNBUILDABLE) until the tables are regenerated"),
   (r"^v_mfma_", "checked against numpy matmul of clang-19's __builtin_amdgcn_mfma_* (all 20 shapes, tests/test_emu_gfx942.py::"
@@ -26,23 +23,22 @@ REASONS: list[tuple[str, str]] = [
   (r"^v_wmma_", "f16/iu8 (tests/test_emu_corpus.py) and fp8/bf8 (tests/test_emu_gfx12.py) checked against numpy through clang-19's "
                "builtins; the bf16, 16-bit-result and iu4 forms share that layout code without an outside reference"),
   (r"^v_(dual_dot2acc|dot2|dot2c|dot2acc)_f|^v_dual_\w+__v_dual_dot2acc|^v_dot2_bf16|^v_dot4_f32_",
-   "float dot product: no source at hand states the hardware's intermediate rounding (the emulator rounds once), so a "
-   "reference would restate the emulator's choice"),
+   "float dot product: the RDNA3 ISA pseudocode rounds in f32 after each tmp += (read literally), LLVM contracts an fma "
+   "chain into it (a fused reading), no source settles which the hardware does; the f16 dots (v_dot2_f32_f16, "
+   "v_dot2acc/v_dot2c_f32_f16 with DPP and VOPD, v_dot2_f16_f16) run on operands where the readings agree "
+   "(emu_reference.dot2_operands); the bf16 and fp8 forms have no such operand domain yet"),
   (r"^v_div_(scale|fmas|fixup)", "division helper: the guide leaves its UNDERFLOW/OVERFLOW constants and the fmas scale "
    "undefined; LLVM's f32/f64 division sequences are checked IEEE-exact against the host (tests/test_emu_llvm.py, test_emu_corpus.py)"),
-  (r"^v_cvt_pk_u8_f32", "the ISA's f32_to_u8 does not state its rounding or saturation; no source to test the emulator's choice against"),
-  (r"^v_trig_preop_f64", "needs the ISA's 1201-bit table of 2/pi; not written yet"),
-  (r"^v_mqsad_u32_u8", "128-bit source and result: the reference harness holds operands of at most 64 bits"),
+  (r"^v_cvt_pk_u8_f32", "the RDNA3 pseudocode packs 32'U(f32_to_u8(S0.f32)) & 255 into the S1[1:0] byte of S2, and the guide "
+   "never defines f32_to_u8 (rounding, saturation, NaN); no other source found, so a reference would restate the emulator's choice"),
+  (r"^v_trig_preop_f64", "the RDNA3 pseudocode's extraction (1201 bits of 2/pi << shift, & 2^53-1) read literally takes "
+   "the table's low bits, which its scale 2^(-53-shift) contradicts; a third-party hardware capture reports a shorter "
+   "table on gfx1201; no source settles the bits for large shifts, so a reference would restate the emulator's reading"),
   (r"^s_sendmsg", "a message to the SPI / host: no register or memory result in a compute wave to check (the _rtn forms "
    "return hardware state: doorbell, realtime clock)"),
   (r"^s_mem(real)?time$", "a clock: no reference value (tests/test_emu_gfx942.py checks it counts at 100 MHz)"),
   (r"^ds_(append|consume|read_addtid_b32|write_addtid_b32)$", "gfx9's M0 is both the LDS limit and this op's base; which bits "
    "form the base is not modelled from a source"),
-  (r"^v_(add|sub|subrev|addc|subb|subbrev)_co_u32_sdwa$|^v_cndmask_b32_sdwa$", "SDWA form of a carry op: the SDWA reference "
-   "test covers ops with one result, not the carry through VCC"),
-  (r"^v_cvt_pk_f32_(fp8|bf8)_sdwa$|^v_nop_sdwa$", "SDWA form with a VGPR-pair or no result: outside the SDWA reference test"),
-  (r"^v_pk_(add|mul|fma|mov)_(f32|b32)$", "gfx9 packed f32 on register pairs: not written yet (tests/test_emu_gfx942.py checks "
-   "v_pk_mov_b32's selects)"),
 ]
 
 
@@ -70,7 +66,8 @@ def reference_tested(arch: str) -> frozenset[tuple[str, str]]:
   the format is fixed, (arch, opcode)."""
   from tests import test_emu_reference as T
   out = set()
-  for cases in (T.valu_cases, T.salu_cases, T.sdwa_cases, T.vop3p_cases, T.lane_cases, T.vmem_cases, T.vmem_atomic_cases, T.buffer_cases, T.flow_cases, T.special_cases):
+  for cases in (T.valu_cases, T.salu_cases, T.sdwa_cases, T.vop3p_cases, T.lane_cases, T.vmem_cases, T.vmem_atomic_cases, T.buffer_cases, T.flow_cases, T.special_cases,
+                T.dp_alu_cases, T.pk_f32_cases):
     out |= {(p.values[1], p.values[2]) for p in cases() if p.values[0] == arch}
   for fmt, cases in (("VOPD", T.vopd_cases), ("DS", T.ds_cases), ("SOP1", T.sop1_state_cases), ("SMEM", T.smem_cases), ("SCRATCH", T.scratch_cases), ("DS", T.ds_lane_cases)):
     out |= {(fmt, p.values[1]) for p in cases() if p.values[0] == arch}

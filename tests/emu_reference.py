@@ -7,6 +7,7 @@ whose IEEE arithmetic is the reference for rounding, infinities, NaN and denorma
 """
 from __future__ import annotations
 import functools
+import itertools
 import math
 from fractions import Fraction
 
@@ -529,6 +530,7 @@ def vopd_part(name: str):
   if op == "v_fmamk_f32": return (F32, F32), False, lambda s, d, c, k: fma_exact(s[0], k, s[1], F32)
   if op == "v_fmac_f32": return (F32, F32), True, lambda s, d, c, k: fma_exact(s[0], s[1], d, F32)
   if op == "v_cndmask_b32": return (U, U), False, lambda s, d, c, k: s[1] if c else s[0]
+  if op == "v_dot2acc_f32_f16": return (U, U), True, lambda s, d, c, k: dot2_f32_f16(s[0], s[1], d)
   if op in VALU_OPS and len(VALU_OPS[op][1]) <= 2:
     dt, types, fn = VALU_OPS[op]
     return types, False, lambda s, d, c, k: fn(*s)
@@ -995,3 +997,99 @@ DOT_OPS.update({
 # gfx9's accumulating VOP2 dots (D = D + dot(S0, S1), signed): as VALU ops whose third source is the destination
 for _n, _w, _k in (("v_dot2c_i32_i16", 16, 2), ("v_dot4c_i32_i8", 8, 4), ("v_dot8c_i32_i4", 4, 8)):
   VALU_OPS[_n] = (I, (U, U, I), (lambda w, k: lambda a, b, c: sum(x * y for x, y in zip(_lanes_of(a, w, k, True), _lanes_of(b, w, k, True))) + c)(_w, _k))
+
+
+# ---- float dot of packed f16 into f32: V_DOT2ACC_F32_F16 (RDNA3/4, VOP2 and VOPD) / V_DOT2C_F32_F16 (CDNA3) --------------
+# The RDNA3 ISA's pseudocode: tmp = 32'F(S0.lo.f16) * 32'F(S1.lo.f16); tmp += 32'F(S0.hi.f16) * 32'F(S1.hi.f16);
+# tmp += S2.f; D0.f = tmp -- read literally, f32 arithmetic rounding at each +=. LLVM folds the fused chain
+# fma(a.lo*b.lo, fma(a.hi*b.hi, c)) into the same instruction under fp-contract, a single-rounding reading, and its
+# SIISelLowering notes that the f32 denormals are flushed whatever the mode. No source settles the rounding, so the
+# reference is the pseudocode as written and the operands (dot2_operands) keep to where every reading agrees.
+def dot2_f32_f16(a: int, b: int, c):
+  """The pseudocode, f32 step by step (products of f16 values are exact in f32)."""
+  h = lambda x, k: np.float32(to_value((x >> (16 * k)) & M16, "f16"))
+  tmp = h(a, 0) * h(b, 0)
+  tmp = np.float32(tmp + h(a, 1) * h(b, 1))
+  return np.float32(tmp + np.float32(c))
+
+
+_F16_NORMAL_STEPS = [0x3c00, 0x3e00, 0x3800, 0x4000, 0x4200, 0x3a00, 0x6400, 0x7bff, 0x0400, 0x1000, 0x5640, 0x4d00]   # 1, 1.5, 0.5, ...
+
+
+def dot2_f16_f16(a: int, b: int, c):
+  """V_DOT2_F16_F16 (RDNA3): tmp = S0.lo.f16 * S1.lo.f16; tmp += S0.hi.f16 * S1.hi.f16; tmp += S2.f16; D0.f16 = tmp --
+  f16 step by step, as written (the same reading question as dot2_f32_f16)."""
+  h = lambda x, k: to_value((x >> (16 * k)) & M16, "f16")
+  tmp = np.float16(h(a, 0) * h(b, 0))
+  tmp = np.float16(tmp + np.float16(h(a, 1) * h(b, 1)))
+  return np.float16(tmp + np.float16(c))
+
+
+def _exact_normal(x: Fraction, t: str) -> bool:
+  """x is 0 or a normal value of float type t exactly (no rounding and no denormal: the readings of the dot differ there)."""
+  if x == 0: return True
+  f, info = float(x), np.finfo(FLOAT[t][0])
+  return Fraction(f) == x and float(info.tiny) <= abs(f) <= float(info.max) and Fraction(float(FLOAT[t][0](f))) == x
+
+
+# S2 values (register bits) by accumulator type: zeros, +-1, powers of two, +-inf, a quiet NaN, a few integers
+_DOT2_ACC = {"f32": [0, 0x80000000, 0x3f800000, 0xbf800000, 0x4b800000, 0xc0400000, 0x30800000, 0x7f800000, 0xff800000,
+                     0x7fc00000, 0x4f000000, 0x3e000000],
+             "f16": [0, 0x8000, 0x3c00, 0xbc00, 0x6400, 0xc200, 0x2000, 0x7c00, 0xfc00, 0x7e00, 0x7800, 0x3000]}
+
+
+@functools.lru_cache(maxsize=None)
+def dot2_operands(count: int, seed: int = 0, acc: str = "f32") -> tuple[tuple[int, int, int], ...]:
+  """`count` (S0, S1, S2) register tuples for the f16 dots (into an `acc` accumulator) on which the pseudocode's
+  step-by-step rounding and a single rounding give the same bits: finite operands whose products and partial sums, in
+  any order, are exact normal `acc` values (or zeros), no denormal operand; plus infinities and NaNs (IEEE's rules for
+  them do not depend on the order), and cancellations to exact zeros. S0 is the same in each group of 8 lanes, so a
+  DPP16 quad_perm or DPP8 source lane (or the 0 an inactive one gives) keeps the lane in that domain."""
+  rng = np.random.default_rng(seed)
+  pos = _F16_NORMAL_STEPS + [0, 0x7c00, 0x7e00]                 # +0, +inf, quiet NaN among the f16 halves
+  halves = pos + [x | 0x8000 for x in pos]
+  value = lambda bits, t: Fraction(float(to_value(bits, t)))
+  pick = lambda: halves[int(rng.integers(0, len(halves)))]
+  def in_domain(a: int, b: int, c: int) -> bool:
+    hs = [(a >> 16 * k) & M16 for k in (0, 1)] + [(b >> 16 * k) & M16 for k in (0, 1)]
+    finite = lambda *xs: all(np.isfinite(to_value(x, t)) for x, t in xs)
+    # the finite terms (products of finite halves, S2); with an infinity or NaN elsewhere these must still not round
+    terms = [value(hs[k], "f16") * value(hs[k + 2], "f16") for k in (0, 1) if finite((hs[k], "f16"), (hs[k + 2], "f16"))]
+    terms += [value(c, acc)] if finite((c, acc)) else []
+    return all(_exact_normal(sum(sub), acc) for n in range(1, len(terms) + 1) for sub in itertools.combinations(terms, n))
+  def random_acc() -> int:
+    x = float(rng.integers(-4096, 4096)) * 2.0 ** int(rng.integers(-20, 20)) if acc == "f32" else \
+      float(rng.integers(-64, 64)) * 2.0 ** int(rng.integers(-6, 6))
+    return to_bits(FLOAT[acc][0](x), acc)
+  out: list[tuple[int, int, int]] = []
+  while len(out) < count:
+    lo = pick()
+    a = lo | ((lo ^ 0x8000 if rng.random() < 0.3 else pick()) << 16)   # a.hi = -a.lo: with b.hi = b.lo, an exact zero
+    group: list[tuple[int, int, int]] = []
+    for _ in range(4000):   # S1, S2 for the group's 8 lanes (an S0 too large for any of them is drawn again)
+      b = pick() | (pick() << 16)
+      if rng.random() < 0.3: b = (b & 0xffff) | ((b & 0xffff) << 16)
+      c = _DOT2_ACC[acc][int(rng.integers(0, len(_DOT2_ACC[acc])))] if rng.random() < 0.7 else random_acc()
+      if in_domain(a, b, c): group.append((a, b, c))
+      if len(group) == 8: break
+    if len(group) == 8: out += group
+  return tuple(out[:count])
+
+
+VALU_OPS["v_dot2acc_f32_f16"] = (F32, (U, U, F32), dot2_f32_f16)
+VALU_OPS["v_dot2c_f32_f16"] = VALU_OPS["v_dot2acc_f32_f16"]   # CDNA3's name for it (VOP2, D = D + dot)
+OPERANDS = {"v_dot2acc_f32_f16": dot2_operands, "v_dot2c_f32_f16": dot2_operands}   # ops whose operands keep to a domain
+FLOAT_DOT_OPS = {"v_dot2_f32_f16": dot2_f32_f16}   # VOP3P, on dot2_operands: fn(S0 bits, S1 bits, S2 value)
+
+
+def operands_for(name: str, types: tuple[str, ...], count: int) -> tuple[tuple[int, ...], ...]:
+  """The operand tuples an opcode's test runs: its domain's (OPERANDS) or the edge values and random bits of its types."""
+  return OPERANDS[name](count) if name in OPERANDS else operand_tuples(types, count)
+
+
+# ---- gfx90a+ packed f32 on VGPR pairs (CDNA3 V_PK_ADD/MUL/FMA_F32, V_PK_MOV_B32): each dword of D is the f32 op on the
+# dwords of the sources that op_sel (low dword) / op_sel_hi (high dword) pick, neg_lo / neg_hi negating them; LLVM
+# selects fadd/fmul/fma on <2 x float> to them (VOP3PInstructions.td, gfx90a+). V_PK_MOV_B32: D.lo = S0[op_sel[0]],
+# D.hi = S1[op_sel[1]] (LLVM's SIInstrInfo expands 64-bit VGPR copies with it). name -> (sources, fn on f32 values)
+PK_F32_OPS = {"v_pk_add_f32": (2, lambda a, b: a + b), "v_pk_mul_f32": (2, lambda a, b: a * b),
+              "v_pk_fma_f32": (3, lambda a, b, c: fma_exact(a, b, c, F32)), "v_pk_mov_b32": (2, None)}

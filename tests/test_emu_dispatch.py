@@ -150,3 +150,12 @@ __kernel void reduce(__global float* out, __global const float* in) {
     outs.append(out)
   assert (outs[0] == outs[1]).all() and (outs[0] == x.reshape(8, 64).sum(1)).all()
   assert set(seen) == {13} and r.stats.instructions > 0
+
+
+@pytest.mark.parametrize("arch,clamp_ieee", [("gfx1100", 1), ("gfx942", 1), ("gfx1201", 0)])
+def test_rsrc1_is_decoded_with_the_family_table(arch, clamp_ieee):
+  """RSRC1 bits 21 and 23 are DX10_CLAMP and IEEE_MODE on gfx9 and gfx11 but WG_RR_EN and DISABLE_PERF on gfx12
+  (Linux amdgpu gc_12_0_0_sh_mask.h): only there do they not reach MODE."""
+  from hcq.asm.emu.dispatch import _plan
+  plan = _plan(1 << 21 | 1 << 23 | 0xc0 << 12, 0, (64, 1, 1), arch != "gfx942", None, 8 if arch == "gfx942" else None, arch)
+  assert (plan.mode & 0xff, plan.mode >> 8 & 1, plan.mode >> 9 & 1) == (0xc0, clamp_ieee, clamp_ieee)

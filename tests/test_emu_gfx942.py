@@ -70,7 +70,8 @@ def test_sdwa_selects():
 
 
 def test_dpp_gfx9_controls():
-  """wave_shl/shr/rol/ror by one lane, row_bcast:15 / :31 under their row masks, bound_ctrl, bank_mask."""
+  """wave_shl/shr/rol/ror by one lane, row_bcast:15 / :31 under their row masks, bound_ctrl, bank_mask, row_newbcast
+  (gfx90a+: lane N of each row to the whole row) on a 32-bit op."""
   a, b = (LANES * 10 + 1).astype(u32), (LANES * 1000).astype(u32)
   old = np.full(64, 0xdead, u32)
   st = snip(["v_mov_b32_dpp v2, v0 wave_shl:1 row_mask:0xf bank_mask:0xf",
@@ -79,8 +80,9 @@ def test_dpp_gfx9_controls():
              "v_mov_b32_dpp v5, v0 wave_ror:1 row_mask:0xf bank_mask:0xf",
              "v_mov_b32_dpp v6, v0 row_bcast:15 row_mask:0xa bank_mask:0xf",
              "v_mov_b32_dpp v7, v0 row_bcast:31 row_mask:0xc bank_mask:0xf",
-             "v_add_u32_dpp v8, v0, v1 row_shr:1 row_mask:0xf bank_mask:0x5"],
-            v={0: a, 1: b, **{r: old for r in range(2, 9)}})
+             "v_add_u32_dpp v8, v0, v1 row_shr:1 row_mask:0xf bank_mask:0x5",
+             "v_mov_b32_dpp v9, v0 row_newbcast:13 row_mask:0xb bank_mask:0xf"],
+            v={0: a, 1: b, **{r: old for r in range(2, 10)}})
   g = lambda r: st.v[r, 0]
   assert (g(2) == np.where(LANES < 63, a[np.minimum(LANES + 1, 63)], old)).all()   # lane 63 has no source: unwritten
   assert (g(3) == np.where(LANES > 0, a[LANES - 1], 0)).all()                       # bound_ctrl: lane 0 reads 0
@@ -91,6 +93,7 @@ def test_dpp_gfx9_controls():
   bank = (LANES % 16) // 4
   shr = np.where(LANES % 16 >= 1, a[LANES - 1] + b, old)   # row_shr:1 without bound_ctrl: a row's lane 0 is not written
   assert (g(8) == np.where((bank == 0) | (bank == 2), shr, old)).all()
+  assert (g(9) == np.where(row != 2, a[row * 16 + 13], old)).all()
 
 
 def test_gfx9_vop_rules_m0_and_agprs():

@@ -84,8 +84,7 @@ def valu_cases():
 
 def dp_alu_dpp(arch: str, fmt: str, opc) -> bool:
   """A gfx942 DPP16 form of a 64-bit "DP ALU" op: llvm-mc 19 takes only row_newbcast there ("DP ALU dpp only supports
-  row_newbcast"; the table records the refused controls), and the emulator does not run row_newbcast yet, so these
-  are listed exceptions."""
+  row_newbcast"; the table records the refused controls), so test_dp_alu_dpp_opcode runs it, not quad_perm."""
   return arch == "gfx942" and fmt.endswith("DPP16") and "dpp_ctrl" in opc.refused
 
 
@@ -198,7 +197,7 @@ def test_valu_opcode(arch, fmt, name, kind):
   if kind == "valu": dt, types, fn = R.valu_op(arch, base)
   elif kind == "cmp": types, fn = R.compare(base); dt = "u32"
   else: (_, fn), types, dt = R.CARRY_OPS[base], ("u32", "u32"), "u32"
-  tuples = R.operand_tuples(tuple(types), TUPLES if FULL or "DPP" not in fmt else lanes)   # DPP forms: one wave's worth
+  tuples = R.operands_for(base, tuple(types), TUPLES if FULL or "DPP" not in fmt else lanes)   # DPP forms: one wave's worth
   if base in R.DOMAIN: tuples = tuple(tuple(_fold(x, t, R.DOMAIN[base]) for x, t in zip(tp, types)) for tp in tuples)
   chunks = [tuples[i:i + lanes] for i in range(0, len(tuples), lanes)]
   fmac = base.startswith(("v_fmac_", "v_mac_")) or base in ACCUMULATING
@@ -214,7 +213,8 @@ def _fold(bits: int, t: str, limit: float) -> int:
   return R.to_bits(np.fmod(x, R.FLOAT[t][0](limit)), t) if np.isfinite(x) and abs(x) > limit else bits
 
 
-ACCUMULATING = ("v_dot2c_i32_i16", "v_dot4c_i32_i8", "v_dot8c_i32_i4")   # like v_fmac: the last source is the destination
+# like v_fmac: the last source is the destination
+ACCUMULATING = ("v_dot2c_i32_i16", "v_dot4c_i32_i8", "v_dot8c_i32_i4", "v_dot2acc_f32_f16", "v_dot2c_f32_f16")
 GROUP = 4   # chunks per snippet: sources in v0-v31, results in v64-v71 (true16 encodings reach v127), masks in s40-s67
 
 
@@ -324,6 +324,74 @@ def _run_group(arch, fmt, name, kind, chunks, base, mnem, types, dt, fn, fmac, e
         bad = [l for l in range(lanes) if ((got ^ want) >> l) & 1]
         errors.append(f"s{reg} mask {got:#x}, reference {want:#x}: lanes {bad[:6]} sources {[[hex(x) for x in chunk[l]] for l in bad[:6]]}")
   return [f"{code[0]}: {e}" for e in errors]
+
+
+# ---- gfx942 DP-ALU DPP: row_newbcast:k for every k, under a partial EXEC, row/bank masks and bound_ctrl --------------
+# chunk k's (row_mask, bank_mask, bound_ctrl); the odd chunks (no bound_ctrl: a zero's sign after neg is not sourced)
+# carry neg/abs on the float sources
+DP_ALU_MASKS = ((0xf, 0xf, True), (0xf, 0xf, False), (0xd, 0xf, True), (0xf, 0xb, False))
+
+
+def dp_alu_cases():
+  out = []
+  for fmt in ("VOP1_DPP16", "VOP2_DPP16"):
+    for opc in _isa("gfx942").by_op.get(fmt, {}).values():
+      if dp_alu_dpp("gfx942", fmt, opc) and _kind(_base(opc.name)) == "valu" and (fmt, opc.name) in implemented("gfx942"):
+        out.append(pytest.param("gfx942", fmt, opc.name, id=f"gfx942-{fmt}-{opc.name}"))
+  return out
+
+
+@pytest.mark.parametrize("arch,fmt,name", dp_alu_cases())
+def test_dp_alu_dpp_opcode(arch, fmt, name):
+  """gfx942's DPP16 form of a 64-bit ("DP ALU") op, once per row_newbcast:k (k = 0..15): every lane's src0 (both
+  dwords of a 64-bit one) is lane k of its row (LLVM AMDGPUModifierSyntax.rst, dpp64_ctrl: "broadcast a thread within
+  a row to the whole row"). A lane whose EXEC, row_mask or bank_mask bit is clear keeps its value; a source lane whose
+  EXEC bit is clear is an invalid lane: it reads 0 under bound_ctrl:1 and leaves the lane unwritten without it
+  (bound_ctrl and fi in the same document). Over the 16 chunks every lane's src0 tuple is read by its whole row."""
+  lanes = ARCHS[arch]
+  base = _base(name)
+  dt, types, fn = R.valu_op(arch, base)
+  fmac = base.startswith("v_fmac_")
+  tuples = R.operand_tuples(tuple(types), lanes)
+  if base in R.DOMAIN: tuples = tuple(tuple(_fold(x, t, R.DOMAIN[base]) for x, t in zip(tp, types)) for tp in tuples)
+  cols = [[tp[i] for tp in tuples] for i in range(len(types))]
+  ex = PARTIAL_EXEC
+  v, code, expect = {}, [], []
+  for i, t in enumerate(types[:2 if fmac else len(types)]): _put(v, 2 * i, t, cols[i], lanes)
+  fill = FILL & ((1 << R.WIDTH[dt]) - 1)
+  for k in range(16):
+    dst = 8 + 2 * k
+    rm, bm, bound = DP_ALU_MASKS[k % 4]
+    mods = k % 2 == 1
+    negs = [mods and _takes(arch, fmt, name, f"neg{i}") and t in R.FLOAT for i, t in enumerate(types[:2])]
+    abss = [mods and k % 4 == 1 and _takes(arch, fmt, name, f"abs{i}") and t in R.FLOAT for i, t in enumerate(types[:2])]
+    _put(v, dst, dt, cols[2] if fmac else [fill] * lanes, lanes)
+    srcs = [("-" if negs[i] else "") + (f"|{_regs(2 * i, t)}|" if abss[i] else _regs(2 * i, t)) for i, t in enumerate(types[:2 if fmac else len(types)])]
+    code.append(f"{_mnemonic(fmt, name)} {_regs(dst, dt)}, {', '.join(srcs)} row_newbcast:{k} row_mask:{rm:#x} bank_mask:{bm:#x}"
+                + (" bound_ctrl:1" if bound else ""))
+    want, seen = [], []
+    for l in range(lanes):
+      src = (l & ~15) | k
+      keep = cols[2][l] if fmac else fill
+      enabled = (ex >> l) & 1 and (rm >> (l // 16)) & 1 and (bm >> ((l & 15) // 4)) & 1
+      source_ok = (ex >> src) & 1
+      if not enabled or not (source_ok or bound):
+        want.append(keep); seen.append((None,)); continue
+      ops = [cols[0][src] if source_ok else 0] + [col[l] for col in cols[1:]]
+      seen.append(tuple(ops))
+      vals = [R.to_value(x, t) for x, t in zip(ops, types)]
+      vals[:2] = [_apply_src_mods(x, t, negs[i], abss[i]) for i, (x, t) in enumerate(zip(vals[:2], types))]
+      want.append(R.to_bits(fn(*vals), dt))
+    expect.append((dst, want, seen, code[-1]))
+  st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, exec_mask=ex, vgprs=48)
+  ulps, signed_zero = R.ULP_BOUND.get(base, 0), base not in R.DOMAIN
+  errors = []
+  for dst, want, seen, text in expect:
+    got = _get(st, dst, dt, lanes)
+    for l in range(lanes):
+      e = _check_value(got[l], want[l], dt, f"{text}: v{dst} lane {l} sources {[hex(x) for x in seen[l] if x is not None]}", ulps, signed_zero)
+      if e: errors.append(e)
+  assert not errors, "\n".join(errors[:14])
 
 
 # ---- SALU: one wave per operand tuple, the op alone (SCC set before it from s5) ----------------------------------------
@@ -436,8 +504,8 @@ def test_vopd_opcode(arch, name):
     texts = []
     for h, (half, (types, acc, fn)) in enumerate(zip(halves, parts)):
       s0, s1, dst = base + h, base + 4 + h, base + 10 + h
-      tuples = R.operand_tuples(tuple(types) + ("f32",), 4 * lanes)[j * lanes:(j + 1) * lanes] if acc else \
-               R.operand_tuples(tuple(types), 4 * lanes)[j * lanes:(j + 1) * lanes]
+      op = "v_" + half.removeprefix("v_dual_")
+      tuples = R.operands_for(op, tuple(types) + (("f32",) if acc else ()), 4 * lanes)[j * lanes:(j + 1) * lanes]
       if h: tuples = tuples[::-1]   # Y gets other operands than X
       for i, t in enumerate(types): _put(v, (s0, s1)[i], t, [tp[i] for tp in tuples], lanes)
       _put(v, dst, "u32", [tp[2] for tp in tuples] if acc else [FILL & R.M32] * lanes, lanes)
@@ -475,8 +543,10 @@ def sdwa_cases():
         kind = _kind(base)
         if kind == "valu": types, dt = R.VALU_OPS[base][1], R.VALU_OPS[base][0]
         elif kind == "cmp": types, dt = R.compare(base)[0], "u32"
+        elif kind == "carry": types, dt = ("u32", "u32"), "u32"
         else: continue
-        if (fmt, opc.name) in implemented(arch) and all(R.WIDTH[t] < 64 for t in (*types, dt)) and (fmt != "VOP1_SDWA" or len(types) == 1) \
+        if (fmt, opc.name) in implemented(arch) and all(R.WIDTH[t] < 64 for t in types) and (R.WIDTH[dt] < 64 or dt == "f32x2") \
+           and (fmt != "VOP1_SDWA" or len(types) == 1) \
            and len(types) <= 2 and not base.startswith(("v_fmac", "v_mac")):
           out.append(pytest.param(arch, fmt, opc.name, kind, id=f"{arch}-{fmt}-{opc.name}"))
   return out
@@ -502,7 +572,9 @@ def test_sdwa_opcode(arch, fmt, name, kind):
   lanes = ARCHS[arch]
   base = _base(name)
   if kind == "valu": dt, types, fn = R.valu_op(arch, base)
+  elif kind == "carry": (cin, carry_fn), types, dt = R.CARRY_OPS[base], ("u32", "u32"), "u32"
   else: (types, fn), dt = R.compare(base), "u32"
+  pair = R.WIDTH[dt] == 64   # v_cvt_pk_f32_fp8/bf8: a VGPR-pair result, no dst_sel
   tuples = R.operand_tuples(tuple("u32" for _ in types), lanes * len(SDWA_VARIANTS))   # whole registers: the selects pick the bits
   code, v, expect = [], {}, []
   for j, (s0, s1, ds, du) in enumerate(SDWA_VARIANTS):
@@ -516,26 +588,37 @@ def test_sdwa_opcode(arch, fmt, name, kind):
       srcs.append(f"sext(v{8 * j + 2 * i})" if sext[i] else f"v{8 * j + 2 * i}")
     sel_text = " ".join(f"src{i}_sel:{sels[i]}" for i in range(len(types)))
     vals = [[R.to_value(_select(tp[i], sels[i], sext[i]) & ((1 << R.WIDTH[t]) - 1), t) for i, t in enumerate(types)] for tp in chunk]
-    if kind == "cmp":
+    if kind == "carry":
+      # the carry ops read the selected (zero-extended) sources as 32-bit values: the carry-out (VCC) is the 32-bit op's,
+      # the result goes to the dst_sel field; v_cndmask and the carry-in forms read VCC (GCN3/CDNA3 ISA, SDWA)
+      out, dst = 40 + 2 * j, 64 + 2 * j
+      _put(v, dst, "u32", [FILL & R.M32] * lanes, lanes)
+      cins = [(CARRY_IN >> l) & 1 for l in range(lanes)]
+      res = [carry_fn(*vs, c) for vs, c in zip(vals, cins)]
+      text = f"v{dst}, {', '.join(srcs)}, vcc" if base == "v_cndmask_b32" else f"v{dst}, vcc, {', '.join(srcs)}{', vcc' if cin else ''}"
+      code += ["s_mov_b64 vcc, s[12:13]", f"{name} {text} dst_sel:{ds} dst_unused:{du} {sel_text}", f"s_mov_b64 s[{out}:{out + 1}], vcc"]
+      expect.append(("v", dst, [_place(r[0] & R.M32, FILL & R.M32, ds, du) for r in res], chunk))
+      expect.append(("s", out, CARRY_IN if base == "v_cndmask_b32" else sum((r[1] or 0) << l for l, r in enumerate(res)), chunk))
+    elif kind == "cmp":
       out = 40 + 2 * j
       code.append(f"{name} s[{out}:{out + 1}], {', '.join(srcs)} {sel_text}")
       if base.startswith("v_cmpx"): code.append(f"s_mov_b64 exec, -1")
       expect.append(("s", out, sum(int(bool(fn(*vs))) << l for l, vs in enumerate(vals)), chunk))
     else:
       dst = 64 + 2 * j
-      _put(v, dst, "u32", [FILL & R.M32] * lanes, lanes)
-      if name.startswith(("v_cvt_f32_fp8", "v_cvt_f32_bf8")): ds, du = "DWORD", "UNUSED_PAD"   # these SDWA forms have no dst_sel
-      code.append(f"{name} v{dst}, {', '.join(srcs)}{f' dst_sel:{ds} dst_unused:{du}' if ds != 'DWORD' else ''} {sel_text}")
-      want = [_place(R.to_bits(fn(*vs), dt), FILL & R.M32, ds, du) for vs in vals]
+      _put(v, dst, "u64" if pair else "u32", [FILL & (R.M64 if pair else R.M32)] * lanes, lanes)
+      if name.startswith(("v_cvt_f32_fp8", "v_cvt_f32_bf8")) or pair: ds, du = "DWORD", "UNUSED_PAD"   # these SDWA forms have no dst_sel
+      code.append(f"{name} {_regs(dst, dt)}, {', '.join(srcs)}{f' dst_sel:{ds} dst_unused:{du}' if ds != 'DWORD' else ''} {sel_text}")
+      want = [R.to_bits(fn(*vs), dt) if pair else _place(R.to_bits(fn(*vs), dt), FILL & R.M32, ds, du) for vs in vals]
       expect.append(("v", dst, want, chunk))
-  st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, vgprs=80)
+  st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, vgprs=80, s={12: CARRY_IN & R.M32, 13: CARRY_IN >> 32})
   errors = []
   for where, reg, want, chunk in expect:
     if where == "s":
       got = _mask(st, reg, True)
       if got != want: errors.append(f"s{reg}: mask {got:#x}, reference {want:#x}")
       continue
-    got = _get(st, reg, "u32", lanes)
+    got = _get(st, reg, "u64" if pair else "u32", lanes)
     for l in range(lanes):
       g, w = (got[l] & R.M16, want[l] & R.M16) if R.WIDTH[dt] == 16 and got[l] >> 16 == want[l] >> 16 else (got[l], want[l])
       e = _check_value(g, w, dt, f"v{reg} lane {l} sources {[hex(x) for x in chunk[l]]}", R.ULP_BOUND.get(base, 0), base not in R.DOMAIN)
@@ -550,7 +633,7 @@ def vop3p_cases():
     for fmt in ("VOP3P", "VOP3P_DPP16", "VOP3P_DPP8", "VOP3P_DPP8FI"):
       for opc in _isa(arch).by_op.get(fmt, {}).values():
         base = _base(opc.name)
-        if (base in R.PK_OPS or base in R.DOT_OPS) and (fmt, opc.name) in implemented(arch):
+        if (base in R.PK_OPS or base in R.DOT_OPS or base in R.FLOAT_DOT_OPS) and (fmt, opc.name) in implemented(arch):
           out.append(pytest.param(arch, fmt, opc.name, id=f"{arch}-{fmt}-{opc.name}"))
   return out
 
@@ -564,7 +647,7 @@ def test_vop3p_opcode(arch, fmt, name):
   exec_mask = (PARTIAL_EXEC & ((1 << lanes) - 1)) if "DPP8" in fmt else (1 << lanes) - 1
   mnem = _mnemonic(fmt, name)
   code, v, expect = [], {}, []
-  if base in R.DOT_OPS:
+  if base in R.DOT_OPS or base in R.FLOAT_DOT_OPS:
     n, ht = 3, "u32"
   else:
     ht, fn = R.PK_OPS[base]
@@ -574,6 +657,7 @@ def test_vop3p_opcode(arch, fmt, name):
     chunk = halves[j * lanes:(j + 1) * lanes]
     regs = [[(tp[2 * i] & R.M16) | ((tp[2 * i + 1] & R.M16) << 16) for tp in chunk] for i in range(n)]
     if base in R.DOT_OPS: regs = [[x ^ (y * 0x9e3779b1 & R.M32) for x, y in zip(r, range(lanes))] for r in regs]   # whole-register bits
+    if base in R.FLOAT_DOT_OPS: regs = [list(col) for col in zip(*R.dot2_operands(2 * lanes)[j * lanes:(j + 1) * lanes])]
     for i in range(n): _put(v, 8 * j + 2 * i, "u32", regs[i], lanes)
     if dpp: regs[0] = _lanes_in(regs[0], fmt, exec_mask, lanes, fmt.endswith("DPP8FI"))
     dst = 64 + 2 * j
@@ -594,6 +678,8 @@ def test_vop3p_opcode(arch, fmt, name):
       if not (exec_mask >> l) & 1: want.append(FILL & R.M32); continue
       if base in R.DOT_OPS:
         want.append(R.DOT_OPS[base](*[r[l] for r in regs]) & R.M32); continue
+      if base in R.FLOAT_DOT_OPS:
+        want.append(R.to_bits(R.FLOAT_DOT_OPS[base](regs[0][l], regs[1][l], R.to_value(regs[2][l], "f32")), "f32")); continue
       out = 0
       for half, (selv, negv) in enumerate(((sel, neg_lo), (sel_hi, neg_hi))):
         args = []
@@ -608,8 +694,52 @@ def test_vop3p_opcode(arch, fmt, name):
   for dst, want, srcs in expect:
     got = _get(st, dst, "u32", lanes)
     for l in range(lanes):
-      if not _same_bits(got[l], want[l], "f16" if base in R.PK_OPS and ht == "f16" else "u32"):
+      if not _same_bits(got[l], want[l], "f16" if base in R.PK_OPS and ht == "f16" else "f32" if base in R.FLOAT_DOT_OPS else "u32"):
         errors.append(f"v{dst} lane {l} sources {srcs[l]}: got {got[l]:#x}, reference {want[l]:#x}")
+  assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
+
+
+def pk_f32_cases():
+  return [pytest.param(a, "VOP3P", n, id=f"{a}-VOP3P-{n}") for a in ARCHS for n in R.PK_F32_OPS if ("VOP3P", n) in implemented(a)]
+
+
+@pytest.mark.parametrize("arch,fmt,name", pk_f32_cases())
+def test_pk_f32_opcode(arch, fmt, name):
+  """gfx942's packed f32 ops on VGPR pairs, one chunk per select/modifier setting: default selects, swapped dwords with
+  neg_lo/neg_hi, mixed selects with clamp (v_pk_mov_b32: its two op_sel bits)."""
+  lanes = ARCHS[arch]
+  n, fn = R.PK_F32_OPS[name]
+  mov = fn is None
+  settings = [([0, 0], [1, 1], [0, 0], [0, 0], False), ([1, 0], [0, 1], [0, 0], [0, 0], False), ([0, 1], [1, 1], [0, 0], [0, 0], False)] if mov \
+    else [([0] * n, [1] * n, [0] * n, [0] * n, False), ([1, 0, 1][:n], [0, 1, 0][:n], [1, 0, 0][:n], [0, 0, 1][:n], False),
+          ([1, 1, 0][:n], [1, 0, 0][:n], [0, 1, 1][:n], [1, 1, 1][:n], True)]   # neg_lo / neg_hi flip the sign differently
+  tuples = R.operand_tuples(("f32",) * (2 * n), lanes * len(settings))
+  code, v, expect = [], {}, []
+  for j, (sel, sel_hi, neg_lo, neg_hi, clamp) in enumerate(settings):
+    chunk = tuples[j * lanes:(j + 1) * lanes]
+    base, dst = 8 * j, 40 + 2 * j
+    for i in range(2 * n): _put(v, base + i, "f32", [tp[i] for tp in chunk], lanes)
+    _put(v, dst, "u64", [FILL] * lanes, lanes)
+    lst = lambda xs: f"[{','.join(map(str, xs))}]"
+    mods = f" op_sel:{lst(sel)}" + ("" if mov else f" op_sel_hi:{lst(sel_hi)} neg_lo:{lst(neg_lo)} neg_hi:{lst(neg_hi)}") + (" clamp" if clamp else "")
+    code.append(f"{name} v[{dst}:{dst + 1}], {', '.join(f'v[{base + 2 * i}:{base + 2 * i + 1}]' for i in range(n))}{mods}")
+    want = []
+    for tp in chunk:
+      if mov: want.append(tp[sel[0]] | (tp[2 + sel[1]] << 32)); continue
+      out = 0
+      for half, (sl, ng) in enumerate(((sel, neg_lo), (sel_hi, neg_hi))):
+        args = [R.to_value(tp[2 * i + sl[i]], "f32") for i in range(n)]
+        r = fn(*[-a if ng[i] else a for i, a in enumerate(args)])
+        out |= R.to_bits(_clamp(r, "f32") if clamp else r, "f32") << (32 * half)
+      want.append(out)
+    expect.append((dst, want, chunk))
+  st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, vgprs=48)
+  errors = []
+  for dst, want, chunk in expect:
+    got = _get(st, dst, "u64", lanes)
+    for l in range(lanes):
+      e = _check_value(got[l], want[l], "u64" if mov else "f32x2", f"v[{dst}:{dst + 1}] lane {l} sources {[hex(x) for x in chunk[l]]}")
+      if e: errors.append(e)
   assert not errors, "\n".join(code) + "\n" + "\n".join(errors[:12])
 
 
@@ -1215,7 +1345,7 @@ NO_EFFECT = re.compile(r"^(s_nop|s_waitcnt\w*|s_wait_\w+|s_delay_alu|s_clause|s_
                        r"s_dcache_\w+|s_gl1_inv|s_ttracedata\w*|s_incperflevel|s_decperflevel|s_wakeup|s_version|s_singleuse_vdst|"
                        r"s_prefetch_\w+|s_buffer_prefetch_\w+|s_atc_probe\w*|s_barrier|s_barrier_signal|s_barrier_wait|s_sethalt|s_setkill|"
                        r"v_nop|v_pipeflush|ds_nop|buffer_gl[01]_inv|buffer_wbl2|buffer_inv|buffer_wbinvl1\w*|global_inv|global_wb|global_wbinv)"
-                       r"(_e64|_dpp16|_dpp8|_dpp8_fi)?$")
+                       r"(_e64|_dpp16|_dpp8|_dpp8_fi|_sdwa)?$")
 # (condition on (scc, vcc, exec) the branch is taken under); the debug ones test the debugger's status bits, clear
 # without a debugger attached
 BRANCHES = {"s_branch": lambda scc, vcc, ex: True, "s_cbranch_scc0": lambda scc, vcc, ex: scc == 0, "s_cbranch_scc1": lambda scc, vcc, ex: scc == 1,
@@ -1471,7 +1601,8 @@ def _nregs(name: str) -> int:
 # SGPRs the same way. gfx942's v_accvgpr_* move between the VGPR and AGPR halves of the register file.
 SPECIAL_NAMES = re.compile(r"^(s_movrel\w+|v_movrel\w+|v_swaprel_b32\w*|v_accvgpr_\w+|v_permlane64_b32\w*|v_permlanex?16_var_b32\w*|"
                            r"v_fmaak_f(16|32)\w*|v_fmamk_f(16|32)\w*|s_fmaak_f32|s_fmamk_f32|s_fmac_f(16|32)|v_s_\w+|global_(load|store)_addtid_b32|"
-                           r"v_fma_mix\w*|v_cndmask_b16\w*|v_mbcnt_(lo|hi)_u32_b32_e64_dpp\w*|v_mad(_co)?_[iu]64_[iu]32|v_pk_fmac_f16\w*)$")
+                           r"v_fma_mix\w*|v_cndmask_b16\w*|v_mbcnt_(lo|hi)_u32_b32_e64_dpp\w*|v_mad(_co)?_[iu]64_[iu]32|v_pk_fmac_f16\w*|"
+                           r"v_mqsad_u32_u8|v_dot2_f16_f16\w*)$")
 FMA_K = {"f32": 0x40490fdb, "f16": 0x4248}   # pi
 
 
@@ -1626,6 +1757,38 @@ def test_special_opcode(arch, fmt, name):
       got = int(st.v[8, 0, l]) | (int(st.v[9, 0, l]) << 32)
       if got != r & R.M64: errors.append(f"lane {l} sources {x:#x} {y:#x} {z:#x}: got {got:#x}, reference {r & R.M64:#x}")
     if _mask(st, 12, lanes == 64) != carry: errors.append(f"carry mask {_mask(st, 12, lanes == 64):#x}, reference {carry:#x}")
+  elif base == "v_dot2_f16_f16":
+    # RDNA3 V_DOT2_F16_F16 (emu_reference.dot2_f16_f16) on operands where every rounding reading agrees; OPSEL[2] picks
+    # S2's half, OPSEL[3] the half of D written (the other kept): chunk 0 the low halves, chunk 1 the high ones
+    tuples = R.dot2_operands(2 * lanes, acc="f16")
+    code, v, expect = [], {}, []
+    for j in range(2):
+      chunk = tuples[j * lanes:(j + 1) * lanes]
+      v[3 * j], v[3 * j + 1] = [t[0] for t in chunk], [t[1] for t in chunk]
+      v[3 * j + 2] = [(t[2] << 16 | 0x5a5a) if j else (0xa5a50000 | t[2]) for t in chunk]   # a stray other half
+      v[8 + j] = [FILL & R.M32] * lanes
+      code.append(f"{_mnemonic(fmt, name)} v{8 + j}, v{3 * j}, v{3 * j + 1}, v{3 * j + 2}{' op_sel:[0,0,1,1]' if j else ''}{_dpp_controls(fmt)}")
+      want = []
+      for l, (a, b, c) in enumerate(chunk):
+        r = R.to_bits(R.dot2_f16_f16(chunk[_source_lane(fmt, l)][0], b, R.to_value(c, "f16")), "f16")
+        want.append((FILL & 0xffff) | (r << 16) if j else (FILL & 0xffff0000) | r)
+      expect.append((8 + j, want, chunk))
+    st = run_checked(arch, fmt, name, "\n".join(code), v=v, lanes=lanes, vgprs=16)
+    for reg, want, chunk in expect:
+      for l in range(lanes):
+        e = _check_value(int(st.v[reg, 0, l]), want[l], "f16", f"{code[reg - 8]}: lane {l} sources {[hex(x) for x in chunk[l]]}")
+        if e: errors.append(e)
+  elif base == "v_mqsad_u32_u8":
+    # RDNA3 ISA V_MQSAD_U32_U8: D[32k+31:32k] = 32'B(v_msad_u8(S0[8k+31:8k], S1, S2[32k+31:32k])), k = 0..3 (128-bit D, S2)
+    tuples = R.operand_tuples(("u64", "u32", "u64", "u64"), lanes)
+    words = lambda i, n: [[(t[i] >> (32 * k)) & R.M32 for t in tuples] for k in range(n)]
+    v = dict(zip((0, 1), words(0, 2))) | {2: [t[1] for t in tuples]} | dict(zip((4, 5, 6, 7), words(2, 2) + words(3, 2)))
+    st = run_checked(arch, fmt, name, f"{name} v[8:11], v[0:1], v2, v[4:7]", v=v, lanes=lanes, vgprs=16)
+    for l, (s0, s1, s2lo, s2hi) in enumerate(tuples):
+      acc = s2lo | (s2hi << 64)
+      want = [R._sad_u8(s0 >> (8 * k), s1, (acc >> (32 * k)) & R.M32, True) & R.M32 for k in range(4)]
+      got = [int(st.v[8 + k, 0, l]) for k in range(4)]
+      if got != want: errors.append(f"lane {l} sources {s0:#x} {s1:#x} {acc:#x}: got {[hex(x) for x in got]}, reference {[hex(x) for x in want]}")
   elif base.startswith("v_pk_fmac_f16"):   # each f16 half: D = fma(S0, S1, D), rounded once
     halves = R.operand_tuples(("f16",) * 6, lanes)
     regs = [[h[2 * i] | (h[2 * i + 1] << 16) for h in halves] for i in range(3)]

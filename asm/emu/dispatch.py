@@ -125,9 +125,17 @@ class _Plan:
   system: tuple[str, ...]  # the system SGPRs after the user SGPRs, in order
 
 
+def _family_registers(arch: str):
+  """The arch family's GC register tables (generated from Linux amdgpu's gc_*_sh_mask.h): RSRC1 bits 21 and 23 are
+  DX10_CLAMP and IEEE_MODE on gfx9 and gfx11, WG_RR_EN and DISABLE_PERF on gfx12."""
+  from hcq.autogen.am import gc_9_4_2, gc_11_0_0, gc_12_0_0
+  return gc_12_0_0 if arch.startswith("gfx12") else gc_9_4_2 if arch in GFX9_ARCHS else gc_11_0_0
+
+
 @functools.lru_cache(maxsize=256)
-def _plan(rsrc1: int, rsrc2: int, local: tuple[int, int, int], wave32: bool, lds_bytes: int | None, vgpr_granule: int | None = None) -> _Plan:
-  from hcq.autogen.am import gc_11_0_0 as gc
+def _plan(rsrc1: int, rsrc2: int, local: tuple[int, int, int], wave32: bool, lds_bytes: int | None, vgpr_granule: int | None = None,
+          arch: str = "gfx1100") -> _Plan:
+  gc = _family_registers(arch)
   r1 = gc.regCOMPUTE_PGM_RSRC1.decode(rsrc1)
   r2 = gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)
   lds = lds_bytes if lds_bytes is not None else r2["lds_size"] * LDS_GRANULE
@@ -160,7 +168,7 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
   same order."""
   gfx9 = d.arch in GFX9_ARCHS
   # gfx90a+: VGPRs and AGPRs share one file counted in granules of 8; AGPRs start at RSRC3.ACCUM_OFFSET (AMDGPUUsage)
-  plan = _plan(d.rsrc1, d.rsrc2, tuple(d.local), d.wave32, d.lds_bytes, 8 if gfx9 else None)
+  plan = _plan(d.rsrc1, d.rsrc2, tuple(d.local), d.wave32, d.lds_bytes, 8 if gfx9 else None, d.arch)
   agpr_base = ((d.rsrc3 & 0x3f) + 1) * 4 if gfx9 else 0
   traps = _rsrc3_gfx11(d.rsrc3, d.wave32) if d.arch.startswith("gfx11") else {}
   lanes, vgprs, lds, wpg = d.lanes, plan.vgprs, plan.lds, plan.wpg
@@ -242,5 +250,5 @@ def _workgroup_layout(local: tuple[int, int, int], lanes: int, tidig: int) -> tu
 
 
 def _initial_mode(r1: dict) -> int:
-  """MODE from RSRC1: FP_ROUND (3:0), FP_DENORM (7:4), DX10_CLAMP (8), IEEE (9)."""
-  return (r1["float_mode"] & 0xff) | (r1["dx10_clamp"] << 8) | (r1["ieee_mode"] << 9)
+  """MODE from RSRC1: FP_ROUND (3:0), FP_DENORM (7:4), DX10_CLAMP (8), IEEE (9); gfx12's RSRC1 has no DX10_CLAMP / IEEE_MODE."""
+  return (r1["float_mode"] & 0xff) | (r1.get("dx10_clamp", 0) << 8) | (r1.get("ieee_mode", 0) << 9)

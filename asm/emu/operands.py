@@ -54,6 +54,8 @@ SDWA_SOURCE1 = 513   # pseudo encoding: SDWA's selected src1 (Waves.dpp1); src0 
 
 def vector_reader(enc: int, bits: int = 32, fp: bool = False, literal: int | None = None) -> Reader:
   """A VALU source: VGPR, SGPR (broadcast over lanes) or constant."""
+  if enc == DPP_SOURCE and bits == 64:   # gfx942's DP-ALU DPP: the permuted pair (Waves.dpp, Waves.dpp1)
+    return lambda st, w: np.stack((st.dpp[w], st.dpp1[w]), axis=-1).view(u64)[..., 0]
   if enc == DPP_SOURCE: return lambda st, w: st.dpp[w]
   if enc == SDWA_SOURCE1: return lambda st, w: st.dpp1[w]
   if enc >= 256:

@@ -101,7 +101,7 @@ def _rounded_f32(name: str, fn):
 # ---- DPP: src0 read from another lane of the row (DPP16) or of the group of 8 (DPP8) ------------------------------
 def dpp16_lanes(ctrl: int, lanes: int, gfx9: bool = False) -> tuple[np.ndarray, np.ndarray]:
   """(source lane, source in range) for every lane under a DPP16 dpp_ctrl (gfx10+ encodings; gfx9's wave shifts and
-  row broadcasts with `gfx9`, and no row_share/row_xmask)."""
+  row broadcasts with `gfx9`, row_newbcast where gfx10 has row_share, and no row_xmask)."""
   lane = np.arange(lanes)
   row, r = lane & ~15, lane & 15
   if gfx9 and ctrl >= 0x130:
@@ -109,6 +109,9 @@ def dpp16_lanes(ctrl: int, lanes: int, gfx9: bool = False) -> tuple[np.ndarray, 
     if ctrl in (0x138, 0x13c): s = lane - 1; return s % lanes, (s >= 0) | (ctrl == 0x13c)      # wave_shr1 / wave_ror1
     if ctrl == 0x142: return np.maximum(row - 1, 0), row > 0      # row_bcast15: lane 15 of the previous row
     if ctrl == 0x143: return np.full(lanes, 31), lane >= 32       # row_bcast31: lane 31 to rows 2 and 3
+    # gfx90a+ (gfx942): row_newbcast:N, lane N of each row to the whole row (LLVM SIDefines.h DppCtrl
+    # ROW_NEWBCAST_FIRST/LAST 0x150-0x15f, AMDGPUModifierSyntax.rst dpp_ctrl / dpp64_ctrl); the row_share slots of gfx10
+    if 0x150 <= ctrl <= 0x15f: return row | (ctrl & 15), np.ones(lanes, bool)
     if ctrl not in (0x140, 0x141): raise ValueError(f"dpp_ctrl {ctrl:#x} is reserved on gfx9")
   if ctrl <= 0xff: src = (lane & ~3) | ((ctrl >> (2 * (lane & 3))) & 3); return src, np.ones(lanes, bool)
   if 0x101 <= ctrl <= 0x10f: s = r + (ctrl & 15); return row | (s & 15), s <= 15           # row_shl: read the lane n above
@@ -143,6 +146,8 @@ def build_dpp(ins, pc: int):
   inner = (ops_vpacked.build if base_fmt == "VOP3P" else build)(inner_ins, pc)
   if inner is None: return None
   src0 = v["src0"] - 256 if v["src0"] >= 256 else v["src0"]
+  # gfx942's DP-ALU DPP (v_*_f64, v_mov_b64, ...): a 64-bit src0 moves across lanes as a pair (the high dword in Waves.dpp1)
+  wide = name in OPS and N.width(OPS[name][1][0]) == 64
   writes_exec = name.startswith("v_cmpx") and not getattr(ins, "gfx9", False)
   if "dpp8" in v:
     sel = v["dpp8"]
@@ -162,14 +167,14 @@ def build_dpp(ins, pc: int):
     if st.lanes not in cache: cache[st.lanes] = (*lanes_for(st.lanes), None if row_bank is None else row_bank(st.lanes))
     idx, valid, enable = cache[st.lanes]
     ex = st.exec_lanes(w)
-    src = st.v[src0][w][:, idx]
     ok = valid[None, :] & (True if fetch_inactive else ex[:, idx])
-    if bound_zero: src = np.where(ok, src, u32(0)); write = ex
-    else: write = ex & ok
+    write = ex if bound_zero else ex & ok
     if enable is not None: write = write & enable[None, :]
-    dpp = st.dpp
-    if isinstance(w, slice): dpp[...] = src
-    else: dpp[w] = src
+    for reg, buf in ((src0, st.dpp), (src0 + 1, st.dpp1))[:2 if wide else 1]:
+      src = st.v[reg][w][:, idx]
+      if bound_zero: src = np.where(ok, src, u32(0))
+      if isinstance(w, slice): buf[...] = src
+      else: buf[w] = src
     saved = st.mask(EXEC, w).copy()
     st.set_mask(EXEC, w, st.mask_of(write))
     try:
@@ -229,7 +234,7 @@ def build_sdwa(ins, pc: int):
   if base_fmt != "VOP1" and "vsrc1" in v: reads.append(vector_reader(v["vsrc1"] if v.get("s1", 0) else v["vsrc1"] + 256))
   sels = [(v.get("src0_sel", 6), bool(v.get("sext0", 0))), (v.get("src1_sel", 6), bool(v.get("sext1", 0)))]
   dst_sel, unused = v.get("dst_sel", 6), v.get("dst_unused", 0)
-  vdst = values.get("vdst") if fmt != "VOPC_SDWA" else None
+  vdst = None if fmt == "VOPC_SDWA" or name == "v_nop" else values.get("vdst")   # v_nop's vdst field names no register
   def op(st: Waves, w):
     ex = st.exec_lanes(w)
     shape = ex.shape

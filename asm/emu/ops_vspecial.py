@@ -313,14 +313,16 @@ def _build_qsad(ins, name):
 
 
 def _build_dot2_16(ins, name):
-  """v_dot2_f16_f16 / v_dot2_bf16_bf16 (VOP3): a.lo*b.lo + a.hi*b.hi + c.lo into a 16-bit result."""
+  """v_dot2_f16_f16 / v_dot2_bf16_bf16 (VOP3): a.lo*b.lo + a.hi*b.hi + c into a 16-bit result; OPSEL[2] picks the half
+  of S2 read, OPSEL[3] the half of D written (RDNA3 ISA, the opcodes' notes)."""
   v = ins.values
   t = "f16" if "f16" in name else "bf16"
   ra, rb, rc = (vector_reader(v[f], 32, True, ins.literal) for f in ("src0", "src1", "src2"))
   write = dst_writer(t, v["vdst"], bool(v.get("opsel", 0) >> 3 & 1))
+  c_hi = bool(v.get("opsel", 0) >> 2 & 1)
   def op(st: Waves, w):
     a, b, c = ra(st, w), rb(st, w), rc(st, w)
-    r = sum(bits_to(a, t, h).astype(f64) * bits_to(b, t, h).astype(f64) for h in (False, True)) + bits_to(c, t, False).astype(f64)
+    r = sum(bits_to(a, t, h).astype(f64) * bits_to(b, t, h).astype(f64) for h in (False, True)) + bits_to(c, t, c_hi).astype(f64)
     write(st, w, r.astype(f16) if t == "f16" else r.astype(np.float32), st.exec_lanes(w))
   return op
 

@@ -93,7 +93,7 @@ class Waves:
 
   @property
   def dpp1(self) -> np.ndarray:
-    """Scratch register for an SDWA instruction's selected src1 (gfx9; allocated on first use)."""
+    """Scratch register for an SDWA instruction's selected src1, or a 64-bit DPP src0's high dword (gfx9; allocated on first use)."""
     if self._dpp1 is None: self._dpp1 = np.zeros((self.count, self.lanes), np.uint32)
     return self._dpp1
 
