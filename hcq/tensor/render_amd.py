@@ -2,7 +2,7 @@
 amdgcn-amd-amdhsa, compiled to an ET_REL code object for the AMD program loader. Allocas live in private memory
 (addrspace 5, which SROA turns into registers); the tree barriers are s_barrier between workgroup-scope fences."""
 from __future__ import annotations
-from hcq.tensor.render_gpu import LOCAL, GPURenderer, _GPUKernelWriter
+from hcq.tensor.render_gpu import GPURenderer, _GPUKernelWriter
 
 ARCH = "gfx1100"
 
@@ -15,7 +15,7 @@ class _AMDKernelWriter(_GPUKernelWriter):
   barrier_intrinsic = "llvm.amdgcn.s.barrier"
   fence_scope = "workgroup"              # s_barrier alone does not order memory (AMDGPU memory model: fences around it)
 
-  def attributes(self) -> str: return f'nounwind "amdgpu-flat-work-group-size"="1,{self.group or LOCAL}"'
+  def attributes(self) -> str: return f'nounwind "amdgpu-flat-work-group-size"="1,{self.workgroup_size()}"'
 
 
 class AMDGCNRenderer(GPURenderer):

@@ -18,12 +18,14 @@ import dataclasses
 import math
 import threading
 from hcq.tensor.dtype import DType, dtypes
+from hcq.tensor.kernels_gpu import VECTOR_LANES, MatmulMatch, match_matmul, vector_axis, write_matmul
 from hcq.tensor.loops import LoopKernel
 from hcq.tensor.render_llvm import Renderer, Value, _KernelWriter, const_literal
 
 LOCAL = 128                 # workitems per workgroup (four AMD wave32s, four NV warps)
 GROUP_MIN_REDUCE = 32       # a reduce loop at least this long ...
 GROUP_MAX_OUTPUTS = 4096    # ... into fewer outputs than this (too few workitems to fill a GPU) shares it between lanes
+GROUP_LONG_REDUCE = 256     # a reduce loop this long shares it between lanes however many outputs (softmax over 4096² rows)
 # float64 ops that LLVM's AMDGPU and NVPTX backends turn into libm calls (there is no libm on the GPU)
 F64_LIBCALLS = ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW")
 
@@ -71,15 +73,23 @@ def scalar_plan(lk: LoopKernel) -> LoopKernel:
                              unroll={}, thread_axis=None, accumulate_axis=None)
 
 
+def gpu_plan(lk: LoopKernel) -> LoopKernel:
+  """scalar_plan, then VECTOR_LANES elements per workitem along the axis kernels_gpu.vector_axis finds (16-byte loads)."""
+  lk = scalar_plan(lk)
+  axis = vector_axis(lk)
+  return lk if axis is None else dataclasses.replace(lk, vec_axis=axis, vec_width=VECTOR_LANES)
+
+
 def workitems(lk: LoopKernel) -> int:
-  """How many output elements a launch computes."""
-  return math.prod(lk.spec.full_shape[a] for a in lk.global_axes)
+  """How many workitems of one output element (one vector of them) a launch runs."""
+  return math.prod(lk.spec.full_shape[a] // lk.step(a) for a in lk.global_axes)
 
 
 def group_size(lk: LoopKernel) -> int:
   """Lanes that share one output's reduce loop (a power of two up to LOCAL), or 0 for one workitem per output."""
   reduce = math.prod(lk.spec.full_shape[a] for a in lk.reduce_axes)
-  if not lk.reduce_axes or reduce < GROUP_MIN_REDUCE or workitems(lk) >= GROUP_MAX_OUTPUTS: return 0
+  if not lk.reduce_axes or reduce < GROUP_MIN_REDUCE or match_matmul(lk): return 0
+  if workitems(lk) >= GROUP_MAX_OUTPUTS and reduce < GROUP_LONG_REDUCE: return 0
   return min(LOCAL, 1 << (reduce - 1).bit_length())
 
 
@@ -98,21 +108,27 @@ class _GPUKernelWriter(_KernelWriter):
     """The kernel function's attribute group #0 (the target's workgroup size bound)."""
     return "nounwind"
 
+  def workgroup_size(self) -> int:
+    return self.matmul.tiles.threads if self.matmul else self.group or LOCAL
+
   def __init__(self, lk: LoopKernel, datalayout: str):
-    super().__init__(scalar_plan(lk))
+    super().__init__(gpu_plan(lk))
     self.datalayout = datalayout
+    self.matmul: MatmulMatch | None = match_matmul(self.lk)   # a tiled matmul (kernels_gpu.py)
     self.group = group_size(self.lk)  # 0: one workitem per output
     self.globals: list[str] = []      # LDS arrays of the lane trees; sin/cos's table
     self.sincos_table = False         # whether the globals hold SINCOS_TABLE
     self.barriers = 0
 
   def unflatten(self, flat: str, axes: list[int], total: int) -> None:
-    """Axis variables from a row-major flat index over `axes` (the last fastest)."""
+    """Axis variables from a row-major flat index over `axes` (the last fastest; the vector axis counts vectors)."""
     stride = 1
     for a in reversed(axes):
       q = self.emit(f"udiv i64 {flat}, {stride}") if stride > 1 else flat
-      extent = self.spec.full_shape[a]
-      self.var_names[f"a{a}"] = self.emit(f"urem i64 {q}, {extent}") if stride * extent < total else q
+      step = self.lk.step(a)
+      extent = self.spec.full_shape[a] // step
+      v = self.emit(f"urem i64 {q}, {extent}") if stride * extent < total else q
+      self.var_names[f"a{a}"] = self.emit(f"mul i64 {v}, {step}") if step > 1 else v
       stride *= extent
 
   def write(self) -> str:
@@ -122,7 +138,9 @@ class _GPUKernelWriter(_KernelWriter):
     body_start = len(self.lines)
     wg = self.emit(f"zext i32 {self.call(self.ids[0], 'i32', [])} to i64")
     self.lane = self.emit(f"zext i32 {self.call(self.ids[1], 'i32', [])} to i64")
-    if self.group:  # one workgroup per output: every lane reaches every barrier, so no early exit
+    if self.matmul:
+      write_matmul(self, self.matmul, wg)
+    elif self.group:  # one workgroup per output: every lane reaches every barrier, so no early exit
       self.unflatten(wg, lk.global_axes, total)
       self.global_body()
     else:
@@ -197,6 +215,20 @@ class _GPUKernelWriter(_KernelWriter):
       half //= 2
     self.barrier()
     return get("0")
+
+  def read_at(self, buf: int, dtype: DType, i: str, width: int) -> Value:
+    """As the CPU's, but a vector is aligned to its size (gpu_plan vectorizes only loads whose first lane is): one
+    16-byte load (global_load_b128, ld.global.v4) instead of four."""
+    if width == 1: return super().read_at(buf, dtype, i, width)
+    ptr = self.emit(f"getelementptr inbounds {dtype.llvm_mem}, {self.gptr} %b{buf}, i64 {i}")
+    mem_t = self.ty(dtype, width, mem=True)
+    v = self.emit(f"load {mem_t}, {self.gptr} {ptr}, align {dtype.itemsize * width}")
+    return Value(self.from_memory(v, dtype, width), dtype, width)
+
+  def write_memory(self, buf: int, dtype: DType, idx, v: Value) -> None:
+    super().write_memory(buf, dtype, idx, v)
+    if v.width > 1:   # the output is contiguous and its vector axis innermost: a vector's first element is aligned too
+      self.lines[-1] = self.lines[-1].replace(f", align {dtype.itemsize}", f", align {dtype.itemsize * v.width}")
 
   def alu(self, op: str, srcs: list[Value], out: DType, reassoc: bool = False) -> Value:
     d = srcs[0].dtype
@@ -284,14 +316,15 @@ class GPURenderer(Renderer):
         GPURenderer._machines[key] = (llvm, tm)
       return GPURenderer._machines[key]
 
-  def adapt(self, lk: LoopKernel) -> LoopKernel: return scalar_plan(lk)
+  def adapt(self, lk: LoopKernel) -> LoopKernel: return gpu_plan(lk)
 
   def render(self, lk: LoopKernel) -> str:
     _, tm = self.machine()
     return self.writer(lk, str(tm.target_data)).write()
 
   def launch(self, lk: LoopKernel):
-    lk = scalar_plan(lk)
+    lk = gpu_plan(lk)
+    if mm := match_matmul(lk): return (mm.workgroups(lk.spec.full_shape),), (mm.tiles.threads,), ()
     if group_size(lk): return (workitems(lk),), (group_size(lk),), ()
     return (max(1, -(-workitems(lk) // LOCAL)),), (LOCAL,), ()
 
