@@ -190,8 +190,15 @@ class _GPUKernelWriter(_KernelWriter):
     self.barriers += 1
     if self.fence_scope: self.lines.append(f'  fence syncscope("{self.fence_scope}") acquire')
 
+  shuffle_width: int | None = None   # lanes that exchange registers by shuffle_xor (NV: a warp), None: LDS only
+
+  def shuffle_xor(self, v: Value, mask: int) -> Value:
+    """v of the lane whose id is this lane's xor `mask` (within shuffle_width lanes)."""
+    raise NotImplementedError
+
   def combine_lanes(self, op: str, acc: Value) -> Value:
     if not self.group: return acc
+    if self.shuffle_width: return self.combine_by_shuffles(op, acc)
     d = acc.dtype
     t = "i8" if d == dtypes.bool else d.llvm
     lds = f"@lds{self.count}"
@@ -215,6 +222,37 @@ class _GPUKernelWriter(_KernelWriter):
       half //= 2
     self.barrier()
     return get("0")
+
+  def butterfly(self, op: str, v: Value, lanes: int) -> Value:
+    """v combined over each aligned run of `lanes` lanes (a power of two up to shuffle_width); every lane gets it."""
+    mask = lanes // 2
+    while mask:
+      v = self.combine(op, v, self.shuffle_xor(v, mask))
+      mask //= 2
+    return v
+
+  def combine_by_shuffles(self, op: str, acc: Value) -> Value:
+    """The lane tree by register shuffles: each wave combines its lanes, wave leaders put their parts in shared memory,
+    and after one barrier every wave combines those parts again (every lane gets the result: no broadcast)."""
+    width = self.shuffle_width
+    v = self.butterfly(op, acc, min(self.group, width))
+    if self.group <= width: return v
+    d = acc.dtype
+    t = "i8" if d == dtypes.bool else d.llvm
+    waves = self.group // width
+    lds = f"@lds{self.count}"
+    self.count += 1
+    self.globals.append(f"{lds} = internal addrspace(3) global [{waves} x {t}] poison, align 16")
+    def slot(i: str) -> str:
+      return self.emit(f"getelementptr inbounds [{waves} x {t}], ptr addrspace(3) {lds}, i64 0, i64 {i}")
+    def put():
+      val = self.emit(f"zext i1 {v.name} to i8") if d == dtypes.bool else v.name
+      self.lines.append(f"  store {t} {val}, ptr addrspace(3) {slot(self.emit(f'udiv i64 {self.lane}, {width}'))}")
+    self.branch(self.emit(f"icmp eq i64 {self.emit(f'urem i64 {self.lane}, {width}')}, 0"), put)
+    self.barrier()
+    part = self.emit(f"load {t}, ptr addrspace(3) {slot(self.emit(f'urem i64 {self.lane}, {waves}'))}")
+    part = Value(self.emit(f"icmp ne i8 {part}, 0") if d == dtypes.bool else part, d, 1)
+    return self.butterfly(op, part, waves)
 
   def read_at(self, buf: int, dtype: DType, i: str, width: int) -> Value:
     """As the CPU's, but a vector is aligned to its size (gpu_plan vectorizes only loads whose first lane is): one
