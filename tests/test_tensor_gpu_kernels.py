@@ -144,3 +144,18 @@ def test_elementwise_kernels_load_four_aligned_elements(dev):
     assert ("load <4 x float>, ptr addrspace(1)" in renderer.render(lk)) == wide
     got, want = fn(Tensor(a, device=dev), Tensor(b, device=dev)).numpy(), fn(Tensor(a, device="CPU"), Tensor(b, device="CPU")).numpy()
     np.testing.assert_allclose(got, want, rtol=5e-6, atol=1e-6)
+
+
+def test_the_speed_bench_runs_on_the_emulated_gpu(capsys):
+  """bench/tensor_gpu.py (what tools/hardware_check.sh runs on a real GPU) at a small scale: its table comes out."""
+  require_module("llvmlite")
+  import importlib.util
+  from pathlib import Path
+  path = Path(__file__).resolve().parent.parent / "bench" / "tensor_gpu.py"
+  spec = importlib.util.spec_from_file_location("tensor_gpu_bench", path)
+  bench = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(bench)
+  assert bench.main(["--dev", "MOCKNV+NV", "--scale", "0.02", "--repeat", "1"]) == 0
+  out = capsys.readouterr().out
+  assert "| fused relu(a*b+c)" in out and "| softmax 64x64 f32 |" in out and "| matmul 64^2 f32 |" in out, out
+  assert bench.main(["--dev", "MOCKNV+NV"]) == 0 and "is emulated" in capsys.readouterr().out
