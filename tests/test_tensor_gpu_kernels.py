@@ -1,6 +1,6 @@
 """The tiled GPU kernels (hcq/tensor/kernels_gpu.py, render_gpu.py) on both emulated GPUs, MOCKKFD+AMD and MOCKNV+NV,
 against numpy: the shared-memory matmul on shapes that straddle its tiles (primes, 1, tile +- 1, batched, transposed,
-fused producers), the lane trees of long rows (NV: warp shuffles), elementwise kernels with 16-byte loads, and the
+fused producers), the lane trees of long rows (register shuffles within 32 lanes), elementwise kernels with 16-byte loads, and the
 matmul's barriers shown to matter under the AMD emulator's interleaved waves (HCQ_EMU_INTERLEAVE, set for every test
 by conftest.py). Shapes are small (the emulators run ~100M lane-ops/s); HCQ_TENSOR_GPU_LARGE=1 adds large ones."""
 import os
@@ -107,7 +107,7 @@ def test_a_missing_matmul_barrier_shows_under_interleaving(barrier, monkeypatch)
 def test_long_rows_take_the_lane_tree_however_many_outputs(dev, monkeypatch):
   """Rows of GROUP_LONG_REDUCE+ elements share each row between a workgroup's lanes even with many outputs (softmax
   over 4096 rows of 4096); shorter rows into many outputs keep a workitem per row. Checked on a small shape by lowering
-  the output bound; every dtype the warp shuffles carry (NV: by 32-bit words) against numpy."""
+  the output bound; every dtype the shuffles carry (by 32-bit words) against numpy."""
   monkeypatch.setattr(render_gpu, "GROUP_MAX_OUTPUTS", 8)
   monkeypatch.setattr(runtime, "_cache", {})
   x = np.random.default_rng(1).standard_normal((12, 300)).astype(np.float32)
@@ -115,7 +115,8 @@ def test_long_rows_take_the_lane_tree_however_many_outputs(dev, monkeypatch):
   assert render_gpu.group_size(lk) == render_gpu.LOCAL
   (lk,), _ = plans(lambda t: t[:, :100].sum(1), x, dev=dev)
   assert render_gpu.group_size(lk) == 0
-  if dev.endswith("NV"): assert "llvm.nvvm.shfl.sync.bfly.i32" in renderer.render(plans(lambda t: t.sum(1), x, dev=dev)[0][0])
+  shuffle = "llvm.nvvm.shfl.sync.bfly.i32" if dev.endswith("NV") else "llvm.amdgcn.ds.bpermute"
+  assert shuffle in renderer.render(plans(lambda t: t.sum(1), x, dev=dev)[0][0])
   A = Tensor(x, device=dev)
   softmax = np.exp(x - x.max(1, keepdims=True))
   cases = [(A.sum(1), x.sum(1), 1e-5), (A.max(1), x.max(1), 0), (A.softmax(1), softmax / softmax.sum(1, keepdims=True), 1e-6),

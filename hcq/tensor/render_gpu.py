@@ -192,9 +192,26 @@ class _GPUKernelWriter(_KernelWriter):
 
   shuffle_width: int | None = None   # lanes that exchange registers by shuffle_xor (NV: a warp), None: LDS only
 
-  def shuffle_xor(self, v: Value, mask: int) -> Value:
-    """v of the lane whose id is this lane's xor `mask` (within shuffle_width lanes)."""
+  def shuffle_word(self, word: str, mask: int) -> str:
+    """The i32 `word` of the lane whose workitem id is this one's xor `mask` (every lane of the wave runs it)."""
     raise NotImplementedError
+
+  def shuffle_xor(self, v: Value, mask: int) -> Value:
+    """v of the lane whose workitem id is this one's xor `mask`, moved as 32-bit words by shuffle_word."""
+    t = v.dtype.llvm
+    bits = {"i1": 1, "i8": 8, "i16": 16, "half": 16, "i32": 32, "float": 32, "i64": 64, "double": 64}[t]
+    raw = self.emit(f"bitcast {t} {v.name} to i{bits}") if t in ("half", "float", "double") else v.name
+    if bits == 64:
+      pair = self.emit(f"bitcast i64 {raw} to <2 x i32>")
+      for i in range(2):
+        word = self.shuffle_word(self.emit(f"extractelement <2 x i32> {pair}, i64 {i}"), mask)
+        pair = self.emit(f"insertelement <2 x i32> {pair}, i32 {word}, i64 {i}")
+      out = self.emit(f"bitcast <2 x i32> {pair} to i64")
+    elif bits == 32:
+      out = self.shuffle_word(raw, mask)
+    else:
+      out = self.emit(f"trunc i32 {self.shuffle_word(self.emit(f'zext i{bits} {raw} to i32'), mask)} to i{bits}")
+    return Value(self.emit(f"bitcast i{bits} {out} to {t}") if t in ("half", "float", "double") else out, v.dtype, 1)
 
   def combine_lanes(self, op: str, acc: Value) -> Value:
     if not self.group: return acc

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from hcq.tensor.dtype import DType, dtypes
 from hcq.tensor.render_gpu import GPURenderer, _GPUKernelWriter
-from hcq.tensor.render_llvm import Value
 
 ARCH = "sm_90"
 
@@ -21,25 +20,10 @@ class _NVKernelWriter(_GPUKernelWriter):
   triple, target_name, kernel_cc = "nvptx64-nvidia-cuda", "NV", "ptx_kernel"
   ids = ("llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.tid.x")
   barrier_intrinsic = "llvm.nvvm.barrier0"
-  shuffle_width = 32                     # a warp (PTX ISA: WARP_SZ is 32 on every architecture)
+  shuffle_width = 32                     # a warp (PTX ISA: WARP_SZ is 32 on every architecture): shfl.sync.bfly
 
-  def shuffle_xor(self, v: Value, mask: int) -> Value:
-    """shfl.sync.bfly.b32 over the whole warp (every lane of a lane tree's warps runs it), by 32-bit words."""
-    t = v.dtype.llvm
-    bits = {"i1": 1, "i8": 8, "i16": 16, "half": 16, "i32": 32, "float": 32, "i64": 64, "double": 64}[t]
-    def shfl(word: str) -> str:
-      return self.call("llvm.nvvm.shfl.sync.bfly.i32", "i32", [("i32", "-1"), ("i32", word), ("i32", str(mask)), ("i32", "31")])
-    raw = self.emit(f"bitcast {t} {v.name} to i{bits}") if t in ("half", "float", "double") else v.name
-    if bits == 64:
-      pair = self.emit(f"bitcast i64 {raw} to <2 x i32>")
-      for i in range(2):
-        pair = self.emit(f"insertelement <2 x i32> {pair}, i32 {shfl(self.emit(f'extractelement <2 x i32> {pair}, i64 {i}'))}, i64 {i}")
-      out = self.emit(f"bitcast <2 x i32> {pair} to i64")
-    elif bits == 32:
-      out = shfl(raw)
-    else:
-      out = self.emit(f"trunc i32 {shfl(self.emit(f'zext i{bits} {raw} to i32'))} to i{bits}")
-    return Value(self.emit(f"bitcast i{bits} {out} to {t}") if t in ("half", "float", "double") else out, v.dtype, 1)
+  def shuffle_word(self, word: str, mask: int) -> str:
+    return self.call("llvm.nvvm.shfl.sync.bfly.i32", "i32", [("i32", "-1"), ("i32", word), ("i32", str(mask)), ("i32", "31")])
 
   def fmod(self, a: str, b: str, d: DType, w: int) -> str:
     """C's fmod, exactly. LLVM's NVPTX backend lowers frem to a - b * trunc(a / b) (PTX has no float remainder), wrong
