@@ -293,14 +293,15 @@ def test_reduction_layouts(rng):
   from hcq.tensor.schedule import Scheduler
   renderer = get_device(DEV).renderer
   x = sample((5, 300), F32, rng)
-  cases = [(lambda t: t.max(axis=1), 128), (lambda t: t.softmax(1), 128), (lambda t: t[:, :40].sum(axis=1), 64),
-           (lambda t: t.sum(axis=0), 0), (lambda t: t[:, :20].min(axis=1), 0), (lambda t: (t > 0).all(axis=1), 128)]
+  cases = [(lambda t: t.max(axis=1), 64), (lambda t: t.softmax(1), 64), (lambda t: t[:, :40].sum(axis=1), 32),
+           (lambda t: t.sum(axis=0), 0), (lambda t: t[:, :20].min(axis=1), 0), (lambda t: (t > 0).all(axis=1), 64),
+           (lambda t: t.reshape(1, 1500).sum(axis=1), 128)]
   for fn, lanes in cases:
     sched = Scheduler(get_device(DEV))
     sched.realize(fn(A(x)).node)
     lk = renderer.adapt(plan([i for i in sched.items if i.kernel.reduce_axes][-1].kernel, "k"))
     assert group_size(lk) == lanes
-    assert (renderer.writer.barrier_intrinsic in renderer.render(lk)) == bool(lanes)
+    assert (renderer.writer.barrier_intrinsic in renderer.render(lk)) == (lanes > 32)   # one wave: shuffles only
     np.testing.assert_allclose(fn(A(x)).numpy(), fn(Tensor(x, device="CPU")).numpy(), rtol=2e-6, atol=1e-6)
 
 

@@ -14,11 +14,9 @@ class _AMDKernelWriter(_GPUKernelWriter):
   ids = ("llvm.amdgcn.workgroup.id.x", "llvm.amdgcn.workitem.id.x")
   barrier_intrinsic = "llvm.amdgcn.s.barrier"
   fence_scope = "workgroup"              # s_barrier alone does not order memory (AMDGPU memory model: fences around it)
-  # ds_bpermute_b32 picks lane (address / 4) mod the wave size (RDNA3 ISA, "DS_BPERMUTE_B32"): an xor below 32 stays in
-  # its run of 32 lanes in a wave32 and a wave64 alike, so the trees need no wave size
-  shuffle_width = 32
-
   def shuffle_word(self, word: str, mask: int) -> str:
+    # ds_bpermute_b32 reads lane (address / 4) mod the wave size (RDNA3 ISA, DS_BPERMUTE_B32): an xor below 32 stays in
+    # its run of 32 lanes in a wave32 and a wave64 alike, so the trees need no wave size
     lane = self.emit(f"trunc i64 {self.lane} to i32")
     addr = self.emit(f"shl i32 {self.emit(f'xor i32 {lane}, {mask}')}, 2")
     return self.call("llvm.amdgcn.ds.bpermute", "i32", [("i32", addr), ("i32", word)])

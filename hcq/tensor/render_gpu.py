@@ -4,10 +4,12 @@ nvptx64 in render_nv.py), which differ only in the hooks of _GPUKernelWriter and
 Two layouts. Elementwise kernels, and reductions with many outputs or short reduce loops: one workitem per output
 element, the output axes flattened into the global workitem id (workgroup id * LOCAL + workitem id, the innermost
 axis fastest so that neighbouring lanes touch neighbouring memory), reductions as loops inside the workitem. Long
-reductions into few outputs (a sum of a whole tensor, softmax rows): one workgroup per output element; its lanes take
-every GROUP-th element of the reduce loop, then combine their parts in a tree in shared memory (LDS; addrspace 3 on
-both targets, a barrier per level), and the stores that follow (a softmax row) are shared between the lanes the same
-way. The body is the CPU renderer's (_KernelWriter): only the pointer address spaces (buffers in global memory,
+reductions into few outputs (a sum of a whole tensor) and long rows (softmax): one workgroup per output element; its
+lanes take every GROUP-th element of the reduce loop, then combine their parts by register shuffles in runs of 32 lanes
+(shfl.sync.bfly on NV, ds_bpermute on AMD) and the runs' parts through shared memory (LDS; addrspace 3 on both
+targets) after one barrier, and the stores that follow (a softmax row) are shared between the lanes the same way.
+Matmuls take kernels_gpu.py's tiled kernel; elementwise kernels whose loads allow it move 4 elements per workitem.
+The body is the CPU renderer's (_KernelWriter): only the pointer address spaces (buffers in global memory,
 addrspace 1), the function around the body and the ops the GPU has no library for differ.
 
 float32 exp/log/sin/cos are the CPU's inline polynomials (no device libraries); sin/cos past 8192 reduce through a
@@ -25,6 +27,7 @@ from hcq.tensor.render_llvm import Renderer, Value, _KernelWriter, const_literal
 LOCAL = 128                 # workitems per workgroup (four AMD wave32s, four NV warps)
 GROUP_MIN_REDUCE = 32       # a reduce loop at least this long ...
 GROUP_MAX_OUTPUTS = 4096    # ... into fewer outputs than this (too few workitems to fill a GPU) shares it between lanes
+LANE_ELEMENTS = 8           # a tree's lanes take at least this many elements each (up to LOCAL lanes): fewer levels
 GROUP_LONG_REDUCE = 256     # a reduce loop this long shares it between lanes however many outputs (softmax over 4096² rows)
 # float64 ops that LLVM's AMDGPU and NVPTX backends turn into libm calls (there is no libm on the GPU)
 F64_LIBCALLS = ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW")
@@ -86,11 +89,11 @@ def workitems(lk: LoopKernel) -> int:
 
 
 def group_size(lk: LoopKernel) -> int:
-  """Lanes that share one output's reduce loop (a power of two up to LOCAL), or 0 for one workitem per output."""
+  """Lanes that share one output's reduce loop (a power of two from 32 up to LOCAL), or 0 for one workitem per output."""
   reduce = math.prod(lk.spec.full_shape[a] for a in lk.reduce_axes)
   if not lk.reduce_axes or reduce < GROUP_MIN_REDUCE or match_matmul(lk): return 0
   if workitems(lk) >= GROUP_MAX_OUTPUTS and reduce < GROUP_LONG_REDUCE: return 0
-  return min(LOCAL, 1 << (reduce - 1).bit_length())
+  return min(LOCAL, max(32, 1 << (-(-reduce // LANE_ELEMENTS) - 1).bit_length()))
 
 
 class _GPUKernelWriter(_KernelWriter):
@@ -190,7 +193,7 @@ class _GPUKernelWriter(_KernelWriter):
     self.barriers += 1
     if self.fence_scope: self.lines.append(f'  fence syncscope("{self.fence_scope}") acquire')
 
-  shuffle_width: int | None = None   # lanes that exchange registers by shuffle_xor (NV: a warp), None: LDS only
+  shuffle_width = 32                # lanes that exchange registers by shuffle_word (a warp; a run of 32 lanes of an AMD wave)
 
   def shuffle_word(self, word: str, mask: int) -> str:
     """The i32 `word` of the lane whose workitem id is this one's xor `mask` (every lane of the wave runs it)."""
@@ -213,33 +216,6 @@ class _GPUKernelWriter(_KernelWriter):
       out = self.emit(f"trunc i32 {self.shuffle_word(self.emit(f'zext i{bits} {raw} to i32'), mask)} to i{bits}")
     return Value(self.emit(f"bitcast i{bits} {out} to {t}") if t in ("half", "float", "double") else out, v.dtype, 1)
 
-  def combine_lanes(self, op: str, acc: Value) -> Value:
-    if not self.group: return acc
-    if self.shuffle_width: return self.combine_by_shuffles(op, acc)
-    d = acc.dtype
-    t = "i8" if d == dtypes.bool else d.llvm
-    lds = f"@lds{self.count}"
-    self.count += 1
-    self.globals.append(f"{lds} = internal addrspace(3) global [{self.group} x {t}] poison, align 16")
-    def slot(i: str) -> str:
-      return self.emit(f"getelementptr inbounds [{self.group} x {t}], ptr addrspace(3) {lds}, i64 0, i64 {i}")
-    def put(i: str, v: Value) -> None:
-      val = self.emit(f"zext i1 {v.name} to i8") if d == dtypes.bool else v.name
-      self.lines.append(f"  store {t} {val}, ptr addrspace(3) {slot(i)}")
-    def get(i: str) -> Value:
-      v = self.emit(f"load {t}, ptr addrspace(3) {slot(i)}")
-      return Value(self.emit(f"icmp ne i8 {v}, 0") if d == dtypes.bool else v, d, 1)
-    put(self.lane, acc)
-    half = self.group // 2
-    while half:
-      self.barrier()
-      def fold(half=half):
-        put(self.lane, self.combine(op, get(self.lane), get(self.emit(f"add i64 {self.lane}, {half}"))))
-      self.branch(self.emit(f"icmp ult i64 {self.lane}, {half}"), fold)
-      half //= 2
-    self.barrier()
-    return get("0")
-
   def butterfly(self, op: str, v: Value, lanes: int) -> Value:
     """v combined over each aligned run of `lanes` lanes (a power of two up to shuffle_width); every lane gets it."""
     mask = lanes // 2
@@ -248,9 +224,10 @@ class _GPUKernelWriter(_KernelWriter):
       mask //= 2
     return v
 
-  def combine_by_shuffles(self, op: str, acc: Value) -> Value:
-    """The lane tree by register shuffles: each wave combines its lanes, wave leaders put their parts in shared memory,
-    and after one barrier every wave combines those parts again (every lane gets the result: no broadcast)."""
+  def combine_lanes(self, op: str, acc: Value) -> Value:
+    """The lane tree by register shuffles: each run of shuffle_width lanes combines its values, the runs' first lanes
+    put them in shared memory, and after one barrier every run combines those parts (every lane gets the result)."""
+    if not self.group: return acc
     width = self.shuffle_width
     v = self.butterfly(op, acc, min(self.group, width))
     if self.group <= width: return v

@@ -20,9 +20,8 @@ class _NVKernelWriter(_GPUKernelWriter):
   triple, target_name, kernel_cc = "nvptx64-nvidia-cuda", "NV", "ptx_kernel"
   ids = ("llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.tid.x")
   barrier_intrinsic = "llvm.nvvm.barrier0"
-  shuffle_width = 32                     # a warp (PTX ISA: WARP_SZ is 32 on every architecture): shfl.sync.bfly
 
-  def shuffle_word(self, word: str, mask: int) -> str:
+  def shuffle_word(self, word: str, mask: int) -> str:   # a warp is 32 threads on every architecture (PTX ISA: WARP_SZ)
     return self.call("llvm.nvvm.shfl.sync.bfly.i32", "i32", [("i32", "-1"), ("i32", word), ("i32", str(mask)), ("i32", "31")])
 
   def fmod(self, a: str, b: str, d: DType, w: int) -> str:
