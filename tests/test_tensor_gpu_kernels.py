@@ -138,7 +138,8 @@ def test_elementwise_kernels_load_four_aligned_elements(dev):
   cases = [(lambda a, b: a * b + 1, x, y, True), (lambda a, b: (a - b).exp(), x, y, True),
            (lambda a, b: a[:, 4:20] + b[:, 8:24], x, y, True), (lambda a, b: a[:, 1:17] + b[:, :16], x, y, False),
            (lambda a, b: a[:, :38] + b[:, :38], x, y, False), (lambda a, b: a.sin() + b, x, y, False),
-           (lambda a, b: a.T[:36] * 2 + b.T[:36], x, y, False), (lambda a, b: a.cast("float64") + b, x, y, False)]
+           (lambda a, b: a.T[:36] * 2 + b.T[:36], x, y, False), (lambda a, b: a.cast("float64") + b, x, y, False),
+           (lambda a, b: (a < b).where(a, b * 2), x, y, True), (lambda a, b: a.cast("uint16") + 1, x, y, False)]
   for fn, a, b, wide in cases:
     (lk,), renderer = plans(fn, a, b, dev=dev)
     assert (lk.vec_width == kernels_gpu.VECTOR_LANES) == wide

@@ -176,13 +176,17 @@ def vector_axis(lk: LoopKernel) -> int | None:
   """The output axis an elementwise kernel can run VECTOR_LANES elements per workitem along, or None: the innermost
   output axis, its extent a multiple of the lanes, every load contiguous (stride 1, no mask along it) or broadcast
   along it and every contiguous load's first lane on a multiple of the lanes (so a 16-byte load is aligned), the
-  values 32-bit or narrower, no op the GPU writer lowers per lane, no gather."""
+  values 32-bit (narrower ones would pack lanes into registers: NVPTX's add.s16x2, which the emulated SM lacks), no
+  op the GPU writer lowers per lane, no gather."""
   spec = lk.spec
   if spec.reduce_axes or not lk.global_axes: return None
   axis = max(lk.global_axes)
   if spec.full_shape[axis] % VECTOR_LANES or spec.full_shape != spec.out_shape: return None
   nodes = spec.ast.toposort()
-  if any(n.op == "GATHER" or (n.op == "ALU" and n.arg in VECTOR_OPS_REFUSED) or n.dtype.itemsize > 4 for n in nodes): return None
+  if spec.out_dtype.itemsize != 4: return None
+  for n in nodes:   # 32-bit lanes (4 x 4 bytes a load); comparisons' bools live in registers only
+    if n.op == "GATHER" or (n.op == "ALU" and n.arg in VECTOR_OPS_REFUSED): return None
+    if n.dtype.itemsize != 4 and not (n.dtype == dtypes.bool and n.op == "ALU"): return None
   name = f"a{axis}"
   for n in nodes:
     if n.op == "MASK" or (n.op == "CONST" and n.arg[1] is not None):
