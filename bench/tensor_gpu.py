@@ -1,6 +1,7 @@
 """hcq.tensor's GPU kernels against the GPU's own copy engine and torch, side by side in one run (issue 19's targets):
 
   python bench/tensor_gpu.py [--dev NV] [--scale 1.0] [--repeat 10]
+  HCQ_SCRIPT=bench/tensor_gpu.py bash tools/hardware_check.sh --dev NV     (on the GPU machine, hcq not installed)
 
   fused elementwise   relu(a * b + c) over 2^26 float32 (4 x 256 MiB moved) vs a device-to-device copy of 1 GiB on the
                       device's copy queue (bytes read + written per second); target: at least 80% of the copy's rate

@@ -7,10 +7,6 @@
 #
 # PYTHON picks the interpreter (default python3); HCQ_CHECK_LIMIT the seconds allowed (default 420: under 8 minutes);
 # HCQ_MODULE another module run the same way (HCQ_MODULE=hcq.smi ... --json: the fields to compare with nvidia-smi -q).
-# After hcq.check, bench/tensor_gpu.py times the tensor compiler's GPU kernels against the device's copy engine and
-# torch (issue 19: fused elementwise vs copy bandwidth, softmax 4096^2 and f32 matmul 4096^2 vs torch without TF32;
-# it needs llvmlite and says so without it) on HCQ_TENSOR_DEV (default NV) within HCQ_TENSOR_LIMIT seconds (default
-# 300), on a machine with a real GPU (/dev/nvidiactl or /dev/kfd); HCQ_TENSOR_SPEED=0 leaves it out.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tree=$(mktemp -d /tmp/hcq-tree.XXXXXX)
@@ -23,6 +19,3 @@ driver=$(head -1 /proc/driver/nvidia/version 2>/dev/null | sed 's/  */ /g' || tr
 echo "host: $(uname -sr), $(nproc) CPUs; ${driver:-no /proc/driver/nvidia/version}"
 cd "$tree"  # python -m puts the working folder first on sys.path: there hcq is the tree, not the repository's hcq/
 PYTHONPATH="$tree" PYTHONDONTWRITEBYTECODE=1 timeout "${HCQ_CHECK_LIMIT:-420}" "$py" -m "${HCQ_MODULE:-hcq.check}" "$@"
-if [ -z "${HCQ_MODULE:-}" ] && [ "${HCQ_TENSOR_SPEED:-1}" != 0 ] && { [ -e /dev/nvidiactl ] || [ -e /dev/kfd ]; }; then
-  PYTHONPATH="$tree" PYTHONDONTWRITEBYTECODE=1 timeout "${HCQ_TENSOR_LIMIT:-300}" "$py" "$root/bench/tensor_gpu.py" --dev "${HCQ_TENSOR_DEV:-NV}"
-fi
