@@ -67,7 +67,7 @@ def match_matmul(lk: LoopKernel) -> MatmulMatch | None:
   src = ast.srcs[0]
   if src.op != "ALU" or src.arg != "MUL": return None
   x, y = src.srcs
-  outs = [a for a in lk.global_axes]
+  outs = list(lk.global_axes)
   xd = {a: depends_on(x, spec, a) for a in outs}
   yd = {a: depends_on(y, spec, a) for a in outs}
   ms = [a for a in outs if xd[a] and not yd[a]]
@@ -98,7 +98,8 @@ def write_matmul(w, mm: MatmulMatch, wg: str) -> None:
   block_m = w.emit(f"urem i64 {rest}, {tiles_m}")
   w.unflatten(w.emit(f"udiv i64 {rest}, {tiles_m}"), list(mm.batch), math.prod(F[a] for a in mm.batch))
   m0, n0 = w.emit(f"mul i64 {block_m}, {t.bm}"), w.emit(f"mul i64 {block_n}, {t.bn}")
-  row_in, col_in = w.emit(f"udiv i64 {lane}, {cols}"), w.emit(f"urem i64 {lane}, {cols}")   # this workitem's tile in the block
+  # this workitem's register tile in the block
+  row_in, col_in = w.emit(f"udiv i64 {lane}, {cols}"), w.emit(f"urem i64 {lane}, {cols}")
   row0 = w.emit(f"add i64 {m0}, {w.emit(f'mul i64 {row_in}, {t.tm}')}")
   col0 = w.emit(f"add i64 {n0}, {w.emit(f'mul i64 {col_in}, {t.tn}')}")
   lds_x, lds_y = f"@mm_x{w.count}", f"@mm_y{w.count}"
@@ -111,6 +112,10 @@ def write_matmul(w, mm: MatmulMatch, wg: str) -> None:
     w.allocas.append(f"  {slot} = alloca {T}{w.alloca_space}")
     w.lines.append(f"  store {T} {zero}, {w.pptr} {slot}")
     accs.append(slot)
+
+  def at(coords: dict[int, object]) -> dict[int, object]:
+    """The index context of the batch axes (this workgroup's) with `coords` for the others."""
+    return {**{a: Var(f"a{a}", 0, F[a] - 1) for a in mm.batch}, **coords}
 
   def coord(name: str, start: str, extent: int) -> tuple[Var, str]:
     """A Var for `start` clamped into [0, extent) (so that a load past the edge reads inside its buffer), and
@@ -127,12 +132,11 @@ def write_matmul(w, mm: MatmulMatch, wg: str) -> None:
                (w.emit(f"udiv i64 {e}, {t.bk}"), w.emit(f"urem i64 {e}, {t.bk}")))
       ov, o_ok = coord(f"{tag}_o{j}", w.emit(f"add i64 {outer0}, {r}"), F[outer_axis])
       kv, k_ok = coord(f"{tag}_k{j}", w.emit(f"add i64 {k0}, {kk}"), K)
-      ctx = {a: Var(f"a{a}", 0, F[a] - 1) for a in mm.batch}
-      ctx.update({mm.m: Num(0), mm.n: Num(0), outer_axis: ov, mm.k: kv})
-      v = w.render(op, ctx, 1, (tag, j))
+      v = w.render(op, at({mm.m: Num(0), mm.n: Num(0), outer_axis: ov, mm.k: kv}), 1, (tag, j))
       v = w.emit(f"select i1 {w.emit(f'and i1 {o_ok}, {k_ok}')}, {T} {v.name}, {T} {zero}")
       slot = w.emit(f"add i64 {w.emit(f'mul i64 {kk}, {width}')}, {r}")
-      w.lines.append(f"  store {T} {v}, ptr addrspace(3) {w.emit(f'getelementptr inbounds {T}, ptr addrspace(3) {lds}, i64 {slot}')}")
+      ptr = w.emit(f"getelementptr inbounds {T}, ptr addrspace(3) {lds}, i64 {slot}")
+      w.lines.append(f"  store {T} {v}, ptr addrspace(3) {ptr}")
 
   def tile_row(lds: str, width: int, kk: int, first: str, count: int) -> list[str]:
     """count values of lds[kk * width + first ...], one vector load (ds_read_b128 / ld.shared.v4)."""
@@ -158,14 +162,13 @@ def write_matmul(w, mm: MatmulMatch, wg: str) -> None:
     w.barrier()   # the next k step's copies overwrite what the slower workitems may still read
   w.loop("mm_k0", "0", str(K), t.bk, k_step)
 
-  for i in range(t.tm):
-    for j in range(t.tn):
-      rv, r_ok = coord(f"mms_r{i}_{j}", w.emit(f"add i64 {row0}, {i}"), M)
-      cv, c_ok = coord(f"mms_c{i}_{j}", w.emit(f"add i64 {col0}, {j}"), N)
-      ctx = {a: Var(f"a{a}", 0, F[a] - 1) for a in mm.batch}
-      ctx.update({mm.m: rv, mm.n: cv})
+  rows = [coord(f"mms_r{i}", w.emit(f"add i64 {row0}, {i}"), M) for i in range(t.tm)]
+  cols = [coord(f"mms_c{j}", w.emit(f"add i64 {col0}, {j}"), N) for j in range(t.tn)]
+  for i, (rv, r_ok) in enumerate(rows):
+    for j, (cv, c_ok) in enumerate(cols):
       acc = Value(w.emit(f"load {T}, {w.pptr} {accs[i * t.tn + j]}"), d, 1)
-      w.branch(w.emit(f"and i1 {r_ok}, {c_ok}"), lambda ctx=ctx, acc=acc: w.write_memory(0, d, w.out_index(ctx), acc))
+      store = lambda ctx=at({mm.m: rv, mm.n: cv}), acc=acc: w.write_memory(0, d, w.out_index(ctx), acc)
+      w.branch(w.emit(f"and i1 {r_ok}, {c_ok}"), store)
 
 
 VECTOR_LANES = 4               # elements per wide load/store: 16 bytes of float32 (global_load_b128, ld.global.v4.f32)

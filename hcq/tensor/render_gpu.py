@@ -28,7 +28,7 @@ LOCAL = 128                 # workitems per workgroup (four AMD wave32s, four NV
 GROUP_MIN_REDUCE = 32       # a reduce loop at least this long ...
 GROUP_MAX_OUTPUTS = 4096    # ... into fewer outputs than this (too few workitems to fill a GPU) shares it between lanes
 LANE_ELEMENTS = 8           # a tree's lanes take at least this many elements each (up to LOCAL lanes): fewer levels
-GROUP_LONG_REDUCE = 256     # a reduce loop this long shares it between lanes however many outputs (softmax over 4096² rows)
+GROUP_LONG_REDUCE = 256     # a reduce loop this long shares it between lanes for any number of outputs (softmax rows)
 # float64 ops that LLVM's AMDGPU and NVPTX backends turn into libm calls (there is no libm on the GPU)
 F64_LIBCALLS = ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW")
 
@@ -193,7 +193,7 @@ class _GPUKernelWriter(_KernelWriter):
     self.barriers += 1
     if self.fence_scope: self.lines.append(f'  fence syncscope("{self.fence_scope}") acquire')
 
-  shuffle_width = 32                # lanes that exchange registers by shuffle_word (a warp; a run of 32 lanes of an AMD wave)
+  shuffle_width = 32                # lanes that exchange registers by shuffle_word (a warp; 32 lanes of an AMD wave)
 
   def shuffle_word(self, word: str, mask: int) -> str:
     """The i32 `word` of the lane whose workitem id is this one's xor `mask` (every lane of the wave runs it)."""

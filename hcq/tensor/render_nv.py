@@ -22,7 +22,8 @@ class _NVKernelWriter(_GPUKernelWriter):
   barrier_intrinsic = "llvm.nvvm.barrier0"
 
   def shuffle_word(self, word: str, mask: int) -> str:   # a warp is 32 threads on every architecture (PTX ISA: WARP_SZ)
-    return self.call("llvm.nvvm.shfl.sync.bfly.i32", "i32", [("i32", "-1"), ("i32", word), ("i32", str(mask)), ("i32", "31")])
+    args = [("i32", "-1"), ("i32", word), ("i32", str(mask)), ("i32", "31")]   # all lanes, xor mask, clamp
+    return self.call("llvm.nvvm.shfl.sync.bfly.i32", "i32", args)
 
   def fmod(self, a: str, b: str, d: DType, w: int) -> str:
     """C's fmod, exactly. LLVM's NVPTX backend lowers frem to a - b * trunc(a / b) (PTX has no float remainder), wrong
