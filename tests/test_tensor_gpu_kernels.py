@@ -47,7 +47,8 @@ def test_matmul_shapes_against_numpy(dev, m, k, n):
 
 
 def test_matmul_views_batches_and_dtypes(dev):
-  """Transposed and broadcast operands, batches, a fused producer and a pad, int32 (exact) and float16 inputs."""
+  """Transposed and broadcast operands, batches, a fused producer and a pad; float16 inputs, int32 and uint8 (exact, wrapping
+  as numpy does) and float64."""
   rng = np.random.default_rng(3)
   a, b = operands(rng, 11, 13, 9)
   at, bt = np.ascontiguousarray(a.T), np.ascontiguousarray(b.T)
@@ -67,6 +68,8 @@ def test_matmul_views_batches_and_dtypes(dev):
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol, atol=tol, err_msg=name)
   ai, bi = rng.integers(-50, 50, (9, 31)).astype(np.int32), rng.integers(-50, 50, (31, 7)).astype(np.int32)
   np.testing.assert_array_equal((A(ai) @ A(bi)).numpy(), ai @ bi)
+  np.testing.assert_array_equal((A(ai.astype(np.uint8)) @ A(bi.astype(np.uint8))).numpy(), ai.astype(np.uint8) @ bi.astype(np.uint8))
+  np.testing.assert_allclose((A(a.astype(np.float64)) @ A(b.astype(np.float64))).numpy(), a.astype(np.float64) @ b, rtol=1e-12)
 
 
 def test_large_register_tiles(dev, monkeypatch):
