@@ -33,6 +33,7 @@ class MatmulTiles:
 SMALL_TILES = MatmulTiles(64, 64, 16, 4, 4)      # 256 workitems, 16 accumulators each
 LARGE_TILES = MatmulTiles(128, 128, 16, 8, 8)    # 256 workitems, 64 accumulators each: twice the FMAs per shared load
 LARGE_FROM = 512                                 # m and n at least this use LARGE_TILES (fewer idle edge blocks below)
+MIN_OUTPUTS = 256     # m x n below this (one output per workitem of a block) keeps the plain layouts: the block would idle
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def depends_on(op: KOp, spec, axis: int) -> bool:
 
 def match_matmul(lk: LoopKernel) -> MatmulMatch | None:
   """The matmul `lk` computes, or None (see the module docstring). Needs m and n above 1 (a matrix-vector product keeps
-  the lane trees) and a numeric dtype (bool matmul is an OR of ANDs)."""
+  the lane trees), m x n of MIN_OUTPUTS or more and a numeric dtype (bool matmul is an OR of ANDs)."""
   spec = lk.spec
   ast = spec.ast
   if ast.op != "REDUCE" or ast.arg[0] != "SUM" or len(lk.reduce_axes) != 1 or lk.accumulate_axis is not None: return None
@@ -75,6 +76,7 @@ def match_matmul(lk: LoopKernel) -> MatmulMatch | None:
   if not ms or not ns: return None
   m, n = max(ms), max(ns)   # the innermost of each (an axis split by a reshape: its outer part is a batch axis)
   F = spec.full_shape
+  if F[m] * F[n] < MIN_OUTPUTS: return None
   tiles = LARGE_TILES if F[m] >= LARGE_FROM and F[n] >= LARGE_FROM else SMALL_TILES
   return MatmulMatch(m, n, lk.reduce_axes[0], tuple(a for a in sorted(outs) if a not in (m, n)), x, y, tiles)
 
