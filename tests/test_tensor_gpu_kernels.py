@@ -134,15 +134,18 @@ def test_long_rows_take_the_lane_tree_however_many_outputs(dev, monkeypatch):
 
 
 def test_elementwise_kernels_load_four_aligned_elements(dev):
-  """Contiguous loads whose first lane is on a multiple of 4 elements become one 16-byte load per workitem; a slice off
-  that alignment, a row length not a multiple of 4 or a per-lane op keep one element per workitem. All match numpy."""
+  """Contiguous loads whose first lane is on a multiple of 4 elements become one 16-byte load per workitem (a 1-D kernel
+  of any length: the last workitem does the tail one element at a time); a slice off that alignment, rows whose length
+  is not a multiple of 4, values not 32 bits wide or a per-lane op keep one element per workitem. All match numpy."""
   rng = np.random.default_rng(2)
   x, y = rng.standard_normal((6, 40)).astype(np.float32), rng.standard_normal((1, 40)).astype(np.float32)
   cases = [(lambda a, b: a * b + 1, x, y, True), (lambda a, b: (a - b).exp(), x, y, True),
            (lambda a, b: a[:, 4:20] + b[:, 8:24], x, y, True), (lambda a, b: a[:, 1:17] + b[:, :16], x, y, False),
            (lambda a, b: a[:, :38] + b[:, :38], x, y, False), (lambda a, b: a.sin() + b, x, y, False),
            (lambda a, b: a.T[:36] * 2 + b.T[:36], x, y, False), (lambda a, b: a.cast("float64") + b, x, y, False),
-           (lambda a, b: (a < b).where(a, b * 2), x, y, True), (lambda a, b: a.cast("uint16") + 1, x, y, False)]
+           (lambda a, b: (a < b).where(a, b * 2), x, y, True), (lambda a, b: a.cast("uint16") + 1, x, y, False),
+           (lambda a, b: a.reshape(-1)[:237] * 3 + b.reshape(-1)[:1], x, y, True),     # 59 vectors and a tail of 1
+           (lambda a, b: a.reshape(-1)[1:238] * 3, x, y, False)]
   for fn, a, b, wide in cases:
     (lk,), renderer = plans(fn, a, b, dev=dev)
     assert (lk.vec_width == kernels_gpu.VECTOR_LANES) == wide

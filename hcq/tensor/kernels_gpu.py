@@ -179,14 +179,17 @@ VECTOR_OPS_REFUSED = ("SIN", "COS", "POW", "MOD", "IDIV")   # the GPU writer low
 
 def vector_axis(lk: LoopKernel) -> int | None:
   """The output axis an elementwise kernel can run VECTOR_LANES elements per workitem along, or None: the innermost
-  output axis, its extent a multiple of the lanes, every load contiguous (stride 1, no mask along it) or broadcast
+  output axis, its extent a multiple of the lanes (or the only axis: the last workitem then does the rest one element
+  at a time), every load contiguous (stride 1, no mask along it) or broadcast
   along it and every contiguous load's first lane on a multiple of the lanes (so a 16-byte load is aligned), the
   values 32-bit (narrower ones would pack lanes into registers: NVPTX's add.s16x2, which the emulated SM lacks), no
   op the GPU writer lowers per lane, no gather."""
   spec = lk.spec
   if spec.reduce_axes or not lk.global_axes: return None
   axis = max(lk.global_axes)
-  if spec.full_shape[axis] % VECTOR_LANES or spec.full_shape != spec.out_shape: return None
+  if spec.full_shape != spec.out_shape: return None
+  # a row not a whole number of vectors: the next row's vectors would start off the grid; alone (1-D) it ends in a tail
+  if spec.full_shape[axis] % VECTOR_LANES and any(a != axis for a in lk.global_axes): return None
   nodes = spec.ast.toposort()
   if spec.out_dtype.itemsize != 4: return None
   for n in nodes:   # 32-bit lanes (4 x 4 bytes a load); comparisons' bools live in registers only

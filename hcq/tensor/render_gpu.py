@@ -84,8 +84,8 @@ def gpu_plan(lk: LoopKernel) -> LoopKernel:
 
 
 def workitems(lk: LoopKernel) -> int:
-  """How many workitems of one output element (one vector of them) a launch runs."""
-  return math.prod(lk.spec.full_shape[a] // lk.step(a) for a in lk.global_axes)
+  """How many workitems of one output element (one vector of them, the last maybe part of one) a launch runs."""
+  return math.prod(-(-lk.spec.full_shape[a] // lk.step(a)) for a in lk.global_axes)
 
 
 def group_size(lk: LoopKernel) -> int:
@@ -129,7 +129,7 @@ class _GPUKernelWriter(_KernelWriter):
     for a in reversed(axes):
       q = self.emit(f"udiv i64 {flat}, {stride}") if stride > 1 else flat
       step = self.lk.step(a)
-      extent = self.spec.full_shape[a] // step
+      extent = -(-self.spec.full_shape[a] // step)
       v = self.emit(f"urem i64 {q}, {extent}") if stride * extent < total else q
       self.var_names[f"a{a}"] = self.emit(f"mul i64 {v}, {step}") if step > 1 else v
       stride *= extent
@@ -151,7 +151,7 @@ class _GPUKernelWriter(_KernelWriter):
       inside = self.emit(f"icmp ult i64 {gid}, {total}")  # the last workgroup's spare workitems do nothing
       self.lines += [f"  br i1 {inside}, label %body, label %done", "body:"]
       self.unflatten(gid, lk.global_axes, total)
-      self.global_body()
+      self.vector_body_and_tail()
       self.lines += ["  br label %done", "done:"]
     self.lines.append("  ret void")
     params = ", ".join(f"{self.gptr} noalias align 16 %b{i}" for i in range(len(spec.buf_dtypes)))
@@ -159,6 +159,22 @@ class _GPUKernelWriter(_KernelWriter):
     return (f'target triple = "{self.triple}"\ntarget datalayout = "{self.datalayout}"\n\n' + "\n".join(self.globals) +
             "\n" + "\n".join(sorted(self.decls)) + "\n\n" + "\n".join(head + self.lines[body_start:] + ["}"]) +
             f'\n\nattributes #0 = {{ {self.attributes()} }}\n')
+
+  def planned_loops(self) -> bool: return False   # the GPU module carries no loop metadata (its loops are short)
+
+  def vector_body_and_tail(self) -> None:
+    """The body; a vector axis that is not a whole number of vectors (gpu_plan: then the only axis) ends in a tail the
+    last workitem does one element at a time."""
+    axis, width = self.lk.vec_axis, self.W
+    extent = self.spec.full_shape[axis] if axis is not None else 0
+    if axis is None or extent % width == 0: return self.global_body()
+    first = self.var_names[f"a{axis}"]
+    self.branch(self.emit(f"icmp ule i64 {first}, {extent - width}"), self.global_body)
+    def tail():
+      self.W = 1
+      self.loop(f"a{axis}", first, str(extent), 1, self.global_body)
+      self.W = width
+    self.branch(self.emit(f"icmp ugt i64 {first}, {extent - width}"), tail)
 
   # the grouped layout's hooks (see _KernelWriter): lanes share the reduce loops, combine in LDS, one lane stores
   def sum_levels(self) -> int: return 0 if self.group else super().sum_levels()   # grouped lanes share the loop: no blocks
