@@ -264,19 +264,10 @@ class _GPUKernelWriter(_KernelWriter):
     part = Value(self.emit(f"icmp ne i8 {part}, 0") if d == dtypes.bool else part, d, 1)
     return self.butterfly(op, part, waves)
 
-  def read_at(self, buf: int, dtype: DType, i: str, width: int) -> Value:
-    """As the CPU's, but a vector is aligned to its size (gpu_plan vectorizes only loads whose first lane is): one
-    16-byte load (global_load_b128, ld.global.v4) instead of four."""
-    if width == 1: return super().read_at(buf, dtype, i, width)
-    ptr = self.emit(f"getelementptr inbounds {dtype.llvm_mem}, {self.gptr} %b{buf}, i64 {i}")
-    mem_t = self.ty(dtype, width, mem=True)
-    v = self.emit(f"load {mem_t}, {self.gptr} {ptr}, align {dtype.itemsize * width}")
-    return Value(self.from_memory(v, dtype, width), dtype, width)
-
-  def write_memory(self, buf: int, dtype: DType, idx, v: Value) -> None:
-    super().write_memory(buf, dtype, idx, v)
-    if v.width > 1:   # the output is contiguous and its vector axis innermost: a vector's first element is aligned too
-      self.lines[-1] = self.lines[-1].replace(f", align {dtype.itemsize}", f", align {dtype.itemsize * v.width}")
+  def align(self, dtype: DType, width: int) -> int:
+    """A vector's size: gpu_plan vectorizes only loads whose first element is on the vector grid, and the output is
+    contiguous with the vector axis innermost, so one 16-byte access (global_load_b128, ld.global.v4) serves."""
+    return dtype.itemsize * width
 
   def alu(self, op: str, srcs: list[Value], out: DType, reassoc: bool = False) -> Value:
     d = srcs[0].dtype
