@@ -112,6 +112,7 @@ class _GPUKernelWriter(_KernelWriter):
     return "nounwind"
 
   def workgroup_size(self) -> int:
+    """Workitems per workgroup of this kernel's layout."""
     return self.matmul.tiles.threads if self.matmul else self.group or LOCAL
 
   def __init__(self, lk: LoopKernel, datalayout: str):
@@ -171,7 +172,7 @@ class _GPUKernelWriter(_KernelWriter):
     first = self.var_names[f"a{axis}"]
     self.branch(self.emit(f"icmp ule i64 {first}, {extent - width}"), self.global_body)
     def tail():
-      self.W = 1
+      self.W = 1   # the writer's lane count: the tail's loads, values and stores are scalars
       self.loop(f"a{axis}", first, str(extent), 1, self.global_body)
       self.W = width
     self.branch(self.emit(f"icmp ugt i64 {first}, {extent - width}"), tail)
@@ -249,20 +250,20 @@ class _GPUKernelWriter(_KernelWriter):
     if self.group <= width: return v
     d = acc.dtype
     t = "i8" if d == dtypes.bool else d.llvm
-    waves = self.group // width
+    runs = self.group // width
     lds = f"@lds{self.count}"
     self.count += 1
-    self.globals.append(f"{lds} = internal addrspace(3) global [{waves} x {t}] poison, align 16")
+    self.globals.append(f"{lds} = internal addrspace(3) global [{runs} x {t}] poison, align 16")
     def slot(i: str) -> str:
-      return self.emit(f"getelementptr inbounds [{waves} x {t}], ptr addrspace(3) {lds}, i64 0, i64 {i}")
+      return self.emit(f"getelementptr inbounds [{runs} x {t}], ptr addrspace(3) {lds}, i64 0, i64 {i}")
     def put():
       val = self.emit(f"zext i1 {v.name} to i8") if d == dtypes.bool else v.name
       self.lines.append(f"  store {t} {val}, ptr addrspace(3) {slot(self.emit(f'udiv i64 {self.lane}, {width}'))}")
     self.branch(self.emit(f"icmp eq i64 {self.emit(f'urem i64 {self.lane}, {width}')}, 0"), put)
     self.barrier()
-    part = self.emit(f"load {t}, ptr addrspace(3) {slot(self.emit(f'urem i64 {self.lane}, {waves}'))}")
+    part = self.emit(f"load {t}, ptr addrspace(3) {slot(self.emit(f'urem i64 {self.lane}, {runs}'))}")
     part = Value(self.emit(f"icmp ne i8 {part}, 0") if d == dtypes.bool else part, d, 1)
-    return self.butterfly(op, part, waves)
+    return self.butterfly(op, part, runs)
 
   def align(self, dtype: DType, width: int) -> int:
     """A vector's size: gpu_plan vectorizes only loads whose first element is on the vector grid, and the output is
