@@ -285,7 +285,7 @@ def test_random_programs_on_amd(data):
 
 
 def test_reduction_layouts(rng):
-  """Long reductions into few outputs share each output's loop between a workgroup's lanes (a tree in LDS); short
+  """Long reductions into few outputs share each output's loop between a workgroup's lanes (a shuffle tree); short
   ones, or many outputs, keep one workitem per output. Both give numpy's results."""
   from hcq.tensor.device import get_device
   from hcq.tensor.loops import plan
@@ -364,7 +364,6 @@ def test_a_missing_tree_barrier_shows_under_interleaving(monkeypatch, rng):
   lane reads all the waves' parts) reads slots before they are written. With the waves interleaved
   (HCQ_EMU_INTERLEAVE, as tests run) the sums are wrong; with the barrier they are right; in lockstep the bug would
   not show."""
-  level = 0
   from hcq.tensor.render_amd import _AMDKernelWriter
   x = sample((8, 300), F32, rng)
   x = np.abs(x) + 1
@@ -375,5 +374,5 @@ def test_a_missing_tree_barrier_shows_under_interleaving(monkeypatch, rng):
     return A(x).sum(axis=1).numpy()
   np.testing.assert_allclose(row_sums(None, "1"), x.sum(axis=1), rtol=2e-6)
   # each seed is one interleaving; the race need not show in every one
-  assert any(not np.allclose(row_sums(level, str(seed)), x.sum(axis=1), rtol=1e-3) for seed in range(1, 5)), "the race did not show"
-  np.testing.assert_allclose(row_sums(level, "off"), x.sum(axis=1), rtol=2e-6)
+  assert any(not np.allclose(row_sums(0, str(seed)), x.sum(axis=1), rtol=1e-3) for seed in range(1, 5)), "the race did not show"
+  np.testing.assert_allclose(row_sums(0, "off"), x.sum(axis=1), rtol=2e-6)

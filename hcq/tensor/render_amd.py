@@ -1,6 +1,7 @@
 """AMD gfx11 target: the GPU renderer (render_gpu.py: layouts, LDS trees, float32 math) for llvmlite's
 amdgcn-amd-amdhsa, compiled to an ET_REL code object for the AMD program loader. Allocas live in private memory
-(addrspace 5, which SROA turns into registers); the tree barriers are s_barrier between workgroup-scope fences."""
+(addrspace 5, which SROA turns into registers); the barriers are s_barrier between workgroup-scope fences; the lane
+trees shuffle by ds_bpermute_b32."""
 from __future__ import annotations
 from hcq.tensor.render_gpu import GPURenderer, _GPUKernelWriter
 
