@@ -1,6 +1,7 @@
-"""AMD target: the GPU renderer (render_gpu.py: layouts, LDS trees, float32 math) for llvmlite's amdgcn-amd-amdhsa,
-compiled to an ET_REL code object for the AMD program loader. Allocas live in private memory (addrspace 5, which SROA
-turns into registers); the tree barriers are s_barrier between workgroup-scope fences.
+"""AMD target: the GPU renderer (render_gpu.py: layouts, lane trees, tiled kernels, float32 math) for llvmlite's
+amdgcn-amd-amdhsa, compiled to an ET_REL code object for the AMD program loader. Allocas live in private memory
+(addrspace 5, which SROA turns into registers); the barriers are s_barrier between workgroup-scope fences; the lane
+trees shuffle by ds_bpermute_b32.
 
 The wave size is the arch's: GCN/CDNA (gfx9, e.g. gfx942) runs wave64 only; RDNA (gfx10 and later: gfx1100, gfx1201)
 runs wave32 or wave64 and is wave32 by default, wave64 on request (HCQ_AMD_WAVE_SIZE=64, or `wave_size=`). It reaches the
@@ -9,7 +10,7 @@ driver turns into DISPATCH_INITIATOR.CS_W32_EN) and LLVM's own cross-lane loweri
 renderer's `wave_size` for their workgroup sizes (render_gpu.group_size)."""
 from __future__ import annotations
 import os
-from hcq.tensor.render_gpu import LOCAL, GPURenderer, _GPUKernelWriter
+from hcq.tensor.render_gpu import GPURenderer, _GPUKernelWriter
 
 ARCH = "gfx1100"
 WAVE_SIZE_ENV = "HCQ_AMD_WAVE_SIZE"
@@ -46,8 +47,14 @@ class _AMDKernelWriter(_GPUKernelWriter):
   ids = ("llvm.amdgcn.workgroup.id.x", "llvm.amdgcn.workitem.id.x")
   barrier_intrinsic = "llvm.amdgcn.s.barrier"
   fence_scope = "workgroup"              # s_barrier alone does not order memory (AMDGPU memory model: fences around it)
+  def shuffle_word(self, word: str, mask: int) -> str:
+    # ds_bpermute_b32 reads lane (address / 4) mod the wave size (RDNA3 ISA, DS_BPERMUTE_B32): an xor below 32 stays in
+    # its run of 32 lanes in a wave32 and a wave64 alike, so the trees need no wave size
+    lane = self.emit(f"trunc i64 {self.lane} to i32")
+    addr = self.emit(f"shl i32 {self.emit(f'xor i32 {lane}, {mask}')}, 2")
+    return self.call("llvm.amdgcn.ds.bpermute", "i32", [("i32", addr), ("i32", word)])
 
-  def attributes(self) -> str: return f'nounwind "amdgpu-flat-work-group-size"="1,{self.group or LOCAL}"'
+  def attributes(self) -> str: return f'nounwind "amdgpu-flat-work-group-size"="1,{self.workgroup_size()}"'
 
 
 class AMDGCNRenderer(GPURenderer):

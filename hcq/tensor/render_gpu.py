@@ -4,10 +4,12 @@ nvptx64 in render_nv.py), which differ only in the hooks of _GPUKernelWriter and
 Two layouts. Elementwise kernels, and reductions with many outputs or short reduce loops: one workitem per output
 element, the output axes flattened into the global workitem id (workgroup id * LOCAL + workitem id, the innermost
 axis fastest so that neighbouring lanes touch neighbouring memory), reductions as loops inside the workitem. Long
-reductions into few outputs (a sum of a whole tensor, softmax rows): one workgroup per output element; its lanes take
-every GROUP-th element of the reduce loop, then combine their parts in a tree in shared memory (LDS; addrspace 3 on
-both targets, a barrier per level), and the stores that follow (a softmax row) are shared between the lanes the same
-way. The body is the CPU renderer's (_KernelWriter): only the pointer address spaces (buffers in global memory,
+reductions into few outputs (a sum of a whole tensor) and long rows (softmax): one workgroup per output element; its
+lanes take every GROUP-th element of the reduce loop, then combine their parts by register shuffles in runs of 32 lanes
+(shfl.sync.bfly on NV, ds_bpermute on AMD) and the runs' parts through shared memory (LDS; addrspace 3 on both
+targets) after one barrier, and the stores that follow (a softmax row) are shared between the lanes the same way.
+Matmuls take kernels_gpu.py's tiled kernel; elementwise kernels whose loads allow it move 4 elements per workitem.
+The body is the CPU renderer's (_KernelWriter): only the pointer address spaces (buffers in global memory,
 addrspace 1), the function around the body and the ops the GPU has no library for differ.
 
 float32 exp/log/sin/cos are the CPU's inline polynomials (no device libraries); sin/cos past 8192 reduce through a
@@ -18,12 +20,15 @@ import dataclasses
 import math
 import threading
 from hcq.tensor.dtype import DType, dtypes
+from hcq.tensor.kernels_gpu import VECTOR_LANES, MatmulMatch, match_matmul, vector_axis, write_matmul
 from hcq.tensor.loops import LoopKernel
 from hcq.tensor.render_llvm import Renderer, Value, _KernelWriter, const_literal
 
 LOCAL = 128                 # workitems per workgroup (four AMD wave32s or two wave64s, four NV warps): a multiple of every wave size
 GROUP_MIN_REDUCE = 32       # a reduce loop at least this long ...
 GROUP_MAX_OUTPUTS = 4096    # ... into fewer outputs than this (too few workitems to fill a GPU) shares it between lanes
+LANE_ELEMENTS = 8           # a tree's lanes take at least this many elements each (up to LOCAL lanes): fewer levels
+GROUP_LONG_REDUCE = 256     # a reduce loop this long shares it between lanes for any number of outputs (softmax rows)
 # float64 ops that LLVM's AMDGPU and NVPTX backends turn into libm calls (there is no libm on the GPU)
 F64_LIBCALLS = ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW")
 
@@ -71,17 +76,25 @@ def scalar_plan(lk: LoopKernel) -> LoopKernel:
                              unroll={}, thread_axis=None, accumulate_axis=None)
 
 
+def gpu_plan(lk: LoopKernel) -> LoopKernel:
+  """scalar_plan, then VECTOR_LANES elements per workitem along the axis kernels_gpu.vector_axis finds (16-byte loads)."""
+  lk = scalar_plan(lk)
+  axis = vector_axis(lk)
+  return lk if axis is None else dataclasses.replace(lk, vec_axis=axis, vec_width=VECTOR_LANES)
+
+
 def workitems(lk: LoopKernel) -> int:
-  """How many output elements a launch computes."""
-  return math.prod(lk.spec.full_shape[a] for a in lk.global_axes)
+  """How many workitems of one output element (one vector of them, the last maybe part of one) a launch runs."""
+  return math.prod(-(-lk.spec.full_shape[a] // lk.step(a)) for a in lk.global_axes)
 
 
 def group_size(lk: LoopKernel, wave_size: int = 32) -> int:
   """Lanes that share one output's reduce loop (a power of two from `wave_size` up to LOCAL: whole waves), or 0 for one
   workitem per output."""
   reduce = math.prod(lk.spec.full_shape[a] for a in lk.reduce_axes)
-  if not lk.reduce_axes or reduce < GROUP_MIN_REDUCE or workitems(lk) >= GROUP_MAX_OUTPUTS: return 0
-  return max(wave_size, min(LOCAL, 1 << (reduce - 1).bit_length()))
+  if not lk.reduce_axes or reduce < GROUP_MIN_REDUCE or match_matmul(lk): return 0
+  if workitems(lk) >= GROUP_MAX_OUTPUTS and reduce < GROUP_LONG_REDUCE: return 0
+  return min(LOCAL, max(wave_size, 1 << (-(-reduce // LANE_ELEMENTS) - 1).bit_length()))
 
 
 class _GPUKernelWriter(_KernelWriter):
@@ -99,21 +112,28 @@ class _GPUKernelWriter(_KernelWriter):
     """The kernel function's attribute group #0 (the target's workgroup size bound)."""
     return "nounwind"
 
+  def workgroup_size(self) -> int:
+    """Workitems per workgroup of this kernel's layout."""
+    return self.matmul.tiles.threads if self.matmul else self.group or LOCAL
+
   def __init__(self, lk: LoopKernel, datalayout: str, wave_size: int = 32):
-    super().__init__(scalar_plan(lk))
+    super().__init__(gpu_plan(lk))
     self.datalayout, self.wave_size = datalayout, wave_size   # the target's lanes per wave (warp): layouts take whole waves
+    self.matmul: MatmulMatch | None = match_matmul(self.lk)   # a tiled matmul (kernels_gpu.py)
     self.group = group_size(self.lk, wave_size)  # 0: one workitem per output
     self.globals: list[str] = []      # LDS arrays of the lane trees; sin/cos's table
     self.sincos_table = False         # whether the globals hold SINCOS_TABLE
     self.barriers = 0
 
   def unflatten(self, flat: str, axes: list[int], total: int) -> None:
-    """Axis variables from a row-major flat index over `axes` (the last fastest)."""
+    """Axis variables from a row-major flat index over `axes` (the last fastest; the vector axis counts vectors)."""
     stride = 1
     for a in reversed(axes):
       q = self.emit(f"udiv i64 {flat}, {stride}") if stride > 1 else flat
-      extent = self.spec.full_shape[a]
-      self.var_names[f"a{a}"] = self.emit(f"urem i64 {q}, {extent}") if stride * extent < total else q
+      step = self.lk.step(a)
+      extent = -(-self.spec.full_shape[a] // step)
+      v = self.emit(f"urem i64 {q}, {extent}") if stride * extent < total else q
+      self.var_names[f"a{a}"] = self.emit(f"mul i64 {v}, {step}") if step > 1 else v
       stride *= extent
 
   def write(self) -> str:
@@ -123,7 +143,9 @@ class _GPUKernelWriter(_KernelWriter):
     body_start = len(self.lines)
     wg = self.emit(f"zext i32 {self.call(self.ids[0], 'i32', [])} to i64")
     self.lane = self.emit(f"zext i32 {self.call(self.ids[1], 'i32', [])} to i64")
-    if self.group:  # one workgroup per output: every lane reaches every barrier, so no early exit
+    if self.matmul:
+      write_matmul(self, self.matmul, wg)
+    elif self.group:  # one workgroup per output: every lane reaches every barrier, so no early exit
       self.unflatten(wg, lk.global_axes, total)
       self.global_body()
     else:
@@ -131,7 +153,7 @@ class _GPUKernelWriter(_KernelWriter):
       inside = self.emit(f"icmp ult i64 {gid}, {total}")  # the last workgroup's spare workitems do nothing
       self.lines += [f"  br i1 {inside}, label %body, label %done", "body:"]
       self.unflatten(gid, lk.global_axes, total)
-      self.global_body()
+      self.vector_body_and_tail()
       self.lines += ["  br label %done", "done:"]
     self.lines.append("  ret void")
     params = ", ".join(f"{self.gptr} noalias align 16 %b{i}" for i in range(len(spec.buf_dtypes)))
@@ -139,6 +161,22 @@ class _GPUKernelWriter(_KernelWriter):
     return (f'target triple = "{self.triple}"\ntarget datalayout = "{self.datalayout}"\n\n' + "\n".join(self.globals) +
             "\n" + "\n".join(sorted(self.decls)) + "\n\n" + "\n".join(head + self.lines[body_start:] + ["}"]) +
             f'\n\nattributes #0 = {{ {self.attributes()} }}\n')
+
+  def planned_loops(self) -> bool: return False   # the GPU module carries no loop metadata (its loops are short)
+
+  def vector_body_and_tail(self) -> None:
+    """The body; a vector axis that is not a whole number of vectors (gpu_plan: then the only axis) ends in a tail the
+    last workitem does one element at a time."""
+    axis, width = self.lk.vec_axis, self.W
+    extent = self.spec.full_shape[axis] if axis is not None else 0
+    if axis is None or extent % width == 0: return self.global_body()
+    first = self.var_names[f"a{axis}"]
+    self.branch(self.emit(f"icmp ule i64 {first}, {extent - width}"), self.global_body)
+    def tail():
+      self.W = 1   # the writer's lane count: the tail's loads, values and stores are scalars
+      self.loop(f"a{axis}", first, str(extent), 1, self.global_body)
+      self.W = width
+    self.branch(self.emit(f"icmp ugt i64 {first}, {extent - width}"), tail)
 
   # the grouped layout's hooks (see _KernelWriter): lanes share the reduce loops, combine in LDS, one lane stores
   def sum_levels(self) -> int: return 0 if self.group else super().sum_levels()   # grouped lanes share the loop: no blocks
@@ -173,31 +211,65 @@ class _GPUKernelWriter(_KernelWriter):
     self.barriers += 1
     if self.fence_scope: self.lines.append(f'  fence syncscope("{self.fence_scope}") acquire')
 
+  shuffle_width = 32                # lanes that exchange registers by shuffle_word (a warp; 32 lanes of an AMD wave)
+
+  def shuffle_word(self, word: str, mask: int) -> str:
+    """The i32 `word` of the lane whose workitem id is this one's xor `mask` (every lane of the wave runs it)."""
+    raise NotImplementedError
+
+  def shuffle_xor(self, v: Value, mask: int) -> Value:
+    """v of the lane whose workitem id is this one's xor `mask`, moved as 32-bit words by shuffle_word."""
+    t = v.dtype.llvm
+    bits = {"i1": 1, "i8": 8, "i16": 16, "half": 16, "i32": 32, "float": 32, "i64": 64, "double": 64}[t]
+    raw = self.emit(f"bitcast {t} {v.name} to i{bits}") if t in ("half", "float", "double") else v.name
+    if bits == 64:
+      pair = self.emit(f"bitcast i64 {raw} to <2 x i32>")
+      for i in range(2):
+        word = self.shuffle_word(self.emit(f"extractelement <2 x i32> {pair}, i64 {i}"), mask)
+        pair = self.emit(f"insertelement <2 x i32> {pair}, i32 {word}, i64 {i}")
+      out = self.emit(f"bitcast <2 x i32> {pair} to i64")
+    elif bits == 32:
+      out = self.shuffle_word(raw, mask)
+    else:
+      out = self.emit(f"trunc i32 {self.shuffle_word(self.emit(f'zext i{bits} {raw} to i32'), mask)} to i{bits}")
+    return Value(self.emit(f"bitcast i{bits} {out} to {t}") if t in ("half", "float", "double") else out, v.dtype, 1)
+
+  def butterfly(self, op: str, v: Value, lanes: int) -> Value:
+    """v combined over each aligned run of `lanes` lanes (a power of two up to shuffle_width); every lane gets it."""
+    mask = lanes // 2
+    while mask:
+      v = self.combine(op, v, self.shuffle_xor(v, mask))
+      mask //= 2
+    return v
+
   def combine_lanes(self, op: str, acc: Value) -> Value:
+    """The lane tree by register shuffles: each run of shuffle_width lanes combines its values, the runs' first lanes
+    put them in shared memory, and after one barrier every run combines those parts (every lane gets the result)."""
     if not self.group: return acc
+    width = self.shuffle_width
+    v = self.butterfly(op, acc, min(self.group, width))
+    if self.group <= width: return v
     d = acc.dtype
     t = "i8" if d == dtypes.bool else d.llvm
+    runs = self.group // width
     lds = f"@lds{self.count}"
     self.count += 1
-    self.globals.append(f"{lds} = internal addrspace(3) global [{self.group} x {t}] poison, align 16")
+    self.globals.append(f"{lds} = internal addrspace(3) global [{runs} x {t}] poison, align 16")
     def slot(i: str) -> str:
-      return self.emit(f"getelementptr inbounds [{self.group} x {t}], ptr addrspace(3) {lds}, i64 0, i64 {i}")
-    def put(i: str, v: Value) -> None:
+      return self.emit(f"getelementptr inbounds [{runs} x {t}], ptr addrspace(3) {lds}, i64 0, i64 {i}")
+    def put():
       val = self.emit(f"zext i1 {v.name} to i8") if d == dtypes.bool else v.name
-      self.lines.append(f"  store {t} {val}, ptr addrspace(3) {slot(i)}")
-    def get(i: str) -> Value:
-      v = self.emit(f"load {t}, ptr addrspace(3) {slot(i)}")
-      return Value(self.emit(f"icmp ne i8 {v}, 0") if d == dtypes.bool else v, d, 1)
-    put(self.lane, acc)
-    half = self.group // 2
-    while half:
-      self.barrier()
-      def fold(half=half):
-        put(self.lane, self.combine(op, get(self.lane), get(self.emit(f"add i64 {self.lane}, {half}"))))
-      self.branch(self.emit(f"icmp ult i64 {self.lane}, {half}"), fold)
-      half //= 2
+      self.lines.append(f"  store {t} {val}, ptr addrspace(3) {slot(self.emit(f'udiv i64 {self.lane}, {width}'))}")
+    self.branch(self.emit(f"icmp eq i64 {self.emit(f'urem i64 {self.lane}, {width}')}, 0"), put)
     self.barrier()
-    return get("0")
+    part = self.emit(f"load {t}, ptr addrspace(3) {slot(self.emit(f'urem i64 {self.lane}, {runs}'))}")
+    part = Value(self.emit(f"icmp ne i8 {part}, 0") if d == dtypes.bool else part, d, 1)
+    return self.butterfly(op, part, runs)
+
+  def align(self, dtype: DType, width: int) -> int:
+    """A vector's size: gpu_plan vectorizes only loads whose first element is on the vector grid, and the output is
+    contiguous with the vector axis innermost, so one 16-byte access (global_load_b128, ld.global.v4) serves."""
+    return dtype.itemsize * width
 
   def alu(self, op: str, srcs: list[Value], out: DType, reassoc: bool = False) -> Value:
     d = srcs[0].dtype
@@ -286,16 +358,16 @@ class GPURenderer(Renderer):
         GPURenderer._machines[key] = (llvm, tm)
       return GPURenderer._machines[key]
 
-  def adapt(self, lk: LoopKernel) -> LoopKernel: return scalar_plan(lk)
+  def adapt(self, lk: LoopKernel) -> LoopKernel: return gpu_plan(lk)
 
   def render(self, lk: LoopKernel) -> str:
     _, tm = self.machine()
     return self.writer(lk, str(tm.target_data), self.wave_size).write()
 
   def launch(self, lk: LoopKernel):
-    lk = scalar_plan(lk)
-    group = group_size(lk, self.wave_size)
-    if group: return (workitems(lk),), (group,), ()
+    lk = gpu_plan(lk)
+    if mm := match_matmul(lk): return (mm.workgroups(lk.spec.full_shape),), (mm.tiles.threads,), ()
+    if group := group_size(lk, self.wave_size): return (workitems(lk),), (group,), ()
     return (max(1, -(-workitems(lk) // LOCAL)),), (LOCAL,), ()
 
   def optimised(self, src: str, emit):

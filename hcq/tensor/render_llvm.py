@@ -446,7 +446,7 @@ class _KernelWriter:
     if dtype == dtypes.bool: val = self.emit(f"zext {self.ty(dtype, v.width)} {val} to {mem_t}")
     if dtype == dtypes.bfloat16: val = self.bf16_bits(v)
     ptr = self.emit(f"getelementptr inbounds {dtype.llvm_mem}, {self.gptr} %b{buf}, i64 {self.expr(idx)}")
-    self.lines.append(f"  store {mem_t} {val}, {self.gptr} {ptr}, align {dtype.itemsize}")
+    self.lines.append(f"  store {mem_t} {val}, {self.gptr} {ptr}, align {self.align(dtype, v.width)}")
 
   # values
   def render(self, op: KOp, ctx: dict[int, Expr], width: int, copy_key) -> Value:
@@ -584,8 +584,12 @@ class _KernelWriter:
     """`width` elements of buffer `buf` from element `i` (an i64 value)."""
     ptr = self.emit(f"getelementptr inbounds {dtype.llvm_mem}, {self.gptr} %b{buf}, i64 {i}")
     mem_t = self.ty(dtype, width, mem=True)
-    v = self.emit(f"load {mem_t}, {self.gptr} {ptr}, align {dtype.itemsize}")
+    v = self.emit(f"load {mem_t}, {self.gptr} {ptr}, align {self.align(dtype, width)}")
     return Value(self.from_memory(v, dtype, width), dtype, width)
+
+  def align(self, dtype: DType, width: int) -> int:
+    """The alignment a buffer access of `width` elements can promise (an element's: a vector may start anywhere)."""
+    return dtype.itemsize
 
   def from_memory(self, v: str, dtype: DType, width: int) -> str:
     """A loaded memory value as its register type (bool: i8 -> i1; bfloat16: i16 bits -> float)."""

@@ -21,6 +21,10 @@ class _NVKernelWriter(_GPUKernelWriter):
   ids = ("llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.tid.x")
   barrier_intrinsic = "llvm.nvvm.barrier0"
 
+  def shuffle_word(self, word: str, mask: int) -> str:   # a warp is 32 threads on every architecture (PTX ISA: WARP_SZ)
+    args = [("i32", "-1"), ("i32", word), ("i32", str(mask)), ("i32", "31")]   # all lanes, xor mask, clamp
+    return self.call("llvm.nvvm.shfl.sync.bfly.i32", "i32", args)
+
   def fmod(self, a: str, b: str, d: DType, w: int) -> str:
     """C's fmod, exactly. LLVM's NVPTX backend lowers frem to a - b * trunc(a / b) (PTX has no float remainder), wrong
     once a / b overflows or rounds (1 % 1e-45 gave -inf, inf % inf inf): here the significands' long division instead,

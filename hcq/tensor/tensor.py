@@ -818,7 +818,9 @@ class Tensor:
     B = tuple(range(nb))
     n_pad = -(-n // panel) * panel
     mul, red = ("MUL", "SUM") if acc != dtypes.bool else ("AND", "MAX")
-    if k >= 64 and n >= 2 * panel and m >= 4 and acc != dtypes.bool and (n_pad - n) * 8 <= n:
+    # (on a GPU the plain graph below is what the renderer tiles through shared memory: kernels_gpu.py)
+    packed_target = get_device(self.device).renderer.target == "cpu"
+    if packed_target and k >= 64 and n >= 2 * panel and m >= 4 and acc != dtypes.bool and (n_pad - n) * 8 <= n:
       # a packed GEMM: b in column panels and a in register tiles (a tile's rows interleaved per k), each cut into k
       # chunks and copied so that the kernel walks both in order, one stream each. The kernel's loops: row blocks
       # (threads), k chunks (summed into the output), column panels, the block's register tiles: a panel's chunk of
