@@ -64,19 +64,27 @@ def _writer(k: Kernel, op, t: str):
   return write
 
 
+def _uniform(xs: tuple) -> tuple:
+  """xs as one lane each when every one is the same in all lanes (an immediate, or a register written from one: a
+  0-stride view), so an element-wise op on a loop counter or a base pointer costs one lane; xs unchanged otherwise."""
+  if all(not isinstance(x, np.ndarray) or x.ndim == 0 or x.strides == (0,) for x in xs):
+    return tuple(x[:1] if isinstance(x, np.ndarray) and x.ndim else x for x in xs)
+  return xs
+
+
 def _binary(k, ins, t, f, nin=2, out_t=None):
-  """A closure computing f(*inputs as type t) into args[0] (as out_t)."""
+  """A closure computing f(*inputs as type t) into args[0] (as out_t); the writer broadcasts a uniform result."""
   rs = [_reader(k, a, t) for a in ins.args[1:1 + nin]]
   w = _writer(k, ins.args[0], out_t or t)
   if None in rs or w is None: return None
   if nin == 1:
     r0, = rs
-    return lambda ex, b, m: w(ex, b, np.asarray(f(r0(ex, b))), m)
+    return lambda ex, b, m: w(ex, b, np.asarray(f(*_uniform((r0(ex, b),)))), m)
   if nin == 2:
     r0, r1 = rs
-    return lambda ex, b, m: w(ex, b, np.asarray(f(r0(ex, b), r1(ex, b))), m)
+    return lambda ex, b, m: w(ex, b, np.asarray(f(*_uniform((r0(ex, b), r1(ex, b))))), m)
   r0, r1, r2 = rs
-  return lambda ex, b, m: w(ex, b, np.asarray(f(r0(ex, b), r1(ex, b), r2(ex, b))), m)
+  return lambda ex, b, m: w(ex, b, np.asarray(f(*_uniform((r0(ex, b), r1(ex, b), r2(ex, b))))), m)
 
 
 def _compile(k: Kernel, ins: Instr) -> Fast | None:
@@ -140,14 +148,15 @@ def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
     def ld(ex, b, m):
       a = b.regs.get(base) if m is None else None
       if a is None: return general(ex, b, ins, m)
-      w(ex, b, ex.glob.load(np.broadcast_to(a, (b.T,)), size, off).view(dt), None)
+      w(ex, b, ex.glob.load(a if a.shape == (b.T,) else np.broadcast_to(a, (b.T,)), size, off).view(dt), None)
     return ld
   r = _reader(k, val, "b" + str(8 * size))
   if r is None: return None
   def st(ex, b, m):
     a = b.regs.get(base) if m is None else None
     if a is None: return general(ex, b, ins, m)
-    ex.glob.store(np.broadcast_to(a, (b.T,)), np.broadcast_to(r(ex, b), (b.T,)), size, off)
+    v = r(ex, b)
+    ex.glob.store(a if a.shape == (b.T,) else np.broadcast_to(a, (b.T,)), v if np.shape(v) == (b.T,) else np.broadcast_to(v, (b.T,)), size, off)
   return st
 
 
