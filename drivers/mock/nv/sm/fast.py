@@ -5,6 +5,8 @@ Only forms whose meaning is plain numpy arithmetic get one (integer add/sub/mul/
 f32 add/sub/mul/fma with .rn and no .ftz/.sat, setp without a boolean operator, mov, cvta.to.global, selp, and
 unpredicated-mask ld/st.global); every other form, and every operand the closure cannot resolve, takes the general
 path in ops_*.py. A closure must give the same bits as that path: the corpus and the random programs judge both.
+An element-wise form whose inputs are all uniform (immediates, or registers written from uniform values, which stay
+0-stride views) computes one lane and stores it broadcast: loop counters and base pointers cost one lane, not T.
 """
 from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
