@@ -136,6 +136,11 @@ def _compile(k: Kernel, ins: Instr) -> Fast | None:
   return None
 
 
+def _lanes(x, T: int) -> np.ndarray:
+  """x as T lanes: a full register as it is (broadcast_to costs more than the check), anything else broadcast."""
+  return x if np.shape(x) == (T,) else np.broadcast_to(x, (T,))
+
+
 def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
   """ld/st.global of one scalar for every thread (a mask takes the general path: masked lanes must not fault)."""
   addr, val = (ins.args[1], ins.args[0]) if ins.op == "ld" else (ins.args[0], ins.args[1])
@@ -150,15 +155,14 @@ def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
     def ld(ex, b, m):
       a = b.regs.get(base) if m is None else None
       if a is None: return general(ex, b, ins, m)
-      w(ex, b, ex.glob.load(a if a.shape == (b.T,) else np.broadcast_to(a, (b.T,)), size, off).view(dt), None)
+      w(ex, b, ex.glob.load(_lanes(a, b.T), size, off).view(dt), None)
     return ld
   r = _reader(k, val, "b" + str(8 * size))
   if r is None: return None
   def st(ex, b, m):
     a = b.regs.get(base) if m is None else None
     if a is None: return general(ex, b, ins, m)
-    v = r(ex, b)
-    ex.glob.store(a if a.shape == (b.T,) else np.broadcast_to(a, (b.T,)), v if np.shape(v) == (b.T,) else np.broadcast_to(v, (b.T,)), size, off)
+    ex.glob.store(_lanes(a, b.T), _lanes(r(ex, b), b.T), size, off)
   return st
 
 
