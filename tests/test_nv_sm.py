@@ -546,3 +546,35 @@ MMA_REGS = ".reg .b32 %r<20>;\n.reg .b64 %rd<20>;\n.reg .pred %p<8>;\n.reg .f32 
 def test_refused_matrix_and_texture_forms_say_why(text, n, what):
   with pytest.raises(SMFault) as e: run1(text, n=n)
   assert e.value.kind == "unsupported" and what in str(e.value), str(e.value)
+
+
+def test_fma_f32_rn_fast_path_matches_exact():
+  """fma.rn.f32's f64 shortcut against the exact path on special values, exact products with ties (small mantissas,
+  c = -a*b), and double-rounding cases built to land on a midpoint: 8384513 * 8392705 = 2^46 + 1, so a*b is 2^-150 +
+  2^-196 (or 2^-1 + 2^-47) and RN64(c + a*b) is an f32 midpoint in the subnormal (normal) range that RN32 must break
+  by the dropped low bit."""
+  from hcq.drivers.mock.nv.sm import floats as F
+  rng = np.random.default_rng(7)
+  special = np.array([0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 1, 0x80000001, 0x007fffff, 0x00800000,
+                      0x80800000, 0x7f7fffff, 0xff7fffff, 0x3f800000, 0xbf800000, 0x33800000, 0x3f800001], np.uint32)
+  n = 20000
+  def pick():
+    k = rng.integers(0, 3, n)
+    x = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    small = (rng.integers(0, 1 << 9, n).astype(np.uint32) << 23) | (rng.integers(0, 8, n).astype(np.uint32) << 20)
+    return np.select([k == 0, k == 1], [special[rng.integers(0, special.size, n)], small], x).view(np.float32)
+  a, b, c = pick(), pick(), pick()
+  with np.errstate(all="ignore"): c = np.where(rng.integers(0, 3, n) == 0, (-(a.astype(np.float64) * b)).astype(np.float32), c)
+  sign = lambda: np.where(rng.integers(0, 2, 64) == 0, 1, -1).astype(np.float32)
+  for scale_a, scale_b, c_lo, c_hi in ((-100, -96, 2.0 ** -128, 2.0 ** -126), (-23, -24, 1.0, 2.0 ** 20)):
+    ta = (sign() * np.float32(8384513) * np.float32(2.0 ** scale_a)).astype(np.float32)
+    tb = (sign() * np.float32(8392705) * np.float32(2.0 ** scale_b)).astype(np.float32)
+    tc = (sign() * rng.uniform(c_lo, c_hi, 64)).astype(np.float32)
+    a, b, c = np.concatenate([a, ta]), np.concatenate([b, tb]), np.concatenate([c, tc])
+  with np.errstate(all="ignore"):
+    fast, exact = F.fma_f32_rn(a, b, c), F.arith("fma", "f32", "rn", a, b, c)
+  same = (fast.view(np.uint32) == exact.view(np.uint32)) | (np.isnan(fast) & np.isnan(exact))
+  assert same.all(), f"{(~same).sum()} differ, first a={a[~same][0]!r} b={b[~same][0]!r} c={c[~same][0]!r}"
+  with np.errstate(all="ignore"):   # scalars and broadcast operands, as immediates give them
+    assert F.fma_f32_rn(np.float32(1.5), a[:5], np.float32(2)).view(np.uint32).tolist() == \
+      F.arith("fma", "f32", "rn", np.float32(1.5), a[:5], np.float32(2)).view(np.uint32).tolist()

@@ -5,6 +5,8 @@ Only forms whose meaning is plain numpy arithmetic get one (integer add/sub/mul/
 f32 add/sub/mul/fma with .rn and no .ftz/.sat, setp without a boolean operator, mov, cvta.to.global, selp, and
 unpredicated-mask ld/st.global); every other form, and every operand the closure cannot resolve, takes the general
 path in ops_*.py. A closure must give the same bits as that path: the corpus and the random programs judge both.
+An element-wise form whose inputs are all uniform (immediates, or registers written from uniform values, which stay
+0-stride views) computes one lane and stores it broadcast: loop counters and base pointers cost one lane, not T.
 """
 from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
@@ -64,19 +66,27 @@ def _writer(k: Kernel, op, t: str):
   return write
 
 
+def _uniform(xs: tuple) -> tuple:
+  """xs as one lane each when every one is the same in all lanes (an immediate, or a register written from one: a
+  0-stride view), so an element-wise op on a loop counter or a base pointer costs one lane; xs unchanged otherwise."""
+  if all(not isinstance(x, np.ndarray) or x.ndim == 0 or x.strides == (0,) for x in xs):
+    return tuple(x[:1] if isinstance(x, np.ndarray) and x.ndim else x for x in xs)
+  return xs
+
+
 def _binary(k, ins, t, f, nin=2, out_t=None):
-  """A closure computing f(*inputs as type t) into args[0] (as out_t)."""
+  """A closure computing f(*inputs as type t) into args[0] (as out_t); the writer broadcasts a uniform result."""
   rs = [_reader(k, a, t) for a in ins.args[1:1 + nin]]
   w = _writer(k, ins.args[0], out_t or t)
   if None in rs or w is None: return None
   if nin == 1:
     r0, = rs
-    return lambda ex, b, m: w(ex, b, np.asarray(f(r0(ex, b))), m)
+    return lambda ex, b, m: w(ex, b, np.asarray(f(*_uniform((r0(ex, b),)))), m)
   if nin == 2:
     r0, r1 = rs
-    return lambda ex, b, m: w(ex, b, np.asarray(f(r0(ex, b), r1(ex, b))), m)
+    return lambda ex, b, m: w(ex, b, np.asarray(f(*_uniform((r0(ex, b), r1(ex, b))))), m)
   r0, r1, r2 = rs
-  return lambda ex, b, m: w(ex, b, np.asarray(f(r0(ex, b), r1(ex, b), r2(ex, b))), m)
+  return lambda ex, b, m: w(ex, b, np.asarray(f(*_uniform((r0(ex, b), r1(ex, b), r2(ex, b))))), m)
 
 
 def _compile(k: Kernel, ins: Instr) -> Fast | None:
@@ -126,6 +136,11 @@ def _compile(k: Kernel, ins: Instr) -> Fast | None:
   return None
 
 
+def _lanes(x, T: int) -> np.ndarray:
+  """x as T lanes: a full register as it is (broadcast_to costs more than the check), anything else broadcast."""
+  return x if np.shape(x) == (T,) else np.broadcast_to(x, (T,))
+
+
 def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
   """ld/st.global of one scalar for every thread (a mask takes the general path: masked lanes must not fault)."""
   addr, val = (ins.args[1], ins.args[0]) if ins.op == "ld" else (ins.args[0], ins.args[1])
@@ -140,14 +155,14 @@ def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
     def ld(ex, b, m):
       a = b.regs.get(base) if m is None else None
       if a is None: return general(ex, b, ins, m)
-      w(ex, b, ex.glob.load(np.broadcast_to(a, (b.T,)), size, off).view(dt), None)
+      w(ex, b, ex.glob.load(_lanes(a, b.T), size, off).view(dt), None)
     return ld
   r = _reader(k, val, "b" + str(8 * size))
   if r is None: return None
   def st(ex, b, m):
     a = b.regs.get(base) if m is None else None
     if a is None: return general(ex, b, ins, m)
-    ex.glob.store(np.broadcast_to(a, (b.T,)), np.broadcast_to(r(ex, b), (b.T,)), size, off)
+    ex.glob.store(_lanes(a, b.T), _lanes(r(ex, b), b.T), size, off)
   return st
 
 

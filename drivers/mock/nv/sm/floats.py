@@ -10,11 +10,15 @@ f16 values live as numpy float16, bf16 as its uint16 bits, f32/f64 as numpy floa
 """
 from __future__ import annotations
 import math
+import sys
 from fractions import Fraction
 
 import numpy as np
 
+from .scratch import scratch
+
 _TINY32 = np.float32(np.finfo(np.float32).tiny)
+_LOW_WORD = 0 if sys.byteorder == "little" else 1   # which uint32 of an f64 holds its low mantissa bits
 
 
 def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
@@ -160,21 +164,25 @@ def _f64_fma_exact(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str, idx: 
 
 def fma_f32_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
   """fma.rn.f32 fast: a*b is exact in f64, so RN32(RN64(a*b + c)) is right unless RN64 lands on an f32 midpoint
-  (low 29 mantissa bits 1 followed by zeros) or the result is a nonzero below f32's smallest normal; those few take
-  the exact path. An f64 zero is the exact sum's zero with its sign (the product and the sum are exact there)."""
+  (low 29 mantissa bits 1 followed by zeros) or the result is a nonzero at most f32's smallest normal in magnitude
+  (the subnormal grid's midpoints sit elsewhere); those few take the exact path. An f64 zero is the exact sum's zero
+  with its sign (the product and the sum are exact there)."""
   shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
-  s = np.atleast_1d(np.add(np.multiply(a, b, dtype=np.float64), c, dtype=np.float64))
-  r = s.astype(np.float32)
-  bits = s.view(np.uint64)
-  t = np.bitwise_and(bits, np.uint64(0x1fffffff))
-  hard = np.equal(t, np.uint64(0x10000000))
-  np.bitwise_and(bits, np.uint64(0x7fffffffffffffff), out=t)
-  np.subtract(t, np.uint64(1), out=t)   # +-0 wraps to the top and drops out of the next test
-  hard |= t < np.uint64(0x3810000000000000 - 1)   # 0 < |s| < 2^-126
+  n = math.prod(shape) if shape else 1
+  s = scratch("fma.sum", n, np.float64).reshape(shape)
+  np.multiply(a, b, out=s, dtype=np.float64)
+  np.add(s, c, out=s)
+  r = np.atleast_1d(s.astype(np.float32)).reshape(-1)
+  s = s.reshape(-1)
+  t, hard, tiny = scratch("fma.low", n, np.uint32), scratch("fma.hard", n, np.bool_), scratch("fma.tiny", n, np.bool_)
+  np.left_shift(s.view(np.uint32)[_LOW_WORD::2], np.uint32(3), out=t)   # the low word holds the low 29 bits
+  np.equal(t, np.uint32(1 << 31), out=hard)   # the low 29 bits are 1 followed by zeros: an f32 midpoint
+  np.less_equal(np.abs(r, out=scratch("fma.abs", n, np.float32)), _TINY32, out=tiny)   # |RN64| < 2^-126 gives |r| <= 2^-126
+  hard |= tiny
   if hard.any():
     i = np.nonzero(hard)[0]
-    a, b, c = (np.broadcast_to(x, s.shape)[i] for x in (a, b, c))
-    r = np.array(r, copy=True)
+    i = i[s[i] != 0]   # an exact zero is right already
+    a, b, c = (np.broadcast_to(x, (n,))[i] for x in (a, b, c))
     r[i] = arith("fma", "f32", "rn", a, b, c)
   return r.reshape(shape)
 

@@ -12,6 +12,7 @@ import numpy as np
 from hcq.asm.emu.memory import PageFault, VirtualMemory
 
 from .errors import SMFault
+from .scratch import scratch
 from .types import UINT
 
 SHARED_WINDOW = 0x0100_0000_0000_0000
@@ -56,14 +57,14 @@ class GlobalSpace:
     """(one mapping's typed view, element indices) for the addresses addrs + offset when the first one's mapping is
     size-aligned and every address is aligned; None otherwise. The indices are (address - mapping start) >> log2(size)
     as unsigned, so an address below the mapping becomes a huge index: the caller's bounds check (take, or the max)
-    catches both ends at once. One subtract makes them, whatever the offset."""
+    catches both ends at once. One subtract makes them, whatever the offset, in a work array the caller uses at once."""
     if offset % size: return None
     addrs = np.ascontiguousarray(addrs)
     try: m, _ = self.mem.find((int(addrs[0]) + offset) & 0xffffffffffffffff, size, write)
     except PageFault: return None
     if m.va % size or m.host.size % size: return None
-    if (addrs.view(np.uint8)[::8] & np.uint8(size - 1)).any(): return None   # little-endian low bytes
-    idx = np.subtract(addrs, np.uint64((m.va - offset) & 0xffffffffffffffff))
+    if size > 1 and np.bitwise_or.reduce(addrs.view(np.uint8)[::8]) & (size - 1): return None   # little-endian low bytes
+    idx = np.subtract(addrs, np.uint64((m.va - offset) & 0xffffffffffffffff), out=scratch("global.index", addrs.size, np.uint64))
     if size == 1:   # no shift to clear the top bit: check the bound here
       if int(idx.max()) >= m.host.size: return None
     else: np.right_shift(idx, np.uint64(size.bit_length() - 1), out=idx)   # < 2^63 from here on: no negative index below
