@@ -8,7 +8,7 @@ soc15d.h / vega10_enum.h (gfx9) as in nvd.h / soc21_enum.h, so one handler table
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from hcq.autogen.am import gc_9_4_3, gc_11_0_0, gc_12_0_0, nvd, soc15d, soc21_enum
 from hcq.drivers.mock.amdgpu.engine import Engine, QueueStopped
@@ -101,7 +101,7 @@ class ComputeCP(Engine):
   def _set_uconfig_reg(self, body: list[int], where: int) -> None:
     self._set_regs(body, where, nvd.PACKET3_SET_UCONFIG_REG_START, nvd.PACKET3_SET_UCONFIG_REG_END, "SET_UCONFIG_REG")
 
-  def _wait_test(self, what: str, control: int, where: int):
+  def _wait_test(self, what: str, control: int, where: int) -> Callable[[int, int], bool]:
     """The compare of a WAIT_REG_MEM(64) control dword (nvd.h / soc15d.h: FUNCTION 2:0, MEM_SPACE 5:4, OPERATION 7:6,
     ENGINE 9:8). Only a plain wait on memory by the micro engine is run: a compute queue has no PFP (ENGINE 1), and
     register polls and the write-wait-write and preemptable operations are not emulated."""
