@@ -9,7 +9,8 @@ Waits, `wait_halves`: the high word >= the value's high word, then the low word 
 signal that only grows and does not run past the end of the value's 2^32 block (value | 0xffffffff) while the second
 wait polls: once the high word reached the value's, the signal lies in that block, where the low words order as the
 whole values do. Every timeline and counter hcq waits on keeps that: each step waits for the value before its own, so
-the signal never passes the awaited value before the waiter does.
+the signal never passes the awaited value before the waiter does. ROCr splits its SDMA waits the same way
+(amd_blit_sdma.cpp SubmitCommand: a dependency polled high word, then low word, each with a 32-bit POLL_REGMEM).
 
 Signals, `signal_halves`: the low word first, then the high word. Midway a reader sees (old high, new low), never more
 than the new value, so neither a 64-bit host read nor the two waits above pass early; writing the high word first
