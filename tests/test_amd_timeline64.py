@@ -31,17 +31,18 @@ def restart_timeline(dev, value: int) -> None:
 
 @pytest.mark.parametrize("kind", ["compute", "sdma"])
 def test_a_wait_past_2_32_holds_until_the_signal_gets_there(dev, kind):
-  """A wait for 2^32 + 5 holds at 5 and at 2^32 - 1 (the low words alone would pass at 5 and at 0xffff_ffff >= 5)
-  and at 2^32 + 4, and passes at 2^32 + 5. The gate rises as signals do."""
+  """The driver's wait is 'signal >= value' over all 64 bits and every mask bit. A wait for 2^32 + 0x10005 holds at
+  values that equal it in the low word (0x10005), pass it in the low word (0xffff_ffff), equal it in the low 16 bits
+  (2^32 + 5) or fall one short (2^32 + 0x10004), and passes at 2^32 + 0x10005. The gate rises as signals do."""
   restart_timeline(dev, 10)
   gate, out = dev.new_signal(0), dev.new_signal(0)
   q = dev.compute_queue() if kind == "compute" else dev.copy_queue()
-  q.wait(gate, BLOCK + 5).signal(out, 1).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
-  for below in (5, BLOCK - 1, BLOCK + 4):
+  q.wait(gate, BLOCK + 0x10005).signal(out, 1).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  for below in (0x10005, BLOCK - 1, BLOCK + 5, BLOCK + 0x10004):
     gate.value = below
     time.sleep(0.05)
-    assert out.value == 0, f"{dev.arch} {kind}: the wait for 2^32 + 5 passed at {below:#x}"
-  gate.value = BLOCK + 5
+    assert out.value == 0, f"{dev.arch} {kind}: the wait for 2^32 + 0x10005 passed at {below:#x}"
+  gate.value = BLOCK + 0x10005
   dev.synchronize(timeout=5)
   assert out.value == 1
   for s in (gate, out): dev.release_signal(s)
