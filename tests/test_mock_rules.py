@@ -57,6 +57,12 @@ def put(b: Board, off: int, words: list[int]) -> tuple[int, int]:
 
 
 ACQUIRE = gfx11_dialect(GC_BASE).acquire_mem()
+
+
+def wait64(b: Board, control: int = 0x15, off: int = 0) -> list[int]:
+  """A WAIT_REG_MEM64 body that passes at once (memory >= 0), but for what the caller breaks."""
+  addr = b.addr(off)
+  return [control, addr & 0xffffffff, addr >> 32, 0, 0, 0xffffffff, 0xffffffff, 4]
 # (rule: text of the raise site, stream builder: Board -> compute dwords)
 CP_CASES = [
   ("PM4 packet {header:#010x} on a compute queue", lambda b: [0x00000000]),
@@ -73,9 +79,18 @@ CP_CASES = [
   ("outside its window", lambda b: pkt3(nvd.PACKET3_SET_SH_REG, SH_LAST + 1, 0)),                  # one register past the end
   ("outside its window", lambda b: pkt3(nvd.PACKET3_SET_SH_REG, SH_LAST, 0, 0)),                   # the last and one past it
   ("outside its window", lambda b: pkt3(nvd.PACKET3_SET_UCONFIG_REG, UCONFIG_LAST + 1, 0)),
-  ("WAIT_REG_MEM on registers", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM, 0x05, 0x100, 0, 0, 0xffffffff, 4)),  # mem_space 0
-  ("WAIT_REG_MEM on registers", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM, 0x15 | 1 << 6, 0x100, 0, 0, 0xffffffff, 4)),  # write-wait-write
-  ("WAIT_REG_MEM function {function} is reserved", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM, 0x17, b.addr(0) & 0xffffffff, b.addr(0) >> 32, 0, 1, 4)),
+  ("{what} on registers (mem_space", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM, 0x05, 0x100, 0, 0, 0xffffffff, 4)),  # mem_space 0
+  ("{what} on registers (mem_space", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM, 0x15 | 1 << 6, 0x100, 0, 0, 0xffffffff, 4)),  # write-wait-write
+  ("{what} function {function} is reserved", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM, 0x17, b.addr(0) & 0xffffffff, b.addr(0) >> 32, 0, 1, 4)),
+  ("{what} with ENGINE {engine}: a compute queue", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM, 0x115, b.addr(0) & 0xffffffff, b.addr(0) >> 32, 0, 1, 4)),  # PFP
+  # WAIT_REG_MEM64: its 8 body dwords (one short, one long), the same control rules, and an 8-byte aligned address
+  ("body dwords; its layout has", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b)[:-1])),
+  ("body dwords; its layout has", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b), 0)),
+  ("{what} on registers (mem_space", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b, control=0x05))),
+  ("{what} on registers (mem_space", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b, control=0x15 | 3 << 6))),  # preemptable wait
+  ("{what} function {function} is reserved", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b, control=0x17))),
+  ("{what} with ENGINE {engine}: a compute queue", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b, control=0x115))),
+  ("the address must be 8-byte aligned", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b, off=4))),
   ("ACQUIRE_MEM of a range", lambda b: pkt3(nvd.PACKET3_ACQUIRE_MEM, 0, 0x1000, 0, 0, 0, 0xA, ACQUIRE[-1])),
   ("ACQUIRE_MEM of a range", lambda b: pkt3(nvd.PACKET3_ACQUIRE_MEM, *ACQUIRE[:-1], ACQUIRE[-1] | nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_RANGE(1))),
   ("RELEASE_MEM with GCR GL2_RANGE or GL2_DISCARD", lambda b: pkt3(nvd.PACKET3_RELEASE_MEM, nvd.PACKET3_RELEASE_MEM_GCR_GL2_DISCARD, 0, 0, 0, 0, 0, 0)),
@@ -119,10 +134,12 @@ def test_cp_rule(board, rule, stream):
 
 
 def test_what_the_rules_let_through(board):
-  """The window's last register, a chain from one IB to the next, a chain as the last packet: none is an error."""
+  """The window's last register, a chain from one IB to the next, a chain as the last packet, a WAIT_REG_MEM64 of 8
+  dwords at an 8-byte aligned address: none is an error."""
   b = board
   first = put(b, IB, ib(*put(b, IB2, signal(b, 7)), ctl=nvd.INDIRECT_BUFFER_VALID | IB_CHAIN))
-  b.submit("compute", pkt3(nvd.PACKET3_SET_SH_REG, SH_LAST, 5) + pkt3(nvd.PACKET3_SET_UCONFIG_REG, UCONFIG_LAST, 5) + ib(*first))
+  b.submit("compute", pkt3(nvd.PACKET3_SET_SH_REG, SH_LAST, 5) + pkt3(nvd.PACKET3_SET_UCONFIG_REG, UCONFIG_LAST, 5) +
+           pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b)) + ib(*first))
   b.idle("compute")
   assert not b.errors and b.u64(3 << 20) == 7
 
@@ -222,6 +239,7 @@ GFX9_CASES = [  # (rule, queue kind, stream builder)
   ("sets bit 15, gfx10+'s CS_W32_EN", "compute", lambda b: dispatch9(1 | 1 << 15)),                       # a wave32 dispatch
   ("COMPUTE_TG_CHUNK_SIZE {chunk}", "compute", lambda b: dispatch9(1, (GFX9.regs.regCOMPUTE_TG_CHUNK_SIZE, 1))),
   ("COMPUTE_PGM_RSRC2.TRAP_PRESENT (bit 6) clear", "compute", lambda b: dispatch9(1, (GFX9.regs.regCOMPUTE_PGM_RSRC2, 0))),
+  ("WAIT_REG_MEM64 on gfx9: soc15d.h defines no such packet", "compute", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b))),
   ("SDMA 4.4 FENCE with", "sdma", lambda b: AMDCopyQueue(6).signal(FakeSignal(b.addr(3 << 20)), 1)._q),  # SDMA 6.0's MTYPE
   ("SDMA 4.4 COPY_LINEAR with count", "sdma", lambda b: AMDCopyQueue(7).copy(b.addr(5 << 20), b.addr(4 << 20), 64)._q),  # 7.0's CPV
 ]
@@ -242,12 +260,14 @@ def test_gfx9_rule(board9, rule, kind, stream):
 
 
 def test_gfx9_takes_its_own_spellings(board9):
-  """What the driver's gfx9.4.3 dialect and SDMA 4.4 builder write runs on the gfx942 board: ACQUIRE_MEM of 6 dwords,
-  an EOP fence, an SDMA copy and fences without SDMA 6.0's cache-policy fields."""
+  """What the driver's gfx9.4.3 dialect and SDMA 4.4 builder write runs on the gfx942 board: 32-bit waits, ACQUIRE_MEM of
+  6 dwords, an EOP fence, an SDMA copy and fences without SDMA 6.0's cache-policy fields."""
   b = board9
   b.mem[4 << 20:(4 << 20) + 64] = np.arange(64, dtype=np.uint8)
-  b.submit("sdma", AMDCopyQueue(4).copy(b.addr(5 << 20), b.addr(4 << 20), 64).signal(FakeSignal(b.addr(3 << 20) + 64), 5)._q)
-  b.submit("compute", AMDComputeQueue(GFX9).memory_barrier().signal(FakeSignal(b.addr(3 << 20)), 9)._q)
+  reached = FakeSignal(b.addr(4 << 20))  # holds 0x0706050403020100: both waits pass
+  b.submit("sdma", AMDCopyQueue(4).wait(reached, 0x0706050403020100).copy(b.addr(5 << 20), b.addr(4 << 20), 64)
+           .signal(FakeSignal(b.addr(3 << 20) + 64), 5)._q)
+  b.submit("compute", AMDComputeQueue(GFX9).wait(reached, 0x0706050403020100).memory_barrier().signal(FakeSignal(b.addr(3 << 20)), 9)._q)
   b.idle("sdma")
   b.idle("compute")
   assert not b.errors and b.u64(3 << 20) == 9 and b.u64((3 << 20) + 64) == 5

@@ -37,7 +37,12 @@ def test_same_builder_each_family(family, bases, wave32, acquire_len):
   q = AMDComputeQueue(d).wait(FakeSignal(), 5).exec(FakeProgram(wave32), 0x7f0000200000, (4, 2, 1), (64, 1, 1)).signal(FakeSignal(), 9)
   pk = packets(list(q.words()))
   ops = [op for op, _ in pk]
-  assert ops[0] == d.pkt.PACKET3_WAIT_REG_MEM and ops[-1] == d.pkt.PACKET3_RELEASE_MEM and d.pkt.PACKET3_DISPATCH_DIRECT in ops
+  assert ops[-1] == d.pkt.PACKET3_RELEASE_MEM and d.pkt.PACKET3_DISPATCH_DIRECT in ops
+  # the wait for 5 compares 64 bits: WAIT_REG_MEM64 (gfx10+), or on gfx9 the high word (0) then the low word (5)
+  waits = [(op, b) for op, b in pk[:2] if op in (0x3C, 0x93)]
+  addr = FakeSignal().value_addr
+  if d.wait64: assert waits == [(0x93, [0x15, addr & 0xffffffff, addr >> 32, 5, 0, 0xffffffff, 0xffffffff, 4])]
+  else: assert waits == [(0x3C, [0x15, (addr + 4) & 0xffffffff, (addr + 4) >> 32, 0, 0xffffffff, 4]), (0x3C, [0x15, addr & 0xffffffff, addr >> 32, 5, 0xffffffff, 4])]
   assert [len(b) for op, b in pk if op == d.pkt.PACKET3_ACQUIRE_MEM] == [acquire_len]
   for op, body in pk:
     if op == d.pkt.PACKET3_SET_SH_REG:  # every register lands in the SH window of this family's register map

@@ -74,7 +74,7 @@ SYMBOLIC = ["tests/test_tensor_views.py", "tests/test_tensor_compiler.py", "test
 # the newer targeted tests come first in each set (pytest runs its arguments in order and stops at the first failure),
 # except test_launch_args.py: a kernel given misplaced arguments on the CPU engine can crash pytest (SIGSEGV, no verdict)
 CACHES = "tests/test_mock_caches.py"
-WAITS = "tests/test_mock_waits.py"
+WAITS = "tests/test_mock_waits.py tests/test_amd_timeline64.py"  # the mock's compare; the driver's waits on every board
 CP_RULES = "tests/test_mock_rules.py::test_cp_rule tests/test_mock_rules.py::test_what_the_rules_let_through"
 LS = "tests/test_amd_launch_state.py::test_"
 HIDDEN = f"{LS}hidden_arguments tests/test_launch_args.py::test_hidden_arguments_hold_every_grid_launch_dims_lets_through"
@@ -88,8 +88,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     "RELEASE_MEM does not write GL2 back: the host may read stale results", CACHES + " " + PM4, "mock cache model"),
   M("pm4-wait-eq", "driver", "drivers/amd/pm4.py", "p.WAIT_REG_MEM_FUNCTION(WAIT_GEQ)", "p.WAIT_REG_MEM_FUNCTION(3)",
     "WAIT_REG_MEM compares with = instead of >=: a wait on a signal already past its value hangs", WAITS + " " + PM4 + " tests/test_core.py", "mock strict waits"),
-  M("pm4-wait-mask", "driver", "drivers/amd/pm4.py", "lo32(value), 0xffffffff, 4)", "lo32(value), 0xffff, 4)",
-    "WAIT_REG_MEM with mask 0xffff: a wait is satisfied by the low 16 bits", WAITS + " " + PM4 + " tests/test_core.py tests/test_amd_rings.py", "mock strict waits"),
+  M("pm4-wait-mask", "driver", "drivers/amd/pm4.py", "lo32(value), hi32(value), 0xffffffff, 0xffffffff, 4)", "lo32(value), hi32(value), 0xffff, 0xffffffff, 4)",
+    "WAIT_REG_MEM64 with mask 0xffff in its low word: bits 16..31 of the low word are not compared", WAITS + " " + PM4 + " tests/test_core.py tests/test_amd_rings.py", "mock strict waits"),
+  M("pm4-wait-32-bits", "driver", "drivers/amd/pm4.py", "lo32(value), hi32(value), 0xffffffff, 0xffffffff, 4)", "lo32(value), hi32(value), 0xffffffff, 0, 4)",
+    "WAIT_REG_MEM64 with a zero high mask word: a 32-bit compare of the 64-bit timeline passes early past 2^32",
+    WAITS),
+  M("pm4-gfx9-wait-low-only", "driver", "drivers/amd/signal_halves.py", "return (addr + 4, hi32(value)), (addr, lo32(value))",
+    "return (addr, lo32(value)), (addr, lo32(value))",
+    "the 32-bit waits (gfx9, SDMA) compare the low word only: past 2^32 they pass early", WAITS),
   M("pm4-rsrc3-zero", "driver", "drivers/amd/pm4.py", "self.set_sh_reg(r.regCOMPUTE_PGM_RSRC3, program.rsrc3)", "self.set_sh_reg(r.regCOMPUTE_PGM_RSRC3, 0)",
     "COMPUTE_PGM_RSRC3 written as 0 instead of the descriptor's", f"{LS}rsrc3_trap_fields_reach_the_gpu {DISPATCH}", "emulator RSRC handling"),
   M("pm4-wave32-always", "driver", "drivers/amd/pm4.py", "cs_w32_en=int(wave32)", "cs_w32_en=1",
@@ -100,16 +106,20 @@ MUTATIONS: tuple[Mutation, ...] = (
     "RSRC1.PRIV (the CWSR workaround) left out on GC 11.0.5", "tests/test_pm4_dialects.py"),
   M("pm4-ib-size", "driver", "drivers/amd/pm4.py", "ndwords | p.INDIRECT_BUFFER_VALID", "(ndwords - 1) | p.INDIRECT_BUFFER_VALID",
     "INDIRECT_BUFFER one dword short: the last packet of a bound queue is cut", PM4 + " tests/test_amd_rings.py " + CACHES),
-  M("sdma-fence-order", "driver", "drivers/amd/sdma.py", "((signal.value_addr + 4, hi32(value)), (signal.value_addr, lo32(value)))",
-    "((signal.value_addr, lo32(value)), (signal.value_addr + 4, hi32(value)))",
-    "SDMA fence halves in the wrong order: a waiter on the low half sees a torn value", f"{WAITS}::test_a_signal_past_2_32_is_never_seen_torn_by_a_waiter_on_its_low_half {WAITS} tests/test_amd_queues.py tests/test_amd_dispatch.py tests/test_core.py"),
+  M("sdma-fence-order", "driver", "drivers/amd/signal_halves.py", "return (addr, lo32(value)), (addr + 4, hi32(value))",
+    "return (addr + 4, hi32(value)), (addr, lo32(value))",
+    "SDMA fence halves high first: a reader sees the new high word with the old low one, more than the value",
+    "tests/test_mock_waits.py::test_a_signal_past_2_32_is_never_seen_above_its_value " + WAITS + " tests/test_amd_queues.py tests/test_amd_dispatch.py tests/test_core.py"),
   M("sdma-copy-count", "driver", "drivers/amd/sdma.py", "count=n - 1,", "count=n,",
     "COPY_LINEAR's count is bytes, not bytes - 1: one byte too many copied",
     "tests/test_amd_queues.py tests/test_core.py tests/test_amd_scratch.py::test_spilling_kernel_on_every_engine"),
-  M("sdma-poll-mask", "driver", "drivers/amd/sdma.py", "value=lo32(value), mask=0xffffffff", "value=lo32(value), mask=0xffff",
+  M("sdma-poll-mask", "driver", "drivers/amd/sdma.py", "value=ref, mask=0xffffffff", "value=ref, mask=0xffff",
     "SDMA POLL_REGMEM with mask 0xffff", WAITS + " tests/test_amd_queues.py tests/test_amd_dispatch.py tests/test_core.py", "mock strict waits"),
   # ---- mock: the kernel interface and the GPU model (drivers/mock) ----
-  M("mock-acquire-any-length", "mock", "drivers/mock/amdgpu/cp.py", "nvd.PACKET3_ACQUIRE_MEM: ({7},", "nvd.PACKET3_ACQUIRE_MEM: (None,",
+  M("mock-wait64-low-word", "mock", "drivers/mock/amdgpu/cp.py", "self.poll(lambda: test(self.gpu.mem.read_u64(addr) & mask, ref & mask))",
+    "self.poll(lambda: test(self.gpu.mem.read_u32(addr) & mask, ref & mask))",
+    "the mock's WAIT_REG_MEM64 reads 32 bits: the high words never count", WAITS),
+  M("mock-acquire-any-length", "mock", "drivers/mock/amdgpu/cp.py", "else ({7}, self._acquire_mem)", "else (None, self._acquire_mem)",
     "the CP accepts an ACQUIRE_MEM of any length", CP_RULES + " tests/test_amd_queues.py", "mock rule tests, cache model"),
   M("mock-sh-reg-window", "mock", "drivers/mock/amdgpu/cp.py", "first + len(body) - 1 <= end", "first + len(body) - 2 <= end",
     "SET_SH_REG one register past the window is accepted", CP_RULES + " tests/test_amd_queues.py", "mock rule tests"),

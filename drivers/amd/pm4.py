@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Callable
 
+from hcq.drivers.amd.signal_halves import wait_halves
 from hcq.queue import DwordQueue, release_bound_copies
 from hcq.sym import Variable, hi32, lo32
 
@@ -31,6 +32,7 @@ class PM4Dialect:
   gc_versions: tuple[tuple[int, ...], ...]  # the IP discovery GC versions (prefixes) the dialect is written for
   scratch_unit: int = 256                # bytes of COMPUTE_TMPRING_SIZE.WAVESIZE's unit
   waves_per_engine: bool = True          # TMPRING_SIZE.WAVES counts slots per shader engine (gfx11+), else per XCC
+  wait64: bool = True                    # WAIT_REG_MEM64 compares a 64-bit signal whole (nvd.h, gfx10+); else two 32-bit waits (signal_halves)
 
   def sh_reg(self, reg) -> int:
     """A register's index for SET_SH_REG: its absolute dword offset less the SH window's start."""
@@ -93,7 +95,7 @@ def gfx9_dialect(gc_base: tuple[int, ...]) -> PM4Dialect:
   release = (p.EOP_TCL1_ACTION_EN | p.EOP_TC_ACTION_EN | p.EOP_TC_WB_ACTION_EN | p.EOP_TC_MD_ACTION_EN |
              p.EVENT_TYPE(vega10_enum.CACHE_FLUSH_AND_INV_TS_EVENT) | p.EVENT_INDEX(5))
   return PM4Dialect("gfx9", p, gc, vega10_enum, gc_base, lambda: body, release, lambda data, intr: p.DATA_SEL(data) | p.INT_SEL(intr),
-                    initiator, ((9, 4, 3), (9, 4, 4)), scratch_unit=1024, waves_per_engine=False)
+                    initiator, ((9, 4, 3), (9, 4, 4)), scratch_unit=1024, waves_per_engine=False, wait64=False)
 
 
 DIALECTS = {"gfx12": gfx12_dialect, "gfx11": gfx11_dialect, "gfx9": gfx9_dialect}  # by family: gfx_target_version // 10000
@@ -145,10 +147,18 @@ class AMDComputeQueue(DwordQueue):
 
   # ---- the HWQueue interface ----
   def wait(self, signal: "Signal", value) -> "AMDComputeQueue":
-    p = self.d.pkt
-    return self.pkt3(p.PACKET3_WAIT_REG_MEM, p.WAIT_REG_MEM_MEM_SPACE(MEM_SPACE_MEMORY) | p.WAIT_REG_MEM_OPERATION(0) |
-                     p.WAIT_REG_MEM_FUNCTION(WAIT_GEQ) | p.WAIT_REG_MEM_ENGINE(0),
-                     lo32(signal.value_addr), hi32(signal.value_addr), lo32(value), 0xffffffff, 4)
+    """Wait until the signal's 64-bit value is >= `value`. gfx11 and gfx12: one WAIT_REG_MEM64 with a 64-bit reference
+    and mask (nvd.h PACKET3_WAIT_REG_MEM64 = 0x93; body as AMD's PM4 MEC header PM4MEC_WAIT_REG_MEM64 lays it out:
+    control, address lo/hi (8-byte aligned), reference lo/hi, mask lo/hi, poll interval). gfx9.4.3: soc15d.h has no
+    WAIT_REG_MEM64 and no gfx9 source at hand uses it, so two 32-bit WAIT_REG_MEMs (hcq.drivers.amd.signal_halves)."""
+    p, addr = self.d.pkt, signal.value_addr
+    control = (p.WAIT_REG_MEM_MEM_SPACE(MEM_SPACE_MEMORY) | p.WAIT_REG_MEM_OPERATION(0) | p.WAIT_REG_MEM_FUNCTION(WAIT_GEQ) |
+               p.WAIT_REG_MEM_ENGINE(0))
+    if self.d.wait64:
+      return self.pkt3(p.PACKET3_WAIT_REG_MEM64, control, lo32(addr), hi32(addr), lo32(value), hi32(value), 0xffffffff, 0xffffffff, 4)
+    for word, ref in wait_halves(addr, value):
+      self.pkt3(p.PACKET3_WAIT_REG_MEM, control, lo32(word), hi32(word), ref, 0xffffffff, 4)
+    return self
 
   def acquire_mem(self) -> "AMDComputeQueue":
     """Invalidate the shader caches (and write back L2) before the next dispatch reads memory."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from hcq.autogen.am import sdma_v6_0_0_pkt_open as sdma
 from hcq.drivers.amd.sdma_packets import sdma_packets
+from hcq.drivers.amd.signal_halves import signal_halves, wait_halves
 from hcq.queue import DwordQueue, copy_args
 from hcq.sym import Sym, hi32, lo32
 
@@ -60,12 +61,16 @@ class AMDCopyQueue(DwordQueue):
     return self
 
   def wait(self, signal: "Signal", value) -> "AMDCopyQueue":
-    return self.packet("POLL_REGMEM", op=sdma.SDMA_OP_POLL_REGMEM, func=POLL_GEQ, mem_poll=1, addr_31_0=lo32(signal.value_addr),
-                       addr_63_32=hi32(signal.value_addr), value=lo32(value), mask=0xffffffff, interval=0x04, retry_count=0xfff)
+    """Wait until the signal's 64-bit value is >= `value`: two 32-bit POLL_REGMEMs, high word then low word (SDMA has no
+    64-bit poll; why this is exact: hcq.drivers.amd.signal_halves)."""
+    for word, ref in wait_halves(signal.value_addr, value):
+      self.packet("POLL_REGMEM", op=sdma.SDMA_OP_POLL_REGMEM, func=POLL_GEQ, mem_poll=1, addr_31_0=lo32(word),
+                  addr_63_32=hi32(word), value=ref, mask=0xffffffff, interval=0x04, retry_count=0xfff)
+    return self
 
   def signal(self, signal: "Signal", value) -> "AMDCopyQueue":
-    """Two 32-bit FENCE writes (high half first, so a waiter on the low half sees a whole value), then a TRAP for its event."""
-    for addr, half in ((signal.value_addr + 4, hi32(value)), (signal.value_addr, lo32(value))):
+    """Two 32-bit FENCE writes, low half first (a reader never sees more than the value: signal_halves), then a TRAP for its event."""
+    for addr, half in signal_halves(signal.value_addr, value):
       self.packet("FENCE", op=sdma.SDMA_OP_FENCE, mtype=3 if self.sdma_major >= 6 else 0, addr_31_0=lo32(addr), addr_63_32=hi32(addr), data=half)
     event = getattr(signal, "event_id", None)
     if event: self.packet("TRAP", op=sdma.SDMA_OP_TRAP, int_context=event)

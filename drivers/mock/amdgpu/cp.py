@@ -8,7 +8,7 @@ soc15d.h / vega10_enum.h (gfx9) as in nvd.h / soc21_enum.h, so one handler table
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from hcq.autogen.am import gc_9_4_3, gc_11_0_0, gc_12_0_0, nvd, soc15d, soc21_enum
 from hcq.drivers.mock.amdgpu.engine import Engine, QueueStopped
@@ -58,6 +58,8 @@ class ComputeCP(Engine):
     self.handlers = {
       nvd.PACKET3_NOP: (None, self._nop), nvd.PACKET3_SET_SH_REG: (None, self._set_sh_reg),
       nvd.PACKET3_SET_UCONFIG_REG: (None, self._set_uconfig_reg), nvd.PACKET3_WAIT_REG_MEM: ({6}, self._wait_reg_mem),
+      # soc15d.h (gfx9) defines no WAIT_REG_MEM64; nvd.h (gfx10+) does, with a 64-bit reference and mask (8 body dwords)
+      nvd.PACKET3_WAIT_REG_MEM64: (None, self._no_wait_reg_mem64) if self.gfx9 else ({8}, self._wait_reg_mem64),
       # gfx9's ACQUIRE_MEM has no GCR_CNTL dword (gfx_v9_4_3_emit_mem_sync: PACKET3(PACKET3_ACQUIRE_MEM, 5))
       nvd.PACKET3_ACQUIRE_MEM: ({6}, self._acquire_mem_gfx9) if self.gfx9 else ({7}, self._acquire_mem),
       nvd.PACKET3_RELEASE_MEM: ({7}, self._release_mem),
@@ -99,13 +101,34 @@ class ComputeCP(Engine):
   def _set_uconfig_reg(self, body: list[int], where: int) -> None:
     self._set_regs(body, where, nvd.PACKET3_SET_UCONFIG_REG_START, nvd.PACKET3_SET_UCONFIG_REG_END, "SET_UCONFIG_REG")
 
+  def _wait_test(self, what: str, control: int, where: int) -> Callable[[int, int], bool]:
+    """The compare of a WAIT_REG_MEM(64) control dword (nvd.h / soc15d.h: FUNCTION 2:0, MEM_SPACE 5:4, OPERATION 7:6,
+    ENGINE 9:8). Only a plain wait on memory by the micro engine is run: a compute queue has no PFP (ENGINE 1), and
+    register polls and the write-wait-write and preemptable operations are not emulated."""
+    function, mem_space, operation, engine = control & 7, (control >> 4) & 3, (control >> 6) & 3, (control >> 8) & 3
+    if mem_space != 1 or operation != 0: raise QueueError(f"{what} on registers (mem_space {mem_space}, operation {operation}) is not emulated", where)
+    if engine: raise QueueError(f"{what} with ENGINE {engine}: a compute queue's CP has only the micro engine (ENGINE 0)", where)
+    if function not in WAIT_FUNCTIONS: raise QueueError(f"{what} function {function} is reserved", where)
+    return WAIT_FUNCTIONS[function]
+
   def _wait_reg_mem(self, body: list[int], where: int) -> None:
-    ctl, lo, hi, ref, mask, _interval = body
-    function, mem_space, operation = ctl & 7, (ctl >> 4) & 3, (ctl >> 6) & 3
-    if mem_space != 1 or operation != 0: raise QueueError(f"WAIT_REG_MEM on registers (mem_space {mem_space}, operation {operation}) is not emulated", where)
-    if function not in WAIT_FUNCTIONS: raise QueueError(f"WAIT_REG_MEM function {function} is reserved", where)
-    addr, test = (hi << 32) | (lo & ~3), WAIT_FUNCTIONS[function]
+    """WAIT_REG_MEM: (the dword at the address & mask) FUNCTION (reference & mask), 32 bits."""
+    control, lo, hi, ref, mask, _interval = body
+    addr, test = (hi << 32) | (lo & ~3), self._wait_test("WAIT_REG_MEM", control, where)
     self.poll(lambda: test(self.gpu.mem.read_u32(addr) & mask, ref & mask))
+
+  def _wait_reg_mem64(self, body: list[int], where: int) -> None:
+    """WAIT_REG_MEM64 (nvd.h PACKET3_WAIT_REG_MEM64 = 0x93), laid out as AMD's PM4 MEC header PM4MEC_WAIT_REG_MEM64 has
+    it: control, poll address lo (bits 2:0 reserved: 8-byte aligned) and hi, reference lo and hi, mask lo and hi, poll
+    interval. All 64 bits of the quadword are compared."""
+    control, lo, hi, ref_lo, ref_hi, mask_lo, mask_hi, _interval = body
+    test = self._wait_test("WAIT_REG_MEM64", control, where)
+    if lo & 7: raise QueueError(f"WAIT_REG_MEM64 of {hi << 32 | lo:#x}: the address must be 8-byte aligned (its low dword's bits 2:0 are reserved)", where)
+    addr, ref, mask = hi << 32 | lo, ref_hi << 32 | ref_lo, mask_hi << 32 | mask_lo
+    self.poll(lambda: test(self.gpu.mem.read_u64(addr) & mask, ref & mask))
+
+  def _no_wait_reg_mem64(self, body: list[int], where: int) -> None:
+    raise QueueError("WAIT_REG_MEM64 on gfx9: soc15d.h defines no such packet (nvd.h, gfx10+, does); unsure the gfx9 MEC runs it, refused", where)
 
   @staticmethod
   def _whole_range(size_lo: int, size_hi: int, base_lo: int, base_hi: int, where: int, ranged_gcr: int = 0) -> None:

@@ -1,0 +1,75 @@
+"""The timeline is a 64-bit value, and so is every wait on it: past 2^32 (about 71 minutes of back-to-back 1 µs
+launches) a wait that compares 32 bits passes early or never. On each emulated board (gfx1100, gfx1201, gfx942), the
+compute queue (WAIT_REG_MEM64 on gfx11/gfx12, two 32-bit waits on gfx9) and the SDMA queue (two 32-bit POLL_REGMEMs)
+hold a step until the whole value is reached, and launches and copies run in order across 2^32."""
+from __future__ import annotations
+import time
+
+import numpy as np
+import pytest
+
+from hcq.devstring import parse_dev
+from hcq.drivers.amd.device import AMDDevice
+from hcq.sym import Variable
+from tests.amd_boards import arch  # noqa: F401 (the board fixture)
+from tests.test_amd_rings import counter_kernel, gpu_of
+
+BLOCK = 1 << 32
+
+
+@pytest.fixture(scope="module")
+def dev(arch):
+  """A device of its own: the tests move its timeline."""
+  return AMDDevice(parse_dev(f"MOCKKFD+AMD::{arch}"))
+
+
+def restart_timeline(dev, value: int) -> None:
+  """Everything before done, then the timeline at `value` (the next submission signals value + 1)."""
+  dev.synchronize()
+  dev.timeline_signal.value, dev.timeline_value = value, value + 1
+
+
+@pytest.mark.parametrize("kind", ["compute", "sdma"])
+def test_a_wait_past_2_32_holds_until_the_signal_gets_there(dev, kind):
+  """The driver's wait is 'signal >= value' over all 64 bits and every mask bit. A wait for 2^32 + 0x10005 holds at
+  values that equal it in the low word (0x10005), pass it in the low word (0xffff_ffff), equal it in the low 16 bits
+  (2^32 + 5) or fall one short (2^32 + 0x10004), and passes at 2^32 + 0x10005. The gate rises as signals do."""
+  restart_timeline(dev, 10)
+  gate, out = dev.new_signal(0), dev.new_signal(0)
+  q = dev.compute_queue() if kind == "compute" else dev.copy_queue()
+  q.wait(gate, BLOCK + 0x10005).signal(out, 1).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  for below in (0x10005, BLOCK - 1, BLOCK + 5, BLOCK + 0x10004):
+    gate.value = below
+    time.sleep(0.05)
+    assert out.value == 0, f"{dev.arch} {kind}: the wait for 2^32 + 0x10005 passed at {below:#x}"
+  gate.value = BLOCK + 0x10005
+  dev.synchronize(timeout=5)
+  assert out.value == 1
+  for s in (gate, out): dev.release_signal(s)
+
+
+@pytest.mark.parametrize("start", [BLOCK - 3, BLOCK - 2], ids=["compute-crosses", "sdma-crosses"])
+def test_launches_and_copies_across_2_32(dev, start):
+  """From 2^32 - 3 (a launch signals 2^32) and 2^32 - 2 (a copy does), 8 launches that each add 1 to a counter and 8
+  copies of the counter, alternating, ordered only by the timeline: copy i sees launch i's add and not launch i+1's.
+  The command processor is slowed so a copy whose wait passed early reads the counter before its launch added to it;
+  every second copy is waited for from the host (64-bit), the rest by the GPU."""
+  restart_timeline(dev, start)
+  prg = counter_kernel(dev)
+  counter, out = dev.alloc(4, "host"), dev.alloc(4 * 8, "host")
+  counter.view(np.uint32)[:] = 0
+  out.view(np.uint32)[:] = 0xffffffff
+  copy = dev.copy_queue().wait(dev.timeline_signal, Variable("wait")).copy(Variable("dst"), counter.addr, 4) \
+    .signal(dev.timeline_signal, Variable("signal"))
+  gpu = gpu_of(dev)
+  gpu.packet_delay = 1e-3
+  try:
+    for i in range(8):
+      prg(counter, global_size=1, local_size=1)
+      value = dev.timeline_submit(copy, {"dst": out.addr + 4 * i})
+      if i % 2: dev.wait_timeline(value)
+    dev.synchronize()
+  finally:
+    gpu.packet_delay = 0.0
+  assert out.view(np.uint32).tolist() == list(range(1, 9)), f"{dev.arch}: copies out of order with their launches"
+  assert dev.timeline_signal.value == dev.timeline_value - 1 >= start + 16  # (loading the program may take a value too)
