@@ -128,71 +128,125 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   fma, masked_load = f"llvm.fma.{vt}", f"llvm.masked.load.{vt}.p0"
   tiles = spec.full_shape[g.loops[g.row_depth][0]] // g.rows   # the row loop's count: a's pack holds them all
   qs = [f"%q{d}" for d in range(len(g.loops))]
-  # a's pack holds each row's k chunk in whole vectors plus one cache line, so that a tile's rows do not share L1 sets
-  a_stride = -(-g.kc // N) * N + 64 // isz
+  a_len = -(-g.kc // N) * N   # a's pack holds the tile's k chunk in whole vectors
   L: list[str] = []
   e = L.append
 
-  def lin(name: str, a: Affine, terms: dict[str, str]) -> str:
+  def lin(name: str, a: Affine, terms: dict[str, str | int]) -> str:
     """const + sum(coef * value) as an i64 value, over the counters of the loops outside the row loop and `terms`
-    (name -> IR value); the loops inside the row loop run once (at 0)."""
-    cur = str(a.const)
+    (name -> IR value or number); the loops inside the row loop run once (at 0). Numbers fold into the constant."""
     names = {f"q{d}": q for d, q in enumerate(qs[:g.row_depth])} | terms
+    const = a.const + sum(a.coef.get(n, 0) * v for n, v in names.items() if isinstance(v, int))
+    cur = None
     for n, v in names.items():
       c = a.coef.get(n, 0)
-      if c:
-        e(f"  %{name}.m{n} = mul i64 {v}, {c}")
-        e(f"  %{name}.s{n} = add i64 {cur}, %{name}.m{n}")
-        cur = f"%{name}.s{n}"
-    return cur
+      if c and not isinstance(v, int):
+        if c != 1: e(f"  %{name}.m{n} = mul i64 {v}, {c}")
+        m = v if c == 1 else f"%{name}.m{n}"
+        if cur is not None: e(f"  %{name}.s{n} = add i64 {cur}, {m}")
+        cur = m if cur is None else f"%{name}.s{n}"
+    if cur is None: return str(const)
+    if const: e(f"  %{name}.c = add i64 {cur}, {const}")
+    return f"%{name}.c" if const else cur
 
-  def copy_run(tag: str, o: Operand, terms: dict[str, str], var: str, count: int, dst: str, pred: str) -> str:
-    """Copy `count` elements of `o` along `var` (its coefficient is 1) from where `terms` point to `dst`, in native
-    vectors; lanes where a pad's condition fails (or past `count`) read as 0 through a masked load. Returns the block
-    it ends in."""
-    src = lin(f"{tag}.s", o.index, terms | {var: "0"})
+  def above(a: Affine, lo: int) -> bool:   # a >= lo wherever it is evaluated: counters are never negative
+    return a.const >= lo and all(c >= 0 for c in a.coef.values())
+
+  def in_bounds(name: str, value: str, a: Affine, lo: int, hi: int) -> str:
+    """`lo <= value < hi` as an i1, where value is `a` at some point."""
+    e(f"  %{name}.hi = icmp slt i64 {value}, {hi}")
+    if above(a, lo): return f"%{name}.hi"
+    e(f"  %{name}.lo = icmp sge i64 {value}, {lo}")
+    e(f"  %{name}.ok = and i1 %{name}.lo, %{name}.hi")
+    return f"%{name}.ok"
+
+  def run_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, count: int) -> tuple[str, str | None, list]:
+    """Where a run of `count` elements of `o` along `var` (its coefficient is 1) starts, for `terms`; the pad's
+    conditions that do not move along the run as one i1 (None: no such condition); those that do as (value at
+    var = 0, var's coefficient, lo, hi). Lanes past `count` are padding too."""
+    src = lin(f"{tag}.s", o.index, terms | {var: 0})
     e(f"  %{tag}.sp = getelementptr {T}, ptr %b{o.buf}, i64 {src}")
-    conds = [(lin(f"{tag}.c{i}", a, terms | {var: "0"}), a.coef.get(var, 0), lo, hi) for i, (a, lo, hi) in enumerate(o.conds)]
-    if count % N: conds.append(("0", 1, 0, count))   # the last vector's lanes past the run
-    e(f"  br label %{tag}")
-    e(f"{tag}:")
-    e(f"  %{tag}.v = phi i64 [ 0, %{pred} ], [ %{tag}.vn, %{tag} ]")   # the run's element index, a vector at a time
-    e(f"  %{tag}.p = getelementptr {T}, ptr %{tag}.sp, i64 %{tag}.v")
-    if conds:   # each condition is affine in `var`: its value at 0, plus var's coefficient times the lane's index
-      mask = None
-      for i, (v0, c, lo, hi) in enumerate(conds):
-        splat = lambda x: f"<{', '.join([f'i64 {x}'] * N)}>"
-        e(f"  %{tag}.m{i} = mul i64 %{tag}.v, {c}")
-        e(f"  %{tag}.a{i} = add i64 {v0}, %{tag}.m{i}")
-        e(f"  %{tag}.e{i} = insertelement <{N} x i64> poison, i64 %{tag}.a{i}, i64 0")
-        e(f"  %{tag}.b{i} = shufflevector <{N} x i64> %{tag}.e{i}, <{N} x i64> poison, <{N} x i32> zeroinitializer")
-        e(f"  %{tag}.w{i} = add <{N} x i64> %{tag}.b{i}, <{', '.join(f'i64 {x * c}' for x in range(N))}>")
-        e(f"  %{tag}.lo{i} = icmp sge <{N} x i64> %{tag}.w{i}, {splat(lo)}")
-        e(f"  %{tag}.hi{i} = icmp slt <{N} x i64> %{tag}.w{i}, {splat(hi)}")
-        e(f"  %{tag}.ok{i} = and <{N} x i1> %{tag}.lo{i}, %{tag}.hi{i}")
-        if mask is not None: e(f"  %{tag}.all{i} = and <{N} x i1> {mask}, %{tag}.ok{i}")
-        mask = f"%{tag}.ok{i}" if mask is None else f"%{tag}.all{i}"
-      e(f"  %{tag}.x = call {V} @{masked_load}(ptr %{tag}.p, i32 {isz}, <{N} x i1> {mask}, {V} zeroinitializer)")
-    else:
-      e(f"  %{tag}.x = load {V}, ptr %{tag}.p, align {isz}")
-    e(f"  %{tag}.q = getelementptr inbounds {T}, ptr {dst}, i64 %{tag}.v")
-    e(f"  store {V} %{tag}.x, ptr %{tag}.q, align {N * isz}")
-    e(f"  %{tag}.vn = add i64 %{tag}.v, {N}")
-    e(f"  %{tag}.more = icmp slt i64 %{tag}.vn, {count}")
-    e(f"  br i1 %{tag}.more, label %{tag}, label %{tag}.done")
-    e(f"{tag}.done:")
-    return f"{tag}.done"
+    fixed, moving = None, []
+    for i, (a, lo, hi) in enumerate(o.conds):
+      v = lin(f"{tag}.c{i}", a, terms | {var: 0})
+      if a.coef.get(var, 0):
+        moving.append((v, a.coef[var], lo, hi, not above(a, lo)))
+        continue
+      ok = in_bounds(f"{tag}.b{i}", v, a, lo, hi)
+      if fixed is not None: e(f"  %{tag}.f{i} = and i1 {fixed}, {ok}")
+      fixed = ok if fixed is None else f"%{tag}.f{i}"
+    if count % N: moving.append(("0", 1, 0, count, False))
+    return f"%{tag}.sp", fixed, moving
 
-  def pack_a(pred: str) -> str:   # the row block's tiles of a, row by row ([tile][row][k], rows a_stride apart)
+  def run_load(tag: str, start: tuple[str, str | None, list], v: str) -> str:
+    """The native vector of the run at element `v`: a plain load, or a masked one (zeros) where a pad's conditions
+    fail; a moving condition is affine in the lane: its value at 0, plus the coefficient times the lane's index."""
+    src, fixed, moving = start
+    e(f"  %{tag}.p = getelementptr {T}, ptr {src}, i64 {v}")
+    if fixed is None and not moving:
+      e(f"  %{tag}.x = load {V}, ptr %{tag}.p, align {isz}")
+      return f"%{tag}.x"
+    mask = None
+    splat = lambda x: f"<{', '.join([f'i64 {x}'] * N)}>"
+    def vector(name: str, scalar: str, ty: str) -> str:
+      e(f"  %{tag}.{name}e = insertelement <{N} x {ty}> poison, {ty} {scalar}, i64 0")
+      e(f"  %{tag}.{name} = shufflevector <{N} x {ty}> %{tag}.{name}e, <{N} x {ty}> poison, <{N} x i32> zeroinitializer")
+      return f"%{tag}.{name}"
+    if fixed is not None: mask = vector("fx", fixed, "i1")
+    for i, (v0, c, lo, hi, check_lo) in enumerate(moving):
+      at = v
+      if c != 1:
+        e(f"  %{tag}.m{i} = mul i64 {v}, {c}")
+        at = f"%{tag}.m{i}"
+      e(f"  %{tag}.a{i} = add i64 {v0}, {at}")
+      w = vector(f"b{i}", f"%{tag}.a{i}", "i64")
+      e(f"  %{tag}.w{i} = add <{N} x i64> {w}, <{', '.join(f'i64 {x * c}' for x in range(N))}>")
+      e(f"  %{tag}.ok{i} = icmp slt <{N} x i64> %{tag}.w{i}, {splat(hi)}")
+      ok = f"%{tag}.ok{i}"
+      if check_lo:
+        e(f"  %{tag}.lo{i} = icmp sge <{N} x i64> %{tag}.w{i}, {splat(lo)}")
+        e(f"  %{tag}.in{i} = and <{N} x i1> %{tag}.ok{i}, %{tag}.lo{i}")
+        ok = f"%{tag}.in{i}"
+      if mask is not None: e(f"  %{tag}.all{i} = and <{N} x i1> {mask}, {ok}")
+      mask = ok if mask is None else f"%{tag}.all{i}"
+    e(f"  %{tag}.x = call {V} @{masked_load}(ptr %{tag}.p, i32 {isz}, <{N} x i1> {mask}, {V} zeroinitializer)")
+    return f"%{tag}.x"
+
+  def pack_a(pred: str) -> str:   # the row block's tiles of a, [tile][k][row]: a tile's rows interleaved per k
     e("  br label %pa.t")
     e("pa.t:")
-    e(f"  %pa.tq = phi i64 [ 0, %{pred} ], [ %pa.tn, %pa.r{g.rows - 1}.done ]")
-    e(f"  %pa.to = mul i64 %pa.tq, {g.rows * a_stride}")
-    last = "pa.t"
-    for r in range(g.rows):
-      e(f"  %pa.d{r} = getelementptr inbounds {T}, ptr %apack, i64 %pa.to")
-      e(f"  %pa.dr{r} = getelementptr inbounds {T}, ptr %pa.d{r}, i64 {r * a_stride}")
-      last = copy_run(f"pa.r{r}", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": str(r)}, "k", g.kc, f"%pa.dr{r}", last)
+    e(f"  %pa.tq = phi i64 [ 0, %{pred} ], [ %pa.tn, %pa.kx ]")
+    e(f"  %pa.to = mul i64 %pa.tq, {g.rows * a_len}")
+    e(f"  %pa.d = getelementptr inbounds {T}, ptr %apack, i64 %pa.to")
+    starts = [run_start(f"pa.r{r}", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": r}, "k", g.kc) for r in range(g.rows)]
+    e("  br label %pa.k")
+    e("pa.k:")
+    e("  %pa.v = phi i64 [ 0, %pa.t ], [ %pa.vn, %pa.k ]")
+    rows = [run_load(f"pa.k{r}", st, "%pa.v") for r, st in enumerate(starts)]
+    # the rows' N k steps joined into one vector (pairs, then pairs of pairs; an odd one widened), then interleaved k major
+    vals, level = [(x, N) for x in rows], 0
+    while len(vals) > 1:
+      joined = []
+      for i in range(0, len(vals) - 1, 2):
+        (x, wx), (y, wy) = vals[i], vals[i + 1]
+        if wy < wx:
+          e(f"  %pa.w{level}_{i} = shufflevector <{wy} x {T}> {y}, <{wy} x {T}> poison, <{wx} x i32> <{', '.join([f'i32 {j}' for j in range(wy)] + ['i32 poison'] * (wx - wy))}>")
+          y = f"%pa.w{level}_{i}"
+        e(f"  %pa.j{level}_{i} = shufflevector <{wx} x {T}> {x}, <{wx} x {T}> {y}, <{wx + wy} x i32> <{', '.join(f'i32 {j}' for j in list(range(wx)) + list(range(wx, wx + wy)))}>")
+        joined.append((f"%pa.j{level}_{i}", wx + wy))
+      if len(vals) % 2: joined.append(vals[-1])
+      vals, level = joined, level + 1
+    whole, width = vals[0]
+    cat = f"<{g.rows * N} x {T}>"
+    order = ", ".join(f"i32 {r * N + kk}" for kk in range(N) for r in range(g.rows))
+    e(f"  %pa.il = shufflevector <{width} x {T}> {whole}, <{width} x {T}> poison, {cat.replace(T, 'i32')} <{order}>")
+    e(f"  %pa.o = mul i64 %pa.v, {g.rows}")
+    e(f"  %pa.q = getelementptr inbounds {T}, ptr %pa.d, i64 %pa.o")
+    e(f"  store {cat} %pa.il, ptr %pa.q, align {isz}")
+    e(f"  %pa.vn = add i64 %pa.v, {N}")
+    e(f"  %pa.more = icmp slt i64 %pa.vn, {g.kc}")
+    e("  br i1 %pa.more, label %pa.k, label %pa.kx")
+    e("pa.kx:")
     e("  %pa.tn = add i64 %pa.tq, 1")
     e(f"  %pa.tc = icmp slt i64 %pa.tn, {tiles}")
     e("  br i1 %pa.tc, label %pa.t, label %pa.done")
@@ -202,10 +256,14 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   def pack_b(pred: str) -> str:   # the column panel of b, [k][lane]
     e("  br label %pb.k")
     e("pb.k:")
-    e(f"  %pb.kq = phi i64 [ 0, %{pred} ], [ %pb.kn, %pb.r.done ]")
+    e(f"  %pb.kq = phi i64 [ 0, %{pred} ], [ %pb.kn, %pb.k ]")
     e(f"  %pb.d = mul i64 %pb.kq, {g.columns}")
-    e("  %pb.dp = getelementptr inbounds {T}, ptr %bpack, i64 %pb.d".replace("{T}", T))
-    copy_run("pb.r", g.vector, {"k": "%pb.kq"}, "l", g.columns, "%pb.dp", "pb.k")
+    e(f"  %pb.dp = getelementptr inbounds {T}, ptr %bpack, i64 %pb.d")
+    start = run_start("pb.r", g.vector, {"k": "%pb.kq"}, "l", g.columns)
+    for j in range(nv):
+      x = run_load(f"pb.l{j}", start, str(j * N))
+      e(f"  %pb.q{j} = getelementptr inbounds {T}, ptr %pb.dp, i64 {j * N}")
+      e(f"  store {V} {x}, ptr %pb.q{j}, align {N * isz}")
     e("  %pb.kn = add i64 %pb.kq, 1")
     e(f"  %pb.kc = icmp slt i64 %pb.kn, {g.kc}")
     e("  br i1 %pb.kc, label %pb.k, label %pb.done")
@@ -220,7 +278,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   def tile() -> None:
     ob = lin("o", g.out, {f"q{g.row_depth}": f"%q{g.row_depth}"})
     e(f"  %op = getelementptr inbounds {T}, ptr %b0, i64 {ob}")
-    e(f"  %ao = mul i64 %q{g.row_depth}, {a_stride * g.rows}")
+    e(f"  %ao = mul i64 %q{g.row_depth}, {a_len * g.rows}")
     e(f"  %ap = getelementptr inbounds {T}, ptr %apack, i64 %ao")
     for r in range(g.rows):   # the next tile's outputs, which it reads back: a miss then would stall its start
       for j in range(0, g.columns, 64 // isz):   # one per cache line
@@ -230,7 +288,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     start = "tile"
     if next_panel:   # this tile's share of the rows the next pack of b reads (far apart: misses stalled the pack)
       share, ck = -(-g.kc // tiles), g.vector.index.coef["k"]
-      e(f"  %bn = getelementptr {T}, ptr %b{g.vector.buf}, i64 {lin('bn', g.vector.index, {'k': '0', 'l': '0'})}")
+      e(f"  %bn = getelementptr {T}, ptr %b{g.vector.buf}, i64 {lin('bn', g.vector.index, {'k': 0, 'l': 0})}")
       e(f"  %bs = mul i64 %q{g.row_depth}, {share * ck}")
       e(f"  %bs1 = add i64 %bs, {next_panel}")
       e("  br label %pf")
@@ -259,7 +317,8 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
         e(f"  %bq{u}_{j} = getelementptr inbounds {T}, ptr %bpack, i64 %bi{u}_{j}")
         e(f"  %bv{u}_{j} = load {V}, ptr %bq{u}_{j}, align {N * isz}")
       for r in range(g.rows):
-        e(f"  %ai{u}_{r} = add i64 %kk{u}, {r * a_stride}")
+        e(f"  %ak{u}_{r} = mul i64 %kk{u}, {g.rows}")
+        e(f"  %ai{u}_{r} = add i64 %ak{u}_{r}, {r}")
         e(f"  %aq{u}_{r} = getelementptr inbounds {T}, ptr %ap, i64 %ai{u}_{r}")
         e(f"  %as{u}_{r} = load {T}, ptr %aq{u}_{r}, align {isz}")
         e(f"  %ae{u}_{r} = insertelement {V} poison, {T} %as{u}_{r}, i64 0")
@@ -318,7 +377,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   params = ", ".join([f"ptr noalias align 16 %b{i}" for i in range(len(spec.buf_dtypes))] + ["i64 %start", "i64 %end"])
   e(f"define void @{lk.name}({params}) #0 {{")
   e("entry:")
-  e(f"  %apack = alloca [{tiles * g.rows * a_stride} x {T}], align 64")
+  e(f"  %apack = alloca [{tiles * g.rows * a_len} x {T}], align 64")
   e(f"  %bpack = alloca [{g.kc * g.columns} x {T}], align 64")
   loops(0, packs(-1, "entry"))
   e("  ret void")
