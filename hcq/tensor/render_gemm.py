@@ -296,8 +296,10 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e("  %pfi = phi i64 [ 0, %tile ], [ %pfn, %pf ]")
       e(f"  %pfm = mul i64 %pfi, {ck}")
       e("  %pfo = add i64 %bs1, %pfm")
-      e(f"  %pfq = getelementptr {T}, ptr %bn, i64 %pfo")
-      e("  call void @llvm.prefetch.p0(ptr %pfq, i32 0, i32 2, i32 1)")
+      for j in sorted({0, g.columns - 1}):   # a row's both ends: rows not 64-byte aligned span two cache lines
+        e(f"  %pfo{j} = add i64 %pfo, {j}")
+        e(f"  %pfq{j} = getelementptr {T}, ptr %bn, i64 %pfo{j}")
+        e(f"  call void @llvm.prefetch.p0(ptr %pfq{j}, i32 0, i32 2, i32 1)")
       e("  %pfn = add i64 %pfi, 1")
       e(f"  %pfc = icmp slt i64 %pfn, {share}")
       e("  br i1 %pfc, label %pf, label %pfdone")
