@@ -17,6 +17,9 @@ from hcq.tensor.symbolic import Expr, Num, Var, linear_coefficient, substitute, 
 from hcq.tensor.view import contiguous_strides
 
 NATIVE_BYTES = 64 if host_simd_registers() >= 32 else 32  # one SIMD register: zmm with AVX-512, else ymm
+# the packs live on the worker thread's stack (8 MiB by default): a kernel whose packs would pass this (an unblocked
+# product of a tall a) takes the generic writer
+PACK_BYTES = 1 << 20
 
 
 @dataclass
@@ -111,6 +114,8 @@ def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
   thread = depth[lk.thread_axis] if lk.thread_axis is not None else None
   if vec[0].depends(f"q{row_depth}") or thread == row_depth: return None
   acc = depth[lk.accumulate_axis] if lk.accumulate_axis is not None else None
+  tiles, kc_vectors = F[row_axis] // rows, -(-F[k_axis] * spec.out_dtype.itemsize // NATIVE_BYTES) * NATIVE_BYTES
+  if tiles * rows * kc_vectors + F[k_axis] * columns * spec.out_dtype.itemsize > PACK_BYTES: return None
   return GemmLayout(loops, thread, acc, row_depth, rows, columns, F[k_axis], out, bc[0], vec[0], pack_depth(bc[0]), pack_depth(vec[0]))
 
 
