@@ -1,13 +1,15 @@
-"""A packed matmul's kernel as LLVM IR in the exact shape it runs: phi loops and a register-tile micro-kernel.
+"""A float matmul's kernel as LLVM IR in the exact shape it runs: in-kernel packing, phi loops and a register-tile
+micro-kernel.
 
-The packed GEMM (Tensor.matmul: `a` in register tiles of `rows` interleaved rows, `b` in column panels, k in chunks)
-plans into a register-tiled loop kernel whose loads are affine in every loop. For float32 and float64 on the CPU this
-module renders it without the generic writer's allocas: loop counters and the tile's accumulators are phis, the
-micro-kernel's k loop is unrolled (x4 where kc allows) and per k step loads the panel's row of `b` as native vectors
-(two ymm for a 16-float panel on AVX2), broadcasts the tile's `rows` values of `a` and issues rows x vectors
-`llvm.fma` calls. The IR needs no mid-level passes (SROA, instcombine, LICM were all the generic kernel needed them
-for), so it is marked for code generation only: 25-35 ms of compile instead of 55-85 ms. Any other kernel (another
-dtype, a mask on a load, an index that is not affine in the loops) returns None and takes the generic writer."""
+Tensor.matmul plans a float32/float64 product on the CPU as a register-tiled loop kernel over `a` and `b` as they
+are (through their views and pads: loads and masks affine in every loop). This module renders it without the generic
+writer's allocas: each operand is packed into a stack buffer at the start of the deepest loop it depends on (a row
+block's tiles of `a`, rows interleaved per k; `b`'s column panel), a pad's zeros coming from masked loads; loop
+counters and the tile's accumulators are phis; the micro-kernel's k loop is unrolled (x4 where kc allows) and per k
+step loads the panel's row of `b` as native vectors (two ymm for a 16-float panel on AVX2), broadcasts the tile's
+`rows` values of `a` and issues rows x vectors `llvm.fma` calls. The IR needs no mid-level passes, so it is marked
+for code generation only. Any other kernel (another dtype, an index or mask that is not affine in the loops, packs
+over PACK_BYTES) returns None and takes the generic writer."""
 from __future__ import annotations
 from dataclasses import dataclass
 from hcq.drivers.cpu.jit import CODEGEN_ONLY
