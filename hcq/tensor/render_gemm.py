@@ -60,6 +60,12 @@ class GemmLayout:
   vector: Operand  # the operand contiguous along lanes (b), packed per column panel into [k][lane]
   bcast_pack_depth: int
   vector_pack_depth: int
+  tiles: int       # the row loop's count: a's pack holds them all
+
+  def pack_sizes(self, lanes: int) -> tuple[int, int, int]:
+    """(a tile's k chunk in whole vectors of `lanes`, a's pack, b's pack) in elements."""
+    a_len = -(-self.kc // lanes) * lanes
+    return a_len, self.tiles * self.rows * a_len, self.kc * self.columns
 
 
 def _affine(e: Expr, values: dict[str, Expr], names: list[str]) -> Affine | None:
@@ -116,9 +122,10 @@ def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
   thread = depth[lk.thread_axis] if lk.thread_axis is not None else None
   if vec[0].depends(f"q{row_depth}") or thread == row_depth: return None
   acc = depth[lk.accumulate_axis] if lk.accumulate_axis is not None else None
-  tiles, kc_vectors = F[row_axis] // rows, -(-F[k_axis] * spec.out_dtype.itemsize // NATIVE_BYTES) * NATIVE_BYTES
-  if tiles * rows * kc_vectors + F[k_axis] * columns * spec.out_dtype.itemsize > PACK_BYTES: return None
-  return GemmLayout(loops, thread, acc, row_depth, rows, columns, F[k_axis], out, bc[0], vec[0], pack_depth(bc[0]), pack_depth(vec[0]))
+  g = GemmLayout(loops, thread, acc, row_depth, rows, columns, F[k_axis], out, bc[0], vec[0], pack_depth(bc[0]),
+                 pack_depth(vec[0]), F[row_axis] // rows)
+  isz = spec.out_dtype.itemsize
+  return g if sum(g.pack_sizes(NATIVE_BYTES // isz)[1:]) * isz <= PACK_BYTES else None
 
 
 def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
@@ -133,9 +140,9 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   V, nv = f"<{N} x {T}>", g.columns // N
   vt = f"v{N}{'f32' if isz == 4 else 'f64'}"
   fma, masked_load = f"llvm.fma.{vt}", f"llvm.masked.load.{vt}.p0"
-  tiles = spec.full_shape[g.loops[g.row_depth][0]] // g.rows   # the row loop's count: a's pack holds them all
+  tiles = g.tiles
   qs = [f"%q{d}" for d in range(len(g.loops))]
-  a_len = -(-g.kc // N) * N   # a's pack holds the tile's k chunk in whole vectors
+  a_len, a_pack, b_pack = g.pack_sizes(N)
   L: list[str] = []
   e = L.append
 
@@ -386,8 +393,8 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   params = ", ".join([f"ptr noalias align 16 %b{i}" for i in range(len(spec.buf_dtypes))] + ["i64 %start", "i64 %end"])
   e(f"define void @{lk.name}({params}) #0 {{")
   e("entry:")
-  e(f"  %apack = alloca [{tiles * g.rows * a_len} x {T}], align 64")
-  e(f"  %bpack = alloca [{g.kc * g.columns} x {T}], align 64")
+  e(f"  %apack = alloca [{a_pack} x {T}], align 64")
+  e(f"  %bpack = alloca [{b_pack} x {T}], align 64")
   loops(0, packs(-1, "entry"))
   e("  ret void")
   e("}")
