@@ -54,10 +54,13 @@ def test_padded_computation_reads_zero_outside():
   assert any(n.op == "MASK" for n in items[0].kernel.ast.toposort())
 
 
+def i32(*shape): return Tensor(np.random.default_rng(0).integers(-3, 4, shape).astype(np.int32))
+
+
 def test_matmul_plan_is_a_register_tile():
   a, b = f32(240, 512), f32(512, 256)  # 240 rows: whole tiles of 6 (AVX2) and 8 (AVX-512) rows; k in 2+ chunks
   items = schedule(a @ b)
-  assert len(items) == 3  # a packed into register tiles, b into column panels, then the tiled kernel
+  assert len(items) == 1  # float32 on the CPU: one kernel that packs a's row blocks and b's panels itself
   lk = plan(items[-1].kernel, "mm")
   assert lk.vec_width == 16 and lk.unroll[lk.vec_axis] == TILE_VECTORS
   tiled = [ax for ax in lk.unroll if ax != lk.vec_axis]
@@ -67,15 +70,18 @@ def test_matmul_plan_is_a_register_tile():
   assert lk.accumulate_axis is not None and lk.loop_axes[1] == lk.accumulate_axis and lk.reduce_axes == [len(lk.spec.full_shape) - 1]
   src = get_device("CPU").renderer.render(lk)  # the hand-shaped micro-kernel (render_gemm): every index affine in the loops
   assert src.startswith(CODEGEN_ONLY) and "@llvm.fma.v" in src and " udiv " not in src and " urem " not in src
-  src = _KernelWriter(lk).write()  # the generic writer (integer matmuls)
-  assert "<16 x float>" in src and "contract" in src
+  assert src.count(" alloca ") == 2 and "%pa.t" in src and "%pb.k" in src  # a's and b's packs on the stack
+  items = schedule(i32(240, 512) @ i32(512, 256))  # integers: a and b packed by copy kernels, then the generic writer
+  assert len(items) == 3
+  src = _KernelWriter(plan(items[-1].kernel, "mm")).write()
+  assert "<16 x i32>" in src
   assert src.count(" udiv ") + src.count(" urem ") == 1  # a's tile-interleaved index is plain terms of the tile's number
 
 
 def test_matmul_packing_copies_are_planned():
   """b's padded panels load as masked vectors (not per-lane gathers); a's tiles (rows of 6 or 8 innermost) unroll the
   rows; every planned loop tells LLVM not to vectorize or unroll it again (compile time)."""
-  a, b = f32(100, 300), f32(300, 16 * 15 + 5)  # n padded by 11 columns, k into 2 chunks
+  a, b = i32(100, 300), i32(300, 16 * 15 + 5)  # n padded by 11 columns, k into 2 chunks (float32 packs in its kernel)
   items = schedule(a @ b)
   a_pack, b_pack = (plan(i.kernel, f"pack{j}") for j, i in enumerate(items[:2]))
   if a_pack.spec.out_shape[-1] == 16: a_pack, b_pack = b_pack, a_pack
@@ -83,7 +89,7 @@ def test_matmul_packing_copies_are_planned():
   assert b_pack.vec_axis == len(b_pack.spec.full_shape) - 1 and "llvm.masked.load" in get_device("CPU").renderer.render(b_pack)
   if TILE_ROWS[0] <= 8: assert a_pack.unroll == {len(a_pack.spec.full_shape) - 1: TILE_ROWS[0]}
   for lk in (a_pack, b_pack, plan(items[2].kernel, "mm")):
-    src = _KernelWriter(lk).write()  # the float kernel itself renders as render_gemm's micro-kernel (no passes at all)
+    src = _KernelWriter(lk).write()
     assert '!{!"llvm.loop.unroll.disable"}' in src and src.count("!llvm.loop !0") == src.count("br label %cond_") // 2
 
 

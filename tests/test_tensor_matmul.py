@@ -129,3 +129,23 @@ def test_float_matmul_kernel_is_the_micro_kernel(monkeypatch, dtype, threads):
   if gemm:  # one SIMD register per vector
     assert (f"@llvm.fma.v{NATIVE_BYTES // 8}f64" if dtype == "float64" else f"@llvm.fma.v{NATIVE_BYTES // 4}f32") in gemm[0]
   np.testing.assert_array_equal(t.numpy(), a @ b)  # small integers: every sum is exact in each type
+
+
+def test_float_matmul_packs_views_in_its_kernel():
+  """float32 operands that are views of data (a slice with an offset, a pad on the low side of both axes, a batch
+  broadcast) are packed by the matmul kernel itself through their masks: one kernel, numpy's result. A transposed
+  operand (not contiguous along its last axis) is copied first: two kernels."""
+  from hcq.drivers.cpu.jit import CODEGEN_ONLY
+  rng = np.random.default_rng(11)
+  x, y = rng.standard_normal((2 * ROWS + 9, 203)).astype(np.float32), rng.standard_normal((197, 8 * PANEL + 7)).astype(np.float32)
+  a, b = Tensor(x)[3:, 1:201], Tensor(y).pad(((3, 0), (2, 0)))[:, : 8 * PANEL + 5]
+  want = x[3:, 1:201] @ np.pad(y, ((3, 0), (2, 0)))[:, : 8 * PANEL + 5]
+  t = a @ b
+  sources = kernel_sources(t)
+  assert sum(s.startswith(CODEGEN_ONLY) for s in sources) == 1 and len(sources) <= 2  # the product (and the column crop)
+  np.testing.assert_allclose(t.numpy(), want, rtol=f32_tol(200), atol=f32_tol(200) * 4)
+  batched = Tensor(x[:, :197])[None].expand(3, *x[:, :197].shape) @ Tensor(y)
+  np.testing.assert_allclose(batched.numpy(), np.broadcast_to(x[:, :197], (3, *x[:, :197].shape)) @ y, rtol=f32_tol(197), atol=f32_tol(197) * 4)
+  transposed = Tensor(np.ascontiguousarray(x[:, :197].T)).T @ Tensor(y)
+  assert len([s for s in kernel_sources(transposed) if not s.startswith(CODEGEN_ONLY)]) >= 1
+  np.testing.assert_allclose(transposed.numpy(), x[:, :197] @ y, rtol=f32_tol(197), atol=f32_tol(197) * 4)

@@ -199,7 +199,8 @@ def plan(spec: KernelSpec, name: str) -> LoopKernel:
   if has_reduce and lk.vec_axis is not None:
     if lk.vec_axis in global_axes and not heavy:
       # register tiling: unroll another output axis whose loads reuse the vector loads (matmul's rows)
-      vector_loads = [n for n in loads if n.op == "LOAD" and access_kind(n, spec, lk.vec_axis) == "contig"]
+      # (masked too: a matmul whose kernel packs b itself reads b's padded columns through the pad's mask)
+      vector_loads = [n for n in loads if n.op == "LOAD" and access_kind(n, spec, lk.vec_axis) in ("contig", "masked")]
       for axis in reversed(global_axes):
         if axis == lk.vec_axis: continue
         if any(access_kind(n, spec, axis) == "bcast" for n in vector_loads):

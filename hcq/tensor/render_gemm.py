@@ -1,13 +1,15 @@
-"""A packed matmul's kernel as LLVM IR in the exact shape it runs: phi loops and a register-tile micro-kernel.
+"""A float matmul's kernel as LLVM IR in the exact shape it runs: in-kernel packing, phi loops and a register-tile
+micro-kernel.
 
-The packed GEMM (Tensor.matmul: `a` in register tiles of `rows` interleaved rows, `b` in column panels, k in chunks)
-plans into a register-tiled loop kernel whose loads are affine in every loop. For float32 and float64 on the CPU this
-module renders it without the generic writer's allocas: loop counters and the tile's accumulators are phis, the
-micro-kernel's k loop is unrolled (x4 where kc allows) and per k step loads the panel's row of `b` as native vectors
-(two ymm for a 16-float panel on AVX2), broadcasts the tile's `rows` values of `a` and issues rows x vectors
-`llvm.fma` calls. The IR needs no mid-level passes (SROA, instcombine, LICM were all the generic kernel needed them
-for), so it is marked for code generation only: 25-35 ms of compile instead of 55-85 ms. Any other kernel (another
-dtype, a mask on a load, an index that is not affine in the loops) returns None and takes the generic writer."""
+Tensor.matmul plans a float32/float64 product on the CPU as a register-tiled loop kernel over `a` and `b` as they
+are (through their views and pads: loads and masks affine in every loop). This module renders it without the generic
+writer's allocas: each operand is packed into a stack buffer at the start of the deepest loop it depends on (a row
+block's tiles of `a`, rows interleaved per k; `b`'s column panel), a pad's zeros coming from masked loads; loop
+counters and the tile's accumulators are phis; the micro-kernel's k loop is unrolled (x4 where kc allows) and per k
+step loads the panel's row of `b` as native vectors (two ymm for a 16-float panel on AVX2), broadcasts the tile's
+`rows` values of `a` and issues rows x vectors `llvm.fma` calls. The IR needs no mid-level passes, so it is marked
+for code generation only. Any other kernel (another dtype, an index or mask that is not affine in the loops, packs
+over PACK_BYTES) returns None and takes the generic writer."""
 from __future__ import annotations
 from dataclasses import dataclass
 from hcq.drivers.cpu.jit import CODEGEN_ONLY
@@ -17,6 +19,9 @@ from hcq.tensor.symbolic import Expr, Num, Var, linear_coefficient, substitute, 
 from hcq.tensor.view import contiguous_strides
 
 NATIVE_BYTES = 64 if host_simd_registers() >= 32 else 32  # one SIMD register: zmm with AVX-512, else ymm
+# the packs live on the worker thread's stack (8 MiB by default): a kernel whose packs would pass this (an unblocked
+# product of a tall a) takes the generic writer
+PACK_BYTES = 1 << 20
 
 
 @dataclass
@@ -29,19 +34,38 @@ class Affine:
 
 
 @dataclass
+class Operand:
+  """A load of the product: its buffer, affine index, and validity (lo <= affine < hi for each condition: a pad)."""
+  buf: int
+  index: Affine
+  conds: list[tuple[Affine, int, int]]
+
+  def depends(self, name: str) -> bool: return any(a.coef.get(name, 0) for a in [self.index] + [c[0] for c in self.conds])
+
+
+@dataclass
 class GemmLayout:
   """What the micro-kernel needs: loops (axis, step) outer to inner, the thread and accumulated loops' depths, the
-  tile (rows x vectors of lanes), kc, and the affine indices of the output and of the broadcast and vector operands."""
+  tile (rows x vectors of lanes), kc, the affine index of the output, the broadcast and vector operands, and the loop
+  depths whose bodies start by packing them (-1: once, at entry)."""
   loops: list[tuple[int, int]]
   thread_depth: int | None
-  accumulate_depth: int
+  accumulate_depth: int | None
   row_depth: int
   rows: int
   columns: int
   kc: int
   out: Affine
-  bcast: tuple[int, Affine]   # (buffer, index): the operand broadcast across lanes (a)
-  vector: tuple[int, Affine]  # (buffer, index): the operand contiguous along lanes (b)
+  bcast: Operand   # the operand broadcast across lanes (a), packed per row block into [tile][k][row]
+  vector: Operand  # the operand contiguous along lanes (b), packed per column panel into [k][lane]
+  bcast_pack_depth: int
+  vector_pack_depth: int
+  tiles: int       # the row loop's count: a's pack holds them all
+
+  def pack_sizes(self, lanes: int) -> tuple[int, int, int]:
+    """(a tile's k chunk in whole vectors of `lanes`, a's pack, b's pack) in elements."""
+    a_len = -(-self.kc // lanes) * lanes
+    return a_len, self.tiles * self.rows * a_len, self.kc * self.columns
 
 
 def _affine(e: Expr, values: dict[str, Expr], names: list[str]) -> Affine | None:
@@ -58,14 +82,17 @@ def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
   into the output), or None for any other kernel."""
   spec, F = lk.spec, lk.spec.full_shape
   red = spec.ast
-  if lk.accumulate_axis is None or len(lk.reduce_axes) != 1 or lk.vec_axis not in lk.global_axes: return None
+  if len(lk.reduce_axes) != 1 or lk.vec_axis not in lk.global_axes: return None
   if red.op != "REDUCE" or red.arg[0] != "SUM" or spec.out_dtype not in (dtypes.float32, dtypes.float64): return None
   mul = red.srcs[0]
   if mul.op != "ALU" or mul.arg != "MUL" or any(s.op != "LOAD" or s.dtype != spec.out_dtype for s in mul.srcs): return None
   tiled = [a for a in lk.global_axes if lk.unroll.get(a, 1) > 1 and a != lk.vec_axis]
   if len(tiled) != 1: return None
   row_axis, vec_axis, k_axis = tiled[0], lk.vec_axis, lk.reduce_axes[0]
-  loops = [(a, lk.step(a)) for a in lk.loop_axes]
+  order = lk.loop_axes
+  if lk.thread_axis is None and lk.accumulate_axis is not None:  # k chunks outermost: a's pack then never repeats
+    order = [lk.accumulate_axis] + [a for a in order if a != lk.accumulate_axis]
+  loops = [(a, lk.step(a)) for a in order]
   values: dict[str, Expr] = {f"a{a}": Var(f"q{d}", 0, F[a] // s - 1) * s for d, (a, s) in enumerate(loops)}
   rows, columns = lk.unroll[row_axis], lk.step(vec_axis)
   depth = {a: d for d, (a, _) in enumerate(loops)}
@@ -73,76 +100,241 @@ def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
   values[f"a{vec_axis}"] = values[f"a{vec_axis}"] + Var("l", 0, columns - 1)
   values[f"a{k_axis}"] = Var("k", 0, F[k_axis] - 1)
   names = [f"q{d}" for d in range(len(loops))] + ["r", "l", "k"]
-  indices = []
+  operands = []
   for ld in mul.srcs:
     idx, valid = ld.arg[1].index([Num(0) if s == 1 else Var(f"a{d}", 0, s - 1) for d, s in enumerate(ld.arg[1].shape)])
-    if valid.conds: return None
-    indices.append((ld.arg[0], _affine(idx, values, names)))
+    conds = [(_affine(e, values, names), lo, hi) for e, lo, hi in valid.conds]
+    index = _affine(idx, values, names)
+    if index is None or any(c[0] is None for c in conds): return None
+    operands.append(Operand(ld.arg[0], index, conds))
   strides = contiguous_strides(spec.out_shape)
   out = _affine(sum((Var(f"a{d}", 0, s - 1) * strides[d] for d, s in enumerate(spec.out_shape) if s > 1), Num(0)), values, names)
-  if out is None or any(a is None for _, a in indices) or out.coef["l"] != 1 or out.coef["k"] != 0: return None
-  bc = [(b, a) for b, a in indices if a.coef["l"] == 0]
-  vec = [(b, a) for b, a in indices if a.coef["l"] == 1]
+  if out is None or out.coef["l"] != 1 or out.coef["k"] != 0: return None
+  bc = [o for o in operands if not o.depends("l") and o.index.coef["k"] == 1]   # packed by runs along k
+  vec = [o for o in operands if o.index.coef["l"] == 1 and not o.depends("r")]
   if len(bc) != 1 or len(vec) != 1: return None
+  row_depth = depth[row_axis]
+  # the tile is the innermost loop body: loops inside the row loop run once
+  if any(F[a] // s != 1 for a, s in loops[row_depth + 1:]): return None
+  # each operand is packed at the start of the deepest loop it depends on; b's panel must not depend on the row loop
+  # and neither pack may sit inside it or inside the thread loop's split (both cover the row loop's whole range)
+  def pack_depth(o: Operand) -> int: return max([d for d in range(row_depth) if o.depends(f"q{d}")], default=-1)
   thread = depth[lk.thread_axis] if lk.thread_axis is not None else None
-  return GemmLayout(loops, thread, depth[lk.accumulate_axis], depth[row_axis], rows, columns, F[k_axis], out, bc[0], vec[0])
+  if vec[0].depends(f"q{row_depth}") or thread == row_depth: return None
+  acc = depth[lk.accumulate_axis] if lk.accumulate_axis is not None else None
+  g = GemmLayout(loops, thread, acc, row_depth, rows, columns, F[k_axis], out, bc[0], vec[0], pack_depth(bc[0]),
+                 pack_depth(vec[0]), F[row_axis] // rows)
+  isz = spec.out_dtype.itemsize
+  return g if sum(g.pack_sizes(NATIVE_BYTES // isz)[1:]) * isz <= PACK_BYTES else None
 
 
 def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   """`void NAME(ptr out, ptr in..., i64 start, i64 end)` for the layout: the generic kernel's signature and loops
-  ([start, end) of the thread axis), each tile's k loop a micro-kernel of phis, the first k chunk stored and the others
-  added to the output."""
+  ([start, end) of the thread axis); each operand packed into a stack buffer where its loops change (a: the row block's
+  tiles, [tile][k][row]; b: the panel, [k][lane]; zeros where a pad's mask is false), each tile's k loop a
+  micro-kernel of phis over the packs, the first k chunk stored and the others added to the output."""
   spec = lk.spec
   T = "float" if spec.out_dtype == dtypes.float32 else "double"
   isz = spec.out_dtype.itemsize
   N = min(NATIVE_BYTES // isz, g.columns)
   V, nv = f"<{N} x {T}>", g.columns // N
-  fma = f"llvm.fma.v{N}{'f32' if isz == 4 else 'f64'}"
+  vt = f"v{N}{'f32' if isz == 4 else 'f64'}"
+  fma, masked_load = f"llvm.fma.{vt}", f"llvm.masked.load.{vt}.p0"
+  tiles = g.tiles
+  qs = [f"%q{d}" for d in range(len(g.loops))]
+  a_len, a_pack, b_pack = g.pack_sizes(N)
   L: list[str] = []
   e = L.append
-  qs = [f"%q{d}" for d in range(len(g.loops))]
 
-  def offset(name: str, a: Affine) -> str:   # the tile's base index from the loop counters, as an i64 value
-    cur = str(a.const)
-    for d, q in enumerate(qs):
-      c = a.coef.get(f"q{d}", 0)
-      if c:
-        e(f"  %{name}.m{d} = mul i64 {q}, {c}")
-        e(f"  %{name}.s{d} = add i64 {cur}, %{name}.m{d}")
-        cur = f"%{name}.s{d}"
-    return cur
+  def lin(name: str, a: Affine, terms: dict[str, str | int]) -> str:
+    """const + sum(coef * value) as an i64 value, over the counters of the loops outside the row loop and `terms`
+    (name -> IR value or number); the loops inside the row loop run once (at 0). Numbers fold into the constant."""
+    names = {f"q{d}": q for d, q in enumerate(qs[:g.row_depth])} | terms
+    const = a.const + sum(a.coef.get(n, 0) * v for n, v in names.items() if isinstance(v, int))
+    cur = None
+    for n, v in names.items():
+      c = a.coef.get(n, 0)
+      if c and not isinstance(v, int):
+        if c != 1: e(f"  %{name}.m{n} = mul i64 {v}, {c}")
+        m = v if c == 1 else f"%{name}.m{n}"
+        if cur is not None: e(f"  %{name}.s{n} = add i64 {cur}, {m}")
+        cur = m if cur is None else f"%{name}.s{n}"
+    if cur is None: return str(const)
+    if const: e(f"  %{name}.c = add i64 {cur}, {const}")
+    return f"%{name}.c" if const else cur
+
+  def above(a: Affine, lo: int) -> bool:   # a >= lo wherever it is evaluated: counters are never negative
+    return a.const >= lo and all(c >= 0 for c in a.coef.values())
+
+  def in_bounds(name: str, value: str, a: Affine, lo: int, hi: int) -> str:
+    """`lo <= value < hi` as an i1, where value is `a` at some point."""
+    e(f"  %{name}.hi = icmp slt i64 {value}, {hi}")
+    if above(a, lo): return f"%{name}.hi"
+    e(f"  %{name}.lo = icmp sge i64 {value}, {lo}")
+    e(f"  %{name}.ok = and i1 %{name}.lo, %{name}.hi")
+    return f"%{name}.ok"
+
+  def run_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, count: int) -> tuple[str, str | None, list]:
+    """Where a run of `count` elements of `o` along `var` (its coefficient is 1) starts, for `terms`; the pad's
+    conditions that do not move along the run as one i1 (None: no such condition); those that do as (value at
+    var = 0, var's coefficient, lo, hi). Lanes past `count` are padding too."""
+    src = lin(f"{tag}.s", o.index, terms | {var: 0})
+    e(f"  %{tag}.sp = getelementptr {T}, ptr %b{o.buf}, i64 {src}")
+    fixed, moving = None, []
+    for i, (a, lo, hi) in enumerate(o.conds):
+      v = lin(f"{tag}.c{i}", a, terms | {var: 0})
+      if a.coef.get(var, 0):
+        moving.append((v, a.coef[var], lo, hi, not above(a, lo)))
+        continue
+      ok = in_bounds(f"{tag}.b{i}", v, a, lo, hi)
+      if fixed is not None: e(f"  %{tag}.f{i} = and i1 {fixed}, {ok}")
+      fixed = ok if fixed is None else f"%{tag}.f{i}"
+    if count % N: moving.append(("0", 1, 0, count, False))
+    return f"%{tag}.sp", fixed, moving
+
+  def run_load(tag: str, start: tuple[str, str | None, list], v: str) -> str:
+    """The native vector of the run at element `v`: a plain load, or a masked one (zeros) where a pad's conditions
+    fail; a moving condition is affine in the lane: its value at 0, plus the coefficient times the lane's index."""
+    src, fixed, moving = start
+    e(f"  %{tag}.p = getelementptr {T}, ptr {src}, i64 {v}")
+    if fixed is None and not moving:
+      e(f"  %{tag}.x = load {V}, ptr %{tag}.p, align {isz}")
+      return f"%{tag}.x"
+    mask = None
+    splat = lambda x: f"<{', '.join([f'i64 {x}'] * N)}>"
+    def vector(name: str, scalar: str, ty: str) -> str:
+      e(f"  %{tag}.{name}e = insertelement <{N} x {ty}> poison, {ty} {scalar}, i64 0")
+      e(f"  %{tag}.{name} = shufflevector <{N} x {ty}> %{tag}.{name}e, <{N} x {ty}> poison, <{N} x i32> zeroinitializer")
+      return f"%{tag}.{name}"
+    if fixed is not None: mask = vector("fx", fixed, "i1")
+    for i, (v0, c, lo, hi, check_lo) in enumerate(moving):
+      at = v
+      if c != 1:
+        e(f"  %{tag}.m{i} = mul i64 {v}, {c}")
+        at = f"%{tag}.m{i}"
+      e(f"  %{tag}.a{i} = add i64 {v0}, {at}")
+      w = vector(f"b{i}", f"%{tag}.a{i}", "i64")
+      e(f"  %{tag}.w{i} = add <{N} x i64> {w}, <{', '.join(f'i64 {x * c}' for x in range(N))}>")
+      e(f"  %{tag}.ok{i} = icmp slt <{N} x i64> %{tag}.w{i}, {splat(hi)}")
+      ok = f"%{tag}.ok{i}"
+      if check_lo:
+        e(f"  %{tag}.lo{i} = icmp sge <{N} x i64> %{tag}.w{i}, {splat(lo)}")
+        e(f"  %{tag}.in{i} = and <{N} x i1> %{tag}.ok{i}, %{tag}.lo{i}")
+        ok = f"%{tag}.in{i}"
+      if mask is not None: e(f"  %{tag}.all{i} = and <{N} x i1> {mask}, {ok}")
+      mask = ok if mask is None else f"%{tag}.all{i}"
+    e(f"  %{tag}.x = call {V} @{masked_load}(ptr %{tag}.p, i32 {isz}, <{N} x i1> {mask}, {V} zeroinitializer)")
+    return f"%{tag}.x"
+
+  def pack_a(pred: str) -> str:   # the row block's tiles of a, [tile][k][row]: a tile's rows interleaved per k
+    e("  br label %pa.t")
+    e("pa.t:")
+    e(f"  %pa.tq = phi i64 [ 0, %{pred} ], [ %pa.tn, %pa.kx ]")
+    e(f"  %pa.to = mul i64 %pa.tq, {g.rows * a_len}")
+    e(f"  %pa.d = getelementptr inbounds {T}, ptr %apack, i64 %pa.to")
+    starts = [run_start(f"pa.r{r}", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": r}, "k", g.kc) for r in range(g.rows)]
+    e("  br label %pa.k")
+    e("pa.k:")
+    e("  %pa.v = phi i64 [ 0, %pa.t ], [ %pa.vn, %pa.k ]")
+    rows = [run_load(f"pa.k{r}", st, "%pa.v") for r, st in enumerate(starts)]
+    # the rows' N k steps joined into one vector (pairs, then pairs of pairs; an odd one widened), then interleaved k major
+    vals, level = [(x, N) for x in rows], 0
+    while len(vals) > 1:
+      joined = []
+      for i in range(0, len(vals) - 1, 2):
+        (x, wx), (y, wy) = vals[i], vals[i + 1]
+        if wy < wx:
+          e(f"  %pa.w{level}_{i} = shufflevector <{wy} x {T}> {y}, <{wy} x {T}> poison, <{wx} x i32> <{', '.join([f'i32 {j}' for j in range(wy)] + ['i32 poison'] * (wx - wy))}>")
+          y = f"%pa.w{level}_{i}"
+        e(f"  %pa.j{level}_{i} = shufflevector <{wx} x {T}> {x}, <{wx} x {T}> {y}, <{wx + wy} x i32> <{', '.join(f'i32 {j}' for j in list(range(wx)) + list(range(wx, wx + wy)))}>")
+        joined.append((f"%pa.j{level}_{i}", wx + wy))
+      if len(vals) % 2: joined.append(vals[-1])
+      vals, level = joined, level + 1
+    whole, width = vals[0]
+    cat = f"<{g.rows * N} x {T}>"
+    order = ", ".join(f"i32 {r * N + kk}" for kk in range(N) for r in range(g.rows))
+    e(f"  %pa.il = shufflevector <{width} x {T}> {whole}, <{width} x {T}> poison, {cat.replace(T, 'i32')} <{order}>")
+    e(f"  %pa.o = mul i64 %pa.v, {g.rows}")
+    e(f"  %pa.q = getelementptr inbounds {T}, ptr %pa.d, i64 %pa.o")
+    e(f"  store {cat} %pa.il, ptr %pa.q, align {isz}")
+    e(f"  %pa.vn = add i64 %pa.v, {N}")
+    e(f"  %pa.more = icmp slt i64 %pa.vn, {g.kc}")
+    e("  br i1 %pa.more, label %pa.k, label %pa.kx")
+    e("pa.kx:")
+    e("  %pa.tn = add i64 %pa.tq, 1")
+    e(f"  %pa.tc = icmp slt i64 %pa.tn, {tiles}")
+    e("  br i1 %pa.tc, label %pa.t, label %pa.done")
+    e("pa.done:")
+    return "pa.done"
+
+  def pack_b(pred: str) -> str:   # the column panel of b, [k][lane]
+    e("  br label %pb.k")
+    e("pb.k:")
+    e(f"  %pb.kq = phi i64 [ 0, %{pred} ], [ %pb.kn, %pb.k ]")
+    e(f"  %pb.d = mul i64 %pb.kq, {g.columns}")
+    e(f"  %pb.dp = getelementptr inbounds {T}, ptr %bpack, i64 %pb.d")
+    start = run_start("pb.r", g.vector, {"k": "%pb.kq"}, "l", g.columns)
+    for j in range(nv):
+      x = run_load(f"pb.l{j}", start, str(j * N))
+      e(f"  %pb.q{j} = getelementptr inbounds {T}, ptr %pb.dp, i64 {j * N}")
+      e(f"  store {V} {x}, ptr %pb.q{j}, align {N * isz}")
+    e("  %pb.kn = add i64 %pb.kq, 1")
+    e(f"  %pb.kc = icmp slt i64 %pb.kn, {g.kc}")
+    e("  br i1 %pb.kc, label %pb.k, label %pb.done")
+    e("pb.done:")
+    return "pb.done"
+
+  def packs(depth: int, pred: str) -> str:   # the packs that belong at the start of this loop's body (-1: entry)
+    if g.bcast_pack_depth == depth: pred = pack_a(pred)
+    if g.vector_pack_depth == depth: pred = pack_b(pred)
+    return pred
 
   def tile() -> None:
-    ob, ab, bb = offset("o", g.out), offset("a", g.bcast[1]), offset("b", g.vector[1])
+    ob = lin("o", g.out, {f"q{g.row_depth}": f"%q{g.row_depth}"})
     e(f"  %op = getelementptr inbounds {T}, ptr %b0, i64 {ob}")
-    e(f"  %ap = getelementptr inbounds {T}, ptr %b{g.bcast[0]}, i64 {ab}")
-    e(f"  %bp = getelementptr inbounds {T}, ptr %b{g.vector[0]}, i64 {bb}")
+    e(f"  %ao = mul i64 %q{g.row_depth}, {a_len * g.rows}")
+    e(f"  %ap = getelementptr inbounds {T}, ptr %apack, i64 %ao")
     for r in range(g.rows):   # the next tile's outputs, which it reads back: a miss then would stall its start
       for j in range(0, g.columns, 64 // isz):   # one per cache line
         e(f"  %pf{r}_{j} = getelementptr {T}, ptr %op, i64 {g.out.coef[f'q{g.row_depth}'] + g.out.at(r=r, l=j) - g.out.const}")
         e(f"  call void @llvm.prefetch.p0(ptr %pf{r}_{j}, i32 1, i32 3, i32 1)")
+    next_panel = g.vector.index.coef.get(f"q{g.vector_pack_depth}", 0) if g.vector_pack_depth >= 0 else 0
+    start = "tile"
+    if next_panel:   # this tile's share of the rows the next pack of b reads (far apart: misses stalled the pack)
+      share, ck = -(-g.kc // tiles), g.vector.index.coef["k"]
+      e(f"  %bn = getelementptr {T}, ptr %b{g.vector.buf}, i64 {lin('bn', g.vector.index, {'k': 0, 'l': 0})}")
+      e(f"  %bs = mul i64 %q{g.row_depth}, {share * ck}")
+      e(f"  %bs1 = add i64 %bs, {next_panel}")
+      e("  br label %pf")
+      e("pf:")
+      e("  %pfi = phi i64 [ 0, %tile ], [ %pfn, %pf ]")
+      e(f"  %pfm = mul i64 %pfi, {ck}")
+      e("  %pfo = add i64 %bs1, %pfm")
+      for j in sorted({0, g.columns - 1}):   # a row's both ends: rows not 64-byte aligned span two cache lines
+        e(f"  %pfo{j} = add i64 %pfo, {j}")
+        e(f"  %pfq{j} = getelementptr {T}, ptr %bn, i64 %pfo{j}")
+        e(f"  call void @llvm.prefetch.p0(ptr %pfq{j}, i32 0, i32 2, i32 1)")
+      e("  %pfn = add i64 %pfi, 1")
+      e(f"  %pfc = icmp slt i64 %pfn, {share}")
+      e("  br i1 %pfc, label %pf, label %pfdone")
+      e("pfdone:")
+      start = "pfdone"
     e("  br label %kl")
     e("kl:")
-    e("  %k = phi i64 [ 0, %tile ], [ %k.next, %kl ]")
+    e(f"  %k = phi i64 [ 0, %{start} ], [ %k.next, %kl ]")
     U = next(u for u in (4, 2, 1) if g.kc % u == 0)
-    next_panel = g.vector[1].coef.get(f"q{g.row_depth - 1}", 0) if g.row_depth else 0  # the panel loop's step in b
     acc = {(r, j): f"%acc{r}_{j}" for r in range(g.rows) for j in range(nv)}
-    for (r, j), name in acc.items(): e(f"  {name} = phi {V} [ zeroinitializer, %tile ], [ %f{U - 1}_{r}_{j}, %kl ]")
-    bk, ak = g.vector[1].coef["k"], g.bcast[1].coef["k"]
+    for (r, j), name in acc.items(): e(f"  {name} = phi {V} [ zeroinitializer, %{start} ], [ %f{U - 1}_{r}_{j}, %kl ]")
     for u in range(U):
       e(f"  %kk{u} = add i64 %k, {u}")
-      e(f"  %bk{u} = mul i64 %kk{u}, {bk}")
-      e(f"  %ak{u} = mul i64 %kk{u}, {ak}")
-      if next_panel:  # the next panel's row of b into L2 (one line per k): max +4-6% on 1024^2, pairs alternated
-        e(f"  %pn{u} = add i64 %bk{u}, {next_panel}")
-        e(f"  %pq{u} = getelementptr {T}, ptr %bp, i64 %pn{u}")
-        e(f"  call void @llvm.prefetch.p0(ptr %pq{u}, i32 0, i32 2, i32 1)")
+      e(f"  %bk{u} = mul i64 %kk{u}, {g.columns}")
       for j in range(nv):
-        e(f"  %bi{u}_{j} = add i64 %bk{u}, {g.vector[1].at(l=j * N) - g.vector[1].const}")
-        e(f"  %bq{u}_{j} = getelementptr inbounds {T}, ptr %bp, i64 %bi{u}_{j}")
-        e(f"  %bv{u}_{j} = load {V}, ptr %bq{u}_{j}, align {isz}")
+        e(f"  %bi{u}_{j} = add i64 %bk{u}, {j * N}")
+        e(f"  %bq{u}_{j} = getelementptr inbounds {T}, ptr %bpack, i64 %bi{u}_{j}")
+        e(f"  %bv{u}_{j} = load {V}, ptr %bq{u}_{j}, align {N * isz}")
       for r in range(g.rows):
-        e(f"  %ai{u}_{r} = add i64 %ak{u}, {g.bcast[1].at(r=r) - g.bcast[1].const}")
+        e(f"  %ak{u}_{r} = mul i64 %kk{u}, {g.rows}")
+        e(f"  %ai{u}_{r} = add i64 %ak{u}_{r}, {r}")
         e(f"  %aq{u}_{r} = getelementptr inbounds {T}, ptr %ap, i64 %ai{u}_{r}")
         e(f"  %as{u}_{r} = load {T}, ptr %aq{u}_{r}, align {isz}")
         e(f"  %ae{u}_{r} = insertelement {V} poison, {T} %as{u}_{r}, i64 0")
@@ -154,20 +346,22 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %k.more = icmp ult i64 %k.next, {g.kc}")
     e("  br i1 %k.more, label %kl, label %kdone")
     e("kdone:")   # the first k chunk stores, the others add to what the earlier ones stored
-    e(f"  %first = icmp eq i64 %q{g.accumulate_depth}, 0")
-    e("  br i1 %first, label %store, label %add")
-    e("add:")
     outs = {(r, j): g.out.at(r=r, l=j * N) - g.out.const for r in range(g.rows) for j in range(nv)}
-    for (r, j), o in outs.items():
-      e(f"  %cq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {o}")
-      e(f"  %co{r}_{j} = load {V}, ptr %cq{r}_{j}, align {isz}")
-      e(f"  %cs{r}_{j} = fadd {V} %co{r}_{j}, {acc[r, j]}")
-    e("  br label %store")
-    e("store:")
-    for r, j in outs: e(f"  %fin{r}_{j} = phi {V} [ {acc[r, j]}, %kdone ], [ %cs{r}_{j}, %add ]")
+    if g.accumulate_depth is not None:
+      e(f"  %first = icmp eq i64 %q{g.accumulate_depth}, 0")
+      e("  br i1 %first, label %store, label %add")
+      e("add:")
+      for (r, j), o in outs.items():
+        e(f"  %cq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {o}")
+        e(f"  %co{r}_{j} = load {V}, ptr %cq{r}_{j}, align {isz}")
+        e(f"  %cs{r}_{j} = fadd {V} %co{r}_{j}, {acc[r, j]}")
+      e("  br label %store")
+      e("store:")
+      for r, j in outs: e(f"  %fin{r}_{j} = phi {V} [ {acc[r, j]}, %kdone ], [ %cs{r}_{j}, %add ]")
+    final = {(r, j): f"%fin{r}_{j}" if g.accumulate_depth is not None else acc[r, j] for r, j in outs}
     for (r, j), o in outs.items():
       e(f"  %sq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {o}")
-      e(f"  store {V} %fin{r}_{j}, ptr %sq{r}_{j}, align {isz}")
+      e(f"  store {V} {final[r, j]}, ptr %sq{r}_{j}, align {isz}")
 
   def loops(d: int, pred: str) -> None:   # loop d and those inside it, entered from block `pred`
     if d == len(g.loops):
@@ -188,7 +382,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e(f"  br label %h{d}")
     e(f"h{d}:")
     e(f"  %q{d} = phi i64 [ {lo}, %{pred} ], [ %n{d}, %latch{d} ]")
-    loops(d + 1, f"h{d}")
+    loops(d + 1, packs(d, f"h{d}"))
     e(f"  br label %latch{d}")
     e(f"latch{d}:")
     e(f"  %n{d} = add i64 %q{d}, 1")
@@ -199,8 +393,11 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   params = ", ".join([f"ptr noalias align 16 %b{i}" for i in range(len(spec.buf_dtypes))] + ["i64 %start", "i64 %end"])
   e(f"define void @{lk.name}({params}) #0 {{")
   e("entry:")
-  loops(0, "entry")
+  e(f"  %apack = alloca [{a_pack} x {T}], align 64")
+  e(f"  %bpack = alloca [{b_pack} x {T}], align 64")
+  loops(0, packs(-1, "entry"))
   e("  ret void")
   e("}")
-  head = [CODEGEN_ONLY, f"declare {V} @{fma}({V}, {V}, {V})", "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)", ""]
+  head = [CODEGEN_ONLY, f"declare {V} @{fma}({V}, {V}, {V})", f"declare {V} @{masked_load}(ptr, i32, <{N} x i1>, {V})",
+          "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)", ""]
   return "\n".join(head + L)

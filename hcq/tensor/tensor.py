@@ -796,6 +796,14 @@ class Tensor:
     ts = [t if isinstance(t, Tensor) else Tensor(t, device=device) for t in tensors]
     return Tensor.cat(*[t.unsqueeze(axis) for t in ts], axis=axis)
 
+  def _as_buffer_view(self) -> Tensor:
+    """This tensor if it is realized data or one view of it contiguous along its last axis (loads affine in the
+    index, rows as runs of memory), else a realized copy."""
+    node = self.node
+    if node.realized: return self
+    if node.op == "VIEW" and node.srcs[0].realized and len(node.arg.views) == 1 and node.arg.views[0].strides[-1] == 1: return self
+    return self.contiguous()
+
   # compound ops
   def matmul(self, other) -> Tensor:
     """numpy.matmul: 1-D operands are promoted and the added axis removed; leading axes broadcast."""
@@ -810,9 +818,14 @@ class Tensor:
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-    a = a.cast(acc)._broadcast_to(batch + (m, k))
-    b = b.cast(acc)._broadcast_to(batch + (k, n))
     from hcq.tensor.loops import TILE_ROWS, TILE_VECTORS, matmul_k_chunks, matmul_row_blocks
+    # float32/float64 on the CPU: the GEMM kernel packs its operands itself (render_gemm), reading them through their
+    # views, so an operand that is a plain view of data stays one and anything else is realized first
+    packs_itself = acc in (dtypes.float32, dtypes.float64) and get_device(self.device).kind == "CPU"
+    a, b = a.cast(acc), b.cast(acc)
+    if packs_itself: a, b = a._as_buffer_view(), b._as_buffer_view()
+    a = a._broadcast_to(batch + (m, k))
+    b = b._broadcast_to(batch + (k, n))
     panel = TILE_VECTORS * (64 // acc.itemsize)  # the register tile's vectors of output columns
     nb = len(batch)
     B = tuple(range(nb))
@@ -832,8 +845,9 @@ class Tensor:
       m_pad, np_ = blocks * block_rows, n_pad // panel
       a = a.pad(((0, 0),) * nb + ((0, m_pad - m), (0, splits * kc - k)))
       b = b.pad(((0, 0),) * nb + ((0, splits * kc - k), (0, n_pad - n)))
-      a = a.reshape(batch + (m_pad // rows, rows, splits, kc)).permute(*B, nb + 2, nb, nb + 3, nb + 1).contiguous()
-      b = b.reshape(batch + (splits, kc, np_, panel)).permute(*B, nb, nb + 2, nb + 1, nb + 3).contiguous()
+      a = a.reshape(batch + (m_pad // rows, rows, splits, kc)).permute(*B, nb + 2, nb, nb + 3, nb + 1)
+      b = b.reshape(batch + (splits, kc, np_, panel)).permute(*B, nb, nb + 2, nb + 1, nb + 3)
+      if not packs_itself: a, b = a.contiguous(), b.contiguous()
       full = batch + (splits, blocks, block_rows, np_, panel, kc)
       at = a.permute(*B, nb, nb + 1, nb + 3, nb + 2).reshape(batch + (splits, blocks, block_rows, 1, 1, kc))
       bt = b.permute(*B, nb, nb + 1, nb + 3, nb + 2).reshape(batch + (splits, 1, 1, np_, panel, kc))
