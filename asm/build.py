@@ -233,7 +233,7 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
       raise OperandError(f"{name}: expected a VGPR or AGPR range of {count}, got {arg!s}")
     if named is not None: values[name] = named
     elif isinstance(arg, Reg) and arg.file in ("v", "a"):
-      if kind == "ssrc": raise OperandError(f"{name}: a scalar operand, got the VGPR {arg}")
+      if kind == "ssrc" or file == "s": raise OperandError(f"{name}: a scalar operand (an SGPR or a constant), got the VGPR {arg}")
       values[name] = 256 + _vgpr(arg, count, name, file == "v128", "a" if file == "a" else "va" if acc else "v")
       if acc and arg.file == "a": values[acc] = 1
     elif isinstance(arg, Reg):

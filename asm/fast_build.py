@@ -107,7 +107,7 @@ class Builder:
       number.how = ("number", name, known)
       return number
     if kind in ("src", "ssrc"):
-      v128, scalar_count, ssrc = file == "v128", 1 if count == "l" else count, kind == "ssrc"
+      v128, scalar_count, ssrc = file == "v128", 1 if count == "l" else count, kind == "ssrc" or file == "s"  # no VGPR (a lane mask)
       source_modifier = _memo_source_modifier(opc, name)
       constant = _constant(extra)
 

@@ -65,7 +65,8 @@ def literal_text(literal: int, ctype: str) -> str:
 def source_text(isa: ISA, value: int, spec: tuple, literal: int | None, valu: bool) -> str | None:
   """Text of a 9-bit (or 8-bit) source field value."""
   count, ctype = spec[2], spec[3]
-  if value >= 256: return vgpr_text(value - 256, count) if count == "l" or value - 256 + count <= 256 else None
+  if value >= 256:  # a VGPR; none in an SGPR-only source (v_cndmask_b32_e64's lane mask)
+    return None if spec[1] == "s" else vgpr_text(value - 256, count) if count == "l" or value - 256 + count <= 256 else None
   if value == LITERAL: return None if literal is None else literal_text(literal, ctype)
   return scalar_text(isa, value, count, ctype, valu)
 
