@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from hcq.asm import named
+from hcq.asm import constant_bus, named
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import ISA, Opcode
 from hcq.asm.numbers import parse_number_text, split_syntax
@@ -106,6 +106,8 @@ def build_generic(isa: ISA, opc: Opcode, args: list, mods: dict[str, Any]) -> In
   written = {f for key in mods for f in _fields_of(opc, key)}   # written at their default too (op_sel_hi:[1,1,1])
   check_refused_bits(opc, values, written | {f for f in values if values[f] != initial.get(f)})
   if any(syn.startswith("acc:") for syn in opc.mods.values()): _check_acc(opc, specs, args)
+  over = constant_bus.violation(isa, opc, values, literal[0])
+  if over is not None: raise OperandError(over[1], over[0])
   return Instruction(isa, opc, values, literal[0])
 
 

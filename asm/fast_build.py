@@ -15,6 +15,7 @@ import functools
 from typing import Any
 
 from hcq.asm import build as generic
+from hcq.asm import constant_bus
 from hcq.asm.build import Modified, build_generic, initial_values
 from hcq.asm.fast_decode import covered
 from hcq.asm.instruction import Instruction
@@ -47,7 +48,7 @@ class Builder:
     if compiled is not None:
       try:
         inst = compiled(args, mods)
-        if inst is not None: return inst
+        if inst is not None and constant_bus.violation(self.isa, opc, inst.values, inst.literal) is None: return inst
       except Exception: pass  # noqa: BLE001 - the assigners below decide (an unhashable modifier value, ...)
     try:
       values = base.copy()
@@ -63,6 +64,7 @@ class Builder:
         if valid is not None:
           v = values[name]
           if v < 256 and not valid >> v & 1: raise _Generic
+      if constant_bus.violation(self.isa, opc, values, literal[0]) is not None: raise _Generic
       return Instruction(self.isa, opc, values, literal[0])
     except Exception:  # noqa: BLE001 - the generic builder decides, and raises its own error
       return build_generic(self.isa, opc, list(args), mods)
