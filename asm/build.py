@@ -158,7 +158,7 @@ def _vgpr(arg: Any, count: int | str, name: str, low: bool = False, files: str =
     return arg.value | (128 if arg.half == "h" else 0)
   if arg.half is not None: raise OperandError(f"{name}: expected a 32-bit VGPR, got the 16-bit half {arg}")
   if arg.count != count: raise OperandError(f"{name}: expected {count} VGPR{'s' if count != 1 else ''}, got {arg}")
-  if arg.value + arg.count > 256: raise OperandError(f"{name}: {arg} is past v255")
+  if arg.value + arg.count > 256: raise OperandError(f"{name}: {arg} is past {arg.file}255")
   if low and arg.value > 127: raise OperandError(f"{name}: this operand reaches v127 at most, got {arg}")
   return arg.value
 

@@ -7,7 +7,7 @@ from hcq.asm.build import OMOD_VALUES, Modified, build, modifier_keyword, modifi
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import ISA, Opcode
 from hcq.asm.operands import OperandError, parse_number
-from hcq.asm.registers import parse_register
+from hcq.asm.registers import parse_register, past_file
 from hcq.asm.tokens import split_operands_at
 
 
@@ -127,6 +127,9 @@ def _parse_with(isa: ISA, opc: Opcode, rest: str, rest_at: int, line: int, colum
   if missing is not None:
     what = {"dpp_ctrl": "a lane control (quad_perm:[...], row_shl:N, ...)", "dpp8": "dpp8:[...]", "dim": "dim:...", "dmask": "dmask:..."}[missing]
     raise AsmError(f"{opc.mnemonic} needs {what}, as llvm-mc does", line, column + rest_at + len(rest.rstrip()))
+  for _, t, at in args:  # s106 would read as vcc_lo: named here (VGPR ranges: the builder names the operand)
+    past = past_file(t.lstrip("-|").rstrip("|"), isa.sgprs)
+    if past and t.lstrip("-|")[0] in "st": raise AsmError(past, line, column + rest_at + at)
   values = [operand_value(t) for _, t, _ in args]
   try:
     return build(isa, opc, values, mods)
