@@ -20,7 +20,7 @@ from hcq.asm.build import Modified, build_generic, initial_values
 from hcq.asm.fast_decode import covered
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import ISA, Opcode
-from hcq.asm.operands import constant_value
+from hcq.asm.operands import constant_value, literal_width
 from hcq.asm.registers import Reg
 
 
@@ -111,7 +111,7 @@ class Builder:
     if kind in ("src", "ssrc"):
       v128, scalar_count, ssrc = file == "v128", 1 if count == "l" else count, kind == "ssrc" or file == "s"  # no VGPR (a lane mask)
       source_modifier = _memo_source_modifier(opc, name)
-      constant = _constant(extra)
+      constant = _constant(extra, literal_width(opc.fmt.family, opc.mnemonic, count, extra))
 
       def src(arg, values, literal) -> None:
         t = type(arg)
@@ -243,7 +243,7 @@ def _source_case(env: dict, i: int, a: str, x: str, count, ssrc: bool, v128: boo
            f"  elif type({a}) is float and {a} in INLINE_FLOAT: {x} = INLINE_FLOAT[{a}]"]
   if hasattr(constant, "inline"):  # 32- and 64-bit operands: an integer whose bits are no inline float is a literal
     env[f"INL{i}"] = constant.inline
-    code += [f"  elif type({a}) is int and -0x80000000 <= {a} <= 0xffffffff and ({a} & 0xffffffff) << {constant.shift} not in INL{i}:",
+    code += [f"  elif type({a}) is int and -0x80000000 <= {a} <= {constant.top} and ({a} & 0xffffffff) << {constant.shift} not in INL{i}:",
              f"    if lit is not None and lit != {a} & 0xffffffff: return None", f"    lit = {a} & 0xffffffff", f"    {x} = 255"]
   return code + ["  else: return None"]
 
@@ -301,21 +301,25 @@ def _memo_source_modifier(opc: Opcode, name: str):
 
 
 @functools.cache
-def _constant(ctype: str):
-  """fn(number) -> operands.constant_value(number, ctype), skipping its search of the inline float constants
-  for an integer literal whose bits are none of theirs."""
+def _constant(ctype: str, width: int):
+  """fn(number) -> operands.constant_value(number, ctype, width), skipping its search of the inline float constants
+  for an integer literal whose bits are none of theirs (32-bit and f64 operands)."""
   import struct
   from hcq.asm.operands import _INV_2PI_BITS, INLINE_FLOATS, _inline_of_bits
-  if ctype not in ("", "d"): return lambda n: constant_value(n, ctype)
+  if ctype not in ("", "d") or width not in (32, 64) or (ctype == "d") != (width == 64):
+    def general(n): return constant_value(n, ctype, width)
+    general.width = width
+    return general
   pack = (lambda f: struct.unpack("<Q", struct.pack("<d", f))[0]) if ctype == "d" else (lambda f: struct.unpack("<I", struct.pack("<f", f))[0])
   inline = frozenset(b for b in {pack(f) for f in INLINE_FLOATS.values()} | {_INV_2PI_BITS[ctype]} if _inline_of_bits(b, ctype) is not None)
   shift = 32 if ctype == "d" else 0
+  top = 0xffffffff if ctype == "d" else 0xffffffef  # 32-bit: 0xfffffff0.. are -16..-1
 
   def constant(n):
-    if type(n) is int and not -16 <= n <= 64 and -0x80000000 <= n <= 0xffffffff and (n & 0xffffffff) << shift not in inline:
+    if type(n) is int and not -16 <= n <= 64 and -0x80000000 <= n <= top and (n & 0xffffffff) << shift not in inline:
       return 255, n & 0xffffffff  # what constant_value returns for a literal
-    return constant_value(n, ctype)
-  constant.inline, constant.shift = inline, shift
+    return constant_value(n, ctype, width)
+  constant.inline, constant.shift, constant.top, constant.width = inline, shift, top, width
   return constant
 
 

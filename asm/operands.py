@@ -122,8 +122,23 @@ def parse_number(token: str) -> int | float | None:
   return None
 
 
-def constant_value(number: int | float, ctype: str) -> tuple[int, int | None]:
-  """(field value, literal) for a number used as a source: an inline constant when one encodes it, else a literal."""
+def literal_width(family: str, mnemonic: str, count: int | str, ctype: str) -> int:
+  """How llvm-mc 19 reads an integer written for a source (AMDGPUOperand::addLiteralImmOperand): 64 (an f64 source),
+  -64 (a 64-bit integer source: its literal is the low dword), 16 (f16/i16, gfx9's VOP3 f16), or 32 (the rest, packed
+  16-bit pairs and gfx940's packed f32 pairs included)."""
+  if count == 2 and family != "VOP3P": return 64 if "f64" in mnemonic else -64
+  if ctype in ("h", "H") or ctype == "p" and family != "VOP3P": return 16
+  if family.endswith("_SDWA"):  # gfx9 SDWA prints 32-bit constants: the source type is the mnemonic's last (v_cvt_f32_f16: f16)
+    types = re.findall(r"_[fiub](16|32|64)", mnemonic)
+    if types and types[-1] == "16": return 16
+  return 32
+
+
+def constant_value(number: int | float, ctype: str, width: int = 32) -> tuple[int, int | None]:
+  """(field value, literal) for a number used as a source: an inline constant when one encodes it, else a literal.
+  An integer is read as llvm-mc 19 reads it (addLiteralImmOperand): 64-bit two's complement (0xfffffffffffffff0 is
+  -16), then in the operand's `width` (literal_width): 0xffffffff is -1 in a 32-bit operand, 0xffff -1 in an f16
+  one; a 64-bit operand takes -16..64 and the inline doubles' bit patterns, else a 32-bit literal."""
   if isinstance(number, float):
     for code, f in INLINE_FLOATS.items():
       if number == f: return code, None
@@ -135,16 +150,25 @@ def constant_value(number: int | float, ctype: str) -> tuple[int, int | None]:
       if bits & 0xffffffff: raise OperandError(f"{number!r} is not exact as a 64-bit literal (low 32 bits must be zero)")
       return LITERAL, bits >> 32
     return LITERAL, struct.unpack("<I", struct.pack("<f", number))[0]
+  if not -(1 << 63) <= number < 1 << 64: raise OperandError(f"{number} does not fit 64 bits")
+  if number >= 1 << 63: number -= 1 << 64
   if -16 <= number <= 64: return (128 + number if number >= 0 else 192 - number), None
-  if ctype in ("h", "H"):
+  if abs(width) == 64:
+    inline = _inline_of_bits(number & (1 << 64) - 1, "d")
+    if inline is not None: return inline, None
+  if abs(width) == 16:
     if not -0x8000 <= number <= 0xffff: raise OperandError(f"{number} does not fit a 16-bit literal")
     bits = number & 0xffff
+    if ctype == "H": return LITERAL, bits  # i16: inline only as -16..64 written
+    if bits >= 0xfff0: return 192 + (0x10000 - bits), None  # f16: 0xffff is the integer -1
     inline = _inline_of_bits(bits, "h")
-    return (inline, None) if inline is not None and ctype == "h" else (LITERAL, bits)
+    return (inline, None) if inline is not None else (LITERAL, bits)
   if not -0x80000000 <= number <= 0xffffffff: raise OperandError(f"{number} does not fit a 32-bit literal")
   bits = number & 0xffffffff
+  if width == -64: return LITERAL, bits  # a 64-bit integer: the literal is its low dword, no float pattern
+  if width == 32 and bits >= 0xfffffff0: return 192 + (0x100000000 - bits), None  # 0xffffffff is the integer -1
   # 'p' (packed f16): the f16 patterns (0x3800) are inline, other bits a 32-bit literal (LLVM's getInlineEncodingV216)
-  inline = _inline_of_bits(bits << 32 if ctype == "d" else bits, "h" if ctype == "p" else ctype)
+  inline = _inline_of_bits(bits << 32 if width == 64 else bits, "h" if ctype == "p" else "d" if width == 64 else ctype)
   return (inline, None) if inline is not None else (LITERAL, bits)
 
 
