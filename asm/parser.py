@@ -97,8 +97,13 @@ def parse_line_generic(isa: ISA, text: str, line: int = 1, column: int = 1) -> I
   error: AsmError | None = None
   for opc in opcodes:
     try: return _parse_with(isa, opc, rest, rest_at, line, column)
-    except AsmError as e: error = error or e
+    except AsmError as e:  # the first candidate's error, unless it only lacks another form's lane control (dpp8 vs quad_perm)
+      if error is None or isinstance(error, _MissingModifier) and not isinstance(e, _MissingModifier): error = e
   raise error  # type: ignore[misc]
+
+
+class _MissingModifier(AsmError):
+  """A form's required modifier (DPP16's lane control) is absent: likely the text meant another form."""
 
 
 def _parse_with(isa: ISA, opc: Opcode, rest: str, rest_at: int, line: int, column: int) -> Instruction:
@@ -126,7 +131,7 @@ def _parse_with(isa: ISA, opc: Opcode, rest: str, rest_at: int, line: int, colum
   missing = next((f for f in required_modifiers(opc) if f not in mods), None)
   if missing is not None:
     what = {"dpp_ctrl": "a lane control (quad_perm:[...], row_shl:N, ...)", "dpp8": "dpp8:[...]", "dim": "dim:...", "dmask": "dmask:..."}[missing]
-    raise AsmError(f"{opc.mnemonic} needs {what}, as llvm-mc does", line, column + rest_at + len(rest.rstrip()))
+    raise _MissingModifier(f"{opc.mnemonic} needs {what}, as llvm-mc does", line, column + rest_at + len(rest.rstrip()))
   for _, t, at in args:  # s106 would read as vcc_lo: named here (VGPR ranges: the builder names the operand)
     past = past_file(t.lstrip("-|").rstrip("|"), isa.sgprs)
     if past and t.lstrip("-|")[0] in "st": raise AsmError(past, line, column + rest_at + at)
