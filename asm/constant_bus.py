@@ -10,12 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hcq.asm.isa import ISA, Opcode
-from hcq.asm.operands import scalar_text
+from hcq.asm.operands import LITERAL, scalar_text
 
 VALU_FAMILIES = {"VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P", "VOPD"}
 SOURCE_KINDS = {"src", "sdwa_src", "sdwa_vsrc1"}
 SHIFTS_64 = {"v_lshlrev_b64", "v_lshrrev_b64", "v_ashrrev_i64"}  # gfx10+: one scalar value (getConstantBusLimit)
-LITERAL = 255
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ def _implicit_reads(opc: Opcode) -> tuple[str, ...]:
 
 def plan(isa: ISA, opc: Opcode) -> BusPlan | None:
   """The opcode's constant-bus plan, or None when it reads no scalar value through the bus (not a VALU opcode)."""
-  if opc.fmt.family not in VALU_FAMILIES: return None
+  if opc.fmt.family.removesuffix("_SDWA") not in VALU_FAMILIES: return None
   fields = opc.fmt.fields
   sources = []
   for i, spec in enumerate(opc.operands):
@@ -71,6 +70,13 @@ def _is_scalar(isa: ISA, value: int) -> bool:
   return not (value == 124 and not isa.arch.startswith("gfx9"))  # null (gfx10+) reads nothing
 
 
+def fields_read(isa: ISA, opc: Opcode) -> tuple[str, ...]:
+  """The fields violation() reads: the sources, SDWA's scalar flags, gfx9 v_writelane's lane select."""
+  p = plan(isa, opc)
+  if p is None: return ()
+  return tuple(dict.fromkeys([name for _, name, _, _ in p.sources] + [f for f in ("s0", "s1", "src1") if f in opc.fmt.fields]))
+
+
 def violation(isa: ISA, opc: Opcode, values: dict[str, int], literal: int | None) -> tuple[int, str] | None:
   """(operand index, message) where the instruction reads more scalar values than the constant bus carries; None
   where it fits."""
@@ -86,11 +92,8 @@ def violation(isa: ISA, opc: Opcode, values: dict[str, int], literal: int | None
   last = None
   for i, name, count, size in p.sources:
     v = values.get(name, 0)
-    if name.startswith("sdwa") or opc.fmt.name.endswith("_SDWA"):
-      flag = "s0" if name == "src0" else "s1"
-      if flag in values:
-        if not values[flag]: continue
-        v &= 0xff
+    if opc.fmt.name.endswith("_SDWA"):  # an 8-bit field: s0/s1 say whether it is a scalar
+      if not values.get("s0" if name == "src0" else "s1", 1): continue
     if v == LITERAL:
       sizes.add(size); last = i
     elif _is_scalar(isa, v):

@@ -114,8 +114,8 @@ class Assembler:
     size = fmt.size
     code.append("  w |= ors")
     if constant_bus.plan(self.isa, opc) is not None:  # too many scalar values: the line parser says which
-      isa = self.isa
-      env["BUS"] = lambda w, lit: constant_bus.violation(isa, opc, fmt.unpack(w), lit)
+      isa, read = self.isa, [(f, fmt.fields[f].lo, fmt.fields[f].mask) for f in constant_bus.fields_read(self.isa, opc)]
+      env["BUS"] = lambda w, lit: constant_bus.violation(isa, opc, {f: w >> lo & m for f, lo, m in read}, lit)
       code.append("  if BUS(w, lit) is not None: return None")
     code += [f"  return w.to_bytes({size}, 'little') if lit is None else (w | lit << {8 * size}).to_bytes({size + 4}, 'little')"]
     return make_function(code, env, "encode")  # one compile per shape of opcode: names and numbers from its plan

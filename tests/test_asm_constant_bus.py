@@ -10,7 +10,7 @@ import random
 import pytest
 
 from hcq.asm import AsmError, assemble, llvm
-from hcq.asm.constant_bus import VALU_FAMILIES
+from hcq.asm.constant_bus import SOURCE_KINDS, VALU_FAMILIES
 from hcq.asm.instruction import DecodeError, Instruction
 from hcq.asm.isa import load
 from hcq.asm.verify import sample_instructions
@@ -26,7 +26,8 @@ def _choices(isa, spec: tuple) -> dict[str, tuple[int, int | None]]:
   m0 = 124 if isa.arch.startswith("gfx9") else 125
   out = {"A": (2, None), "B": (4, None), "L": (255, 0x4d2), "VCC": (106, None), "M0": (m0, None), "C": (129, None)}
   if count != 1: out = {k: v for k, v in out.items() if k not in ("M0",)}
-  return {k: v for k, v in out.items() if spec[4] >> v[0] & 1}
+  valid = spec[4] if spec[4] is not None else (1 << 255) - 1  # gfx9 SDWA: any scalar, no literal
+  return {k: v for k, v in out.items() if valid >> v[0] & 1}
 
 
 def bus_lines(arch: str, opcodes: int | None = None, seed: int = 13) -> list[str]:
@@ -34,19 +35,23 @@ def bus_lines(arch: str, opcodes: int | None = None, seed: int = 13) -> list[str
   combination of the choices (a VGPR source may stay) that reads two scalar values or more, or VCC."""
   isa = load(arch)
   lines: list[str] = []
-  valu = [o for ops in isa.by_op.values() for o in ops.values() if o.fmt.family in VALU_FAMILIES]
+  valu = [o for ops in isa.by_op.values() for o in ops.values() if o.fmt.family.removesuffix("_SDWA") in VALU_FAMILIES]
   for opc in valu if opcodes is None else random.Random(seed).sample(valu, min(opcodes, len(valu))):
     fields = opc.fmt.fields
-    sources = [s for s in opc.operands if not isinstance(s, str) and s[0] in fields and fields[s[0]].kind == "src" and s[4] is not None]
+    sources = [s for s in opc.operands if not isinstance(s, str) and s[0] in fields and fields[s[0]].kind in SOURCE_KINDS
+               and (s[4] is not None or fields[s[0]].kind.startswith("sdwa"))]
     if not sources: continue
     try: base = sample_instructions(isa, opc)[0]
     except IndexError: continue
-    options = [[("V", None)] * (base.values.get(s[0], 0) >= 256) + list(_choices(isa, s).items()) for s in sources]
+    vgpr = lambda s: base.values.get(s[0], 0) >= 256 or fields[s[0]].kind.startswith("sdwa") and not base.values.get("s0" if s[0] == "src0" else "s1")
+    options = [[("V", None)] * vgpr(s) + list(_choices(isa, s).items()) for s in sources]
     for combo in itertools.product(*options):
       if sum(k not in ("V", "C") for k, _ in combo) < 2 and not any(k == "VCC" for k, _ in combo): continue  # fits any bus
       values, literal = dict(base.values), base.literal
       for s, (k, v) in zip(sources, combo):
-        if v is not None: values[s[0]], literal = v[0], v[1] if v[1] is not None else literal
+        if v is None: continue
+        values[s[0]], literal = v[0], v[1] if v[1] is not None else literal
+        if fields[s[0]].kind.startswith("sdwa"): values["s0" if s[0] == "src0" else "s1"] = 1  # SDWA: a scalar in the 8-bit field
       try: lines.append(str(Instruction(isa, opc, values, literal)))
       except DecodeError: pass
   return sorted(set(lines))
