@@ -121,3 +121,30 @@ def test_sopp_immediates_print_as_llvm_mc_does():
   rows = [(w.hex(), t.text if t else None, ours_disassemble(w)) for w, t in zip(words, theirs)]
   assert all(r[1] is not None for r in rows), rows
   assert [r for r in rows if r[1] != r[2]] == [], "llvm-mc and hcq.asm differ"
+
+
+# registers at the end of each file, and one past it: s105/s101 (gfx942), ttmp15, v255, a255 (gfx942)
+REGISTER_ENDS = {
+  "gfx1100": ["s_mov_b32 s105, s1", "s_mov_b32 s106, s1", "s_mov_b32 s1, s106", "s_mov_b64 s[104:105], s[0:1]", "s_load_b64 s[106:107], s[0:1], 0",
+              "s_load_b128 s[104:107], s[0:1], 0", "s_mov_b32 s1, ttmp15", "s_mov_b32 s1, ttmp16", "v_add_f32 v1, s106, v2",
+              "v_add_f64 v[0:1], s[104:105], v[2:3]", "global_load_b32 v1, v[255:256], off", "v_mov_b32 v256, v1"],
+  "gfx1201": ["s_mov_b32 s105, s1", "s_mov_b32 s106, s1", "s_mov_b64 s[106:107], s[0:1]", "s_mov_b32 s1, ttmp16", "global_load_b32 v1, v[255:256], off"],
+  "gfx942": ["s_mov_b32 s101, s1", "s_mov_b32 s102, s1", "s_mov_b64 s[100:101], s[0:1]", "s_mov_b64 s[102:103], s[0:1]", "s_mov_b32 s106, s1",
+             "s_load_dwordx4 s[100:103], s[0:1], 0", "v_accvgpr_write_b32 a255, v1", "v_accvgpr_write_b32 a256, v1",
+             "global_load_dwordx2 a[255:256], v[2:3], off", "global_load_dwordx2 v[254:255], v[2:3], off"],
+}
+
+
+@pytest.mark.parametrize("arch", sorted(REGISTER_ENDS))
+def test_registers_end_where_the_file_ends(arch: str):
+  """The last register of each file assembles as llvm-mc assembles it; one past it (s106 would read as vcc_lo, ttmp16
+  as null) is refused by both, at the register's column."""
+  lines = REGISTER_ENDS[arch]
+  bad = []
+  for line, theirs in zip(lines, llvm.assemble_each(lines, arch)):
+    try: ours = assemble(line, arch)
+    except AsmError as e:
+      ours = None
+      assert line[e.column - 1:].startswith(("s", "v", "a", "t")), (line, e.column, str(e))  # the column of a register
+    if ours != (theirs if isinstance(theirs, bytes) else None): bad.append((line, theirs, ours))
+  assert not bad
