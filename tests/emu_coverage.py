@@ -19,8 +19,6 @@ REASONS: list[tuple[str, str]] = [
   (r"^v_\w+_(f64|b64|fp8|bf8)_dpp$|^v_cvt_(f64|i32|u32|f32)_(f64|i32|u32|f32)_dpp$",
    "gfx942 DP-ALU DPP: llvm-mc takes only row_newbcast on these 64-bit ops, and the emulator does not run row_newbcast "
    "yet (dpp_ctrl 0x150-0x15f is reserved in its gfx9 DPP table)"),
-  (r"^v_writelane_b32$", "the assembler's gfx942 table refuses every SGPR in src0 (issue 13's known table bug, "
-   "test_asm_llvm.KNOWN_UNBUILDABLE) until the tables are regenerated"),
   (r"^v_mfma_", "checked against numpy matmul of clang-19's __builtin_amdgcn_mfma_* (all 20 shapes, tests/test_emu_gfx942.py::"
                "test_mfma_against_numpy) with the layout of AMD's matrix calculator; no per-element reference here"),
   (r"^v_wmma_", "f16/iu8 (tests/test_emu_corpus.py) and fp8/bf8 (tests/test_emu_gfx12.py) checked against numpy through clang-19's "
