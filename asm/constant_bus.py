@@ -15,6 +15,7 @@ from hcq.asm.operands import LITERAL, scalar_text
 VALU_FAMILIES = {"VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P", "VOPD"}
 SOURCE_KINDS = {"src", "sdwa_src", "sdwa_vsrc1"}
 SHIFTS_64 = {"v_lshlrev_b64", "v_lshrrev_b64", "v_ashrrev_i64"}  # gfx10+: one scalar value (getConstantBusLimit)
+_plans: dict = {}  # id(opcode) -> BusPlan | None: opcodes live as long as their ISA
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,13 @@ def _implicit_reads(opc: Opcode) -> tuple[str, ...]:
 
 
 def plan(isa: ISA, opc: Opcode) -> BusPlan | None:
-  """The opcode's constant-bus plan, or None when it reads no scalar value through the bus (not a VALU opcode)."""
+  """The opcode's constant-bus plan (made once per opcode), or None when it reads no scalar value through the bus."""
+  p = _plans.get(id(opc), False)
+  if p is False: p = _plans[id(opc)] = _make_plan(isa, opc)
+  return p
+
+
+def _make_plan(isa: ISA, opc: Opcode) -> BusPlan | None:
   if opc.fmt.family.removesuffix("_SDWA") not in VALU_FAMILIES: return None
   fields = opc.fmt.fields
   sources = []
@@ -58,10 +65,9 @@ def plan(isa: ISA, opc: Opcode) -> BusPlan | None:
     count = 1 if spec[2] == "l" else spec[2]
     sources.append((i, spec[0], count, 8 if count == 2 or spec[3] == "d" else 4))
   mandatory = any(not isinstance(s, str) and s[0] == "literal" for s in opc.operands)
-  gfx9 = isa.arch.startswith("gfx9")
-  limit = 1 if gfx9 or _mnemonic_base(opc) in SHIFTS_64 else 2
   if not sources: return None
-  return BusPlan(tuple(sources), _implicit_reads(opc), mandatory, limit, gfx9 and _mnemonic_base(opc) == "v_writelane_b32")
+  gfx9, base = isa.arch.startswith("gfx9"), _mnemonic_base(opc)
+  return BusPlan(tuple(sources), _implicit_reads(opc), mandatory, 1 if gfx9 or base in SHIFTS_64 else 2, gfx9 and base == "v_writelane_b32")
 
 
 def _is_scalar(isa: ISA, value: int) -> bool:
@@ -80,8 +86,7 @@ def fields_read(isa: ISA, opc: Opcode) -> tuple[str, ...]:
 def violation(isa: ISA, opc: Opcode, values: dict[str, int], literal: int | None) -> tuple[int, str] | None:
   """(operand index, message) where the instruction reads more scalar values than the constant bus carries; None
   where it fits."""
-  p = _plans.get(id(opc), False)
-  if p is False: p = _plans[id(opc)] = plan(isa, opc)
+  p = plan(isa, opc)
   if p is None: return None
   m0 = 124 if isa.arch.startswith("gfx9") else 125
   if p.writelane_m0 and values.get("src1") == m0: return None
@@ -107,5 +112,3 @@ def violation(isa: ISA, opc: Opcode, values: dict[str, int], literal: int | None
           f"{opc.mnemonic} reads {n} scalar values ({what}) through the constant bus; {isa.arch} allows "
           f"{p.limit} per instruction (the same SGPR twice counts once; inline constants count nothing)")
 
-
-_plans: dict[int, BusPlan | None] = {}
