@@ -130,7 +130,8 @@ def _parse_with(isa: ISA, opc: Opcode, rest: str, rest_at: int, line: int, colum
     last = max(last, (place, tok))
   missing = next((f for f in required_modifiers(opc) if f not in mods), None)
   if missing is not None:
-    what = {"dpp_ctrl": "a lane control (quad_perm:[...], row_shl:N, ...)", "dpp8": "dpp8:[...]", "dim": "dim:...", "dmask": "dmask:..."}[missing]
+    what = {"dpp_ctrl": "a lane control (quad_perm:[...], row_shl:N, ...)", "dpp8": "dpp8:[...]", "dim": "dim:...",
+            "dmask": "dmask:..."}.get(missing, repr(missing))
     raise _MissingModifier(f"{opc.mnemonic} needs {what}, as llvm-mc does", line, column + rest_at + len(rest.rstrip()))
   for _, t, at in args:  # s106 would read as vcc_lo: named here (VGPR ranges: the builder names the operand)
     past = past_file(t.lstrip("-|").rstrip("|"), isa.sgprs)
@@ -165,9 +166,12 @@ def modifier_order(opc: Opcode) -> dict[str, int]:
 
 
 def required_modifiers(opc: Opcode) -> tuple[str, ...]:
-  """Modifiers text must write (llvm-mc refuses the line without them): a DPP form's lane control, an image's dim."""
-  return tuple(f for f, syn in opc.mods.items() if syn in ("named:dpp_ctrl", "named:dpp8") or f == "dim" and syn.startswith("enum:")
-               or f == "dmask" and opc.fmt.name.startswith("MIMG") and opc.mnemonic.startswith("image_atomic_"))  # an image atomic's dmask
+  """Modifiers text must write (llvm-mc refuses the line without them): a DPP form's lane control, an image's dim, an
+  image atomic's or gather4's dmask (llvm-mc's validateMIMGAtomicDMask/validateMIMGGatherDMask refuse the default 0),
+  gfx11 GWS/GS-register DS's gds ("too few operands")."""
+  return tuple(syn[5:] if syn == "text:gds" else f for f, syn in opc.mods.items()  # a text modifier by its keyword, as _modifier names it
+               if syn in ("named:dpp_ctrl", "named:dpp8", "text:gds") or f == "dim" and syn.startswith("enum:")
+               or f == "dmask" and opc.fmt.name.startswith("MIMG") and opc.mnemonic.startswith(("image_atomic_", "image_gather4")))
 
 
 def _modifier(opc: Opcode, tok: str) -> tuple[str, Any]:
