@@ -381,6 +381,8 @@ def _number(opc: Opcode, name: str, arg: Any, syntax: str) -> int:
 def _modifier(opc: Opcode, key: str, value: Any, values: dict, returning: bool = False) -> None:
   mods = opc.mods
   fields = opc.fmt.fields
+  if key == "dmask" and opc.mnemonic.startswith("image_gather4") and (parse_number(value) if isinstance(value, str) else value) not in (1, 2, 4, 8):
+    raise OperandError(f"{opc.mnemonic}: dmask picks one channel (0x1, 0x2, 0x4 or 0x8), got {value} (llvm-mc's validateMIMGGatherDMask)")
   if key in ("omod",):
     if "omod" not in mods: raise OperandError(f"{opc.mnemonic} takes no output modifier (mul:/div:)")
     values["omod"] = OMOD_VALUES.get(value, value) if isinstance(value, str) else int(value)
