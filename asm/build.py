@@ -10,7 +10,7 @@ from hcq.asm import constant_bus, named
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import ISA, Opcode
 from hcq.asm.numbers import parse_number_text, split_syntax
-from hcq.asm.operands import OperandError, _inline_of_bits, constant_value, literal_width, parse_number
+from hcq.asm.operands import OperandError, _inline_of_bits, constant_value, literal_width, parse_number, source_ctype
 from hcq.asm.registers import SPECIAL_NAMES, Reg, parse_register
 
 NULL = 124
@@ -241,7 +241,7 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
     elif isinstance(arg, Reg):
       values[name] = _scalar(isa, arg, 1 if count == "l" else count, name) if arg.value < 128 else arg.value
     elif isinstance(arg, (int, float)) and not isinstance(arg, bool):
-      code, lit = constant_value(arg, extra, literal_width(opc.fmt.family, opc.mnemonic, count, extra))
+      code, lit = constant_value(arg, source_ctype(opc.mnemonic, name, extra), literal_width(opc.fmt.family, opc.mnemonic, count, extra))
       if lit is not None and lit >> 16 == 0 and extra == "H" and spec[4] is not None and not spec[4] >> 255 & 1:  # 16-bit patterns only
         code, lit = (_inline_of_bits(lit, "h"), None) if _inline_of_bits(lit, "h") is not None else (code, lit)  # gfx9 VOP3: no literal
       if lit is not None:

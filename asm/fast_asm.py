@@ -130,7 +130,7 @@ class Assembler:
     kind = fmt.fields[name].kind if name in fmt.fields else "literal"
     how = getattr(assign, "how", None)
     if how and how[0] in ("vgpr", "scalar", "addr"): key = how[:1] + how[2:] + (spec[1], valid)
-    elif how and how[0] == "src": key = ("src", how[2], how[3], how[4], spec[3], valid, how[5].width)  # gfx9 VOP3 f16 and VOP3P f16 pairs: both 'p'
+    elif how and how[0] == "src": key = ("src", how[2], how[3], how[4], how[5].ctype, valid, how[5].width)  # how numbers read: not the printed type alone
     else: key = (id(opc), name)
     memo = self.kinds.setdefault(key, {})
     # gfx90a+ acc bits: an AGPR operand sets one, and the whole instruction's operands must agree (build's

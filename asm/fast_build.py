@@ -20,7 +20,7 @@ from hcq.asm.build import Modified, build_generic, initial_values
 from hcq.asm.fast_decode import covered
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import ISA, Opcode
-from hcq.asm.operands import constant_value, literal_width
+from hcq.asm.operands import constant_value, literal_width, source_ctype
 from hcq.asm.registers import Reg
 
 
@@ -111,7 +111,7 @@ class Builder:
     if kind in ("src", "ssrc"):
       v128, scalar_count, ssrc = file == "v128", 1 if count == "l" else count, kind == "ssrc" or file == "s"  # no VGPR (a lane mask)
       source_modifier = _memo_source_modifier(opc, name)
-      constant = _constant(extra, literal_width(opc.fmt.family, opc.mnemonic, count, extra))
+      constant = _constant(source_ctype(opc.mnemonic, name, extra), literal_width(opc.fmt.family, opc.mnemonic, count, extra))
 
       def src(arg, values, literal) -> None:
         t = type(arg)
@@ -308,7 +308,7 @@ def _constant(ctype: str, width: int):
   from hcq.asm.operands import _INV_2PI_BITS, INLINE_FLOATS, _inline_of_bits
   if ctype not in ("", "d") or width not in (32, 64) or (ctype == "d") != (width == 64):
     def general(n): return constant_value(n, ctype, width)
-    general.width = width
+    general.width, general.ctype = width, ctype
     return general
   pack = (lambda f: struct.unpack("<Q", struct.pack("<d", f))[0]) if ctype == "d" else (lambda f: struct.unpack("<I", struct.pack("<f", f))[0])
   inline = frozenset(b for b in {pack(f) for f in INLINE_FLOATS.values()} | {_INV_2PI_BITS[ctype]} if _inline_of_bits(b, ctype) is not None)
@@ -319,7 +319,7 @@ def _constant(ctype: str, width: int):
     if type(n) is int and not -16 <= n <= 64 and -0x80000000 <= n <= top and (n & 0xffffffff) << shift not in inline:
       return 255, n & 0xffffffff  # what constant_value returns for a literal
     return constant_value(n, ctype, width)
-  constant.inline, constant.shift, constant.top, constant.width = inline, shift, top, width
+  constant.inline, constant.shift, constant.top, constant.width, constant.ctype = inline, shift, top, width, ctype
   return constant
 
 

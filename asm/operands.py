@@ -134,6 +134,13 @@ def literal_width(family: str, mnemonic: str, count: int | str, ctype: str) -> i
   return 32
 
 
+def source_ctype(mnemonic: str, name: str, ctype: str) -> str:
+  """The constant type llvm-mc reads an integer with: 'b' for a bf16 source (v_dot2_f32_bf16's src0/src1, all of
+  v_dot2_bf16_bf16's), whose inline floats are bf16 bit patterns (0x3f00 is 0.5) though it prints 32-bit ones."""
+  if ctype or not mnemonic.split("_e64")[0].endswith("_bf16"): return ctype
+  return "b" if name in ("src0", "src1") or name == "src2" and mnemonic.split("_")[2] == "bf16" else ctype
+
+
 def constant_value(number: int | float, ctype: str, width: int = 32) -> tuple[int, int | None]:
   """(field value, literal) for a number used as a source: an inline constant when one encodes it, else a literal.
   An integer is read as llvm-mc 19 reads it (addLiteralImmOperand): 64-bit two's complement (0xfffffffffffffff0 is
@@ -167,6 +174,10 @@ def constant_value(number: int | float, ctype: str, width: int = 32) -> tuple[in
   bits = number & 0xffffffff
   if width == -64: return LITERAL, bits  # a 64-bit integer: the literal is its low dword, no float pattern
   if width == 32 and bits >= 0xfffffff0: return 192 + (0x100000000 - bits), None  # 0xffffffff is the integer -1
+  if ctype == "b":  # bf16: the inline floats' f32 bits less their low half (0x3f00 is 0.5), and 1/(2*pi) as 0x3e22
+    if bits == 0x3e22: return INV_2PI, None
+    inline = _inline_of_bits(bits << 16, "") if bits >> 16 == 0 else None
+    return (inline, None) if inline is not None else (LITERAL, bits)
   # 'p' (packed f16): the f16 patterns (0x3800) are inline, other bits a 32-bit literal (LLVM's getInlineEncodingV216)
   inline = _inline_of_bits(bits << 32 if width == 64 else bits, "h" if ctype == "p" else "d" if width == 64 else ctype)
   return (inline, None) if inline is not None else (LITERAL, bits)

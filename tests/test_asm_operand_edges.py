@@ -19,7 +19,7 @@ KNOWN_DECODED = {"global_load_b32 v1, v[255:256], off"}
 # Integers written for sources of every width (32-bit, f16, i16, packed pairs, f64, 64-bit integers, gfx9's VOP3 f16 and
 # SDWA): llvm-mc 19 reads them as 64-bit two's complement, then in the operand's width (0xffffffff is -1 in a 32-bit
 # operand and in a packed pair, 0xffff -1 in an f16 one but a literal in an i16 one; 0x3ff00000 is 1.0 in an f64 operand,
-# a literal in a 64-bit integer one).
+# a literal in a 64-bit integer one; a bf16 source reads bf16 patterns: 0x3f00 is 0.5 there, 0x3f000000 a literal).
 LITERAL_TEMPLATES = {
   "gfx1100": ["v_mov_b32 v0, {}", "s_mov_b32 s0, {}", "v_add_nc_u32 v0, {}, v1", "v_add_f32 v0, {}, v1", "s_mov_b64 s[0:1], {}",
               "v_add_f64 v[0:1], {}, v[2:3]", "v_lshlrev_b64 v[0:1], 1, {}", "v_add_nc_u16 v0, {}, v1", "v_add_f16 v0, {}, v1",
@@ -30,10 +30,12 @@ LITERAL_TEMPLATES = {
              "v_fma_f16 v0, {}, v1, v2", "v_mad_u16 v0, {}, v1, v2", "v_add_u32 v0, {}, v1", "v_lshlrev_b64 v[0:1], 1, {}",
              "v_cvt_f32_f16_sdwa v0, {}", "v_pk_fma_f32 v[0:1], {}, v[2:3], v[4:5]"],
   "gfx1201": ["v_mov_b32 v0, {}", "v_add_f16 v0, {}, v1", "v_add_nc_u16 v0, {}, v1", "v_pk_add_u16 v0, {}, v1", "s_mov_b64 s[0:1], {}",
-              "v_add_f64 v[0:1], {}, v[2:3]", "s_add_co_u32 s0, s1, {}", "v_add_f16_e64 v0, {}, v1", "v_lshlrev_b64 v[0:1], 1, {}"]}
+              "v_add_f64 v[0:1], {}, v[2:3]", "s_add_co_u32 s0, s1, {}", "v_add_f16_e64 v0, {}, v1", "v_lshlrev_b64 v[0:1], 1, {}",
+              "v_dot2_bf16_bf16 v20, {}, v9, v13", "v_dot2_f32_bf16 v20, {}, v9, v13", "v_dot2_f32_bf16 v20, v9, v9, {}"]}
 LITERAL_VALUES = ["0xffffffff", "0xfffffff0", "0xffffffef", "0xffff", "0xfff0", "0xffef", "0x3c00", "0x3800", "0xffff3c00", "0x3f800000",
                   "0xbf800000", "0xffffffc0", "0x10000", "0xfffffffffffffff0", "0xffffffff00000000", "0x3ff0000000000000", "0x3ff00000",
-                  "0x100000000", "-1", "-16", "-17", "0x8000", "0x80000000", "-0x8000", "-0x80000001", "0x3e22f983", "0x3118", "1.0", "0.5"]
+                  "0x100000000", "-1", "-16", "-17", "0x8000", "0x80000000", "-0x8000", "-0x80000001", "0x3e22f983", "0x3118", "1.0", "0.5",
+                  "0x3f00", "0x3e22"]  # bf16's 0.5 and 1/(2*pi)
 # refused by us, taken by llvm-mc: gfx942 v_mad_u16's inline floats (its disassembler prints none of them there, so the
 # table the generator probed has no such value for the operand); a 64-bit value for gfx940's packed f32 pair, which
 # llvm-mc truncates to its low dword (0: the inline 0) without a word, and we refuse as not fitting
