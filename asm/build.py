@@ -241,7 +241,7 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
     elif isinstance(arg, Reg):
       values[name] = _scalar(isa, arg, 1 if count == "l" else count, name) if arg.value < 128 else arg.value
     elif isinstance(arg, (int, float)) and not isinstance(arg, bool):
-      code, lit = constant_value(arg, source_ctype(opc.mnemonic, name, extra), literal_width(opc.fmt.family, opc.mnemonic, count, extra))
+      code, lit = constant_value(arg, source_ctype(opc.mnemonic, name, extra), literal_width(opc.fmt.family, opc.mnemonic, count, extra, name))
       if lit is not None and lit >> 16 == 0 and extra == "H" and spec[4] is not None and not spec[4] >> 255 & 1:  # 16-bit patterns only
         code, lit = (_inline_of_bits(lit, "h"), None) if _inline_of_bits(lit, "h") is not None else (code, lit)  # gfx9 VOP3: no literal
       if lit is not None:

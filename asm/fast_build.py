@@ -111,7 +111,7 @@ class Builder:
     if kind in ("src", "ssrc"):
       v128, scalar_count, ssrc = file == "v128", 1 if count == "l" else count, kind == "ssrc" or file == "s"  # no VGPR (a lane mask)
       source_modifier = _memo_source_modifier(opc, name)
-      constant = _constant(source_ctype(opc.mnemonic, name, extra), literal_width(opc.fmt.family, opc.mnemonic, count, extra))
+      constant = _constant(source_ctype(opc.mnemonic, name, extra), literal_width(opc.fmt.family, opc.mnemonic, count, extra, name))
 
       def src(arg, values, literal) -> None:
         t = type(arg)

@@ -122,11 +122,12 @@ def parse_number(token: str) -> int | float | None:
   return None
 
 
-def literal_width(family: str, mnemonic: str, count: int | str, ctype: str) -> int:
+def literal_width(family: str, mnemonic: str, count: int | str, ctype: str, name: str = "") -> int:
   """How llvm-mc 19 reads an integer written for a source (AMDGPUOperand::addLiteralImmOperand): 64 (an f64 source),
   -64 (a 64-bit integer source: its literal is the low dword), 16 (f16/i16, gfx9's VOP3 f16), or 32 (the rest, packed
   16-bit pairs and gfx940's packed f32 pairs included)."""
   if count == 2 and family != "VOP3P": return 64 if "f64" in mnemonic else -64
+  if name in ("src0", "src1") and re.match(r"v_(pk_\w+_f16|dot2\w*_f16)(_e32|_e64)?$", mnemonic): return 32  # an f16 pair, typed 16-bit
   if ctype in ("h", "H") or ctype == "p" and family != "VOP3P": return 16
   if family.endswith("_SDWA"):  # gfx9 SDWA prints 32-bit constants: the source type is the mnemonic's last (v_cvt_f32_f16: f16)
     types = re.findall(r"_[fiub](16|32|64)", mnemonic)
