@@ -6,11 +6,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from hcq.asm import named
+from hcq.asm import constant_bus, named
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import ISA, Opcode
 from hcq.asm.numbers import parse_number_text, split_syntax
-from hcq.asm.operands import OperandError, _inline_of_bits, constant_value, parse_number
+from hcq.asm.operands import OperandError, _inline_of_bits, constant_value, literal_width, parse_number, source_ctype
 from hcq.asm.registers import SPECIAL_NAMES, Reg, parse_register
 
 NULL = 124
@@ -106,6 +106,8 @@ def build_generic(isa: ISA, opc: Opcode, args: list, mods: dict[str, Any]) -> In
   written = {f for key in mods for f in _fields_of(opc, key)}   # written at their default too (op_sel_hi:[1,1,1])
   check_refused_bits(opc, values, written | {f for f in values if values[f] != initial.get(f)})
   if any(syn.startswith("acc:") for syn in opc.mods.values()): _check_acc(opc, specs, args)
+  over = constant_bus.violation(isa, opc, values, literal[0])
+  if over is not None: raise OperandError(over[1], over[0])
   return Instruction(isa, opc, values, literal[0])
 
 
@@ -156,7 +158,7 @@ def _vgpr(arg: Any, count: int | str, name: str, low: bool = False, files: str =
     return arg.value | (128 if arg.half == "h" else 0)
   if arg.half is not None: raise OperandError(f"{name}: expected a 32-bit VGPR, got the 16-bit half {arg}")
   if arg.count != count: raise OperandError(f"{name}: expected {count} VGPR{'s' if count != 1 else ''}, got {arg}")
-  if arg.value + arg.count > 256: raise OperandError(f"{name}: {arg} is past v255")
+  if arg.value + arg.count > 256: raise OperandError(f"{name}: {arg} is past {arg.file}255")
   if low and arg.value > 127: raise OperandError(f"{name}: this operand reaches v127 at most, got {arg}")
   return arg.value
 
@@ -233,13 +235,13 @@ def _assign(isa: ISA, opc: Opcode, spec: Any, arg: Any, values: dict, literal: l
       raise OperandError(f"{name}: expected a VGPR or AGPR range of {count}, got {arg!s}")
     if named is not None: values[name] = named
     elif isinstance(arg, Reg) and arg.file in ("v", "a"):
-      if kind == "ssrc": raise OperandError(f"{name}: a scalar operand, got the VGPR {arg}")
+      if kind == "ssrc" or file == "s": raise OperandError(f"{name}: a scalar operand (an SGPR or a constant), got the VGPR {arg}")
       values[name] = 256 + _vgpr(arg, count, name, file == "v128", "a" if file == "a" else "va" if acc else "v")
       if acc and arg.file == "a": values[acc] = 1
     elif isinstance(arg, Reg):
       values[name] = _scalar(isa, arg, 1 if count == "l" else count, name) if arg.value < 128 else arg.value
     elif isinstance(arg, (int, float)) and not isinstance(arg, bool):
-      code, lit = constant_value(arg, extra)
+      code, lit = constant_value(arg, source_ctype(opc.mnemonic, name, extra), literal_width(opc.fmt.family, opc.mnemonic, count, extra, name))
       if lit is not None and lit >> 16 == 0 and extra == "H" and spec[4] is not None and not spec[4] >> 255 & 1:  # 16-bit patterns only
         code, lit = (_inline_of_bits(lit, "h"), None) if _inline_of_bits(lit, "h") is not None else (code, lit)  # gfx9 VOP3: no literal
       if lit is not None:
@@ -379,6 +381,8 @@ def _number(opc: Opcode, name: str, arg: Any, syntax: str) -> int:
 def _modifier(opc: Opcode, key: str, value: Any, values: dict, returning: bool = False) -> None:
   mods = opc.mods
   fields = opc.fmt.fields
+  if key == "dmask" and opc.mnemonic.startswith("image_gather4") and (parse_number(value) if isinstance(value, str) else value) not in (1, 2, 4, 8):
+    raise OperandError(f"{opc.mnemonic}: dmask picks one channel (0x1, 0x2, 0x4 or 0x8), got {value} (llvm-mc's validateMIMGGatherDMask)")
   if key in ("omod",):
     if "omod" not in mods: raise OperandError(f"{opc.mnemonic} takes no output modifier (mul:/div:)")
     values["omod"] = OMOD_VALUES.get(value, value) if isinstance(value, str) else int(value)

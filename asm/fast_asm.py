@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from hcq.asm import build as generic
-from hcq.asm import parser
+from hcq.asm import constant_bus, parser
 from hcq.asm.build import Modified
 from hcq.asm.codegen import make_function
 from hcq.asm.fast_build import Builder, _WritesOnly, builder_of
@@ -112,7 +112,12 @@ class Assembler:
                f"  if type(x) is int: w = w & {~(f.mask << f.lo)} | (x & {f.mask}) << {f.lo}" if f else "  if type(x) is int: return None",
                "  else:", "    if not x: return None", f"    w, lit, ors = E{k}(x, w, lit, ors)", "    if w is None: return None"]
     size = fmt.size
-    code += ["  w |= ors", f"  return w.to_bytes({size}, 'little') if lit is None else (w | lit << {8 * size}).to_bytes({size + 4}, 'little')"]
+    code.append("  w |= ors")
+    if constant_bus.plan(self.isa, opc) is not None:  # too many scalar values: the line parser says which
+      isa, read = self.isa, [(f, fmt.fields[f].lo, fmt.fields[f].mask) for f in constant_bus.fields_read(self.isa, opc)]
+      env["BUS"] = lambda w, lit: constant_bus.violation(isa, opc, {f: w >> lo & m for f, lo, m in read}, lit)
+      code.append("  if BUS(w, lit) is not None: return None")
+    code += [f"  return w.to_bytes({size}, 'little') if lit is None else (w | lit << {8 * size}).to_bytes({size + 4}, 'little')"]
     return make_function(code, env, "encode")  # one compile per shape of opcode: names and numbers from its plan
 
   def _operand(self, opc: Opcode, spec: tuple, assign, valid: int | None, zero: frozenset = frozenset()) -> tuple:
@@ -125,7 +130,7 @@ class Assembler:
     kind = fmt.fields[name].kind if name in fmt.fields else "literal"
     how = getattr(assign, "how", None)
     if how and how[0] in ("vgpr", "scalar", "addr"): key = how[:1] + how[2:] + (spec[1], valid)
-    elif how and how[0] == "src": key = ("src", how[2], how[3], how[4], spec[3], valid)
+    elif how and how[0] == "src": key = ("src", how[2], how[3], how[4], how[5].ctype, valid, how[5].width)  # how numbers read: not the printed type alone
     else: key = (id(opc), name)
     memo = self.kinds.setdefault(key, {})
     # gfx90a+ acc bits: an AGPR operand sets one, and the whole instruction's operands must agree (build's

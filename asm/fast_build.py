@@ -15,11 +15,12 @@ import functools
 from typing import Any
 
 from hcq.asm import build as generic
+from hcq.asm import constant_bus
 from hcq.asm.build import Modified, build_generic, initial_values
 from hcq.asm.fast_decode import covered
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import ISA, Opcode
-from hcq.asm.operands import constant_value
+from hcq.asm.operands import constant_value, literal_width, source_ctype
 from hcq.asm.registers import Reg
 
 
@@ -47,7 +48,7 @@ class Builder:
     if compiled is not None:
       try:
         inst = compiled(args, mods)
-        if inst is not None: return inst
+        if inst is not None and constant_bus.violation(self.isa, opc, inst.values, inst.literal) is None: return inst
       except Exception: pass  # noqa: BLE001 - the assigners below decide (an unhashable modifier value, ...)
     try:
       values = base.copy()
@@ -63,6 +64,7 @@ class Builder:
         if valid is not None:
           v = values[name]
           if v < 256 and not valid >> v & 1: raise _Generic
+      if constant_bus.violation(self.isa, opc, values, literal[0]) is not None: raise _Generic
       return Instruction(self.isa, opc, values, literal[0])
     except Exception:  # noqa: BLE001 - the generic builder decides, and raises its own error
       return build_generic(self.isa, opc, list(args), mods)
@@ -107,9 +109,9 @@ class Builder:
       number.how = ("number", name, known)
       return number
     if kind in ("src", "ssrc"):
-      v128, scalar_count, ssrc = file == "v128", 1 if count == "l" else count, kind == "ssrc"
+      v128, scalar_count, ssrc = file == "v128", 1 if count == "l" else count, kind == "ssrc" or file == "s"  # no VGPR (a lane mask)
       source_modifier = _memo_source_modifier(opc, name)
-      constant = _constant(extra)
+      constant = _constant(source_ctype(opc.mnemonic, name, extra), literal_width(opc.fmt.family, opc.mnemonic, count, extra, name))
 
       def src(arg, values, literal) -> None:
         t = type(arg)
@@ -241,7 +243,7 @@ def _source_case(env: dict, i: int, a: str, x: str, count, ssrc: bool, v128: boo
            f"  elif type({a}) is float and {a} in INLINE_FLOAT: {x} = INLINE_FLOAT[{a}]"]
   if hasattr(constant, "inline"):  # 32- and 64-bit operands: an integer whose bits are no inline float is a literal
     env[f"INL{i}"] = constant.inline
-    code += [f"  elif type({a}) is int and -0x80000000 <= {a} <= 0xffffffff and ({a} & 0xffffffff) << {constant.shift} not in INL{i}:",
+    code += [f"  elif type({a}) is int and -0x80000000 <= {a} <= {constant.top} and ({a} & 0xffffffff) << {constant.shift} not in INL{i}:",
              f"    if lit is not None and lit != {a} & 0xffffffff: return None", f"    lit = {a} & 0xffffffff", f"    {x} = 255"]
   return code + ["  else: return None"]
 
@@ -299,21 +301,25 @@ def _memo_source_modifier(opc: Opcode, name: str):
 
 
 @functools.cache
-def _constant(ctype: str):
-  """fn(number) -> operands.constant_value(number, ctype), skipping its search of the inline float constants
-  for an integer literal whose bits are none of theirs."""
+def _constant(ctype: str, width: int):
+  """fn(number) -> operands.constant_value(number, ctype, width), skipping its search of the inline float constants
+  for an integer literal whose bits are none of theirs (32-bit and f64 operands)."""
   import struct
   from hcq.asm.operands import _INV_2PI_BITS, INLINE_FLOATS, _inline_of_bits
-  if ctype not in ("", "d"): return lambda n: constant_value(n, ctype)
+  if ctype not in ("", "d") or width not in (32, 64) or (ctype == "d") != (width == 64):
+    def general(n): return constant_value(n, ctype, width)
+    general.width, general.ctype = width, ctype
+    return general
   pack = (lambda f: struct.unpack("<Q", struct.pack("<d", f))[0]) if ctype == "d" else (lambda f: struct.unpack("<I", struct.pack("<f", f))[0])
   inline = frozenset(b for b in {pack(f) for f in INLINE_FLOATS.values()} | {_INV_2PI_BITS[ctype]} if _inline_of_bits(b, ctype) is not None)
   shift = 32 if ctype == "d" else 0
+  top = 0xffffffff if ctype == "d" else 0xffffffef  # 32-bit: 0xfffffff0.. are -16..-1
 
   def constant(n):
-    if type(n) is int and not -16 <= n <= 64 and -0x80000000 <= n <= 0xffffffff and (n & 0xffffffff) << shift not in inline:
+    if type(n) is int and not -16 <= n <= 64 and -0x80000000 <= n <= top and (n & 0xffffffff) << shift not in inline:
       return 255, n & 0xffffffff  # what constant_value returns for a literal
-    return constant_value(n, ctype)
-  constant.inline, constant.shift = inline, shift
+    return constant_value(n, ctype, width)
+  constant.inline, constant.shift, constant.top, constant.width, constant.ctype = inline, shift, top, width, ctype
   return constant
 
 

@@ -10,7 +10,7 @@ tests/test_asm_llvm.py checks this path against llvm-mc).
 """
 from __future__ import annotations
 
-from hcq.asm import named
+from hcq.asm import named, printer
 from hcq.asm.instruction import DecodeError, Instruction, decode_generic
 from hcq.asm.isa import ISA, Opcode
 from hcq.asm.numbers import split_syntax
@@ -233,7 +233,7 @@ class Decoder:
       return out + self._field(opc, name, ("named", what, opc.name), lambda v: named.render(what, v, probe) is not None)
     if kind in ("src", "ssrc"):
       v128 = file == "v128" and count != "l"
-      return out + self._field(opc, name, ("src", count, ctype, valu, v128),
+      return out + self._field(opc, name, ("src", file, count, ctype, valu, v128),
                                lambda v: v == 255 or not (v128 and v >= 384) and source_text(isa, v, spec, None, valu) is not None)
     if kind == "srsrc": return out + self._field(opc, name, ("srsrc",), lambda v: scalar_text(isa, v * 4, 4) is not None)
     if kind == "vdsty" or fmt.name == "EXP" and name.startswith("vsrc"): return out
@@ -253,7 +253,10 @@ class Decoder:
   def _modifier_check(self, opc: Opcode, name: str, syn: str) -> list | None:
     """Verdicts for one modifier, mirroring hcq.asm.printer._modifiers; None where it is not covered."""
     head = syn.split(",")[0]
-    if syn.startswith(("text:", "flag:")) or syn == "omod" or head in ("neg", "abs"): return []
+    if head in ("neg", "abs"):
+      zero = printer.rejected_bits(syn)
+      return self._field(opc, name, ("nozero", zero), lambda v: not v & zero) if zero else []
+    if syn.startswith(("text:", "flag:")) or syn == "omod": return []
     if syn.startswith(("op_sel:", "op_sel_hi:", "neg_lo:", "neg_hi:")): return []
     if syn == "named:swizzle": return None
     if syn.startswith("acc:"): return self._field(opc, name, ("zero",), lambda v: v == 0)  # gfx90a+ AGPR data: generic

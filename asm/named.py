@@ -263,7 +263,8 @@ def _parse(kind: str, text: str, opcode) -> int | None:
       value |= 1 << by_name[p]
     return value if 0 <= value < 1 << 16 else None
   if kind == "dpp_ctrl":
-    if "dpp_ctrl" in names: return next((c for c, n in names["dpp_ctrl"].items() if n == t.replace(" ", "")), None)
+    t = re.sub(r":(0x[0-9a-fA-F]+)$", lambda m: f":{int(m.group(1), 16)}", t.replace(" ", ""))  # llvm-mc takes row_shl:0x1
+    if "dpp_ctrl" in names: return next((c for c, n in names["dpp_ctrl"].items() if n == t), None)
     return dpp_ctrl_value(t)
   if kind == "dpp8":
     m = re.fullmatch(r"dpp8:\[([0-7](?:,[0-7]){7})\]", t.replace(" ", ""))

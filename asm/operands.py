@@ -65,7 +65,8 @@ def literal_text(literal: int, ctype: str) -> str:
 def source_text(isa: ISA, value: int, spec: tuple, literal: int | None, valu: bool) -> str | None:
   """Text of a 9-bit (or 8-bit) source field value."""
   count, ctype = spec[2], spec[3]
-  if value >= 256: return vgpr_text(value - 256, count) if count == "l" or value - 256 + count <= 256 else None
+  if value >= 256:  # a VGPR; none in an SGPR-only source (v_cndmask_b32_e64's lane mask)
+    return None if spec[1] == "s" else vgpr_text(value - 256, count) if count == "l" or value - 256 + count <= 256 else None
   if value == LITERAL: return None if literal is None else literal_text(literal, ctype)
   return scalar_text(isa, value, count, ctype, valu)
 
@@ -121,8 +122,31 @@ def parse_number(token: str) -> int | float | None:
   return None
 
 
-def constant_value(number: int | float, ctype: str) -> tuple[int, int | None]:
-  """(field value, literal) for a number used as a source: an inline constant when one encodes it, else a literal."""
+def literal_width(family: str, mnemonic: str, count: int | str, ctype: str, name: str = "") -> int:
+  """How llvm-mc 19 reads an integer written for a source (AMDGPUOperand::addLiteralImmOperand): 64 (an f64 source),
+  -64 (a 64-bit integer source: its literal is the low dword), 16 (f16/i16, gfx9's VOP3 f16), or 32 (the rest, packed
+  16-bit pairs and gfx940's packed f32 pairs included)."""
+  if count == 2 and family != "VOP3P": return 64 if "f64" in mnemonic else -64
+  if name in ("src0", "src1") and re.match(r"v_(pk_\w+_f16|dot2\w*_f16)(_e32|_e64)?$", mnemonic): return 32  # an f16 pair, typed 16-bit
+  if ctype in ("h", "H") or ctype == "p" and family != "VOP3P": return 16
+  if family.endswith("_SDWA"):  # gfx9 SDWA prints 32-bit constants: the source type is the mnemonic's last (v_cvt_f32_f16: f16)
+    types = re.findall(r"_[fiub](16|32|64)", mnemonic)
+    if types and types[-1] == "16": return 16
+  return 32
+
+
+def source_ctype(mnemonic: str, name: str, ctype: str) -> str:
+  """The constant type llvm-mc reads an integer with: 'b' for a bf16 source (v_dot2_f32_bf16's src0/src1, all of
+  v_dot2_bf16_bf16's), whose inline floats are bf16 bit patterns (0x3f00 is 0.5) though it prints 32-bit ones."""
+  if ctype or not mnemonic.split("_e64")[0].endswith("_bf16"): return ctype
+  return "b" if name in ("src0", "src1") or name == "src2" and mnemonic.split("_")[2] == "bf16" else ctype
+
+
+def constant_value(number: int | float, ctype: str, width: int = 32) -> tuple[int, int | None]:
+  """(field value, literal) for a number used as a source: an inline constant when one encodes it, else a literal.
+  An integer is read as llvm-mc 19 reads it (addLiteralImmOperand): 64-bit two's complement (0xfffffffffffffff0 is
+  -16), then in the operand's `width` (literal_width): 0xffffffff is -1 in a 32-bit operand, 0xffff -1 in an f16
+  one; a 64-bit operand takes -16..64 and the inline doubles' bit patterns, else a 32-bit literal."""
   if isinstance(number, float):
     for code, f in INLINE_FLOATS.items():
       if number == f: return code, None
@@ -134,16 +158,29 @@ def constant_value(number: int | float, ctype: str) -> tuple[int, int | None]:
       if bits & 0xffffffff: raise OperandError(f"{number!r} is not exact as a 64-bit literal (low 32 bits must be zero)")
       return LITERAL, bits >> 32
     return LITERAL, struct.unpack("<I", struct.pack("<f", number))[0]
+  if not -(1 << 63) <= number < 1 << 64: raise OperandError(f"{number} does not fit 64 bits")
+  if number >= 1 << 63: number -= 1 << 64
   if -16 <= number <= 64: return (128 + number if number >= 0 else 192 - number), None
-  if ctype in ("h", "H"):
+  if abs(width) == 64:
+    inline = _inline_of_bits(number & (1 << 64) - 1, "d")
+    if inline is not None: return inline, None
+  if abs(width) == 16:
     if not -0x8000 <= number <= 0xffff: raise OperandError(f"{number} does not fit a 16-bit literal")
     bits = number & 0xffff
+    if ctype == "H": return LITERAL, bits  # i16: inline only as -16..64 written
+    if bits >= 0xfff0: return 192 + (0x10000 - bits), None  # f16: 0xffff is the integer -1
     inline = _inline_of_bits(bits, "h")
-    return (inline, None) if inline is not None and ctype == "h" else (LITERAL, bits)
+    return (inline, None) if inline is not None else (LITERAL, bits)
   if not -0x80000000 <= number <= 0xffffffff: raise OperandError(f"{number} does not fit a 32-bit literal")
   bits = number & 0xffffffff
+  if width == -64: return LITERAL, bits  # a 64-bit integer: the literal is its low dword, no float pattern
+  if width == 32 and bits >= 0xfffffff0: return 192 + (0x100000000 - bits), None  # 0xffffffff is the integer -1
+  if ctype == "b":  # bf16: the inline floats' f32 bits less their low half (0x3f00 is 0.5), and 1/(2*pi) as 0x3e22
+    if bits == 0x3e22: return INV_2PI, None
+    inline = _inline_of_bits(bits << 16, "") if bits >> 16 == 0 else None
+    return (inline, None) if inline is not None else (LITERAL, bits)
   # 'p' (packed f16): the f16 patterns (0x3800) are inline, other bits a 32-bit literal (LLVM's getInlineEncodingV216)
-  inline = _inline_of_bits(bits << 32 if ctype == "d" else bits, "h" if ctype == "p" else ctype)
+  inline = _inline_of_bits(bits << 32 if width == 64 else bits, "h" if ctype == "p" else "d" if width == 64 else ctype)
   return (inline, None) if inline is not None else (LITERAL, bits)
 
 

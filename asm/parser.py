@@ -7,7 +7,7 @@ from hcq.asm.build import OMOD_VALUES, Modified, build, modifier_keyword, modifi
 from hcq.asm.instruction import Instruction
 from hcq.asm.isa import ISA, Opcode
 from hcq.asm.operands import OperandError, parse_number
-from hcq.asm.registers import parse_register
+from hcq.asm.registers import parse_register, past_file
 from hcq.asm.tokens import split_operands_at
 
 
@@ -97,8 +97,13 @@ def parse_line_generic(isa: ISA, text: str, line: int = 1, column: int = 1) -> I
   error: AsmError | None = None
   for opc in opcodes:
     try: return _parse_with(isa, opc, rest, rest_at, line, column)
-    except AsmError as e: error = error or e
+    except AsmError as e:  # the first candidate's error, unless it only lacks another form's lane control (dpp8 vs quad_perm)
+      if error is None or isinstance(error, _MissingModifier) and not isinstance(e, _MissingModifier): error = e
   raise error  # type: ignore[misc]
+
+
+class _MissingModifier(AsmError):
+  """A form's required modifier (DPP16's lane control) is absent: likely the text meant another form."""
 
 
 def _parse_with(isa: ISA, opc: Opcode, rest: str, rest_at: int, line: int, column: int) -> Instruction:
@@ -125,8 +130,12 @@ def _parse_with(isa: ISA, opc: Opcode, rest: str, rest_at: int, line: int, colum
     last = max(last, (place, tok))
   missing = next((f for f in required_modifiers(opc) if f not in mods), None)
   if missing is not None:
-    what = {"dpp_ctrl": "a lane control (quad_perm:[...], row_shl:N, ...)", "dpp8": "dpp8:[...]", "dim": "dim:...", "dmask": "dmask:..."}[missing]
-    raise AsmError(f"{opc.mnemonic} needs {what}, as llvm-mc does", line, column + rest_at + len(rest.rstrip()))
+    what = {"dpp_ctrl": "a lane control (quad_perm:[...], row_shl:N, ...)", "dpp8": "dpp8:[...]", "dim": "dim:...",
+            "dmask": "dmask:..."}.get(missing, repr(missing))
+    raise _MissingModifier(f"{opc.mnemonic} needs {what}, as llvm-mc does", line, column + rest_at + len(rest.rstrip()))
+  for _, t, at in args:  # s106 would read as vcc_lo: named here (VGPR ranges: the builder names the operand)
+    past = past_file(t.lstrip("-|").rstrip("|"), isa.sgprs)
+    if past and t.lstrip("-|")[0] in "st": raise AsmError(past, line, column + rest_at + at)
   values = [operand_value(t) for _, t, _ in args]
   try:
     return build(isa, opc, values, mods)
@@ -157,9 +166,12 @@ def modifier_order(opc: Opcode) -> dict[str, int]:
 
 
 def required_modifiers(opc: Opcode) -> tuple[str, ...]:
-  """Modifiers text must write (llvm-mc refuses the line without them): a DPP form's lane control, an image's dim."""
-  return tuple(f for f, syn in opc.mods.items() if syn in ("named:dpp_ctrl", "named:dpp8") or f == "dim" and syn.startswith("enum:")
-               or f == "dmask" and opc.fmt.name.startswith("MIMG") and opc.mnemonic.startswith("image_atomic_"))  # an image atomic's dmask
+  """Modifiers text must write (llvm-mc refuses the line without them): a DPP form's lane control, an image's dim, an
+  image atomic's or gather4's dmask (llvm-mc's validateMIMGAtomicDMask/validateMIMGGatherDMask refuse the default 0),
+  gfx11 GWS/GS-register DS's gds ("too few operands")."""
+  return tuple(syn[5:] if syn == "text:gds" else f for f, syn in opc.mods.items()  # a text modifier by its keyword, as _modifier names it
+               if syn in ("named:dpp_ctrl", "named:dpp8", "text:gds") or f == "dim" and syn.startswith("enum:")
+               or f == "dmask" and opc.fmt.name.startswith("MIMG") and opc.mnemonic.startswith(("image_atomic_", "image_gather4")))
 
 
 def _modifier(opc: Opcode, tok: str) -> tuple[str, Any]:

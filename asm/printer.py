@@ -22,6 +22,11 @@ def source_modifiers(opc, v: dict) -> tuple[int, int]:
   return neg, absm
 
 
+def rejected_bits(syn: str) -> int:
+  """The neg/abs bits a modifier's syntax ('abs,zero:4,only:3') says llvm-mc rejects the word for (v_cndmask's src2)."""
+  return int(syn.split("zero:")[1].split(",")[0]) if ",zero:" in syn else 0
+
+
 def sext_mask(opc) -> int:
   """Sources whose neg bit means sign extension (integer operands of VOP3): printed sext(x)."""
   return sum(int(syn.split("sext:")[1]) for syn in opc.mods.values() if "sext:" in syn)
@@ -239,7 +244,8 @@ def _modifiers(inst: Instruction) -> list[str]:
       if value: out.append(syn[5:].split(",")[0])
     elif syn == "omod":
       if value: out.append(OMOD[value])
-    elif syn.split(",")[0] in ("neg", "abs"): continue
+    elif syn.split(",")[0] in ("neg", "abs"):
+      if value & rejected_bits(syn): raise _bad(inst, f"{name}={value}: llvm-mc decodes no {name} on source bits {rejected_bits(syn):#x}")
     elif syn.startswith(("op_sel:", "op_sel_hi:", "neg_lo:", "neg_hi:", "neg:")):
       t = _bit_list(inst, name, syn)
       if t: out.append(t)

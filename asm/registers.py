@@ -110,6 +110,21 @@ _BY_NAME.update({"scc": (253, 1), "vccz": (251, 1), "execz": (252, 1), "lds_dire
                  "shared_limit": (236, 1), "private_base": (237, 1), "private_limit": (238, 1), "pops_exiting_wave_id": (239, 1)})
 
 
+_FILE_SIZE = {"v": 256, "a": 256, "s": 106, "ttmp": 16}  # s106 up are other registers' encodings (vcc_lo, ...)
+
+
+def past_file(token: str, sgprs: int = 106) -> str | None:
+  """Why a register token runs past its register file ('s[104:107] is past s105'), or None; `sgprs`: the arch's
+  SGPR count (gfx9: 102)."""
+  m = _REG.match(token)
+  if not m: return None
+  file = m.group(1)
+  first, last = (int(m.group(2)),) * 2 if m.group(2) is not None else (int(m.group(4)), int(m.group(5) or m.group(4)))
+  n = sgprs if file == "s" else _FILE_SIZE[file]
+  return f"{token} is past {file}{n - 1} (the last {'VGPR' if file == 'v' else 'AGPR' if file == 'a' else 'SGPR' if file == 's' else 'trap register'})" \
+    if last >= n else None
+
+
 def parse_register(token: str, vgpr_lists: bool = True) -> Reg | None:
   """Assembly register text -> Reg, or None if the token is not a register (names are lower case: llvm-mc reads
   V1 or VCC_LO as a symbol)."""
@@ -127,7 +142,7 @@ def parse_register(token: str, vgpr_lists: bool = True) -> Reg | None:
     if count < 1: return None
     if file == "v": return Reg("v", first, count, m.group(3)[1] if m.group(3) else None)
     if file == "a": return None if m.group(3) else Reg("a", first, count)
-    if m.group(3): return None
+    if m.group(3) or past_file(t): return None  # s106 is not vcc_lo, nor ttmp16 null: parser.py names the error
     return Reg("s", first + (108 if file == "ttmp" else 0), count)
   if t in _BY_NAME:
     value, count = _BY_NAME[t]

@@ -16,8 +16,6 @@ EXCEPTIONS_FILE = Path(__file__).with_name("emu_coverage_exceptions.txt")
 # the implemented opcodes that test_emu_reference.py does not run, by family, and why; the first rule that matches names
 # the reason (tests/emu_coverage_exceptions.txt holds one line per opcode)
 REASONS: list[tuple[str, str]] = [
-  (r"^v_writelane_b32$", "the assembler's gfx942 table refuses every SGPR in src0 (issue 13's known table bug, "
-   "test_asm_llvm.KNOWN_UNBUILDABLE) until the tables are regenerated"),
   (r"^v_mfma_", "checked against numpy matmul of clang-19's __builtin_amdgcn_mfma_* (all 20 shapes, tests/test_emu_gfx942.py::"
                "test_mfma_against_numpy) with the layout of AMD's matrix calculator; no per-element reference here"),
   (r"^v_wmma_", "f16/iu8 (tests/test_emu_corpus.py) and fp8/bf8 (tests/test_emu_gfx12.py) checked against numpy through clang-19's "

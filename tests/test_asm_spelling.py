@@ -39,6 +39,10 @@ EXAMPLES = {
     # packed f16 sources read integer bits as f16 (0x3800 is the inline 0.5; 0x3f000000 a literal), floats as f16 literals
     "v_pk_mul_f16 v20, 0x3f000000, v9", "v_pk_mul_f16 v20, 0x3800, v9", "v_pk_mul_f16 v20, 2.5, v9", "v_pk_add_u16 v20, 0x3f000000, v9",
     "v_dot2_f32_f16 v20, 0x3800, v9, v1", "ds_gws_sema_v offset:16 gds", "ds_gws_init v1 offset:16 gds",
+    # required by llvm-mc: gds on GWS/GS-register DS, a one-channel dmask on gather4; hex DPP row counts
+    "ds_gws_init v1", "ds_gws_init v1 gds", "ds_add_gs_reg_rtn v[20:21], v40",
+    "image_gather4_c_b_cl v[20:23], v[40:43], s[12:19], s[12:15] dim:SQ_RSRC_IMG_1D",
+    "image_gather4_c_b_cl v[20:23], v[40:43], s[12:19], s[12:15] dmask:0x3 dim:SQ_RSRC_IMG_1D", "v_mov_b32_dpp v1, v2 row_shl:0x1",
   ],
   "gfx1201": [
     "v_add_f32_dpp v5, v1, v2 row_shl:1", "v_cmp_class_f32 vcc_lo, v1, v2", "v_cmpx_lt_f32 v1, v2",
@@ -60,6 +64,7 @@ EXAMPLES = {
     "v_add_f32\tv1, v2, v3",
     "v_add_f16_e64 v20, 0x3f000000, v9", "v_add_f16_e64 v20, 0x3800, v9", "v_cvt_u16_f16_e64 v20, 0x3f000000",  # f16 bits, no literal
     "v_pk_mul_f16 v20, 0x3f000000, v9", "v_rcp_f64_dpp v[2:3], v[4:5] quad_perm:[1,0,3,2]",  # 64-bit DPP: row_newbcast only
+    "v_rndne_f64_dpp v[20:21], v[70:71] row_newbcast:0x0 row_mask:0xf bank_mask:0xf",
   ],
 }
 # issue 13's bytes, as llvm-mc 19 gives them

@@ -57,6 +57,7 @@ class RawShape:
   omitted: dict = field(default_factory=dict)     # printed modifier field -> the value llvm-mc's assembler writes when text leaves it out
   refused: dict = field(default_factory=dict)     # field -> ('value', mask) / ('bits', mask): what the disassembler prints but the assembler refuses
   f16_sources: set = field(default_factory=set)   # sources whose integer bits llvm-mc's assembler reads as f16 (0x3800 is the inline 0.5)
+  rejected_bits: dict = field(default_factory=dict)  # neg/abs -> source bits whose word llvm-mc's disassembler rejects (v_cndmask's src2)
 
 
 def field_mask(hi: int, lo: int) -> int:
@@ -162,6 +163,8 @@ def probe_format(name: str, layouts: dict[str, Layout], mcpu: str, only: set[int
         s.sext = sum(1 << b for b in range(3) if _accepted(probed.get((op, f, 1 << b))) and "sext(" in probed[(op, f, 1 << b)].text)
       if f == "abs":
         s.abs_read = sum(1 << b for b in range(3) if _accepted(probed.get((op, f, 1 << b))) and probed[(op, f, 1 << b)].text != text)
+      if f in ("neg", "abs"):  # a bit llvm-mc decodes nothing for: the word is invalid (a lane mask takes no modifier)
+        s.rejected_bits[f] = sum(1 << b for b in range(3) if (op, f, 1 << b) in probed and not _accepted(probed[(op, f, 1 << b)]))
       if f == "opsel":
         s.opsel_bits = sum(1 << b for b in range(4) if _accepted(probed[(op, f, 1 << b)]) and probed[(op, f, 1 << b)].text != text)
       if k in ("src", "ssrc"):
@@ -333,8 +336,10 @@ def _assembler_limits(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str, 
         if v > 0 and v & (v - 1) == 0 and _accepted(d) and split(d.text, fmt)[0] == s.mnemonic: texts.append(d.text); keys.append((s, f, "bits", v))
   for s in shapes:
     if id(s) in ok: _unprinted_negs(s, fmt, probed, texts, keys)
-  for (s, f, kind, v), data in zip(keys, llvm.assemble_each(texts, mcpu)):
-    if isinstance(data, bytes): continue
+  refusals = [key for key, data in zip(keys, llvm.assemble_each(texts, mcpu)) if not isinstance(data, bytes)]
+  refusals = [key for key in refusals if key[2] != "value"] + _refused_in_every_combination(
+    lay, [key for key in refusals if key[2] == "value"], fmt, mcpu)
+  for s, f, kind, v in refusals:
     k, mask = s.refused.get(f, (kind, 0))
     s.refused[f] = (kind, mask | 1 << v if kind == "value" else mask | v)
   if "dpp_ctrl" in kinds:  # lane controls only some opcodes take (gfx9's 64-bit DPP: row_newbcast alone)
@@ -346,6 +351,31 @@ def _assembler_limits(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str, 
     every = max(masks, key=masks.count)  # what most opcodes take (opcodes that ignore their source take more)
     for s in shapes:
       if every & ~taken[id(s)]: s.refused["dpp_ctrl"] = ("value", every & ~taken[id(s)])
+
+
+def _refused_in_every_combination(lay: Layout, refusals: list[tuple], fmt: str, mcpu: str) -> list[tuple]:
+  """The (shape, field, 'value', v) refusals that stay refused with the other sources changed. A value refused next to
+  the probe base's other operands may only break a limit on their combination (gfx942 v_writelane_b32 s1 next to the
+  base's s0: the constant bus), which the assembler checks on its own: it is retried with every other scalar source
+  holding the same value (identical scalars count once), and with every other 9-bit source a VGPR. Only other
+  sources whose base value takes the bus (an SGPR, a special register or the literal; not a VGPR or an inline
+  constant) are changed: with none, nothing was combined."""
+  kinds = {f: k for f, hi, lo, k in lay[2]}
+  bus = lambda x: x < 128 or 209 <= x < 240 or 249 <= x < 256
+  words, keys = [], []
+  for key in refusals:
+    s, f, _, v = key
+    others = [g for g in s.valid if g != f and kinds.get(g) in ("src", "ssrc") and g.startswith("src") and bus(s.base.get(g, 0))]
+    if not others: continue
+    same = {g: v for g in others if s.valid[g] >> v & 1}
+    vgpr = {g: 256 + 10 for g in others if kinds[g] == "src"}
+    for retry in (same, vgpr):
+      if retry: words.append(word(lay, s.op, {**s.base, **retry, f: v}) + LITERAL); keys.append(key)
+  texts, tkeys = [], []
+  for key, d in zip(keys, llvm.disassemble_each(words, mcpu, pad=1)):
+    if _accepted(d) and split(d.text, fmt)[0] == key[0].mnemonic: texts.append(d.text); tkeys.append(key)
+  taken = {(id(k[0]), k[1], k[3]) for k, data in zip(tkeys, llvm.assemble_each(texts, mcpu)) if isinstance(data, bytes)}
+  return [key for key in refusals if (id(key[0]), key[1], key[3]) not in taken]
 
 
 def _f16_bit_patterns(lay: Layout, shapes: list[RawShape], fmt: str, mcpu: str) -> None:

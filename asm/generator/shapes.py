@@ -126,6 +126,10 @@ def record(raw: RawShape, fields: dict[str, tuple[int, int, str]]) -> tuple:
           for f, syn in mods]
   sources = sum(1 for o in operands if isinstance(o, tuple) and o[0] in ("src0", "src1", "src2"))
   mods = [(f, f"abs,only:{raw.abs_read}" if syn == "abs" and f == "abs" and raw.abs_read != (1 << sources) - 1 else syn) for f, syn in mods]
+  # neg/abs bits whose word llvm-mc rejects, some but not all: 'neg,zero:4,sext:2' (first after the head, so that
+  # 'only:'/'sext:' stay last)
+  mods = [(f, f"{f},zero:{raw.rejected_bits[f]}{syn[len(f):]}" if syn.split(",")[0] == f and raw.rejected_bits.get(f) else syn)
+          for f, syn in mods]
   full = (1 << 4) - 1 if raw.fmt.split("_DPP")[0] != "VOP3P" else (1 << 3) - 1
   mods = [(f, syn + f",bits:{raw.opsel_bits}" if f == "opsel" and raw.opsel_bits & full != full else syn) for f, syn in mods]
   operands = [(*o, numbers[o[0]]) if isinstance(o, tuple) and o[0] in numbers else o for o in operands]
