@@ -237,7 +237,7 @@ class AMDDevice(StagedCopies, Device):
       self._barriers_taken += q.number_barriers(self._barriers_taken)  # in ring order: the lock covers numbering and writing
       if q.numbering: return self._write_ring("compute", q.words())  # a bound queue's jump: already an indirect buffer
       self._write_ring("compute", self._in_arena(q.words()))
-      self._arena_busy.append((self._arena_put, self.queues["compute"]["put"]))
+      self._arena_busy.append((self._arena_put - len(q.words()), self.queues["compute"]["put"]))  # (its arena start, the ring past it)
 
   def _in_arena(self, words) -> "array":
     """Split over XCCs, a submission's packets go into the indirect-buffer arena (PRED_EXEC is refused in the ring) and
@@ -249,7 +249,7 @@ class AMDDevice(StagedCopies, Device):
     start, end = self._arena_put % size, self._arena_put + n
     q = self.queues["compute"]
     deadline = time.monotonic() + self.default_timeout
-    while self._arena_busy and self._arena_busy[0][0] > end - size:
+    while self._arena_busy and self._arena_busy[0][0] < end - size:  # the oldest IB still lies where this one goes
       if q["put"] - self._pending(q) >= self._arena_busy[0][1]: self._arena_busy.pop(0); continue
       if time.monotonic() > deadline: raise HCQError(f"indirect-buffer arena full for {self.default_timeout}s: {self.queue_state()}")
       time.sleep(1e-5)
