@@ -48,6 +48,7 @@ s_endpgm""").to_elf())
 def test_read_pointers_are_reported_as_the_engines_report_them(dev):
   """The CP writes a 32-bit dword offset that wraps at the ring size; SDMA a 64-bit byte count that does not."""
   for _ in range(80): dev.compute_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  dev.synchronize()  # the two queues are not ordered: a late compute signal would set the timeline back below the SDMA's
   for _ in range(40): dev.copy_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
   dev.synchronize()
   c, s = dev.queues["compute"], dev.queues["sdma"]
