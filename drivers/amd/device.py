@@ -271,7 +271,7 @@ class AMDDevice(StagedCopies, Device):
     CUs times max_slots_scratch_cu, as ROCr sizes it (amd_aql_queue.cpp FillComputeTmpRingSize_Gfx11: NumShaderBanks =
     array_count / simd_arrays_per_engine in the thunk's topology.c, max waves = CUs x MaxSlotsScratchCU). gfx9.4.3: WAVES
     counts the slots of one XCC (FillComputeTmpRingSize: the queue's scratch / NumXcc), an XCC's CUs (simd_count /
-    simd_per_cu / num_xcc) x max_slots_scratch_cu; hcq's queue runs on XCC 0 alone (see docs/hcq.md), so one XCC's ring."""
+    simd_per_cu / num_xcc) x max_slots_scratch_cu, per XCC's ring (ensure_scratch gives each XCC its own when split)."""
     p = self.node.properties
     if not self.dialect.waves_per_engine:
       return 1, p["simd_count"] // p["simd_per_cu"] // p.get("num_xcc", 1) * p["max_slots_scratch_cu"]

@@ -175,7 +175,7 @@ class AMDComputeQueue(DwordQueue):
     until every slot holds at least that number: no XCC passes until all have finished what came before. Numbers grow
     by one per barrier of the device's ring (given at submit), so an XCC that runs ahead cannot satisfy an earlier
     barrier's wait for another; the 32-bit slots would wrap after 2**32 barriers."""
-    n, sync, j = self.split.xccs, self.split.sync_addr, len({b for _, b in self.barriers})
+    n, sync, j = self.split.xccs, self.split.sync_addr, self.barrier_count
     for i in range(n):
       self.on_xccs(1 << i, lambda i=i: self.release_mem(sync + 4 * i, 0, DATA_SEL_32))
       self.barriers.append((len(self._q) - 3, j))  # RELEASE_MEM's data dword
