@@ -231,11 +231,11 @@ class AMDComputeQueue(DwordQueue):
     scratch = program.device.scratch_base
     if self.split:  # each XCC: its logical id (its share of the workgroups) and its own scratch ring
       self.set_sh_reg(r.regCOMPUTE_TG_CHUNK_SIZE, 1)
-      for i in range(self.split.xccs):
+      def per_xcc(i: int) -> None:
+        self.pkt3(p.PACKET3_SET_SH_REG, self.d.gc_base[0] + LOGIC_XCC_ID_OFFSET - p.PACKET3_SET_SH_REG_START, i)
         at = scratch + i * program.device.scratch_xcc_bytes
-        self.on_xccs(1 << i, lambda i=i, at=at: (
-          self.pkt3(p.PACKET3_SET_SH_REG, self.d.gc_base[0] + LOGIC_XCC_ID_OFFSET - p.PACKET3_SET_SH_REG_START, i),
-          scratch and self.set_sh_reg(r.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO, lo32(at >> 8), hi32(at >> 8))))
+        if scratch: self.set_sh_reg(r.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO, lo32(at >> 8), hi32(at >> 8))
+      for i in range(self.split.xccs): self.on_xccs(1 << i, lambda i=i: per_xcc(i))
     elif scratch:
       self.set_sh_reg(r.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO, lo32(scratch >> 8), hi32(scratch >> 8))
     self.set_sh_reg(r.regCOMPUTE_RESTART_X, 0, 0, 0)
