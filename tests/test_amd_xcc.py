@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hcq.asm.kernel import Kernel
+from hcq.autogen.am import soc15d
 from hcq.devstring import parse_dev
 from hcq.drivers.amd import pm4
 from hcq.drivers.amd.device import AMDDevice
@@ -88,6 +89,22 @@ def test_a_missing_cross_xcc_barrier_gives_an_early_signal(monkeypatch):
   settle(dev)
   wrong = out.reshape(GROUPS, LOCAL)[:, 0] != 1
   assert wrong.any() and not wrong[::8].any()  # XCC 0's workgroups (0, 8, 16, ...) are right, others' are not
+
+
+def test_a_barrier_without_l2_write_back_leaves_the_other_xccs_results_in_their_l2s(monkeypatch):
+  """The barrier's RELEASE_MEMs without EOP_TC_WB: every XCC has finished when XCC 0 signals, but only XCC 0's L2 was
+  written back (by the signal's own RELEASE_MEM), so SDMA reads the others' workgroups as they were before."""
+  release_mem = pm4.AMDComputeQueue.release_mem
+
+  def without_write_back(self, addr, value, data_sel, int_sel=0, ctxid=0):
+    release_mem(self, addr, value, data_sel, int_sel, ctxid)
+    if self.split and isinstance(addr, int) and self.split.sync_addr <= addr < self.split.sync_addr + 4 * self.split.xccs: self._q[-7] &= ~soc15d.EOP_TC_WB_ACTION_EN
+    return self
+  monkeypatch.setattr(pm4.AMDComputeQueue, "release_mem", without_write_back)
+  dev = open_mi300x()
+  first = launch(dev).reshape(GROUPS, LOCAL)[:, 0]
+  settle(dev)
+  assert (first[::8] == 1).all() and (np.delete(first, np.s_[::8]) == 0).all()
 
 
 def test_a_missing_pred_exec_runs_one_share_everywhere(monkeypatch):
