@@ -241,7 +241,7 @@ def _watch_core(dev, args, faults: list[BaseException]) -> None:
     try:
       if args.trace is None and args.max_instructions is None: return inner(gpu, state, cancel=cancel)
       return launch(gpu.mem, from_state(state, gpu.board.gfx_target, gpu.shader_board()), args.max_instructions, trace=trace if args.trace is not None else None,
-                    trace_wave=args.trace, cancel=cancel)
+                    trace_wave=args.trace, cancel=cancel, share=state.share)
     except Exception as e:
       faults.append(e)
       raise

@@ -47,7 +47,8 @@ s_endpgm""").to_elf())
 
 def test_read_pointers_are_reported_as_the_engines_report_them(dev):
   """The CP writes a 32-bit dword offset that wraps at the ring size; SDMA a 64-bit byte count that does not."""
-  for _ in range(40): dev.compute_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  for _ in range(80): dev.compute_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  dev.synchronize()  # the two queues are not ordered: a late compute signal would set the timeline back below the SDMA's
   for _ in range(40): dev.copy_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
   dev.synchronize()
   c, s = dev.queues["compute"], dev.queues["sdma"]
@@ -66,7 +67,8 @@ def test_many_launches_and_copies_through_a_small_ring(dev):
   for _ in range(SUBMISSIONS): prg(count, global_size=1, local_size=1)
   dev.synchronize()
   assert int(count.view(np.uint32)[0]) == SUBMISSIONS, "launches were lost"
-  assert (dev.queues["compute"]["put"] - start) // (RING // 4) >= SUBMISSIONS // 8, "the compute ring did not wrap often"
+  # split over XCCs the ring carries a 4-dword INDIRECT_BUFFER per launch (its packets are in the arena)
+  assert (dev.queues["compute"]["put"] - start) // (RING // 4) >= SUBMISSIONS // (64 if dev.split else 8), "the compute ring did not wrap often"
   src, dst = dev.alloc(4 * SUBMISSIONS, "host"), dev.alloc(4 * SUBMISSIONS, "host")
   src.view(np.uint32)[:] = np.arange(SUBMISSIONS, dtype=np.uint32) + 1
   dst.view(np.uint32)[:] = 0
@@ -81,6 +83,7 @@ def test_many_launches_and_copies_through_a_small_ring(dev):
 @pytest.mark.parametrize("name", ["compute", "sdma"])
 def test_a_submission_that_would_straddle_the_end_starts_at_zero_after_nops(dev, name):
   """kfdtest and ROCr fill the ring's end with NOPs rather than split a submission; so does the driver."""
+  if name == "compute" and dev.split: pytest.skip("split over XCCs the compute ring carries 4-dword INDIRECT_BUFFERs: none straddles its end")
   gpu, q = gpu_of(dev), dev.queues[name]
   queue = dev.compute_queue if name == "compute" else dev.copy_queue
   sig = dev.new_signal(0)
@@ -166,13 +169,13 @@ def test_binding_again_gives_back_the_first_copies(dev):
   has finished; the queue then replays from its new copies."""
   gate, out = dev.new_signal(0), dev.new_signal(0)
   q = dev.compute_queue().wait(gate, Variable("g")).signal(out, Variable("v")).signal(dev.timeline_signal, Variable("t")).bind(dev)
-  first = [buf for buf, _, _ in q._copies]
+  first = [copy[0] for copy in q._copies]
   q.submit(dev, {"g": 1, "v": 1, "t": dev.next_timeline()})  # held behind the gate
   threading.Timer(0.2, lambda: setattr(gate, "value", 1)).start()
   pool = len(dev._signal_pool)
   q.bind(dev)
   assert out.value == 1 and all(buf.freed for buf in first) and len(dev._signal_pool) == pool  # one signal back, one taken
-  assert not any(buf.freed for buf, _, _ in q._copies)
+  assert not any(copy[0].freed for copy in q._copies)
   for v in (2, 3, 4): q.submit(dev, {"g": 0, "v": v, "t": dev.next_timeline()})
   dev.synchronize()
   assert out.value == 4

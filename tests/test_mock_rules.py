@@ -223,7 +223,7 @@ def test_gfx12_takes_its_own_spellings(board12):
   np.testing.assert_array_equal(b.mem[5 << 20:(5 << 20) + 64], np.arange(64, dtype=np.uint8))
 
 
-# ---- gfx9.4.3 (MI300X): the gfx10+ spellings gfx9 lacks, and what a single-XCC queue does not emulate ----
+# ---- gfx9.4.3 (MI300X): the gfx10+ spellings gfx9 lacks, and PRED_EXEC / the XCC split where they cannot apply ----
 GFX9 = gfx9_dialect(BOARDS["gfx942"].gc_bases)
 
 
@@ -237,7 +237,12 @@ GFX9_CASES = [  # (rule, queue kind, stream builder)
   ("RELEASE_MEM event dword {event:#010x} sets bits", "compute", lambda b: signal(b, 1)),                 # gfx11's GCR fence
   ("body dwords; its layout has", "compute", lambda b: pkt3(nvd.PACKET3_ACQUIRE_MEM, *ACQUIRE)),            # gfx11's GCR_CNTL dword
   ("sets bit 15, gfx10+'s CS_W32_EN", "compute", lambda b: dispatch9(1 | 1 << 15)),                       # a wave32 dispatch
-  ("COMPUTE_TG_CHUNK_SIZE {chunk}", "compute", lambda b: dispatch9(1, (GFX9.regs.regCOMPUTE_TG_CHUNK_SIZE, 1))),
+  ("PRED_EXEC in the ring", "compute", lambda b: pkt3(0x23, 1 << 24)),
+  ("PRED_EXEC selects XCCs {select:#04x}; the partition has", "compute", lambda b: ib(*put(b, 6 << 20, pkt3(0x23, 0)))),
+  ("predicates {used - count - 2} dwords past the end of its stream", "compute", lambda b: ib(*put(b, 6 << 20, pkt3(0x23, 2 << 24 | 9)))),
+  ("COMPUTE_CURRENT_LOGIC_XCC_ID {logic}: the partition has", "compute",  # logical id 8 of 8 XCCs
+   lambda b: pkt3(nvd.PACKET3_SET_SH_REG, GFX9.gc_base[0] + 0x0e25 - nvd.PACKET3_SET_SH_REG_START, 8) +
+   dispatch9(1, (GFX9.regs.regCOMPUTE_TG_CHUNK_SIZE, 1))),
   ("COMPUTE_PGM_RSRC2.TRAP_PRESENT (bit 6) clear", "compute", lambda b: dispatch9(1, (GFX9.regs.regCOMPUTE_PGM_RSRC2, 0))),
   ("WAIT_REG_MEM64 on gfx9: soc15d.h defines no such packet", "compute", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b))),
   ("SDMA 4.4 FENCE with", "sdma", lambda b: AMDCopyQueue(6).signal(FakeSignal(b.addr(3 << 20)), 1)._q),  # SDMA 6.0's MTYPE

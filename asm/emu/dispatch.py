@@ -103,13 +103,22 @@ def from_state(state, arch: str = "gfx1100", board: Board = Board()) -> Dispatch
 
 def dispatch(mem: VirtualMemory, state, max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS,
              cancel: Callable[[], bool] | None = None, arch: str = "gfx1100", board: Board = Board(),
-             interleave: int | None | str = "env") -> Stats:
+             interleave: int | None | str = "env", share: tuple[int, int, int] | None = None) -> Stats:
   """Run the grid a DISPATCH_DIRECT describes (the mock GPU's shader core, whose board says `arch` and its engines).
   Raises PageFault / WaveError on faults; HCQ_EMU_MAX_INSTRUCTIONS bounds a runaway kernel; `cancel()` true stops it
   with Cancelled. `interleave`: a seed for interleaved waves (see `launch`), None for lockstep, "env" for
-  HCQ_EMU_INTERLEAVE's."""
+  HCQ_EMU_INTERLEAVE's. `share`: (chunk, parts, part) runs only the workgroups of one XCC (see `share_of`)."""
   seed = interleave_from_env() if interleave == "env" else interleave
-  return launch(mem, from_state(state, arch, board), max_instructions, cancel=cancel, interleave=seed)
+  return launch(mem, from_state(state, arch, board), max_instructions, cancel=cancel, interleave=seed, share=share)
+
+
+def share_of(groups: int, share: tuple[int, int, int] | None) -> np.ndarray | None:
+  """The linear workgroup ids (x fastest) one XCC runs: chunks of `chunk` consecutive ids dealt round robin over `parts`
+  XCCs, XCC `part` taking chunks part, part + parts, ... (None: every workgroup)."""
+  if share is None: return None
+  chunk, parts, part = share
+  ids = np.arange(groups)
+  return ids[ids // chunk % parts == part]
 
 
 @dataclass(frozen=True, eq=False)   # hashed by identity: _plan returns one object per register set
@@ -148,11 +157,12 @@ def _plan(rsrc1: int, rsrc2: int, local: tuple[int, int, int], wave32: bool, lds
 
 
 @functools.lru_cache(maxsize=256)
-def _batch(plan: _Plan, g0: int, count: int, grid: tuple[int, int, int]):
+def _batch(plan: _Plan, g0: int, count: int, grid: tuple[int, int, int], share: tuple[int, int, int] | None = None):
   """Per-wave arrays of a batch of `count` workgroups from `g0` (read-only, shared by every launch of that shape):
-  workgroup within the batch, workgroup ids X/Y/Z, v0 and EXEC."""
-  gx, gy, _ = grid
-  gid = np.repeat(np.arange(g0, g0 + count), plan.wpg)
+  workgroup within the batch, workgroup ids X/Y/Z, v0 and EXEC. With a `share`, g0 counts the XCC's own workgroups."""
+  gx, gy, gz = grid
+  mine = share_of(gx * gy * gz, share)
+  gid = np.repeat(np.arange(g0, g0 + count) if mine is None else mine[g0:g0 + count], plan.wpg)
   out = (np.repeat(np.arange(count), plan.wpg), (gid % gx, (gid // gx) % gy, gid // (gx * gy)),
          np.tile(plan.packed, (count, 1)), np.tile(plan.exec_mask, count))
   for a in (out[0], *out[1], out[2], out[3]): a.flags.writeable = False
@@ -161,8 +171,8 @@ def _batch(plan: _Plan, g0: int, count: int, grid: tuple[int, int, int]):
 
 def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None, trace: Callable | None = None,
            trace_wave: int | None = None, max_batch_bytes: int = 256 << 20, cancel: Callable[[], bool] | None = None,
-           interleave: int | None = None) -> Stats:
-  """Run every workgroup of `d` to completion, in batches of workgroups whose waves run in lockstep; with an
+           interleave: int | None = None, share: tuple[int, int, int] | None = None) -> Stats:
+  """Run every workgroup of `d` (or of its `share`, see `share_of`) to completion, in batches of workgroups whose waves run in lockstep; with an
   `interleave` seed, the waves of each workgroup (of more than one wave) run interleaved in an order drawn from it, so
   that a missing barrier or an unsynchronised LDS / global access shows (engine.execute). The same seed gives the
   same order."""
@@ -173,7 +183,8 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
   traps = _rsrc3_gfx11(d.rsrc3, d.wave32) if d.arch.startswith("gfx11") else {}
   lanes, vgprs, lds, wpg = d.lanes, plan.vgprs, plan.lds, plan.wpg
   gx, gy, gz = d.grid
-  groups = gx * gy * gz
+  mine = share_of(gx * gy * gz, share)
+  groups = gx * gy * gz if mine is None else len(mine)
   ring = d.scratch
   per_wave = vgprs * lanes * 4 + 128 * 4 + (0 if ring else lanes * d.private_bytes) + 64
   per_group = wpg * per_wave + lds
@@ -192,7 +203,8 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
     for g0 in range(0, groups, batch):
       if cancel is not None and cancel(): raise Cancelled(f"dispatch cancelled before workgroup {g0} of {groups}")
       count = min(groups, g0 + batch) - g0
-      wg_of_wave, ids, v0, exec_mask = _batch(plan, g0, count, (gx, gy, gz)) if count * wpg <= 4096 else _batch.__wrapped__(plan, g0, count, (gx, gy, gz))
+      wg_of_wave, ids, v0, exec_mask = _batch(plan, g0, count, (gx, gy, gz), share) if count * wpg <= 4096 else \
+        _batch.__wrapped__(plan, g0, count, (gx, gy, gz), share)
       n = count * wpg
       st = Waves(n, lanes, vgprs, wg_of_wave, lds, count, d.private_bytes, ring.slot_addresses(g0, count, wpg, turn) if ring else None)
       st.mem, st.first_wave = mem, g0 * wpg

@@ -17,7 +17,7 @@ from hcq.buffer import Buffer
 from hcq.device import Device, StagedCopies
 from hcq.devstring import DevSpec
 from hcq.drivers.amd.kfd import KFDInterface, gpu_nodes
-from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue
+from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue, XCCSplit
 from hcq.drivers.amd.program import AMDProgram
 from hcq.drivers.amd.sdma import SDMA_MAJORS, AMDCopyQueue
 from hcq.drivers.va import ReservedRange
@@ -26,6 +26,7 @@ from hcq.errors import GPUFault, HCQError
 PAGE = 4096
 VA_SPACE = 1 << 40            # reserved once; every buffer gets its GPU and CPU address in it
 RING_BYTES = 1 << 16         # each hardware queue's ring (a power of two of at least 1 KiB, as CREATE_QUEUE takes it)
+IB_ARENA_BYTES = 4 << 20     # split over XCCs: where submitted packets run as indirect buffers (PRED_EXEC needs one)
 STAGING_BYTES = 16 << 20
 # the global timestamp counter RELEASE_MEM and SDMA write: the SOC reference clock (soc21_get_xclk / soc24_get_xclk: spll.reference_freq);
 # on MI300 (MP1 13.0.6) soc15_get_xclk (Linux 6.12) returns 10000 (10 kHz units): a 100 MHz GPU clock counter
@@ -63,6 +64,7 @@ def _say_emulated(arch: str | None) -> None:
 class AMDDevice(StagedCopies, Device):
   """See the module docstring."""
   va_space = VA_SPACE  # bytes of address space reserved at open (a class attribute, so a test can make it small)
+  use_xccs = True      # gfx9.4.3: split dispatches over the partition's XCCs (False: one queue on XCC 0 runs them whole)
 
   def __init__(self, spec: DevSpec, ring_bytes: int = RING_BYTES, os_layer=None):
     """`ring_bytes`: the size of each queue's ring; `os_layer`: an OS object to use instead of the one the DEV string picks
@@ -90,14 +92,27 @@ class AMDDevice(StagedCopies, Device):
     self.sdma_major = int(self._ip_discovery("SDMA0", "major"))   # SDMA 4 on gfx9.4.3, 6 on gfx11, 7 on gfx12
     if self.sdma_major not in SDMA_MAJORS: raise HCQError(f"{self.arch}: SDMA {self.sdma_major}.x; this driver builds SDMA 4.4, 6.0 and 7.0 packets")
     self.tmpring_size, self.scratch_base, self._scratch, self._scratch_per_wave, self.scratch_generation = 0, 0, None, 0, 0
+    self.scratch_xcc_bytes = 0
     self._range = ReservedRange(self.os, self.va_space)
     self._handles_lock = threading.Lock()
     self._staging_lock = threading.Lock()  # one staging buffer: one host<->device copy at a time
     self._handles: dict[int, int] = {}
     super().__init__(spec)
     self.staging = self.alloc(STAGING_BYTES, "host")
+    self.split = self._xcc_split()
     self._events()
     self.queues = {"compute": self._queue(K.KFD_IOC_QUEUE_TYPE_COMPUTE, 4), "sdma": self._queue(K.KFD_IOC_QUEUE_TYPE_SDMA, 1)}
+
+  def _xcc_split(self) -> XCCSplit | None:
+    """gfx9.4.3 with more than one XCC in the node's partition: every XCC gets a PM4 queue on the one compute ring and
+    a share of each dispatch (docs/hcq.md, MI300X). Their barrier slots and the indirect-buffer arena are allocated here."""
+    xccs = self.node.properties.get("num_xcc", 1)
+    if xccs < 2 or self.dialect.waves_per_engine or not self.use_xccs: return None
+    sync = self.alloc(PAGE, "uncached")
+    sync.view(np.uint32)[:] = 0
+    self._xcc_sync, self._barriers_taken = sync, 0
+    self._arena, self._arena_put, self._arena_busy = self.alloc(IB_ARENA_BYTES, "host"), 0, []
+    return XCCSplit(xccs, sync.addr)
 
   def _ip_discovery(self, block: str, name: str) -> str:
     """One file of a hardware block in the IP discovery table the amdgpu driver exposes in sysfs."""
@@ -157,26 +172,33 @@ class AMDDevice(StagedCopies, Device):
     return cwsr, ctl_stack, ((cwsr + debugger) * xcc + PAGE - 1) // PAGE * PAGE
 
   def _queue(self, queue_type: int, unit: int) -> dict:
+    """A hardware queue: its ring, pointers and buffers. Split over XCCs, the compute ring gets one queue per XCC (target
+    XCC i in CREATE_QUEUE's queue_percentage bits 8-15), all on the one ring and write pointer, each with its own read
+    pointer (at +16 i of the pointer page), doorbell, EOP buffer and save area."""
     ring = self.alloc(self.ring_bytes, "host")
     pointers = self.alloc(PAGE, "host")  # rptr at +0, wptr at +8: one page, GPU-mapped, as MES requires of the wptr
     compute = queue_type == K.KFD_IOC_QUEUE_TYPE_COMPUTE
-    eop = self.alloc(PAGE, "device") if compute else None
-    cwsr_size, ctl_stack, cwsr_bytes = self._cwsr_sizes() if compute else (0, 0, 0)
-    cwsr = self.alloc(cwsr_bytes, "device") if compute else None
-    qid, doorbell = self.kfd.create_queue(queue_type, ring.addr, self.ring_bytes, pointers.addr, pointers.addr + 8,
-                                          eop.addr if eop else 0, PAGE if eop else 0, cwsr.addr if cwsr else 0, cwsr_size, ctl_stack)
-    # The CP reports a PM4 queue's read pointer as a 32-bit dword offset that wraps at the ring size (kfdtest PM4Queue::Rptr);
-    # SDMA 4.0+ reports a 64-bit byte count that does not (ROCr BlitSdmaV4: "HW ring indices are monotonic"). Write pointers
-    # are 64-bit and never wrap on both. A one-dword NOP fills the ring's end: PM4 NOP with count 0x3FFF, SDMA NOP (all zero).
-    rptr = (ctypes.c_uint32 if compute else ctypes.c_uint64).from_address(pointers.host_addr)
+    ids, doorbells, rptrs, buffers = [], [], [], [ring, pointers]
+    for xcc in range(self.split.xccs if compute and self.split else 1):
+      eop = self.alloc(PAGE, "device") if compute else None
+      cwsr_size, ctl_stack, cwsr_bytes = self._cwsr_sizes() if compute else (0, 0, 0)
+      cwsr = self.alloc(cwsr_bytes, "device") if compute else None
+      qid, doorbell = self.kfd.create_queue(queue_type, ring.addr, self.ring_bytes, pointers.addr + 16 * xcc, pointers.addr + 8,
+                                            eop.addr if eop else 0, PAGE if eop else 0, cwsr.addr if cwsr else 0, cwsr_size, ctl_stack, xcc)
+      # The CP reports a PM4 queue's read pointer as a 32-bit dword offset that wraps at the ring size (kfdtest PM4Queue::Rptr);
+      # SDMA 4.0+ a 64-bit byte count that does not (ROCr BlitSdmaV4: "HW ring indices are monotonic")
+      rptrs.append((ctypes.c_uint32 if compute else ctypes.c_uint64).from_address(pointers.host_addr + 16 * xcc))
+      ids.append(qid), doorbells.append(doorbell), buffers.extend((eop, cwsr))
+    # Write pointers are 64-bit and never wrap on both. A one-dword NOP fills the ring's end: PM4 NOP with count 0x3FFF, SDMA NOP (all zero).
     nop = self.dialect.pkt.PACKET3(self.dialect.pkt.PACKET3_NOP, 0x3FFF) & 0xffffffff if compute else 0
-    return {"id": qid, "ring": ring, "rptr": rptr, "wptr": ctypes.c_uint64.from_address(pointers.host_addr + 8), "put": 0,
-            "doorbell": doorbell, "unit": unit, "buffers": (ring, pointers, eop, cwsr), "type": queue_type, "size": self.ring_bytes // 4, "nop": nop}
+    return {"id": ids[0], "ids": ids, "ring": ring, "rptr": rptrs[0], "rptrs": rptrs, "wptr": ctypes.c_uint64.from_address(pointers.host_addr + 8),
+            "put": 0, "doorbell": doorbells[0], "doorbells": doorbells, "unit": unit, "buffers": tuple(buffers), "type": queue_type,
+            "size": self.ring_bytes // 4, "nop": nop}
 
   @staticmethod
   def _pending(q: dict) -> int:
     """Dwords written to a ring that its engine has not read yet, from the read pointer as the engine reports it."""
-    if q["unit"] == 4: return (q["put"] - q["rptr"].value) % q["size"]  # a wrapping dword offset: in-flight stays below the size
+    if q["unit"] == 4: return max((q["put"] - r.value) % q["size"] for r in q["rptrs"])  # a wrapping dword offset: in-flight stays below the size; the slowest XCC's
     return q["put"] - q["rptr"].value // 4
 
   def _wait_for_space(self, name: str, q: dict, n: int) -> None:
@@ -190,7 +212,7 @@ class AMDDevice(StagedCopies, Device):
   def _advance(self, q: dict, n: int) -> None:
     q["put"] += n
     q["wptr"].value = q["put"] * 4 // q["unit"]
-    self.os.ring_doorbell(q["doorbell"], q["wptr"].value)
+    for doorbell in q["doorbells"]: self.os.ring_doorbell(doorbell, q["wptr"].value)
 
   def _write_ring(self, name: str, words) -> None:
     """Copy dwords into a ring after the write pointer (waiting for space if the engine is behind), then ring the doorbell.
@@ -210,13 +232,36 @@ class AMDDevice(StagedCopies, Device):
     self._advance(q, n)
 
   def submit_pm4(self, q: AMDComputeQueue) -> None:
-    with self.lock: self._write_ring("compute", q.words())  # the write pointer is shared by every thread, replaced by recover
+    with self.lock:  # the write pointer is shared by every thread, replaced by recover
+      if not self.split: return self._write_ring("compute", q.words())
+      self._barriers_taken += q.number_barriers(self._barriers_taken)  # in ring order: the lock covers numbering and writing
+      if q.numbering: return self._write_ring("compute", q.words())  # a bound queue's jump: already an indirect buffer
+      self._write_ring("compute", self._in_arena(q.words()))
+      self._arena_busy.append((self._arena_put - len(q.words()), self.queues["compute"]["put"]))  # (its arena start, the ring past it)
+
+  def _in_arena(self, words) -> "array":
+    """Split over XCCs, a submission's packets go into the indirect-buffer arena (PRED_EXEC is refused in the ring) and
+    the ring gets an INDIRECT_BUFFER to them. Arena space is reused once every XCC's read pointer is past the ring packet
+    that ran it (a CP reads an IB's packets as it runs them)."""
+    n, size = len(words), IB_ARENA_BYTES // 4
+    if n > size: raise HCQError(f"{n} dwords do not fit the {size}-dword indirect-buffer arena: bind() the queue")
+    if self._arena_put % size + n > size: self._arena_put += size - self._arena_put % size
+    start, end = self._arena_put % size, self._arena_put + n
+    q = self.queues["compute"]
+    deadline = time.monotonic() + self.default_timeout
+    while self._arena_busy and self._arena_busy[0][0] < end - size:  # the oldest IB still lies where this one goes
+      if q["put"] - self._pending(q) >= self._arena_busy[0][1]: self._arena_busy.pop(0); continue
+      if time.monotonic() > deadline: raise HCQError(f"indirect-buffer arena full for {self.default_timeout}s: {self.queue_state()}")
+      time.sleep(1e-5)
+    ctypes.memmove(self._arena.host_addr + 4 * start, words.buffer_info()[0], 4 * n)
+    self._arena_put = end
+    return AMDComputeQueue(self.dialect).indirect_buffer(self._arena.addr + 4 * start, n).words()
 
   def submit_sdma(self, q: AMDCopyQueue) -> None:
     with self.lock: self._write_ring("sdma", q.words())
 
   def compute_queue(self) -> AMDComputeQueue:
-    return AMDComputeQueue(self.dialect)
+    return AMDComputeQueue(self.dialect, self.split)
 
   def copy_queue(self) -> AMDCopyQueue:
     return AMDCopyQueue(self.sdma_major)
@@ -226,7 +271,7 @@ class AMDDevice(StagedCopies, Device):
     CUs times max_slots_scratch_cu, as ROCr sizes it (amd_aql_queue.cpp FillComputeTmpRingSize_Gfx11: NumShaderBanks =
     array_count / simd_arrays_per_engine in the thunk's topology.c, max waves = CUs x MaxSlotsScratchCU). gfx9.4.3: WAVES
     counts the slots of one XCC (FillComputeTmpRingSize: the queue's scratch / NumXcc), an XCC's CUs (simd_count /
-    simd_per_cu / num_xcc) x max_slots_scratch_cu; hcq's queue runs on XCC 0 alone (see docs/hcq.md), so one XCC's ring."""
+    simd_per_cu / num_xcc) x max_slots_scratch_cu, per XCC's ring (ensure_scratch gives each XCC its own when split)."""
     p = self.node.properties
     if not self.dialect.waves_per_engine:
       return 1, p["simd_count"] // p["simd_per_cu"] // p.get("num_xcc", 1) * p["max_slots_scratch_cu"]
@@ -249,8 +294,9 @@ class AMDDevice(StagedCopies, Device):
                      f"COMPUTE_TMPRING_SIZE: at most {most['wavesize'] * unit // lanes} bytes per lane and {most['waves']} slots")
     self.synchronize()
     if self._scratch is not None: self._scratch.free()
-    self._scratch = self.alloc(per_wave * waves * parts, "device")
-    self._scratch_per_wave, self.scratch_base = per_wave, self._scratch.addr
+    xccs = self.split.xccs if self.split else 1  # split over XCCs: one ring per XCC (ROCr divides the queue's scratch by NumXcc)
+    self._scratch = self.alloc(per_wave * waves * parts * xccs, "device")
+    self._scratch_per_wave, self.scratch_base, self.scratch_xcc_bytes = per_wave, self._scratch.addr, per_wave * waves * parts
     self.tmpring_size = tmpring.encode(waves=waves, wavesize=per_wave // unit)
     self.scratch_generation += 1  # queues built for the old scratch are rebuilt
 
@@ -313,7 +359,7 @@ class AMDDevice(StagedCopies, Device):
       refused = []
       for name, q in list(self.queues.items()):
         try:
-          self.kfd.destroy_queue(q["id"])
+          for qid in q["ids"]: self.kfd.destroy_queue(qid)
         except HCQError as e:  # not preempted: the hardware may still use its buffers, so they are left allocated
           refused.append(str(e))
         else:
@@ -322,6 +368,7 @@ class AMDDevice(StagedCopies, Device):
               self._free(b)
               b.freed = True
         self.queues[name] = self._queue(q["type"], q["unit"])
+      if self.split: self._arena_busy = []  # the old queues are gone: nothing reads the arena
       self.timeline_signal.value = self.timeline_value - 1
     if refused: raise HCQError(f"{self}: queues reset, but the kernel could not preempt the old ones (their memory is kept): {'; '.join(refused)}")
 

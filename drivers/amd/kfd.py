@@ -114,10 +114,11 @@ class KFDInterface:
 
   # ---- queues ----
   def create_queue(self, queue_type: int, ring: int, ring_size: int, rptr: int, wptr: int, eop: int = 0, eop_size: int = 0,
-                   cwsr: int = 0, cwsr_size: int = 0, ctl_stack_size: int = 0) -> tuple[int, int]:
-    """CREATE_QUEUE; returns (queue id, CPU address of its doorbell)."""
+                   cwsr: int = 0, cwsr_size: int = 0, ctl_stack_size: int = 0, xcc: int = 0) -> tuple[int, int]:
+    """CREATE_QUEUE; returns (queue id, CPU address of its doorbell). `xcc`: a PM4 queue's target XCC in its partition
+    (queue_percentage bits 8-15, kfd_chardev.c set_queue_properties_from_user, Linux 6.12)."""
     q = self.ioctl("CREATE_QUEUE", ring_base_address=ring, ring_size=ring_size, gpu_id=self.gpu_id, queue_type=queue_type,
-                   queue_percentage=100, queue_priority=7, write_pointer_address=wptr, read_pointer_address=rptr,
+                   queue_percentage=100 | xcc << 8, queue_priority=7, write_pointer_address=wptr, read_pointer_address=rptr,
                    eop_buffer_address=eop, eop_buffer_size=eop_size, ctx_save_restore_address=cwsr,
                    ctx_save_restore_size=cwsr_size, ctl_stack_size=ctl_stack_size)
     if self.doorbell_page is None:

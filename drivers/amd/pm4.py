@@ -118,6 +118,19 @@ def preemption_bits(regs: ModuleType, gfx_target_version: int, shader_arrays: in
   return regs.regCOMPUTE_PGM_RSRC1.encode(priv=int(priv)), regs.regCOMPUTE_PGM_RSRC2.encode(trap_present=1)
 
 
+@dataclass(frozen=True)
+class XCCSplit:
+  """How a stream spreads its dispatches over a gfx9.4.3 partition's XCCs (docs/hcq.md, MI300X): one PM4 queue per XCC
+  on one ring, each dispatch dealt in chunks of one workgroup by logical XCC id, and cross-XCC barriers through a
+  32-bit slot per XCC at `sync_addr` (XCC i's at + 4 i), in uncached memory that every XCC's CP reads and writes."""
+  xccs: int
+  sync_addr: int
+
+
+# COMPUTE_CURRENT_LOGIC_XCC_ID: not in the 6.12 register headers; v9_structs.h gives it the MQD dword of
+# compute_static_thread_mgmt_se4, two before compute_tg_chunk_size (0x0e27, gc_9_4_3_offset.h): SH offset 0x0e25
+LOGIC_XCC_ID_OFFSET = 0x0e25
+
 # WAIT_REG_MEM compare functions and RELEASE_MEM selectors (PM4 packet reference; the kernel uses the same values)
 WAIT_GEQ = 5
 MEM_SPACE_MEMORY = 1
@@ -128,10 +141,13 @@ INT_SEL_NONE, INT_SEL_AFTER_WRITE_CONFIRM = 0, 2
 class AMDComputeQueue(DwordQueue):
   """PM4 for a KFD compute queue. Packets are lists of dwords in `self._q`; symbolic values are patch slots."""
 
-  def __init__(self, dialect: PM4Dialect):
+  def __init__(self, dialect: PM4Dialect, split: XCCSplit | None = None):
     super().__init__()
-    self.d = dialect
-    self._copies: list = []  # once bound: (GPU buffer, its words, the packets that run it) per copy of the packets
+    self.d, self.split = dialect, split  # split: None runs every packet on one XCC
+    self._copies: list = []  # once bound: (GPU buffer, its words, the packets that run it, the tail's patches) per copy
+    self.barriers: list[tuple[int, int]] = []  # (word index, barrier number within the stream): numbered at submit
+    self._synced_at = -1      # len(self._q) right after the last cross-XCC barrier
+    self.numbering = None     # a jump's (words, barriers) of the bound copy it runs: numbered instead of its own
 
   def pkt3(self, opcode: int, *body: "int | object") -> "AMDComputeQueue":
     """One type-3 packet: header (count = body dwords - 1), then the body."""
@@ -145,19 +161,58 @@ class AMDComputeQueue(DwordQueue):
     """SET_SH_REG: consecutive registers from `reg`."""
     return self.pkt3(self.d.pkt.PACKET3_SET_SH_REG, self.d.sh_reg(reg), *values)
 
+  def on_xccs(self, mask: int, build: Callable[[], object]) -> "AMDComputeQueue":
+    """The packets `build` records, run only by the XCCs in `mask` (bit i: virtual XCC i): PRED_EXEC, whose EXEC_COUNT
+    (bits 13:0) covers them and VIRTUAL_XCC_ID_SELECT (bits 31:24) names the XCCs (later soc15d.h's PACKET3_PRED_EXEC__*)."""
+    start = len(self._q)
+    self.pkt3(self.d.pkt.PACKET3_PRED_EXEC, mask << 24)
+    build()
+    count = len(self._q) - start - 2
+    if count >= 1 << 14: raise ValueError(f"{count} dwords under one PRED_EXEC: EXEC_COUNT has 14 bits")
+    self._q[start + 1] = mask << 24 | count
+    return self
+
+  def xcc_barrier(self) -> "AMDComputeQueue":
+    """Every XCC writes back its L2 and, after it, its barrier number to its slot (RELEASE_MEM, end of pipe), then waits
+    until every slot holds at least that number: no XCC passes until all have finished what came before. Numbers grow
+    by one per barrier of the device's ring (given at submit), so an XCC that runs ahead cannot satisfy an earlier
+    barrier's wait for another; the 32-bit slots would wrap after 2**32 barriers."""
+    n, sync, j = self.split.xccs, self.split.sync_addr, self.barrier_count
+    for i in range(n):
+      self.on_xccs(1 << i, lambda i=i: self.release_mem(sync + 4 * i, 0, DATA_SEL_32))
+      self.barriers.append((len(self._q) - 3, j))  # RELEASE_MEM's data dword
+    for i in range(n):
+      self.wait_mem(sync + 4 * i, 0)
+      self.barriers.append((len(self._q) - 3, j))  # WAIT_REG_MEM's reference
+    self._synced_at = len(self._q)
+    return self
+
+  def _xcc0(self, build: Callable[[], object]) -> "AMDComputeQueue":
+    """`build`'s packets after every XCC's earlier work, run by XCC 0 alone (signals, timestamps); as they are with one XCC."""
+    if self.split is None: build(); return self
+    if self._synced_at != len(self._q): self.xcc_barrier()
+    return self.on_xccs(1, build)
+
   # ---- the HWQueue interface ----
+  def wait_mem(self, addr, value) -> "AMDComputeQueue":
+    """WAIT_REG_MEM until the dword at `addr` is at least `value` (a 32-bit count: the XCC barrier's slots)."""
+    p = self.d.pkt
+    return self.pkt3(p.PACKET3_WAIT_REG_MEM, self._wait_control(), lo32(addr), hi32(addr), lo32(value), 0xffffffff, 4)
+
+  def _wait_control(self) -> int:
+    p = self.d.pkt
+    return p.WAIT_REG_MEM_MEM_SPACE(MEM_SPACE_MEMORY) | p.WAIT_REG_MEM_OPERATION(0) | p.WAIT_REG_MEM_FUNCTION(WAIT_GEQ) | p.WAIT_REG_MEM_ENGINE(0)
+
   def wait(self, signal: "Signal", value) -> "AMDComputeQueue":
     """Wait until the signal's 64-bit value is >= `value`. gfx11 and gfx12: one WAIT_REG_MEM64 with a 64-bit reference
     and mask (nvd.h PACKET3_WAIT_REG_MEM64 = 0x93; body as AMD's PM4 MEC header PM4MEC_WAIT_REG_MEM64 lays it out:
     control, address lo/hi (8-byte aligned), reference lo/hi, mask lo/hi, poll interval). gfx9.4.3: soc15d.h has no
     WAIT_REG_MEM64 and no gfx9 source at hand uses it, so two 32-bit WAIT_REG_MEMs (hcq.drivers.amd.signal_halves)."""
     p, addr = self.d.pkt, signal.value_addr
-    control = (p.WAIT_REG_MEM_MEM_SPACE(MEM_SPACE_MEMORY) | p.WAIT_REG_MEM_OPERATION(0) | p.WAIT_REG_MEM_FUNCTION(WAIT_GEQ) |
-               p.WAIT_REG_MEM_ENGINE(0))
     if self.d.wait64:
-      return self.pkt3(p.PACKET3_WAIT_REG_MEM64, control, lo32(addr), hi32(addr), lo32(value), hi32(value), 0xffffffff, 0xffffffff, 4)
-    for word, ref in wait_halves(addr, value):
-      self.pkt3(p.PACKET3_WAIT_REG_MEM, control, lo32(word), hi32(word), ref, 0xffffffff, 4)
+      return self.pkt3(p.PACKET3_WAIT_REG_MEM64, self._wait_control(), lo32(addr), hi32(addr), lo32(value), hi32(value),
+                       0xffffffff, 0xffffffff, 4)
+    for word, ref in wait_halves(addr, value): self.wait_mem(word, ref)
     return self
 
   def acquire_mem(self) -> "AMDComputeQueue":
@@ -174,10 +229,10 @@ class AMDComputeQueue(DwordQueue):
 
   def signal(self, signal: "Signal", value) -> "AMDComputeQueue":
     event = getattr(signal, "event_id", None)
-    return self.release_mem(signal.value_addr, value, DATA_SEL_64, INT_SEL_AFTER_WRITE_CONFIRM if event else INT_SEL_NONE, event or 0)
+    return self._xcc0(lambda: self.release_mem(signal.value_addr, value, DATA_SEL_64, INT_SEL_AFTER_WRITE_CONFIRM if event else INT_SEL_NONE, event or 0))
 
   def timestamp(self, signal: "Signal") -> "AMDComputeQueue":
-    return self.release_mem(signal.timestamp_addr, 0, DATA_SEL_TIMESTAMP)
+    return self._xcc0(lambda: self.release_mem(signal.timestamp_addr, 0, DATA_SEL_TIMESTAMP))
 
   def exec(self, program, kernargs_addr, global_size, local_size) -> "AMDComputeQueue":
     """Program the compute registers from the kernel descriptor, then DISPATCH_DIRECT and a CS partial flush."""
@@ -187,15 +242,24 @@ class AMDComputeQueue(DwordQueue):
     self.set_sh_reg(r.regCOMPUTE_PGM_RSRC1, program.rsrc1, program.rsrc2)
     self.set_sh_reg(r.regCOMPUTE_PGM_RSRC3, program.rsrc3)
     self.set_sh_reg(r.regCOMPUTE_TMPRING_SIZE, program.device.tmpring_size)
-    if program.device.scratch_base:
-      self.set_sh_reg(r.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO, lo32(program.device.scratch_base >> 8), hi32(program.device.scratch_base >> 8))
+    scratch = program.device.scratch_base
+    if self.split:  # each XCC: its logical id (its share of the workgroups) and its own scratch ring
+      self.set_sh_reg(r.regCOMPUTE_TG_CHUNK_SIZE, 1)
+      def per_xcc(i: int) -> None:
+        self.pkt3(p.PACKET3_SET_SH_REG, self.d.gc_base[0] + LOGIC_XCC_ID_OFFSET - p.PACKET3_SET_SH_REG_START, i)
+        at = scratch + i * program.device.scratch_xcc_bytes
+        if scratch: self.set_sh_reg(r.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO, lo32(at >> 8), hi32(at >> 8))
+      for i in range(self.split.xccs): self.on_xccs(1 << i, lambda i=i: per_xcc(i))
+    elif scratch:
+      self.set_sh_reg(r.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO, lo32(scratch >> 8), hi32(scratch >> 8))
     self.set_sh_reg(r.regCOMPUTE_RESTART_X, 0, 0, 0)
     user = program.user_sgprs(kernargs_addr)
     if user: self.set_sh_reg(r.regCOMPUTE_USER_DATA_0, *user)
     self.set_sh_reg(r.regCOMPUTE_START_X, 0, 0, 0, *local_size)  # START_X/Y/Z, then NUM_THREAD_X/Y/Z
     self.set_sh_reg(r.regCOMPUTE_RESOURCE_LIMITS, 0)
     self.pkt3(p.PACKET3_DISPATCH_DIRECT, *global_size, self.d.initiator(program.wave32))
-    return self.pkt3(p.PACKET3_EVENT_WRITE, p.EVENT_TYPE(self.d.events.CS_PARTIAL_FLUSH) | p.EVENT_INDEX(4))
+    self.pkt3(p.PACKET3_EVENT_WRITE, p.EVENT_TYPE(self.d.events.CS_PARTIAL_FLUSH) | p.EVENT_INDEX(4))
+    return self.xcc_barrier() if self.split else self  # the next dispatch may read what any XCC wrote
 
   def indirect_buffer(self, addr, ndwords: int) -> "AMDComputeQueue":
     """Jump to `ndwords` of PM4 at `addr` and come back (how a bound queue is submitted)."""
@@ -205,34 +269,57 @@ class AMDComputeQueue(DwordQueue):
   def bind(self, device, copies: int = 2) -> "AMDComputeQueue":
     """Copy the packets into GPU-visible memory, `copies` times; each submit patches a copy whose last run has finished
     and sends an INDIRECT_BUFFER to it, then a RELEASE_MEM that marks the run done. One copy patched in place would hand
-    its values to an earlier submission the CP had not read yet (it fetches an IB's packets as it runs them)."""
+    its values to an earlier submission the CP had not read yet (it fetches an IB's packets as it runs them). Split over
+    XCCs, the mark is the copy's own last packets (a barrier, then XCC 0's RELEASE_MEM): a RELEASE_MEM in the ring runs
+    on every XCC, and the first to get there would free the copy while the others still read it."""
     import numpy as np
     words = self.words()
     if any(c is not self._frozen for c, _, _ in self._patches): raise ValueError("a bound queue's patch slots must lie in its packets")
     if self._copies:  # bound before: the earlier copies go back once run (a queue reset dropped the runs of an older ring)
-      release_bound_copies(self._bound_to, [b for b, _, _ in self._copies], self._done, self._submitted,
+      release_bound_copies(self._bound_to, [c[0] for c in self._copies], self._done, self._submitted,
                            dropped=self._ring is not None and self._ring is not self._bound_to.queues["compute"]["ring"])
     self._bound_to = device
     self._done = device.new_signal(0, name="bound queue")  # how many submissions have finished
     self._copies = []
+    tail = AMDComputeQueue(self.d, self.split)
+    if self.split:
+      tail._synced_at = len(tail._q) if self._synced_at == len(self._q) else -1
+      tail.signal(self._done, Variable("done"))
+    ahead = self.barrier_count
+    barriers = self.barriers + [(len(words) + i, ahead + j) for i, j in tail.barriers]
+    tail_words = tail.words()
     for _ in range(copies):
-      buf = device.alloc(4 * len(words), "host")
+      buf = device.alloc(4 * (len(words) + len(tail_words)), "host")
       view = buf.view(np.uint32)
-      view[:] = words
-      jump = AMDComputeQueue(self.d).indirect_buffer(buf.addr, len(words))
-      self._copies.append((buf, view, jump.release_mem(self._done.value_addr, Variable("done"), DATA_SEL_64)))
+      view[:len(words)], view[len(words):] = words, tail_words
+      jump = AMDComputeQueue(self.d).indirect_buffer(buf.addr, len(view))
+      if self.split: jump.numbering = (view, barriers)
+      else: jump.release_mem(self._done.value_addr, Variable("done"), DATA_SEL_64)
+      self._copies.append((buf, view, jump, [(len(words) + i, sym) for _, i, sym in tail._patches]))
     self._submitted, self._ring = 0, None
     return self
+
+  @property
+  def barrier_count(self) -> int:
+    return len({j for _, j in self.barriers})
+
+  def number_barriers(self, first: int) -> int:
+    """Give this submission's cross-XCC barriers the numbers first + 1, first + 2, ... (the device's ring order, under
+    its lock); returns how many it took."""
+    words, barriers = self.numbering or (self.words(), self.barriers)
+    for i, j in barriers: words[i] = (first + j + 1) & 0xffffffff
+    return len({j for _, j in barriers})
 
   def submit(self, device, var_vals: dict[str, int] | None = None) -> "AMDComputeQueue":
     if not self._copies: return super().submit(device, var_vals)
     n, k = self._submitted, len(self._copies)
-    _, view, jump = self._copies[n % k]
+    _, view, jump, tail = self._copies[n % k]
     ring = device.queues["compute"]["ring"]
     if ring is not self._ring: self._done.value, self._ring = n, ring  # a queue reset dropped the earlier runs: none to wait for
     if n >= k: self._done.wait(n - k + 1)  # the copy's previous run is over (back-to-back submits wait here)
     vals = var_vals or {}
     for _, i, sym in self._patches: view[i] = sym.eval(vals)
+    for i, sym in tail: view[i] = sym.eval({"done": n + 1})
     self._submitted = n + 1
     jump.submit(device, {"done": n + 1})
     return self

@@ -331,7 +331,7 @@ class MockKFD:
       doorbell = min(set(range(SDMA_DOORBELL_BASE, 1024)) - node.doorbells)
     queue_id = min(set(range(1024)) - set(self.queues))
     ring = Ring(node.gpu.mem, a.ring_base_address, a.ring_size, a.read_pointer_address, a.write_pointer_address, 4 if kind == "compute" else 1)
-    engine = node.gpu.start_queue(kind, ring, f"{kind} queue {queue_id}")
+    engine = node.gpu.start_queue(kind, ring, f"{kind} queue {queue_id}", target_xcc)
     node.doorbells.add(doorbell)
     self.queues[queue_id] = MockQueue(queue_id, node.gpu_id, kind, doorbell, engine)
     a.queue_id = queue_id

@@ -13,6 +13,8 @@ What the model keeps (and where it is simpler than gfx11):
   through: GL2_INV, GL1_INV, GLV_INV, GLK_INV and GLI_INV (stricter: on the hardware a kernel that makes no scalar
   loads would not need GLK_INV). Dirty bytes survive an invalidate. A write-back (GL2_WB) writes every dirty byte to
   memory; it runs before the invalidate of the same packet (the order GCR_CNTL.SEQ asks for where it matters).
+- One such cache per XCC (MI300X: 8 L2s; the Radeons have one): a CP's ACQUIRE_MEM / RELEASE_MEM act on its own
+  XCC's, and its dispatches read and write through it, so a store another XCC has not written back stays unseen.
 - Nothing is ever evicted (stricter: the hardware writes dirty lines back, and drops clean ones, as it needs room).
 - Each queue's engine is a thread: GCR actions of one compute queue that overlap another queue's running dispatch
   may miss the stores it makes meanwhile (the model orders them only within a queue; hcq's driver uses one).

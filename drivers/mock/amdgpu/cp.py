@@ -33,6 +33,9 @@ COHER_WRITE_BACK = soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_WB_ACTION_ENA(1)
 # (1 << 28, "for trailing fence"; a define the generated soc15d module lacks)
 GFX9_RELEASE_BITS = (0x3f | 0xf << 8 | soc15d.EOP_TCL1_VOL_ACTION_EN | soc15d.EOP_TC_VOL_ACTION_EN | soc15d.EOP_TC_WB_ACTION_EN |
                      soc15d.EOP_TCL1_ACTION_EN | soc15d.EOP_TC_ACTION_EN | soc15d.EOP_TC_NC_ACTION_EN | soc15d.EOP_TC_MD_ACTION_EN | 1 << 28)
+# COMPUTE_CURRENT_LOGIC_XCC_ID: not in the 6.12 register headers; v9_structs.h gives it the MQD dword of
+# compute_static_thread_mgmt_se4, two before compute_tg_chunk_size (0x0e27 in gc_9_4_3_offset.h): SH offset 0x0e25
+LOGIC_XCC_ID_OFFSET = 0x0e25
 WAIT_FUNCTIONS = {0: lambda v, r: True, 1: lambda v, r: v < r, 2: lambda v, r: v <= r, 3: lambda v, r: v == r,
                   4: lambda v, r: v != r, 5: lambda v, r: v >= r, 6: lambda v, r: v > r}
 
@@ -43,14 +46,18 @@ class DispatchState:
   grid: tuple[int, int, int]
   initiator: int
   sh: dict[int, int] = field(default_factory=dict)  # absolute register dword offset -> value
+  xcc: int = 0                                      # the XCC whose shader engines (and L2) run it
+  share: tuple[int, int, int] | None = None         # (chunk, XCCs, logical id): the workgroups this XCC runs; None: all
 
 
 class ComputeCP(Engine):
   """One compute queue's command processor."""
   kind = "compute"
 
-  def __init__(self, gpu: "MockAMDGPU", ring: "Ring", name: str):
+  def __init__(self, gpu: "MockAMDGPU", ring: "Ring", name: str, xcc: int = 0):
     super().__init__(gpu, ring, name)
+    self.xcc, self.cache = xcc, gpu.caches[xcc]  # its XCC in the partition (the MQD's pm4_target_xcc) and that XCC's L2
+    self.skip = 0  # dwords a PRED_EXEC that does not select this XCC drops after itself
     self.sh: dict[int, int] = {}
     self.gfx12, self.gfx9 = gpu.board.family == "gfx12", gpu.board.family == "gfx9"
     # the register table of the board's GC (the COMPUTE_* absolute offsets agree; fields moved)
@@ -66,6 +73,7 @@ class ComputeCP(Engine):
       nvd.PACKET3_EVENT_WRITE: ({1, 3}, self._event_write), nvd.PACKET3_DISPATCH_DIRECT: ({4}, self._dispatch_direct),
       nvd.PACKET3_INDIRECT_BUFFER: ({3}, self._indirect_buffer),
     }
+    if self.gfx9: self.handlers[soc15d.PACKET3_PRED_EXEC] = ({1}, self._pred_exec)
     self.ib_depth = 0
     self.chained: tuple[int, int] | None = None  # set by a CHAIN packet: the IB that replaces the current one
 
@@ -83,10 +91,27 @@ class ComputeCP(Engine):
       raise QueueError(f"PM4 opcode {opcode:#04x} with {count + 1} body dwords; its layout has {' or '.join(map(str, sorted(sizes)))}", where)
     if i + count + 2 > len(words): raise QueueError(f"PM4 opcode {opcode:#04x} runs past the end of its stream", where)
     handler(words[i + 1:i + count + 2], where)
-    return count + 2
+    used, self.skip = count + 2 + self.skip, 0
+    if i + used > len(words): raise QueueError(f"PM4 opcode {opcode:#04x} predicates {used - count - 2} dwords past the end of its stream", where)
+    return used
 
   def _nop(self, body: list[int], where: int) -> None:
     pass
+
+  @property
+  def extra_delay(self) -> float:
+    return self.gpu.xcc_packet_delay[self.xcc]
+
+  def _pred_exec(self, body: list[int], where: int) -> None:
+    """gfx9.4.3 PRED_EXEC: the next EXEC_COUNT (bits 13:0) dwords run only on the XCCs whose virtual id (in the
+    partition) is set in VIRTUAL_XCC_ID_SELECT (bits 31:24) (the PACKET3_PRED_EXEC__* fields of later soc15d.h). Open
+    user-space practice on MI300X uses it inside indirect buffers only; unsure what the CP does with it in the ring, the
+    mock refuses it there (the stricter side), and a select naming no XCC of the partition too."""
+    count, select = body[0] & 0x3fff, body[0] >> 24
+    if not self.ib_depth: raise QueueError("PRED_EXEC in the ring: only an indirect buffer's packets are predicated per XCC", where)
+    if not select or select >> self.gpu.board.num_xcc:
+      raise QueueError(f"PRED_EXEC selects XCCs {select:#04x}; the partition has {self.gpu.board.num_xcc} (mask {(1 << self.gpu.board.num_xcc) - 1:#04x})", where)
+    if not select >> self.xcc & 1: self.skip = count
 
   def _set_regs(self, body: list[int], where: int, start: int, end: int, what: str) -> None:
     if len(body) < 2: raise QueueError(f"{what} with no register value", where)
@@ -143,16 +168,16 @@ class ComputeCP(Engine):
     the cache model folds them into one, hcq.drivers.mock.amdgpu.cache)."""
     coher, size_lo, size_hi, base_lo, base_hi, _poll = body
     self._whole_range(size_lo, size_hi, base_lo, base_hi, where)
-    if coher & COHER_WRITE_BACK: self.gpu.cache.write_back()
-    if coher & COHER_INVALIDATE_ALL == COHER_INVALIDATE_ALL: self.gpu.cache.invalidate()
+    if coher & COHER_WRITE_BACK: self.cache.write_back()
+    if coher & COHER_INVALIDATE_ALL == COHER_INVALIDATE_ALL: self.cache.invalidate()
 
   def _acquire_mem(self, body: list[int], where: int) -> None:
     """gfx11 ACQUIRE_MEM: CP_COHER_CNTL, CP_COHER_SIZE lo/hi, CP_COHER_BASE lo/hi, POLL_INTERVAL, GCR_CNTL. The caches
     (hcq.drivers.mock.amdgpu.cache) write back on GL2_WB and invalidate when every level a wave reads through is named."""
     _coher, size_lo, size_hi, base_lo, base_hi, _poll, gcr = body
     self._whole_range(size_lo, size_hi, base_lo, base_hi, where, gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_RANGE(3))
-    if gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_WB(1): self.gpu.cache.write_back()
-    if gcr & GCR_INVALIDATE_MASK == GCR_INVALIDATE_ALL: self.gpu.cache.invalidate()
+    if gcr & nvd.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_WB(1): self.cache.write_back()
+    if gcr & GCR_INVALIDATE_MASK == GCR_INVALIDATE_ALL: self.cache.invalidate()
 
   def _release_mem(self, body: list[int], where: int) -> None:
     event, sel, lo, hi, dlo, dhi, ctxid = body
@@ -160,7 +185,7 @@ class ComputeCP(Engine):
       if event & ~GFX9_RELEASE_BITS:
         raise QueueError(f"RELEASE_MEM event dword {event:#010x} sets bits {event & ~GFX9_RELEASE_BITS:#x} gfx9 does not define "
                          "(soc15d.h EOP_*: a gfx10+ GCR field?); gfx_v9_4_3_ring_emit_fence uses EOP_TCL1/TC/TC_WB/TC_MD", where)
-      if event & soc15d.EOP_TC_WB_ACTION_EN: self.gpu.cache.write_back()
+      if event & soc15d.EOP_TC_WB_ACTION_EN: self.cache.write_back()
       return self._release_data(sel, lo, hi, dlo, dhi, ctxid, where)
     if event & (nvd.PACKET3_RELEASE_MEM_GCR_GL2_RANGE | nvd.PACKET3_RELEASE_MEM_GCR_GL2_DISCARD):
       raise QueueError(f"RELEASE_MEM with GCR GL2_RANGE or GL2_DISCARD (event dword {event:#010x}) is not emulated", where)
@@ -171,7 +196,7 @@ class ComputeCP(Engine):
                        "gfx12's writes back GL2 only (gfx_v12_0_ring_emit_fence)", where)
     # the write-back precedes the data write (gfx_v11_0_ring_emit_fence's GCR_GL2_WB makes the fence order the data);
     # RELEASE_MEM has no GLK/GLI invalidate, so it never completes an invalidate in the folded cache model
-    if event & nvd.PACKET3_RELEASE_MEM_GCR_GL2_WB: self.gpu.cache.write_back()
+    if event & nvd.PACKET3_RELEASE_MEM_GCR_GL2_WB: self.cache.write_back()
     self._release_data(sel, lo, hi, dlo, dhi, ctxid, where)
 
   def _release_data(self, sel: int, lo: int, hi: int, dlo: int, dhi: int, ctxid: int, where: int) -> None:
@@ -203,14 +228,18 @@ class ComputeCP(Engine):
       raise QueueError("DISPATCH_DIRECT with COMPUTE_PGM_RSRC2 bit 6 set on gfx12, where it is DYNAMIC_VGPR, not gfx11's "
                        "TRAP_PRESENT (gc_12_0_0_sh_mask.h): the trap handler is enabled per queue on gfx12", where)
 
-  def _check_gfx9_fields(self, where: int) -> None:
-    """What gfx9.4.3 dispatches take that the mock does not emulate: COMPUTE_TG_CHUNK_SIZE splits a dispatch's workgroups
-    over the partition's XCCs by each XCC's logical id (an MQD field for PM4 queues, init_mqd_v9_4_3: tg_chunk_size 0,
-    current_logic_xcc_id 0, so one XCC runs the whole grid). A chunk size set by the queue would split the grid across
-    XCCs whose other shares this single-XCC queue never runs: refused (the stricter side; the split is not modelled)."""
-    chunk = self._reg(self.gc.regCOMPUTE_TG_CHUNK_SIZE)
-    if chunk: raise QueueError(f"DISPATCH_DIRECT with COMPUTE_TG_CHUNK_SIZE {chunk}: splitting a dispatch across XCCs is not emulated "
-                               "(a PM4 queue's MQD sets 0: its XCC runs every workgroup)", where)
+  def _xcc_share(self, where: int) -> tuple[int, int, int] | None:
+    """gfx9.4.3's split of a dispatch over the partition's XCCs: COMPUTE_TG_CHUNK_SIZE 0 (a PM4 queue's MQD,
+    init_mqd_v9_4_3) runs every workgroup on this XCC; a chunk size C deals the grid's workgroups (linear, X fastest) in
+    chunks of C round robin over the partition's N XCCs, the XCC with COMPUTE_CURRENT_LOGIC_XCC_ID L taking chunks
+    L, L + N, ... (what the AQL MQDs' chunk size 1 and rotating logical ids imply: every XCC runs the same dispatch
+    and together they cover the grid once; the hardware's order within a chunk is not documented). A logical id
+    outside the partition would leave a share unrun: refused."""
+    chunk, n = self._reg(self.gc.regCOMPUTE_TG_CHUNK_SIZE), self.gpu.board.num_xcc
+    if not chunk: return None
+    logic = self.sh.get(self.gpu.board.gc_bases[0] + LOGIC_XCC_ID_OFFSET, 0)
+    if logic >= n: raise QueueError(f"DISPATCH_DIRECT with COMPUTE_CURRENT_LOGIC_XCC_ID {logic}: the partition has {n} XCCs", where)
+    return chunk, n, logic
 
   def _check_preemptible(self, where: int) -> None:
     """Compute-wave save/restore saves a wave by sending it into the trap handler amdkfd installs (cwsr_trap_handler_gfx10.asm
@@ -221,7 +250,6 @@ class ComputeCP(Engine):
     only of those with more than one shader array): stricter, as the mock has no single-array board."""
     gfxv, gc = self.gpu.board.gfx_target_version, self.gc
     if self.gfx12: return self._check_gfx12_fields(where)
-    if self.gfx9: self._check_gfx9_fields(where)
     if not gc.regCOMPUTE_PGM_RSRC2.decode(self._reg(gc.regCOMPUTE_PGM_RSRC2))["trap_present"]:
       raise QueueError("DISPATCH_DIRECT with COMPUTE_PGM_RSRC2.TRAP_PRESENT (bit 6) clear: compute-wave save/restore could "
                        "not preempt its waves", where)
@@ -235,7 +263,8 @@ class ComputeCP(Engine):
     if self.gfx9 and initiator & 1 << 15:  # gc_9_4_3_sh_mask.h defines DISPATCH_INITIATOR up to RESTORE (bit 14)
       raise QueueError(f"DISPATCH_DIRECT initiator {initiator:#x} sets bit 15, gfx10+'s CS_W32_EN: gfx9 runs wave64 only", where)
     self._check_preemptible(where)
-    self.gpu.dispatch(DispatchState((gx, gy, gz), initiator, dict(self.sh)), self)
+    share = self._xcc_share(where) if self.gfx9 else None
+    self.gpu.dispatch(DispatchState((gx, gy, gz), initiator, dict(self.sh), self.xcc, share), self)
 
   def _indirect_buffer(self, body: list[int], where: int) -> None:
     """Compute queues have one IB level: the ring calls an IB and the IB may chain to the next (CHAIN, as its last packet:

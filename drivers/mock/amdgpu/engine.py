@@ -44,7 +44,7 @@ class Engine(threading.Thread):
           self.batch_start, self.batch_pos = rptr, 0
           while i < pending and not ring.stopped:
             self.gpu.running.wait()
-            if self.gpu.packet_delay: time.sleep(self.gpu.packet_delay)
+            if self.gpu.packet_delay or self.extra_delay: time.sleep(self.gpu.packet_delay + self.extra_delay)
             used = self.packet(words, i, (rptr * ring.unit + 4 * i) % ring.size)
             if i + used > pending: raise QueueError("a packet runs past the write pointer", (rptr * ring.unit + 4 * i) % ring.size)
             i += used
@@ -76,6 +76,11 @@ class Engine(threading.Thread):
       if spins == 0: self._publish_rptr()
       spins += 1
       if spins > 50: time.sleep(min(1e-3, interval_s * spins / 50))
+
+  @property
+  def extra_delay(self) -> float:
+    """Seconds this engine waits before each packet on top of the GPU's packet_delay (tests skew engines apart)."""
+    return 0.0
 
   def packet(self, words: list[int], i: int, where: int) -> int:
     """Run the packet at words[i] (ring offset `where`, for messages); return how many dwords it used."""

@@ -102,8 +102,8 @@ def default_shader_core():
     from hcq.asm.emu import dispatch
   except ImportError:
     return None
-  return lambda gpu, state, cancel=None: dispatch(gpu.cache.view, gfx9_state(state, gpu.board), cancel=cancel,
-                                                  arch=gpu.board.gfx_target, board=gpu.shader_board())
+  return lambda gpu, state, cancel=None: dispatch(gpu.caches[state.xcc].view, gfx9_state(state, gpu.board), cancel=cancel,
+                                                  arch=gpu.board.gfx_target, board=gpu.shader_board(), share=state.share)
 
 
 def gfx9_state(state, board: BoardSpec):
@@ -126,13 +126,25 @@ def gfx9_state(state, board: BoardSpec):
                             gfx11_rsrc3: sh.get(at(gc.regCOMPUTE_PGM_RSRC3), 0)})
 
 
+def share_size(groups: int, share: tuple[int, int, int] | None) -> int:
+  """How many of `groups` workgroups one XCC runs under a (chunk, parts, part) split (hcq.asm.emu.dispatch.share_of)."""
+  if share is None: return groups
+  chunk, parts, part = share
+  rounds, rest = divmod(groups, chunk * parts)
+  return rounds * chunk + min(chunk, max(0, rest - part * chunk))
+
+
 class MockAMDGPU:
   """One emulated GPU. `on_interrupt(ctxid)` and `on_queue_error(engine, error, cause)` are how it reaches the kernel side."""
 
   def __init__(self, board: BoardSpec = BoardSpec(), on_interrupt: Callable[[int], None] | None = None,
                on_queue_error: Callable[[Engine, QueueError, BaseException | None], None] | None = None):
     self.board, self.mem = board, VirtualMemory()
-    self.cache = GPUCache(self.mem)  # what the shader core reads and writes through; the engines reach memory directly
+    # each XCC's L2 (one on the Radeons): what its shader core reads and writes through; the engines reach memory directly
+    self.caches = [GPUCache(self.mem) for _ in range(board.num_xcc)]
+    self.cache = self.caches[0]
+    self.xcc_workgroups = [0] * board.num_xcc  # workgroups each XCC ran (tests check that a split dispatch used every XCC)
+    self.xcc_packet_delay = [0.0] * board.num_xcc  # extra seconds before each packet per XCC: tests make XCCs drift apart
     self.on_interrupt, self.on_queue_error = on_interrupt, on_queue_error
     self.shader_core = default_shader_core()  # runs DISPATCH_DIRECT: the wavefront emulator
     self.engines: list[Engine] = []
@@ -153,8 +165,9 @@ class MockAMDGPU:
     b = self.board
     return Board(b.shader_engines, b.compute_units // b.shader_engines * b.simd_per_cu * b.max_waves_per_simd)
 
-  def start_queue(self, kind: str, ring: Ring, name: str) -> Engine:
-    engine = (ComputeCP if kind == "compute" else SDMAEngine)(self, ring, name)
+  def start_queue(self, kind: str, ring: Ring, name: str, xcc: int = 0) -> Engine:
+    """Start a queue's engine; a compute queue's CP runs on XCC `xcc` of the partition (its MQD's pm4_target_xcc)."""
+    engine = ComputeCP(self, ring, name, xcc) if kind == "compute" else SDMAEngine(self, ring, name)
     self.engines.append(engine)
     engine.start()
     return engine
@@ -178,6 +191,7 @@ class MockAMDGPU:
     if self.shader_core is None:
       raise QueueError("DISPATCH_DIRECT reached a GPU with no shader core attached (the wavefront emulator)", cp.ring.rptr * 4 % cp.ring.size)
     self.dispatches += 1
+    self.xcc_workgroups[state.xcc] += share_size(state.grid[0] * state.grid[1] * state.grid[2], state.share)
     from hcq.asm.emu.errors import Cancelled
     try:
       self.shader_core(self, state, cancel=lambda: cp.ring.stopped)

@@ -1,0 +1,138 @@
+"""Dispatches split over the XCCs of the emulated MI300X's partition (MOCKKFD+AMD::gfx942, SPX: 8 XCCs in one KFD node):
+one PM4 queue per XCC on one ring, each XCC running its chunks of every dispatch through its own L2, and XCC 0 alone
+writing signals after a cross-XCC barrier (docs/hcq.md, MI300X). A planted fault in the driver's stream shows."""
+from __future__ import annotations
+import time
+
+import numpy as np
+import pytest
+
+from hcq.asm.kernel import Kernel
+from hcq.autogen.am import soc15d
+from hcq.devstring import parse_dev
+from hcq.drivers.amd import pm4
+from hcq.drivers.amd.device import AMDDevice
+from hcq.errors import GPUFault, GPUTimeout
+
+GROUPS, LOCAL = 37, 64  # not a multiple of the 8 XCCs: the last round of chunks is partial
+
+# x[g * 64 + t] += t + 1, g the workgroup id (s2, after the kernarg pointer), t the lane
+ADD = """s_load_dwordx2 s[6:7], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+s_lshl_b32 s4, s2, 8
+v_lshlrev_b32 v1, 2, v0
+v_add_u32 v1, s4, v1
+global_load_dword v2, v1, s[6:7]
+s_waitcnt vmcnt(0)
+v_add_u32 v2, v2, v0
+v_add_u32 v2, 1, v2
+global_store_dword v1, v2, s[6:7]
+s_endpgm"""
+
+
+def open_mi300x() -> AMDDevice:
+  return AMDDevice(parse_dev("MOCKKFD+AMD::gfx942"))
+
+
+def gpu_of(dev):
+  return next(iter(dev.os.kfd.nodes.values())).gpu
+
+
+def launch(dev, times: int = 1) -> np.ndarray:
+  """`times` launches of ADD over GROUPS workgroups of device (L2-cached) memory, then the result as SDMA reads it."""
+  prg = dev.program(Kernel("add", dev.arch, args=[("x", "u64")]).add(ADD).to_elf())
+  x = dev.alloc(4 * GROUPS * LOCAL, "device")
+  x.copyin(np.zeros(GROUPS * LOCAL, np.uint32))
+  for _ in range(times): prg(vals=(x.addr,), global_size=(GROUPS, 1, 1), local_size=(LOCAL, 1, 1), wait=True)
+  out = np.empty(GROUPS * LOCAL, np.uint32)
+  x.copyout(out)
+  return out
+
+
+def expected(times: int = 1) -> np.ndarray:
+  return np.tile(np.arange(1, LOCAL + 1, dtype=np.uint32), GROUPS) * times
+
+
+def settle(dev) -> None:
+  """Let every XCC's CP reach the write pointer (a planted fault leaves some behind XCC 0)."""
+  q, gpu = dev.queues["compute"], gpu_of(dev)
+  gpu.xcc_packet_delay[:] = [0.0] * len(gpu.xcc_packet_delay)
+  deadline = time.monotonic() + 30
+  while dev._pending(q) and time.monotonic() < deadline: time.sleep(1e-3)
+
+
+def test_every_xcc_runs_its_share_and_the_result_is_exact():
+  dev = open_mi300x()
+  q, gpu = dev.queues["compute"], gpu_of(dev)
+  assert dev.split.xccs == 8 and len(q["ids"]) == 8 == len(set(q["doorbells"]))
+  before = list(gpu.xcc_workgroups)
+  np.testing.assert_array_equal(launch(dev, 3), expected(3))
+  ran = [a - b for a, b in zip(gpu.xcc_workgroups, before)]
+  # chunks of one workgroup dealt round robin: 37 = 4 x 8 + 5, three launches
+  assert ran == [3 * (5 if i < 5 else 4) for i in range(8)]
+
+
+def test_xccs_drifting_apart_still_give_the_exact_result_and_an_honest_signal():
+  dev = open_mi300x()
+  gpu_of(dev).xcc_packet_delay[1:] = [2e-3] * 7  # XCC 0 runs ahead of the others
+  np.testing.assert_array_equal(launch(dev), expected())
+  settle(dev)
+
+
+def test_a_missing_cross_xcc_barrier_gives_an_early_signal(monkeypatch):
+  """XCC 0 signals once its own share is done: the host sees the other XCCs' shares missing (still running, or in
+  their L2s, never written back)."""
+  monkeypatch.setattr(pm4.AMDComputeQueue, "xcc_barrier", lambda self: self)
+  dev = open_mi300x()
+  gpu_of(dev).xcc_packet_delay[1:] = [2e-3] * 7
+  out = launch(dev)
+  settle(dev)
+  wrong = out.reshape(GROUPS, LOCAL)[:, 0] != 1
+  assert wrong.any() and not wrong[::8].any()  # XCC 0's workgroups (0, 8, 16, ...) are right, others' are not
+
+
+def test_a_barrier_without_l2_write_back_leaves_the_other_xccs_results_in_their_l2s(monkeypatch):
+  """The barrier's RELEASE_MEMs without EOP_TC_WB: every XCC has finished when XCC 0 signals, but only XCC 0's L2 was
+  written back (by the signal's own RELEASE_MEM), so SDMA reads the others' workgroups as they were before."""
+  release_mem = pm4.AMDComputeQueue.release_mem
+
+  def without_write_back(self, addr, value, data_sel, int_sel=0, ctxid=0):
+    release_mem(self, addr, value, data_sel, int_sel, ctxid)
+    if self.split and isinstance(addr, int) and self.split.sync_addr <= addr < self.split.sync_addr + 4 * self.split.xccs: self._q[-7] &= ~soc15d.EOP_TC_WB_ACTION_EN
+    return self
+  monkeypatch.setattr(pm4.AMDComputeQueue, "release_mem", without_write_back)
+  dev = open_mi300x()
+  first = launch(dev).reshape(GROUPS, LOCAL)[:, 0]
+  settle(dev)
+  assert (first[::8] == 1).all() and (np.delete(first, np.s_[::8]) == 0).all()
+
+
+def test_a_missing_pred_exec_runs_one_share_everywhere(monkeypatch):
+  """Without PRED_EXEC every XCC takes the last logical id it is given (all run XCC 7's chunks, the rest never run)
+  and writes every signal (a late XCC sets the timeline back): wrong data, or a wait that times out."""
+  monkeypatch.setattr(pm4.AMDComputeQueue, "on_xccs", lambda self, mask, build: (build(), self)[1])
+  dev = open_mi300x()
+  dev.default_timeout = 5.0
+  try:
+    out = launch(dev)
+  except GPUTimeout:  # every XCC wrote every signal: a slower one set the timeline back below a later value
+    return settle(dev)
+  settle(dev)
+  assert not np.array_equal(out, expected())
+
+
+def test_pred_exec_in_the_ring_stops_the_queue():
+  """PRED_EXEC predicates an indirect buffer's packets; in the ring the mock refuses it (the stricter side)."""
+  dev = open_mi300x()
+  q = dev.compute_queue().on_xccs(1, lambda: None)
+  with dev.lock: dev._write_ring("compute", q.words())
+  with pytest.raises(GPUFault, match="PRED_EXEC in the ring"):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline: dev.check_faults(); time.sleep(1e-3)
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1201"])
+def test_the_radeons_keep_one_queue(arch):
+  dev = AMDDevice(parse_dev(f"MOCKKFD+AMD::{arch}"))
+  assert dev.split is None and len(dev.queues["compute"]["ids"]) == 1
+  assert dev.compute_queue().split is None and dev.scratch_xcc_bytes == 0
