@@ -210,8 +210,7 @@ class AMDComputeQueue(DwordQueue):
     WAIT_REG_MEM64 and no gfx9 source at hand uses it, so two 32-bit WAIT_REG_MEMs (hcq.drivers.amd.signal_halves)."""
     p, addr = self.d.pkt, signal.value_addr
     if self.d.wait64:
-      return self.pkt3(p.PACKET3_WAIT_REG_MEM64, self._wait_control(), lo32(addr), hi32(addr), lo32(value), hi32(value),
-                       0xffffffff, 0xffffffff, 4)
+      return self.pkt3(p.PACKET3_WAIT_REG_MEM64, self._wait_control(), lo32(addr), hi32(addr), lo32(value), hi32(value), 0xffffffff, 0xffffffff, 4)
     for word, ref in wait_halves(addr, value): self.wait_mem(word, ref)
     return self
 
