@@ -162,7 +162,7 @@ def test_cli_takes_the_new_spellings(tmp_path):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_spelling_sweep(arch: str, capsys):
   """Generated spellings of every opcode (HCQ_ASM_SPELLING_SWEEP=1) or of a seeded sample of each format: no
-  silent difference, every class tried, and llvm-mc's accepted lines nearly all agreeing."""
+  silent difference, every class tried, and every line llvm-mc accepts agreeing (measured: all of them on every arch)."""
   full = os.environ.get("HCQ_ASM_SPELLING_SWEEP") == "1"
   counts = sweep(arch, every=1 if full else SAMPLE_EVERY[arch], seed=13)
   with capsys.disabled(): print("\n" + report(arch, counts))
@@ -171,7 +171,7 @@ def test_spelling_sweep(arch: str, capsys):
   assert all(counts[c].tried for c in CLASSES if c != "alias"), {c: k.tried for c, k in counts.items()}  # aliases: below
   acc = sum(k.llvm_accepts for k in counts.values())
   agree = sum(k.agree for k in counts.values())
-  assert agree >= acc * AGREE_RATE, "\n".join(e for k in counts.values() for e in k.examples[:10])
+  assert agree == acc, "\n".join(e for k in counts.values() for e in k.examples[:10])
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -195,4 +195,3 @@ def test_every_alias_matches_llvm_mc(arch: str):
 
 
 SAMPLE_EVERY = {"gfx1100": 40, "gfx1201": 40, "gfx942": 25}  # one opcode in N per format: about 15 s per arch
-AGREE_RATE = 0.97
