@@ -819,21 +819,22 @@ class Tensor:
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
     from hcq.tensor.loops import TILE_ROWS, TILE_VECTORS, matmul_k_chunks, matmul_row_blocks
-    # float32/float64 on the CPU: the GEMM kernel packs its operands itself (render_gemm), reading them through their
-    # views, so an operand that is a plain view of data stays one and anything else is realized first
-    packs_itself = acc in (dtypes.float32, dtypes.float64) and get_device(self.device).kind == "CPU"
-    a, b = a.cast(acc), b.cast(acc)
-    if packs_itself: a, b = a._as_buffer_view(), b._as_buffer_view()
-    a = a._broadcast_to(batch + (m, k))
-    b = b._broadcast_to(batch + (k, n))
     panel = TILE_VECTORS * (64 // acc.itemsize)  # the register tile's vectors of output columns
     nb = len(batch)
     B = tuple(range(nb))
     n_pad = -(-n // panel) * panel
     mul, red = ("MUL", "SUM") if acc != dtypes.bool else ("AND", "MAX")
     # (on a GPU the plain graph below is what the renderer tiles through shared memory: kernels_gpu.py)
-    packed_target = get_device(self.device).renderer.target == "cpu"
-    if packed_target and k >= 64 and n >= 2 * panel and m >= 4 and acc != dtypes.bool and (n_pad - n) * 8 <= n:
+    packed = (get_device(self.device).renderer.target == "cpu" and k >= 64 and n >= 2 * panel and m >= 4 and acc != dtypes.bool
+              and (n_pad - n) * 8 <= n)
+    # a packed float32/float64 GEMM packs its operands itself (render_gemm), reading them through their views, so an
+    # operand that is a plain view of data stays one and anything else is realized first
+    packs_itself = packed and acc in (dtypes.float32, dtypes.float64)
+    a, b = a.cast(acc), b.cast(acc)
+    if packs_itself: a, b = a._as_buffer_view(), b._as_buffer_view()
+    a = a._broadcast_to(batch + (m, k))
+    b = b._broadcast_to(batch + (k, n))
+    if packed:
       # a packed GEMM: b in column panels and a in register tiles (a tile's rows interleaved per k), each cut into k
       # chunks and copied so that the kernel walks both in order, one stream each. The kernel's loops: row blocks
       # (threads), k chunks (summed into the output), column panels, the block's register tiles: a panel's chunk of
