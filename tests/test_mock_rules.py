@@ -203,13 +203,6 @@ def board12():
   b.close()
 
 
-@pytest.mark.parametrize("rule,kind,stream", GFX12_CASES, ids=[r[:40] for r, _, _ in GFX12_CASES])
-def test_gfx12_rule(board12, rule, kind, stream):
-  board12.submit(kind, stream(board12))
-  stopped_with(board12, kind, rule)
-  assert board12.u64(3 << 20) == 0, "a packet after the refused one ran"
-
-
 def test_gfx12_takes_its_own_spellings(board12):
   """What the driver's gfx12 dialect and SDMA 7.0 builder write runs on the gfx1201 board: a fence, and a copy with its
   compression dword (eight dwords, the next packet read after it)."""
@@ -257,11 +250,19 @@ def board9():
   b.close()
 
 
-@pytest.mark.parametrize("rule,kind,stream", GFX9_CASES, ids=[r[:40] for r, _, _ in GFX9_CASES])
-def test_gfx9_rule(board9, rule, kind, stream):
-  board9.submit(kind, stream(board9))
-  stopped_with(board9, kind, rule)
-  assert board9.u64(3 << 20) == 0, "a packet after the refused one ran"
+FAMILY_CASES = [("gfx1201", *c) for c in GFX12_CASES] + [("gfx942", *c) for c in GFX9_CASES]
+
+
+@pytest.mark.parametrize("arch,rule,kind,stream", FAMILY_CASES, ids=[f"{a}-{r[:40]}" for a, r, _, _ in FAMILY_CASES])
+def test_family_rule(arch, rule, kind, stream):
+  """Each board's own refusals (gfx12, gfx9.4.3): the packet stops its queue naming the rule, and nothing after it runs."""
+  b = Board(board=BOARDS[arch])
+  try:
+    b.submit(kind, stream(b))
+    stopped_with(b, kind, rule)
+    assert b.u64(3 << 20) == 0, "a packet after the refused one ran"
+  finally:
+    b.close()
 
 
 def test_gfx9_takes_its_own_spellings(board9):
