@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
            "--arg b=buffer:f32:1024:rand --arg n=u32:1024 --grid 4 --block 256")
   ap.add_argument("kernel", type=Path, help="assembly file")
   ap.add_argument("--arch", default=EMULATED_ARCH, help=f"target, one of {', '.join(ARCHS)} (default {EMULATED_ARCH}); "
-                  "the emulated GPU has gfx1100 and gfx1201 boards, other archs need their real GPU")
+                  "each has an emulated board (gfx942: the MI300X, wave64 only)")
   ap.add_argument("--name", default=None, help="kernel name (default: the file's stem)")
   ap.add_argument("--arg", action="append", default=[], metavar="SPEC", help="NAME=buffer:DTYPE:COUNT[:INIT], NAME=buffer:FILE.npy or "
                   f"NAME=DTYPE:VALUE; DTYPE one of {', '.join(DTYPES)}; {INIT_HELP}")
