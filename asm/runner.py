@@ -91,7 +91,7 @@ def parse_workgroup_ids(text: str) -> tuple[bool, bool, bool]:
 def build_parser() -> argparse.ArgumentParser:
   ap = argparse.ArgumentParser(prog=PROG, description=(
     "Assemble KERNEL.s (LLVM AMDGPU syntax), load it on an AMD device, fill its buffers, launch it and print the results "
-    f"and the GPU time. With no AMD GPU it runs on the emulated board of --arch (MOCKKFD+AMD::{EMULATED_ARCH}, ::gfx1201) and "
+    f"and the GPU time. With no AMD GPU it runs on the emulated board of --arch (MOCKKFD+AMD::{EMULATED_ARCH}, ::gfx1201, ::gfx942) and "
     "says so; its GPU time is the emulator's wall time, not a performance figure."),
     epilog="Arguments are laid out in the order given, at natural alignment, and their address is in s[0:1] (the kernarg pointer); "
            "a value must keep its value in its DTYPE (i32:4.0 is 4; i32:2.5, u32:-1 and f32:1e39 are refused); "
