@@ -128,8 +128,8 @@ class XCCSplit:
 
 
 # COMPUTE_CURRENT_LOGIC_XCC_ID: not in the 6.12 register headers; v9_structs.h gives it the MQD dword of
-# compute_static_thread_mgmt_se4, two before compute_tg_chunk_size (0x0e27, gc_9_4_3_offset.h): SH offset 0x0e25
-LOGIC_XCC_ID_OFFSET = 0x0e25
+# compute_static_thread_mgmt_se4, two dwords before compute_tg_chunk_size (gc_9_4_3_offset.h): SH offset 0x0e25
+LOGIC_XCC_ID_BEFORE_TG_CHUNK = 2
 
 # WAIT_REG_MEM compare functions and RELEASE_MEM selectors (PM4 packet reference; the kernel uses the same values)
 WAIT_GEQ = 5
@@ -245,7 +245,8 @@ class AMDComputeQueue(DwordQueue):
     if self.split:  # each XCC: its logical id (its share of the workgroups) and its own scratch ring
       self.set_sh_reg(r.regCOMPUTE_TG_CHUNK_SIZE, 1)
       def per_xcc(i: int) -> None:
-        self.pkt3(p.PACKET3_SET_SH_REG, self.d.gc_base[0] + LOGIC_XCC_ID_OFFSET - p.PACKET3_SET_SH_REG_START, i)
+        logic_xcc_id = r.regCOMPUTE_TG_CHUNK_SIZE.offset - LOGIC_XCC_ID_BEFORE_TG_CHUNK
+        self.pkt3(p.PACKET3_SET_SH_REG, self.d.gc_base[0] + logic_xcc_id - p.PACKET3_SET_SH_REG_START, i)
         at = scratch + i * program.device.scratch_xcc_bytes
         if scratch: self.set_sh_reg(r.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO, lo32(at >> 8), hi32(at >> 8))
       for i in range(self.split.xccs): self.on_xccs(1 << i, lambda i=i: per_xcc(i))

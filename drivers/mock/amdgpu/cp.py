@@ -34,8 +34,8 @@ COHER_WRITE_BACK = soc15d.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_WB_ACTION_ENA(1)
 GFX9_RELEASE_BITS = (0x3f | 0xf << 8 | soc15d.EOP_TCL1_VOL_ACTION_EN | soc15d.EOP_TC_VOL_ACTION_EN | soc15d.EOP_TC_WB_ACTION_EN |
                      soc15d.EOP_TCL1_ACTION_EN | soc15d.EOP_TC_ACTION_EN | soc15d.EOP_TC_NC_ACTION_EN | soc15d.EOP_TC_MD_ACTION_EN | 1 << 28)
 # COMPUTE_CURRENT_LOGIC_XCC_ID: not in the 6.12 register headers; v9_structs.h gives it the MQD dword of
-# compute_static_thread_mgmt_se4, two before compute_tg_chunk_size (0x0e27 in gc_9_4_3_offset.h): SH offset 0x0e25
-LOGIC_XCC_ID_OFFSET = 0x0e25
+# compute_static_thread_mgmt_se4, two before compute_tg_chunk_size (gc_9_4_3_offset.h): SH offset 0x0e25
+LOGIC_XCC_ID_OFFSET = gc_9_4_3.regCOMPUTE_TG_CHUNK_SIZE.offset - 2
 WAIT_FUNCTIONS = {0: lambda v, r: True, 1: lambda v, r: v < r, 2: lambda v, r: v <= r, 3: lambda v, r: v == r,
                   4: lambda v, r: v != r, 5: lambda v, r: v >= r, 6: lambda v, r: v > r}
 
