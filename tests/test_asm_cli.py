@@ -85,7 +85,7 @@ def test_run_help_lists_inits_and_the_emulated_board():
   out = hcq_asm("run", "--help")
   text = " ".join(out.stdout.split())
   assert out.returncode == 0 and all(k in text for k in ("zeros", "ones", "arange", "rand", "FILE.npy"))
-  assert "emulated board of --arch (MOCKKFD+AMD::gfx1100, ::gfx1201)" in text and "not a performance figure" in text
+  assert "emulated board of --arch (MOCKKFD+AMD::gfx1100, ::gfx1201, ::gfx942)" in text and "not a performance figure" in text
 
 
 def test_run_faults_show_the_wave(tmp_path):
