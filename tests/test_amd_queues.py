@@ -21,7 +21,7 @@ GC_BASE = (0x1260, 0xA000)  # gfx11 GC register segment bases, as IP discovery r
 
 class FakeSignal:
   def __init__(self, addr: int):
-    self.value_addr, self.timestamp_addr = addr, addr + 8
+    self.value_addr, self.timestamp_addr, self.value = addr, addr + 8, 0
 
 
 class Board:

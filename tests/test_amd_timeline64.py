@@ -73,3 +73,39 @@ def test_launches_and_copies_across_2_32(dev, start):
     gpu.packet_delay = 0.0
   assert out.view(np.uint32).tolist() == list(range(1, 9)), f"{dev.arch}: copies out of order with their launches"
   assert dev.timeline_signal.value == dev.timeline_value - 1 >= start + 16  # (loading the program may take a value too)
+
+
+def timeline_steps(dev, n: int, kind: str) -> None:
+  """Queue A: `n` steps of the timeline on the `kind` engine, each waiting for the value before its own."""
+  q = dev.compute_queue() if kind == "compute" else dev.copy_queue()
+  step = q.wait(dev.timeline_signal, Variable("wait")).signal(dev.timeline_signal, Variable("signal"))
+  for _ in range(n): dev.timeline_submit(step)
+
+
+@pytest.mark.parametrize("kind", ["compute", "sdma"])
+@pytest.mark.parametrize("when", ["after-the-crossing", "behind-a-later-wait"])
+def test_a_wait_for_a_value_below_a_block_end_the_timeline_passed(dev, kind, when):
+  """Queue B waits for 2^33 - 2, an older timeline value just below a 2^32 block end, on a timeline queue A moves across
+  it to 2^33 + 5 (on the other engine: B may hold its own ring). With two 32-bit waits (gfx942 compute, every SDMA) the second polls the low word after the crossing,
+  where it reads 5: a wait for 0xffff_fffe there holds until the low word climbs back. B submitted after the crossing
+  (its wait was reached when the host submitted it), or before it behind a wait of its own for 2^33 + 5 (which implies
+  the older value), must pass."""
+  end = 2 * BLOCK
+  restart_timeline(dev, end - 3)
+  out = dev.new_signal(0)
+  b, other = (dev.compute_queue(), "sdma") if kind == "compute" else (dev.copy_queue(), "compute")
+  try:
+    if when == "after-the-crossing":
+      timeline_steps(dev, 8, other)
+      dev.synchronize(timeout=5)
+      b.wait(dev.timeline_signal, end - 2).signal(out, 1).submit(dev)
+    else:
+      b.wait(dev.timeline_signal, end + 5).wait(dev.timeline_signal, end - 2).signal(out, 1).submit(dev)
+      timeline_steps(dev, 8, other)
+    out.wait(1, timeout=5)
+  finally:
+    if out.value != 1:  # the low word stuck below 0xffff_fffe: let B go before the next test
+      dev.timeline_signal.value = end + BLOCK - 1
+      out.wait(1, timeout=5)
+    dev.release_signal(out)
+  assert dev.timeline_signal.value == end + 5

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Callable
 
-from hcq.drivers.amd.signal_halves import wait_halves
+from hcq.drivers.amd.signal_halves import SplitWaits, wait_halves
 from hcq.queue import DwordQueue, release_bound_copies
 from hcq.sym import Variable, hi32, lo32
 
@@ -138,7 +138,7 @@ DATA_SEL_32, DATA_SEL_64, DATA_SEL_TIMESTAMP = 1, 2, 3
 INT_SEL_NONE, INT_SEL_AFTER_WRITE_CONFIRM = 0, 2
 
 
-class AMDComputeQueue(DwordQueue):
+class AMDComputeQueue(SplitWaits, DwordQueue):
   """PM4 for a KFD compute queue. Packets are lists of dwords in `self._q`; symbolic values are patch slots."""
 
   def __init__(self, dialect: PM4Dialect, split: XCCSplit | None = None):
@@ -195,9 +195,9 @@ class AMDComputeQueue(DwordQueue):
 
   # ---- the HWQueue interface ----
   def wait_mem(self, addr, value) -> "AMDComputeQueue":
-    """WAIT_REG_MEM until the dword at `addr` is at least `value` (a 32-bit count: the XCC barrier's slots)."""
+    """WAIT_REG_MEM until the dword at `addr` is at least `value` (a 32-bit count: the XCC barrier's slots, a split wait's half)."""
     p = self.d.pkt
-    return self.pkt3(p.PACKET3_WAIT_REG_MEM, self._wait_control(), lo32(addr), hi32(addr), lo32(value), 0xffffffff, 4)
+    return self.pkt3(p.PACKET3_WAIT_REG_MEM, self._wait_control(), lo32(addr), hi32(addr), value, 0xffffffff, 4)  # pkt3 keeps an int's low 32 bits
 
   def _wait_control(self) -> int:
     p = self.d.pkt
@@ -206,12 +206,14 @@ class AMDComputeQueue(DwordQueue):
   def wait(self, signal: "Signal", value) -> "AMDComputeQueue":
     """Wait until the signal's 64-bit value is >= `value`. gfx11 and gfx12: one WAIT_REG_MEM64 with a 64-bit reference
     and mask (nvd.h PACKET3_WAIT_REG_MEM64 = 0x93; body as AMD's PM4 MEC header PM4MEC_WAIT_REG_MEM64 lays it out:
-    control, address lo/hi (8-byte aligned), reference lo/hi, mask lo/hi, poll interval). gfx9.4.3: soc15d.h has no
-    WAIT_REG_MEM64 and no gfx9 source at hand uses it, so two 32-bit WAIT_REG_MEMs (hcq.drivers.amd.signal_halves)."""
+    control, address lo/hi (8-byte aligned), reference lo/hi, mask lo/hi, poll interval). gfx9.4.3: no source at hand
+    sends WAIT_REG_MEM64 on gfx9.4.x, so two 32-bit WAIT_REG_MEMs (their precondition: hcq.drivers.amd.signal_halves)."""
     p, addr = self.d.pkt, signal.value_addr
     if self.d.wait64:
       return self.pkt3(p.PACKET3_WAIT_REG_MEM64, self._wait_control(), lo32(addr), hi32(addr), lo32(value), hi32(value), 0xffffffff, 0xffffffff, 4)
-    for word, ref in wait_halves(addr, value): self.wait_mem(word, ref)
+    since = len(self._patches)
+    for word, ref in wait_halves(signal, value, self.split_waited(signal, value)): self.wait_mem(word, ref)
+    self.show_split_refs(since)
     return self
 
   def acquire_mem(self) -> "AMDComputeQueue":

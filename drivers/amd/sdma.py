@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from hcq.autogen.am import sdma_v6_0_0_pkt_open as sdma
 from hcq.drivers.amd.sdma_packets import sdma_packets
-from hcq.drivers.amd.signal_halves import signal_halves, wait_halves
+from hcq.drivers.amd.signal_halves import SplitWaits, signal_halves, wait_halves
 from hcq.queue import DwordQueue, copy_args
 from hcq.sym import Sym, hi32, lo32
 
@@ -25,7 +25,7 @@ COPY_LINEAR_MAX = 1 << 22   # bytes per COPY_LINEAR: its count field holds bytes
 POLL_GEQ = 5                 # POLL_REGMEM compare function: memory >= value
 
 
-class AMDCopyQueue(DwordQueue):
+class AMDCopyQueue(SplitWaits, DwordQueue):
   """SDMA packets as dwords in `self._q`; a symbolic value may fill a whole dword (addresses, data) as a patch slot.
   `sdma_major`: the engine's SDMA IP major version (4 on gfx9.4.3, 6 on gfx11, 7 on gfx12)."""
 
@@ -61,11 +61,13 @@ class AMDCopyQueue(DwordQueue):
     return self
 
   def wait(self, signal: "Signal", value) -> "AMDCopyQueue":
-    """Wait until the signal's 64-bit value is >= `value`: two 32-bit POLL_REGMEMs, high word then low word (SDMA has no
-    64-bit poll; why this is exact: hcq.drivers.amd.signal_halves)."""
-    for word, ref in wait_halves(signal.value_addr, value):
+    """Wait until the signal's 64-bit value is >= `value`: two 32-bit POLL_REGMEMs, high word then low word (SDMA before
+    gfx12.5 has no 64-bit poll; the precondition that makes this exact: hcq.drivers.amd.signal_halves)."""
+    since = len(self._patches)
+    for word, ref in wait_halves(signal, value, self.split_waited(signal, value)):
       self.packet("POLL_REGMEM", op=sdma.SDMA_OP_POLL_REGMEM, func=POLL_GEQ, mem_poll=1, addr_31_0=lo32(word),
                   addr_63_32=hi32(word), value=ref, mask=0xffffffff, interval=0x04, retry_count=0xfff)
+    self.show_split_refs(since)
     return self
 
   def signal(self, signal: "Signal", value) -> "AMDCopyQueue":

@@ -1,29 +1,89 @@
-"""A 64-bit signal seen by engines that read and write 32 bits at a time (SDMA 4.4/6.0/7.0, and gfx9's WAIT_REG_MEM).
+"""A 64-bit signal seen by engines that read and write 32 bits at a time (SDMA 4.4/6.0/7.0, and gfx9.4.3's WAIT_REG_MEM).
 
-SDMA has no 64-bit poll: POLL_REGMEM compares one dword (sdma_v6_0_0_pkt_open.h, and vega10_sdma_pkt_open.h for 4.4;
-sdma_v7_0.c includes the 6.0 header), and POLL_MEM_VERIFY checks memory against a pattern over address ranges, not a
-value. gfx9's soc15d.h has no WAIT_REG_MEM64 (nvd.h, gfx10+, has it). Comparing only the low word of a timeline that
-passes 2^32 passes early (a wait for 0x1_0000_0000 passes at 0xffff_ffff) or never passes.
+Which engines compare 64 bits. SDMA 4.4/6.0/7.0 have none: POLL_REGMEM compares one dword (vega10_sdma_pkt_open.h,
+sdma_v6_0_0_pkt_open.h; sdma_v7_0.c includes the 6.0 header) and POLL_MEM_VERIFY checks memory against a pattern over
+address ranges; ROCr's 64-bit POLL_MEM_64B (op 8, sub-op 5) is for gfx12.5 only (amd_blit_sdma.cpp: is_gfx125plus_ =
+major 12, minor >= 5). gfx9: soc15d.h has no WAIT_REG_MEM64, but PAL's gfx9+ PM4 headers list it as a core packet
+(gfx9_plus_merged_pm4_it_opcodes.h IT_WAIT_REG_MEM64 0x93 and PM4_MEC_WAIT_REG_MEM64_SIZEDW__CORE, in the releases that
+still drove Vega) and PAL sent it on Vega and Raven (gfx9.0) compute and universal queues for two-slot GPU events
+(gfx9AcquireReleaseBarrier.cpp IssueAcquireSyncEvent, 2020). No source at hand sends it on gfx9.4.x, whose MEC firmware
+is another build; IREE keeps it to gfx1100 and waits with AQL BARRIER_VALUE on gfx9.4. Unsure, hcq does not use it on
+gfx9.4.3 and the mock refuses it there (the stricter side).
 
-Waits, `wait_halves`: the high word >= the value's high word, then the low word >= the value's low word. Exact for a
-signal that only grows and does not run past the end of the value's 2^32 block (value | 0xffffffff) while the second
-wait polls: once the high word reached the value's, the signal lies in that block, where the low words order as the
-whole values do. Every timeline and counter hcq waits on keeps that: each step waits for the value before its own, so
-the signal never passes the awaited value before the waiter does. ROCr splits its SDMA waits the same way
-(amd_blit_sdma.cpp SubmitCommand: a dependency polled high word, then low word, each with a 32-bit POLL_REGMEM).
+Waits, `wait_halves`: the high word >= the value's high word, then the low word >= the value's low word.
+Precondition (exact): while the engine polls the two words, the signal, read as the engine reads it, is never in a 2^32
+block above the value's with its low word below the value's (for a value V = (H, L): never (H' > H, lo < L)). In practice:
+it does not pass the end of V's block, V | 0xffffffff, before the waiter has passed V. Then neither wait passes early:
+once the high word is >= H the signal is in block H (where the low words order as the whole values do) or in a later block
+with lo >= L, which is past V; and once the signal reaches V the high word is >= H and the low word >= L (or the signal is
+in a later block with lo >= L), so neither hangs. Signals are taken to only grow (a user who lowers one is on their own).
+
+No pair or sequence of 32-bit waits does better, serial-number arithmetic on the low word included. A queue that waits
+for a value far ahead (a future timeline value) must hold at (H, x) for x < L, and one that comes to the wait after the
+signal went past the block end must pass at (H + 1, x). A wait whose conditions each read one word passes at a signal
+that stays put iff every condition holds there: the high-word ones hold at H (they pass at V), the low-word ones at x
+(they pass at (H + 1, x)), so all hold at (H, x), early. Only branching on what was read (COND_EXE) or help from the
+signal's writers could tell the two apart.
+
+What hcq does about the precondition: a split wait's references are patch slots filled at submit (`SplitWaitRef`). A wait
+the signal has already reached when the host submits it (a 64-bit host read), or that an earlier wait of the same
+submission on the same signal implies (for a value at least as large), gets references 0 and passes at once. That covers
+waits for older values, the common case (a queue waits for what another queue signalled several submissions ago, after
+the timeline has moved on, perhaps past a block end). Not covered, and the precondition's to keep: a value not reached
+at submit whose block end the signal passes between the two polls (another queue or the host carrying it across while
+the waiter is still behind it), which would hold the wait until the low word climbs back (~2^32 steps).
 
 Signals, `signal_halves`: the low word first, then the high word. Midway a reader sees (old high, new low), never more
 than the new value, so neither a 64-bit host read nor the two waits above pass early; writing the high word first
 would show (new high, old low), 0x1_ffff_ffff on the way from 0xffff_ffff to 0x1_0000_0000.
 """
 from __future__ import annotations
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from hcq.sym import hi32, lo32
+from hcq.sym import Sym, hi32, lo32, resolve
+
+if TYPE_CHECKING:
+  from hcq.signal import Signal
 
 
-def wait_halves(addr, value) -> tuple[tuple[object, object], ...]:
-  """(dword address, reference) for the two 32-bit >= waits that wait for the u64 at `addr` to reach `value`."""
-  return (addr + 4, hi32(value)), (addr, lo32(value))
+@dataclass(frozen=True, eq=False)
+class SplitWaitRef(Sym):
+  """One reference word of a split wait for `signal` >= `value`: the value's `shift` half, or 0 (the wait passes at once)
+  when, at submit, the signal already holds the value or an `earlier` wait of the queue on it (a value >= this one) does."""
+  signal: "Signal"
+  value: "int | Sym"
+  shift: int
+  earlier: tuple = ()
+
+  def eval(self, var_vals: dict[str, int]) -> int:
+    v = resolve(self.value, var_vals)
+    if self.signal.value >= v or any(resolve(e, var_vals) >= v for e in self.earlier): return 0
+    return (v >> self.shift) & 0xffffffff
+
+
+class SplitWaits:
+  """For a queue that waits with split waits: the values it already waits for on each signal (SplitWaitRef's `earlier`)."""
+
+  def split_waited(self, signal: "Signal", value) -> tuple:
+    """The values this queue waited for on `signal` before; then remembers `value`."""
+    waited = self.__dict__.setdefault("_split_waited", {})
+    earlier = tuple(waited.get(signal, ()))
+    waited.setdefault(signal, []).append(value)
+    return earlier
+
+  def show_split_refs(self, since: int) -> None:
+    """Patch slots from `since` on: a split wait's words show the value's halves until a submit fills them (so a queue's
+    words read before any submit are what the engine gets for a wait not yet reached)."""
+    for container, index, sym in self._patches[since:]:
+      if isinstance(sym, SplitWaitRef) and not isinstance(sym.value, Sym): container[index] = (sym.value >> sym.shift) & 0xffffffff
+
+
+def wait_halves(signal: "Signal", value, earlier: tuple = ()) -> tuple[tuple[object, object], ...]:
+  """(dword address, reference) for the two 32-bit >= waits that wait for the signal's u64 to reach `value`, high word
+  first; `earlier`: the values this queue already waits for on the same signal."""
+  addr = signal.value_addr
+  return (addr + 4, SplitWaitRef(signal, value, 32, earlier)), (addr, SplitWaitRef(signal, value, 0, earlier))
 
 
 def signal_halves(addr, value) -> tuple[tuple[object, object], ...]:
