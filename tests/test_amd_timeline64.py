@@ -7,9 +7,13 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from hcq.devstring import parse_dev
 from hcq.drivers.amd.device import AMDDevice
+from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx9_dialect
+from hcq.drivers.amd.sdma import AMDCopyQueue
+from hcq.drivers.amd.sdma_packets import sdma_packets
 from hcq.sym import Variable
 from tests.amd_boards import arch  # noqa: F401 (the board fixture)
 from tests.test_amd_rings import counter_kernel, gpu_of
@@ -109,3 +113,72 @@ def test_a_wait_for_a_value_below_a_block_end_the_timeline_passed(dev, kind, whe
       out.wait(1, timeout=5)
     dev.release_signal(out)
   assert dev.timeline_signal.value == end + 5
+
+
+class HostSignal:
+  """A signal as the driver sees it at submit: its address and the value a 64-bit host read gives."""
+  value_addr = 0x1000
+
+  def __init__(self, value: int):
+    self.value = value
+
+
+def emitted_waits(kind: str, signal_now: int, value: int) -> list[tuple[int, int]]:
+  """(word: 0 low, 1 high; reference) of each unsigned >= wait with a full mask the driver emits for `wait(value)`,
+  submitted while the signal holds `signal_now`; read back from the packets (WAIT_REG_MEM body: control, address lo/hi,
+  reference, mask, interval; SDMA POLL_REGMEM by the packet table)."""
+  q = AMDComputeQueue(gfx9_dialect((0x2000, 0xA000))) if kind == "gfx9-compute" else AMDCopyQueue(4)
+  q.wait(HostSignal(signal_now), value)
+  words = q.words()
+  q._apply_patches({})
+  out, i, poll = [], 0, sdma_packets()["POLL_REGMEM"]
+  while i < len(words):
+    if kind == "gfx9-compute":
+      n = (words[i] >> 16 & 0x3FFF) + 2
+      assert words[i] >> 8 & 0xFF == 0x3C, f"not a WAIT_REG_MEM: {words[i]:#x}"
+      control, lo, hi, ref, mask, _ = words[i + 1:i + n]
+      func, addr = control & 7, hi << 32 | lo
+    else:
+      n, f = poll.size, poll.decode(words[i:i + poll.size])
+      func, addr, ref, mask = f["func"], f["addr_63_32"] << 32 | f["addr_31_0"], f["value"], f["mask"]
+    assert func == 5 and mask == 0xffffffff and addr in (HostSignal.value_addr, HostSignal.value_addr + 4)
+    out.append(((addr - HostSignal.value_addr) // 4, ref))
+    i += n
+  return out
+
+
+NEAR_ENDS = st.builds(lambda k, d: max(0, min((k << 32) + d, (1 << 64) - 1)), st.integers(0, 4), st.integers(-40, 40))
+VALUES = st.one_of(NEAR_ENDS, st.integers(0, (1 << 36) - 1))
+STEPS = st.lists(st.tuples(st.one_of(st.integers(1, 16), st.integers(1, 1 << 33)), st.booleans(), st.integers(0, 3)), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(["gfx9-compute", "sdma"]), value=VALUES, start=VALUES, steps=STEPS)
+def test_split_waits_against_the_64_bit_truth(kind, value, start, steps):
+  """The two 32-bit waits, run as an engine runs them (each polls its word until >= its reference, then the next) against
+  a signal that grows from `start` by `steps` (each written whole, or as two halves low first, as SDMA FENCE pairs do;
+  the engine polls 0-3 times between writes): they never pass before the signal reaches `value`, and once it has, they
+  pass unless the precondition is broken (the wait was not reached at submit and the signal was in a later 2^32 block
+  than the value with a lower low word while the engine polled)."""
+  waits, mem = emitted_waits(kind, start, value), [start & 0xffffffff, start >> 32]
+  target, at, broken = start, 0, False
+
+  def poll() -> bool:  # one read of the current wait's word; True once every wait has passed
+    nonlocal at
+    if at < len(waits) and mem[waits[at][0]] >= waits[at][1]: at += 1
+    return at == len(waits)
+
+  def store(new: int, halves: bool) -> None:
+    nonlocal broken
+    for word in ((0, 1) if halves else (None,)):
+      if word is None: mem[:] = [new & 0xffffffff, new >> 32]
+      else: mem[word] = new >> 32 * word & 0xffffffff
+      broken |= mem[1] > value >> 32 and mem[0] < value & 0xffffffff
+  for step, halves, polls in steps:
+    if any(poll() for _ in range(polls)): break
+    target = min(target + step, (1 << 64) - 1)
+    store(target, halves)
+  passed = at == len(waits) or any(poll() for _ in range(len(waits) + 1))
+  assert not passed or target >= value, f"passed at {target:#x}, before {value:#x} ({waits})"
+  if target >= value and (start >= value or not broken):
+    assert passed, f"stuck at {target:#x} waiting for {value:#x} from {start:#x} ({waits}, memory {mem})"
