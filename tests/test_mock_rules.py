@@ -83,6 +83,7 @@ CP_CASES = [
   ("{what} on registers (mem_space", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM, 0x15 | 1 << 6, 0x100, 0, 0, 0xffffffff, 4)),  # write-wait-write
   ("{what} function {function} is reserved", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM, 0x17, b.addr(0) & 0xffffffff, b.addr(0) >> 32, 0, 1, 4)),
   ("{what} with ENGINE {engine}: a compute queue", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM, 0x115, b.addr(0) & 0xffffffff, b.addr(0) >> 32, 0, 1, 4)),  # PFP
+  ("WAIT_REG_MEM on {self.name} polls", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM, 0x15, (b.addr(0) + 2) & 0xffffffff, b.addr(0) >> 32, 0, 0xffffffff, 4)),
   # WAIT_REG_MEM64: its 8 body dwords (one short, one long), the same control rules, and an 8-byte aligned address
   ("body dwords; its layout has", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b)[:-1])),
   ("body dwords; its layout has", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b), 0)),
@@ -175,6 +176,8 @@ SDMA_CASES = [
   ("SDMA op {op} runs past the write pointer", lambda b: P["FENCE"].build(op=sdma.SDMA_OP_FENCE, addr_31_0=0, data=1)[:2]),
   ("SDMA FENCE to", lambda b: P["FENCE"].build(op=sdma.SDMA_OP_FENCE, addr_31_0=(b.addr(0) + 2) & 0xffffffff, addr_63_32=b.addr(0) >> 32)),
   ("POLL_REGMEM on a register", lambda b: P["POLL_REGMEM"].build(op=sdma.SDMA_OP_POLL_REGMEM, func=3, mem_poll=0)),
+  ("POLL_REGMEM on {self.name} polls", lambda b: P["POLL_REGMEM"].build(op=sdma.SDMA_OP_POLL_REGMEM, func=5, mem_poll=1, addr_31_0=(b.addr(0) + 1) & 0xffffffff,
+                                                                         addr_63_32=b.addr(0) >> 32, mask=0xffffffff)),
   ("POLL_REGMEM function", lambda b: P["POLL_REGMEM"].build(op=sdma.SDMA_OP_POLL_REGMEM, func=7, mem_poll=1,
                                                           addr_31_0=b.addr(0) & 0xffffffff, addr_63_32=b.addr(0) >> 32)),
   ("CONSTANT_FILL of", lambda b: P["CONSTANT_FILL"].build(op=sdma.SDMA_OP_CONST_FILL, fillsize=2, count=5, dst_addr_31_0=b.addr(0) & 0xffffffff,

@@ -137,9 +137,14 @@ class ComputeCP(Engine):
     return WAIT_FUNCTIONS[function]
 
   def _wait_reg_mem(self, body: list[int], where: int) -> None:
-    """WAIT_REG_MEM: (the dword at the address & mask) FUNCTION (reference & mask), 32 bits."""
+    """WAIT_REG_MEM: (the dword at the address & mask) FUNCTION (reference & mask), 32 bits. The poll address's low
+    dword holds bits 31:2 over two reserved bits (PAL's PM4_MEC_WAIT_REG_MEM: reserved1 : 2, mem_poll_addr_lo : 30;
+    gfx_v9_4_3_wait_reg_mem and gfx_v11_0_wait_reg_mem WARN_ON(addr0 & 0x3), "Dword align"). What the CP does with
+    them set is not known: an address with them set is refused (the stricter side), not rounded down."""
     control, lo, hi, ref, mask, _interval = body
-    addr, test = (hi << 32) | (lo & ~3), self._wait_test("WAIT_REG_MEM", control, where)
+    test = self._wait_test("WAIT_REG_MEM", control, where)
+    if lo & 3: raise QueueError(f"WAIT_REG_MEM on {self.name} polls {hi << 32 | lo:#x}: the address must be 4-byte aligned (its low dword's bits 1:0 are reserved)", where)
+    addr = hi << 32 | lo
     self.poll(lambda: test(self.gpu.mem.read_u32(addr) & mask, ref & mask))
 
   def _wait_reg_mem64(self, body: list[int], where: int) -> None:
