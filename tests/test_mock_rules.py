@@ -240,7 +240,7 @@ GFX9_CASES = [  # (rule, queue kind, stream builder)
    lambda b: pkt3(nvd.PACKET3_SET_SH_REG, GFX9.gc_base[0] + 0x0e25 - nvd.PACKET3_SET_SH_REG_START, 8) +
    dispatch9(1, (GFX9.regs.regCOMPUTE_TG_CHUNK_SIZE, 1))),
   ("COMPUTE_PGM_RSRC2.TRAP_PRESENT (bit 6) clear", "compute", lambda b: dispatch9(1, (GFX9.regs.regCOMPUTE_PGM_RSRC2, 0))),
-  ("WAIT_REG_MEM64 on gfx9: soc15d.h defines no such packet", "compute", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b))),
+  ("WAIT_REG_MEM64 on gfx9.4.3: soc15d.h defines no such packet", "compute", lambda b: pkt3(nvd.PACKET3_WAIT_REG_MEM64, *wait64(b))),
   ("SDMA 4.4 FENCE with", "sdma", lambda b: AMDCopyQueue(6).signal(FakeSignal(b.addr(3 << 20)), 1)._q),  # SDMA 6.0's MTYPE
   ("SDMA 4.4 COPY_LINEAR with count", "sdma", lambda b: AMDCopyQueue(7).copy(b.addr(5 << 20), b.addr(4 << 20), 64)._q),  # 7.0's CPV
 ]

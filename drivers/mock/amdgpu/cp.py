@@ -65,7 +65,8 @@ class ComputeCP(Engine):
     self.handlers = {
       nvd.PACKET3_NOP: (None, self._nop), nvd.PACKET3_SET_SH_REG: (None, self._set_sh_reg),
       nvd.PACKET3_SET_UCONFIG_REG: (None, self._set_uconfig_reg), nvd.PACKET3_WAIT_REG_MEM: ({6}, self._wait_reg_mem),
-      # soc15d.h (gfx9) defines no WAIT_REG_MEM64; nvd.h (gfx10+) does, with a 64-bit reference and mask (8 body dwords)
+      # nvd.h (gfx10+) defines WAIT_REG_MEM64, a 64-bit reference and mask (8 body dwords); soc15d.h (gfx9) does not, and
+      # while PAL sent it on gfx9.0 (Vega, Raven: gfx9AcquireReleaseBarrier.cpp), no source sends it on gfx9.4.x: refused there
       nvd.PACKET3_WAIT_REG_MEM64: (None, self._no_wait_reg_mem64) if self.gfx9 else ({8}, self._wait_reg_mem64),
       # gfx9's ACQUIRE_MEM has no GCR_CNTL dword (gfx_v9_4_3_emit_mem_sync: PACKET3(PACKET3_ACQUIRE_MEM, 5))
       nvd.PACKET3_ACQUIRE_MEM: ({6}, self._acquire_mem_gfx9) if self.gfx9 else ({7}, self._acquire_mem),
@@ -158,7 +159,8 @@ class ComputeCP(Engine):
     self.poll(lambda: test(self.gpu.mem.read_u64(addr) & mask, ref & mask))
 
   def _no_wait_reg_mem64(self, body: list[int], where: int) -> None:
-    raise QueueError("WAIT_REG_MEM64 on gfx9: soc15d.h defines no such packet (nvd.h, gfx10+, does); unsure the gfx9 MEC runs it, refused", where)
+    raise QueueError("WAIT_REG_MEM64 on gfx9.4.3: soc15d.h defines no such packet (nvd.h, gfx10+, does) and no source sends it "
+                     "on gfx9.4.x (PAL did on gfx9.0); unsure this MEC runs it, refused", where)
 
   @staticmethod
   def _whole_range(size_lo: int, size_hi: int, base_lo: int, base_hi: int, where: int, ranged_gcr: int = 0) -> None:
