@@ -10,13 +10,13 @@ still drove Vega) and PAL sent it on Vega and Raven (gfx9.0) compute and univers
 is another build; IREE keeps it to gfx1100 and waits with AQL BARRIER_VALUE on gfx9.4. Unsure, hcq does not use it on
 gfx9.4.3 and the mock refuses it there (the stricter side).
 
-Waits, `wait_halves`: the high word >= the value's high word, then the low word >= the value's low word.
-Precondition (exact): while the engine polls the two words, the signal, read as the engine reads it, is never in a 2^32
-block above the value's with its low word below the value's (for a value V = (H, L): never (H' > H, lo < L)). In practice:
-it does not pass the end of V's block, V | 0xffffffff, before the waiter has passed V. Then neither wait passes early:
-once the high word is >= H the signal is in block H (where the low words order as the whole values do) or in a later block
-with lo >= L, which is past V; and once the signal reaches V the high word is >= H and the low word >= L (or the signal is
-in a later block with lo >= L), so neither hangs. Signals are taken to only grow (a user who lowers one is on their own).
+Waits, `wait_halves`: the high word >= the value's high word H, then the low word >= the value's low word L. Signals only
+grow (a user who lowers one is on their own). Never early: when the low-word wait passes, the high word is still >= H
+(a half-written signal shows the old high word, which was), so the signal is (H, lo >= L) or above block H: past V.
+Never stuck, under the precondition: while the engine polls, the signal, read as the engine reads it, is never in a 2^32
+block above V's with its low word below L (never (H' > H, lo < L)); in practice it does not pass the end of V's block,
+V | 0xffffffff, before the waiter has passed V. Once the signal reaches V the high-word wait passes, and the low word is
+>= L (in block H, or in a later block as the precondition has it), so the low-word wait passes at its next read.
 
 No pair or sequence of 32-bit waits does better, serial-number arithmetic on the low word included. A queue that waits
 for a value far ahead (a future timeline value) must hold at (H, x) for x < L, and one that comes to the wait after the
@@ -29,9 +29,11 @@ What hcq does about the precondition: a split wait's references are patch slots 
 the signal has already reached when the host submits it (a 64-bit host read), or that an earlier wait of the same
 submission on the same signal implies (for a value at least as large), gets references 0 and passes at once. That covers
 waits for older values, the common case (a queue waits for what another queue signalled several submissions ago, after
-the timeline has moved on, perhaps past a block end). Not covered, and the precondition's to keep: a value not reached
-at submit whose block end the signal passes between the two polls (another queue or the host carrying it across while
-the waiter is still behind it), which would hold the wait until the low word climbs back (~2^32 steps).
+the timeline has moved on, perhaps past a block end). Not covered, so the user's to keep: a wait not reached at submit
+whose signal another queue or the host then carries past V's block end before the engine is through the wait (the
+engine still polling, or reaching the wait only later, its ring busy with earlier work): it holds until the low word
+climbs back (~2^32 steps). hcq's own timeline steps keep it: each waits for the value just before its own, which no
+later step can pass.
 
 Signals, `signal_halves`: the low word first, then the high word. Midway a reader sees (old high, new low), never more
 than the new value, so neither a 64-bit host read nor the two waits above pass early; writing the high word first
@@ -57,6 +59,8 @@ class SplitWaitRef(Sym):
   earlier: tuple = ()
 
   def eval(self, var_vals: dict[str, int]) -> int:
+    # the high half is patched first: if only the low half's later read finds the value reached, (H, 0) still waits for
+    # block H, which the signal is past or in with lo >= L (it had reached V); the other mix, (0, L), cannot happen
     v = resolve(self.value, var_vals)
     if self.signal.value >= v or any(resolve(e, var_vals) >= v for e in self.earlier): return 0
     return (v >> self.shift) & 0xffffffff
