@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Callable
 
-from hcq.drivers.amd.signal_halves import SplitWaits, wait_halves
+from hcq.drivers.amd.signal_halves import SplitWaits
 from hcq.queue import DwordQueue, release_bound_copies
 from hcq.sym import Variable, hi32, lo32
 
@@ -211,9 +211,7 @@ class AMDComputeQueue(SplitWaits, DwordQueue):
     p, addr = self.d.pkt, signal.value_addr
     if self.d.wait64:
       return self.pkt3(p.PACKET3_WAIT_REG_MEM64, self._wait_control(), lo32(addr), hi32(addr), lo32(value), hi32(value), 0xffffffff, 0xffffffff, 4)
-    since = len(self._patches)
-    for word, ref in wait_halves(signal, value, self.split_waited(signal, value)): self.wait_mem(word, ref)
-    self.show_split_refs(since)
+    self.split_wait(signal, value, self.wait_mem)
     return self
 
   def acquire_mem(self) -> "AMDComputeQueue":

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from hcq.autogen.am import sdma_v6_0_0_pkt_open as sdma
 from hcq.drivers.amd.sdma_packets import sdma_packets
-from hcq.drivers.amd.signal_halves import SplitWaits, signal_halves, wait_halves
+from hcq.drivers.amd.signal_halves import SplitWaits, signal_halves
 from hcq.queue import DwordQueue, copy_args
 from hcq.sym import Sym, hi32, lo32
 
@@ -63,11 +63,8 @@ class AMDCopyQueue(SplitWaits, DwordQueue):
   def wait(self, signal: "Signal", value) -> "AMDCopyQueue":
     """Wait until the signal's 64-bit value is >= `value`: two 32-bit POLL_REGMEMs, high word then low word (SDMA before
     gfx12.5 has no 64-bit poll; the precondition that makes this exact: hcq.drivers.amd.signal_halves)."""
-    since = len(self._patches)
-    for word, ref in wait_halves(signal, value, self.split_waited(signal, value)):
-      self.packet("POLL_REGMEM", op=sdma.SDMA_OP_POLL_REGMEM, func=POLL_GEQ, mem_poll=1, addr_31_0=lo32(word),
-                  addr_63_32=hi32(word), value=ref, mask=0xffffffff, interval=0x04, retry_count=0xfff)
-    self.show_split_refs(since)
+    self.split_wait(signal, value, lambda word, ref: self.packet("POLL_REGMEM", op=sdma.SDMA_OP_POLL_REGMEM, func=POLL_GEQ, mem_poll=1,
+                    addr_31_0=lo32(word), addr_63_32=hi32(word), value=ref, mask=0xffffffff, interval=0x04, retry_count=0xfff))
     return self
 
   def signal(self, signal: "Signal", value) -> "AMDCopyQueue":

@@ -41,7 +41,7 @@ would show (new high, old low), 0x1_ffff_ffff on the way from 0xffff_ffff to 0x1
 """
 from __future__ import annotations
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from hcq.sym import Sym, hi32, lo32, resolve
 
@@ -67,18 +67,16 @@ class SplitWaitRef(Sym):
 
 
 class SplitWaits:
-  """For a queue that waits with split waits: the values it already waits for on each signal (SplitWaitRef's `earlier`)."""
+  """For a queue that waits with split waits: remembers the values it waits for on each signal (SplitWaitRef's `earlier`)."""
 
-  def split_waited(self, signal: "Signal", value) -> tuple:
-    """The values this queue waited for on `signal` before; then remembers `value`."""
+  def split_wait(self, signal: "Signal", value, wait_word: Callable[[int, SplitWaitRef], object]) -> None:
+    """Record the two waits for the signal's u64 to reach `value` with `wait_word(dword address, reference)`, high word
+    first. Until a submit fills them, their words show the value's halves (what the engine gets for a wait not reached)."""
     waited = self.__dict__.setdefault("_split_waited", {})
     earlier = tuple(waited.get(signal, ()))
     waited.setdefault(signal, []).append(value)
-    return earlier
-
-  def show_split_refs(self, since: int) -> None:
-    """Patch slots from `since` on: a split wait's words show the value's halves until a submit fills them (so a queue's
-    words read before any submit are what the engine gets for a wait not yet reached)."""
+    since = len(self._patches)
+    for word, ref in wait_halves(signal, value, earlier): wait_word(word, ref)
     for container, index, sym in self._patches[since:]:
       if isinstance(sym, SplitWaitRef) and not isinstance(sym.value, Sym): container[index] = (sym.value >> sym.shift) & 0xffffffff
 
