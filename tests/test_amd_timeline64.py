@@ -1,7 +1,9 @@
 """The timeline is a 64-bit value, and so is every wait on it: past 2^32 (about 71 minutes of back-to-back 1 µs
 launches) a wait that compares 32 bits passes early or never. On each emulated board (gfx1100, gfx1201, gfx942), the
 compute queue (WAIT_REG_MEM64 on gfx11/gfx12, two 32-bit waits on gfx9) and the SDMA queue (two 32-bit POLL_REGMEMs)
-hold a step until the whole value is reached, and launches and copies run in order across 2^32."""
+hold a step until the whole value is reached, and launches and copies run in order across 2^32. The two 32-bit waits
+also pass for a value below a block end the signal already went past (hcq.drivers.amd.signal_halves), on the boards and
+against the 64-bit truth over signal trajectories."""
 from __future__ import annotations
 import time
 
@@ -90,10 +92,10 @@ def timeline_steps(dev, n: int, kind: str) -> None:
 @pytest.mark.parametrize("when", ["after-the-crossing", "behind-a-later-wait"])
 def test_a_wait_for_a_value_below_a_block_end_the_timeline_passed(dev, kind, when):
   """Queue B waits for 2^33 - 2, an older timeline value just below a 2^32 block end, on a timeline queue A moves across
-  it to 2^33 + 5 (on the other engine: B may hold its own ring). With two 32-bit waits (gfx942 compute, every SDMA) the second polls the low word after the crossing,
-  where it reads 5: a wait for 0xffff_fffe there holds until the low word climbs back. B submitted after the crossing
-  (its wait was reached when the host submitted it), or before it behind a wait of its own for 2^33 + 5 (which implies
-  the older value), must pass."""
+  it to 2^33 + 5 (A on the other engine: B may hold its own ring). With two 32-bit waits (gfx942 compute, every SDMA)
+  the second polls the low word after the crossing, where it reads 5: a wait for 0xffff_fffe there holds until the low
+  word climbs back. B submitted after the crossing (its wait was reached when the host submitted it), or before it
+  behind a wait of its own for 2^33 + 5 (which implies the older value), must pass."""
   end = 2 * BLOCK
   restart_timeline(dev, end - 3)
   out = dev.new_signal(0)
