@@ -7,8 +7,10 @@ major 12, minor >= 5). gfx9: soc15d.h has no WAIT_REG_MEM64, but PAL's gfx9+ PM4
 (gfx9_plus_merged_pm4_it_opcodes.h IT_WAIT_REG_MEM64 0x93 and PM4_MEC_WAIT_REG_MEM64_SIZEDW__CORE, in the releases that
 still drove Vega) and PAL sent it on Vega and Raven (gfx9.0) compute and universal queues for two-slot GPU events
 (gfx9AcquireReleaseBarrier.cpp IssueAcquireSyncEvent, 2020). No source at hand sends it on gfx9.4.x, whose MEC firmware
-is another build; IREE keeps it to gfx1100 and waits with AQL BARRIER_VALUE on gfx9.4. Unsure, hcq does not use it on
-gfx9.4.3 and the mock refuses it there (the stricter side).
+is another build; IREE keeps it to gfx1100 and waits with AQL BARRIER_VALUE on gfx9.4, radv's radv_cp_wait_mem and
+gfx_v9_4_3.c's waits are 32-bit WAIT_REG_MEMs. Unsure, hcq does not use it on gfx9.4.3 and the mock refuses it there (the
+stricter side); a run on an MI300 would settle it. (ROCr's split SDMA waits poll a count-down signal for == 0, high word
+then low, where passing a block end cannot happen.)
 
 Waits, `wait_halves`: the high word >= the value's high word H, then the low word >= the value's low word L. Signals only
 grow (a user who lowers one is on their own). Never early: when the low-word wait passes, the high word is still >= H
