@@ -28,8 +28,8 @@ that stays put iff every condition holds there: the high-word ones hold at H (th
 signal's writers could tell the two apart.
 
 What hcq does about the precondition: a split wait's references are patch slots filled at submit (`SplitWaitRef`). A wait
-the signal has already reached when the host submits it (a 64-bit host read), or that an earlier wait of the same
-submission on the same signal implies (for a value at least as large), gets references 0 and passes at once. That covers
+the signal has already reached when the host submits it (a 64-bit host read), or that an earlier wait or write of the
+same queue on the same signal implies (for a value at least as large), gets references 0 and passes at once. That covers
 waits for older values, the common case (a queue waits for what another queue signalled several submissions ago, after
 the timeline has moved on, perhaps past a block end). Not covered, so the user's to keep: a wait not reached at submit
 whose signal another queue or the host then carries past V's block end before the engine is through the wait (the
@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, eq=False)
 class SplitWaitRef(Sym):
   """One reference word of a split wait for `signal` >= `value`: the value's `shift` half, or 0 (the wait passes at once)
-  when, at submit, the signal already holds the value or an `earlier` wait of the queue on it (a value >= this one) does."""
+  when, at submit, the signal already holds the value or one of the `earlier` values (the queue's earlier waits and
+  writes on it) is at least as large."""
   signal: "Signal"
   value: "int | Sym"
   shift: int
@@ -69,14 +70,24 @@ class SplitWaitRef(Sym):
 
 
 class SplitWaits:
-  """For a queue that waits with split waits: remembers the values it waits for on each signal (SplitWaitRef's `earlier`)."""
+  """For a queue that waits with split waits: remembers, per signal, the values its earlier packets wait for or write
+  (SplitWaitRef's `earlier`: once past them, the signal holds at least each)."""
+
+  def _reached(self, signal: "Signal", value) -> tuple:
+    """The values remembered for `signal` so far; then remembers `value`."""
+    seen = self.__dict__.setdefault("_split_seen", {})
+    earlier = tuple(seen.get(signal, ()))
+    seen.setdefault(signal, []).append(value)
+    return earlier
+
+  def split_signal(self, signal: "Signal", value) -> None:
+    """This queue writes `value` to the signal here: a later split wait for no more than it passes at once."""
+    self._reached(signal, value)
 
   def split_wait(self, signal: "Signal", value, wait_word: Callable[[int, SplitWaitRef], object]) -> None:
     """Record the two waits for the signal's u64 to reach `value` with `wait_word(dword address, reference)`, high word
     first. Until a submit fills them, their words show the value's halves (what the engine gets for a wait not reached)."""
-    waited = self.__dict__.setdefault("_split_waited", {})
-    earlier = tuple(waited.get(signal, ()))
-    waited.setdefault(signal, []).append(value)
+    earlier = self._reached(signal, value)
     since = len(self._patches)
     for word, ref in wait_halves(signal, value, earlier): wait_word(word, ref)
     for container, index, sym in self._patches[since:]:
