@@ -102,7 +102,7 @@ MUTATIONS: tuple[Mutation, ...] = (
   M("split-wait-earlier-unseen", "driver", "drivers/amd/signal_halves.py", " or any(resolve(e, var_vals) >= v for e in self.earlier)", "",
     "a split wait behind a wait of its own queue for a larger value is sent as it is: past a block end its low-word wait hangs",
     "tests/test_amd_timeline64.py -k block_end"),
-  M("split-wait-own-write-unseen", "driver", "drivers/amd/sdma.py", "    self.split_signal(signal, value)\n", "    pass\n",
+  M("split-wait-own-write-unseen", "driver", "drivers/amd/sdma.py", "    self.split_signal(signal, value)  #", "    pass  #",
     "an SDMA queue's split wait after its own write past a block end is sent as it is: its low-word wait hangs",
     ["tests/test_amd_timeline64.py", "-k", "own_queue"]),
   M("pm4-rsrc3-zero", "driver", "drivers/amd/pm4.py", "self.set_sh_reg(r.regCOMPUTE_PGM_RSRC3, program.rsrc3)", "self.set_sh_reg(r.regCOMPUTE_PGM_RSRC3, 0)",

@@ -227,7 +227,7 @@ class AMDComputeQueue(SplitWaits, DwordQueue):
                      lo32(addr), hi32(addr), lo32(value), hi32(value), ctxid)
 
   def signal(self, signal: "Signal", value) -> "AMDComputeQueue":
-    if not self.d.wait64: self.split_signal(signal, value)
+    # not a SplitWaits.split_signal: RELEASE_MEM writes at end of pipe (and on XCC 0 alone), so a later wait may run first
     event = getattr(signal, "event_id", None)
     return self._xcc0(lambda: self.release_mem(signal.value_addr, value, DATA_SEL_64, INT_SEL_AFTER_WRITE_CONFIRM if event else INT_SEL_NONE, event or 0))
 

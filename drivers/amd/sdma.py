@@ -69,7 +69,7 @@ class AMDCopyQueue(SplitWaits, DwordQueue):
 
   def signal(self, signal: "Signal", value) -> "AMDCopyQueue":
     """Two 32-bit FENCE writes, low half first (a reader never sees more than the value: signal_halves), then a TRAP for its event."""
-    self.split_signal(signal, value)
+    self.split_signal(signal, value)  # the engine runs its packets in order: a later wait comes after this write
     for addr, half in signal_halves(signal.value_addr, value):
       self.packet("FENCE", op=sdma.SDMA_OP_FENCE, mtype=3 if self.sdma_major >= 6 else 0, addr_31_0=lo32(addr), addr_63_32=hi32(addr), data=half)
     event = getattr(signal, "event_id", None)

@@ -28,8 +28,9 @@ that stays put iff every condition holds there: the high-word ones hold at H (th
 signal's writers could tell the two apart.
 
 What hcq does about the precondition: a split wait's references are patch slots filled at submit (`SplitWaitRef`). A wait
-the signal has already reached when the host submits it (a 64-bit host read), or that an earlier wait or write of the
-same queue on the same signal implies (for a value at least as large), gets references 0 and passes at once. That covers
+the signal has already reached when the host submits it (a 64-bit host read), or that an earlier wait of the same queue
+on the same signal implies (for a value at least as large; on SDMA an earlier write too), gets references 0 and passes
+at once. That covers
 waits for older values, the common case (a queue waits for what another queue signalled several submissions ago, after
 the timeline has moved on, perhaps past a block end). Not covered, so the user's to keep: a wait not reached at submit
 whose signal another queue or the host then carries past V's block end before the engine is through the wait (the
@@ -81,7 +82,8 @@ class SplitWaits:
     return earlier
 
   def split_signal(self, signal: "Signal", value) -> None:
-    """This queue writes `value` to the signal here: a later split wait for no more than it passes at once."""
+    """This queue writes `value` to the signal here, before it runs any later packet (SDMA's FENCE; not PM4's RELEASE_MEM,
+    which writes at end of pipe): a later split wait for no more than it passes at once."""
     self._reached(signal, value)
 
   def split_wait(self, signal: "Signal", value, wait_word: Callable[[int, SplitWaitRef], object]) -> None:
