@@ -144,7 +144,8 @@ class ComputeCP(Engine):
     them set is not known: an address with them set is refused (the stricter side), not rounded down."""
     control, lo, hi, ref, mask, _interval = body
     test = self._wait_test("WAIT_REG_MEM", control, where)
-    if lo & 3: raise QueueError(f"WAIT_REG_MEM on {self.name} polls {hi << 32 | lo:#x}: the address must be 4-byte aligned (its low dword's bits 1:0 are reserved)", where)
+    if lo & 3: raise QueueError(f"WAIT_REG_MEM on {self.name} polls {hi << 32 | lo:#x}: the address must be 4-byte aligned "
+                                "(its low dword's bits 1:0 are reserved)", where)
     addr = hi << 32 | lo
     self.poll(lambda: test(self.gpu.mem.read_u32(addr) & mask, ref & mask))
 

@@ -79,7 +79,8 @@ class SDMAEngine(Engine):
     if f["func"] not in WAIT_FUNCTIONS: raise QueueError(f"POLL_REGMEM function {f['func']} is reserved", where)
     addr, test, mask, ref = f["addr_63_32"] << 32 | f["addr_31_0"], WAIT_FUNCTIONS[f["func"]], f["mask"], f["value"]
     if addr & 3:  # PAL's SDMA_PKT_POLL_REGMEM: ADDR_LO holds addr_31_2 over 2 reserved bits; unknown what the engine does with them
-      raise QueueError(f"POLL_REGMEM on {self.name} polls {addr:#x}: the address must be 4-byte aligned (its low dword's bits 1:0 are reserved)", where)
+      raise QueueError(f"POLL_REGMEM on {self.name} polls {addr:#x}: the address must be 4-byte aligned "
+                       "(its low dword's bits 1:0 are reserved)", where)
     self.poll(lambda: test(self.gpu.mem.read_u32(addr) & mask, ref & mask))
 
   def _timestamp(self, f: dict, where: int) -> None:
