@@ -219,11 +219,12 @@ _STRUCT_TYPES = {**{k: int for k in _INT_RANGES}, "f16": float, "f32": float, "f
 
 
 class ArgStruct:
-  """A layout's arguments packed by one precompiled struct.Struct: the launch fast path's packer. `pack(bufs, vals)` gives
-  the bytes of the kernarg span [start, end) (the gaps between arguments as zeros) for the common case only: live buffers
-  of `device` and values of exactly their kind's Python type (int for integer kinds, float for float kinds, bool), in
-  range. For anything else (numpy scalars, 2.0 for an int, a value out of range, a wrong count) it gives None and the
-  caller packs with pack_kernargs, which gives the same bytes or refuses with its error: the two cannot disagree."""
+  """A layout's arguments packed by one precompiled struct.Struct: the launch fast path's packer. `fields(bufs, vals)`
+  gives what `struct.pack_into(out, start, *fields)` writes over the kernarg span [start, end) (the gaps between
+  arguments as zeros), for the common case only: live buffers of `device` and values of exactly their kind's Python type
+  (int for integer kinds, float for float kinds, bool). For anything else (numpy scalars, 2.0 for an int, a wrong count)
+  it gives None, and where the struct refuses a value (out of range: struct.error or OverflowError) the caller packs with
+  pack_kernargs too, which gives the same bytes or refuses with its error: the two cannot disagree."""
 
   def __init__(self, layout: Sequence[KernelArg], device: "Device"):
     from hcq.buffer import Buffer
@@ -238,11 +239,12 @@ class ArgStruct:
       fmt += f"{a.offset - at}x" * (a.offset > at) + _FORMATS[a.kind]
       at = a.offset + a.size
     self.struct = struct.Struct(fmt)
-    slot = {id(a): i for i, a in enumerate(ordered)}
-    self._bufs = [slot[id(a)] for a in layout if a.kind == "buffer"]
-    # (slot, exact type, the largest magnitude that rounds to 0 or 0.0) of each value, in `vals` order
-    self._vals = [(slot[id(a)], _STRUCT_TYPES[a.kind], _FLOAT_LIMITS.get(a.kind, (0, 0.0))[1]) for a in layout if a.kind != "buffer"]
-    self._count = len(ordered)
+    bufs, vals = [a for a in layout if a.kind == "buffer"], [a for a in layout if a.kind != "buffer"]
+    self._nbufs = len(bufs)
+    # the struct's fields in (buffers, values) order: which argument each takes (None: in that order already)
+    self._order = None if ordered == bufs + vals else [ordered.index(a) for a in bufs + vals]
+    # (exact type, the largest magnitude that rounds to 0 or 0.0) of each value
+    self._vals = [(_STRUCT_TYPES[a.kind], _FLOAT_LIMITS.get(a.kind, (0, 0.0))[1]) for a in vals]
 
   @staticmethod
   def make(layout: Sequence[KernelArg], device: "Device") -> "ArgStruct | None":
@@ -252,19 +254,19 @@ class ArgStruct:
     except ValueError:
       return None
 
-  def pack(self, bufs: Sequence[Any], vals: Sequence[Any]) -> bytes | None:
-    if len(bufs) != len(self._bufs) or len(vals) != len(self._vals): return None
-    args, buffer, device = [0] * self._count, self._buffer, self.device
-    for i, b in zip(self._bufs, bufs):
+  def fields(self, bufs: Sequence[Any], vals: Sequence[Any]) -> list | None:
+    if len(bufs) != self._nbufs or len(vals) != len(self._vals): return None
+    args, buffer, device = [], self._buffer, self.device
+    for b in bufs:
       if not isinstance(b, buffer) or b.device is not device or (b._parent or b).freed: return None
-      args[i] = b.addr
-    for (i, typ, to_zero), v in zip(self._vals, vals):
+      args.append(b.addr)
+    for (typ, to_zero), v in zip(self._vals, vals):
       if type(v) is not typ or to_zero and v and -to_zero <= v <= to_zero: return None  # pack_value refuses what rounds to 0
-      args[i] = v
-    try:
-      return self.struct.pack(*args)
-    except (struct.error, OverflowError):  # out of range: pack_kernargs says so
-      return None
+    args += vals
+    if self._order is None: return args
+    out = [0] * len(args)
+    for i, a in zip(self._order, args): out[i] = a
+    return out
 
 
 def _dim(x: Any) -> int:

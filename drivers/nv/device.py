@@ -278,17 +278,18 @@ class NVDevice(StagedCopies, Device):
 
   def submit_methods(self, name: str, q: NVQueue) -> None:
     """Copy `q`'s methods into the channel's pushbuffer and push one GPFIFO entry pointing at them."""
-    self.submit_words(name, q.words())
-
-  def submit_words(self, name: str, words) -> None:
-    """submit_methods of method words (an array('I'))."""
+    words = q.words()
     with self.lock:
       ch = self.channels[name]
-      n = len(words)
-      addr = self._pushbuffer_space(ch, 4 * n)
+      addr = self._pushbuffer_space(ch, 4 * len(words))
       at = (addr - ch.pushbuffer.addr) >> 2
-      ch.pb_words[at:at + n] = words  # a memoryview copy keeps the GIL (ctypes.memmove hands it to the emulator's threads)
-      self._push(ch, self.gp_entry(addr, n))
+      ch.pb_words[at:at + len(words)] = words  # a memoryview copy keeps the GIL (ctypes.memmove hands it to the emulator's threads)
+      self._push(ch, self.gp_entry(addr, len(words)))
+
+  def push_methods(self, name: str, addr: int, nwords: int) -> None:
+    """Push one GPFIFO entry for `nwords` of methods the caller wrote at GPU address `addr` (host memory the GPU reads
+    until the entry is consumed), with the lock held."""
+    self._push(self.channels[name], self.gp_entry(addr, nwords))
 
   def gp_entry(self, addr: int, nwords: int) -> int:
     """The 64-bit GPFIFO entry that has the GPU fetch `nwords` of methods at GPU address `addr`."""

@@ -132,7 +132,7 @@ class NVProgram(Program):
     self._ring = memoryview((ctypes.c_uint8 * ring.nbytes).from_address(ring.host_addr)).cast("B")
     self._ring32 = self._ring.cast("I")
     self._templates: dict[tuple, bytes] = {}  # (grid, block, shared) -> block_template
-    self._plans: dict[tuple, LaunchPlan] = {}  # (grid, block, shared as given) -> the fast path's launch plan
+    self._plans: dict[tuple, LaunchPlan] = {}  # (grid, block, shared as given; grid and block also as plain ints) -> LaunchPlan
     self.fast_launch = True  # False: every launch takes the generic path (the tests hold the two to the same bytes)
 
   def check_limits(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> None:
@@ -212,11 +212,16 @@ class NVProgram(Program):
   def __call__(self, *bufs, global_size=1, local_size=1, vals=(), wait: bool = False, shared: int | None = None) -> float | None:
     """Launch over `global_size` blocks of `local_size` threads; `shared`: bytes of shared memory per block (static and
     dynamic; the kernel's static size by default). With wait=True, the GPU seconds it took."""
-    gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
     if self.fast_launch and not (wait or self.device.profiling):  # the common launch: see LaunchPlan
-      plan = self._plans.get((gs, ls, shared))
-      if plan is None: plan = self._plans[(gs, ls, shared)] = LaunchPlan(self, gs, ls, self.shared_size if shared is None else shared)
+      ints = type(global_size) is int and type(local_size) is int  # plain ints key the plan as they are (1-D launches)
+      plan = self._plans.get((global_size, local_size, shared)) if ints else None
+      if plan is None:
+        gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
+        plan = self._plans.get((gs, ls, shared))
+        if plan is None: plan = self._plans[(gs, ls, shared)] = LaunchPlan(self, gs, ls, self.shared_size if shared is None else shared)
+        if ints: self._plans[(global_size, local_size, shared)] = plan
       return plan.launch(bufs, vals)
+    gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
     return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls, shared), gs, ls, wait)
 
 
