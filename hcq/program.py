@@ -219,12 +219,12 @@ _STRUCT_TYPES = {**{k: int for k in _INT_RANGES}, "f16": float, "f32": float, "f
 
 
 class ArgStruct:
-  """A layout's arguments packed by one precompiled struct.Struct: the launch fast path's packer. `fields(bufs, vals)`
-  gives what `struct.pack_into(out, start, *fields)` writes over the kernarg span [start, end) (the gaps between
-  arguments as zeros), for the common case only: live buffers of `device` and values of exactly their kind's Python type
-  (int for integer kinds, float for float kinds, bool). For anything else (numpy scalars, 2.0 for an int, a wrong count)
-  it gives None, and where the struct refuses a value (out of range: struct.error or OverflowError) the caller packs with
-  pack_kernargs too, which gives the same bytes or refuses with its error: the two cannot disagree."""
+  """A layout's arguments packed by one precompiled struct.Struct: the launch fast path's packer. `pack(bufs, vals)`
+  gives the bytes of the kernarg span [start, end) (the gaps between arguments as zeros) for the common case only: live
+  buffers of `device` and values of exactly their kind's Python type (int for integer kinds, float for float kinds,
+  bool) that the struct takes. For anything else (numpy scalars, 2.0 for an int, a value out of range, a wrong count)
+  it gives None and the caller packs with pack_kernargs, which gives the same bytes or refuses with its error: the two
+  cannot disagree."""
 
   def __init__(self, layout: Sequence[KernelArg], device: "Device"):
     from hcq.buffer import Buffer
@@ -254,7 +254,7 @@ class ArgStruct:
     except ValueError:
       return None
 
-  def fields(self, bufs: Sequence[Any], vals: Sequence[Any]) -> list | None:
+  def pack(self, bufs: Sequence[Any], vals: Sequence[Any]) -> bytes | None:
     if len(bufs) != self._nbufs or len(vals) != len(self._vals): return None
     args, buffer, device = [], self._buffer, self.device
     for b in bufs:
@@ -263,10 +263,14 @@ class ArgStruct:
     for (typ, to_zero), v in zip(self._vals, vals):
       if type(v) is not typ or to_zero and v and -to_zero <= v <= to_zero: return None  # pack_value refuses what rounds to 0
     args += vals
-    if self._order is None: return args
-    out = [0] * len(args)
-    for i, a in zip(self._order, args): out[i] = a
-    return out
+    if self._order is not None:
+      fields = [0] * len(args)
+      for i, a in zip(self._order, args): fields[i] = a
+      args = fields
+    try:
+      return self.struct.pack(*args)
+    except (struct.error, OverflowError):  # out of range: pack_kernargs says so
+      return None
 
 
 def _dim(x: Any) -> int:

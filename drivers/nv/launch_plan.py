@@ -17,7 +17,7 @@ import array
 import struct
 from typing import TYPE_CHECKING, Any, Sequence
 
-from hcq.drivers.nv.qmd import QMDAddress, QMDPatch
+from hcq.drivers.nv.qmd import QMD_ALIGN, QMDAddress, QMDPatch
 from hcq.errors import HCQError
 from hcq.program import ArgStruct, pack_kernargs
 from hcq.sym import Bits
@@ -58,30 +58,27 @@ class LaunchPlan:
     self.size = len(self.template)
 
   def launch(self, bufs: Sequence[Any], vals: Sequence[Any]) -> None:
-    """One launch (the caller's prg(...) without wait). Arguments are checked before anything is written: what the
+    """One launch (the caller's prg(...) without wait). The arguments are packed before anything is written: what the
     ArgStruct does not take goes through pack_kernargs, which refuses as the generic path does."""
     prg, dev, packer = self.program, self.device, self.args
-    fields = packer.fields(bufs, vals) if packer is not None else None
-    block = self._packed(bufs, vals) if fields is None else None
+    params = packer.pack(bufs, vals) if packer is not None else None
+    block = self._packed(bufs, vals) if params is None else None
     with dev.lock:
       v, ring = dev.timeline_value, dev.kernargs
       addr = ring.reserve(self.size, v)
+      if addr % QMD_ALIGN: raise HCQError(f"a QMD at {addr:#x} is not {QMD_ALIGN}-byte aligned (SEND_PCAS_A takes the address >> 8)")
       at = addr - ring.buf.addr
       mem = prg._ring
       mem[at:at + self.size] = self.template
-      if block is None:
-        try:
-          packer.struct.pack_into(mem, at + packer.start, *fields)
-        except (struct.error, OverflowError):  # a value out of range: pack_kernargs refuses it as the generic path does
-          block = self._packed(bufs, vals)
-      if block is not None: mem[at:at + self.kernarg_size] = block
+      if block is None: mem[at + packer.start:at + packer.end] = params
+      else: mem[at:at + self.kernarg_size] = block
       bank0 = addr + prg.qmd_bytes
       w = bank0 >> self.bank0_shift
       if w << self.bank0_shift != bank0 or w > self.bank0_limit: self.qmd.check(0, bank0)  # raises, naming the field
       _Q.pack_into(mem, at + self.bank0_at, self.bank0_base | w)
       _Q.pack_into(mem, at + self.payload_at, self.payload_base | v)
       _Q.pack_into(mem, at + self.wait_at, v - 1)  # the acquire's payload: its lower and upper words
-      _I.pack_into(mem, at + self.qmd_slot_at, addr >> 8)  # SEND_PCAS_A (the ring keeps blocks 256-byte aligned)
+      _I.pack_into(mem, at + self.qmd_slot_at, addr >> 8)  # SEND_PCAS_A
       try:
         dev.push_methods(self.channel, addr + self.methods_at, self.nwords)
       except BaseException:
