@@ -44,15 +44,16 @@ class LaunchPlan:
                             (L.release("payload_lower", 1), L.release("payload_upper", 1), 0)])
     (self.bank0_at, self.bank0_base, self.bank0_shift, self.bank0_limit), (self.payload_at, self.payload_base, _, _) = self.qmd.qwords(block)
     # the generic path's methods for this shape after the block, and its three patch slots: the acquire's value, the QMD's address
-    self.kernarg_size, q = len(block), dev._launch_queue(program, gs, ls, False)
+    with dev.lock:  # the cached queue is built and patched under the lock (Device.launch)
+      q = dev._launch_queue(program, gs, ls, False)
+      methods = array.array("I", q.words())
     slots = {(sym.base.name, sym.shift) if isinstance(sym, Bits) else (sym.base.name, "qmd") if isinstance(sym, QMDAddress) else None: i
              for _, i, sym in q._patches}
     wait, qmd = slots.get(("wait", 0)), slots.get(("kernargs", "qmd"))
     if len(slots) != 3 or wait is None or slots.get(("wait", 32)) != wait + 1 or qmd is None:
       raise HCQError(f"{program.name}: the launch queue's patch slots are not the acquire's value and the QMD's address: {slots}")
-    self.channel, self.nwords, self.methods_at = q.channel, len(q.words()), len(block)
-    self.wait_at, self.qmd_slot_at = self.methods_at + 4 * wait, self.methods_at + 4 * qmd
-    methods = array.array("I", q.words())
+    self.channel, self.nwords, self.kernarg_size = q.channel, len(methods), len(block)
+    self.wait_at, self.qmd_slot_at = len(block) + 4 * wait, len(block) + 4 * qmd  # byte offsets in the block
     methods[wait] = methods[wait + 1] = methods[qmd] = 0
     self.template = bytes(block) + methods.tobytes()
     self.size = len(self.template)
@@ -80,7 +81,7 @@ class LaunchPlan:
       _Q.pack_into(mem, at + self.wait_at, v - 1)  # the acquire's payload: its lower and upper words
       _I.pack_into(mem, at + self.qmd_slot_at, addr >> 8)  # SEND_PCAS_A
       try:
-        dev.push_methods(self.channel, addr + self.methods_at, self.nwords)
+        dev.push_methods(self.channel, addr + self.kernarg_size, self.nwords)
       except BaseException:
         dev.submit_refused()
         raise
