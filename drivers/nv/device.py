@@ -140,8 +140,8 @@ class NVChannel:
   engine_class: int          # bound on `subchannel` with SET_OBJECT
   subchannel: int
   ring: Buffer               # GPFIFO entries, then USERD (512-byte aligned)
-  gpfifo: memoryview        # the ring's entries as 64-bit words (a memoryview: a launch indexes it, numpy's scalars cost more)
-  userd: memoryview         # USERD as 32-bit words
+  gpfifo: memoryview         # the ring's entries as 64-bit words (memoryviews: every launch indexes them, numpy scalars cost more)
+  userd: memoryview          # USERD as 32-bit words
   notifier: Buffer           # the RM's error notifier (NvNotification)
   pushbuffer: Buffer
   put: int = 0               # GPFIFO entries written (never wraps)
@@ -306,7 +306,7 @@ class NVDevice(StagedCopies, Device):
   def _push(self, ch: NVChannel, entry: int) -> None:
     """push_entry with the lock held."""
     n = self.gpfifo_entries
-    if ch.put - self._gp_get(ch) >= n - 1: self._wait(ch, lambda: ch.put - self._gp_get(ch) < n - 1, "the GPFIFO is full")
+    if (ch.put - ch.userd[_GP_GET]) % n >= n - 1: self._wait(ch, lambda: ch.put - self._gp_get(ch) < n - 1, "the GPFIFO is full")
     ch.gpfifo[ch.put % n] = entry
     ch.put += 1
     ch.userd[_GP_PUT] = ch.put % n
