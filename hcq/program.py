@@ -255,6 +255,7 @@ class ArgStruct:
       return None
 
   def pack(self, bufs: Sequence[Any], vals: Sequence[Any]) -> bytes | None:
+    """The bytes of [start, end) for these arguments, or None: pack them with pack_kernargs (see the class)."""
     if len(bufs) != self._nbufs or len(vals) != len(self._vals): return None
     args, buffer, device = [], self._buffer, self.device
     for b in bufs:
