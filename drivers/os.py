@@ -16,6 +16,8 @@ import os
 import posixpath
 from typing import Any
 
+_MMIO32: dict[int, Any] = {}  # address -> the ctypes c_uint32 there (a pointer: a store through it is the store from_address makes)
+
 
 class HostOS:
   """The real operating system: thin wrappers over os/fcntl, one method per kernel call the drivers make."""
@@ -87,8 +89,11 @@ class HostOS:
   def mmio_write32(self, address: int, value: int) -> None:
     """A 32-bit store to a mapped register page (the NVIDIA usermode doorbell); the mock's OS object also tells the
     emulated GPU behind it."""
-    import ctypes
-    ctypes.c_uint32.from_address(address).value = value
+    reg = _MMIO32.get(address)  # every launch rings a doorbell: the ctypes word is made once per address
+    if reg is None:
+      import ctypes
+      reg = _MMIO32[address] = ctypes.c_uint32.from_address(address)
+    reg.value = value
 
   def __repr__(self) -> str:
     return f"{type(self).__name__}()"

@@ -214,6 +214,66 @@ def pack_kernargs(name: str, layout: Sequence[KernelArg], bufs: Sequence["Buffer
   return out
 
 
+# kinds an ArgStruct packs straight from a value of exactly this Python type (bool is not int here, as in pack_value)
+_STRUCT_TYPES = {**{k: int for k in _INT_RANGES}, "f16": float, "f32": float, "f64": float, "bool": bool}
+
+
+class ArgStruct:
+  """A layout's arguments packed by one precompiled struct.Struct: the launch fast path's packer. `pack(bufs, vals)`
+  gives the bytes of the kernarg span [start, end) (the gaps between arguments as zeros) for the common case only: live
+  buffers of `device` and values of exactly their kind's Python type (int for integer kinds, float for float kinds,
+  bool) that the struct takes. For anything else (numpy scalars, 2.0 for an int, a value out of range, a wrong count)
+  it gives None and the caller packs with pack_kernargs, which gives the same bytes or refuses with its error: the two
+  cannot disagree."""
+
+  def __init__(self, layout: Sequence[KernelArg], device: "Device"):
+    from hcq.buffer import Buffer
+    ordered = sorted(layout, key=lambda a: a.offset)
+    if not ordered or any(a.kind != "buffer" and a.kind not in _STRUCT_TYPES for a in ordered) or \
+       any(a.offset + a.size > b.offset for a, b in zip(ordered, ordered[1:])):
+      raise ValueError("an ArgStruct takes a non-empty layout of buffers and typed values that do not overlap")
+    self.device, self._buffer = device, Buffer
+    self.start, self.end = ordered[0].offset, ordered[-1].offset + ordered[-1].size
+    fmt, at = "<", self.start
+    for a in ordered:
+      fmt += f"{a.offset - at}x" * (a.offset > at) + _FORMATS[a.kind]
+      at = a.offset + a.size
+    self.struct = struct.Struct(fmt)
+    bufs, vals = [a for a in layout if a.kind == "buffer"], [a for a in layout if a.kind != "buffer"]
+    self._nbufs = len(bufs)
+    # the struct's fields in (buffers, values) order: which argument each takes (None: in that order already)
+    self._order = None if ordered == bufs + vals else [ordered.index(a) for a in bufs + vals]
+    # (exact type, the largest magnitude that rounds to 0 or 0.0) of each value
+    self._vals = [(_STRUCT_TYPES[a.kind], _FLOAT_LIMITS.get(a.kind, (0, 0.0))[1]) for a in vals]
+
+  @staticmethod
+  def make(layout: Sequence[KernelArg], device: "Device") -> "ArgStruct | None":
+    """The ArgStruct of `layout`, or None where it has none (no arguments, or a kind known only by its size)."""
+    try:
+      return ArgStruct(layout, device)
+    except ValueError:
+      return None
+
+  def pack(self, bufs: Sequence[Any], vals: Sequence[Any]) -> bytes | None:
+    """The bytes of [start, end) for these arguments, or None: pack them with pack_kernargs (see the class)."""
+    if len(bufs) != self._nbufs or len(vals) != len(self._vals): return None
+    args, buffer, device = [], self._buffer, self.device
+    for b in bufs:
+      if not isinstance(b, buffer) or b.device is not device or (b._parent or b).freed: return None
+      args.append(b.addr)
+    for (typ, to_zero), v in zip(self._vals, vals):
+      if type(v) is not typ or to_zero and v and -to_zero <= v <= to_zero: return None  # pack_value refuses what rounds to 0
+    args += vals
+    if self._order is not None:
+      fields = [0] * len(args)
+      for i, a in zip(self._order, args): fields[i] = a
+      args = fields
+    try:
+      return self.struct.pack(*args)
+    except (struct.error, OverflowError):  # out of range: pack_kernargs says so
+      return None
+
+
 def _dim(x: Any) -> int:
   if isinstance(x, bool): raise TypeError("a bool is not a size")
   return operator.index(x)  # Python and numpy ints

@@ -360,3 +360,36 @@ def test_run_cli_values_and_dims(tmp_path, args, rc, output):
   assert p.returncode == rc, p.stderr
   assert output in p.stdout + p.stderr
   if rc: assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_arg_struct_packs_what_pack_kernargs_packs_or_leaves_it_to_it(cpu):
+  """Differential, on random layouts and values: the launch fast path's ArgStruct gives exactly pack_kernargs's bytes
+  for its span, or None (then pack_kernargs packs or refuses); never bytes for a value pack_kernargs refuses."""
+  from hcq.program import ArgStruct, natural_layout, pack_kernargs
+  rng = np.random.default_rng(18)
+  kinds = ["i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16", "f32", "f64", "bool", "buffer"]
+  pick = lambda *xs: xs[rng.integers(len(xs))]
+  values = {"i": lambda b: pick(0, -1, 1, (1 << b - 1) - 1, -(1 << b - 1), 1 << b - 1, int(rng.integers(-(1 << 62), 1 << 62)), 2.0, True, np.int16(-3)),
+            "u": lambda b: pick(0, 1, (1 << b) - 1, 1 << b, -1, int(rng.integers(0, 1 << 62)), np.uint8(7), 3.5, False),
+            "f": lambda b: pick(0.0, -0.0, 1.5, 0.1, 1e-50, 1e-8, -1e39, 65504.0, 65520.0, 1e308, float("inf"), float("nan"), 3, np.float32(0.25), "x"),
+            "b": lambda b: pick(True, False, 1, 0, 2, np.bool_(True))}
+  bufs = [cpu.alloc(64) for _ in range(3)]
+  packed = refused = 0
+  for _ in range(400):
+    ks = [kinds[i] for i in rng.integers(len(kinds), size=int(rng.integers(1, 7)))]
+    layout = natural_layout(ks)
+    order = rng.permutation(len(layout))  # declaration order need not be offset order
+    layout = [layout[i] for i in order]
+    s = ArgStruct.make(layout, cpu)
+    bs = [bufs[int(rng.integers(3))] for a in layout if a.kind == "buffer"]
+    vs = [values[a.kind[0]](int(a.kind[1:]) if a.kind[1:].isdigit() else 1) for a in layout if a.kind != "buffer"]
+    got = s.pack(bs, vs)
+    try:
+      want = pack_kernargs("k", layout, bs, vs, s.end, cpu)[s.start:s.end]
+    except ProgramArgumentError:
+      assert got is None, (layout, vs)
+      refused += 1
+      continue
+    assert got is None or got == bytes(want), (layout, vs)
+    packed += got is not None
+  assert packed > 50 and refused > 50  # both sides of the rule were exercised

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from types import ModuleType
 
-import numpy as np
-
 from hcq.autogen.nv import (classes as C, clc56f, clc6b5, clc6c0, clc7b5, clc7c0, clc86f, clc8b5, clc96f, clc9b5, clc9c0, clca6f, clcab5,
                             clcbc0, clcdc0, clcec0, ctrl0080, ctrl_fifo as F, nvos as O, nvstatus as S)
 from hcq.buffer import Buffer
@@ -142,8 +140,8 @@ class NVChannel:
   engine_class: int          # bound on `subchannel` with SET_OBJECT
   subchannel: int
   ring: Buffer               # GPFIFO entries, then USERD (512-byte aligned)
-  gpfifo: np.ndarray         # the ring's entries as uint64
-  userd: np.ndarray          # USERD as uint32 words
+  gpfifo: memoryview         # the ring's entries as 64-bit words (memoryviews: every launch indexes them, numpy scalars cost more)
+  userd: memoryview          # USERD as 32-bit words
   notifier: Buffer           # the RM's error notifier (NvNotification)
   pushbuffer: Buffer
   put: int = 0               # GPFIFO entries written (never wraps)
@@ -262,14 +260,13 @@ class NVDevice(StagedCopies, Device):
     handle = rm.alloc(self.group, self.arch.gpfifo, p)
     rm.alloc(handle, engine_class)
     token = rm.control(handle, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, F.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS()).workSubmitToken
-    return NVChannel(name, handle, token, engine_class, subchannel, ring, np.frombuffer((ctypes.c_uint64 * n).from_address(ring.host_addr), np.uint64),
-                     np.frombuffer((ctypes.c_uint32 * (USERD_BYTES // 4)).from_address(ring.host_addr + userd_off), np.uint32),
-                     notifier, self.alloc(PUSHBUFFER_BYTES, "host"))
+    words = lambda fmt, nbytes, at: memoryview((ctypes.c_uint8 * nbytes).from_address(at)).cast("B").cast(fmt)
+    return NVChannel(name, handle, token, engine_class, subchannel, ring, words("Q", 8 * n, ring.host_addr),
+                     words("I", USERD_BYTES, ring.host_addr + userd_off), notifier, self.alloc(PUSHBUFFER_BYTES, "host"))
 
   def _gp_get(self, ch: NVChannel) -> int:
     """Entries the GPU has consumed, never wrapping: from GP_GET in USERD, which wraps at the ring size."""
-    get = int(ch.userd[_GP_GET])
-    return ch.put - ((ch.put - get) % self.gpfifo_entries)
+    return ch.put - ((ch.put - ch.userd[_GP_GET]) % self.gpfifo_entries)
 
   def _wait(self, ch: NVChannel, ready, what: str) -> None:
     deadline = None
@@ -287,7 +284,12 @@ class NVDevice(StagedCopies, Device):
       addr = self._pushbuffer_space(ch, 4 * len(words))
       at = (addr - ch.pushbuffer.addr) >> 2
       ch.pb_words[at:at + len(words)] = words  # a memoryview copy keeps the GIL (ctypes.memmove hands it to the emulator's threads)
-      self.push_entry(name, self.gp_entry(addr, len(words)))
+      self._push(ch, self.gp_entry(addr, len(words)))
+
+  def push_methods(self, name: str, addr: int, nwords: int) -> None:
+    """Push one GPFIFO entry for `nwords` of methods the caller wrote at GPU address `addr` (host memory the GPU reads
+    until the entry is consumed), with the lock held."""
+    self._push(self.channels[name], self.gp_entry(addr, nwords))
 
   def gp_entry(self, addr: int, nwords: int) -> int:
     """The 64-bit GPFIFO entry that has the GPU fetch `nwords` of methods at GPU address `addr`."""
@@ -299,14 +301,16 @@ class NVDevice(StagedCopies, Device):
 
   def push_entry(self, name: str, entry: int) -> None:
     """Write a GPFIFO entry once the ring has room, move GP_PUT in USERD and ring the doorbell with the channel's token."""
-    with self.lock:
-      ch = self.channels[name]
-      if ch.put - self._gp_get(ch) >= self.gpfifo_entries - 1:
-        self._wait(ch, lambda: ch.put - self._gp_get(ch) < self.gpfifo_entries - 1, "the GPFIFO is full")
-      ch.gpfifo[ch.put % self.gpfifo_entries] = entry
-      ch.put += 1
-      ch.userd[_GP_PUT] = ch.put % self.gpfifo_entries
-      self.os.mmio_write32(self.doorbell, ch.token)
+    with self.lock: self._push(self.channels[name], entry)
+
+  def _push(self, ch: NVChannel, entry: int) -> None:
+    """push_entry with the lock held."""
+    n = self.gpfifo_entries
+    if (ch.put - ch.userd[_GP_GET]) % n >= n - 1: self._wait(ch, lambda: ch.put - self._gp_get(ch) < n - 1, "the GPFIFO is full")
+    ch.gpfifo[ch.put % n] = entry
+    ch.put += 1
+    ch.userd[_GP_PUT] = ch.put % n
+    self.os.mmio_write32(self.doorbell, ch.token)
 
   def _pushbuffer_space(self, ch: NVChannel, nbytes: int) -> int:
     """GPU address of `nbytes` in the channel's pushbuffer ring, after the GPU has read the segments they overlap.
@@ -387,6 +391,6 @@ class NVDevice(StagedCopies, Device):
   def queue_state(self) -> str:
     parts = []
     for name, ch in getattr(self, "channels", {}).items():
-      get = int(ch.userd[_GP_GET])
+      get = ch.userd[_GP_GET]
       parts.append(f"{name} GPFIFO get {get} put {ch.put % self.gpfifo_entries}")
     return super().queue_state() + ("; " + ", ".join(parts) if parts else "")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from hcq.autogen.nv import clc6c0, clc7c0, clc9c0, clcbc0, clcdc0, clcec0
 from hcq.drivers.nv.compile import compile_ptx, cuda_to_ptx, llvm_to_ptx
 from hcq.drivers.nv.cubin import DRIVER_CONSTANTS, CubinError, CubinKernel, read_cubin
+from hcq.drivers.nv.launch_plan import LaunchPlan
 from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, RELEASE_FOUR_WORDS, RELEASE_MEMBAR_SYS, RELEASE_ONE_WORD, QMDAddress, QMDPatch, encode_qmd
 from hcq.drivers.nv.relocate import apply_relocations
 from hcq.errors import HCQError, ProgramArgumentError
@@ -131,6 +132,8 @@ class NVProgram(Program):
     self._ring = memoryview((ctypes.c_uint8 * ring.nbytes).from_address(ring.host_addr)).cast("B")
     self._ring32 = self._ring.cast("I")
     self._templates: dict[tuple, bytes] = {}  # (grid, block, shared) -> block_template
+    self._plans: dict[tuple, LaunchPlan] = {}  # (grid, block, shared as given; grid and block also as plain ints) -> LaunchPlan
+    self.fast_launch = True  # False: every launch takes the generic path (the tests hold the two to the same bytes)
 
   def check_limits(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> None:
     """The launch limits of the arch, before anything is sent; ProgramArgumentError naming the limit."""
@@ -195,16 +198,29 @@ class NVProgram(Program):
     addr = ring.reserve(len(block), timeline_value)
     at = addr - ring.buf.addr
     self._ring[at:at + len(block)] = block
-    words, w = self._ring32, at >> 2  # the QMD's fields, ORed into its words in the ring (small ints, no copy)
-    self._patch.store(words, w, addr + self.qmd_bytes, end_addr, timeline_value if end_addr else 0, signal_addr, timeline_value if signal_addr else 0)
+    self.point_qmd(self._ring32, at >> 2, addr + self.qmd_bytes, timeline_value, signal_addr, end_addr)
+    return addr
+
+  def point_qmd(self, words, at: int, bank0_addr: int, timeline_value: int, signal_addr: int, end_addr: int) -> None:
+    """OR a launch's QMD fields into a QMD encoded without them (32-bit words from word `at`: small ints, no copy):
+    constant bank 0's address and the releases place_kernargs describes. A 0 leaves its field as it is."""
+    self._patch.store(words, at, bank0_addr, end_addr, timeline_value if end_addr else 0, signal_addr, timeline_value if signal_addr else 0)
     for on, enables in ((end_addr, self._releases[0]), (signal_addr, self._releases[1])):
       if on:
-        for i, b in enables: words[w + i] |= b
-    return addr
+        for i, b in enables: words[at + i] |= b
 
   def __call__(self, *bufs, global_size=1, local_size=1, vals=(), wait: bool = False, shared: int | None = None) -> float | None:
     """Launch over `global_size` blocks of `local_size` threads; `shared`: bytes of shared memory per block (static and
     dynamic; the kernel's static size by default). With wait=True, the GPU seconds it took."""
+    if self.fast_launch and not (wait or self.device.profiling):  # the common launch: see LaunchPlan
+      ints = type(global_size) is int and type(local_size) is int  # plain ints key the plan as they are (1-D launches)
+      plan = self._plans.get((global_size, local_size, shared)) if ints else None
+      if plan is None:
+        gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
+        plan = self._plans.get((gs, ls, shared))
+        if plan is None: plan = self._plans[(gs, ls, shared)] = LaunchPlan(self, gs, ls, self.shared_size if shared is None else shared)
+        if ints: self._plans[(global_size, local_size, shared)] = plan
+      return plan.launch(bufs, vals)
     gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
     return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls, shared), gs, ls, wait)
 

@@ -175,6 +175,21 @@ class QMDPatch:
       words[at + lo_word] |= (w & lo_mask) << lo_at
       if hi_word is not None: words[at + hi_word] |= (w >> lo_bits) << hi_at
 
+  def qwords(self, qmd: bytes) -> list[tuple[int, int, int, int]]:
+    """Each value as (byte offset in the QMD, the 64 bits of `qmd` there, shift, limit) when its lower field is a whole
+    word and its upper field starts the next word (every address and payload of v3-v5): a launch ORs the value in with
+    one 64-bit store. ValueError if a value is laid out otherwise."""
+    out = []
+    for name, shift, limit, lo_word, lo_at, lo_mask, lo_bits, hi_word, hi_at in self._words:
+      if lo_at or lo_bits != 32 or hi_word != lo_word + 1 or hi_at: raise ValueError(f"QMD field {name} and its upper half are not one 64-bit word")
+      out.append((4 * lo_word, int.from_bytes(qmd[4 * lo_word:4 * lo_word + 8], "little"), shift, limit))
+    return out
+
+  def check(self, i: int, v: int) -> None:
+    """Raise, naming the field, if value `i` is misaligned or does not fit."""
+    name, shift, limit = self._words[i][:3]
+    self._check(name, shift, limit, v)
+
   def fixed(self, **fields: int) -> int:
     """Fields that lie in the range, as bits counted from byte `start` (Register.encode checks each value)."""
     return self.layout.register.encode(**fields) >> 8 * self.start
