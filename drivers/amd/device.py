@@ -16,7 +16,7 @@ from hcq.autogen import kfd as K
 from hcq.buffer import Buffer
 from hcq.device import Device, StagedCopies
 from hcq.devstring import DevSpec
-from hcq.drivers.amd.kfd import KFDInterface, gpu_nodes
+from hcq.drivers.amd.kfd import GPUNodeInfo, KFDInterface, gpu_nodes
 from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue, XCCSplit
 from hcq.drivers.amd.program import AMDProgram
 from hcq.drivers.amd.sdma import SDMA_MAJORS, AMDCopyQueue
@@ -48,7 +48,7 @@ def _open_os(spec: DevSpec):
     host = HostOS()
     if gpu_nodes(host) or spec.iface == "KFD": return host
   from hcq.drivers.mock.os import mock_kfd_os
-  os_layer = mock_kfd_os(spec.arch)  # an arch without an emulated board fails here, before the notice
+  os_layer = mock_kfd_os(spec.arch, spec.partition)  # an arch without an emulated board fails here, before the notice
   if spec.iface is None: _say_emulated(spec.arch)
   return os_layer
 
@@ -59,6 +59,20 @@ def _say_emulated(arch: str | None) -> None:
   arch = arch or "gfx1100"
   if not _said_emulated: print(f"hcq: no AMD GPU found; AMD runs on the emulated {arch} (MOCKKFD+AMD::{arch})", file=sys.stderr)
   _said_emulated = True
+
+
+def _pick_node(spec: DevSpec, nodes: list[GPUNodeInfo]) -> GPUNodeInfo:
+  """The GPU node a DEV string names: the INDEX-th (default 0) of the KFD topology's GPU nodes with its ARCH. An MI300 in
+  a partition mode has a node per partition, so the index picks a partition as it picks a GPU among several."""
+  matching = [n for n in nodes if not spec.arch or n.arch == spec.arch]
+  what = "AMD GPU node" + (f" with arch {spec.arch}" if spec.arch else "")
+  if not matching:
+    raise HCQError(f"no {what} found in the KFD topology (/sys/devices/virtual/kfd/kfd/topology); MOCKKFD+AMD gives the emulated gfx1100")
+  index = spec.index or 0
+  if index >= len(matching):
+    raise HCQError(f"{spec}: device index {index}, but the KFD topology has {len(matching)} {what}{'s' * (len(matching) > 1)} "
+                   f"(indices 0-{len(matching) - 1})")
+  return matching[index]
 
 
 class AMDDevice(StagedCopies, Device):
@@ -72,13 +86,12 @@ class AMDDevice(StagedCopies, Device):
     if ring_bytes < 1024 or ring_bytes & (ring_bytes - 1): raise ValueError(f"ring_bytes must be a power of two >= 1024, got {ring_bytes}")
     self.spec, self.ring_bytes = spec, ring_bytes
     self.os = os_layer or _open_os(spec)
-    nodes = gpu_nodes(self.os)
-    if spec.arch: nodes = [n for n in nodes if n.arch == spec.arch]
-    if not nodes:
-      raise HCQError("no AMD GPU found in the KFD topology" + (f" with arch {spec.arch}" if spec.arch else "") +
-                     " (/sys/devices/virtual/kfd/kfd/topology); MOCKKFD+AMD gives the emulated gfx1100")
-    self.node = nodes[0]
+    self.node = _pick_node(spec, gpu_nodes(self.os))
     self.arch = self.node.arch
+    self.partition = self._partition_modes()
+    if spec.partition and spec.partition not in (self.partition, self.partition.removesuffix("/NPS1")):
+      raise HCQError(f"{spec}: the GPU of KFD node {self.node.index} is in partition mode {self.partition or 'none'}, not "
+                     f"{spec.partition}; root switches it (echo MODE > {self.node.amdgpu_dir(self.os)}/current_compute_partition)")
     family = f"gfx{self.node.properties['gfx_target_version'] // 10000}"
     if family not in DIALECTS or family not in TIMESTAMP_HZ:
       raise HCQError(f"{self.arch}: no PM4 dialect for {family}; this driver has {', '.join(DIALECTS)}")
@@ -114,9 +127,17 @@ class AMDDevice(StagedCopies, Device):
     self._arena, self._arena_put, self._arena_busy = self.alloc(IB_ARENA_BYTES, "host"), 0, []
     return XCCSplit(xccs, sync.addr)
 
+  def _partition_modes(self) -> str:
+    """The GPU's compute/memory partition modes as amdgpu's sysfs shows them ("CPX/NPS4"); "" on a GPU without them."""
+    folder = self.node.amdgpu_dir(self.os)
+    try:
+      return "/".join(self.os.read_text(f"{folder}/current_{kind}_partition").strip() for kind in ("compute", "memory"))
+    except OSError:
+      return ""
+
   def _ip_discovery(self, block: str, name: str) -> str:
     """One file of a hardware block in the IP discovery table the amdgpu driver exposes in sysfs."""
-    path = f"/sys/class/drm/renderD{self.node.properties['drm_render_minor']}/device/ip_discovery/die/0/{block}/0/{name}"
+    path = f"{self.node.amdgpu_dir(self.os)}/ip_discovery/die/0/{block}/0/{name}"
     try:
       return self.os.read_text(path)
     except OSError as e:
@@ -309,16 +330,20 @@ class AMDDevice(StagedCopies, Device):
     """AMD, KFD+AMD, MOCKKFD+AMD::gfx1100, ... resolved as _open_os and __init__ resolve them: the interface (the real
     GPU when there is one) and the arch (the first GPU node's), so every spelling of one GPU opens one Device."""
     from hcq.drivers.os import HostOS
-    iface, arch = spec.iface, spec.arch
+    iface, arch, index, partition = spec.iface, spec.arch, spec.index, spec.partition
     if iface != "MOCKKFD":
       nodes = gpu_nodes(HostOS())
-      if nodes or iface == "KFD": iface, arch = "KFD", arch or (nodes[0].arch if nodes else None)
+      if nodes and not arch:  # the arch of the node the index picks, and the index among the nodes of that arch
+        node = _pick_node(spec, nodes)
+        arch, index = node.arch, [n for n in nodes if n.arch == node.arch].index(node)
+      if nodes or iface == "KFD": iface = "KFD"
     if iface in (None, "MOCKKFD"):
-      from hcq.drivers.mock.amdgpu.gpu import board_for
-      board_for(arch)   # an arch no board emulates: its error (listing the boards) before the notice
+      from hcq.drivers.mock.amdgpu.gpu import board_for, boards_for
+      boards_for(arch, partition)  # an arch no board emulates, or a mode it lacks: its error (listing the valid) before the notice
       if iface is None: _say_emulated(arch)
       iface, arch = "MOCKKFD", arch or board_for(None).gfx_target  # the board the mock kernel presents by default
-    return DevSpec(spec.device, iface, None, arch)
+      if partition == board_for(arch).compute_partition: partition = None  # the board's own mode (SPX/NPS1)
+    return DevSpec(spec.device, iface, None, arch, index or None, partition)
 
   # ---- faults and hangs ----
   def _events(self) -> None:
