@@ -65,13 +65,13 @@ def _pick_node(spec: DevSpec, nodes: list[GPUNodeInfo]) -> GPUNodeInfo:
   """The GPU node a DEV string names: the INDEX-th (default 0) of the KFD topology's GPU nodes with its ARCH. An MI300 in
   a partition mode has a node per partition, so the index picks a partition as it picks a GPU among several."""
   matching = [n for n in nodes if not spec.arch or n.arch == spec.arch]
-  what = "AMD GPU node" + (f" with arch {spec.arch}" if spec.arch else "")
+  arch = f" with arch {spec.arch}" if spec.arch else ""
   if not matching:
-    raise HCQError(f"no {what} found in the KFD topology (/sys/devices/virtual/kfd/kfd/topology); MOCKKFD+AMD gives the emulated gfx1100")
+    raise HCQError(f"no AMD GPU found in the KFD topology{arch} (/sys/devices/virtual/kfd/kfd/topology); MOCKKFD+AMD gives the emulated gfx1100")
   index = spec.index or 0
   if index >= len(matching):
-    raise HCQError(f"{spec}: device index {index}, but the KFD topology has {len(matching)} {what}{'s' * (len(matching) > 1)} "
-                   f"(indices 0-{len(matching) - 1})")
+    raise HCQError(f"{spec}: device index {index}, but the KFD topology has {len(matching)} AMD GPU node{'s' * (len(matching) > 1)}"
+                   f"{arch} (indices 0-{len(matching) - 1})")
   return matching[index]
 
 

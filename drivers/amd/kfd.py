@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from hcq.autogen import kfd as K
 from hcq.drivers import libc
+from hcq.drivers.amd.sysfs_paths import amdgpu_device_dir
 from hcq.errors import HCQError
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology/nodes"
@@ -44,17 +45,8 @@ class GPUNodeInfo:
     return gfx_target(self.properties["gfx_target_version"])
 
   def amdgpu_dir(self, osl) -> str:
-    """The sysfs folder of the amdgpu PCI device behind this node (IP discovery, partition modes, memory counters). On an
-    MI300 in a partition mode only partition 0's render node is the PCI device's; the others belong to amdgpu_xcp_N
-    platform devices without amdgpu's attributes (amdgpu_xcp.c amdgpu_xcp_dev_alloc), and kfd_topology.c ORs the node id
-    into location_id's function bits, so the PCI device is the one at the location with function 0."""
-    render = f"/sys/class/drm/renderD{self.properties['drm_render_minor']}"
-    try:
-      if "/devices/platform/" not in osl.readlink(render): return f"{render}/device"
-    except OSError:
-      return f"{render}/device"
-    loc = self.properties.get("location_id", 0)
-    return f"/sys/bus/pci/devices/{self.properties.get('domain', 0):04x}:{loc >> 8:02x}:{loc >> 3 & 0x1f:02x}.0"
+    """The amdgpu PCI device's sysfs folder (hcq.drivers.amd.sysfs_paths.amdgpu_device_dir)."""
+    return amdgpu_device_dir(osl, self.properties)
 
 
 def gpu_nodes(osl) -> list[GPUNodeInfo]:
