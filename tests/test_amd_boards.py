@@ -173,6 +173,8 @@ def test_spellings_of_one_partition_open_one_device():
   cpx = hcq.Device("mockkfd+amd:2::gfx942:Cpx")
   assert cpx is hcq.Device("MOCKKFD+AMD:2:LLVM:gfx942:CPX/NPS1") and str(cpx) == "MOCKKFD+AMD:2::gfx942:CPX"
   assert cpx.node.index == 3 and cpx.partition == "CPX/NPS1" and cpx is not hcq.Device("MOCKKFD+AMD:2::gfx942:cpx/nps4")
+  # the partitions of one emulated GPU are nodes of one machine, as on real hardware
+  assert hcq.Device("MOCKKFD+AMD:6::gfx942:cpx").os is hcq.Device("MOCKKFD+AMD:7::gfx942:cpx").os
 
 
 def test_a_partition_mode_the_gpu_is_not_in_is_refused_with_how_to_switch():

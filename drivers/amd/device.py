@@ -9,6 +9,7 @@ import ctypes
 import sys
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -47,10 +48,28 @@ def _open_os(spec: DevSpec):
   if spec.iface != "MOCKKFD":
     host = HostOS()
     if gpu_nodes(host) or spec.iface == "KFD": return host
-  from hcq.drivers.mock.os import mock_kfd_os
-  os_layer = mock_kfd_os(spec.arch, spec.partition)  # an arch without an emulated board fails here, before the notice
+  from hcq.drivers.mock.os import mock_kfd_os, partition_os
+  # an arch without an emulated board fails here, before the notice; the partitions of one emulated GPU share it
+  os_layer = partition_os(spec.arch, spec.partition, spec.index or 0) if spec.partition else mock_kfd_os(spec.arch)
   if spec.iface is None: _say_emulated(spec.arch)
   return os_layer
+
+
+_processes_with_event_page: "weakref.WeakSet" = weakref.WeakSet()  # mock kernels (one process each) that have one
+_host_has_event_page = False
+
+
+def _first_in_process(os_layer) -> bool:
+  """Whether no AMD device of this KFD process (the real one: this Python process; a mock kernel: its own) has given
+  the kernel its event page yet; marks it given."""
+  global _host_has_event_page
+  kernel = getattr(os_layer, "kfd", None)
+  if kernel is None:
+    first, _host_has_event_page = not _host_has_event_page, True
+    return first
+  first = kernel not in _processes_with_event_page
+  _processes_with_event_page.add(kernel)
+  return first
 
 
 def _say_emulated(arch: str | None) -> None:
@@ -347,9 +366,14 @@ class AMDDevice(StagedCopies, Device):
 
   # ---- faults and hangs ----
   def _events(self) -> None:
-    page = self.alloc(8 * 4096, "host")  # the signal event page (KFD_SIGNAL_EVENT_LIMIT slots)
+    """The process's signal event page goes with its first CREATE_EVENT, once per process (kfd_events.c
+    kfd_kmap_event_page refuses a second with EINVAL): a second GPU node opened by this process (another GPU, another
+    partition) creates its events without one."""
+    page = None
+    if _first_in_process(self.os):
+      page = self.alloc(8 * 4096, "host")  # the signal event page (KFD_SIGNAL_EVENT_LIMIT slots)
     self.event_page = page
-    self._memory_event = self.kfd.create_event(K.KFD_IOC_EVENT_MEMORY, event_page=self._handles[page.addr]).event_id
+    self._memory_event = self.kfd.create_event(K.KFD_IOC_EVENT_MEMORY, event_page=self._handles[page.addr] if page else 0).event_id
     self._hw_event = self.kfd.create_event(K.KFD_IOC_EVENT_HW_EXCEPTION).event_id
     self._last_fault_check = 0.0
 
@@ -363,6 +387,8 @@ class AMDDevice(StagedCopies, Device):
   def _check_fault_events(self) -> None:
     result, data = self.kfd.wait_events([self._memory_event, self._hw_event], 0)
     if result != K.KFD_IOC_WAIT_RESULT_COMPLETE: return
+    fault_gpu = data[0].memory_exception_data.gpu_id  # amdkfd signals every MEMORY event of the process (kfd_signal_vm_fault_event)
+    if fault_gpu and fault_gpu != self.node.gpu_id: return  # another GPU node of this process faulted
     stuck = [name for name, q in self.queues.items() if self._pending(q)]
     queue = stuck[0] if stuck else None
     where = ""

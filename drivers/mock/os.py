@@ -56,6 +56,21 @@ def mock_kfd_os(arch: str | None = None, partition: str | None = None) -> "MockK
     raise HCQError(f"HCQ_MOCK_KERNEL: {e}") from None
 
 
+_partitioned: dict[tuple[str | None, str], "MockKFDOS"] = {}  # this process's emulated partitioned GPU, per board and mode
+
+
+def partition_os(arch: str | None, partition: str, index: int) -> "MockKFDOS":
+  """The emulated machine for partition `index` of a board in `partition` mode: one per process, as a real GPU's
+  partitions are KFD nodes of one machine that one process may open side by side (each Device binds its own node). A
+  partition already bound there (a second Device of it, as another process would open) gets a machine of its own."""
+  key = (arch, partition)
+  machine = _partitioned.get(key)
+  nodes = list(machine.kfd.nodes.values()) if machine else []
+  if machine is None or (index < len(nodes) and nodes[index].drm_fd is not None):
+    machine = _partitioned[key] = mock_kfd_os(arch, partition)
+  return machine
+
+
 class MockTreeOS(HostOS):
   """The file side of an emulated machine: `files` (path -> text, or a function giving it) and `links` (path -> relative
   target) stand for the paths under `owned`; everything else goes to the host. Subclasses add the device nodes."""
