@@ -16,7 +16,11 @@ def amdgpu_device_dir(osl, properties: dict[str, int]) -> str:
   return f"/sys/bus/pci/devices/{pci_function0(properties)}"
 
 
+def bus_id(domain: int, location_id: int) -> str:
+  """PCI address from KFD's `domain` and `location_id` (bus << 8 | device << 3 | function)."""
+  return f"{domain:04x}:{location_id >> 8:02x}:{(location_id >> 3) & 0x1f:02x}.{location_id & 7}"
+
+
 def pci_function0(properties: dict[str, int]) -> str:
-  """The PCI address of function 0 at a node's `domain` and `location_id` (bus << 8 | device << 3 | function)."""
-  loc = properties.get("location_id", 0)
-  return f"{properties.get('domain', 0):04x}:{loc >> 8:02x}:{loc >> 3 & 0x1f:02x}.0"
+  """The PCI address of function 0 at a node's `domain` and `location_id`."""
+  return bus_id(properties.get("domain", 0), properties.get("location_id", 0) & ~7)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import errno
 
-from hcq.drivers.amd.sysfs_paths import amdgpu_device_dir, pci_function0
+from hcq.drivers.amd.sysfs_paths import amdgpu_device_dir, bus_id, pci_function0
 from hcq.drivers.os import HostOS
 from hcq.smi import amdgpu_ids
 from hcq.smi.model import Device, DriverInfo, Note
@@ -28,11 +28,6 @@ def gfx_target(version: int) -> str:
   and stepping written as one hex digit each (110000 -> gfx1100, 90402 -> gfx942, 90010 -> gfx90a)."""
   major, minor, stepping = version // 10000, version // 100 % 100, version % 100
   return f"gfx{major}{minor:x}{stepping:x}"
-
-
-def bus_id(domain: int, location_id: int) -> str:
-  """PCI address from KFD's `domain` and `location_id` (bus << 8 | device << 3 | function)."""
-  return f"{domain:04x}:{location_id >> 8:02x}:{(location_id >> 3) & 0x1f:02x}.{location_id & 7}"
 
 
 def driver_info(os_: HostOS) -> DriverInfo:
