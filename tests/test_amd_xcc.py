@@ -61,15 +61,18 @@ def settle(dev) -> None:
   while dev._pending(q) and time.monotonic() < deadline: time.sleep(1e-3)
 
 
-def test_every_xcc_runs_its_share_and_the_result_is_exact():
-  dev = open_mi300x()
+@pytest.mark.parametrize("mode,xccs", [("", 8), (":dpx", 4), (":qpx/nps4", 2)])
+def test_every_xcc_runs_its_share_and_the_result_is_exact(mode, xccs):
+  """SPX's 8 XCCs, and a DPX or QPX partition's 4 or 2 (num_xcc from the partition's node), each a queue and a share."""
+  from hcq.drivers.mock.os import mock_kfd_os
+  dev = AMDDevice(parse_dev(f"MOCKKFD+AMD::gfx942{mode}"), os_layer=mock_kfd_os("gfx942", mode[1:] or None))
   q, gpu = dev.queues["compute"], gpu_of(dev)
-  assert dev.split.xccs == 8 and len(q["ids"]) == 8 == len(set(q["doorbells"]))
+  assert dev.split.xccs == xccs and len(q["ids"]) == xccs == len(set(q["doorbells"]))
   before = list(gpu.xcc_workgroups)
   np.testing.assert_array_equal(launch(dev, 3), expected(3))
   ran = [a - b for a, b in zip(gpu.xcc_workgroups, before)]
-  # chunks of one workgroup dealt round robin: 37 = 4 x 8 + 5, three launches
-  assert ran == [3 * (5 if i < 5 else 4) for i in range(8)]
+  # chunks of one workgroup dealt round robin (37 = 4 x 8 + 5 on 8 XCCs), three launches
+  assert ran == [3 * (GROUPS // xccs + (i < GROUPS % xccs)) for i in range(xccs)]
 
 
 def test_xccs_drifting_apart_still_give_the_exact_result_and_an_honest_signal():
