@@ -55,21 +55,17 @@ def _open_os(spec: DevSpec):
   return os_layer
 
 
-_processes_with_event_page: "weakref.WeakSet" = weakref.WeakSet()  # mock kernels (one process each) that have one
-_host_has_event_page = False
+class _HostProcess:
+  """The real KFD process: this Python process, whatever OS object its devices read through."""
 
 
-def _first_in_process(os_layer) -> bool:
-  """Whether no AMD device of this KFD process (the real one: this Python process; a mock kernel: its own) has given
-  the kernel its event page yet; marks it given."""
-  global _host_has_event_page
-  kernel = getattr(os_layer, "kfd", None)
-  if kernel is None:
-    first, _host_has_event_page = not _host_has_event_page, True
-    return first
-  first = kernel not in _processes_with_event_page
-  _processes_with_event_page.add(kernel)
-  return first
+_HOST_PROCESS = _HostProcess()
+_with_event_page: "weakref.WeakSet" = weakref.WeakSet()  # KFD processes (the host's, mock kernels) that gave theirs
+
+
+def _kfd_process(os_layer) -> object:
+  """The KFD process a device's ioctls act in: a mock kernel is a process of its own."""
+  return getattr(os_layer, "kfd", None) or _HOST_PROCESS
 
 
 def _say_emulated(arch: str | None) -> None:
@@ -369,11 +365,11 @@ class AMDDevice(StagedCopies, Device):
     """The process's signal event page goes with its first CREATE_EVENT, once per process (kfd_events.c
     kfd_kmap_event_page refuses a second with EINVAL): a second GPU node opened by this process (another GPU, another
     partition) creates its events without one."""
-    page = None
-    if _first_in_process(self.os):
-      page = self.alloc(8 * 4096, "host")  # the signal event page (KFD_SIGNAL_EVENT_LIMIT slots)
+    process = _kfd_process(self.os)
+    page = None if process in _with_event_page else self.alloc(8 * 4096, "host")  # KFD_SIGNAL_EVENT_LIMIT slots
     self.event_page = page
     self._memory_event = self.kfd.create_event(K.KFD_IOC_EVENT_MEMORY, event_page=self._handles[page.addr] if page else 0).event_id
+    if page: _with_event_page.add(process)
     self._hw_event = self.kfd.create_event(K.KFD_IOC_EVENT_HW_EXCEPTION).event_id
     self._last_fault_check = 0.0
 

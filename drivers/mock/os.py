@@ -1,7 +1,8 @@
 """MockKFDOS: the OS-call layer of a machine with an emulated AMD GPU (gfx1100, gfx1201, gfx942), for `MOCKKFD+AMD`.
 
 It presents the sysfs tree the amdgpu and KFD drivers would (topology, the render node, the PCI device
-with its IP discovery table and memory counters), /dev/kfd and the render node backed by `MockKFD`, and
+with its IP discovery table and memory counters; for an MI300X in a partition mode a KFD node and a render node per
+partition, those after the first on amdgpu_xcp platform devices), /dev/kfd and the render node backed by `MockKFD`, and
 real mmaps of the buffer objects. Paths outside /sys and /dev go to the host, so everything else behaves
 as on the real machine. The driver code runs unchanged on top of it.
 """
