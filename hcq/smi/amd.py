@@ -79,10 +79,11 @@ def read_device(os_: HostOS, index: int, node: int, props: dict[str, int], drive
   """Everything amdgpu publishes about the GPU behind KFD topology node `node`."""
   pci = bus_id(props.get("domain", 0), props.get("location_id", 0))
   minor = props.get("drm_render_minor", 0)
-  render = AttrReader(os_, f"/sys/class/drm/renderD{minor}/device")  # the node's own device: a partition's platform device
   devdir = amdgpu_device_dir(os_, props)  # amdgpu's PCI device, whose attributes cover the whole GPU
   if not os_.exists(devdir): devdir = f"/sys/bus/pci/devices/{pci}"
   dev = AttrReader(os_, devdir)
+  own = f"/sys/class/drm/renderD{minor}/device"  # the node's own device: a partition's platform device, else the same
+  render = AttrReader(os_, own) if os_.exists(own) else dev
   simd_per_cu = props.get("simd_per_cu") or 0
   device_id = props.get("device_id") or dev.int("device")
   d = Device(index=index, vendor="amd", name="", name_source="unknown", bus_id=pci, vendor_id=props.get("vendor_id") or AMD_VENDOR_ID,
