@@ -13,8 +13,8 @@ import pytest
 import hcq
 from hcq.devstring import parse_dev
 from hcq.drivers.amd.device import AMDDevice
-from hcq.drivers.mock.amdgpu.gpu import BOARDS
-from hcq.drivers.mock.kfd import MockKFD
+from hcq.drivers.mock.amdgpu.gpu import BOARDS, boards_for
+from hcq.drivers.mock.kfd import MockKFD, crc16, generate_gpu_id
 from hcq.drivers.mock.os import MockKFDOS, mock_kfd_os
 from hcq.errors import DevStringError, HCQError
 
@@ -138,6 +138,9 @@ def test_mi300x_partitions_as_amdgpu_and_amdkfd_present_them(mode, parts):
     assert ("/devices/platform/amdgpu_xcp_" in osl.readlink(render)) == (i > 0)
     assert osl.exists(f"{render}/device/ip_discovery") == (i == 0)
   assert len(gpu_ids) == parts and all(0 < g < 1 << 16 for g in gpu_ids)
+  # kfd_generate_gpu_id: lib/crc16.c's CRC (its check value: 0xBB3D for "123456789") over the node's PCI place, memory and XCCs
+  assert crc16(b"123456789") == 0xBB3D
+  assert gpu_ids == {generate_gpu_id(b, 3, set()) for b in boards_for("gfx942", mode)}
   pci = "/sys/bus/pci/devices/0000:03:00.0"
   compute, _, memory = mode.partition("/")
   assert (osl.read_text(f"{pci}/current_compute_partition"), osl.read_text(f"{pci}/current_memory_partition")) == (f"{compute}\n", f"{memory or 'NPS1'}\n")

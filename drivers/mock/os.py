@@ -14,11 +14,11 @@ from typing import Any, Callable
 
 from hcq.drivers import libc
 from hcq.drivers.mock.amdgpu.gpu import BoardSpec, boards_for
-from hcq.drivers.mock.kfd import DOORBELL_SLICE, MMAP_GPU_ID_SHIFT, MMAP_TYPE_DOORBELL, MMAP_TYPE_SHIFT, MockKFD
+from hcq.drivers.mock.kfd import DOORBELL_SLICE, FIRST_PCI_BUS, MMAP_GPU_ID_SHIFT, MMAP_TYPE_DOORBELL, MMAP_TYPE_SHIFT, MockKFD, pci_buses
 from hcq.drivers.os import HostOS
 
 FAKE_FD_BASE = 1 << 20  # descriptors of mock device nodes: far above anything the process really has open
-PCI_SLOT = "0000:03:00.0"
+PCI_SLOT = f"0000:{FIRST_PCI_BUS:02x}:00.0"
 PCI_PATH = f"/sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:00.0/{PCI_SLOT}"
 
 
@@ -165,13 +165,12 @@ class MockKFDOS(MockTreeOS):
     f[f"{topo}/nodes/0/gpu_id"] = "0\n"
     f[f"{topo}/nodes/0/name"] = "\n"
     f[f"{topo}/nodes/0/properties"] = "cpu_cores_count 2\nsimd_count 0\nmem_banks_count 1\n"
-    gpus: list[list] = []  # the KFD nodes of each GPU: one, or one per partition (xcp_id 0 starts a GPU)
-    for node in self.kfd.nodes.values():
-      if node.board.xcp_id == 0: gpus.append([])
-      gpus[-1].append(node)
+    gpus: dict[int, list] = {}  # PCI bus -> the KFD nodes of its GPU: one, or one per partition
+    for node, bus in zip(self.kfd.nodes.values(), pci_buses(tuple(n.board for n in self.kfd.nodes.values()))):
+      gpus.setdefault(bus, []).append(node)
     i = xcp_devices = 0
-    for g, nodes in enumerate(gpus):
-      pci = PCI_PATH if g == 0 else PCI_PATH.replace("03:00.0", f"{3 + g:02x}:00.0")
+    for bus, nodes in gpus.items():
+      pci = PCI_PATH.replace(PCI_SLOT, f"0000:{bus:02x}:00.0")
       slot, board = pci.rsplit("/", 1)[1], nodes[0].board
       self._pci_device(pci, board, nodes)
       for node in nodes:
@@ -179,7 +178,7 @@ class MockKFDOS(MockTreeOS):
         n = f"{topo}/nodes/{i}"
         f[f"{n}/gpu_id"] = f"{node.gpu_id}\n"
         f[f"{n}/name"] = "ip discovery\n"
-        f[f"{n}/properties"] = _node_properties(node.board, node.gpu_id, node.render_minor, (3 + g) << 8)
+        f[f"{n}/properties"] = _node_properties(node.board, node.gpu_id, node.render_minor, bus << 8)
         f[f"{n}/mem_banks/0/properties"] = f"heap_type 1\nsize_in_bytes {node.board.vram_bytes}\nflags 0\nwidth {node.board.vram_bus_width}\nmem_clk_max {node.board.vram_clk_mhz}\n"
         # partition 0 renders through the PCI device; the others through amdgpu_xcp_N platform devices that carry none of
         # amdgpu's attributes (amdgpu_xcp.c amdgpu_xcp_dev_alloc, amdxcp/amdgpu_xcp_drv.c amdgpu_xcp_drm_dev_alloc)
