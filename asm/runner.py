@@ -107,8 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
   ap.add_argument("--block", default="64", help="threads per workgroup, X[,Y[,Z]] (default 64)")
   ap.add_argument("--lds", type=int, default=0, help="bytes of LDS per workgroup")
   ap.add_argument("--workgroup-ids", default="x", help="which workgroup ids the kernel receives in SGPRs: x, xy, xyz, ... or none (default x)")
-  ap.add_argument("--dev", default=None, help="an AMD DEV string (default AMD: the real GPU, else the emulated one; "
-                  "MOCKKFD+AMD: always the emulated one)")
+  ap.add_argument("--dev", default=None, help="an AMD DEV string, [IFACE+]AMD[:INDEX][:RENDERER[:ARCH[:PARTITION]]] (default "
+                  "AMD: the real GPU, else the emulated one; MOCKKFD+AMD: always the emulated one; AMD:1: the second GPU "
+                  "node; MOCKKFD+AMD:3::gfx942:cpx: partition 3 of the emulated MI300X in CPX mode, PARTITION one of SPX, DPX, "
+                  "QPX, CPX, optionally /NPS4)")
   ap.add_argument("--seed", type=int, default=0, help="seed for rand buffers (each buffer draws from (SEED, its position))")
   ap.add_argument("--show", type=int, default=8, help="elements of each buffer to print (default 8)")
   ap.add_argument("--save", type=Path, default=None, help="write every buffer after the run to DIR/NAME.npy")

@@ -1,7 +1,8 @@
 """The emulated AMD boards the driver tests run on: ONE suite, with the board as a module-scoped fixture parameter.
 
 A test module takes the `arch` fixture (imported from here) and opens `MOCKKFD+AMD::<arch>`; expectations that differ
-per board come from its BoardSpec (`board(arch)`), not from copies of the test. The heaviest tests run on gfx1100
+per board come from its BoardSpec (`board(arch)`), not from copies of the test. A key may name a partition mode too
+(`gfx942:cpx`); `arch_of` gives its gfx arch where a compiler wants one. The heaviest tests run on gfx1100
 alone in the normal run (`@heavy`); HCQ_TEST_ALL_BOARDS=1 runs them on every board. Hand-written code comes in two
 spellings, RDNA's (gfx11 and gfx12 take it) and GCN's for gfx942 (`asm_for`).
 """
@@ -10,20 +11,28 @@ import os
 
 import pytest
 
-from hcq.drivers.mock.amdgpu.gpu import BOARDS, BoardSpec
+from hcq.drivers.mock.amdgpu.gpu import BOARDS, BoardSpec, boards_for
 
-ARCHS = tuple(BOARDS)
-RDNA_ARCHS = tuple(a for a in ARCHS if BOARDS[a].family != "gfx9")  # the boards whose scratch ring the emulator models
+# an arch, or ARCH:PARTITION for a board in a partition mode (the DEV string's tail; the tests open its node 0):
+# gfx942:cpx is one XCC of the MI300X in CPX mode, one of 8 KFD nodes
+ARCHS = (*BOARDS, "gfx942:cpx")
+RDNA_ARCHS = tuple(a for a in BOARDS if BOARDS[a].family != "gfx9")  # the boards whose scratch ring the emulator models
 ALL_BOARDS = os.environ.get("HCQ_TEST_ALL_BOARDS") == "1"
 
 
-def board(arch: str) -> BoardSpec:
-  return BOARDS[arch]
+def arch_of(key: str) -> str:
+  """The gfx arch of a board key (gfx942:cpx -> gfx942)."""
+  return key.partition(":")[0]
+
+
+def board(key: str) -> BoardSpec:
+  """The BoardSpec of the KFD node the tests open: a partitioned board's node 0."""
+  return boards_for(arch_of(key), key.partition(":")[2] or None)[0]
 
 
 @pytest.fixture(scope="module", params=ARCHS)
 def arch(request) -> str:
-  """Each emulated board's arch in turn (gfx1100, gfx1201, gfx942)."""
+  """Each emulated board's key in turn (gfx1100, gfx1201, gfx942, gfx942:cpx)."""
   return request.param
 
 

@@ -4,6 +4,7 @@ presents GC 12.0.1, and clear errors for an arch no board emulates or a GC/SDMA 
 from __future__ import annotations
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 
@@ -12,10 +13,10 @@ import pytest
 import hcq
 from hcq.devstring import parse_dev
 from hcq.drivers.amd.device import AMDDevice
-from hcq.drivers.mock.amdgpu.gpu import BOARDS
-from hcq.drivers.mock.kfd import MockKFD
-from hcq.drivers.mock.os import MockKFDOS
-from hcq.errors import HCQError
+from hcq.drivers.mock.amdgpu.gpu import BOARDS, boards_for
+from hcq.drivers.mock.kfd import MockKFD, crc16, generate_gpu_id
+from hcq.drivers.mock.os import MockKFDOS, mock_kfd_os
+from hcq.errors import DevStringError, HCQError
 
 # x[i] += i over one workgroup of 64 (two wave32 waves); gfx12 waits on split counters (KMcnt, LOADcnt)
 ADD_ID_GFX12 = """s_load_b64 s[2:3], s[0:1], null
@@ -76,16 +77,27 @@ def test_smi_shows_the_rx9070xt():
   assert "64 CUs" in out.stdout
 
 
-def test_smi_shows_the_mi300x_and_its_partition():
-  """The emulated MI300X as smi sees it: 304 CUs on 8 XCDs, the SPX/NPS1 partition amdgpu's sysfs reports, one KFD node."""
+@pytest.mark.parametrize("mode,nodes,cus,xccs", [("", 1, 304, 8), (":qpx", 4, 76, 2), (":cpx/nps4", 8, 38, 1)])
+def test_smi_shows_the_mi300x_and_each_partition(mode, nodes, cus, xccs):
+  """The emulated MI300X as smi sees it: a row per KFD node, each with its partition's mode, XCCs, CUs and memory
+  partition; the partitions' amdgpu attributes come from the PCI device (partitions 1.. render through amdgpu_xcp
+  platform devices), their VRAM from their own memory bank (192 GiB / partitions), their used VRAM unknown."""
   import json
-  out = run("-m", "hcq.smi", env={"DEV": "MOCKKFD+AMD::gfx942"})
+  env = {"DEV": f"MOCKKFD+AMD::gfx942{mode}"}
+  out = run("-m", "hcq.smi", env=env)
   assert out.returncode == 0, out.stderr
-  row = next(line for line in out.stdout.splitlines() if "gfx942" in line)
-  assert "AMD Instinct MI300X (emulated by hcq)" in row and "/192.0" in row
-  assert "304 CUs on 8 XCDs, partition SPX/NPS1" in out.stdout
-  (d,) = json.loads(run("-m", "hcq.smi", "--json", env={"DEV": "MOCKKFD+AMD::gfx942"}).stdout)["devices"]
-  assert d["kfd"]["xcc"] == 8 and d["kfd"]["partition"] == {"compute": "SPX", "memory": "NPS1"}
+  rows = [line for line in out.stdout.splitlines() if "gfx942" in line]
+  assert len(rows) == nodes and all("AMD Instinct MI300X (emulated by hcq)" in r and "0000:03:00.0" in r for r in rows)
+  assert all(f"/{192 / nodes:.1f}" in r for r in rows)
+  devices = json.loads(run("-m", "hcq.smi", "--json", env=env).stdout)["devices"]
+  compute, memory = (mode[1:].upper().split("/") + ["NPS1"])[:2] if mode else ("SPX", "NPS1")
+  for i, d in enumerate(devices):
+    part = {"compute": compute, "memory": memory, "index": i if nodes > 1 else None, "count": nodes if nodes > 1 else None}
+    assert (d["kfd"]["xcc"], d["kfd"]["compute_units"], d["kfd"]["partition"]) == (xccs, cus, part)
+    assert d["memory_bytes"]["vram_total"] == (192 << 30) // nodes and (d["memory_bytes"]["vram_used"] is None) == (nodes > 1)
+    assert d["nodes"] == [f"/dev/dri/card{i}", f"/dev/dri/renderD{128 + i}"] and d["bus_id"] == "0000:03:00.0"
+    line = f"{cus} CUs on {xccs} XCD{'s' * (xccs > 1)}, " + (f"{compute}/{memory} partition {i} of {nodes}" if nodes > 1 else "partition SPX/NPS1")
+    assert line in out.stdout
 
 
 def test_mi300x_sysfs_as_amdgpu_presents_it():
@@ -96,10 +108,92 @@ def test_mi300x_sysfs_as_amdgpu_presents_it():
   assert [osl.read_text(f"{dev}/{f}") for f in ("current_compute_partition", "available_compute_partition", "current_memory_partition")] == \
     ["SPX\n", "SPX, DPX, QPX, CPX\n", "NPS1\n"]
   props = osl.read_text("/sys/devices/virtual/kfd/kfd/topology/nodes/1/properties")
-  for line in ("num_xcc 8", "array_count 32", "simd_count 1216", "cu_per_simd_array 10", "wave_front_size 64", "gfx_target_version 90402"):
+  for line in ("num_xcc 8", "array_count 32", "simd_count 1216", "cu_per_simd_array 10", "wave_front_size 64", "gfx_target_version 90402",
+               "location_id 768", "hive_id 0", "num_sdma_engines 2", "num_sdma_xgmi_engines 14"):
     assert f"{line}\n" in props, line
   assert len([n for n in osl.listdir("/sys/devices/virtual/kfd/kfd/topology/nodes") if n != "0"]) == 1
   assert not MockKFDOS(MockKFD((BOARDS["gfx1100"],))).exists(f"{dev}/current_compute_partition")   # a Radeon has no partitions
+
+
+@pytest.mark.parametrize("mode,parts", [("DPX", 2), ("QPX/NPS4", 4), ("CPX", 8)])
+def test_mi300x_partitions_as_amdgpu_and_amdkfd_present_them(mode, parts):
+  """One KFD node per partition (kfd_device.c kgd2kfd_device_init), each with its XCCs (aqua_vanjaram.c
+  __aqua_vanjaram_get_xcc_per_xcp: 8 / 2 / 4 / 8 per mode), its CUs (kfd_crat.c: CUs / num_nodes), array_count x its
+  num_xcc, its share of VRAM (amdgpu_amdkfd_xcp_memory_size), location_id | node id and the PCI id as hive_id
+  (kfd_topology.c, kfd_device.c), the 16 SDMA engines split (kfd_get_num_sdma_engines: at most 2 PCIe, the rest XGMI) and
+  a distinct non-zero 16-bit gpu_id. Partition 0 renders through the PCI device, the others through amdgpu_xcp_N platform
+  devices without amdgpu's attributes; the PCI device shows the mode and the whole GPU's VRAM."""
+  osl = mock_kfd_os("gfx942", mode)
+  topo = "/sys/devices/virtual/kfd/kfd/topology/nodes"
+  assert sorted(osl.listdir(topo), key=int) == [str(i) for i in range(parts + 1)]
+  xccs, gpu_ids = 8 // parts, set()
+  for i in range(parts):
+    props = dict(line.split() for line in osl.read_text(f"{topo}/{i + 1}/properties").splitlines())
+    expect = {"num_xcc": xccs, "simd_count": 4 * 38 * xccs, "array_count": 4 * xccs, "location_id": 0x300 | i, "hive_id": 0x300,
+              "drm_render_minor": 128 + i, "num_sdma_engines": 2, "num_sdma_xgmi_engines": 16 // parts - 2}
+    assert {k: int(props[k]) for k in expect} == expect
+    assert f"size_in_bytes {(192 << 30) // parts}\n" in osl.read_text(f"{topo}/{i + 1}/mem_banks/0/properties")
+    gpu_ids.add(int(osl.read_text(f"{topo}/{i + 1}/gpu_id")))
+    render = f"/sys/class/drm/renderD{128 + i}"
+    assert ("/devices/platform/amdgpu_xcp_" in osl.readlink(render)) == (i > 0)
+    assert osl.exists(f"{render}/device/ip_discovery") == (i == 0)
+  assert len(gpu_ids) == parts and all(0 < g < 1 << 16 for g in gpu_ids)
+  # kfd_generate_gpu_id: lib/crc16.c's CRC (its check value: 0xBB3D for "123456789") over the node's PCI place, memory and XCCs
+  assert crc16(b"123456789") == 0xBB3D
+  assert gpu_ids == {generate_gpu_id(b, 3, set()) for b in boards_for("gfx942", mode)}
+  pci = "/sys/bus/pci/devices/0000:03:00.0"
+  compute, _, memory = mode.partition("/")
+  assert (osl.read_text(f"{pci}/current_compute_partition"), osl.read_text(f"{pci}/current_memory_partition")) == (f"{compute}\n", f"{memory or 'NPS1'}\n")
+  assert osl.read_text(f"{pci}/mem_info_vram_total") == f"{192 << 30}\n"
+
+
+@pytest.mark.parametrize("dev,says", [
+  ("MOCKKFD+AMD::gfx942:dpx/nps4", "partition mode 'DPX/NPS4' is not one gfx942 takes; valid: SPX/NPS1, DPX/NPS1, QPX/NPS1, QPX/NPS4, CPX/NPS1, CPX/NPS4"),
+  ("MOCKKFD+AMD::gfx942:tpx", "partition mode 'TPX' is not one gfx942 takes; valid: SPX/NPS1, DPX/NPS1"),
+  ("MOCKKFD+AMD::gfx942:spx/nps4", "partition mode 'SPX/NPS4' is not one gfx942 takes"),
+  ("MOCKKFD+AMD::gfx1100:cpx", "gfx1100 (AMD Radeon RX 7900 XTX) has no partition modes; only MI300-class boards (gfx942) do"),
+  ("MOCKKFD+AMD:8::gfx942:cpx", "device index 8, but the KFD topology has 8 AMD GPU nodes with arch gfx942 (indices 0-7)"),
+  ("MOCKKFD+AMD:1::gfx942", "device index 1, but the KFD topology has 1 AMD GPU node with arch gfx942 (indices 0-0)"),
+])
+def test_a_partition_mode_or_index_the_board_lacks_fails_clearly(dev, says):
+  with pytest.raises(HCQError, match=re.escape(says)):
+    hcq.Device(dev)
+
+
+def test_a_wrong_partition_spelling_lists_the_modes_and_no_cli_prints_a_traceback(tmp_path):
+  with pytest.raises(DevStringError, match="unknown partition 'xpx'.*valid partitions: SPX, DPX, TPX, QPX, CPX"):
+    parse_dev("MOCKKFD+AMD::gfx942:xpx")
+  out = run("-m", "hcq.smi", env={"DEV": "MOCKKFD+AMD::gfx942:dpx/nps4"})
+  assert out.returncode != 0 and "valid: SPX/NPS1, DPX/NPS1" in out.stderr and "Traceback" not in out.stderr
+  (tmp_path / "add.s").write_text(ADD_ID_GFX9)
+  out = run("-m", "hcq.asm", "run", str(tmp_path / "add.s"), "--arch", "gfx942", "--dev", "MOCKKFD+AMD:9::gfx942:cpx")
+  assert out.returncode == 2 and "device index 9" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_spellings_of_one_partition_open_one_device():
+  """The index 0 and the board's own mode (SPX/NPS1) may be left out; the mode's spelling does not matter."""
+  assert hcq.Device("MOCKKFD+AMD:0::gfx942:spx/nps1") is hcq.Device("MOCKKFD+AMD::gfx942")
+  cpx = hcq.Device("mockkfd+amd:2::gfx942:Cpx")
+  assert cpx is hcq.Device("MOCKKFD+AMD:2:LLVM:gfx942:CPX/NPS1") and str(cpx) == "MOCKKFD+AMD:2::gfx942:CPX"
+  assert cpx.node.index == 3 and cpx.partition == "CPX/NPS1" and cpx is not hcq.Device("MOCKKFD+AMD:2::gfx942:cpx/nps4")
+  # the partitions of one emulated GPU are nodes of one machine, as on real hardware
+  assert hcq.Device("MOCKKFD+AMD:6::gfx942:cpx").os is hcq.Device("MOCKKFD+AMD:7::gfx942:cpx").os
+
+
+def test_a_partition_mode_the_gpu_is_not_in_is_refused_with_how_to_switch():
+  """On a real GPU the mode is root's to set: a DEV string naming another mode than sysfs shows is an error, not a switch."""
+  with pytest.raises(HCQError, match=r"in partition mode SPX/NPS1, not CPX; root switches it \(echo MODE > .*/current_compute_partition\)"):
+    AMDDevice(parse_dev("MOCKKFD+AMD::gfx942:cpx"), os_layer=mock_kfd_os("gfx942"))
+
+
+def test_asm_run_on_a_cpx_partition(tmp_path):
+  """hcq.asm run on partition 5 of the emulated MI300X in CPX mode: one XCC's node, wave64, the exact result."""
+  (tmp_path / "add.s").write_text(ADD_ID_GFX9)
+  out = run("-m", "hcq.asm", "run", str(tmp_path / "add.s"), "--arch", "gfx942", "--dev", "MOCKKFD+AMD:5::gfx942:cpx",
+            "--arg", "x=buffer:u32:128:arange", "--block", "128", "--show", "128")
+  assert out.returncode == 0, out.stderr
+  assert "code object for gfx942 on MOCKKFD+AMD:5::gfx942:CPX (emulated)" in out.stdout
+  assert "x: [" + ", ".join(str(2 * i) for i in range(128)) + "]" in out.stdout
 
 
 def test_an_arch_without_a_board_is_named_with_the_boards():

@@ -14,7 +14,7 @@ from hcq.drivers.mock.kfd import KERNELS, MockKFD, cwsr_sizes
 from hcq.drivers.mock.os import MockKFDOS
 from hcq.errors import GPUFault, GPUTimeout, HCQError
 from hcq.sym import Variable
-from tests.amd_boards import arch, board  # noqa: F401 (arch: the board fixture)
+from tests.amd_boards import arch, arch_of, board  # noqa: F401 (arch: the board fixture)
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +25,12 @@ def dev(arch):
 def test_device_facts(dev, arch):
   """What the driver reads of the board (topology, IP discovery) is what the board spec says, and picks its dialects."""
   b = board(arch)
-  assert dev.arch == arch and dev.os.emulated and hcq.Device(f"MOCKKFD+AMD::{arch}") is dev
+  assert dev.arch == arch_of(arch) and dev.os.emulated and hcq.Device(f"MOCKKFD+AMD::{arch}") is dev
   assert dev.dialect.gc_base == b.gc_bases and dev.dialect.name == b.family and dev.sdma_major == b.sdma_version[0]
   p = dev.node.properties
-  assert (p["simd_count"] // p["simd_per_cu"], p["array_count"], p["gfx_target_version"]) == \
-    (b.compute_units, b.shader_engines * b.shader_arrays_per_engine, b.gfx_target_version)
+  assert (p["simd_count"] // p["simd_per_cu"], p["array_count"], p["gfx_target_version"], p["num_xcc"]) == \
+    (b.compute_units, b.shader_engines * b.shader_arrays_per_engine, b.gfx_target_version, b.num_xcc)
+  assert (dev.split.xccs if dev.split else 1) == b.num_xcc == len(dev.queues["compute"]["ids"])  # a queue per XCC of the partition
   assert dev.timestamp_frequency == b.timestamp_hz
 
 
@@ -150,7 +151,7 @@ def test_device_opens_and_runs_under_each_kernel_profile(kernel, arch):
   area; 6.1 checks neither; mainline takes at least the size. The driver's queues satisfy all three. A board newer than
   the kernel (gfx1201 on 6.1) has no KFD node there: the mock refuses the combination."""
   if KERNELS.index(kernel) < KERNELS.index(board(arch).first_kernel):
-    with pytest.raises(ValueError, match=f"Linux {kernel}'s amdkfd has no driver for {arch}"): MockKFD((board(arch),), kernel=kernel)
+    with pytest.raises(ValueError, match=f"Linux {kernel}'s amdkfd has no driver for {arch_of(arch)}"): MockKFD((board(arch),), kernel=kernel)
     return
   d = AMDDevice(parse_dev(f"MOCKKFD+AMD::{arch}"), os_layer=MockKFDOS(MockKFD((board(arch),), kernel=kernel)))
   assert d.os.kfd.kernel == kernel

@@ -13,7 +13,7 @@ import hcq
 from hcq.asm.kernel import Kernel
 from hcq.errors import GPUFault, HCQError, ProgramArgumentError
 from hcq.sym import Variable
-from tests.amd_boards import arch, asm_for, heavy  # noqa: F401 (arch: the board fixture)
+from tests.amd_boards import arch, arch_of, asm_for, heavy  # noqa: F401 (arch: the board fixture)
 from tests.tools import compile_opencl
 
 IDS = r"""
@@ -39,7 +39,7 @@ def dev(arch):
 
 @pytest.fixture(scope="module")
 def code_object(tmp_path_factory, arch):
-  return compile_opencl(IDS, tmp_path_factory.mktemp("k"), mcpu=arch)
+  return compile_opencl(IDS, tmp_path_factory.mktemp("k"), mcpu=arch_of(arch))
 
 
 @pytest.mark.parametrize("grid,block", [((1, 1, 1), (1, 1, 1)), ((7, 1, 1), (64, 1, 1)), ((33, 1, 1), (32, 1, 1)), ((1, 1, 1), (1024, 1, 1)),

@@ -9,7 +9,7 @@ import pytest
 
 import hcq
 from hcq.errors import GPUFault
-from tests.amd_boards import RDNA_ARCHS, arch, board, heavy, only  # noqa: F401 (arch: the board fixture)
+from tests.amd_boards import RDNA_ARCHS, arch, arch_of, board, heavy, only  # noqa: F401 (arch: the board fixture)
 from tests.tools import compile_opencl
 
 GID = "(__builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x())"
@@ -56,7 +56,7 @@ def dev(arch):
 
 @pytest.fixture(scope="module")
 def code(tmp_path_factory, arch):
-  return compile_opencl(SOURCE, tmp_path_factory.mktemp("scratch"), mcpu=arch)
+  return compile_opencl(SOURCE, tmp_path_factory.mktemp("scratch"), mcpu=arch_of(arch))
 
 
 def run(dev, prg, out, *args, groups: int):

@@ -61,15 +61,18 @@ def settle(dev) -> None:
   while dev._pending(q) and time.monotonic() < deadline: time.sleep(1e-3)
 
 
-def test_every_xcc_runs_its_share_and_the_result_is_exact():
-  dev = open_mi300x()
+@pytest.mark.parametrize("mode,xccs", [("", 8), (":dpx", 4), (":qpx/nps4", 2)])
+def test_every_xcc_runs_its_share_and_the_result_is_exact(mode, xccs):
+  """SPX's 8 XCCs, and a DPX or QPX partition's 4 or 2 (num_xcc from the partition's node), each a queue and a share."""
+  from hcq.drivers.mock.os import mock_kfd_os
+  dev = AMDDevice(parse_dev(f"MOCKKFD+AMD::gfx942{mode}"), os_layer=mock_kfd_os("gfx942", mode[1:] or None))
   q, gpu = dev.queues["compute"], gpu_of(dev)
-  assert dev.split.xccs == 8 and len(q["ids"]) == 8 == len(set(q["doorbells"]))
+  assert dev.split.xccs == xccs and len(q["ids"]) == xccs == len(set(q["doorbells"]))
   before = list(gpu.xcc_workgroups)
   np.testing.assert_array_equal(launch(dev, 3), expected(3))
   ran = [a - b for a, b in zip(gpu.xcc_workgroups, before)]
-  # chunks of one workgroup dealt round robin: 37 = 4 x 8 + 5, three launches
-  assert ran == [3 * (5 if i < 5 else 4) for i in range(8)]
+  # chunks of one workgroup dealt round robin (37 = 4 x 8 + 5 on 8 XCCs), three launches
+  assert ran == [3 * (GROUPS // xccs + (i < GROUPS % xccs)) for i in range(xccs)]
 
 
 def test_xccs_drifting_apart_still_give_the_exact_result_and_an_honest_signal():
@@ -136,3 +139,46 @@ def test_the_radeons_keep_one_queue(arch):
   dev = AMDDevice(parse_dev(f"MOCKKFD+AMD::{arch}"))
   assert dev.split is None and len(dev.queues["compute"]["ids"]) == 1
   assert dev.compute_queue().split is None and dev.scratch_xcc_bytes == 0
+
+
+def test_a_cpx_partition_is_one_xcc_with_one_queue():
+  """MI300X in CPX mode: each KFD node is one XCC (num_xcc 1), so one PM4 queue runs every dispatch whole, scratch holds
+  one XCC's 38 x 32 slots and the CWSR buffer one save area of 38 CUs; the driver reads num_xcc from the topology."""
+  from hcq.drivers.mock.os import mock_kfd_os
+  dev = AMDDevice(parse_dev("MOCKKFD+AMD:3::gfx942:cpx"), os_layer=mock_kfd_os("gfx942", "CPX"))
+  assert dev.node.properties["num_xcc"] == 1 and dev.split is None and len(dev.queues["compute"]["ids"]) == 1
+  assert dev.scratch_slots() == (1, 38 * 32) and dev.compute_queue().split is None
+  wg_data, ctl_stack, debug = 38 * 0x95000, 4096 * 3, 1520 * 32
+  assert dev._cwsr_sizes() == (wg_data + ctl_stack, ctl_stack, (wg_data + ctl_stack + debug + 4095) // 4096 * 4096)
+  np.testing.assert_array_equal(launch(dev), expected())
+  gpus = [n.gpu for n in dev.os.kfd.nodes.values()]
+  assert [g.dispatches for g in gpus] == [0, 0, 0, 1, 0, 0, 0, 0]  # on node 3 alone
+
+
+def test_launches_on_two_partitions_at_once_are_independent():
+  """Two CPX partitions of one emulated MI300X opened by one process (one mock kernel: the second device creates its
+  events without an event page, as amdkfd takes one per process) launching from two threads at once: each result exact,
+  each node's CP ran its own device's dispatches only, and a page fault on one is that device's alone."""
+  import threading
+  from hcq.drivers.mock.os import mock_kfd_os
+  osl = mock_kfd_os("gfx942", "CPX")
+  a, b = (AMDDevice(parse_dev(f"MOCKKFD+AMD:{i}::gfx942:cpx"), os_layer=osl) for i in (0, 4))
+  assert a.event_page is not None and b.event_page is None and a.node.gpu_id != b.node.gpu_id
+  results = {}
+  threads = [threading.Thread(target=lambda d=d: results.__setitem__(d, launch(d, 3))) for d in (a, b)]
+  for t in threads: t.start()
+  for t in threads: t.join(120)
+  for d in (a, b): np.testing.assert_array_equal(results[d], expected(3))
+  gpus = {n.gpu_id: n.gpu for n in osl.kfd.nodes.values()}
+  assert gpus[a.node.gpu_id].xcc_workgroups == gpus[b.node.gpu_id].xcc_workgroups == [3 * GROUPS]
+  assert sum(g.dispatches for g in gpus.values()) == gpus[a.node.gpu_id].dispatches + gpus[b.node.gpu_id].dispatches
+  bad = b.program(Kernel("bad", b.arch, args=[("p", "u64")]).add("""s_load_dwordx2 s[2:3], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+v_mov_b32 v1, 0
+global_store_dword v1, v1, s[2:3]
+s_waitcnt vmcnt(0)
+s_endpgm""").to_elf())
+  with pytest.raises(GPUFault, match="page fault"):
+    bad(vals=(0x7f0000000000,), global_size=(1, 1, 1), local_size=(64, 1, 1), wait=True)
+  a.check_faults(); time.sleep(2e-3); a.check_faults()  # a's events were signalled too (one process): not a's fault
+  np.testing.assert_array_equal(launch(a), expected())

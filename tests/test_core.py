@@ -71,6 +71,9 @@ def vadd(dev):
 @pytest.mark.parametrize("text,spec", [
   ("AMD", DevSpec("AMD")), ("KFD+AMD", DevSpec("AMD", "KFD")), ("MOCKKFD+AMD::gfx1100", DevSpec("AMD", "MOCKKFD", None, "gfx1100")),
   ("NV", DevSpec("NV")), ("CPU:LLVM", DevSpec("CPU", None, "LLVM")), ("cpu", DevSpec("CPU")), ("mockkfd+amd:llvm", DevSpec("AMD", "MOCKKFD", "LLVM")),
+  ("AMD:1", DevSpec("AMD", index=1)), ("KFD+AMD:2:ASM", DevSpec("AMD", "KFD", "ASM", index=2)),
+  ("MOCKKFD+AMD:3::gfx942:cpx", DevSpec("AMD", "MOCKKFD", None, "gfx942", 3, "CPX")),
+  ("AMD::gfx942:qpx/nps4", DevSpec("AMD", None, None, "gfx942", None, "QPX/NPS4")), ("AMD::gfx942:Dpx/nps1", DevSpec("AMD", arch="gfx942", partition="DPX")),
 ])
 def test_dev_strings(text, spec):
   assert parse_dev(text) == spec
@@ -82,7 +85,9 @@ def test_dev_strings(text, spec):
   ("FOO+AMD", r"unknown interface 'FOO' .*valid interfaces: KFD, MOCKKFD"),
   ("AMD:GLSL", r"unknown renderer 'GLSL' .*valid renderers: LLVM, ASM"),
   ("AMD::gfx1101", r"unknown arch 'gfx1101' .*valid archs: gfx1100, gfx1201, gfx942"),
-  ("AMD:LLVM:gfx1100:x", r"at most 3"), ("", r"empty DEV string"),
+  ("AMD:LLVM:gfx942:cpx:x", r"too many ':'-separated parts"), ("AMD:LLVM:gfx942:x", r"unknown partition 'x' .*valid partitions: SPX, DPX, TPX, QPX, CPX"),
+  ("AMD::gfx942:cpx/nps5", r"unknown memory partition 'nps5' .*valid memory partitions: NPS1, NPS2"),
+  ("NV:1", r"NV takes no device index"), ("CPU:::spx", r"CPU devices have no partition modes"), ("", r"empty DEV string"),
 ])
 def test_bad_dev_strings(text, message):
   with pytest.raises(DevStringError, match=message):

@@ -9,6 +9,7 @@ import ctypes
 import sys
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from hcq.autogen import kfd as K
 from hcq.buffer import Buffer
 from hcq.device import Device, StagedCopies
 from hcq.devstring import DevSpec
-from hcq.drivers.amd.kfd import KFDInterface, gpu_nodes
+from hcq.drivers.amd.kfd import GPUNodeInfo, KFDInterface, gpu_nodes
 from hcq.drivers.amd.pm4 import DIALECTS, AMDComputeQueue, XCCSplit
 from hcq.drivers.amd.program import AMDProgram
 from hcq.drivers.amd.sdma import SDMA_MAJORS, AMDCopyQueue
@@ -47,10 +48,24 @@ def _open_os(spec: DevSpec):
   if spec.iface != "MOCKKFD":
     host = HostOS()
     if gpu_nodes(host) or spec.iface == "KFD": return host
-  from hcq.drivers.mock.os import mock_kfd_os
-  os_layer = mock_kfd_os(spec.arch)  # an arch without an emulated board fails here, before the notice
+  from hcq.drivers.mock.os import mock_kfd_os, partition_os
+  # an arch without an emulated board fails here, before the notice; the partitions of one emulated GPU share it
+  os_layer = partition_os(spec.arch, spec.partition, spec.index or 0) if spec.partition else mock_kfd_os(spec.arch)
   if spec.iface is None: _say_emulated(spec.arch)
   return os_layer
+
+
+class _HostProcess:
+  """The real KFD process: this Python process, whatever OS object its devices read through."""
+
+
+_HOST_PROCESS = _HostProcess()
+_with_event_page: "weakref.WeakSet" = weakref.WeakSet()  # KFD processes (the host's, mock kernels) that gave theirs
+
+
+def _kfd_process(os_layer) -> object:
+  """The KFD process a device's ioctls act in: a mock kernel is a process of its own."""
+  return getattr(os_layer, "kfd", None) or _HOST_PROCESS
 
 
 def _say_emulated(arch: str | None) -> None:
@@ -59,6 +74,20 @@ def _say_emulated(arch: str | None) -> None:
   arch = arch or "gfx1100"
   if not _said_emulated: print(f"hcq: no AMD GPU found; AMD runs on the emulated {arch} (MOCKKFD+AMD::{arch})", file=sys.stderr)
   _said_emulated = True
+
+
+def _pick_node(spec: DevSpec, nodes: list[GPUNodeInfo]) -> GPUNodeInfo:
+  """The GPU node a DEV string names: the INDEX-th (default 0) of the KFD topology's GPU nodes with its ARCH. An MI300 in
+  a partition mode has a node per partition, so the index picks a partition as it picks a GPU among several."""
+  matching = [n for n in nodes if not spec.arch or n.arch == spec.arch]
+  arch = f" with arch {spec.arch}" if spec.arch else ""
+  if not matching:
+    raise HCQError(f"no AMD GPU found in the KFD topology{arch} (/sys/devices/virtual/kfd/kfd/topology); MOCKKFD+AMD gives the emulated gfx1100")
+  index = spec.index or 0
+  if index >= len(matching):
+    raise HCQError(f"{spec}: device index {index}, but the KFD topology has {len(matching)} AMD GPU node{'s' * (len(matching) > 1)}"
+                   f"{arch} (indices 0-{len(matching) - 1})")
+  return matching[index]
 
 
 class AMDDevice(StagedCopies, Device):
@@ -72,13 +101,12 @@ class AMDDevice(StagedCopies, Device):
     if ring_bytes < 1024 or ring_bytes & (ring_bytes - 1): raise ValueError(f"ring_bytes must be a power of two >= 1024, got {ring_bytes}")
     self.spec, self.ring_bytes = spec, ring_bytes
     self.os = os_layer or _open_os(spec)
-    nodes = gpu_nodes(self.os)
-    if spec.arch: nodes = [n for n in nodes if n.arch == spec.arch]
-    if not nodes:
-      raise HCQError("no AMD GPU found in the KFD topology" + (f" with arch {spec.arch}" if spec.arch else "") +
-                     " (/sys/devices/virtual/kfd/kfd/topology); MOCKKFD+AMD gives the emulated gfx1100")
-    self.node = nodes[0]
+    self.node = _pick_node(spec, gpu_nodes(self.os))
     self.arch = self.node.arch
+    self.partition = self._partition_modes()
+    if spec.partition and spec.partition not in (self.partition, self.partition.removesuffix("/NPS1")):
+      raise HCQError(f"{spec}: the GPU of KFD node {self.node.index} is in partition mode {self.partition or 'none'}, not "
+                     f"{spec.partition}; root switches it (echo MODE > {self.node.amdgpu_dir(self.os)}/current_compute_partition)")
     family = f"gfx{self.node.properties['gfx_target_version'] // 10000}"
     if family not in DIALECTS or family not in TIMESTAMP_HZ:
       raise HCQError(f"{self.arch}: no PM4 dialect for {family}; this driver has {', '.join(DIALECTS)}")
@@ -114,9 +142,17 @@ class AMDDevice(StagedCopies, Device):
     self._arena, self._arena_put, self._arena_busy = self.alloc(IB_ARENA_BYTES, "host"), 0, []
     return XCCSplit(xccs, sync.addr)
 
+  def _partition_modes(self) -> str:
+    """The GPU's compute/memory partition modes as amdgpu's sysfs shows them ("CPX/NPS4"); "" on a GPU without them."""
+    folder = self.node.amdgpu_dir(self.os)
+    try:
+      return "/".join(self.os.read_text(f"{folder}/current_{kind}_partition").strip() for kind in ("compute", "memory"))
+    except OSError:
+      return ""
+
   def _ip_discovery(self, block: str, name: str) -> str:
     """One file of a hardware block in the IP discovery table the amdgpu driver exposes in sysfs."""
-    path = f"/sys/class/drm/renderD{self.node.properties['drm_render_minor']}/device/ip_discovery/die/0/{block}/0/{name}"
+    path = f"{self.node.amdgpu_dir(self.os)}/ip_discovery/die/0/{block}/0/{name}"
     try:
       return self.os.read_text(path)
     except OSError as e:
@@ -309,22 +345,31 @@ class AMDDevice(StagedCopies, Device):
     """AMD, KFD+AMD, MOCKKFD+AMD::gfx1100, ... resolved as _open_os and __init__ resolve them: the interface (the real
     GPU when there is one) and the arch (the first GPU node's), so every spelling of one GPU opens one Device."""
     from hcq.drivers.os import HostOS
-    iface, arch = spec.iface, spec.arch
+    iface, arch, index, partition = spec.iface, spec.arch, spec.index, spec.partition
     if iface != "MOCKKFD":
       nodes = gpu_nodes(HostOS())
-      if nodes or iface == "KFD": iface, arch = "KFD", arch or (nodes[0].arch if nodes else None)
+      if nodes and not arch:  # the arch of the node the index picks, and the index among the nodes of that arch
+        node = _pick_node(spec, nodes)
+        arch, index = node.arch, [n for n in nodes if n.arch == node.arch].index(node)
+      if nodes or iface == "KFD": iface = "KFD"
     if iface in (None, "MOCKKFD"):
-      from hcq.drivers.mock.amdgpu.gpu import board_for
-      board_for(arch)   # an arch no board emulates: its error (listing the boards) before the notice
+      from hcq.drivers.mock.amdgpu.gpu import board_for, boards_for
+      boards_for(arch, partition)  # an arch no board emulates, or a mode it lacks: its error (listing the valid) before the notice
       if iface is None: _say_emulated(arch)
       iface, arch = "MOCKKFD", arch or board_for(None).gfx_target  # the board the mock kernel presents by default
-    return DevSpec(spec.device, iface, None, arch)
+      if partition == board_for(arch).compute_partition: partition = None  # the board's own mode (SPX/NPS1)
+    return DevSpec(spec.device, iface, None, arch, index or None, partition)
 
   # ---- faults and hangs ----
   def _events(self) -> None:
-    page = self.alloc(8 * 4096, "host")  # the signal event page (KFD_SIGNAL_EVENT_LIMIT slots)
+    """The process's signal event page goes with its first CREATE_EVENT, once per process (kfd_events.c
+    kfd_kmap_event_page refuses a second with EINVAL): a second GPU node opened by this process (another GPU, another
+    partition) creates its events without one."""
+    process = _kfd_process(self.os)
+    page = None if process in _with_event_page else self.alloc(8 * 4096, "host")  # KFD_SIGNAL_EVENT_LIMIT slots
     self.event_page = page
-    self._memory_event = self.kfd.create_event(K.KFD_IOC_EVENT_MEMORY, event_page=self._handles[page.addr]).event_id
+    self._memory_event = self.kfd.create_event(K.KFD_IOC_EVENT_MEMORY, event_page=self._handles[page.addr] if page else 0).event_id
+    if page: _with_event_page.add(process)
     self._hw_event = self.kfd.create_event(K.KFD_IOC_EVENT_HW_EXCEPTION).event_id
     self._last_fault_check = 0.0
 
@@ -338,6 +383,8 @@ class AMDDevice(StagedCopies, Device):
   def _check_fault_events(self) -> None:
     result, data = self.kfd.wait_events([self._memory_event, self._hw_event], 0)
     if result != K.KFD_IOC_WAIT_RESULT_COMPLETE: return
+    fault_gpu = data[0].memory_exception_data.gpu_id  # amdkfd signals every MEMORY event of the process (kfd_signal_vm_fault_event)
+    if fault_gpu and fault_gpu != self.node.gpu_id: return  # another GPU node of this process faulted
     stuck = [name for name, q in self.queues.items() if self._pending(q)]
     queue = stuck[0] if stuck else None
     where = ""

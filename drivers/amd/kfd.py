@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from hcq.autogen import kfd as K
 from hcq.drivers import libc
+from hcq.drivers.amd.sysfs_paths import amdgpu_device_dir
 from hcq.errors import HCQError
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology/nodes"
@@ -42,6 +43,10 @@ class GPUNodeInfo:
   @property
   def arch(self) -> str:
     return gfx_target(self.properties["gfx_target_version"])
+
+  def amdgpu_dir(self, osl) -> str:
+    """The amdgpu PCI device's sysfs folder (hcq.drivers.amd.sysfs_paths.amdgpu_device_dir)."""
+    return amdgpu_device_dir(osl, self.properties)
 
 
 def gpu_nodes(osl) -> list[GPUNodeInfo]:

@@ -37,6 +37,7 @@ ENOTSUPP = 524                      # kernel-internal errno that CREATE_QUEUE re
 FIRST_NONSIGNAL_EVENT_ID = 0x40000000
 UNSIGNALED = 0xFFFFFFFFFFFFFFFF
 SDMA_DOORBELL_BASE = 0x100          # first doorbell id of the SDMA engines in a process slice
+FIRST_PCI_BUS = 3                   # the emulated machine's first GPU sits at 0000:03:00.0
 KERNELS = ("6.1", "6.12", "mainline")
 # amdgpu_amdkfd_gpuvm.c get_pte_flags (6.1, gfx11's default case): these map MTYPE_UC, which GL2 does not cache; all else NC
 UNCACHED_MTYPE = K.KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | K.KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED
@@ -64,6 +65,34 @@ def cwsr_sizes(board: BoardSpec) -> CWSRSizes:
   wg_data = (cus * (vgpr + 0x4000 + 0x10000 + 0x1000) + PAGE - 1) // PAGE * PAGE
   ctl_stack = (40 + waves * (12 if gfxv >= 100100 else 8) + 8 + PAGE - 1) // PAGE * PAGE
   return CWSRSizes(ctl_stack + wg_data, ctl_stack, (waves * 32 + 63) // 64 * 64, 4096)
+
+
+def crc16(data: bytes, crc: int = 0) -> int:
+  """lib/crc16.c crc16: polynomial x^16 + x^15 + x^2 + 1 (0x8005), bits least significant first (table-free)."""
+  for byte in data:
+    crc ^= byte
+    for _ in range(8): crc = crc >> 1 ^ 0xA001 if crc & 1 else crc >> 1
+  return crc
+
+
+def generate_gpu_id(board: BoardSpec, bus: int, taken: set[int]) -> int:
+  """kfd_topology.c kfd_generate_gpu_id (Linux 6.12): the CRC-16 of the node's devfn, PCI subsystem ids, domain, device
+  id, bus, local memory size (low, high) and first XCC | XCC count << 16 (so each partition of a GPU differs), as eight
+  little-endian u32s, cut to KFD_GPU_ID_HASH_WIDTH (16) bits; 0 becomes 1 and a taken id the next free one. The emulated
+  boards are function 0 of bus `bus` in domain 0 with subsystem ids 0."""
+  size = board.vram_bytes
+  words = (0, 0, 0, board.device_id, bus, size & 0xFFFFFFFF, size >> 32, board.xcp_id * board.num_xcc | board.num_xcc << 16)
+  gpu_id = crc16(b"".join(w.to_bytes(4, "little") for w in words)) & 0xFFFF
+  while not gpu_id or gpu_id in taken: gpu_id = (gpu_id + 1) & 0xFFFF
+  return gpu_id
+
+
+def pci_buses(boards: tuple[BoardSpec, ...]) -> list[int]:
+  """The PCI bus of each KFD node's GPU: the first GPU at FIRST_PCI_BUS, the next one bus up; a GPU's partitions (nodes
+  after its xcp_id 0) share its bus."""
+  buses: list[int] = []
+  for board in boards: buses.append(buses[-1] + (board.xcp_id == 0) if buses else FIRST_PCI_BUS)
+  return buses
 
 
 def kerr(code: int, why: str) -> OSError:
@@ -130,8 +159,8 @@ class MockKFD:
     self.kernel = kernel
     self.lock = threading.RLock()
     self.nodes: dict[int, GPUNode] = {}
-    for i, board in enumerate(boards):
-      gpu_id = 0xA0B1 + 0x111 * i  # a 16-bit topology hash, as kfd_topology.c makes one
+    for i, (board, bus) in enumerate(zip(boards, pci_buses(boards))):
+      gpu_id = generate_gpu_id(board, bus, set(self.nodes))
       node = GPUNode(gpu_id, board, None, 128 + i)  # type: ignore[arg-type]
       node.gpu = MockAMDGPU(board, on_interrupt=lambda ctx, n=node: self._interrupt(n, ctx),
                             on_queue_error=lambda eng, err, cause, n=node: self._queue_error(n, eng, err, cause))

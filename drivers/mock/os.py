@@ -1,7 +1,8 @@
 """MockKFDOS: the OS-call layer of a machine with an emulated AMD GPU (gfx1100, gfx1201, gfx942), for `MOCKKFD+AMD`.
 
 It presents the sysfs tree the amdgpu and KFD drivers would (topology, the render node, the PCI device
-with its IP discovery table and memory counters), /dev/kfd and the render node backed by `MockKFD`, and
+with its IP discovery table and memory counters; for an MI300X in a partition mode a KFD node and a render node per
+partition, those after the first on amdgpu_xcp platform devices), /dev/kfd and the render node backed by `MockKFD`, and
 real mmaps of the buffer objects. Paths outside /sys and /dev go to the host, so everything else behaves
 as on the real machine. The driver code runs unchanged on top of it.
 """
@@ -12,17 +13,20 @@ import posixpath
 from typing import Any, Callable
 
 from hcq.drivers import libc
-from hcq.drivers.mock.amdgpu.gpu import BoardSpec, board_for
-from hcq.drivers.mock.kfd import DOORBELL_SLICE, MMAP_GPU_ID_SHIFT, MMAP_TYPE_DOORBELL, MMAP_TYPE_SHIFT, MockKFD
+from hcq.drivers.mock.amdgpu.gpu import BoardSpec, boards_for
+from hcq.drivers.mock.kfd import DOORBELL_SLICE, FIRST_PCI_BUS, MMAP_GPU_ID_SHIFT, MMAP_TYPE_DOORBELL, MMAP_TYPE_SHIFT, MockKFD, pci_buses
 from hcq.drivers.os import HostOS
 
 FAKE_FD_BASE = 1 << 20  # descriptors of mock device nodes: far above anything the process really has open
-PCI_SLOT = "0000:03:00.0"
+PCI_SLOT = f"0000:{FIRST_PCI_BUS:02x}:00.0"
 PCI_PATH = f"/sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:00.0/{PCI_SLOT}"
 
 
-def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int) -> str:
-  """nodes/N/properties of a GPU, in kfd_topology.c's order."""
+def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int, pci_dev_id: int) -> str:
+  """nodes/N/properties of a GPU, in kfd_topology.c's order. A GPU split into several KFD nodes (MI300's partitions)
+  has its node id ORed into location_id and, outside an XGMI hive, its PCI id as hive_id (kfd_topology.c
+  kfd_topology_add_device, kfd_device.c kgd2kfd_device_init)."""
+  several = board.num_xcps > 1
   cus, arrays = board.compute_units, board.shader_engines * board.shader_arrays_per_engine
   props = [
     ("cpu_cores_count", 0), ("simd_count", cus * board.simd_per_cu), ("mem_banks_count", 1), ("caches_count", 0),
@@ -31,8 +35,9 @@ def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int) -> str:
     ("wave_front_size", board.wave_front_size), ("array_count", arrays),
     ("simd_arrays_per_engine", board.shader_arrays_per_engine), ("cu_per_simd_array", board.cus_per_array),
     ("simd_per_cu", board.simd_per_cu), ("max_slots_scratch_cu", board.max_slots_scratch_cu), ("gfx_target_version", board.gfx_target_version),
-    ("vendor_id", board.vendor_id), ("device_id", board.device_id), ("location_id", 0x300), ("domain", 0),
-    ("drm_render_minor", render_minor), ("hive_id", 0), ("num_sdma_engines", board.num_sdma_engines), ("num_sdma_xgmi_engines", 0),
+    ("vendor_id", board.vendor_id), ("device_id", board.device_id), ("location_id", pci_dev_id | board.xcp_id if several else pci_dev_id),
+    ("domain", 0), ("drm_render_minor", render_minor), ("hive_id", pci_dev_id if several else 0),
+    ("num_sdma_engines", board.num_sdma_engines), ("num_sdma_xgmi_engines", board.num_sdma_xgmi_engines),
     ("num_sdma_queues_per_engine", 6), ("num_cp_queues", 8), ("max_engine_clk_fcompute", board.max_engine_clk_mhz), ("local_mem_size", 0),
     ("fw_version", 0), ("capability", 0), ("sdma_fw_version", 0), ("unique_id", 0), ("num_xcc", board.num_xcc),
     ("max_engine_clk_ccompute", 0),
@@ -40,15 +45,31 @@ def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int) -> str:
   return "".join(f"{k} {v}\n" for k, v in props)
 
 
-def mock_kfd_os(arch: str | None = None) -> "MockKFDOS":
-  """The emulated machine with the board of `arch` (None: gfx1100); HCQError listing the emulated boards otherwise, or
-  saying why HCQ_MOCK_KERNEL's profile cannot drive that board."""
+def mock_kfd_os(arch: str | None = None, partition: str | None = None) -> "MockKFDOS":
+  """The emulated machine with the board of `arch` (None: gfx1100) in `partition` mode (None: the board's own, SPX on
+  gfx942); HCQError listing the emulated boards or the board's partition modes otherwise, or saying why
+  HCQ_MOCK_KERNEL's profile cannot drive that board."""
   from hcq.errors import HCQError
-  board = board_for(arch)
+  boards = boards_for(arch, partition)
   try:
-    return MockKFDOS(MockKFD((board,)))
+    return MockKFDOS(MockKFD(boards))
   except ValueError as e:
     raise HCQError(f"HCQ_MOCK_KERNEL: {e}") from None
+
+
+_partitioned: dict[tuple[str | None, str], "MockKFDOS"] = {}  # this process's emulated partitioned GPU, per board and mode
+
+
+def partition_os(arch: str | None, partition: str, index: int) -> "MockKFDOS":
+  """The emulated machine for partition `index` of a board in `partition` mode: one per process, as a real GPU's
+  partitions are KFD nodes of one machine that one process may open side by side (each Device binds its own node). A
+  partition already bound there (a second Device of it, as another process would open) gets a machine of its own."""
+  key = (arch, partition)
+  machine = _partitioned.get(key)
+  nodes = list(machine.kfd.nodes.values()) if machine else []
+  if machine is None or (index < len(nodes) and nodes[index].drm_fd is not None):
+    machine = _partitioned[key] = mock_kfd_os(arch, partition)
+  return machine
 
 
 class MockTreeOS(HostOS):
@@ -144,37 +165,58 @@ class MockKFDOS(MockTreeOS):
     f[f"{topo}/nodes/0/gpu_id"] = "0\n"
     f[f"{topo}/nodes/0/name"] = "\n"
     f[f"{topo}/nodes/0/properties"] = "cpu_cores_count 2\nsimd_count 0\nmem_banks_count 1\n"
-    for i, node in enumerate(self.kfd.nodes.values(), start=1):
-      n = f"{topo}/nodes/{i}"
-      f[f"{n}/gpu_id"] = f"{node.gpu_id}\n"
-      f[f"{n}/name"] = "ip discovery\n"
-      f[f"{n}/properties"] = _node_properties(node.board, node.gpu_id, node.render_minor)
-      f[f"{n}/mem_banks/0/properties"] = f"heap_type 1\nsize_in_bytes {node.board.vram_bytes}\nflags 0\nwidth {node.board.vram_bus_width}\nmem_clk_max {node.board.vram_clk_mhz}\n"
-      pci = PCI_PATH if i == 1 else PCI_PATH.replace("03:00.0", f"{3 + i:02x}:00.0")
-      card = i - 1
-      f[f"{pci}/vendor"], f[f"{pci}/device"] = f"{node.board.vendor_id:#06x}\n", f"{node.board.device_id:#06x}\n"
-      f[f"{pci}/product_name"] = f"{node.board.name} (emulated by hcq)\n"
-      f[f"{pci}/mem_info_vram_total"] = f"{node.board.vram_bytes}\n"
-      f[f"{pci}/mem_info_vram_used"] = lambda node=node: f"{self._vram_used(node)}\n"
-      f[f"{pci}/gpu_busy_percent"] = lambda node=node: f"{self._busy(node)}\n"
-      f[f"{pci}/unique_id"] = "\n"
-      for block, version in (("GC", node.board.gc_version), ("SDMA0", node.board.sdma_version)):
-        for name, v in zip(("major", "minor", "revision"), version): f[f"{pci}/ip_discovery/die/0/{block}/0/{name}"] = f"{v}\n"
-      f[f"{pci}/ip_discovery/die/0/GC/0/base_addr"] = "".join(f"0x{b:08X}\n" for b in node.board.gc_bases)
-      f[f"{pci}/hcq_emulated_state"] = lambda node=node: self._state(node)
-      if node.board.compute_partition:  # amdgpu_gfx.c amdgpu_gfx_get_current/available_compute_partition, amdgpu_gmc.c
-        f[f"{pci}/current_compute_partition"] = f"{node.board.compute_partition}\n"
-        f[f"{pci}/available_compute_partition"] = f"{node.board.available_partitions}\n"
-        f[f"{pci}/current_memory_partition"] = f"{node.board.memory_partition}\n"
-      self.links[f"/sys/class/drm/renderD{node.render_minor}"] = f"../../devices/{pci[len('/sys/devices/'):]}/drm/renderD{node.render_minor}"
-      self.links[f"/sys/class/drm/card{card}"] = f"../../devices/{pci[len('/sys/devices/'):]}/drm/card{card}"
-      self.links[f"{pci}/drm/renderD{node.render_minor}/device"] = "../../../" + PCI_SLOT
-      self.links[f"{pci}/drm/card{card}/device"] = "../../../" + PCI_SLOT
-      self.links[f"{pci}/driver"] = "../../../../../../bus/pci/drivers/amdgpu"
-      f[f"/dev/dri/renderD{node.render_minor}"] = ""
-      f[f"/dev/dri/card{card}"] = ""
+    gpus: dict[int, list] = {}  # PCI bus -> the KFD nodes of its GPU: one, or one per partition
+    for node, bus in zip(self.kfd.nodes.values(), pci_buses(tuple(n.board for n in self.kfd.nodes.values()))):
+      gpus.setdefault(bus, []).append(node)
+    i = xcp_devices = 0
+    for bus, nodes in gpus.items():
+      pci = PCI_PATH.replace(PCI_SLOT, f"0000:{bus:02x}:00.0")
+      slot, board = pci.rsplit("/", 1)[1], nodes[0].board
+      self._pci_device(pci, board, nodes)
+      for node in nodes:
+        i += 1
+        n = f"{topo}/nodes/{i}"
+        f[f"{n}/gpu_id"] = f"{node.gpu_id}\n"
+        f[f"{n}/name"] = "ip discovery\n"
+        f[f"{n}/properties"] = _node_properties(node.board, node.gpu_id, node.render_minor, bus << 8)
+        f[f"{n}/mem_banks/0/properties"] = f"heap_type 1\nsize_in_bytes {node.board.vram_bytes}\nflags 0\nwidth {node.board.vram_bus_width}\nmem_clk_max {node.board.vram_clk_mhz}\n"
+        # partition 0 renders through the PCI device; the others through amdgpu_xcp_N platform devices that carry none of
+        # amdgpu's attributes (amdgpu_xcp.c amdgpu_xcp_dev_alloc, amdxcp/amdgpu_xcp_drv.c amdgpu_xcp_drm_dev_alloc)
+        if node.board.xcp_id == 0:
+          dev = pci
+        else:
+          dev = f"/sys/devices/platform/amdgpu_xcp_{xcp_devices}"
+          xcp_devices += 1
+          f[f"{dev}/modalias"] = f"platform:{dev.rsplit('/', 1)[1]}\n"
+        f[f"{dev}/hcq_emulated_state"] = lambda node=node: self._state(node)
+        card, name = i - 1, dev.rsplit("/", 1)[1]
+        self.links[f"/sys/class/drm/renderD{node.render_minor}"] = f"../../devices/{dev[len('/sys/devices/'):]}/drm/renderD{node.render_minor}"
+        self.links[f"/sys/class/drm/card{card}"] = f"../../devices/{dev[len('/sys/devices/'):]}/drm/card{card}"
+        self.links[f"{dev}/drm/renderD{node.render_minor}/device"] = "../../../" + name
+        self.links[f"{dev}/drm/card{card}/device"] = "../../../" + name
+        f[f"/dev/dri/renderD{node.render_minor}"] = ""
+        f[f"/dev/dri/card{card}"] = ""
+      self.links[f"/sys/bus/pci/devices/{slot}"] = f"../../../devices/{pci[len('/sys/devices/'):]}"
     f["/dev/kfd"] = ""
     f["/sys/module/amdgpu/initstate"] = "live\n"
+
+  def _pci_device(self, pci: str, board: BoardSpec, nodes: list) -> None:
+    """amdgpu's attributes of one GPU's PCI device: whole-GPU figures, whatever its partitions."""
+    f = self.files
+    f[f"{pci}/vendor"], f[f"{pci}/device"] = f"{board.vendor_id:#06x}\n", f"{board.device_id:#06x}\n"
+    f[f"{pci}/product_name"] = f"{board.name} (emulated by hcq)\n"
+    f[f"{pci}/mem_info_vram_total"] = f"{board.vram_bytes * board.num_xcps}\n"
+    f[f"{pci}/mem_info_vram_used"] = lambda: f"{sum(self._vram_used(n) for n in nodes)}\n"
+    f[f"{pci}/gpu_busy_percent"] = lambda: f"{max(self._busy(n) for n in nodes)}\n"
+    f[f"{pci}/unique_id"] = "\n"
+    for block, version in (("GC", board.gc_version), ("SDMA0", board.sdma_version)):
+      for name, v in zip(("major", "minor", "revision"), version): f[f"{pci}/ip_discovery/die/0/{block}/0/{name}"] = f"{v}\n"
+    f[f"{pci}/ip_discovery/die/0/GC/0/base_addr"] = "".join(f"0x{b:08X}\n" for b in board.gc_bases)
+    if board.compute_partition:  # amdgpu_gfx.c amdgpu_gfx_get_current/available_compute_partition, amdgpu_gmc.c
+      f[f"{pci}/current_compute_partition"] = f"{board.compute_partition}\n"
+      f[f"{pci}/available_compute_partition"] = f"{board.available_partitions}\n"
+      f[f"{pci}/current_memory_partition"] = f"{board.memory_partition}\n"
+    self.links[f"{pci}/driver"] = "../../../../../../bus/pci/drivers/amdgpu"
 
   def _vram_used(self, node) -> int:
     from hcq.autogen import kfd as K

@@ -2,12 +2,14 @@
 
 KFD lists one topology node per CPU socket and per GPU (per partition on MI300 in DPX/QPX/CPX modes); a GPU
 node has simd_count > 0, and its drm_render_minor names the render node whose sysfs `device` folder
-holds the amdgpu attributes (mem_info_*, gpu_busy_percent, pp_dpm_*, hwmon/...).
+holds the amdgpu attributes (mem_info_*, gpu_busy_percent, pp_dpm_*, hwmon/...); a partition other than the first
+renders through a platform device, and the attributes are its GPU's PCI device's (hcq.drivers.amd.sysfs_paths).
 """
 from __future__ import annotations
 import os
 import errno
 
+from hcq.drivers.amd.sysfs_paths import amdgpu_device_dir, bus_id, pci_function0
 from hcq.drivers.os import HostOS
 from hcq.smi import amdgpu_ids
 from hcq.smi.model import Device, DriverInfo, Note
@@ -26,11 +28,6 @@ def gfx_target(version: int) -> str:
   and stepping written as one hex digit each (110000 -> gfx1100, 90402 -> gfx942, 90010 -> gfx90a)."""
   major, minor, stepping = version // 10000, version // 100 % 100, version % 100
   return f"gfx{major}{minor:x}{stepping:x}"
-
-
-def bus_id(domain: int, location_id: int) -> str:
-  """PCI address from KFD's `domain` and `location_id` (bus << 8 | device << 3 | function)."""
-  return f"{domain:04x}:{location_id >> 8:02x}:{(location_id >> 3) & 0x1f:02x}.{location_id & 7}"
 
 
 def driver_info(os_: HostOS) -> DriverInfo:
@@ -82,9 +79,11 @@ def read_device(os_: HostOS, index: int, node: int, props: dict[str, int], drive
   """Everything amdgpu publishes about the GPU behind KFD topology node `node`."""
   pci = bus_id(props.get("domain", 0), props.get("location_id", 0))
   minor = props.get("drm_render_minor", 0)
-  devdir = f"/sys/class/drm/renderD{minor}/device"
+  devdir = amdgpu_device_dir(os_, props)  # amdgpu's PCI device, whose attributes cover the whole GPU
   if not os_.exists(devdir): devdir = f"/sys/bus/pci/devices/{pci}"
   dev = AttrReader(os_, devdir)
+  own = f"/sys/class/drm/renderD{minor}/device"  # the node's own device: a partition's platform device, else the same
+  render = AttrReader(os_, own) if os_.exists(own) else dev
   simd_per_cu = props.get("simd_per_cu") or 0
   device_id = props.get("device_id") or dev.int("device")
   d = Device(index=index, vendor="amd", name="", name_source="unknown", bus_id=pci, vendor_id=props.get("vendor_id") or AMD_VENDOR_ID,
@@ -93,14 +92,19 @@ def read_device(os_: HostOS, index: int, node: int, props: dict[str, int], drive
              compute_units=props["simd_count"] // simd_per_cu if simd_per_cu else None, xcc=props.get("num_xcc"))
   if props.get("gfx_target_version"): d.arch = gfx_target(props["gfx_target_version"])
   d.name, d.name_source = marketing_name(os_, dev, d.device_id, d.revision)
-  d.nodes = [f"/dev/dri/{n}" for n in dev.listdir("drm") if n.startswith(("card", "renderD"))] or [f"/dev/dri/renderD{minor}"]
+  d.nodes = [f"/dev/dri/{n}" for n in render.listdir("drm") if n.startswith(("card", "renderD"))] or [f"/dev/dri/renderD{minor}"]
   d.uuid = dev.text("unique_id") or None
-  d.vram_total_bytes = dev.int("mem_info_vram_total") or vram_from_topology(os_, node)
-  d.vram_used_bytes = dev.int("mem_info_vram_used")
-  d.gtt_total_bytes, d.gtt_used_bytes = dev.int("mem_info_gtt_total"), dev.int("mem_info_gtt_used")
-  d.busy_percent = dev.int("gpu_busy_percent")
   # GPUs with XCC partitions (MI300): amdgpu_gfx.c current_compute_partition, amdgpu_gmc.c current_memory_partition
   d.compute_partition, d.memory_partition = dev.text("current_compute_partition") or None, dev.text("current_memory_partition") or None
+  if d.compute_partition in (None, "SPX"):
+    d.vram_total_bytes = dev.int("mem_info_vram_total") or vram_from_topology(os_, node)
+    d.vram_used_bytes = dev.int("mem_info_vram_used")
+  else:  # one KFD node per partition: its own share of VRAM is in its memory bank (amdgpu_amdkfd_xcp_memory_size)
+    d.bus_id = pci_function0(props)  # kfd_topology.c ORs the node id into location_id's function bits
+    d.vram_total_bytes = vram_from_topology(os_, node)
+    d.unavailable["memory_bytes.vram_used"] = "amdgpu's mem_info_vram_used counts the whole GPU, not one partition"
+  d.gtt_total_bytes, d.gtt_used_bytes = dev.int("mem_info_gtt_total"), dev.int("mem_info_gtt_used")
+  d.busy_percent = dev.int("gpu_busy_percent")
   speed, width = dev.text("current_link_speed"), dev.text("current_link_width")
   if speed: d.link = f"{speed} x{width}" if width else speed
   d.vbios = dev.text("vbios_version") or None
@@ -114,10 +118,18 @@ def read_device(os_: HostOS, index: int, node: int, props: dict[str, int], drive
   read_hwmon(os_, dev, d)
   if d.sclk_mhz is None: d.sclk_mhz = current_dpm_level(dev.text("pp_dpm_sclk"))
   if d.mclk_mhz is None: d.mclk_mhz = current_dpm_level(dev.text("pp_dpm_mclk"))
-  state = dev.text(EMULATED_STATE)
+  state = render.text(EMULATED_STATE)
   if state is not None: d.emulated_state = parse_properties(state)
-  d.unavailable.update({path: f"read failed: {name}" for path, name in dev.errors.items()})
+  d.unavailable.update({path: f"read failed: {name}" for path, name in {**dev.errors, **render.errors}.items()})
   return d
+
+
+def number_partitions(devices: list[Device]) -> None:
+  """Each partition's place among its GPU's KFD nodes (node order, as amdkfd creates them: kfd_device.c)."""
+  for d in devices:
+    if d.compute_partition in (None, "SPX"): continue
+    same = [e for e in devices if e.bus_id == d.bus_id and e.compute_partition == d.compute_partition]
+    d.partition_index, d.partition_count = same.index(d), len(same)
 
 
 def marketing_name(os_: HostOS, dev: AttrReader, device_id: int | None, revision: int | None) -> tuple[str, str]:
@@ -185,6 +197,7 @@ def find(os_: HostOS, first_index: int, notes: list[Note]) -> tuple[list[Device]
   """Every AMD GPU in the KFD topology, indexed from `first_index`, and the amdgpu driver's state."""
   driver = driver_info(os_)
   devices = [read_device(os_, first_index + i, node, props, driver) for i, (node, props) in enumerate(gpu_nodes(os_, notes))]
+  number_partitions(devices)
   return devices, driver
 
 

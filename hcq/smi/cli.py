@@ -19,6 +19,8 @@ environment:
   DEV=AMD | KFD+AMD | NV        show only that vendor's GPUs (hcq DEV strings; an ARCH part, as in
                                 KFD+AMD::gfx942, keeps that gfx target only)
   DEV=MOCKKFD+AMD               show the emulated gfx1100 (this process's instance, marked emulated)
+  DEV=MOCKKFD+AMD::gfx942:cpx   the emulated MI300X in a partition mode (SPX, DPX, QPX, CPX, optionally
+                                /NPS4): a row per partition (KFD node); an INDEX part (AMD:1) is not a filter
   HCQ_SYSROOT=DIR               testing/diagnostics: read a recorded machine from DIR instead of /
                                 (e.g. tests/fixtures/sysfs/rx7900xtx)
   HCQ_SYSROOT_DENIED=P1:P2      with HCQ_SYSROOT: those machine paths fail with EACCES

@@ -28,6 +28,8 @@ class Device:
   xcc: int | None = None          # compute dies (MI300: 8 per board in SPX mode)
   compute_partition: str | None = None  # amdgpu's current_compute_partition (MI300: SPX, DPX, QPX, CPX); None where absent
   memory_partition: str | None = None   # current_memory_partition (NPS1, NPS4, ...)
+  partition_index: int | None = None    # which partition of its GPU this KFD node is (DPX/QPX/CPX), of partition_count
+  partition_count: int | None = None
   vram_used_bytes: int | None = None
   vram_total_bytes: int | None = None
   gtt_used_bytes: int | None = None

@@ -44,7 +44,7 @@ def choose(environ: dict[str, str]) -> Source:
         from hcq.drivers.mock.os import mock_kfd_os
         from hcq.errors import HCQError
         try:
-          src.os = mock_kfd_os(spec.arch)
+          src.os = mock_kfd_os(spec.arch, spec.partition)
         except HCQError as e:
           raise SmiError(errors.NO_MATCH, f"DEV={dev}: {e}") from None
       else:

@@ -44,9 +44,10 @@ def device_details(d: Device) -> str:
   if d.driver: parts.append(f"driver {d.driver} {d.driver_version or ''}".rstrip())
   if d.vbios: parts.append(f"vbios {d.vbios}")
   if d.link: parts.append(f"PCIe {d.link.replace(' PCIe', '')}")
-  if d.compute_units: parts.append(f"{d.compute_units} CUs" + (f" on {d.xcc} XCDs" if d.xcc and d.xcc > 1 else ""))
+  if d.compute_units:
+    parts.append(f"{d.compute_units} CUs" + (f" on {d.xcc} XCD{'s' * (d.xcc > 1)}" if d.xcc and (d.xcc > 1 or d.compute_partition) else ""))
   partition = "/".join(p for p in (d.compute_partition, d.memory_partition) if p)
-  if partition: parts.append(f"partition {partition}")
+  if partition: parts.append(f"{partition} partition {d.partition_index} of {d.partition_count}" if d.partition_count else f"partition {partition}")
   fw = [f"{k} {d.firmware[k]}" for k in ("mec", "sdma", "smc") if k in d.firmware]
   if fw: parts.append("fw " + " ".join(fw))
   if d.uuid: parts.append(f"id {d.uuid}")

@@ -157,9 +157,10 @@ class HCQDevice:
 
 def device_name(spec) -> str:
   """The tensor device name of a parsed DEV string: the string without the renderer (the tensor compiler picks it per
-  device: LLVM for both), so `CPU` and `CPU:LLVM` are one device, `MOCKKFD+AMD::gfx1100` and `MOCKKFD+AMD` two."""
-  head = f"{spec.iface}+{spec.device}" if spec.iface else spec.device
-  return f"{head}::{spec.arch}" if spec.arch else head
+  device: LLVM for both), so `CPU` and `CPU:LLVM` are one device, `MOCKKFD+AMD::gfx1100` and `MOCKKFD+AMD` two; the
+  device index and partition mode stay (`MOCKKFD+AMD:3::gfx942:CPX`)."""
+  from dataclasses import replace
+  return str(replace(spec, renderer=None))
 
 
 def default_device() -> str:

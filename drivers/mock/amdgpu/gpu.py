@@ -33,7 +33,8 @@ class BoardSpec:
   vram_bytes: int = 24 << 30
   wave_front_size: int = 32
   lds_size_kb: int = 64
-  num_sdma_engines: int = 2
+  num_sdma_engines: int = 2          # the topology's PCIe SDMA engines and XGMI ones (kfd_device.c kfd_get_num_sdma_engines)
+  num_sdma_xgmi_engines: int = 0
   max_waves_per_simd: int = 16
   max_slots_scratch_cu: int = 32     # gc_info's max_scratch_slots_per_cu (kfd_crat.c max_slots_scatch_cu)
   timestamp_hz: int = 100_000_000  # the global timestamp counter: the 100 MHz reference clock (soc21/soc24_get_xclk)
@@ -48,6 +49,8 @@ class BoardSpec:
   compute_partition: str = ""        # current_compute_partition / available_ (amdgpu_gfx.c) and current_memory_partition
   available_partitions: str = ""     # (amdgpu_gmc.c), where the GPU has partitions: "" on the Radeons
   memory_partition: str = ""
+  xcp_id: int = 0                    # which partition of its GPU this KFD node is (amdgpu_xcp.c), of num_xcps
+  num_xcps: int = 1
 
   @property
   def family(self) -> str:
@@ -75,7 +78,9 @@ BOARDS: dict[str, BoardSpec] = {
                        first_kernel="6.12"),  # 6.1's kfd_device.c has no GC 12.0.1; 6.12's maps it to gfx_target_version 120001
   # MI300X in SPX mode (one partition of all 8 XCCs, one KFD node; NPS1 memory). Linux 6.12: kfd_device.c maps GC 9.4.3
   # (rev_id >= 1; earlier silicon is 90400/90401) to gfx_target_version 90402, with SDMA 4.4.2; kfd_topology.c prints num_xcc and array_count x num_xcc; amdgpu_gfx.c's
-  # available_compute_partition for 8 XCCs is "SPX, DPX, QPX, CPX"; soc15_get_xclk gives MP1 13.0.6 a 100 MHz counter.
+  # available_compute_partition for 8 XCCs is "SPX, DPX, QPX, CPX"; soc15_get_xclk gives MP1 13.0.6 a 100 MHz counter;
+  # 16 SDMA instances (aqua_vanjaram_init_soc_config: 4 per AID, 4 AIDs), of which kfd_get_num_sdma_engines shows 2 as
+  # PCIe and 14 as XGMI (gmc_v9_0.c: GC 9.4.3 has XGMI). Other partition modes: hcq.drivers.mock.amdgpu.partitions.
   # Published: 304 CUs (38 per XCC), 192 GiB HBM3 on an 8192-bit bus, 2100 MHz peak engine clock, PCI id 1002:74a1.
   # Assumed (firmware tables, not in a source we can read): 4 shader engines of 1 array per XCC, 8 waves per SIMD, 32
   # scratch slots per CU, 1300 MHz memory clock, and the GC segment bases of aldebaran_ip_offset.h (MI200).
@@ -83,7 +88,7 @@ BOARDS: dict[str, BoardSpec] = {
                       compute_units=304, shader_engines=32, shader_arrays_per_engine=1, simd_per_cu=4, vram_bytes=192 << 30,
                       wave_front_size=64, max_waves_per_simd=8, gc_bases=(0x00002000, 0x0000A000, 0x02402C00),
                       gc_version=(9, 4, 3), sdma_version=(4, 4, 2), max_engine_clk_mhz=2100, vram_bus_width=8192,
-                      vram_clk_mhz=1300, first_kernel="6.12", num_xcc=8, compute_partition="SPX",
+                      vram_clk_mhz=1300, first_kernel="6.12", num_xcc=8, num_sdma_xgmi_engines=14, compute_partition="SPX",
                       available_partitions="SPX, DPX, QPX, CPX", memory_partition="NPS1"),
 }
 
@@ -94,6 +99,14 @@ def board_for(arch: str | None) -> BoardSpec:
   board = BOARDS.get(arch or "gfx1100")
   if board is None: raise HCQError(f"no emulated AMD board for {arch}; MOCKKFD+AMD emulates {', '.join(BOARDS)}")
   return board
+
+
+def boards_for(arch: str | None, partition: str | None = None) -> tuple[BoardSpec, ...]:
+  """The KFD nodes of the emulated board of `arch` in `partition` mode (None: as the board is, SPX on gfx942)."""
+  board = board_for(arch)
+  if partition is None: return (board,)
+  from hcq.drivers.mock.amdgpu.partitions import partition_boards
+  return partition_boards(board, partition)
 
 
 def default_shader_core():
@@ -199,4 +212,4 @@ class MockAMDGPU:
       raise QueueStopped() from None
 
 
-__all__ = ["MockAMDGPU", "BoardSpec", "BOARDS", "board_for", "PageFault", "QueueError", "Ring"]
+__all__ = ["MockAMDGPU", "BoardSpec", "BOARDS", "board_for", "boards_for", "PageFault", "QueueError", "Ring"]
