@@ -102,28 +102,8 @@ def default_shader_core():
     from hcq.asm.emu import dispatch
   except ImportError:
     return None
-  return lambda gpu, state, cancel=None: dispatch(gpu.caches[state.xcc].view, gfx9_state(state, gpu.board), cancel=cancel,
-                                                  arch=gpu.board.gfx_target, board=gpu.shader_board(), share=state.share)
-
-
-def gfx9_state(state, board: BoardSpec):
-  """The DispatchState as the shader core reads it: hcq.asm.emu.dispatch.from_state reads gfx11's register layout, so
-  two gfx9 registers are restated there. COMPUTE_PGM_RSRC3 (ACCUM_OFFSET: where the AGPRs start) sits at 0x2e2d on
-  gfx9 and 0x2e28 on gfx11 (gc_9_4_3_offset.h, gc_11_0_0_offset.h); TMPRING_SIZE.WAVESIZE counts 1 KiB on gfx9 and 256
-  bytes on gfx11 (gc_9_4_3_sh_mask.h: 13 bits at bit 12; LLVM: alignto(size * lanes, 1024) / 1024 before gfx11). gfx9's
-  private memory is the emulator's per-lane memory, not a modelled ring, so only its size matters, and a wave without
-  RSRC2.SCRATCH_EN gets none (as the ring's waves on gfx11: any private access faults)."""
-  if board.family != "gfx9": return state
-  from dataclasses import replace
-  from hcq.autogen.am import gc_9_4_3 as gc, gc_11_0_0 as gc11
-  at = lambda reg, bases=board.gc_bases: bases[reg.segment] + reg.offset
-  sh = state.sh
-  tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(sh.get(at(gc.regCOMPUTE_TMPRING_SIZE), 0))
-  scratch_en = gc.regCOMPUTE_PGM_RSRC2.decode(sh.get(at(gc.regCOMPUTE_PGM_RSRC2), 0))["scratch_en"]
-  wavesize = tmpring["wavesize"] * 4 if scratch_en else 0
-  gfx11_rsrc3 = at(gc11.regCOMPUTE_PGM_RSRC3, BOARDS["gfx1100"].gc_bases)
-  return replace(state, sh={**sh, at(gc.regCOMPUTE_TMPRING_SIZE): tmpring["waves"] | wavesize << 12,
-                            gfx11_rsrc3: sh.get(at(gc.regCOMPUTE_PGM_RSRC3), 0)})
+  return lambda gpu, state, cancel=None: dispatch(gpu.caches[state.xcc].view, state, cancel=cancel, arch=gpu.board.gfx_target,
+                                                  board=gpu.shader_board(), share=state.share)
 
 
 def share_size(groups: int, share: tuple[int, int, int] | None) -> int:
@@ -160,10 +140,12 @@ class MockAMDGPU:
     return (time.perf_counter_ns() - self._t0) * self.board.timestamp_hz // 1_000_000_000
 
   def shader_board(self):
-    """The shader engines and the waves each holds, as the shader core places scratch slots (hcq.asm.emu.dispatch.Board)."""
+    """What the shader core reads of the board (hcq.asm.emu.dispatch.Board): where the GC registers the CP holds sit
+    (IP discovery's segment 0 base), and one XCC's shader engines with the waves each holds, as it places scratch
+    slots (each XCC has its own SPI and scratch ring: the engines are the node's divided by num_xcc)."""
     from hcq.asm.emu.dispatch import Board
     b = self.board
-    return Board(b.shader_engines, b.compute_units // b.shader_engines * b.simd_per_cu * b.max_waves_per_simd)
+    return Board(b.shader_engines // b.num_xcc, b.compute_units // b.shader_engines * b.simd_per_cu * b.max_waves_per_simd, b.gc_bases[0])
 
   def start_queue(self, kind: str, ring: Ring, name: str, xcc: int = 0) -> Engine:
     """Start a queue's engine; a compute queue's CP runs on XCC `xcc` of the partition (its MQD's pm4_target_xcc)."""
