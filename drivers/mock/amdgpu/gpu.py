@@ -77,8 +77,13 @@ BOARDS: dict[str, BoardSpec] = {
   # (rev_id >= 1; earlier silicon is 90400/90401) to gfx_target_version 90402, with SDMA 4.4.2; kfd_topology.c prints num_xcc and array_count x num_xcc; amdgpu_gfx.c's
   # available_compute_partition for 8 XCCs is "SPX, DPX, QPX, CPX"; soc15_get_xclk gives MP1 13.0.6 a 100 MHz counter.
   # Published: 304 CUs (38 per XCC), 192 GiB HBM3 on an 8192-bit bus, 2100 MHz peak engine clock, PCI id 1002:74a1.
-  # Assumed (firmware tables, not in a source we can read): 4 shader engines of 1 array per XCC, 8 waves per SIMD, 32
-  # scratch slots per CU, 1300 MHz memory clock, and the GC segment bases of aldebaran_ip_offset.h (MI200).
+  # Firmware tables (IP discovery's gc_info), so read from what real MI300X nodes report, not from a kernel source: a
+  # KFD sysfs capture of an MI300X SPX node (the test fixture of makodevai/gpuq, tests/test_hip_runtime.py: array_count
+  # 32, simd_arrays_per_engine 1, cu_per_simd_array 10, max_waves_per_simd 8, max_slots_scratch_cu 32, num_xcc 8, so
+  # 4 engines per XCC) and rocminfo on an MI300X (ROCm/rocm-examples#187: Max Waves Per CU 32 = 8 x 4 SIMDs). The
+  # memory clock: 1300 MHz is the peak MCLK an AMD maintainer shows for MI300A (ROCm/rocm_smi_lib#209), and 5.3 TB/s
+  # on 8192 bits is 5.2 Gbps per pin, 4 x 1300 MHz; not read for an MI300X itself. Still assumed: the GC segment
+  # bases, taken from aldebaran_ip_offset.h (MI200), whose COMPUTE_* offsets gc_9_4_3_offset.h keeps.
   "gfx942": BoardSpec(name="AMD Instinct MI300X", gfx_target="gfx942", gfx_target_version=90402, device_id=0x74a1,
                       compute_units=304, shader_engines=32, shader_arrays_per_engine=1, simd_per_cu=4, vram_bytes=192 << 30,
                       wave_front_size=64, max_waves_per_simd=8, gc_bases=(0x00002000, 0x0000A000, 0x02402C00),
