@@ -2,7 +2,8 @@
 
 Initial state follows LLVM's AMDGPUUsage for gfx11: user SGPRs from COMPUTE_USER_DATA (the kernel descriptor says
 which: dispatch ptr, queue ptr, kernarg ptr, ...), then the system SGPRs RSRC2 enables in order (workgroup id X, Y,
-Z, workgroup info, private segment wave offset), and v0 = workitem id x | y << 10 | z << 20 (gfx11 packs them).
+Z, workgroup info; every emulated arch has architected flat scratch, so RSRC2.SCRATCH_EN sets up FLAT_SCRATCH and loads
+no private segment wave offset SGPR: AMDGPUUsage ENABLE_PRIVATE_SEGMENT), and v0 = workitem id x | y << 10 | z << 20 (gfx11 packs them).
 gfx12 also has the workgroup ids in TTMP9 (X) and TTMP7 (Y | Z << 16), where LLVM reads them. gfx942 (gfx90a+) packs
 the workitem ids into v0 as gfx11 does, has architected flat scratch (no private segment buffer), counts VGPRs and
 AGPRs together in granules of 8 and puts the AGPRs at RSRC3.ACCUM_OFFSET. Each family's registers are decoded with
@@ -154,7 +155,7 @@ def _plan(rsrc1: int, rsrc2: int, local: tuple[int, int, int], wave32: bool, lds
   threads = local[0] * local[1] * local[2]
   if threads > 1024: raise ValueError(f"workgroup of {threads} work-items exceeds 1024")
   wpg, packed, exec_mask = _workgroup_layout(local, 32 if wave32 else 64, r2["tidig_comp_cnt"])
-  system = tuple(n for n, en in (("x", "tgid_x_en"), ("y", "tgid_y_en"), ("z", "tgid_z_en"), ("tg", "tg_size_en"), ("scratch", "scratch_en")) if r2[en])
+  system = tuple(n for n, en in (("x", "tgid_x_en"), ("y", "tgid_y_en"), ("z", "tgid_z_en"), ("tg", "tg_size_en")) if r2[en])
   return _Plan((r1["vgprs"] + 1) * (vgpr_granule or (8 if wave32 else 4)), lds, wpg, packed, exec_mask, _initial_mode(r1), system)
 
 
@@ -215,7 +216,7 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
       st.mode_changed()
       if nuser: st.s[:nuser] = user
       for k, what in enumerate(plan.system, nuser):
-        st.s[k] = ids["xyz".index(what)] if what in ("x", "y", "z") else (wpg if what == "tg" else 0)   # scratch: wave offset 0 (per-lane scratch)
+        st.s[k] = ids["xyz".index(what)] if what in ("x", "y", "z") else wpg
       if gfx12:   # architected SGPRs: TTMP9 = workgroup id X, TTMP7 = Y | Z << 16
         st.s[TTMP0 + 9] = ids[0]
         st.s[TTMP0 + 7] = (ids[1] & 0xffff) | (ids[2] << 16)

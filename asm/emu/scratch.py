@@ -3,12 +3,12 @@ ring, and its private memory lives there, lanes interleaved a dword at a time. g
 have it; they differ in WAVESIZE's unit and in what WAVES counts (`ScratchRules`).
 
 The rules and their sources:
-- All three have architected flat scratch (LLVM AMDGPU.td lists FeatureArchitectedFlatScratch for gfx940+ and gfx11+;
-  AMDGPUUsage, compute_pgm_rsrc2 ENABLE_PRIVATE_SEGMENT: with architected flat scratch it sets up the FLAT_SCRATCH pair
-  instead of a wave offset SGPR): the SPI points each wave's FLAT_SCRATCH at its slot itself, and kernels get neither
-  a flat scratch init nor a wave offset SGPR (clang-19 -mcpu=gfx1100 and -mcpu=gfx942 emit
-  `.amdhsa_enable_private_segment` and no `.amdhsa_user_sgpr_flat_scratch_init`; gfx1030 and gfx90a kernels take a
-  private segment buffer instead). The ring starts at COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI (the address >> 8, written
+- All three have architected flat scratch (AMDGPUUsage, compute_pgm_rsrc2 ENABLE_PRIVATE_SEGMENT: on such targets it
+  sets up the FLAT_SCRATCH pair instead of a wave offset SGPR): the SPI points each wave's FLAT_SCRATCH at its slot
+  itself, and kernels get neither a flat scratch init nor a wave offset SGPR. clang-19 spells RSRC2 bit 0
+  `.amdhsa_enable_private_segment` (the architected spelling) for -mcpu=gfx1100 and gfx942, with no flat scratch init,
+  and `.amdhsa_system_sgpr_private_segment_wavefront_offset` for gfx1030 and gfx90a, whose kernels take a private
+  segment buffer instead. The ring starts at COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI (the address >> 8, written
   before the dispatch: Mesa radv_queue.c radv_emit_compute_scratch on GFX11; gc_9_4_3_offset.h has the same pair at
   SH 0x0e10 on gfx9.4.3, one per XCC: each XCC's CP keeps its own SH registers).
 - COMPUTE_TMPRING_SIZE.WAVESIZE is the bytes of one wave's slot in 256-byte units on gfx11+ and 1 KiB units before
@@ -37,7 +37,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from hcq.asm.emu.memory import PageFault, VirtualMemory
-
 
 
 @dataclass(frozen=True)
