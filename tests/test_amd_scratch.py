@@ -204,6 +204,7 @@ def planted_scratch(dev, nbytes: int, waves: int, wavesize: int, base_offset: in
     buf.free()
 
 
+OVERLAP = r"the scratch ring of XCC \d at .* overlaps XCC \d's"
 GFX942_SLOTS = 38 * 32   # one XCC's WAVES: 38 CUs x 32 scratch slots (ROCr FillComputeTmpRingSize: the queue's scratch / NumXcc)
 
 
@@ -213,7 +214,8 @@ def test_gfx942_wrong_scratch_setup_faults(dev, code, wrong):
   """Three ways to program gfx9.4.3 scratch wrongly, each caught as the GPU would go wrong: a buffer for one XCC's ring
   while XCC i's ring is placed i rings in (ROCr's per-XCC size taken for the queue's), so XCC 1 on starts past it;
   WAVESIZE in gfx11's 256-byte units where gfx9 counts 1 KiB (ROCr mem_alignment_size), so every slot is four times what
-  the buffer holds and XCC 5's ring runs past its end; each XCC given the next one's ring, so XCC 7's starts at its end."""
+  the buffer holds: XCC 5's ring runs past its end, and each XCC's reaches into the next ones' (refused: whichever XCC
+  comes first shows); each XCC given the next one's ring, so XCC 7's starts at its end."""
   prg = dev.program(code, "spill")
   per_wave, xccs = dev._scratch_per_wave, dev.split.xccs
   ring = per_wave * GFX942_SLOTS
@@ -222,10 +224,24 @@ def test_gfx942_wrong_scratch_setup_faults(dev, code, wrong):
                               "neighbour's ring": (ring * xccs, per_wave // 1024, ring)}[wrong]
   groups = 4 * xccs   # every engine of every XCC
   with planted_scratch(dev, nbytes, GFX942_SLOTS, wavesize, offset) as buf:
-    with pytest.raises(GPUFault, match=r"scratch slot \d+ of shader engine \d: the ring at") as e:
+    past_end = r"scratch slot \d+ of shader engine \d: the ring at"
+    with pytest.raises(GPUFault, match=past_end + (f"|{OVERLAP}" if wrong == "256-byte WAVESIZE" else "")) as e:
       run(dev, prg, np.empty(64 * groups, np.float32), np.ones(48 * 64 * groups, np.float32), groups=groups)
-    assert e.value.address >= buf.addr + nbytes   # at the buffer's end, or (a ring past it) further on
+    assert "overlaps" in str(e.value) or e.value.address >= buf.addr + nbytes   # at the buffer's end, or (a ring past it) further on
   test_spilling_kernel_on_every_engine(dev, code)   # the device recovered
+
+
+@only("gfx942")
+def test_gfx942_xccs_sharing_one_ring_is_refused(dev, code):
+  """Every XCC given XCC 0's ring (the base written once, not per XCC): on the GPU their waves would overwrite each
+  other's private memory without a fault; the mock refuses the second XCC of the submission that takes it."""
+  prg = dev.program(code, "spill")
+  per_wave, xccs = dev._scratch_per_wave, dev.split.xccs
+  groups = 4 * xccs
+  with planted_scratch(dev, per_wave * GFX942_SLOTS * xccs, GFX942_SLOTS, per_wave // 1024, xcc_bytes=0):
+    with pytest.raises(GPUFault, match=OVERLAP):
+      run(dev, prg, np.empty(64 * groups, np.float32), np.ones(48 * 64 * groups, np.float32), groups=groups)
+  test_spilling_kernel_on_every_engine(dev, code)   # the driver's own rings (one per XCC) run again
 
 
 @only("gfx942")
@@ -338,3 +354,22 @@ def test_ring_outside_any_buffer_faults_at_its_base():
   with pytest.raises(PageFault, match="scratch slot 0 of shader engine 0") as e:
     ScratchRing(base=0, waves=512, slot_bytes=256, engines=6, engine_waves=512).check(VirtualMemory(), 2)
   assert e.value.address == 0 and e.value.write
+
+
+def test_xccs_of_one_submission_need_their_own_rings():
+  """The mock's rule (MockAMDGPU.claim_scratch): the XCCs running one submission (the same ring packet) run at once, so
+  XCC 1 may not take a ring overlapping the one XCC 0 took for it; a later submission may hand the rings out anew."""
+  from hcq.asm.emu.scratch import ScratchRing
+  from hcq.drivers.mock.amdgpu.gpu import BOARDS, MockAMDGPU
+  gpu = MockAMDGPU(BOARDS["gfx942"])
+  ring = lambda base: ScratchRing(base, waves=304, slot_bytes=1024, engines=4, engine_waves=288)
+  size = ring(0).nbytes
+  gpu._submission[:2] = [(0x1000, 40)] * 2
+  gpu.claim_scratch(0, ring(1 << 32))
+  gpu.claim_scratch(1, ring((1 << 32) + size))   # the next ring: fine
+  gpu.claim_scratch(0, ring(1 << 32))            # XCC 0 again (a second dispatch of the submission): its own
+  with pytest.raises(ValueError, match=r"the scratch ring of XCC 1 at .* overlaps XCC 0's .* in the same submission"):
+    gpu.claim_scratch(1, ring((1 << 32) + 1024))
+  gpu._submission[1] = (0x1000, 52)              # the next submission, after the barrier: XCC 0's old ring is free
+  gpu.claim_scratch(1, ring(1 << 32))
+  gpu.claim_scratch(2, None)                     # no scratch: nothing to claim

@@ -7,6 +7,7 @@ a shader core (the wavefront emulator, running the board's ISA) when one is atta
 from __future__ import annotations
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
@@ -108,7 +109,8 @@ def default_shader_core():
   except ImportError:
     return None
   return lambda gpu, state, cancel=None: dispatch(gpu.caches[state.xcc].view, state, cancel=cancel, arch=gpu.board.gfx_target,
-                                                  board=gpu.shader_board(), share=state.share)
+                                                  board=gpu.shader_board(), share=state.share,
+                                                  vet=lambda d: gpu.claim_scratch(state.xcc, d.scratch))
 
 
 def share_size(groups: int, share: tuple[int, int, int] | None) -> int:
@@ -139,6 +141,29 @@ class MockAMDGPU:
     self.packet_delay = 0.0  # seconds each engine spends before every packet: tests slow the command processors down with it
     self._t0 = time.perf_counter_ns()
     self.lock = threading.Lock()
+    # the scratch ring each XCC took per submission: (ring base, position of the ring packet) -> {XCC: [lo, hi)}
+    self._claims: OrderedDict[tuple[int, int], dict[int, tuple[int, int]]] = OrderedDict()
+    self._submission = [(0, 0)] * board.num_xcc   # the submission each XCC's CP is running a dispatch of
+    self._claims_lock = threading.Lock()
+
+  def claim_scratch(self, xcc: int, ring) -> None:
+    """Refuse a dispatch on XCC `xcc` whose scratch ring (hcq.asm.emu.scratch.ScratchRing, None: no scratch) overlaps the
+    ring another XCC took for the same submission (the ring packet all of a partition's XCCs run, a split dispatch's
+    INDIRECT_BUFFER): those run at once, and on the GPU waves of two XCCs given one ring overwrite each other's private
+    memory without a fault (kfd_mqd_manager_v9.c init_mqd_v9_4_3: one MQD per XCC on the queue's ring; ROCr gives each
+    XCC its own part of the scratch, scratch_backing_memory_byte_size "per XCC"). Stricter than the GPU, where the XCCs
+    may happen not to overlap in time; the emulated XCCs' threads often do not, so the rule does not wait for them to."""
+    if ring is None: return
+    lo, hi = ring.base, ring.base + ring.nbytes
+    with self._claims_lock:
+      taken = self._claims.setdefault(self._submission[xcc], {})
+      for other, (olo, ohi) in taken.items():
+        if other != xcc and olo < hi and lo < ohi:
+          raise ValueError(f"the scratch ring of XCC {xcc} at {lo:#x}..{hi:#x} overlaps XCC {other}'s at {olo:#x}..{ohi:#x} "
+                           f"in the same submission: waves of two XCCs would overwrite each other's private memory; give each "
+                           f"XCC its own COMPUTE_DISPATCH_SCRATCH_BASE (one XCC's ring apart)")
+      taken[xcc] = (lo, hi)
+      while len(self._claims) > 256: self._claims.popitem(last=False)   # long past: every XCC has run them
 
   def clock(self) -> int:
     """The global timestamp counter, in ticks of `board.timestamp_hz`."""
@@ -155,6 +180,8 @@ class MockAMDGPU:
   def start_queue(self, kind: str, ring: Ring, name: str, xcc: int = 0) -> Engine:
     """Start a queue's engine; a compute queue's CP runs on XCC `xcc` of the partition (its MQD's pm4_target_xcc)."""
     engine = ComputeCP(self, ring, name, xcc) if kind == "compute" else SDMAEngine(self, ring, name)
+    with self._claims_lock:   # a new queue on this ring counts its packets from 0 again
+      for key in [k for k in self._claims if k[0] == ring.base]: del self._claims[key]
     self.engines.append(engine)
     engine.start()
     return engine
@@ -178,6 +205,8 @@ class MockAMDGPU:
     if self.shader_core is None:
       raise QueueError("DISPATCH_DIRECT reached a GPU with no shader core attached (the wavefront emulator)", cp.ring.rptr * 4 % cp.ring.size)
     self.dispatches += 1
+    # the ring packet in progress (a split dispatch's INDIRECT_BUFFER): the same for every XCC of the submission
+    self._submission[state.xcc] = (cp.ring.base, cp.batch_start + cp.batch_pos * 4 // cp.ring.unit)
     self.xcc_workgroups[state.xcc] += share_size(state.grid[0] * state.grid[1] * state.grid[2], state.share)
     from hcq.asm.emu.errors import Cancelled
     try:
