@@ -151,8 +151,8 @@ class MockAMDGPU:
     ring another XCC took for the same submission (the ring packet all of a partition's XCCs run, a split dispatch's
     INDIRECT_BUFFER): those run at once, and on the GPU waves of two XCCs given one ring overwrite each other's private
     memory without a fault (kfd_mqd_manager_v9.c init_mqd_v9_4_3: one MQD per XCC on the queue's ring; ROCr gives each
-    XCC its own part of the scratch, scratch_backing_memory_byte_size "per XCC"). Stricter than the GPU, where the XCCs
-    may happen not to overlap in time; the emulated XCCs' threads often do not, so the rule does not wait for them to."""
+    XCC its own part of the scratch, scratch_backing_memory_byte_size "per XCC"). Stricter than the GPU, whose XCCs may
+    happen not to overlap in time; the emulated XCCs' threads seldom do, so the rule does not depend on timing."""
     if ring is None: return
     lo, hi = ring.base, ring.base + ring.nbytes
     with self._claims_lock:
