@@ -1,7 +1,8 @@
 """Scratch (private memory) on each emulated board (gfx1100, gfx1201, gfx942): kernels that spill, large private arrays, many waves on every shader
 engine (and every XCC of the MI300X), checked against numpy; the ring's layout (slots per engine, lanes interleaved by
 dword); and wrong scratch setups faulting as they would on the GPU: the total wave count in gfx11's per-engine WAVES,
-and on gfx942 a ring smaller than WAVES, WAVESIZE in gfx11's 256-byte units, and each XCC given its neighbour's ring."""
+and on gfx942 a buffer for one XCC's ring, WAVESIZE in gfx11's 256-byte units, each XCC given its neighbour's ring,
+and every XCC given one ring."""
 from __future__ import annotations
 
 import contextlib
