@@ -1,8 +1,11 @@
 """Scratch (private memory) on each emulated board (gfx1100, gfx1201, gfx942): kernels that spill, large private arrays, many waves on every shader
-engine, checked against numpy; the ring's layout (slots per engine, lanes interleaved by dword); and the configuration
-that writes the total wave count into COMPUTE_TMPRING_SIZE.WAVES faulting as it would on the GPU. The ring's layout
-is modelled for the RDNA boards only: gfx942's waves keep their private memory in the emulator (docs/hcq.md)."""
+engine (and every XCC of the MI300X), checked against numpy; the ring's layout (slots per engine, lanes interleaved by
+dword); and wrong scratch setups faulting as they would on the GPU: the total wave count in gfx11's per-engine WAVES,
+and on gfx942 a buffer for one XCC's ring, WAVESIZE in gfx11's 256-byte units, each XCC given its neighbour's ring,
+and every XCC given one ring."""
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 import pytest
@@ -112,7 +115,7 @@ def test_spilling_kernel_on_every_engine(dev, code):
   prg = dev.program(code, "spill")
   assert prg.private_segment_size > 0
   engines, slots = dev.scratch_slots()
-  groups = 5 * engines   # 5 workgroups on each engine
+  groups = 5 * board(dev.arch).shader_engines   # 5 workgroups on each engine (of every XCC on gfx942: 32 engines)
   x = np.random.default_rng(1).standard_normal(48 * 64 * groups).astype(np.float32)
   out = run(dev, prg, np.empty(64 * groups, np.float32), x, groups=groups)
   np.testing.assert_allclose(out, spill_reference(x), rtol=1e-5, atol=1e-5)
@@ -143,48 +146,142 @@ def test_many_waves_in_flight_keep_their_own_slots(dev, code):
   np.testing.assert_array_equal(out, 8)
 
 
-@only(*RDNA_ARCHS)   # the scratch ring is modelled on gfx11/gfx12 only
+def slot_bytes(dev) -> int:
+  """One wave's scratch slot as the driver programmed it: WAVESIZE in the family's unit (256 bytes on gfx11+, 1 KiB on gfx9)."""
+  return dev.dialect.regs.regCOMPUTE_TMPRING_SIZE.decode(dev.tmpring_size)["wavesize"] * dev.dialect.scratch_unit
+
+
 def test_private_memory_is_interleaved_by_dword_in_the_wave_slot(dev, code):
-  """After one workgroup of `mark` (two waves, on engine 0 slots 0 and 1), lane l's private dword i of wave w sits at
-  slot w + i * 128 + l * 4 (AMDGPUUsage: the private segment is interleaved by dword across the lanes)."""
+  """After one workgroup of `mark` (two wave32 waves on the RDNA boards, one wave64 on gfx942; engine 0 of XCC 0, from
+  slot 0), lane l's private dword i of wave w sits at slot w + i * 4 * lanes + l * 4 (AMDGPUUsage: the private segment
+  is interleaved by dword across the lanes)."""
   prg = dev.program(code, "mark")
-  slot = dev.dialect.regs.regCOMPUTE_TMPRING_SIZE.decode(dev.tmpring_size)["wavesize"] * 256 // 4
-  first = dev._scratch.offset(0, 3 * slot * 4)   # the first three slots of engine 0
-  dev.copy_from_host(first, np.zeros(3 * slot, np.uint32))
+  lanes = 32 if prg.wave32 else 64
+  waves, slot = 64 // lanes, slot_bytes(dev) // 4
+  first = dev._scratch.offset(0, (waves + 1) * slot * 4)   # engine 0's first slots, and the one after
+  dev.copy_from_host(first, np.zeros((waves + 1) * slot, np.uint32))
   run(dev, prg, np.empty(64, np.int32), groups=1)
-  ring = np.empty(3 * slot, np.uint32)
+  ring = np.empty((waves + 1) * slot, np.uint32)
   dev.copy_to_host(ring, first)
-  for wave in range(2):
-    dwords = ring[wave * slot:wave * slot + 8 * 32].reshape(8, 32)   # [private dword, lane]
-    lanes = wave * 32 + np.arange(32)
-    found = [np.nonzero((dwords == lanes[None, :] * 8 + i).all(axis=1))[0] for i in range(8)]
+  for wave in range(waves):
+    dwords = ring[wave * slot:wave * slot + 8 * lanes].reshape(8, lanes)   # [private dword, lane]
+    ids = wave * lanes + np.arange(lanes)
+    found = [np.nonzero((dwords == ids[None, :] * 8 + i).all(axis=1))[0] for i in range(8)]
     assert all(len(f) == 1 for f in found), "every private dword of the wave's lanes lies in one row of the slot"
-  assert not ring[2 * slot:].any(), "nothing in the next slot"
+  assert not ring[waves * slot:].any(), "nothing in the next slot"
 
 
-@only(*RDNA_ARCHS)   # the scratch ring is modelled on gfx11/gfx12 only
+@only(*RDNA_ARCHS)   # gfx11+'s WAVES is per engine; gfx942's counts one XCC's slots (the tests below)
 def test_total_waves_in_tmpring_faults_past_the_buffer(dev, code):
   """WAVES = every wave of the GPU (the count other GPUs take) with a buffer for that many: on gfx11 WAVES is per
   engine, so engine 1's slots start where the buffer ends, and the dispatch faults there."""
   prg = dev.program(code, "spill")
   p = dev.node.properties
-  saved = dev.tmpring_size, dev.scratch_base, dev._scratch, dev._scratch_per_wave
   per_wave = dev._scratch_per_wave
   total = min(p["simd_count"] * p["max_waves_per_simd"], 0xfff)
-  buf = dev.alloc(per_wave * total, "device")
-  try:
-    dev.tmpring_size = dev.dialect.regs.regCOMPUTE_TMPRING_SIZE.encode(waves=total, wavesize=per_wave // 256)
-    dev.scratch_base = buf.addr
-    dev.scratch_generation += 1
-    x = np.ones(48 * 64 * 6, np.float32)
+  with planted_scratch(dev, per_wave * total, waves=total, wavesize=per_wave // 256) as buf:
     with pytest.raises(GPUFault, match="scratch slot 0 of shader engine 1") as e:
-      run(dev, prg, np.empty(64 * 6, np.float32), x, groups=6)
+      run(dev, prg, np.empty(64 * 6, np.float32), np.ones(48 * 64 * 6, np.float32), groups=6)
     assert e.value.address == buf.addr + per_wave * total
+  test_spilling_kernel_on_every_engine(dev, code)   # the device recovered
+
+
+@contextlib.contextmanager
+def planted_scratch(dev, nbytes: int, waves: int, wavesize: int, base_offset: int = 0, xcc_bytes: int | None = None):
+  """A wrong scratch setup while the block runs: a new buffer of `nbytes` as the scratch, COMPUTE_TMPRING_SIZE with
+  `waves` and `wavesize` (in the register's own units), the scratch base `base_offset` bytes into the buffer, and each
+  XCC's ring `xcc_bytes` after the previous one (gfx9.4.3 split over XCCs); the driver's own setup is restored after."""
+  saved = dev.tmpring_size, dev.scratch_base, dev._scratch, dev._scratch_per_wave, dev.scratch_xcc_bytes
+  buf = dev.alloc(nbytes, "device")
+  try:
+    dev.tmpring_size = dev.dialect.regs.regCOMPUTE_TMPRING_SIZE.encode(waves=waves, wavesize=wavesize)
+    dev.scratch_base = buf.addr + base_offset
+    if xcc_bytes is not None: dev.scratch_xcc_bytes = xcc_bytes
+    dev.scratch_generation += 1   # queues built for the old setup are rebuilt
+    yield buf
   finally:
-    dev.tmpring_size, dev.scratch_base, dev._scratch, dev._scratch_per_wave = saved
+    dev.tmpring_size, dev.scratch_base, dev._scratch, dev._scratch_per_wave, dev.scratch_xcc_bytes = saved
     dev.scratch_generation += 1
     buf.free()
+
+
+OVERLAP = r"the scratch ring of XCC \d at .* overlaps XCC \d's"
+GFX942_SLOTS = 38 * 32   # one XCC's WAVES: 38 CUs x 32 scratch slots (ROCr FillComputeTmpRingSize: the queue's scratch / NumXcc)
+
+
+@only("gfx942")
+@pytest.mark.parametrize("wrong", ["one XCC's buffer", "256-byte WAVESIZE", "neighbour's ring"])
+def test_gfx942_wrong_scratch_setup_faults(dev, code, wrong):
+  """Three ways to program gfx9.4.3 scratch wrongly, each caught as the GPU would go wrong: a buffer for one XCC's ring
+  while XCC i's ring is placed i rings in (ROCr's per-XCC size taken for the queue's), so XCC 1 on starts past it;
+  WAVESIZE in gfx11's 256-byte units where gfx9 counts 1 KiB (ROCr mem_alignment_size), so every slot is four times what
+  the buffer holds: XCC 5's ring runs past its end, and each XCC's reaches into the next ones' (refused: whichever XCC
+  comes first shows); each XCC given the next one's ring, so XCC 7's starts at its end."""
+  prg = dev.program(code, "spill")
+  per_wave, xccs = dev._scratch_per_wave, dev.split.xccs
+  ring = per_wave * GFX942_SLOTS
+  assert dev.scratch_xcc_bytes == ring and dev._scratch.nbytes == ring * xccs == per_wave * 1216 * 8
+  nbytes, wavesize, offset = {"one XCC's buffer": (ring, per_wave // 1024, 0), "256-byte WAVESIZE": (ring * xccs, per_wave // 256, 0),
+                              "neighbour's ring": (ring * xccs, per_wave // 1024, ring)}[wrong]
+  groups = 4 * xccs   # every engine of every XCC
+  with planted_scratch(dev, nbytes, GFX942_SLOTS, wavesize, offset) as buf:
+    past_end = r"scratch slot \d+ of shader engine \d: the ring at"
+    with pytest.raises(GPUFault, match=past_end + (f"|{OVERLAP}" if wrong == "256-byte WAVESIZE" else "")) as e:
+      run(dev, prg, np.empty(64 * groups, np.float32), np.ones(48 * 64 * groups, np.float32), groups=groups)
+    assert "overlaps" in str(e.value) or e.value.address >= buf.addr + nbytes   # at the buffer's end, or (a ring past it) further on
   test_spilling_kernel_on_every_engine(dev, code)   # the device recovered
+
+
+@only("gfx942")
+def test_gfx942_xccs_sharing_one_ring_is_refused(dev, code):
+  """Every XCC given XCC 0's ring (the base written once, not per XCC): on the GPU their waves would overwrite each
+  other's private memory without a fault; the mock refuses the second XCC of the submission that takes it."""
+  prg = dev.program(code, "spill")
+  per_wave, xccs = dev._scratch_per_wave, dev.split.xccs
+  groups = 4 * xccs
+  with planted_scratch(dev, per_wave * GFX942_SLOTS * xccs, GFX942_SLOTS, per_wave // 1024, xcc_bytes=0):
+    with pytest.raises(GPUFault, match=OVERLAP):
+      run(dev, prg, np.empty(64 * groups, np.float32), np.ones(48 * 64 * groups, np.float32), groups=groups)
+  test_spilling_kernel_on_every_engine(dev, code)   # the driver's own rings (one per XCC) run again
+
+
+@only("gfx942")
+def test_gfx942_waves_the_engines_do_not_divide_is_refused(dev, code):
+  """gfx9.4.3's WAVES counts one XCC's slots, which its four engines share: ROCr asserts that the engines divide it."""
+  prg = dev.program(code, "spill")
+  per_wave = dev._scratch_per_wave
+  with planted_scratch(dev, per_wave * GFX942_SLOTS * dev.split.xccs, GFX942_SLOTS - 1, per_wave // 1024):
+    with pytest.raises(GPUFault, match="WAVES = 1215 scratch slots per XCC do not divide among its 4 shader engines"):
+      run(dev, prg, np.empty(64, np.float32), np.ones(48 * 64, np.float32), groups=1)
+  test_spilling_kernel_on_every_engine(dev, code)
+
+
+@only("gfx942")
+def test_gfx942_private_memory_lies_in_each_xccs_ring(dev, code):
+  """`mark` over 8 workgroups per XCC (one wave64 each): XCC i's waves hold slots 0 and 1 of each of its four engines
+  (its workgroups round robin over them), in XCC i's ring (scratch base + i x one XCC's ring, engine e's slots at
+  e x WAVES / 4): exactly those slots are written, and every lane reads back what it wrote."""
+  prg = dev.program(code, "mark")
+  d = dev.node.properties
+  assert prg.private_segment_size and not prg.wave32
+  assert d["num_xcc"] == dev.split.xccs == 8
+  kd = prg.properties   # architected flat scratch: no private segment buffer, no flat scratch init (AMDGPUUsage)
+  from hcq.autogen import amdgpu_kd
+  assert not kd & (amdgpu_kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER | amdgpu_kd.KERNEL_CODE_PROPERTY_ENABLE_SGPR_FLAT_SCRATCH_INIT)
+  assert dev.dialect.regs.regCOMPUTE_PGM_RSRC2.decode(prg.rsrc2)["scratch_en"]
+  slot, per_engine = slot_bytes(dev), GFX942_SLOTS // 4
+  where = [(x, e, s) for x in range(8) for e in range(4) for s in range(3)]
+  at = lambda x, e, s: dev._scratch.offset(x * dev.scratch_xcc_bytes + (e * per_engine + s) * slot, slot)
+  for w in where: dev.copy_from_host(at(*w), np.zeros(slot, np.uint8))
+  gpu = next(iter(dev.os.kfd.nodes.values())).gpu
+  before = list(gpu.xcc_workgroups)
+  out = run(dev, prg, np.empty(64 * 64, np.int32), groups=64)
+  np.testing.assert_array_equal(out, 8)
+  assert [a - b for a, b in zip(gpu.xcc_workgroups, before)] == [8] * 8
+  for x, e, s in where:
+    got = np.empty(slot, np.uint8)
+    dev.copy_to_host(got, at(x, e, s))
+    assert got.any() == (s < 2), f"XCC {x} engine {e} slot {s}"
 
 
 def test_private_access_without_scratch_en_faults(dev, code):
@@ -212,7 +309,7 @@ def test_ring_slots_per_engine():
 def test_waves_too_few_for_a_workgroup_is_refused():
   from hcq.asm.emu.memory import VirtualMemory
   from hcq.asm.emu.scratch import ScratchRing
-  with pytest.raises(ValueError, match="WAVES = 1 scratch slots per shader engine cannot hold a workgroup of 2 waves"):
+  with pytest.raises(ValueError, match=r"1 scratch slots per shader engine \(from COMPUTE_TMPRING_SIZE.WAVES\) cannot hold a workgroup of 2 waves"):
     ScratchRing(base=1 << 20, waves=1, slot_bytes=256, engines=6, engine_waves=512).check(VirtualMemory(), 2)
 
 
@@ -258,3 +355,22 @@ def test_ring_outside_any_buffer_faults_at_its_base():
   with pytest.raises(PageFault, match="scratch slot 0 of shader engine 0") as e:
     ScratchRing(base=0, waves=512, slot_bytes=256, engines=6, engine_waves=512).check(VirtualMemory(), 2)
   assert e.value.address == 0 and e.value.write
+
+
+def test_xccs_of_one_submission_need_their_own_rings():
+  """The mock's rule (MockAMDGPU.claim_scratch): the XCCs running one submission (the same ring packet) run at once, so
+  XCC 1 may not take a ring overlapping the one XCC 0 took for it; a later submission may hand the rings out anew."""
+  from hcq.asm.emu.scratch import ScratchRing
+  from hcq.drivers.mock.amdgpu.gpu import BOARDS, MockAMDGPU
+  gpu = MockAMDGPU(BOARDS["gfx942"])
+  ring = lambda base: ScratchRing(base, waves=304, slot_bytes=1024, engines=4, engine_waves=288)
+  size = ring(0).nbytes
+  gpu._submission[:2] = [(0x1000, 40)] * 2
+  gpu.claim_scratch(0, ring(1 << 32))
+  gpu.claim_scratch(1, ring((1 << 32) + size))   # the next ring: fine
+  gpu.claim_scratch(0, ring(1 << 32))            # XCC 0 again (a second dispatch of the submission): its own
+  with pytest.raises(ValueError, match=r"the scratch ring of XCC 1 at .* overlaps XCC 0's .* in the same submission"):
+    gpu.claim_scratch(1, ring((1 << 32) + 1024))
+  gpu._submission[1] = (0x1000, 52)              # the next submission, after the barrier: XCC 0's old ring is free
+  gpu.claim_scratch(1, ring(1 << 32))
+  gpu.claim_scratch(2, None)                     # no scratch: nothing to claim

@@ -636,3 +636,33 @@ def test_gfx9_format_d16_spelling():
   h = lambda x: int(np.float16(x).view(np.uint16))
   assert int(st.v[2, 0, 0]) == h(0.0) | (h(1.0) << 16) and int(st.v[3, 0, 0]) == 0 | (h(1.0) << 16)
   assert int(st.v[8, 0, 0]) == 0x1234 | (h(1.0) << 16)
+
+
+# out[0] = in[0] + in[1] + in[2]: the 12-byte uniform read as one s_load_dwordx4 (clang's way with a 3-int struct)
+UNIFORM_SUM = """s_load_dwordx4 s[4:7], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+s_load_dwordx4 s[8:11], s[4:5], {offset:#x}
+s_waitcnt lgkmcnt(0)
+s_add_u32 s8, s8, s9
+s_add_u32 s8, s8, s10
+v_mov_b32 v0, 0
+v_mov_b32 v1, s8
+global_store_dword v0, v1, s[6:7]
+s_endpgm"""
+
+
+@pytest.mark.parametrize("offset", [0, 4096 - 16, 4096])
+def test_run_maps_whole_pages(offset):
+  """hcq.asm.emu.run maps each array in whole 4 KiB pages, as the GPU maps the driver's buffers: a 16-byte scalar read of
+  a 12-byte array (legal, within its page) runs; one past the page-rounded mapping still faults."""
+  from hcq.asm.emu.memory import PageFault
+  from hcq.asm.emu.run import run
+  from hcq.asm.kernel import Kernel
+  elf = Kernel("uniform_sum", ARCH, args=[("src", "buffer"), ("dst", "buffer")]).add(UNIFORM_SUM.format(offset=offset)).to_elf()
+  src, dst = np.array([3, 40, 500], np.int32), np.zeros(1, np.int32)
+  if offset + 16 > 4096:
+    with pytest.raises(PageFault, match="read of 16 bytes"):
+      run(elf, [src, dst], (1, 1, 1), (64, 1, 1))
+  else:
+    run(elf, [src, dst], (1, 1, 1), (64, 1, 1))
+    assert dst[0] == (543 if offset == 0 else 0)

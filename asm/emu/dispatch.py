@@ -2,10 +2,12 @@
 
 Initial state follows LLVM's AMDGPUUsage for gfx11: user SGPRs from COMPUTE_USER_DATA (the kernel descriptor says
 which: dispatch ptr, queue ptr, kernarg ptr, ...), then the system SGPRs RSRC2 enables in order (workgroup id X, Y,
-Z, workgroup info, private segment wave offset), and v0 = workitem id x | y << 10 | z << 20 (gfx11 packs them).
+Z, workgroup info; every emulated arch has architected flat scratch, so RSRC2.SCRATCH_EN sets up FLAT_SCRATCH and loads
+no private segment wave offset SGPR: AMDGPUUsage ENABLE_PRIVATE_SEGMENT), and v0 = workitem id x | y << 10 | z << 20 (gfx11 packs them).
 gfx12 also has the workgroup ids in TTMP9 (X) and TTMP7 (Y | Z << 16), where LLVM reads them. gfx942 (gfx90a+) packs
 the workitem ids into v0 as gfx11 does, has architected flat scratch (no private segment buffer), counts VGPRs and
-AGPRs together in granules of 8 and puts the AGPRs at RSRC3.ACCUM_OFFSET.
+AGPRs together in granules of 8 and puts the AGPRs at RSRC3.ACCUM_OFFSET. Each family's registers are decoded with
+its own generated table (gc_9_4_3, gc_11_0_0, gc_12_0_0), at the absolute offsets the board's IP discovery gives.
 """
 from __future__ import annotations
 import functools
@@ -19,10 +21,9 @@ from hcq.asm.emu.engine import Program, Stats, execute
 from hcq.asm.emu.errors import Cancelled, TrapError
 from hcq.asm.emu.gfx9 import GFX9_ARCHS
 from hcq.asm.emu.memory import VirtualMemory
-from hcq.asm.emu.scratch import SLOT_GRANULE, ScratchRing
+from hcq.asm.emu.scratch import GFX9_SCRATCH, RDNA_SCRATCH, ScratchRing
 from hcq.asm.emu.wave import EXEC, TTMP0, Waves
 
-SH_BASE = 0x1260   # absolute dword offset of GC register segment 0 (what SET_SH_REG offsets are relative to)
 LDS_GRANULE = 512  # RSRC2.LDS_SIZE unit on gfx11 (128 dwords)
 MAX_LDS = 64 * 1024
 # a runaway kernel on the mock GPU stops with InstructionLimit after this many wave-instructions (0: no limit)
@@ -66,50 +67,55 @@ def _field(value: int, reg, name: str) -> int:
 
 @dataclass(frozen=True)
 class Board:
-  """What the shader core needs of the board: its shader engines and how many waves one engine holds."""
-  engines: int = 6            # Navi31 (RX 7900 XTX)
+  """What the shader core needs of the board: where its GC registers sit, and the shader engines of one XCC (the
+  one a dispatch runs on) with how many waves one engine holds."""
+  engines: int = 6             # Navi31 (RX 7900 XTX)
   engine_waves: int = 16 * 32  # 16 CUs per engine x 2 SIMDs x 16 waves
+  sh_base: int = 0x1260        # absolute dword offset of GC register segment 0 (IP discovery; Navi31's): SH registers' base
 
 
 def from_state(state, arch: str = "gfx1100", board: Board = Board()) -> Dispatch:
-  """A Dispatch from the mock command processor's DispatchState (grid, DISPATCH_INITIATOR, SET_SH_REG values); the
-  COMPUTE_* registers sit at gfx11's offsets (gfx12 keeps them). On gfx11 and gfx12 a wave's private memory is its slot
-  of the scratch ring COMPUTE_DISPATCH_SCRATCH_BASE and COMPUTE_TMPRING_SIZE describe (hcq.asm.emu.scratch; gfx12 only
-  widens WAVESIZE, gc_12_0_0_sh_mask.h, and keeps the units and per-engine WAVES: ROCr FillComputeTmpRingSize_Gfx12);
-  other archs keep it in host memory (their TMPRING_SIZE layouts are not modelled)."""
-  from hcq.autogen.am import gc_11_0_0, gc_12_0_0
-  gc = gc_12_0_0 if arch.startswith("gfx12") else gc_11_0_0
-  ringed = arch.startswith(("gfx11", "gfx12"))
+  """A Dispatch from the mock command processor's DispatchState (grid, DISPATCH_INITIATOR, SET_SH_REG values at their
+  absolute offsets), decoded with the arch family's register table. A wave's private memory is its slot of the scratch
+  ring COMPUTE_DISPATCH_SCRATCH_BASE and COMPUTE_TMPRING_SIZE describe, in the family's units and WAVES meaning
+  (hcq.asm.emu.scratch: gfx12 only widens WAVESIZE, gc_12_0_0_sh_mask.h; gfx9.4.3 counts 1 KiB and one XCC's slots)."""
+  gc = _family_registers(arch)
   sh = state.sh
-  reg = lambda r: sh.get(SH_BASE + r.offset, 0)
+  reg = lambda r: sh.get(board.sh_base + r.offset, 0)
   code = (reg(gc.regCOMPUTE_PGM_LO) | (reg(gc.regCOMPUTE_PGM_HI) << 32)) << 8
   rsrc2 = reg(gc.regCOMPUTE_PGM_RSRC2)
-  nuser = gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)["user_sgpr"]
-  user = [sh.get(SH_BASE + gc.regCOMPUTE_USER_DATA_0.offset + i, 0) for i in range(nuser)]
+  r2 = gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)
+  user = [sh.get(board.sh_base + gc.regCOMPUTE_USER_DATA_0.offset + i, 0) for i in range(r2["user_sgpr"])]
   local = tuple(max(1, gc.regCOMPUTE_NUM_THREAD_X.decode(reg(r))["num_thread_full"])
                 for r in (gc.regCOMPUTE_NUM_THREAD_X, gc.regCOMPUTE_NUM_THREAD_Y, gc.regCOMPUTE_NUM_THREAD_Z))
-  wave32 = bool(state.initiator >> 15 & 1)
+  # gfx9 has no CS_W32_EN (gc_9_4_3_sh_mask.h): wave64 only
+  wave32 = bool(gc.regCOMPUTE_DISPATCH_INITIATOR.decode(state.initiator).get("cs_w32_en", 0))
+  rules = GFX9_SCRATCH if arch in GFX9_ARCHS else RDNA_SCRATCH
   tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(reg(gc.regCOMPUTE_TMPRING_SIZE))
-  private = tmpring["wavesize"] * SLOT_GRANULE // (32 if wave32 else 64)
+  private = tmpring["wavesize"] * rules.unit // (32 if wave32 else 64)
   ring = None
-  if ringed and not gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)["scratch_en"]:
+  if not r2["scratch_en"]:
     private = 0   # a wave without SCRATCH_EN gets no slot: any private access faults
-  elif ringed and tmpring["wavesize"]:
+  elif tmpring["wavesize"]:
     base = (reg(gc.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO) | (reg(gc.regCOMPUTE_DISPATCH_SCRATCH_BASE_HI) & 0xff) << 32) << 8
-    ring = ScratchRing(base, tmpring["waves"], tmpring["wavesize"] * SLOT_GRANULE, board.engines, board.engine_waves)
+    ring = ScratchRing.from_registers(base, tmpring["waves"], tmpring["wavesize"], rules, board.engines, board.engine_waves)
   return Dispatch(code, reg(gc.regCOMPUTE_PGM_RSRC1), rsrc2, reg(gc.regCOMPUTE_PGM_RSRC3), user, tuple(state.grid), local, wave32,
                   None, private, arch, ring)
 
 
 def dispatch(mem: VirtualMemory, state, max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS,
              cancel: Callable[[], bool] | None = None, arch: str = "gfx1100", board: Board = Board(),
-             interleave: int | None | str = "env", share: tuple[int, int, int] | None = None) -> Stats:
+             interleave: int | None | str = "env", share: tuple[int, int, int] | None = None,
+             vet: Callable[[Dispatch], None] | None = None) -> Stats:
   """Run the grid a DISPATCH_DIRECT describes (the mock GPU's shader core, whose board says `arch` and its engines).
   Raises PageFault / WaveError on faults; HCQ_EMU_MAX_INSTRUCTIONS bounds a runaway kernel; `cancel()` true stops it
   with Cancelled. `interleave`: a seed for interleaved waves (see `launch`), None for lockstep, "env" for
-  HCQ_EMU_INTERLEAVE's. `share`: (chunk, parts, part) runs only the workgroups of one XCC (see `share_of`)."""
+  HCQ_EMU_INTERLEAVE's. `share`: (chunk, parts, part) runs only the workgroups of one XCC (see `share_of`). `vet(d)`
+  sees the decoded dispatch before it runs and may refuse it (the mock GPU checks its XCCs' scratch rings there)."""
   seed = interleave_from_env() if interleave == "env" else interleave
-  return launch(mem, from_state(state, arch, board), max_instructions, cancel=cancel, interleave=seed, share=share)
+  d = from_state(state, arch, board)
+  if vet is not None: vet(d)
+  return launch(mem, d, max_instructions, cancel=cancel, interleave=seed, share=share)
 
 
 def share_of(groups: int, share: tuple[int, int, int] | None) -> np.ndarray | None:
@@ -135,10 +141,11 @@ class _Plan:
 
 
 def _family_registers(arch: str):
-  """The arch family's GC register tables (generated from Linux amdgpu's gc_*_sh_mask.h): RSRC1 bits 21 and 23 are
-  DX10_CLAMP and IEEE_MODE on gfx9 and gfx11, WG_RR_EN and DISABLE_PERF on gfx12."""
-  from hcq.autogen.am import gc_9_4_2, gc_11_0_0, gc_12_0_0
-  return gc_12_0_0 if arch.startswith("gfx12") else gc_9_4_2 if arch in GFX9_ARCHS else gc_11_0_0
+  """The arch's GC register table (generated from Linux amdgpu's gc_*_offset.h / sh_mask.h): gfx942 is GC 9.4.3, whose
+  COMPUTE_* fields differ from gfx11's (RSRC3.ACCUM_OFFSET, TMPRING_SIZE's widths); RSRC1 bits 21 and 23 are DX10_CLAMP
+  and IEEE_MODE on gfx9 and gfx11, WG_RR_EN and DISABLE_PERF on gfx12."""
+  from hcq.autogen.am import gc_9_4_3, gc_11_0_0, gc_12_0_0
+  return gc_12_0_0 if arch.startswith("gfx12") else gc_9_4_3 if arch in GFX9_ARCHS else gc_11_0_0
 
 
 @functools.lru_cache(maxsize=256)
@@ -152,7 +159,7 @@ def _plan(rsrc1: int, rsrc2: int, local: tuple[int, int, int], wave32: bool, lds
   threads = local[0] * local[1] * local[2]
   if threads > 1024: raise ValueError(f"workgroup of {threads} work-items exceeds 1024")
   wpg, packed, exec_mask = _workgroup_layout(local, 32 if wave32 else 64, r2["tidig_comp_cnt"])
-  system = tuple(n for n, en in (("x", "tgid_x_en"), ("y", "tgid_y_en"), ("z", "tgid_z_en"), ("tg", "tg_size_en"), ("scratch", "scratch_en")) if r2[en])
+  system = tuple(n for n, en in (("x", "tgid_x_en"), ("y", "tgid_y_en"), ("z", "tgid_z_en"), ("tg", "tg_size_en")) if r2[en])
   return _Plan((r1["vgprs"] + 1) * (vgpr_granule or (8 if wave32 else 4)), lds, wpg, packed, exec_mask, _initial_mode(r1), system)
 
 
@@ -179,8 +186,8 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
   gfx9 = d.arch in GFX9_ARCHS
   # gfx90a+: VGPRs and AGPRs share one file counted in granules of 8; AGPRs start at RSRC3.ACCUM_OFFSET (AMDGPUUsage)
   plan = _plan(d.rsrc1, d.rsrc2, tuple(d.local), d.wave32, d.lds_bytes, 8 if gfx9 else None, d.arch)
-  agpr_base = ((d.rsrc3 & 0x3f) + 1) * 4 if gfx9 else 0
-  traps = _rsrc3_gfx11(d.rsrc3, d.wave32) if d.arch.startswith("gfx11") else {}
+  traps = _rsrc3(d.rsrc3, d.wave32, d.arch)
+  agpr_base = (traps["accum_offset"] + 1) * 4 if gfx9 else 0
   lanes, vgprs, lds, wpg = d.lanes, plan.vgprs, plan.lds, plan.wpg
   gx, gy, gz = d.grid
   mine = share_of(gx * gy * gz, share)
@@ -213,7 +220,7 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
       st.mode_changed()
       if nuser: st.s[:nuser] = user
       for k, what in enumerate(plan.system, nuser):
-        st.s[k] = ids["xyz".index(what)] if what in ("x", "y", "z") else (wpg if what == "tg" else 0)   # scratch: wave offset 0 (per-lane scratch)
+        st.s[k] = ids["xyz".index(what)] if what in ("x", "y", "z") else wpg
       if gfx12:   # architected SGPRs: TTMP9 = workgroup id X, TTMP7 = Y | Z << 16
         st.s[TTMP0 + 9] = ids[0]
         st.s[TTMP0 + 7] = (ids[1] & 0xffff) | (ids[2] << 16)
@@ -230,16 +237,18 @@ def launch(mem: VirtualMemory, d: Dispatch, max_instructions: int | None = None,
 
 
 @functools.lru_cache(maxsize=64)
-def _rsrc3_gfx11(rsrc3: int, wave32: bool) -> dict[str, int]:
-  """gfx11's COMPUTE_PGM_RSRC3 (AMDGPUUsage, "compute_pgm_rsrc3 for GFX10-GFX12"): SHARED_VGPR_CNT (3:0) counts the
+def _rsrc3(rsrc3: int, wave32: bool, arch: str) -> dict[str, int]:
+  """COMPUTE_PGM_RSRC3 decoded with the family's table (gfx12's is not read: {}). gfx9.4.3 (gc_9_4_3_sh_mask.h):
+  ACCUM_OFFSET (5:0) is where the AGPRs start, in 4-register granules less one; TRAP_ON_START / TRAP_ON_END (10, 11)
+  as on gfx11. gfx11 (AMDGPUUsage, "compute_pgm_rsrc3 for GFX10-GFX12"): SHARED_VGPR_CNT (3:0) counts the
   VGPR blocks shared by a wave64's halves in subvector mode and must be 0 in wave32; INST_PREF_SIZE (9:4) is how much
   code the SQ prefetches (speed only: no consequence here); TRAP_ON_START / TRAP_ON_END (10, 11) enter the trap
   handler when a wave starts / ends, which the emulated GPU does not run: it reports the trap, as it does for s_trap
   (stricter than a GPU whose CWSR handler returns from such a trap); IMAGE_OP (31) tells the SPI the shader samples
   images, which a compute dispatch here cannot (image ops are refused as graphics-only)."""
-  from hcq.autogen.am import gc_11_0_0 as gc
-  r3 = gc.regCOMPUTE_PGM_RSRC3.decode(rsrc3)
-  if r3["shared_vgpr_cnt"] and wave32:
+  if arch.startswith("gfx12"): return {}
+  r3 = _family_registers(arch).regCOMPUTE_PGM_RSRC3.decode(rsrc3)
+  if r3.get("shared_vgpr_cnt") and wave32:
     raise ValueError(f"COMPUTE_PGM_RSRC3.SHARED_VGPR_CNT={r3['shared_vgpr_cnt']} in a wave32 dispatch: shared VGPRs exist only in wave64 (must be 0)")
   return r3
 

@@ -1,6 +1,7 @@
 """Standalone use: `run(code_object, args, global_size, local_size)` runs one kernel on the emulated gfx1100.
 
-Numpy arrays are copied into emulated memory, passed by pointer and copied back when the kernel ends; scalars are
+Numpy arrays are copied into emulated memory (each mapped in whole 4 KiB pages, as the driver maps buffers, with an
+unmapped page after it), passed by pointer and copied back when the kernel ends; scalars are
 packed by the driver's packer (hcq.program.pack_value, one rule for every launch path: by the metadata's types, exactly
 or refused) at the metadata's offsets (natural alignment when there is none), and the launch dimensions are checked as
 the driver checks them. hcq.program is imported only when `run` is called: it needs nothing but hcq.errors. Hidden
@@ -21,7 +22,8 @@ from hcq.asm.emu.operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI
 
 CODE_BASE = 0x7f0000000000   # where the code object image is mapped
 HEAP_BASE = 0x100000000      # buffers, kernargs and the dispatch packet, 4 GiB up
-ALIGN = 256
+PAGE = 4096                  # the GPU maps whole pages: KFD allocations are PAGE_ALIGN(size) (amdgpu_amdkfd_gpuvm.c
+                             # amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu, Linux 6.1) and hcq's driver rounds to PAGE too
 EMULATED = ("gfx1100", "gfx1201", "gfx942")   # the architectures whose instructions the emulator runs
 
 
@@ -39,12 +41,12 @@ class _Heap:
 
   def alloc(self, data: bytes | np.ndarray, size: int | None = None, writable: bool = True) -> tuple[int, np.ndarray]:
     raw = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-    n = max(size or raw.size, 1)
-    backing = np.zeros(n, np.uint8)
+    n = -(-max(size or raw.size, 1) // PAGE) * PAGE   # legal code may read past the array within its last page
+    backing = np.zeros(n, np.uint8)                  # (a 12-byte uniform read as one s_load_dwordx4)
     backing[:raw.size] = raw
     va = self.next
     self.mem.map(va, n, backing, writable)
-    self.next = (va + n + ALIGN - 1 + 4096) // ALIGN * ALIGN   # a gap between buffers: overruns fault instead of aliasing
+    self.next = va + n + PAGE   # an unmapped page between buffers: an access past the last page faults instead of aliasing
     return va, backing
 
 

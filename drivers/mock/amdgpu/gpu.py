@@ -7,6 +7,7 @@ a shader core (the wavefront emulator, running the board's ISA) when one is atta
 from __future__ import annotations
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
@@ -82,8 +83,13 @@ BOARDS: dict[str, BoardSpec] = {
   # 16 SDMA instances (aqua_vanjaram_init_soc_config: 4 per AID, 4 AIDs), of which kfd_get_num_sdma_engines shows 2 as
   # PCIe and 14 as XGMI (gmc_v9_0.c: GC 9.4.3 has XGMI). Other partition modes: hcq.drivers.mock.amdgpu.partitions.
   # Published: 304 CUs (38 per XCC), 192 GiB HBM3 on an 8192-bit bus, 2100 MHz peak engine clock, PCI id 1002:74a1.
-  # Assumed (firmware tables, not in a source we can read): 4 shader engines of 1 array per XCC, 8 waves per SIMD, 32
-  # scratch slots per CU, 1300 MHz memory clock, and the GC segment bases of aldebaran_ip_offset.h (MI200).
+  # Firmware tables (IP discovery's gc_info), so read from what real MI300X nodes report, not from a kernel source: a
+  # KFD sysfs capture of an MI300X SPX node (the test fixture of makodevai/gpuq, tests/test_hip_runtime.py: array_count
+  # 32, simd_arrays_per_engine 1, cu_per_simd_array 10, max_waves_per_simd 8, max_slots_scratch_cu 32, num_xcc 8, so
+  # 4 engines per XCC) and rocminfo on an MI300X (ROCm/rocm-examples#187: Max Waves Per CU 32 = 8 x 4 SIMDs). The
+  # memory clock: 1300 MHz is the peak MCLK an AMD maintainer shows for MI300A (ROCm/rocm_smi_lib#209), and 5.3 TB/s
+  # on 8192 bits is 5.2 Gbps per pin, 4 x 1300 MHz; not read for an MI300X itself. Still assumed: the GC segment
+  # bases, taken from aldebaran_ip_offset.h (MI200), whose COMPUTE_* offsets gc_9_4_3_offset.h keeps.
   "gfx942": BoardSpec(name="AMD Instinct MI300X", gfx_target="gfx942", gfx_target_version=90402, device_id=0x74a1,
                       compute_units=304, shader_engines=32, shader_arrays_per_engine=1, simd_per_cu=4, vram_bytes=192 << 30,
                       wave_front_size=64, max_waves_per_simd=8, gc_bases=(0x00002000, 0x0000A000, 0x02402C00),
@@ -115,28 +121,9 @@ def default_shader_core():
     from hcq.asm.emu import dispatch
   except ImportError:
     return None
-  return lambda gpu, state, cancel=None: dispatch(gpu.caches[state.xcc].view, gfx9_state(state, gpu.board), cancel=cancel,
-                                                  arch=gpu.board.gfx_target, board=gpu.shader_board(), share=state.share)
-
-
-def gfx9_state(state, board: BoardSpec):
-  """The DispatchState as the shader core reads it: hcq.asm.emu.dispatch.from_state reads gfx11's register layout, so
-  two gfx9 registers are restated there. COMPUTE_PGM_RSRC3 (ACCUM_OFFSET: where the AGPRs start) sits at 0x2e2d on
-  gfx9 and 0x2e28 on gfx11 (gc_9_4_3_offset.h, gc_11_0_0_offset.h); TMPRING_SIZE.WAVESIZE counts 1 KiB on gfx9 and 256
-  bytes on gfx11 (gc_9_4_3_sh_mask.h: 13 bits at bit 12; LLVM: alignto(size * lanes, 1024) / 1024 before gfx11). gfx9's
-  private memory is the emulator's per-lane memory, not a modelled ring, so only its size matters, and a wave without
-  RSRC2.SCRATCH_EN gets none (as the ring's waves on gfx11: any private access faults)."""
-  if board.family != "gfx9": return state
-  from dataclasses import replace
-  from hcq.autogen.am import gc_9_4_3 as gc, gc_11_0_0 as gc11
-  at = lambda reg, bases=board.gc_bases: bases[reg.segment] + reg.offset
-  sh = state.sh
-  tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(sh.get(at(gc.regCOMPUTE_TMPRING_SIZE), 0))
-  scratch_en = gc.regCOMPUTE_PGM_RSRC2.decode(sh.get(at(gc.regCOMPUTE_PGM_RSRC2), 0))["scratch_en"]
-  wavesize = tmpring["wavesize"] * 4 if scratch_en else 0
-  gfx11_rsrc3 = at(gc11.regCOMPUTE_PGM_RSRC3, BOARDS["gfx1100"].gc_bases)
-  return replace(state, sh={**sh, at(gc.regCOMPUTE_TMPRING_SIZE): tmpring["waves"] | wavesize << 12,
-                            gfx11_rsrc3: sh.get(at(gc.regCOMPUTE_PGM_RSRC3), 0)})
+  return lambda gpu, state, cancel=None: dispatch(gpu.caches[state.xcc].view, state, cancel=cancel, arch=gpu.board.gfx_target,
+                                                  board=gpu.shader_board(), share=state.share,
+                                                  vet=lambda d: gpu.claim_scratch(state.xcc, d.scratch))
 
 
 def share_size(groups: int, share: tuple[int, int, int] | None) -> int:
@@ -167,20 +154,47 @@ class MockAMDGPU:
     self.packet_delay = 0.0  # seconds each engine spends before every packet: tests slow the command processors down with it
     self._t0 = time.perf_counter_ns()
     self.lock = threading.Lock()
+    # the scratch ring each XCC took per submission: (ring base, position of the ring packet) -> {XCC: [lo, hi)}
+    self._claims: OrderedDict[tuple[int, int], dict[int, tuple[int, int]]] = OrderedDict()
+    self._submission = [(0, 0)] * board.num_xcc   # the submission each XCC's CP is running a dispatch of
+    self._claims_lock = threading.Lock()
+
+  def claim_scratch(self, xcc: int, ring) -> None:
+    """Refuse a dispatch on XCC `xcc` whose scratch ring (hcq.asm.emu.scratch.ScratchRing, None: no scratch) overlaps the
+    ring another XCC took for the same submission (the ring packet all of a partition's XCCs run, a split dispatch's
+    INDIRECT_BUFFER): those run at once, and on the GPU waves of two XCCs given one ring overwrite each other's private
+    memory without a fault (kfd_mqd_manager_v9.c init_mqd_v9_4_3: one MQD per XCC on the queue's ring; ROCr gives each
+    XCC its own part of the scratch, scratch_backing_memory_byte_size "per XCC"). Stricter than the GPU, whose XCCs may
+    happen not to overlap in time; the emulated XCCs' threads seldom do, so the rule does not depend on timing."""
+    if ring is None: return
+    lo, hi = ring.base, ring.base + ring.nbytes
+    with self._claims_lock:
+      taken = self._claims.setdefault(self._submission[xcc], {})
+      for other, (olo, ohi) in taken.items():
+        if other != xcc and olo < hi and lo < ohi:
+          raise ValueError(f"the scratch ring of XCC {xcc} at {lo:#x}..{hi:#x} overlaps XCC {other}'s at {olo:#x}..{ohi:#x} "
+                           f"in the same submission: waves of two XCCs would overwrite each other's private memory; give each "
+                           f"XCC its own COMPUTE_DISPATCH_SCRATCH_BASE (one XCC's ring apart)")
+      taken[xcc] = (lo, hi)
+      while len(self._claims) > 256: self._claims.popitem(last=False)   # long past: every XCC has run them
 
   def clock(self) -> int:
     """The global timestamp counter, in ticks of `board.timestamp_hz`."""
     return (time.perf_counter_ns() - self._t0) * self.board.timestamp_hz // 1_000_000_000
 
   def shader_board(self):
-    """The shader engines and the waves each holds, as the shader core places scratch slots (hcq.asm.emu.dispatch.Board)."""
+    """What the shader core reads of the board (hcq.asm.emu.dispatch.Board): where the GC registers the CP holds sit
+    (IP discovery's segment 0 base), and one XCC's shader engines with the waves each holds, as it places scratch
+    slots (each XCC has its own SPI and scratch ring: the engines are the node's divided by num_xcc)."""
     from hcq.asm.emu.dispatch import Board
     b = self.board
-    return Board(b.shader_engines, b.compute_units // b.shader_engines * b.simd_per_cu * b.max_waves_per_simd)
+    return Board(b.shader_engines // b.num_xcc, b.compute_units // b.shader_engines * b.simd_per_cu * b.max_waves_per_simd, b.gc_bases[0])
 
   def start_queue(self, kind: str, ring: Ring, name: str, xcc: int = 0) -> Engine:
     """Start a queue's engine; a compute queue's CP runs on XCC `xcc` of the partition (its MQD's pm4_target_xcc)."""
     engine = ComputeCP(self, ring, name, xcc) if kind == "compute" else SDMAEngine(self, ring, name)
+    with self._claims_lock:   # a new queue on this ring counts its packets from 0 again
+      for key in [k for k in self._claims if k[0] == ring.base]: del self._claims[key]
     self.engines.append(engine)
     engine.start()
     return engine
@@ -204,6 +218,8 @@ class MockAMDGPU:
     if self.shader_core is None:
       raise QueueError("DISPATCH_DIRECT reached a GPU with no shader core attached (the wavefront emulator)", cp.ring.rptr * 4 % cp.ring.size)
     self.dispatches += 1
+    # the ring packet in progress (a split dispatch's INDIRECT_BUFFER): the same for every XCC of the submission
+    self._submission[state.xcc] = (cp.ring.base, cp.batch_start + cp.batch_pos * 4 // cp.ring.unit)
     self.xcc_workgroups[state.xcc] += share_size(state.grid[0] * state.grid[1] * state.grid[2], state.share)
     from hcq.asm.emu.errors import Cancelled
     try:
