@@ -5,8 +5,9 @@ Only forms whose meaning is plain numpy arithmetic get one (integer add/sub/mul/
 f32 add/sub/mul/fma with .rn and no .ftz/.sat, setp without a boolean operator, mov, cvta.to.global, selp, and
 unpredicated-mask ld/st.global); every other form, and every operand the closure cannot resolve, takes the general
 path in ops_*.py. A closure must give the same bits as that path: the corpus and the random programs judge both.
-An element-wise form whose inputs are all uniform (immediates, or registers written from uniform values, which stay
-0-stride views) computes one lane and stores it broadcast: loop counters and base pointers cost one lane, not T.
+Registers are compact rank-6 arrays (executor.Batch): an element-wise form computes on its inputs' broadcast shape,
+so a loop counter or a base pointer costs one lane, an address from %ctaid.y and %tid.y one per row, not T; a
+global load gathers once per distinct address slot and a store writes every thread's lane in thread order.
 """
 from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
@@ -34,17 +35,17 @@ def _reader(k: Kernel, op, t: str):
       name = op.name
       def reg(ex, b):
         a = b.regs.get(name)
-        return a.view(dt) if a is not None else ex.rd(b, op, t)
+        return (a if a is not None else ex.reg(b, op)).view(dt)
       return reg
   if isinstance(op, Reg) and t == "pred" and k.regs.get(op.name) == "pred":
     name = op.name
-    return lambda ex, b: b.regs[name] if name in b.regs else ex.rd(b, op, t)
+    return lambda ex, b: b.regs[name] if name in b.regs else ex.reg(b, op)
   if isinstance(op, Imm):
     from .executor import Executor
     try: v = Executor.rd(None, None, op, t)   # an immediate's value depends on nothing of the launch
     except Unsupported: return None
     return lambda ex, b: v
-  if isinstance(op, Reg): return lambda ex, b: ex.rd(b, op, t)   # special registers: the batch caches them
+  if isinstance(op, Reg): return lambda ex, b: ex.fit(ex.reg(b, op), t)   # another width, or a special register
   return None
 
 
@@ -58,35 +59,27 @@ def _writer(k: Kernel, op, t: str):
     if not isinstance(v, np.ndarray) or v.dtype.itemsize != n or (sd is np.bool_) != (v.dtype == np.bool_):
       return ex.wr(b, op, v, t, m)
     if v.dtype != sd: v = v.view(sd)
-    if v.shape != (b.T,): v = np.broadcast_to(v, (b.T,))
+    if v.ndim != 6: v = b.lanes(v)
     if m is not None:
       old = b.regs.get(name)
-      v = np.where(m, v, old if old is not None else sd(0))
+      v = np.where(m.reshape(b.shape), v, old if old is not None else sd(0))
     b.regs[name] = v
   return write
 
 
-def _uniform(xs: tuple) -> tuple:
-  """xs as one lane each when every one is the same in all lanes (an immediate, or a register written from one: a
-  0-stride view), so an element-wise op on a loop counter or a base pointer costs one lane; xs unchanged otherwise."""
-  if all(not isinstance(x, np.ndarray) or x.ndim == 0 or x.strides == (0,) for x in xs):
-    return tuple(x[:1] if isinstance(x, np.ndarray) and x.ndim else x for x in xs)
-  return xs
-
-
 def _binary(k, ins, t, f, nin=2, out_t=None):
-  """A closure computing f(*inputs as type t) into args[0] (as out_t); the writer broadcasts a uniform result."""
+  """A closure computing f(*inputs as type t) into args[0] (as out_t), on the inputs' compact shapes."""
   rs = [_reader(k, a, t) for a in ins.args[1:1 + nin]]
   w = _writer(k, ins.args[0], out_t or t)
   if None in rs or w is None: return None
   if nin == 1:
     r0, = rs
-    return lambda ex, b, m: w(ex, b, np.asarray(f(*_uniform((r0(ex, b),)))), m)
+    return lambda ex, b, m: w(ex, b, np.asarray(f(r0(ex, b))), m)
   if nin == 2:
     r0, r1 = rs
-    return lambda ex, b, m: w(ex, b, np.asarray(f(*_uniform((r0(ex, b), r1(ex, b))))), m)
+    return lambda ex, b, m: w(ex, b, np.asarray(f(r0(ex, b), r1(ex, b))), m)
   r0, r1, r2 = rs
-  return lambda ex, b, m: w(ex, b, np.asarray(f(*_uniform((r0(ex, b), r1(ex, b), r2(ex, b))))), m)
+  return lambda ex, b, m: w(ex, b, np.asarray(f(r0(ex, b), r1(ex, b), r2(ex, b))), m)
 
 
 def _compile(k: Kernel, ins: Instr) -> Fast | None:
@@ -136,11 +129,6 @@ def _compile(k: Kernel, ins: Instr) -> Fast | None:
   return None
 
 
-def _lanes(x, T: int) -> np.ndarray:
-  """x as T lanes: a full register as it is (broadcast_to costs more than the check), anything else broadcast."""
-  return x if np.shape(x) == (T,) else np.broadcast_to(x, (T,))
-
-
 def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
   """ld/st.global of one scalar for every thread (a mask takes the general path: masked lanes must not fault)."""
   addr, val = (ins.args[1], ins.args[0]) if ins.op == "ld" else (ins.args[0], ins.args[1])
@@ -155,14 +143,14 @@ def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
     def ld(ex, b, m):
       a = b.regs.get(base) if m is None else None
       if a is None: return general(ex, b, ins, m)
-      w(ex, b, ex.glob.load(_lanes(a, b.T), size, off).view(dt), None)
+      w(ex, b, ex.glob.load(a.reshape(-1), size, off).view(dt).reshape(a.shape), None)   # one load per distinct lane
     return ld
   r = _reader(k, val, "b" + str(8 * size))
   if r is None: return None
   def st(ex, b, m):
     a = b.regs.get(base) if m is None else None
     if a is None: return general(ex, b, ins, m)
-    ex.glob.store(_lanes(a, b.T), _lanes(r(ex, b), b.T), size, off)
+    ex.glob.store(b.flat(a), b.flat(b.lanes(r(ex, b))), size, off)   # every thread's store, in thread order
   return st
 
 

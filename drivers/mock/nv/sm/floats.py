@@ -167,12 +167,12 @@ def fma_f32_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
   (low 29 mantissa bits 1 followed by zeros) or the result is a nonzero at most f32's smallest normal in magnitude
   (the subnormal grid's midpoints sit elsewhere); those few take the exact path. An f64 zero is the exact sum's zero
   with its sign (the product and the sum are exact there)."""
-  shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
-  n = math.prod(shape) if shape else 1
+  shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c)) or (1,)
+  n = math.prod(shape)
   s = scratch("fma.sum", n, np.float64).reshape(shape)
   np.multiply(a, b, out=s, dtype=np.float64)
   np.add(s, c, out=s)
-  r = np.atleast_1d(s.astype(np.float32)).reshape(-1)
+  r = s.astype(np.float32).reshape(-1)
   s = s.reshape(-1)
   t, hard, tiny = scratch("fma.low", n, np.uint32), scratch("fma.hard", n, np.bool_), scratch("fma.tiny", n, np.bool_)
   np.left_shift(s.view(np.uint32)[_LOW_WORD::2], np.uint32(3), out=t)   # the low word holds the low 29 bits
@@ -182,7 +182,7 @@ def fma_f32_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
   if hard.any():
     i = np.nonzero(hard)[0]
     i = i[s[i] != 0]   # an exact zero is right already
-    a, b, c = (np.broadcast_to(x, (n,))[i] for x in (a, b, c))
+    a, b, c = (np.broadcast_to(x, shape)[np.unravel_index(i, shape)] for x in (a, b, c))
     r[i] = arith("fma", "f32", "rn", a, b, c)
   return r.reshape(shape)
 
