@@ -578,3 +578,10 @@ def test_fma_f32_rn_fast_path_matches_exact():
   with np.errstate(all="ignore"):   # scalars and broadcast operands, as immediates give them
     assert F.fma_f32_rn(np.float32(1.5), a[:5], np.float32(2)).view(np.uint32).tolist() == \
       F.arith("fma", "f32", "rn", np.float32(1.5), a[:5], np.float32(2)).view(np.uint32).tolist()
+    # compact operands as the SM's registers hold them (one varies along rows, one along columns): the midpoint
+    # cases of the last construction above, in every pairing, against the exact path on the broadcast lanes
+    A, B = ta.reshape(1, 8, 1, 8), tb.reshape(8, 1, 8, 1)
+    C = (rng.choice([-1, 1], (8, 8, 8, 8)) * rng.uniform(1.0, 2.0 ** 20, (8, 8, 8, 8))).astype(np.float32)
+    want = F.arith("fma", "f32", "rn", *(x.reshape(-1) for x in np.broadcast_arrays(A, B, C)))
+    got = F.fma_f32_rn(A, B, C)
+    assert got.shape == C.shape and got.reshape(-1).view(np.uint32).tolist() == want.view(np.uint32).tolist()
