@@ -60,6 +60,7 @@ class Batch:
     self.shared = WindowSpace("shared", nblk, L.shared_bytes)
     self.local = WindowSpace("local", self.T, L.local_bytes)
     self._special: dict[str, np.ndarray] = {}
+    self._special_lanes: dict[str, np.ndarray] = {}
 
   def lanes(self, v) -> np.ndarray:
     """v (a scalar, T lanes, or already rank 6) as a rank-6 array broadcastable to `shape`, without copying."""
@@ -86,6 +87,14 @@ class Batch:
   @cached_property
   def thread_index(self) -> np.ndarray:
     return np.arange(self.T)
+
+  def special_lanes(self, name: str) -> np.ndarray:
+    """Special register `name` as T lanes, made once per batch for the general path."""
+    v = self._special_lanes.get(name)
+    if v is None:
+      v = self.flat(self.special(name))
+      if name.split(".")[0] not in CLOCKS: self._special_lanes[name] = v
+    return v
 
   def special(self, name: str) -> np.ndarray:
     """Special register `name` as a rank-6 array, compact (%tid.x varies along the block's x axis only)."""
@@ -114,7 +123,7 @@ class Batch:
       one = np.uint64(1) << (lt % 32).astype(np.uint64)
       per_thread = {"eq": one, "lt": one - np.uint64(1), "le": (one << np.uint64(1)) - np.uint64(1),
                     "gt": ~((one << np.uint64(1)) - np.uint64(1)), "ge": ~(one - np.uint64(1))}[base[10:]] & np.uint64(0xffffffff)
-    elif base in ("%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
+    elif base in CLOCKS:
       return np.array(self.ex.steps, np.uint64 if base in ("%clock64", "%globaltimer") else np.uint32).reshape(ONE)
     elif base == "%dynamic_smem_size": v = L.shared_bytes - self.ex.kernel.static_shared_bytes
     elif base == "%total_smem_size": v = L.shared_bytes
@@ -127,6 +136,7 @@ class Batch:
 
 
 ONE = (1,) * 6   # the shape of a value every lane shares
+CLOCKS = ("%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi")   # read anew each time
 
 
 def _is_counted(ins: Instr) -> bool:
@@ -151,7 +161,11 @@ class Executor:
     """Operand `op` as values of type t (array of T, or a scalar for an immediate)."""
     dt = VALUE_DTYPE[t]
     if isinstance(op, Reg):
-      return self.fit(b.flat(self.reg(b, op)), t)
+      if op.name not in self.kernel.regs: return self.fit(b.special_lanes(op.name), t)
+      arr = self.reg(b, op)
+      if 1 < arr.size < b.T:   # compact: the general path reads T lanes; keep them for its next read
+        arr = b.regs[op.name] = np.ascontiguousarray(np.broadcast_to(arr, b.shape))
+      return self.fit(b.flat(arr), t)
     if isinstance(op, Imm):
       if op.is_float:
         if t == "bf16": return F.to_fmt(np.float64(op.value), "bf16")
