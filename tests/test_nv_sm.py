@@ -120,6 +120,34 @@ def test_unsupported_instruction_names_itself():
 
 
 # --- divergence, barriers, warps ----------------------------------------------------------------------------------
+GRID_IDS = """ld.param.u64 %rd1, [out];
+mov.u32 %r1, %ctaid.x;\nmov.u32 %r2, %ctaid.y;\nmov.u32 %r3, %ctaid.z;\nmov.u32 %r4, %tid.x;\nmov.u32 %r5, %tid.y;\nmov.u32 %r6, %tid.z;
+mov.u32 %r7, %nctaid.x;\nmov.u32 %r8, %nctaid.y;\nmov.u32 %r9, %ntid.x;\nmov.u32 %r10, %ntid.y;\nmov.u32 %r11, %ntid.z;
+mad.lo.u32 %r12, %r3, %r8, %r2;\nmad.lo.u32 %r12, %r12, %r7, %r1;
+mad.lo.u32 %r13, %r6, %r10, %r5;\nmad.lo.u32 %r13, %r13, %r9, %r4;
+mul.lo.u32 %r14, %r9, %r10;\nmul.lo.u32 %r14, %r14, %r11;\nmad.lo.u32 %r12, %r12, %r14, %r13;
+shl.b32 %r15, %r2, 4;\nor.b32 %r15, %r15, %r1;\nshl.b32 %r16, %r3, 8;\nor.b32 %r15, %r15, %r16;
+shl.b32 %r16, %r4, 12;\nor.b32 %r15, %r15, %r16;\nshl.b32 %r16, %r5, 16;\nor.b32 %r15, %r15, %r16;
+shl.b32 %r16, %r6, 20;\nor.b32 %r15, %r15, %r16;
+min.u32 %r17, %r15, 0x7fffffff;
+and.b32 %r18, %r4, 1;\nsetp.eq.u32 %p1, %r18, 1;\n@%p1 add.u32 %r17, %r17, 0x1000000;
+mul.wide.u32 %rd2, %r12, 4;\nadd.s64 %rd3, %rd1, %rd2;\nst.global.u32 [%rd3], %r17;\nret;"""
+
+
+@pytest.mark.parametrize("batch", [1 << 16, 12 * 6, 5 * 6])   # the whole grid; whole rows of x; blocks across rows
+def test_grid_and_block_ids_in_every_batch_shape(monkeypatch, batch):
+  """Every thread's %ctaid and %tid, combined by element-wise forms on the registers' compact shapes, read by the
+  general path (min) and written under a divergent mask, land at its linear index, however blocks are batched."""
+  from hcq.drivers.mock.nv.sm import executor
+  monkeypatch.setattr(executor, "BATCH_THREADS", batch)
+  (gx, gy, gz), (bx, by, bz) = (4, 3, 2), (3, 2, 1)
+  out = np.zeros(gx * gy * gz * bx * by * bz, np.uint32)
+  launch(kernel(GRID_IDS), "k", [out], (gx, gy, gz), (bx, by, bz))
+  cz, cy, cx, tz, ty, tx = np.meshgrid(*(np.arange(n, dtype=np.uint32) for n in (gz, gy, gx, bz, by, bx)), indexing="ij")
+  want = cx | cy << 4 | cz << 8 | tx << 12 | ty << 16 | tz << 20
+  assert out.tolist() == (want + (tx & 1) * np.uint32(0x1000000)).reshape(-1).tolist()
+
+
 def test_divergent_paths_reconverge():
   body = """setp.lt.u32 %p1, %r0, 10;
 @%p1 bra LOW;

@@ -43,9 +43,9 @@ def _along(n: int, ax: int) -> np.ndarray:
 class Batch:
   """The state of `nblk` blocks (first linear block index `blk0`) running together: T = nblk * block threads.
 
-  A register holds an array of rank 6 over the lanes' `shape` (grid z, y, x, then block z, y, x when the batch is the
-  whole grid; nblk, 1, 1, then the block's axes otherwise), of size 1 along every axis it does not vary on: a value
-  read from a parameter is one element, %tid.x one per x, an address from %ctaid.y and %tid.y one per row. numpy's
+  A register holds an array of rank 6 over the lanes' `shape` (grid z, y, x for the whole grid, rows, 1, x for whole
+  rows of x, else nblk, 1, 1; then block z, y, x), of size 1 along every axis it does not vary on: a value read from
+  a parameter is one element, %tid.x one per x, an address from %ctaid.y and %tid.y one per row. numpy's
   broadcasting keeps values compact through element-wise arithmetic; `flat` gives the T lanes the general path uses.
   Lane i of the T is element i of the full shape in C order, so both views agree on which thread is which."""
 
@@ -54,8 +54,10 @@ class Batch:
     L = ex.launch
     self.bs = L.block[0] * L.block[1] * L.block[2]
     self.T = nblk * self.bs
-    self.whole = blk0 == 0 and nblk == L.grid[0] * L.grid[1] * L.grid[2]
-    self.shape = ((L.grid[2], L.grid[1], L.grid[0]) if self.whole else (nblk, 1, 1)) + (L.block[2], L.block[1], L.block[0])
+    gx = L.grid[0]
+    self.whole = blk0 == 0 and nblk == gx * L.grid[1] * L.grid[2]
+    rows = (nblk // gx, 1, gx) if blk0 % gx == 0 and nblk % gx == 0 else (nblk, 1, 1)   # whole rows of x: %ctaid.x stays per x
+    self.shape = ((L.grid[2], L.grid[1], gx) if self.whole else rows) + (L.block[2], L.block[1], L.block[0])
     self.regs: dict[str, np.ndarray] = {}
     self.shared = WindowSpace("shared", nblk, L.shared_bytes)
     self.local = WindowSpace("local", self.T, L.local_bytes)
@@ -109,7 +111,7 @@ class Batch:
     if base == "%tid": per_thread = _along(L.block[ax], ax)
     elif base == "%ntid": v = L.block[ax]
     elif base == "%ctaid":
-      if self.whole: per_block = _along(L.grid[ax], ax)
+      if self.whole or ax == 0 and self.shape[2] == gx: per_block = _along(L.grid[ax], ax)
       else:
         lin = np.arange(self.blk0, self.blk0 + self.nblk).reshape(self.shape[:3])
         per_block = [lin % gx, lin // gx % gy, lin // (gx * gy)][ax]
