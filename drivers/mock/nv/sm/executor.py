@@ -68,7 +68,7 @@ class Batch:
     """v (a scalar, T lanes, or already rank 6) as a rank-6 array broadcastable to `shape`, without copying."""
     v = np.asarray(v)
     if v.ndim == 6: return v
-    if v.size == 1: return v.reshape(ONE)
+    if v.size == 1 or v.strides == (0,): return v.reshape(-1)[:1].reshape(ONE)   # one value for all lanes (a uniform read back)
     return np.broadcast_to(v, (self.T,)).reshape(self.shape)
 
   def flat(self, v: np.ndarray) -> np.ndarray:
