@@ -106,8 +106,7 @@ class Batch:
     base, comp = name.split(".") if "." in name else (name, "")
     ax = "xyz".index(comp) if comp else 0
     lt = np.arange(self.bs, dtype=np.int64).reshape(self.shape[3:])   # a thread's linear index in its block
-    per_thread = per_block = None
-    v = None
+    per_thread = per_block = v = None
     if base == "%tid": per_thread = _along(L.block[ax], ax)
     elif base == "%ntid": v = L.block[ax]
     elif base == "%ctaid":

@@ -143,7 +143,7 @@ def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
     def ld(ex, b, m):
       a = b.regs.get(base) if m is None else None
       if a is None: return general(ex, b, ins, m)
-      w(ex, b, ex.glob.load(a.reshape(-1), size, off).view(dt).reshape(a.shape), None)   # one load per distinct lane
+      w(ex, b, ex.glob.load(a.reshape(-1), size, off).view(dt).reshape(a.shape), None)   # one gather per distinct address slot
     return ld
   r = _reader(k, val, "b" + str(8 * size))
   if r is None: return None
