@@ -148,6 +148,20 @@ def test_grid_and_block_ids_in_every_batch_shape(monkeypatch, batch):
   assert out.tolist() == (want + (tx & 1) * np.uint32(0x1000000)).reshape(-1).tolist()
 
 
+def test_flat_register_view_of_compact_registers():
+  """Code that handles whole registers (the carry flag, call frames) sees T lanes in thread order through b.regs;
+  what it writes is stored compact again (a uniform value as one element)."""
+  from hcq.drivers.mock.nv.sm.executor import Batch, Executor, Launch
+  mod = kernel("ret;")
+  b = Batch(Executor(mod, mod.kernels["k"], VirtualMemory(), Launch((2, 1, 1), (4, 2, 1), 0, 0, 0), None), 0, 2)
+  b.compact["%r1"] = b.special("%tid.y")
+  assert b.compact["%r1"].size == 2 and b.regs["%r1"].tolist() == [0, 0, 0, 0, 1, 1, 1, 1] * 2
+  b.regs["%r2"] = np.arange(16, dtype=np.uint32)
+  assert b.compact["%r2"].shape == b.shape and b.regs.get("%r2").tolist() == list(range(16))
+  b.regs["%r3"] = np.broadcast_to(np.uint32(7), (16,))
+  assert b.compact["%r3"].size == 1 and "%r3" in b.regs and b.regs.get("%r9") is None
+
+
 def test_divergent_paths_reconverge():
   body = """setp.lt.u32 %p1, %r0, 10;
 @%p1 bra LOW;

@@ -40,6 +40,27 @@ def _along(n: int, ax: int) -> np.ndarray:
   return np.arange(n).reshape(tuple(n if 2 - a == ax else 1 for a in range(3)))
 
 
+class FlatRegs:
+  """A batch's registers as T lanes each, for code that reads or writes a whole register itself (the carry flag, call
+  frames): a read gives T lanes (a copy where the register is compact), a write is stored compact where it can be."""
+
+  def __init__(self, b: "Batch"):
+    self.b = b
+
+  def __contains__(self, name: str) -> bool:
+    return name in self.b.compact
+
+  def get(self, name: str, default=None):
+    v = self.b.compact.get(name)
+    return default if v is None else self.b.flat(v)
+
+  def __getitem__(self, name: str) -> np.ndarray:
+    return self.b.flat(self.b.compact[name])
+
+  def __setitem__(self, name: str, v) -> None:
+    self.b.compact[name] = self.b.lanes(v)
+
+
 class Batch:
   """The state of `nblk` blocks (first linear block index `blk0`) running together: T = nblk * block threads.
 
@@ -58,7 +79,8 @@ class Batch:
     self.whole = blk0 == 0 and nblk == gx * L.grid[1] * L.grid[2]
     rows = (nblk // gx, 1, gx) if blk0 % gx == 0 and nblk % gx == 0 else (nblk, 1, 1)   # whole rows of x: %ctaid.x stays per x
     self.shape = ((L.grid[2], L.grid[1], gx) if self.whole else rows) + (L.block[2], L.block[1], L.block[0])
-    self.regs: dict[str, np.ndarray] = {}
+    self.compact: dict[str, np.ndarray] = {}   # register -> its rank-6 value
+    self.regs = FlatRegs(self)
     self.shared = WindowSpace("shared", nblk, L.shared_bytes)
     self.local = WindowSpace("local", self.T, L.local_bytes)
     self._special: dict[str, np.ndarray] = {}
@@ -165,7 +187,7 @@ class Executor:
       if op.name not in self.kernel.regs: return self.fit(b.special_lanes(op.name), t)
       arr = self.reg(b, op)
       if 1 < arr.size < b.T:   # compact: the general path reads T lanes; keep them for its next read
-        arr = b.regs[op.name] = np.ascontiguousarray(np.broadcast_to(arr, b.shape))
+        arr = b.compact[op.name] = np.ascontiguousarray(np.broadcast_to(arr, b.shape))
       return self.fit(b.flat(arr), t)
     if isinstance(op, Imm):
       if op.is_float:
@@ -188,7 +210,7 @@ class Executor:
   def reg(self, b: Batch, op: Reg) -> np.ndarray:
     """Register (or special register) op's rank-6 bits; a register not yet written reads as zero."""
     if op.name not in self.kernel.regs: return b.special(op.name)
-    arr = b.regs.get(op.name)
+    arr = b.compact.get(op.name)
     if arr is None: arr = b.regs[op.name] = np.zeros(ONE, storage_dtype(self.kernel.regs[op.name]))
     return arr
 
@@ -234,9 +256,9 @@ class Executor:
         v = self.fit(v, ("s" if is_signed(t) else "u") + str(sd().itemsize * 8))
       v = v.view(sd) if v.dtype != sd else v
     if m is not None:
-      old = b.regs.get(op.name)
+      old = b.compact.get(op.name)
       v = np.where(m.reshape(b.shape), b.lanes(v), old if old is not None else sd(0))
-    b.regs[op.name] = b.lanes(v)
+    b.compact[op.name] = b.lanes(v)
 
   # --- the loop -----------------------------------------------------------------------------------------------
   def run(self) -> None:

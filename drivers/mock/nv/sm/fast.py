@@ -34,12 +34,12 @@ def _reader(k: Kernel, op, t: str):
     if rt != "pred" and type_bytes(rt) == type_bytes(t):
       name = op.name
       def reg(ex, b):
-        a = b.regs.get(name)
+        a = b.compact.get(name)
         return (a if a is not None else ex.reg(b, op)).view(dt)
       return reg
   if isinstance(op, Reg) and t == "pred" and k.regs.get(op.name) == "pred":
     name = op.name
-    return lambda ex, b: b.regs[name] if name in b.regs else ex.reg(b, op)
+    return lambda ex, b: b.compact[name] if name in b.compact else ex.reg(b, op)
   if isinstance(op, Imm):
     from .executor import Executor
     try: v = Executor.rd(None, None, op, t)   # an immediate's value depends on nothing of the launch
@@ -61,9 +61,9 @@ def _writer(k: Kernel, op, t: str):
     if v.dtype != sd: v = v.view(sd)
     if v.ndim != 6: v = b.lanes(v)
     if m is not None:
-      old = b.regs.get(name)
+      old = b.compact.get(name)
       v = np.where(m.reshape(b.shape), v, old if old is not None else sd(0))
-    b.regs[name] = v
+    b.compact[name] = v
   return write
 
 
@@ -141,14 +141,14 @@ def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
     if w is None: return None
     dt = VALUE_DTYPE[t]
     def ld(ex, b, m):
-      a = b.regs.get(base) if m is None else None
+      a = b.compact.get(base) if m is None else None
       if a is None: return general(ex, b, ins, m)
       w(ex, b, ex.glob.load(a.reshape(-1), size, off).view(dt).reshape(a.shape), None)   # one gather per distinct address slot
     return ld
   r = _reader(k, val, "b" + str(8 * size))
   if r is None: return None
   def st(ex, b, m):
-    a = b.regs.get(base) if m is None else None
+    a = b.compact.get(base) if m is None else None
     if a is None: return general(ex, b, ins, m)
     ex.glob.store(b.flat(a), b.flat(b.lanes(r(ex, b))), size, off)   # every thread's store, in thread order
   return st
