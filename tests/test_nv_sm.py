@@ -86,6 +86,31 @@ def test_shared_access_outside_the_window_faults():
   assert e.value.kind == "shared" and e.value.address == 64
 
 
+SHARED_ROWS = """.shared .align 4 .b8 sm[32];
+ld.param.u64 %rd1, [out];\nmov.u32 %r1, %tid.x;\nmov.u32 %r2, %tid.y;\nmov.u32 %r3, %ctaid.x;
+mul.lo.u32 %r4, %r3, 100;\nmad.lo.u32 %r4, %r2, 10, %r4;\nadd.u32 %r4, %r4, %r1;
+shl.b32 %r5, %r2, 4;\nshl.b32 %r6, %r1, 2;\nadd.u32 %r6, %r5, %r6;\nst.shared.u32 [%r6], %r4;\nbar.sync 0;
+ld.shared.u32 %r7, [%r5+OFF];
+mad.lo.u32 %r8, %r3, 8, %r1;\nmad.lo.u32 %r8, %r2, 4, %r8;\nmul.wide.u32 %rd2, %r8, 4;\nadd.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r7;\nret;"""
+
+
+def test_shared_load_of_a_row_reads_each_blocks_window():
+  """ld.shared's fast form loads once per row per block (the address varies with %tid.y only): every thread still
+  gets its own block's word; past the window it faults with the address, as the general path does."""
+  from hcq.drivers.mock.nv.sm.fast import compile_kernel
+  mod = kernel(SHARED_ROWS.replace("OFF", "12"))
+  k = mod.kernels["k"]
+  pc = next(i for i, ins in enumerate(k.instrs) if ins.op == "ld" and "shared" in ins.mods)
+  assert compile_kernel(k)[pc] is not None
+  out = np.zeros(3 * 8, np.uint32)
+  launch(mod, "k", [out], (3,), (4, 2))
+  c, y = np.meshgrid(np.arange(3), np.arange(2), indexing="ij")
+  assert out.tolist() == np.repeat((c * 100 + y * 10 + 3).reshape(-1), 4).tolist()
+  with pytest.raises(SMFault) as e: launch(kernel(SHARED_ROWS.replace("OFF", "20")), "k", [out], (3,), (4, 2))
+  assert e.value.kind == "shared" and e.value.address == 36 and e.value.ptx_line == k.instrs[pc].line
+
+
 def test_too_little_shared_memory_is_refused_local_memory_is_the_callers_check():
   """Shared memory below the static declarations is refused (ptxas keeps even unused .shared: 512 bytes smem for an
   unused 512-byte array). A PTX .local depot may live in registers after ptxas (0-byte stack frame), so a launch with

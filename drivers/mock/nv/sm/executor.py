@@ -109,6 +109,11 @@ class Batch:
     return np.repeat(np.arange(self.nblk, dtype=np.int64), self.bs)
 
   @cached_property
+  def block_index(self) -> np.ndarray:
+    """Each block's index in the batch, rank 6 (what block_of is per thread)."""
+    return np.arange(self.nblk, dtype=np.int64).reshape(self.shape[:3] + (1, 1, 1))
+
+  @cached_property
   def thread_index(self) -> np.ndarray:
     return np.arange(self.T)
 

@@ -2,8 +2,8 @@
 with its operand slots resolved (register name, view dtype, immediate value), so a step does no modifier parsing.
 
 Only forms whose meaning is plain numpy arithmetic get one (integer add/sub/mul/mad/shift/logic without .sat/.cc,
-f32 add/sub/mul/fma with .rn and no .ftz/.sat, setp without a boolean operator, mov, cvta.to.global, selp, and
-unpredicated-mask ld/st.global); every other form, and every operand the closure cannot resolve, takes the general
+f32 add/sub/mul/fma with .rn and no .ftz/.sat, setp without a boolean operator, mov, cvta.to.global, selp,
+unpredicated-mask ld/st.global and ld.shared); every other form, and every operand the closure cannot resolve, takes the general
 path in ops_*.py. A closure must give the same bits as that path: the corpus and the random programs judge both.
 Registers are compact rank-6 arrays (executor.Batch): an element-wise form computes on its inputs' broadcast shape,
 so a loop counter or a base pointer costs one lane, an address from %ctaid.y and %tid.y one per row, not T; a
@@ -126,6 +126,7 @@ def _compile(k: Kernel, ins: Instr) -> Fast | None:
     return lambda ex, b, m: w(ex, b, np.where(r2(ex, b), r0(ex, b), r1(ex, b)), m)
   if o in ("ld", "st") and mods[0] == "global" and set(mods[1:-1]) <= {"nc"} and t in VALUE_DTYPE and t != "pred":
     return _global(k, ins, t)
+  if o == "ld" and mods == ("shared", t) and t in VALUE_DTYPE and t != "pred": return _shared_load(k, ins, t)
   return None
 
 
@@ -152,6 +153,24 @@ def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
     if a is None: return general(ex, b, ins, m)
     ex.glob.store(b.flat(a), b.flat(b.lanes(r(ex, b))), size, off)   # every thread's store, in thread order
   return st
+
+
+def _shared_load(k: Kernel, ins: Instr, t: str) -> Fast | None:
+  """ld.shared of one scalar for every thread, on the address's compact shape and the block's: a tile's row read by
+  every x of a block is one load per row per block (a mask takes the general path)."""
+  val, addr = ins.args[0], ins.args[1]
+  if not (isinstance(addr, Addr) and isinstance(addr.base, Reg) and k.regs.get(addr.base.name) in INT - {"u16", "s16", "b16"}):
+    return None
+  w = _writer(k, val, t)
+  if w is None: return None
+  size, dt, off, general = type_bytes(t), VALUE_DTYPE[t], np.uint64(addr.offset & 0xffffffffffffffff), OPS["ld"]
+  def ld(ex, b, m):
+    if m is not None: return general(ex, b, ins, m)
+    a = ex.fit(ex.reg(b, addr.base), "u64") + off   # as the general path reads it: a 32-bit register zero-extended
+    shape = np.broadcast_shapes(a.shape, b.block_index.shape)
+    words = b.shared.load(np.broadcast_to(b.block_index, shape).reshape(-1), np.broadcast_to(a, shape).reshape(-1), size)
+    w(ex, b, words.view(dt).reshape(shape), None)
+  return ld
 
 
 def compile_kernel(k: Kernel) -> list[Fast | None]:
