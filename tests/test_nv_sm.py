@@ -109,6 +109,10 @@ def test_shared_load_of_a_row_reads_each_blocks_window():
   assert out.tolist() == np.repeat((c * 100 + y * 10 + 3).reshape(-1), 4).tolist()
   with pytest.raises(SMFault) as e: launch(kernel(SHARED_ROWS.replace("OFF", "20")), "k", [out], (3,), (4, 2))
   assert e.value.kind == "shared" and e.value.address == 36 and e.value.ptx_line == k.instrs[pc].line
+  v2 = kernel(SHARED_ROWS.replace("ld.shared.u32 %r7, [%r5+OFF];", "ld.shared.v2.u32 {%r7, %r9}, [%r5+8];\nsub.u32 %r7, %r9, %r7;"))
+  assert all(f is not None for f, ins in zip(compile_kernel(v2.kernels["k"]), v2.kernels["k"].instrs) if ins.op == "ld" and "shared" in ins.mods)
+  launch(v2, "k", [out], (3,), (4, 2))
+  assert out.tolist() == [1] * 24   # word 3 minus word 2 of the thread's own row
 
 
 def test_too_little_shared_memory_is_refused_local_memory_is_the_callers_check():

@@ -17,7 +17,7 @@ import numpy as np
 from . import floats as F
 from .ops_alu import CMP, compare
 from .ops_common import OPS, Unsupported
-from .parser import SINK, Addr, Imm, Instr, Kernel, Reg, type_bytes
+from .parser import SINK, Addr, Imm, Instr, Kernel, Reg, Vec, type_bytes
 from .types import SINT, UINT, VALUE_DTYPE, storage_dtype
 
 if TYPE_CHECKING: from .executor import Batch, Executor  # noqa: F401
@@ -126,7 +126,8 @@ def _compile(k: Kernel, ins: Instr) -> Fast | None:
     return lambda ex, b, m: w(ex, b, np.where(r2(ex, b), r0(ex, b), r1(ex, b)), m)
   if o in ("ld", "st") and mods[0] == "global" and set(mods[1:-1]) <= {"nc"} and t in VALUE_DTYPE and t != "pred":
     return _global(k, ins, t)
-  if o == "ld" and mods == ("shared", t) and t in VALUE_DTYPE and t != "pred": return _shared_load(k, ins, t)
+  if o == "ld" and mods[0] == "shared" and mods[1:-1] in ((), ("v2",), ("v4",)) and t in VALUE_DTYPE and t != "pred":
+    return _shared_load(k, ins, t)
   return None
 
 
@@ -156,20 +157,22 @@ def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
 
 
 def _shared_load(k: Kernel, ins: Instr, t: str) -> Fast | None:
-  """ld.shared of one scalar for every thread, on the address's compact shape and the block's: a tile's row read by
-  every x of a block is one load per row per block (a mask takes the general path)."""
-  val, addr = ins.args[0], ins.args[1]
+  """ld.shared (.v2/.v4) for every thread, on the address's compact shape and the block's: a tile's row read by every
+  x of a block is one load per row per block (a mask takes the general path). Each element is checked and loaded
+  at its own address, and the address is read before any destination is written, as in the general path."""
+  dsts, addr = (ins.args[0].items if isinstance(ins.args[0], Vec) else (ins.args[0],)), ins.args[1]
   if not (isinstance(addr, Addr) and isinstance(addr.base, Reg) and k.regs.get(addr.base.name) in INT - {"u16", "s16", "b16"}):
     return None
-  w = _writer(k, val, t)
-  if w is None: return None
-  size, dt, off, general = type_bytes(t), VALUE_DTYPE[t], np.uint64(addr.offset & 0xffffffffffffffff), OPS["ld"]
+  ws = [_writer(k, d, t) for d in dsts]
+  if None in ws: return None
+  size, dt, off, general = type_bytes(t), VALUE_DTYPE[t], addr.offset & 0xffffffffffffffff, OPS["ld"]
   def ld(ex, b, m):
     if m is not None: return general(ex, b, ins, m)
-    a = ex.fit(ex.reg(b, addr.base), "u64") + off   # as the general path reads it: a 32-bit register zero-extended
+    a = ex.fit(ex.reg(b, addr.base), "u64")   # as the general path reads it: a 32-bit register zero-extended
     shape = np.broadcast_shapes(a.shape, b.block_index.shape)
-    words = b.shared.load(np.broadcast_to(b.block_index, shape).reshape(-1), np.broadcast_to(a, shape).reshape(-1), size)
-    w(ex, b, words.view(dt).reshape(shape), None)
+    owner, a = np.broadcast_to(b.block_index, shape).reshape(-1), np.broadcast_to(a, shape).reshape(-1)
+    words = [b.shared.load(owner, a + np.uint64((off + i * size) & 0xffffffffffffffff), size) for i in range(len(ws))]
+    for w, x in zip(ws, words): w(ex, b, x.view(dt).reshape(shape), None)
   return ld
 
 
