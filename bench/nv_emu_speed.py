@@ -3,8 +3,15 @@
 Lane-ops: on NV, PTX instructions executed x the threads executing them (every instruction is per thread); on AMD,
 VALU wave-instructions x 32 lanes (bench/emu_speed.py). The NV kernels are CUDA C++ compiled by clang-19
 (--cuda-device-only, sm_90, -O2); the AMD ones are bench/emu_speed.py's OpenCL C for gfx1100. Time is the launch
-alone on NV (buffers mapped, parameters written) and the whole emu.run call on AMD. Peer: tinygrad's MOCKGPU NV runs
-PTX through its own emulator; it is not installed here, so no figure is given for it.
+alone on NV (buffers mapped, parameters written) and the whole emu.run call on AMD.
+
+Peer: none is run. tinygrad's MOCKGPU NV (test/mockgpu/nv/nvgpu.py in its repository, not in its wheel; read at commit
+a9069c177a) does not execute PTX in Python: its QMD handler passes the kernel's PTX text to `ptx_run` of gpuocelot's
+native library (test/mockgpu/helpers.py opens libgpuocelot), which tinygrad's CI downloads prebuilt from a release of
+its gpuocelot fork. No package registry this project reaches ships that library, and building it from source
+(gpuocelot's ocelot/CMakeLists.txt) needs LLVM 15's development libraries, Boost, flex, bison, GLEW and curses, three
+git submodules, and a C++ build of about 180 files: not attempted on the shared 2-CPU development machine. So the
+figure would be gpuocelot's C++ emulator's, run through tinygrad; a machine with libgpuocelot installed could add it.
 
 With --baseline REF the emulated SM of git revision REF (its drivers/mock/nv/sm, extracted to a temporary folder)
 runs the same launches, alternating with this tree's, so a before/after on a shared machine sees the same load.
@@ -77,6 +84,8 @@ def main() -> None:
            ("matmul", "256x256 f32 matmul", lambda: [np.zeros((m, m), np.float32), ma, mb, np.int32(m)], (m // 16, m // 16, 1), (16, 16, 1),
             lambda o: np.allclose(o[0], want_mm, atol=1e-3), 200e6)]
   print("lane-ops/s by wall time (by CPU time of this process in brackets: the machine may be shared); best of", args.repeat)
+  print("peer (tinygrad's MOCKGPU NV): not run: it executes PTX in gpuocelot's native library, not installed here "
+        "(this bench's docstring says why)")
   cols = ["NV (this tree)"] + ([f"NV ({args.baseline})"] if base else []) + ["AMD emulator"]
   print(f"{'kernel':20s} " + " ".join(f"{c:>26s}" for c in cols) + f" {'NV target':>10s}")
   keep = lambda old, new: new if old is None or new[0] < old[0] else old

@@ -86,6 +86,35 @@ def test_shared_access_outside_the_window_faults():
   assert e.value.kind == "shared" and e.value.address == 64
 
 
+SHARED_ROWS = """.shared .align 4 .b8 sm[32];
+ld.param.u64 %rd1, [out];\nmov.u32 %r1, %tid.x;\nmov.u32 %r2, %tid.y;\nmov.u32 %r3, %ctaid.x;
+mul.lo.u32 %r4, %r3, 100;\nmad.lo.u32 %r4, %r2, 10, %r4;\nadd.u32 %r4, %r4, %r1;
+shl.b32 %r5, %r2, 4;\nshl.b32 %r6, %r1, 2;\nadd.u32 %r6, %r5, %r6;\nst.shared.u32 [%r6], %r4;\nbar.sync 0;
+ld.shared.u32 %r7, [%r5+OFF];
+mad.lo.u32 %r8, %r3, 8, %r1;\nmad.lo.u32 %r8, %r2, 4, %r8;\nmul.wide.u32 %rd2, %r8, 4;\nadd.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r7;\nret;"""
+
+
+def test_shared_load_of_a_row_reads_each_blocks_window():
+  """ld.shared's fast form loads once per row per block (the address varies with %tid.y only): every thread still
+  gets its own block's word; past the window it faults with the address, as the general path does."""
+  from hcq.drivers.mock.nv.sm.fast import compile_kernel
+  mod = kernel(SHARED_ROWS.replace("OFF", "12"))
+  k = mod.kernels["k"]
+  pc = next(i for i, ins in enumerate(k.instrs) if ins.op == "ld" and "shared" in ins.mods)
+  assert compile_kernel(k)[pc] is not None
+  out = np.zeros(3 * 8, np.uint32)
+  launch(mod, "k", [out], (3,), (4, 2))
+  c, y = np.meshgrid(np.arange(3), np.arange(2), indexing="ij")
+  assert out.tolist() == np.repeat((c * 100 + y * 10 + 3).reshape(-1), 4).tolist()
+  with pytest.raises(SMFault) as e: launch(kernel(SHARED_ROWS.replace("OFF", "20")), "k", [out], (3,), (4, 2))
+  assert e.value.kind == "shared" and e.value.address == 36 and e.value.ptx_line == k.instrs[pc].line
+  v2 = kernel(SHARED_ROWS.replace("ld.shared.u32 %r7, [%r5+OFF];", "ld.shared.v2.u32 {%r7, %r9}, [%r5+8];\nsub.u32 %r7, %r9, %r7;"))
+  assert all(f is not None for f, ins in zip(compile_kernel(v2.kernels["k"]), v2.kernels["k"].instrs) if ins.op == "ld" and "shared" in ins.mods)
+  launch(v2, "k", [out], (3,), (4, 2))
+  assert out.tolist() == [1] * 24   # word 3 minus word 2 of the thread's own row
+
+
 def test_too_little_shared_memory_is_refused_local_memory_is_the_callers_check():
   """Shared memory below the static declarations is refused (ptxas keeps even unused .shared: 512 bytes smem for an
   unused 512-byte array). A PTX .local depot may live in registers after ptxas (0-byte stack frame), so a launch with
@@ -120,6 +149,48 @@ def test_unsupported_instruction_names_itself():
 
 
 # --- divergence, barriers, warps ----------------------------------------------------------------------------------
+GRID_IDS = """ld.param.u64 %rd1, [out];
+mov.u32 %r1, %ctaid.x;\nmov.u32 %r2, %ctaid.y;\nmov.u32 %r3, %ctaid.z;\nmov.u32 %r4, %tid.x;\nmov.u32 %r5, %tid.y;\nmov.u32 %r6, %tid.z;
+mov.u32 %r7, %nctaid.x;\nmov.u32 %r8, %nctaid.y;\nmov.u32 %r9, %ntid.x;\nmov.u32 %r10, %ntid.y;\nmov.u32 %r11, %ntid.z;
+mad.lo.u32 %r12, %r3, %r8, %r2;\nmad.lo.u32 %r12, %r12, %r7, %r1;
+mad.lo.u32 %r13, %r6, %r10, %r5;\nmad.lo.u32 %r13, %r13, %r9, %r4;
+mul.lo.u32 %r14, %r9, %r10;\nmul.lo.u32 %r14, %r14, %r11;\nmad.lo.u32 %r12, %r12, %r14, %r13;
+shl.b32 %r15, %r2, 4;\nor.b32 %r15, %r15, %r1;\nshl.b32 %r16, %r3, 8;\nor.b32 %r15, %r15, %r16;
+shl.b32 %r16, %r4, 12;\nor.b32 %r15, %r15, %r16;\nshl.b32 %r16, %r5, 16;\nor.b32 %r15, %r15, %r16;
+shl.b32 %r16, %r6, 20;\nor.b32 %r15, %r15, %r16;
+min.u32 %r17, %r15, 0x7fffffff;
+and.b32 %r18, %r4, 1;\nsetp.eq.u32 %p1, %r18, 1;\n@%p1 add.u32 %r17, %r17, 0x1000000;
+mul.wide.u32 %rd2, %r12, 4;\nadd.s64 %rd3, %rd1, %rd2;\nst.global.u32 [%rd3], %r17;\nret;"""
+
+
+@pytest.mark.parametrize("batch", [1 << 16, 12 * 6, 5 * 6])   # the whole grid; whole rows of x; blocks across rows
+def test_grid_and_block_ids_in_every_batch_shape(monkeypatch, batch):
+  """Every thread's %ctaid and %tid, combined by element-wise forms on the registers' compact shapes, read by the
+  general path (min) and written under a divergent mask, land at its linear index, however blocks are batched."""
+  from hcq.drivers.mock.nv.sm import executor
+  monkeypatch.setattr(executor, "BATCH_THREADS", batch)
+  (gx, gy, gz), (bx, by, bz) = (4, 3, 2), (3, 2, 1)
+  out = np.zeros(gx * gy * gz * bx * by * bz, np.uint32)
+  launch(kernel(GRID_IDS), "k", [out], (gx, gy, gz), (bx, by, bz))
+  cz, cy, cx, tz, ty, tx = np.meshgrid(*(np.arange(n, dtype=np.uint32) for n in (gz, gy, gx, bz, by, bx)), indexing="ij")
+  want = cx | cy << 4 | cz << 8 | tx << 12 | ty << 16 | tz << 20
+  assert out.tolist() == (want + (tx & 1) * np.uint32(0x1000000)).reshape(-1).tolist()
+
+
+def test_flat_register_view_of_compact_registers():
+  """Code that handles whole registers (the carry flag, call frames) sees T lanes in thread order through b.regs;
+  what it writes is stored compact again (a uniform value as one element)."""
+  from hcq.drivers.mock.nv.sm.executor import Batch, Executor, Launch
+  mod = kernel("ret;")
+  b = Batch(Executor(mod, mod.kernels["k"], VirtualMemory(), Launch((2, 1, 1), (4, 2, 1), 0, 0, 0), None), 0, 2)
+  b.compact["%r1"] = b.special("%tid.y")
+  assert b.compact["%r1"].size == 2 and b.regs["%r1"].tolist() == [0, 0, 0, 0, 1, 1, 1, 1] * 2
+  b.regs["%r2"] = np.arange(16, dtype=np.uint32)
+  assert b.compact["%r2"].shape == b.shape and b.regs.get("%r2").tolist() == list(range(16))
+  b.regs["%r3"] = np.broadcast_to(np.uint32(7), (16,))
+  assert b.compact["%r3"].size == 1 and "%r3" in b.regs and b.regs.get("%r9") is None
+
+
 def test_divergent_paths_reconverge():
   body = """setp.lt.u32 %p1, %r0, 10;
 @%p1 bra LOW;
@@ -578,3 +649,10 @@ def test_fma_f32_rn_fast_path_matches_exact():
   with np.errstate(all="ignore"):   # scalars and broadcast operands, as immediates give them
     assert F.fma_f32_rn(np.float32(1.5), a[:5], np.float32(2)).view(np.uint32).tolist() == \
       F.arith("fma", "f32", "rn", np.float32(1.5), a[:5], np.float32(2)).view(np.uint32).tolist()
+    # compact operands as the SM's registers hold them (one varies along rows, one along columns): the midpoint
+    # cases of the last construction above, in every pairing, against the exact path on the broadcast lanes
+    A, B = ta.reshape(1, 8, 1, 8), tb.reshape(8, 1, 8, 1)
+    C = (rng.choice([-1, 1], (8, 8, 8, 8)) * rng.uniform(1.0, 2.0 ** 20, (8, 8, 8, 8))).astype(np.float32)
+    want = F.arith("fma", "f32", "rn", *(x.reshape(-1) for x in np.broadcast_arrays(A, B, C)))
+    got = F.fma_f32_rn(A, B, C)
+    assert got.shape == C.shape and got.reshape(-1).view(np.uint32).tolist() == want.view(np.uint32).tolist()

@@ -35,18 +35,68 @@ class Launch:
   local_bytes: int
 
 
+def _along(n: int, ax: int) -> np.ndarray:
+  """0..n-1 along axis `ax` (x, y or z) of a (z, y, x) triple of axes, size 1 along the other two."""
+  return np.arange(n).reshape(tuple(n if 2 - a == ax else 1 for a in range(3)))
+
+
+class FlatRegs:
+  """A batch's registers as T lanes each, for code that reads or writes a whole register itself (the carry flag, call
+  frames): a read gives T lanes (a copy where the register is compact), a write is stored compact where it can be."""
+
+  def __init__(self, b: "Batch"):
+    self.b = b
+
+  def __contains__(self, name: str) -> bool:
+    return name in self.b.compact
+
+  def get(self, name: str, default=None):
+    v = self.b.compact.get(name)
+    return default if v is None else self.b.flat(v)
+
+  def __getitem__(self, name: str) -> np.ndarray:
+    return self.b.flat(self.b.compact[name])
+
+  def __setitem__(self, name: str, v) -> None:
+    self.b.compact[name] = self.b.lanes(v)
+
+
 class Batch:
-  """The state of `nblk` blocks (first linear block index `blk0`) running together: T = nblk * block threads."""
+  """The state of `nblk` blocks (first linear block index `blk0`) running together: T = nblk * block threads.
+
+  A register holds an array of rank 6 over the lanes' `shape` (grid z, y, x for the whole grid, rows, 1, x for whole
+  rows of x, else nblk, 1, 1; then block z, y, x), of size 1 along every axis it does not vary on: a value read from
+  a parameter is one element, %tid.x one per x, an address from %ctaid.y and %tid.y one per row. numpy's
+  broadcasting keeps values compact through element-wise arithmetic; `flat` gives the T lanes the general path uses.
+  Lane i of the T is element i of the full shape in C order, so both views agree on which thread is which."""
 
   def __init__(self, ex: "Executor", blk0: int, nblk: int):
     self.ex, self.blk0, self.nblk = ex, blk0, nblk
     L = ex.launch
     self.bs = L.block[0] * L.block[1] * L.block[2]
     self.T = nblk * self.bs
-    self.regs: dict[str, np.ndarray] = {}
+    gx = L.grid[0]
+    self.whole = blk0 == 0 and nblk == gx * L.grid[1] * L.grid[2]
+    rows = (nblk // gx, 1, gx) if blk0 % gx == 0 and nblk % gx == 0 else (nblk, 1, 1)   # whole rows of x: %ctaid.x stays per x
+    self.shape = ((L.grid[2], L.grid[1], gx) if self.whole else rows) + (L.block[2], L.block[1], L.block[0])
+    self.compact: dict[str, np.ndarray] = {}   # register -> its rank-6 value
+    self.regs = FlatRegs(self)
     self.shared = WindowSpace("shared", nblk, L.shared_bytes)
     self.local = WindowSpace("local", self.T, L.local_bytes)
     self._special: dict[str, np.ndarray] = {}
+    self._special_lanes: dict[str, np.ndarray] = {}
+
+  def lanes(self, v) -> np.ndarray:
+    """v (a scalar, T lanes, or already rank 6) as a rank-6 array broadcastable to `shape`, without copying."""
+    v = np.asarray(v)
+    if v.ndim == 6: return v
+    if v.size == 1 or v.strides == (0,): return v.reshape(-1)[:1].reshape(ONE)   # one value for all lanes (a uniform read back)
+    return np.broadcast_to(v, (self.T,)).reshape(self.shape)
+
+  def flat(self, v: np.ndarray) -> np.ndarray:
+    """A rank-6 value as T lanes: a view when it is full or uniform, a copy when it is compact."""
+    if v.size == 1: return np.broadcast_to(v.reshape(1), (self.T,))
+    return np.broadcast_to(v, self.shape).reshape(self.T)
 
   @cached_property
   def local_tid(self) -> np.ndarray:
@@ -59,40 +109,62 @@ class Batch:
     return np.repeat(np.arange(self.nblk, dtype=np.int64), self.bs)
 
   @cached_property
+  def block_index(self) -> np.ndarray:
+    """Each block's index in the batch, rank 6 (what block_of is per thread)."""
+    return np.arange(self.nblk, dtype=np.int64).reshape(self.shape[:3] + (1, 1, 1))
+
+  @cached_property
   def thread_index(self) -> np.ndarray:
     return np.arange(self.T)
 
+  def special_lanes(self, name: str) -> np.ndarray:
+    """Special register `name` as T lanes, made once per batch for the general path."""
+    v = self._special_lanes.get(name)
+    if v is None:
+      v = self.flat(self.special(name))
+      if name.split(".")[0] not in CLOCKS: self._special_lanes[name] = v
+    return v
+
   def special(self, name: str) -> np.ndarray:
+    """Special register `name` as a rank-6 array, compact (%tid.x varies along the block's x axis only)."""
     if name in self._special: return self._special[name]
     L = self.ex.launch
-    bx, by, _ = L.block
     gx, gy, _ = L.grid
     base, comp = name.split(".") if "." in name else (name, "")
     ax = "xyz".index(comp) if comp else 0
-    lt = np.arange(self.bs, dtype=np.int64)             # per thread of one block, then tiled over the batch
-    lin = np.arange(self.blk0, self.blk0 + self.nblk)   # per block, then repeated for its threads
-    per_thread = per_block = None
-    if base == "%tid": per_thread = [lt % bx, lt // bx % by, lt // (bx * by)][ax]
-    elif base == "%ntid": per_thread = np.full(self.bs, L.block[ax])
-    elif base == "%ctaid": per_block = [lin % gx, lin // gx % gy, lin // (gx * gy)][ax]
-    elif base == "%nctaid": per_thread = np.full(self.bs, L.grid[ax])
+    lt = np.arange(self.bs, dtype=np.int64).reshape(self.shape[3:])   # a thread's linear index in its block
+    per_thread = per_block = v = None
+    if base == "%tid": per_thread = _along(L.block[ax], ax)
+    elif base == "%ntid": v = L.block[ax]
+    elif base == "%ctaid":
+      if self.whole or ax == 0 and self.shape[2] == gx: per_block = _along(L.grid[ax], ax)
+      else:
+        lin = np.arange(self.blk0, self.blk0 + self.nblk).reshape(self.shape[:3])
+        per_block = [lin % gx, lin // gx % gy, lin // (gx * gy)][ax]
+    elif base == "%nctaid": v = L.grid[ax]
     elif base == "%laneid": per_thread = lt % 32
     elif base == "%warpid": per_thread = lt // 32
-    elif base == "%nwarpid": per_thread = np.full(self.bs, (self.bs + 31) // 32)
-    elif base in ("%smid", "%gridid"): per_thread = np.zeros(self.bs)
-    elif base == "%nsmid": per_thread = np.full(self.bs, 132)   # an H200 has 132 SMs
+    elif base == "%nwarpid": v = (self.bs + 31) // 32
+    elif base in ("%smid", "%gridid"): v = 0
+    elif base == "%nsmid": v = 132   # an H200 has 132 SMs
     elif base.startswith("%lanemask_"):
       one = np.uint64(1) << (lt % 32).astype(np.uint64)
       per_thread = {"eq": one, "lt": one - np.uint64(1), "le": (one << np.uint64(1)) - np.uint64(1),
                     "gt": ~((one << np.uint64(1)) - np.uint64(1)), "ge": ~(one - np.uint64(1))}[base[10:]] & np.uint64(0xffffffff)
-    elif base in ("%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
-      return np.broadcast_to(np.array(self.ex.steps, np.uint64 if base in ("%clock64", "%globaltimer") else np.uint32), (self.T,))
-    elif base == "%dynamic_smem_size": per_thread = np.full(self.bs, L.shared_bytes - self.ex.kernel.static_shared_bytes)
-    elif base == "%total_smem_size": per_thread = np.full(self.bs, L.shared_bytes)
+    elif base in CLOCKS:
+      return np.array(self.ex.steps, np.uint64 if base in ("%clock64", "%globaltimer") else np.uint32).reshape(ONE)
+    elif base == "%dynamic_smem_size": v = L.shared_bytes - self.ex.kernel.static_shared_bytes
+    elif base == "%total_smem_size": v = L.shared_bytes
     else: raise Unsupported(f"special register {name}")
-    v = np.tile(per_thread.astype(np.uint32), self.nblk) if per_thread is not None else np.repeat(per_block.astype(np.uint32), self.bs)
-    self._special[name] = v
+    if per_thread is not None: v = per_thread.reshape((1, 1, 1) + per_thread.shape)
+    elif per_block is not None: v = per_block.reshape(per_block.shape + (1, 1, 1))
+    else: v = np.array(v).reshape(ONE)
+    v = self._special[name] = v.astype(np.uint32)
     return v
+
+
+ONE = (1,) * 6   # the shape of a value every lane shares
+CLOCKS = ("%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi")   # read anew each time
 
 
 def _is_counted(ins: Instr) -> bool:
@@ -117,11 +189,11 @@ class Executor:
     """Operand `op` as values of type t (array of T, or a scalar for an immediate)."""
     dt = VALUE_DTYPE[t]
     if isinstance(op, Reg):
-      if op.name in self.kernel.regs:
-        arr = b.regs.get(op.name)
-        if arr is None: arr = b.regs[op.name] = np.broadcast_to(np.zeros(1, storage_dtype(self.kernel.regs[op.name])), (b.T,))
-      else: arr = b.special(op.name)
-      return self.fit(arr, t)
+      if op.name not in self.kernel.regs: return self.fit(b.special_lanes(op.name), t)
+      arr = self.reg(b, op)
+      if 1 < arr.size < b.T:   # compact: the general path reads T lanes; keep them for its next read
+        arr = b.compact[op.name] = np.ascontiguousarray(np.broadcast_to(arr, b.shape))
+      return self.fit(b.flat(arr), t)
     if isinstance(op, Imm):
       if op.is_float:
         if t == "bf16": return F.to_fmt(np.float64(op.value), "bf16")
@@ -139,6 +211,13 @@ class Executor:
     if isinstance(op, tuple) and op[0] == "not": return ~self.rd(b, op[1], "pred")
     if isinstance(op, tuple) and op[0] == "neg": return -self.rd(b, op[1], t)
     raise Unsupported(f"operand {op}")
+
+  def reg(self, b: Batch, op: Reg) -> np.ndarray:
+    """Register (or special register) op's rank-6 bits; a register not yet written reads as zero."""
+    if op.name not in self.kernel.regs: return b.special(op.name)
+    arr = b.compact.get(op.name)
+    if arr is None: arr = b.regs[op.name] = np.zeros(ONE, storage_dtype(self.kernel.regs[op.name]))
+    return arr
 
   def fit(self, arr, t: str):
     """A register's raw bits (or a value) as type t: same width viewed, wider truncated, narrower extended."""
@@ -181,12 +260,10 @@ class Executor:
       if v.dtype.itemsize != sd().itemsize:
         v = self.fit(v, ("s" if is_signed(t) else "u") + str(sd().itemsize * 8))
       v = v.view(sd) if v.dtype != sd else v
-    if v.ndim == 0 or v.shape != (b.T,): v = np.broadcast_to(v, (b.T,))
     if m is not None:
-      old = b.regs.get(op.name)
-      if old is None: old = np.zeros(b.T, sd)
-      v = np.where(m, v, old)
-    b.regs[op.name] = v
+      old = b.compact.get(op.name)
+      v = np.where(m.reshape(b.shape), b.lanes(v), old if old is not None else sd(0))
+    b.compact[op.name] = b.lanes(v)
 
   # --- the loop -----------------------------------------------------------------------------------------------
   def run(self) -> None:

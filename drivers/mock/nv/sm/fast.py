@@ -2,11 +2,12 @@
 with its operand slots resolved (register name, view dtype, immediate value), so a step does no modifier parsing.
 
 Only forms whose meaning is plain numpy arithmetic get one (integer add/sub/mul/mad/shift/logic without .sat/.cc,
-f32 add/sub/mul/fma with .rn and no .ftz/.sat, setp without a boolean operator, mov, cvta.to.global, selp, and
-unpredicated-mask ld/st.global); every other form, and every operand the closure cannot resolve, takes the general
+f32 add/sub/mul/fma with .rn and no .ftz/.sat, setp without a boolean operator, mov, cvta.to.global, selp,
+unpredicated-mask ld/st.global and ld.shared); every other form, and every operand the closure cannot resolve, takes the general
 path in ops_*.py. A closure must give the same bits as that path: the corpus and the random programs judge both.
-An element-wise form whose inputs are all uniform (immediates, or registers written from uniform values, which stay
-0-stride views) computes one lane and stores it broadcast: loop counters and base pointers cost one lane, not T.
+Registers are compact rank-6 arrays (executor.Batch): an element-wise form computes on its inputs' broadcast shape,
+so a loop counter or a base pointer costs one lane, an address from %ctaid.y and %tid.y one per row, not T; a
+global load gathers once per distinct address slot and a store writes every thread's lane in thread order.
 """
 from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
@@ -16,7 +17,7 @@ import numpy as np
 from . import floats as F
 from .ops_alu import CMP, compare
 from .ops_common import OPS, Unsupported
-from .parser import SINK, Addr, Imm, Instr, Kernel, Reg, type_bytes
+from .parser import SINK, Addr, Imm, Instr, Kernel, Reg, Vec, type_bytes
 from .types import SINT, UINT, VALUE_DTYPE, storage_dtype
 
 if TYPE_CHECKING: from .executor import Batch, Executor  # noqa: F401
@@ -33,18 +34,18 @@ def _reader(k: Kernel, op, t: str):
     if rt != "pred" and type_bytes(rt) == type_bytes(t):
       name = op.name
       def reg(ex, b):
-        a = b.regs.get(name)
-        return a.view(dt) if a is not None else ex.rd(b, op, t)
+        a = b.compact.get(name)
+        return (a if a is not None else ex.reg(b, op)).view(dt)
       return reg
   if isinstance(op, Reg) and t == "pred" and k.regs.get(op.name) == "pred":
     name = op.name
-    return lambda ex, b: b.regs[name] if name in b.regs else ex.rd(b, op, t)
+    return lambda ex, b: b.compact[name] if name in b.compact else ex.reg(b, op)
   if isinstance(op, Imm):
     from .executor import Executor
     try: v = Executor.rd(None, None, op, t)   # an immediate's value depends on nothing of the launch
     except Unsupported: return None
     return lambda ex, b: v
-  if isinstance(op, Reg): return lambda ex, b: ex.rd(b, op, t)   # special registers: the batch caches them
+  if isinstance(op, Reg): return lambda ex, b: ex.fit(ex.reg(b, op), t)   # another width, or a special register
   return None
 
 
@@ -58,35 +59,27 @@ def _writer(k: Kernel, op, t: str):
     if not isinstance(v, np.ndarray) or v.dtype.itemsize != n or (sd is np.bool_) != (v.dtype == np.bool_):
       return ex.wr(b, op, v, t, m)
     if v.dtype != sd: v = v.view(sd)
-    if v.shape != (b.T,): v = np.broadcast_to(v, (b.T,))
+    if v.ndim != 6: v = b.lanes(v)
     if m is not None:
-      old = b.regs.get(name)
-      v = np.where(m, v, old if old is not None else sd(0))
-    b.regs[name] = v
+      old = b.compact.get(name)
+      v = np.where(m.reshape(b.shape), v, old if old is not None else sd(0))
+    b.compact[name] = v
   return write
 
 
-def _uniform(xs: tuple) -> tuple:
-  """xs as one lane each when every one is the same in all lanes (an immediate, or a register written from one: a
-  0-stride view), so an element-wise op on a loop counter or a base pointer costs one lane; xs unchanged otherwise."""
-  if all(not isinstance(x, np.ndarray) or x.ndim == 0 or x.strides == (0,) for x in xs):
-    return tuple(x[:1] if isinstance(x, np.ndarray) and x.ndim else x for x in xs)
-  return xs
-
-
 def _binary(k, ins, t, f, nin=2, out_t=None):
-  """A closure computing f(*inputs as type t) into args[0] (as out_t); the writer broadcasts a uniform result."""
+  """A closure computing f(*inputs as type t) into args[0] (as out_t), on the inputs' compact shapes."""
   rs = [_reader(k, a, t) for a in ins.args[1:1 + nin]]
   w = _writer(k, ins.args[0], out_t or t)
   if None in rs or w is None: return None
   if nin == 1:
     r0, = rs
-    return lambda ex, b, m: w(ex, b, np.asarray(f(*_uniform((r0(ex, b),)))), m)
+    return lambda ex, b, m: w(ex, b, np.asarray(f(r0(ex, b))), m)
   if nin == 2:
     r0, r1 = rs
-    return lambda ex, b, m: w(ex, b, np.asarray(f(*_uniform((r0(ex, b), r1(ex, b))))), m)
+    return lambda ex, b, m: w(ex, b, np.asarray(f(r0(ex, b), r1(ex, b))), m)
   r0, r1, r2 = rs
-  return lambda ex, b, m: w(ex, b, np.asarray(f(*_uniform((r0(ex, b), r1(ex, b), r2(ex, b))))), m)
+  return lambda ex, b, m: w(ex, b, np.asarray(f(r0(ex, b), r1(ex, b), r2(ex, b))), m)
 
 
 def _compile(k: Kernel, ins: Instr) -> Fast | None:
@@ -133,12 +126,9 @@ def _compile(k: Kernel, ins: Instr) -> Fast | None:
     return lambda ex, b, m: w(ex, b, np.where(r2(ex, b), r0(ex, b), r1(ex, b)), m)
   if o in ("ld", "st") and mods[0] == "global" and set(mods[1:-1]) <= {"nc"} and t in VALUE_DTYPE and t != "pred":
     return _global(k, ins, t)
+  if o == "ld" and mods[0] == "shared" and mods[1:-1] in ((), ("v2",), ("v4",)) and t in VALUE_DTYPE and t != "pred":
+    return _shared_load(k, ins, t)
   return None
-
-
-def _lanes(x, T: int) -> np.ndarray:
-  """x as T lanes: a full register as it is (broadcast_to costs more than the check), anything else broadcast."""
-  return x if np.shape(x) == (T,) else np.broadcast_to(x, (T,))
 
 
 def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
@@ -153,17 +143,37 @@ def _global(k: Kernel, ins: Instr, t: str) -> Fast | None:
     if w is None: return None
     dt = VALUE_DTYPE[t]
     def ld(ex, b, m):
-      a = b.regs.get(base) if m is None else None
+      a = b.compact.get(base) if m is None else None
       if a is None: return general(ex, b, ins, m)
-      w(ex, b, ex.glob.load(_lanes(a, b.T), size, off).view(dt), None)
+      w(ex, b, ex.glob.load(a.reshape(-1), size, off).view(dt).reshape(a.shape), None)   # one gather per distinct address slot
     return ld
   r = _reader(k, val, "b" + str(8 * size))
   if r is None: return None
   def st(ex, b, m):
-    a = b.regs.get(base) if m is None else None
+    a = b.compact.get(base) if m is None else None
     if a is None: return general(ex, b, ins, m)
-    ex.glob.store(_lanes(a, b.T), _lanes(r(ex, b), b.T), size, off)
+    ex.glob.store(b.flat(a), b.flat(b.lanes(r(ex, b))), size, off)   # every thread's store, in thread order
   return st
+
+
+def _shared_load(k: Kernel, ins: Instr, t: str) -> Fast | None:
+  """ld.shared (.v2/.v4) for every thread, on the address's compact shape and the block's: a tile's row read by every
+  x of a block is one load per row per block (a mask takes the general path). Each element is checked and loaded
+  at its own address, and the address is read before any destination is written, as in the general path."""
+  dsts, addr = (ins.args[0].items if isinstance(ins.args[0], Vec) else (ins.args[0],)), ins.args[1]
+  if not (isinstance(addr, Addr) and isinstance(addr.base, Reg) and k.regs.get(addr.base.name) in INT - {"u16", "s16", "b16"}):
+    return None
+  ws = [_writer(k, d, t) for d in dsts]
+  if None in ws: return None
+  size, dt, off, general = type_bytes(t), VALUE_DTYPE[t], addr.offset & 0xffffffffffffffff, OPS["ld"]
+  def ld(ex, b, m):
+    if m is not None: return general(ex, b, ins, m)
+    a = ex.fit(ex.reg(b, addr.base), "u64")   # as the general path reads it: a 32-bit register zero-extended
+    shape = np.broadcast_shapes(a.shape, b.block_index.shape)
+    owner, a = np.broadcast_to(b.block_index, shape).reshape(-1), np.broadcast_to(a, shape).reshape(-1)
+    words = [b.shared.load(owner, a + np.uint64((off + i * size) & 0xffffffffffffffff), size) for i in range(len(ws))]
+    for w, x in zip(ws, words): w(ex, b, x.view(dt).reshape(shape), None)
+  return ld
 
 
 def compile_kernel(k: Kernel) -> list[Fast | None]:
