@@ -38,7 +38,7 @@ def run1(body: str, n: int = 32, block: int | None = None, dtype=np.uint32, **kw
   (".version 8.0\n.target gfx1100\n", "t.ptx:2:1", "is not a PTX target"),
   (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  mov.u32 %r1, 09;\n}", "t.ptx:7:16", "not a valid number"),
   (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  mov.u32 %r1, 1;\n", "t.ptx:7:", "no closing"),
-  (HEAD + ".global .u32 g;\n", "t.ptx:4:1", "module-scope .global"),
+  (HEAD + ".const .u64 p = q;\n", "t.ptx:4:17", "a variable's address initialises only a .global"),
   (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n L: L: ret;\n}", "t.ptx:7:5", "label 'L' defined twice"),
 ])
 def test_parse_errors_name_line_column(text, where, what):
@@ -64,6 +64,21 @@ def test_immediates_in_every_form():
 def test_hex_double_immediate_and_vector_operands():
   r = run1("mov.b64 %rd5, 0d4000000000000000;\nmov.b64 {%r1, %r2}, %rd5;\nmov.b64 %rd6, {%r2, %r1};\ncvt.u32.u64 %r1, %rd6;")
   assert (r == 0x40000000).all()
+
+
+def test_module_globals_are_read_where_the_launch_says_they_are():
+  """A module .global has no storage in the SM: the launch names its address (where a loader placed it); without one
+  the kernel faults where it names the variable."""
+  mod = PTXModule.parse(HEAD + ".global .align 4 .u32 g[2] = {7, 9};\n.global .u64 pg = generic(g);\n"
+                        ".visible .entry k(.param .u64 out)\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n"
+                        "ld.global.u32 %r1, [g+4]; ld.param.u64 %rd1, [out]; st.global.u32 [%rd1], %r1; ret;\n}\n", "t.ptx")
+  assert set(mod.globals) == {"g", "pg"} and mod.globals["pg"].init == ["g"]
+  with pytest.raises(SMFault, match=r"kernel k, PTX line 10: module variable 'g' has no address"):
+    launch(mod, "k", [np.zeros(1, np.uint32)], (1,), (1,))
+  vm, data, out = VirtualMemory(), np.array([5, 6], np.uint32), np.zeros(4, np.uint8)
+  vm.map(0x10000, 8, data.view(np.uint8)); vm.map(0x20000, 4, out); vm.map(0x30000, 8, np.frombuffer(np.uint64(0x20000).tobytes(), np.uint8).copy())
+  mod.launch("k", vm, (1, 1, 1), (1, 1, 1), params_va=0x30000, variables={"g": 0x10000})
+  assert out.view(np.uint32)[0] == 6   # the data at the address given, not the PTX's initialiser
 
 
 # --- faults -------------------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from hcq.program import KernelArg, Program, launch_dims, pack_kernargs
 from hcq.sym import Sym
 
 if TYPE_CHECKING:
+  from hcq.buffer import Buffer
   from hcq.drivers.nv.device import NVDevice
   from hcq.drivers.nv.queue import NVComputeQueue
 
@@ -131,6 +132,17 @@ class NVProgram(Program):
     self._ring = memoryview((ctypes.c_uint8 * ring.nbytes).from_address(ring.host_addr)).cast("B")
     self._ring32 = self._ring.cast("I")
     self._templates: dict[tuple, bytes] = {}  # (grid, block, shared) -> block_template
+
+  def variable(self, name: str) -> "Buffer":
+    """Module variable `name` where this program's load placed it, as a Buffer view: a .global (`__device__`) one in
+    the module's global memory, a .const (`__constant__`) one in constant bank 3. copyin/copyout write and read it as
+    cudaMemcpyToSymbol/FromSymbol do; launches submitted after a copyin see the new value. Each program is one load of
+    its module: two programs of one cubin have their own variables."""
+    v = self.kernel.variables.get(name)
+    if v is None: raise HCQError(f"{self.name}: no module variable {name!r}; the module has {', '.join(sorted(self.kernel.variables)) or 'none'}")
+    buf = self.globals.get(v.section) if v.section.startswith(".nv.global") else self.banks.get(int(v.section[len(".nv.constant"):]))
+    if buf is None: raise HCQError(f"{self.name}: module variable {name!r} is in {v.section}, which this program did not load")
+    return buf.offset(v.offset, v.size)
 
   def check_limits(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> None:
     """The launch limits of the arch, before anything is sent; ProgramArgumentError naming the limit."""

@@ -24,12 +24,14 @@ MAX_BLOCK_THREADS = 1024   # every arch from sm_20 on (CUDA C Programming Guide,
 class PTXModule:
   """A parsed PTX module: its kernels (.kernels) and module-scope .const data; launch() runs one kernel."""
 
-  def __init__(self, kernels: dict[str, Kernel], consts: dict, header: dict, name: str):
+  def __init__(self, kernels: dict[str, Kernel], variables: dict, header: dict, name: str):
     self.kernels, self.header, self.name = kernels, header, name
     self.target = header.get("target", [""])[0]
+    self.globals = {v.name: v for v in variables.values() if v.space == "global"}
     self.const_offsets: dict[str, int] = {}
     off, chunks = 0, []
-    for v in consts.values():
+    for v in variables.values():
+      if v.space != "const": continue
       off = (off + v.align - 1) // v.align * v.align
       self.const_offsets[v.name] = off
       data = np.zeros(v.size, np.uint8)
@@ -48,10 +50,16 @@ class PTXModule:
     return cls(*parse(text, name), name)
 
   def launch(self, entry: str, mem: VirtualMemory, grid: tuple[int, int, int], block: tuple[int, int, int], params_va: int,
-             shared_bytes: int = 0, local_bytes_per_thread: int = 0, trace: Callable[[str], None] | None = None) -> dict:
+             shared_bytes: int = 0, local_bytes_per_thread: int = 0, trace: Callable[[str], None] | None = None,
+             variables: dict[str, int] | None = None, const_bank: tuple[int, int] | None = None) -> dict:
     """Run kernel `entry` over grid x block threads; returns counters {"instructions", "lane_ops"}. Kernel parameters
     are read through `mem` at params_va + their offsets; SMFault for what stops the kernel on the GPU. Shared memory
-    less than the kernel's static declarations is refused; local memory is not (see below)."""
+    less than the kernel's static declarations is refused; local memory is not (see below).
+
+    Module variables are where a loader put them: `variables` maps a .global's name to its address and a .const's to
+    its offset in the constant bank `const_bank` (address, bytes), which ld.const then reads through `mem` within the
+    bank's bytes. Without const_bank the module's own .const data is read (the SM alone, no driver); a .global without
+    an address faults where the kernel names it."""
     if entry not in self.kernels:
       raise SMFault("unsupported", None, entry, None, f"no kernel {entry!r} in {self.name} (kernels: {', '.join(self.kernels) or 'none'})")
     k = self.kernels[entry]
@@ -72,6 +80,7 @@ class PTXModule:
     # depot it promotes), so the QMD's per-thread size is checked by the caller against ptxas's stack size, not here; the
     # SM gives each thread the larger of the two, and an access past that window is SMFault("local").
     local_bytes_per_thread = max(int(local_bytes_per_thread), k.local_bytes)
-    ex = Executor(self, k, mem, Launch(grid, block, int(params_va), int(shared_bytes), int(local_bytes_per_thread)), trace)
+    ex = Executor(self, k, mem, Launch(grid, block, int(params_va), int(shared_bytes), int(local_bytes_per_thread),
+                                       dict(variables or {}), const_bank), trace)
     ex.run()
     return {"instructions": ex.steps, "lane_ops": ex.lane_ops}

@@ -7,7 +7,7 @@ non-exited thread of its block has arrived (exited threads count as arrived, as 
 are independent (the programming model gives no order between them), so many run in one batch.
 """
 from __future__ import annotations
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
 
@@ -33,6 +33,8 @@ class Launch:
   params_va: int
   shared_bytes: int
   local_bytes: int
+  variables: dict[str, int] = field(default_factory=dict)   # module .global/.const name -> address (where the loader put it)
+  const_bank: tuple[int, int] | None = None                 # (address, bytes) of the bank .const data is read from
 
 
 class Batch:
@@ -162,7 +164,10 @@ class Executor:
       align = max(16, k.shared[name][1].align)   # dynamic shared memory starts after the static part, aligned
       return (k.static_shared_bytes + align - 1) // align * align + off
     if name in k.local: return k.local[name][0] + off
-    if name in self.module.const_offsets: return self.module.const_offsets[name] + off
+    if name in self.launch.variables: return self.launch.variables[name] + off
+    if name in self.module.const_offsets and self.launch.const_bank is None: return self.module.const_offsets[name] + off
+    if name in self.module.globals or name in self.module.const_offsets:
+      raise Fault("unsupported", None, f"module variable {name!r} has no address: the launch names none (a loader places module variables)")
     raise Unsupported(f"symbol {name!r} is not a parameter or variable of kernel {k.name}")
 
   def wr(self, b: Batch, op, val, t: str, m) -> None:

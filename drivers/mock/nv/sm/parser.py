@@ -292,11 +292,8 @@ class _Parser:
     elif t.text == ".func": self._func()
     elif t.text in (".global", ".const", ".shared"):
       v = self._variable(t.text[1:], ".extern" in linkage)
-      if v.space == "global":
-        raise self.err(t, f"module-scope .global variable {v.name!r}: the emulated SM has no loader for module globals; "
-                          "pass the data as a kernel parameter (a buffer) instead")
       if v.space == "shared": self.module_shared[v.name] = v
-      else: consts[v.name] = v
+      else: consts[v.name] = v   # .const and .global: their data is where a loader puts it (the launch's variables)
     else: raise self.err(t, f"expected .entry, .func or a variable after {' '.join(linkage)}, found {t.text!r}")
 
   def _func(self) -> None:
@@ -352,23 +349,31 @@ class _Parser:
       self.expect("]")
     init = None
     if self.accept("="):
-      init = self._initializer()
+      init = self._initializer(symbols=space == "global")
     self.expect(";")
     v = Variable(name.text, space, typ, count if sized else 0, align or type_bytes(typ) * vec, init, extern)
     if not sized and not (extern and space == "shared"):
       raise self.err(name, f"{name.text!r}: an unsized array is only valid as `.extern .shared` (dynamic shared memory)")
     return v
 
-  def _initializer(self) -> list:
+  def _initializer(self, symbols: bool = False) -> list:
+    """Initial values; with `symbols` (a .global's) also a variable's address, `name`, `name+N` or `generic(name)`,
+    kept as the name: the loader relocates those (R_CUDA_G64), the SM never reads a .global's initialiser."""
     out = []
     if self.accept("{"):
       while not self.accept("}"):
-        out.extend(self._initializer())
+        out.extend(self._initializer(symbols))
         self.accept(",")
       return out
     neg = self.accept("-")
     t = self.next("an initial value")
-    if t.kind != "num": raise self.err(t, f"initial value {t.text!r}: expected a number (symbol initialisers are not supported)")
+    if symbols and t.kind == "id" and not neg:
+      if t.text == "generic" and self.accept("("):
+        t = self.next("a variable's name")
+        self.expect(")")
+      if self.accept("+"): self.number("an offset")
+      return [t.text]
+    if t.kind != "num": raise self.err(t, f"initial value {t.text!r}: expected a number (a variable's address initialises only a .global)")
     return [_imm(t, neg).value]
 
   def _entry(self, kernels: dict) -> None:
@@ -625,5 +630,6 @@ def _is_special(name: str) -> bool:
 
 
 def parse(text: str, name: str) -> tuple[dict[str, Kernel], dict[str, Variable], dict]:
-  """Parse PTX text into its kernels, module-scope .const variables and header (.version, .target, .address_size)."""
+  """Parse PTX text into its kernels, module-scope .const and .global variables and header (.version, .target,
+  .address_size)."""
   return _Parser(text, name).module()
