@@ -471,6 +471,41 @@ DONE:
 st.param.b32 [ret], %r1;
 ret;
 }
+.func (.param .b32 ret) tri(.param .b32 x)
+{
+.reg .b32 %r<4>;
+.reg .pred %p<2>;
+ld.param.b32 %r1, [x];
+setp.eq.u32 %p1, %r1, 0;
+@%p1 bra DONE;
+sub.u32 %r2, %r1, 1;
+{
+.param .b32 a;
+.param .b32 b;
+st.param.b32 [a], %r2;
+call.uni (b), odd, (a);
+ld.param.b32 %r3, [b];
+}
+mad.lo.u32 %r1, %r3, 3, %r1;
+DONE:
+st.param.b32 [ret], %r1;
+ret;
+}
+.func (.param .b32 ret) odd(.param .b32 x)
+{
+.reg .b32 %r<4>;
+ld.param.b32 %r1, [x];
+{
+.param .b32 a;
+.param .b32 b;
+st.param.b32 [a], %r1;
+call.uni (b), tri, (a);
+ld.param.b32 %r2, [b];
+}
+add.u32 %r2, %r2, 1;
+st.param.b32 [ret], %r2;
+ret;
+}
 .extern .func (.param .b32 ret) vprintf(.param .b64 fmt, .param .b64 args);
 """
 
@@ -496,15 +531,42 @@ def test_a_predicated_call_runs_for_the_threads_whose_predicate_holds():
   assert (out == np.where(np.arange(32) < 10, 2 * np.arange(32), 99)).all()
 
 
+RECURSE = ("{\n.param .b32 p0;\n.param .b32 r0;\nst.param.b32 [p0], %r0;\nsetp.lt.u32 %p1, %r0, 20;\n"
+           "@%p1 call.uni (r0), tri, (p0);\n@!%p1 call.uni (r0), down, (p0);\nld.param.b32 %r1, [r0];\n}")
+
+
+def _tri(x: int) -> int:   # tri(x) = x + 3 * odd(x - 1), odd(y) = tri(y) + 1: mutual recursion to depth 2x
+  return 0 if x == 0 else (x + 3 * (_tri(x - 1) + 1)) & 0xFFFFFFFF
+
+
+def test_recursive_calls_run_on_a_per_thread_stack():
+  """Mutual recursion (tri -> odd -> tri) and self recursion (down) with real call/ret: each thread at its own depth
+  (0 to 38 frames), predicated calls, values live across the calls restored from the frames."""
+  mod = called(RECURSE)
+  k = mod.kernels["k"]
+  assert set(k.functions) == {"tri", "odd", "down"} and all(f.size <= 64 for f in k.functions.values())
+  out = np.zeros(64, np.uint32)
+  launch(mod, "k", [out], (1,), (64,), local_bytes=k.local_bytes + 40 * 64)
+  assert out.tolist() == [_tri(t) if t < 20 else 0 for t in range(64)]
+
+
+def test_a_stack_overflow_is_a_local_fault_at_the_call():
+  """A thread whose frames do not fit the local memory the launch gives faults at the call (naming the kernel, the PTX
+  line and the address just below the stack), as the GPU faults on a local access past the thread's window."""
+  mod = called(RECURSE)
+  k = mod.kernels["k"]
+  with pytest.raises(SMFault) as e: launch(mod, "k", [np.zeros(64, np.uint32)], (1,), (64,), local_bytes=k.local_bytes + 10 * 48)
+  assert e.value.kind == "local" and e.value.address == k.local_bytes - 1 and "stack overflow: the call of" in str(e.value)
+  calls = {i + 1 for i, text in enumerate((HEAD + FUNCS).split("\n")) if "call.uni" in text}   # the calls in down, tri, odd
+  assert e.value.ptx_line in calls, str(e.value)
+
+
 @pytest.mark.parametrize("body,what,line", [
-  ("setp.lt.u32 %p1, %r0, 4;\n@%p1 bra SKIP;\n{\n.param .b32 p0;\n.param .b32 r0;\nst.param.b32 [p0], %r0;\n"
-   "call.uni (r0), down, (p0);\nld.param.b32 %r1, [r0];\n}\nSKIP:", "recursive call (down -> down", 24),
-  ("{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\ncall.uni (r), vprintf, (f, a);\n}", "no body in this module", 45),
-  ("call.uni (%r1), %rd1, (%r0);", "indirect call through %rd1", 41),
+  ("{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\ncall.uni (r), vprintf, (f, a);\n}", "no body in this module", 80),
+  ("call.uni (%r1), %rd1, (%r0);", "indirect call through %rd1", 76),
 ])
 def test_calls_the_sm_cannot_inline_fault_where_reached(body, what, line):
-  """Recursion (the SM keeps no call stack), an external function and an indirect call fault at the call's line (for
-  recursion: the call inside `down`, once `down` itself is inlined into the kernel)."""
+  """An external function and an indirect call fault at the call's line."""
   with pytest.raises(SMFault) as e: launch(called(body), "k", [np.zeros(32, np.uint32)], (1,), (32,))
   assert e.value.kind == "unsupported" and what in str(e.value) and e.value.ptx_line == line, str(e.value)
 

@@ -48,6 +48,7 @@ class Batch:
     self.regs: dict[str, np.ndarray] = {}
     self.shared = WindowSpace("shared", nblk, L.shared_bytes)
     self.local = WindowSpace("local", self.T, L.local_bytes)
+    self.stack: np.ndarray | None = None   # each thread's call-stack pointer in its local window (calls.real_call)
     self._special: dict[str, np.ndarray] = {}
 
   @cached_property
@@ -112,7 +113,8 @@ class Executor:
     self.lane_ops = 0
     self.ins: Instr | None = None
     self.fast = compile_kernel(kernel)
-    self.counted_barriers = {pc for pc, ins in enumerate(kernel.instrs) if _is_counted(ins)}
+    # instructions each thread runs on its own (pcs): counted barrier arrivals, real calls and their returns
+    self.counted_barriers = {pc for pc, ins in enumerate(kernel.instrs) if _is_counted(ins) or calls.is_real_call(ins)}
 
   # --- operands -----------------------------------------------------------------------------------------------
   def rd(self, b: Batch, op, t: str):
@@ -280,6 +282,8 @@ class Executor:
         rel = bars.release(alive)
         if rel is not None: pcs[rel] += 1
       elif kind == "trap": raise self.fault("trap", None, "trap instruction executed")
+      elif kind == "call": calls.real_call(self, b, ins, m, pcs, minpc)
+      elif kind == "$ret": calls.real_return(self, b, ins, m, pcs)
 
   def guard(self, b: Batch, ins: Instr, m):
     if ins.pred is None: return None
@@ -299,7 +303,7 @@ class Executor:
     self.steps += 1
     if self.trace: self.trace(f"{self.kernel.name} line {ins.line}: {ins.text}  [{b.T if m is None else int(m.sum())} threads]")
     op = ins.op
-    if op in ("bra", "exit", "ret", "trap"): return op
+    if op in ("bra", "exit", "ret", "trap", "$ret") or (op == "call" and ins.why is None): return op
     if op in ("bar", "barrier") and ins.mods[:1] != ("warp",):
       try: return barrier_kind(ins)
       except Unsupported as u: raise self.fault("unsupported", None, f"{ins.text}: {u}") from None

@@ -133,6 +133,7 @@ class Kernel:
   line: int = 0
   plain_regs: bool = False   # some register is declared without '%'
   call_params: set = field(default_factory=set)   # scoped .param variables of calls: per-thread memory (calls.py)
+  functions: dict = field(default_factory=dict)   # recursive device functions called for real: name -> calls.Frame
   fast: list | None = None   # fast.compile_kernel's closures, one per instruction, made at the first launch
 
 
@@ -306,12 +307,12 @@ class _Parser:
     params = self._param_list() if self.peek() is not None and self.peek().text == "(" else []
     self.accept(".noreturn")
     if self.accept(";"):
-      self.funcs.setdefault(nt.text, Func(None, [v.name for v in rets], [v.name for v in params]))
+      self.funcs.setdefault(nt.text, Func(None, [v.name for v in rets], [v.name for v in params], rets + params))
       return
     self.expect("{")
     f = Kernel(nt.text, line=nt.line)
     self._body(f)
-    self.funcs[nt.text] = Func(f, [v.name for v in rets], [v.name for v in params])
+    self.funcs[nt.text] = Func(f, [v.name for v in rets], [v.name for v in params], rets + params)
 
   def _param_list(self) -> list[Variable]:
     self.expect("(")
