@@ -196,7 +196,7 @@ class ComputeClass:
                          "descriptor of every global access: only 0 (no cache policy) is emulated", E.ROBUST_CHANNEL_GR_EXCEPTION)
     low, high = q["shader_local_memory_low_size"], q["shader_local_memory_high_size"]
     local = 0  # bytes of stack each thread has below the stack's start
-    if record.stack_size:  # R1 starts at bank 0's stack_top word; the stack [top - size, top) must lie in the QMD's high part
+    if record.stack_size or high:  # R1 starts at bank 0's stack_top word; the stack [top - size, top) must lie in the QMD's high part
       top = word(dims.stack_top)
       local = top - (LOCAL_SPACE - high)
       if top > LOCAL_SPACE or top % 16 or local < record.stack_size:

@@ -79,7 +79,9 @@ class PTXModule:
     # Local memory: ptxas may keep a PTX .local array in registers (ptxas 13.0 -v reports a 0-byte stack frame for a 64-byte
     # depot it promotes), so the QMD's per-thread size is checked by the caller against ptxas's stack size, not here; the
     # SM gives each thread the larger of the two, and an access past that window is SMFault("local").
-    local_bytes_per_thread = max(int(local_bytes_per_thread), k.local_bytes)
+    # A kernel with real calls (recursion, calls.py) keeps its call stack in the local memory the launch gives each thread,
+    # all of it: the SM's own per-thread slots (calls' .param variables, PTX .local) lie below it, not charged to it.
+    local_bytes_per_thread = k.local_bytes + int(local_bytes_per_thread) if k.functions else max(int(local_bytes_per_thread), k.local_bytes)
     ex = Executor(self, k, mem, Launch(grid, block, int(params_va), int(shared_bytes), int(local_bytes_per_thread),
                                        dict(variables or {}), const_bank), trace)
     ex.run()

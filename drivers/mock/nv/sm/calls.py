@@ -13,13 +13,16 @@ callee branches to the end of its inlined body.
 A recursive function (one that can reach itself through calls) cannot be inlined: it gets one out-of-line body after
 the kernel's, with its own registers and local slots (parameters, return values, .local and its calls' .param
 variables), and every call of it is a real call with a per-thread call stack in the thread's local memory, growing down
-from the top of its local window: a call pushes a frame holding the callee's registers and local slots as they were
-and the return address, then passes the arguments; `ret` passes the return values back and pops it, so each thread
-returns to its own call site at its own depth. The frame is the callee's whole PTX state (registers it writes, its
-slots), larger than ptxas's (live registers only), so the emulated stack overflows at a smaller depth than the GPU's
-(stricter). A frame that does not fit above the kernel's own local bytes is a stack overflow: SMFault "local" at the
-frame's lowest address, naming the kernel and the call's PTX line; the GPU reports an access past the thread's local
-memory the same way (an out-of-range local address), which is what the emulated fault stands for.
+from the top of its local window: a call pushes a frame holding what an outer activation of the callee still needs
+(its registers and slots live after one of its calls, by a liveness pass that errs on the large side) and the return
+address, then passes the arguments; `ret` passes the return values back and pops it, so each thread returns to its own
+call site at its own depth. The stack is the local memory the launch gives each thread (the QMD's, from the stack size
+the program chose: ptxas cannot bound a recursive kernel's); the SM's own slots lie below it. Frames hold PTX
+registers, not ptxas's (fib: 48 bytes here, 40 in ptxas 13's frame; a tree walk 96 and 80), so the emulated stack
+overflows at a somewhat smaller depth than the GPU's (the stricter side). A frame that does not fit is a stack overflow:
+SMFault "local" at the address just below the stack's bottom, naming the kernel and the call's PTX line. On the GPU a
+push past the thread's local memory is a local access out of range, an SM exception (Xid 13) at that address; the
+fault stands for it (the address is in the SM's window, not the GPU's local address space).
 
 A call that can be neither inlined nor called stays a `call` and faults when a thread reaches it: a function without a
 body here (an external one such as vprintf), an indirect call through a register, arguments that are not .param
@@ -51,12 +54,12 @@ class Frame:
   """A recursive function's out-of-line body in the kernel: where it starts and what a real call saves."""
   name: str
   entry: str                       # the label of its first instruction
-  regs: list[tuple[str, str, int]]  # (register, type, offset in the frame) of the registers its body writes
-  local: tuple[int, int]            # [lo, hi) of its local slots in the thread's local memory
-  params: list[str]                 # the local slots of its parameters and return values, in declaration order
+  regs: list[tuple[str, str, int]]       # (register, type, offset in the frame) of its registers live across its calls
+  slots: list[tuple[int, int, int]]      # (local address, bytes, offset in the frame) of its local slots live across them
+  params: list[str]                      # the local slots of its parameters and return values, in declaration order
   rets: list[str]
-  local_at: int                     # where the saved local slots start in the frame
-  pc_at: int                        # where the return address is in the frame
+  pc_at: int                             # where the return address is in the frame
+  locals: list[tuple[str, int]]          # (register, offset in the frame): each .local variable's address register
   size: int                         # bytes of one frame (16-byte aligned)
 
 
@@ -197,17 +200,21 @@ def _outline(k: Kernel, name: str, ctx: _Context) -> None:
   k.functions; the recursive functions it calls are queued. Its `ret`s become `$ret` (pop the frame, back to the caller)."""
   k.functions[name] = None   # being outlined: its own recursive calls must not queue it again
   fn, site = ctx.funcs[name], f"${name}$frame"
-  regs_before, lo = set(k.regs), _align(k.local_bytes, 16)
-  k.local_bytes = lo
+  regs_before, slots_before = set(k.regs), set(k.local)
   ren = {}
-  for v in fn.decls:   # its parameters and return values: slots in local memory, saved with the frame
+  for v in fn.decls:   # its parameters and return values: slots in local memory
     ren[v.name] = _new_slot(k, v.name + site, v)
     k.call_params.add(v.name + site)
   body = _expand(k, fn.body, ctx.funcs, (name,), ctx)
   placed = _place(k, fn, body, site, ren, lambda y: replace(y, op="$ret", mods=(), args=(Sym(name),)))
-  hi = _align(k.local_bytes, 16)
-  k.local_bytes = hi
-  live = _live_across_calls(placed)
+  new = set(k.local) - slots_before
+  # its .local variables live in each activation's frame: their address is a register the call sets (frame base + offset)
+  frame_vars = sorted(v for v in new if k.local[v][1].space == "local")
+  bases = {v: Reg(f"%$frame${v}") for v in frame_vars}
+  for r in bases.values(): k.regs[r.name] = "u64"
+  placed = [x if isinstance(x, str) else _frame_addresses(x, bases) for x in placed]
+  slots = {v: k.local[v][1].size for v in new if v not in bases}
+  live = _live_across_calls(placed, slots, [ren[r] for r in fn.rets])
   regs, off = [], 0
   for r in sorted(set(k.regs) - regs_before):
     if r not in live: continue
@@ -215,12 +222,32 @@ def _outline(k: Kernel, name: str, ctx: _Context) -> None:
     off = _align(off, n)
     regs.append((r, k.regs[r], off))
     off += n
-  local_at = _align(off, 16)
-  pc_at = local_at + hi - lo
+  saved = []
+  for v in sorted(slots):
+    if v not in live: continue
+    off = _align(off, k.local[v][1].align)
+    saved.append((k.local[v][0], slots[v], off))
+    off += slots[v]
+  pc_at = _align(off, 8)
+  off = pc_at + 8
+  locals_ = []
+  for v in frame_vars:
+    off = _align(off, k.local[v][1].align)
+    locals_.append((bases[v].name, off))
+    off += k.local[v][1].size
   entry = f"$entry{site}"
-  k.functions[name] = Frame(name, entry, regs, (lo, hi), [ren[p] for p in fn.params], [ren[r] for r in fn.rets], local_at, pc_at,
-                            _align(pc_at + 8, 16))
+  k.functions[name] = Frame(name, entry, regs, saved, [ren[p] for p in fn.params], [ren[r] for r in fn.rets], pc_at, locals_, _align(off, 16))
   ctx.outlined += [entry] + placed
+
+
+def _frame_addresses(ins: Instr, bases: dict[str, Reg]) -> Instr:
+  """ins with each name of a frame variable (`v`, `[v+N]`) replaced by the register holding its address."""
+  def fix(a):
+    if isinstance(a, Sym) and a.name in bases: return bases[a.name]
+    if isinstance(a, Addr) and isinstance(a.base, Sym) and a.base.name in bases: return Addr(bases[a.base.name], a.offset)
+    if isinstance(a, Vec): return Vec(tuple(fix(x) for x in a.items))
+    return a
+  return replace(ins, args=tuple(fix(a) for a in ins.args))
 
 
 # opcodes whose first operand is read, not written (a store's address, a barrier's number, a call's variables)
@@ -236,22 +263,36 @@ def _regs_in(a) -> list[Reg]:
   return []
 
 
-def _live_across_calls(placed: list) -> set[str]:
-  """The registers live after some real call in a function's body (backward liveness over its branches): what an outer
-  activation still needs when an inner one returns, so what a frame saves. Reads are over-approximated (every register
-  operand but a written first operand) and a predicated write kills nothing, so the set errs on the large side."""
+def _live_across_calls(placed: list, slots: dict[str, int], rets: list[str]) -> set[str]:
+  """The registers and local slots live after some real call in a function's body (backward liveness over its
+  branches): what an outer activation still needs when an inner one returns, so what a frame saves. Reads are
+  over-approximated (every register operand but a written first operand), a predicated or partial write kills nothing,
+  a slot whose address is taken is always live, and `$ret` reads the return values: the set errs on the large side."""
   code, labels = [], {}
   for x in placed:
     if isinstance(x, str): labels[x] = len(code)
     else: code.append(x)
   n = len(code)
-  reads, kills, succ = [], [], []
+  reads, kills, succ, taken = [], [], [], set()
+  slot_of = lambda a: a.base.name if isinstance(a, Addr) and isinstance(a.base, Sym) and a.base.name in slots else None
   for i, ins in enumerate(code):
     dest = ins.op not in _NO_DEST and bool(ins.args) and isinstance(ins.args[0], (Reg, Vec, PredPair))
-    reads.append({r.name for a in (ins.args[1:] if dest else ins.args) for r in _regs_in(a)} |
-                 ({ins.pred.name} if ins.pred is not None else set()) |
-                 ({r.name for r in _regs_in(ins.args[0].base)} if dest and isinstance(ins.args[0], Addr) else set()))
-    kills.append({r.name for r in _regs_in(ins.args[0])} if dest and ins.pred is None else set())
+    r = {x.name for a in (ins.args[1:] if dest else ins.args) for x in _regs_in(a)} | ({ins.pred.name} if ins.pred is not None else set())
+    if dest and isinstance(ins.args[0], Addr): r |= {x.name for x in _regs_in(ins.args[0].base)}
+    w = {x.name for x in _regs_in(ins.args[0])} if dest else set()
+    if ins.op == "ld" and (v := slot_of(ins.args[1])): r.add(v)
+    elif ins.op == "st" and (v := slot_of(ins.args[0])):
+      vec = next((int(m[1:]) for m in ins.mods if m in ("v2", "v4", "v8")), 1)
+      if ins.args[0].offset == 0 and ins.types and type_bytes(ins.types[0]) * vec >= slots[v]: w.add(v)
+    elif ins.op == "call":
+      c_rets, _, c_args = call_parts(ins)
+      r |= {a.name for a in c_args if isinstance(a, Sym)}
+      w |= {a.name for a in c_rets if isinstance(a, Sym)}
+    elif ins.op == "$ret": r |= set(rets)
+    else: taken |= {a.name if isinstance(a, Sym) else a.base.name for a in ins.args
+                    if (isinstance(a, Sym) and a.name in slots) or slot_of(a)}   # an address of a slot escapes
+    reads.append(r)
+    kills.append(w if ins.pred is None else set())
     nxt = [] if ins.op in ("ret", "$ret", "exit", "trap") or (ins.op == "bra" and ins.pred is None) else [i + 1]
     if ins.op in ("bra", "brx"): nxt += [labels[a.name] for a in ins.args if isinstance(a, Sym) and a.name in labels]
     succ.append([j for j in nxt if j < n])
@@ -263,7 +304,8 @@ def _live_across_calls(placed: list) -> set[str]:
       out = set().union(*(live_in[j] for j in succ[i])) if succ[i] else set()
       new = reads[i] | (out - kills[i])
       if new != live_in[i]: live_in[i], changed = new, True
-  return set().union(*(live_in[i + 1] for i, ins in enumerate(code) if is_real_call(ins) and i + 1 < n))
+  # after a call: what the code after it reads, but the call's return variables (written after the frame is popped)
+  return taken.union(*(live_in[i + 1] - kills[i] for i, ins in enumerate(code) if is_real_call(ins) and ins.op == "call" and i + 1 < n))
 
 
 def _rename(ins: Instr, site: str, labels: set, ren: dict, k: Kernel) -> Instr:
@@ -339,10 +381,10 @@ def real_call(ex, b, ins: Instr, m: np.ndarray, pcs: np.ndarray, pc: int) -> Non
     used = ex.launch.local_bytes - int(sp[np.argmax(low)]) - f.size
     raise ex.fault("local", k.local_bytes - 1, f"stack overflow: the call of {callee.name} needs a {f.size}-byte frame, the "
                    f"thread's stack [{k.local_bytes:#x}, {ex.launch.local_bytes:#x}) has {ex.launch.local_bytes - k.local_bytes - used} "
-                   f"of its {ex.launch.local_bytes - k.local_bytes} bytes left (the local memory the launch gives each thread "
-                   f"above the kernel's own {k.local_bytes} bytes)")
+                   f"of its {ex.launch.local_bytes - k.local_bytes} bytes left (the local memory the launch gives each thread)")
   _save(b, lanes, f, sp, k)
   data[_rows(b, lanes, sp + f.pc_at, 8)] = np.full(lanes.size, pc + 1, np.int64).view(np.uint8).reshape(-1, 8)
+  for r, off in f.locals: _set_lanes(b, r, np.uint64, lanes, (sp + off).astype(np.uint64))
   for p, v in zip(f.params, vals): data[_rows(b, lanes, k.local[p][0], v.shape[1])] = v
   b.stack[lanes] = sp
   pcs[lanes] = k.labels[f.entry]
@@ -380,18 +422,20 @@ def _save(b, lanes: np.ndarray, f: Frame, sp: np.ndarray, k: Kernel) -> None:
     sd = storage_dtype(t)
     v = np.zeros(lanes.size, sd) if a is None else np.broadcast_to(a, (b.T,))[lanes].astype(sd, copy=False)
     data[_rows(b, lanes, sp + off, v.dtype.itemsize)] = np.ascontiguousarray(v).view(np.uint8).reshape(lanes.size, -1)
-  lo, hi = f.local
-  data[_rows(b, lanes, sp + f.local_at, hi - lo)] = data[_rows(b, lanes, lo, hi - lo)]
+  for at, n, off in f.slots: data[_rows(b, lanes, sp + off, n)] = data[_rows(b, lanes, at, n)]
 
 
 def _restore(b, lanes: np.ndarray, f: Frame, sp: np.ndarray, k: Kernel) -> None:
   data = b.local.data
   for r, t, off in f.regs:
     sd = np.dtype(storage_dtype(t))
-    v = data[_rows(b, lanes, sp + off, sd.itemsize)].copy().view(sd).reshape(-1)
-    a = b.regs.get(r)
-    full = np.zeros(b.T, sd) if a is None else np.array(np.broadcast_to(a, (b.T,)), sd)
-    full[lanes] = v
-    b.regs[r] = full
-  lo, hi = f.local
-  data[_rows(b, lanes, lo, hi - lo)] = data[_rows(b, lanes, sp + f.local_at, hi - lo)]
+    _set_lanes(b, r, sd, lanes, data[_rows(b, lanes, sp + off, sd.itemsize)].copy().view(sd).reshape(-1))
+  for at, n, off in f.slots: data[_rows(b, lanes, at, n)] = data[_rows(b, lanes, sp + off, n)]
+
+
+def _set_lanes(b, r: str, sd, lanes: np.ndarray, v: np.ndarray) -> None:
+  """Register r (container dtype sd) set to v for `lanes`, the other threads' values kept."""
+  a = b.regs.get(r)
+  full = np.zeros(b.T, sd) if a is None else np.array(np.broadcast_to(a, (b.T,)), sd)
+  full[lanes] = v
+  b.regs[r] = full
