@@ -14,11 +14,23 @@ from hcq.asm.emu.memory import VirtualMemory
 
 from .errors import PTXError, SMFault
 from .executor import Executor, Launch
-from .parser import Kernel, parse
+from .parser import Kernel, Variable, parse
 
-__all__ = ["PTXModule", "PTXError", "SMFault", "Kernel"]
+__all__ = ["PTXModule", "PTXError", "SMFault", "Kernel", "initial_data"]
 
 MAX_BLOCK_THREADS = 1024   # every arch from sm_20 on (CUDA C Programming Guide, "Compute capabilities")
+
+
+def initial_data(v: Variable) -> np.ndarray:
+  """A module variable's initial bytes from its PTX initialiser (zeros where it has none); ValueError for an initialiser
+  that is another variable's address (a loader's relocation)."""
+  from .types import VALUE_DTYPE
+  data = np.zeros(v.size, np.uint8)
+  if v.init:
+    if any(isinstance(x, str) for x in v.init): raise ValueError(f"{v.name}: its initialiser holds addresses (a loader relocates those)")
+    vals = np.array(v.init[: v.count]).astype(VALUE_DTYPE[v.type] if v.type != "bf16" else np.uint16)
+    data[: vals.nbytes] = vals.view(np.uint8)
+  return data
 
 
 class PTXModule:
@@ -34,12 +46,7 @@ class PTXModule:
       if v.space != "const": continue
       off = (off + v.align - 1) // v.align * v.align
       self.const_offsets[v.name] = off
-      data = np.zeros(v.size, np.uint8)
-      if v.init:
-        from .types import VALUE_DTYPE
-        vals = np.array(v.init[: v.count]).astype(VALUE_DTYPE[v.type] if v.type != "bf16" else np.uint16)
-        data[: vals.nbytes] = vals.view(np.uint8)
-      chunks.append((off, data))
+      chunks.append((off, initial_data(v)))
       off += v.size
     self.const_data = np.zeros(max(off, 1), np.uint8)
     for o, d in chunks: self.const_data[o:o + d.size] = d
