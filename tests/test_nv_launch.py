@@ -2,6 +2,7 @@
 dimensions, and a driver that puts something in the wrong place (program address, register count, constant bank 0)
 getting the fault the GPU gives, with the device usable afterwards."""
 import ctypes
+import os
 import subprocess
 import time
 
@@ -458,3 +459,17 @@ def test_parameters_at_another_arch_base_give_a_wrong_result(dev, saxpy):
   _launch_at(dev, saxpy, addr, (1, 1, 1), (64, 1, 1))
   dev.synchronize()
   np.testing.assert_array_equal(ob.copyout(np.empty(n, np.float32)), np.full(n, -1, np.float32))
+
+
+def test_the_bank0_probe_reads_back_the_driver_part(dev, capsys):
+  """tools/nv_bank0_probe.py (the check of what the CUDA driver writes in bank 0, 0x208 first, on a GPU machine): its
+  kernel reads bank 0 at negative parameter offsets; on the emulated GPU that is exactly the driver part hcq wrote."""
+  import importlib.util
+  path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "nv_bank0_probe.py")
+  spec = importlib.util.spec_from_file_location("nv_bank0_probe", path)
+  probe = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(probe)
+  arch, bank = probe.run_hcq("MOCKNV+NV")
+  prg = dev.program(probe.probe_ptx(arch))
+  assert bank == prg.driver_part((1, 1, 1), (1, 1, 1)) and len(bank) == prg.kernel.param_base == probe.PARAM_BASE[arch]
+  assert probe.main(["--dev", "MOCKNV+NV"]) == 0 and "0x0208  0x00000000  memory_descriptor[0]" in capsys.readouterr().out
