@@ -473,3 +473,20 @@ def test_the_bank0_probe_reads_back_the_driver_part(dev, capsys):
   prg = dev.program(probe.probe_ptx(arch))
   assert bank == prg.driver_part((1, 1, 1), (1, 1, 1)) and len(bank) == prg.kernel.param_base == probe.PARAM_BASE[arch]
   assert probe.main(["--dev", "MOCKNV+NV"]) == 0 and "0x0208  0x00000000  memory_descriptor[0]" in capsys.readouterr().out
+
+
+def test_ptx_the_emulated_sm_cannot_run_is_a_channel_error(dev, saxpy):
+  """ptxas takes `.reg` function parameters, the emulated SM does not: the launch is a GPUFault naming the PTX error
+  (not an engine thread that dies and a wait that times out), and the device stays usable."""
+  prg = dev.program(""".version 8.0
+.target sm_90
+.address_size 64
+.func (.reg .u32 rv) add1(.reg .u32 a) { add.u32 rv, a, 1; ret; }
+.visible .entry regcall(.param .u64 out)
+{
+  .reg .b32 %r<4>; .reg .b64 %rd<2>;
+  mov.u32 %r1, %tid.x; call (%r2), add1, (%r1); ld.param.u64 %rd1, [out]; st.global.u32 [%rd1], %r2; ret;
+}""")
+  with pytest.raises(GPUFault, match=r"Xid 13.*kernel regcall: the emulated SM cannot run this code's PTX: <regcall.ptx>:4:\d+: \.reg function parameters"):
+    prg(dev.alloc(64, "device"), local_size=1, wait=True)
+  _still_works(dev, saxpy)

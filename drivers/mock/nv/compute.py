@@ -161,7 +161,7 @@ class ComputeClass:
       self.mem.read(bank(i)[0], size)
     # the module's variables where the driver put them: a .global at the address its relocated bank word holds (the
     # SASS loads it from there: a word left unrelocated sends the access elsewhere), .const data in its bank
-    variables = {name: int.from_bytes(self.mem.read(bank(i)[0] + off, 8), "little") for name, i, off in record.global_slots}
+    variables = {name: int.from_bytes(self.mem.read(bank(i)[0] + off, 8), "little") - addend for name, i, off, addend in record.global_slots}
     variables.update({name: off for name, i, off in record.const_variables})   # a .const address is its offset in the bank
     const_bank = bank(record.const_variables[0][1]) if record.const_variables else None
     grid = (q["grid_width"], q["grid_height"], q["grid_depth"])
@@ -249,10 +249,13 @@ class ComputeClass:
     self.mem.write(addr, payload.to_bytes(nbytes, "little"))
 
   def _run(self, record, grid, block, params_va, shared, local, at, variables, const_bank) -> None:
-    from hcq.drivers.mock.nv.sm import PTXModule, SMFault
+    from hcq.drivers.mock.nv.sm import PTXError, PTXModule, SMFault
     with self._lock:
       mod = self._modules.get(record.ptx)
-      if mod is None: mod = self._modules[record.ptx] = PTXModule.parse(record.ptx, f"<{record.entry}.ptx>")
+      try:
+        if mod is None: mod = self._modules[record.ptx] = PTXModule.parse(record.ptx, f"<{record.entry}.ptx>")
+      except PTXError as e:   # ptxas took it, the emulated SM cannot run it: a channel error, not a dead engine thread
+        raise ChannelError(f"{at}: kernel {record.entry}: the emulated SM cannot run this code's PTX: {e}", E.ROBUST_CHANNEL_GR_EXCEPTION) from None
     try:
       mod.launch(record.entry, mem=self.mem, grid=grid, block=block, params_va=params_va, shared_bytes=shared,
                  local_bytes_per_thread=local, trace=self.trace, variables=variables, const_bank=const_bank)
