@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import hcq
-from hcq.drivers.nv.program import DEFAULT_STACK_SIZE, STACK_RESERVED
+from hcq.drivers.nv.program import DEFAULT_STACK_SIZE, MAX_STACK_SIZE, STACK_RESERVED
 from hcq.errors import GPUFault, ProgramArgumentError
 from tests.nv_sm_tools import cuda_to_ptx
 
@@ -91,5 +91,7 @@ def test_a_stack_overflow_faults_naming_kernel_line_and_address(dev, ptx):
 
 
 def test_stack_size_is_checked(dev, ptx):
-  with pytest.raises(ProgramArgumentError, match=r"recurse: stack_size=-1; valid 0\.\.16776640"):
-    dev.program(ptx, stack_size=-1)
+  for bad in (-1, MAX_STACK_SIZE + 1):
+    with pytest.raises(ProgramArgumentError, match=rf"recurse: stack_size={bad}; valid 0\.\.16776624 \(the QMD's 24-bit local size"):
+      dev.program(ptx, stack_size=bad)
+  assert dev.program(ptx, stack_size=MAX_STACK_SIZE).local_per_thread == 0xFFFFF0

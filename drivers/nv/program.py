@@ -42,6 +42,7 @@ STACK_TOP = LOCAL_SPACE - STACK_RESERVED
 # the per-thread stack of a kernel whose stack ptxas cannot bound (recursion): the CUDA runtime's default
 # cudaLimitStackSize, 1 KiB (CUDA Runtime API, cudaDeviceSetLimit); dev.program(code, stack_size=N) chooses another
 DEFAULT_STACK_SIZE = 1024
+MAX_STACK_SIZE = STACK_TOP - 16   # stack + STACK_RESERVED within SHADER_LOCAL_MEMORY_HIGH_SIZE's 24 bits, 16-byte steps
 MAX_SHARED_PER_BLOCK = {"sm_80": 163 << 10, "sm_86": 99 << 10, "sm_89": 99 << 10, "sm_90": 227 << 10, "sm_100": 227 << 10, "sm_120": 99 << 10}
 # PTX .param types -> argument kinds; a .u64 parameter (with or without .ptr) is a buffer's address
 _PTX_KINDS = {"u8": "u8", "s8": "i8", "u16": "u16", "s16": "i16", "u32": "u32", "s32": "i32", "u64": "buffer", "s64": "i64",
@@ -131,8 +132,8 @@ class NVProgram(Program):
       device.upload(buf, bytes(data))
     self.max_shared = MAX_SHARED_PER_BLOCK.get(arch, 48 << 10)
     self.shared_size = k.shared_size
-    if stack_size is not None and not 0 <= stack_size <= STACK_TOP:
-      raise ProgramArgumentError(f"{name}: stack_size={stack_size}; valid 0..{STACK_TOP} (a thread's local space below the stack's start)")
+    if stack_size is not None and not 0 <= stack_size <= MAX_STACK_SIZE:
+      raise ProgramArgumentError(f"{name}: stack_size={stack_size}; valid 0..{MAX_STACK_SIZE} (the QMD's 24-bit local size holds it and {STACK_RESERVED:#x} more)")
     stack = max(k.stack_size, stack_size if stack_size is not None else DEFAULT_STACK_SIZE if k.stack_unbounded else 0)
     self.stack_size = (stack + 15) // 16 * 16
     self.local_per_thread = self.stack_size + STACK_RESERVED if stack else 0  # the QMD's high local part

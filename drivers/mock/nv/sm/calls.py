@@ -35,8 +35,8 @@ import numpy as np
 
 from .errors import PTXError
 from .ops_common import Unsupported, op
-from .types import storage_dtype
 from .parser import Addr, Instr, Kernel, PredPair, Reg, Sym, Vec, Variable, _align, type_bytes
+from .types import storage_dtype
 
 MAX_INLINED = 1 << 20   # instructions a kernel may grow to by inlining
 
@@ -53,14 +53,14 @@ class Func:
 class Frame:
   """A recursive function's out-of-line body in the kernel: where it starts and what a real call saves."""
   name: str
-  entry: str                       # the label of its first instruction
-  regs: list[tuple[str, str, int]]       # (register, type, offset in the frame) of its registers live across its calls
-  slots: list[tuple[int, int, int]]      # (local address, bytes, offset in the frame) of its local slots live across them
-  params: list[str]                      # the local slots of its parameters and return values, in declaration order
-  rets: list[str]
-  pc_at: int                             # where the return address is in the frame
-  locals: list[tuple[str, int]]          # (register, offset in the frame): each .local variable's address register
-  size: int                         # bytes of one frame (16-byte aligned)
+  entry: str                         # the label of its first instruction
+  regs: list[tuple[str, str, int]]   # (register, type, offset in the frame) of its registers live across its calls
+  slots: list[tuple[int, int, int]]  # (local address, bytes, offset in the frame) of its local slots live across them
+  params: list[str]                  # the local slots of its parameters, in declaration order
+  rets: list[str]                    # and of its return values
+  pc_at: int                         # where the return address is in the frame
+  locals: list[tuple[str, int]]      # (register, offset in the frame): each .local variable's address register
+  size: int                          # bytes of one frame (16-byte aligned)
 
 
 def call_parts(ins: Instr):
