@@ -112,8 +112,8 @@ def cuda_cases():
     [rsum(i[g & ~63:], (int(i[g]) & 31) + 1) for g in range(4096)], np.int64).astype(np.uint32).view(np.int32))
   # f16 and bf16 conversions (round to nearest even) and f16 arithmetic (a * a + a: one fma.rn.f16)
   h16 = f.astype(np.float16)
-  u = f.view(np.uint32)
-  bf = ((u + np.uint32(0x7fff) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(np.uint16)
+  fbits = f.view(np.uint32)   # not `u`: the int64_mix case's inputs, which its lambda reads when it runs
+  bf = ((fbits + np.uint32(0x7fff) + ((fbits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(np.uint16)
   yield "half_bf16_convert", lambda: [np.zeros(4096, np.uint16), np.zeros(4096, np.uint16), np.zeros(4096, np.float32), f], (16,), (256,), lambda o: (
     np.array_equal(o[0], (h16.astype(np.float64) * h16 + h16).astype(np.float16).view(np.uint16)) and np.array_equal(o[1], bf)
     and np.array_equal(o[2], h16.astype(np.float32) + (bf.astype(np.uint32) << np.uint32(16)).view(np.float32)))
