@@ -563,7 +563,7 @@ def test_a_stack_overflow_is_a_local_fault_at_the_call():
 
 @pytest.mark.parametrize("body,what,line", [
   ("{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\ncall.uni (r), vprintf, (f, a);\n}", "no body in this module", 80),
-  ("call.uni (%r1), %rd1, (%r0);", "indirect call through %rd1", 76),
+  ("proto: .callprototype (.param .b32 _) _ (.param .b32 _);\ncall.uni (%r1), %rd1, (%r0), proto;", "indirect call through %rd1", 77),
 ])
 def test_calls_the_sm_cannot_inline_fault_where_reached(body, what, line):
   """An external function and an indirect call fault at the call's line."""

@@ -472,6 +472,8 @@ class _Parser:
           declare_call_param(k, v)
         else: raise self.err(t, f"{t.text} declarations belong at module scope")
       elif t.text in (".loc", ".pragma", ".file"): self._skip_statement()
+      elif t.text == ".callprototype":   # `name: .callprototype ...;` declares an indirect call's signature (PTX 9.7.13.3)
+        while self.next("the end of the .callprototype").text != ";": pass
       elif t.kind == "id" and self.peek(1) is not None and self.peek(1).text == ":" and not t.text.startswith("%"):
         self.i += 2
         if t.text in k.labels: raise self.err(t, f"label {t.text!r} defined twice")
