@@ -382,7 +382,7 @@ def real_call(ex, b, ins: Instr, m: np.ndarray, pcs: np.ndarray, pc: int) -> Non
     raise ex.fault("local", k.local_bytes - 1, f"stack overflow: the call of {callee.name} needs a {f.size}-byte frame, the "
                    f"thread's stack [{k.local_bytes:#x}, {ex.launch.local_bytes:#x}) has {ex.launch.local_bytes - k.local_bytes - used} "
                    f"of its {ex.launch.local_bytes - k.local_bytes} bytes left (the local memory the launch gives each thread)")
-  _save(b, lanes, f, sp, k)
+  _save(b, lanes, f, sp)
   data[_rows(b, lanes, sp + f.pc_at, 8)] = np.full(lanes.size, pc + 1, np.int64).view(np.uint8).reshape(-1, 8)
   for r, off in f.locals: _set_lanes(b, r, np.uint64, lanes, (sp + off).astype(np.uint64))
   for p, v in zip(f.params, vals): data[_rows(b, lanes, k.local[p][0], v.shape[1])] = v
@@ -404,7 +404,7 @@ def real_return(ex, b, ins: Instr, m: np.ndarray, pcs: np.ndarray) -> None:
   sp = b.stack[lanes]
   vals = [data[_rows(b, lanes, k.local[r][0], k.local[r][1].size)] for r in f.rets]
   back = data[_rows(b, lanes, sp + f.pc_at, 8)].copy().view(np.int64).reshape(-1)
-  _restore(b, lanes, f, sp, k)
+  _restore(b, lanes, f, sp)
   b.stack[lanes] = sp + f.size
   for at in np.unique(back):   # threads returning to one call site
     sel = back == at
@@ -415,7 +415,8 @@ def real_return(ex, b, ins: Instr, m: np.ndarray, pcs: np.ndarray) -> None:
   pcs[lanes] = back
 
 
-def _save(b, lanes: np.ndarray, f: Frame, sp: np.ndarray, k: Kernel) -> None:
+def _save(b, lanes: np.ndarray, f: Frame, sp: np.ndarray) -> None:
+  """The frame at sp of each lane: f's registers and slots as they are now."""
   data = b.local.data
   for r, t, off in f.regs:
     a = b.regs.get(r)
@@ -425,7 +426,8 @@ def _save(b, lanes: np.ndarray, f: Frame, sp: np.ndarray, k: Kernel) -> None:
   for at, n, off in f.slots: data[_rows(b, lanes, sp + off, n)] = data[_rows(b, lanes, at, n)]
 
 
-def _restore(b, lanes: np.ndarray, f: Frame, sp: np.ndarray, k: Kernel) -> None:
+def _restore(b, lanes: np.ndarray, f: Frame, sp: np.ndarray) -> None:
+  """f's registers and slots back from each lane's frame at sp."""
   data = b.local.data
   for r, t, off in f.regs:
     sd = np.dtype(storage_dtype(t))
