@@ -61,7 +61,7 @@ def run_group(cases: dict, inputs, arch: str = "sm_80", helpers: str = ""):
   for name, (targs, tout, _) in cases.items():
     args = [inputs(t, k) for k, t in enumerate(targs)]
     out_sm, out_host = np.zeros(N, NP[tout]), np.zeros(N, NP[tout])
-    launch(mod, name, [out_sm] + args, (N // 128,), (128,))
+    launch(mod, name, [out_sm] + args, (N // 128,), (128,), local_bytes=1024)   # a recursive case's stack: 1 KiB, the NV default
     f = jit.fn(f"host_{name}", None, *([ctypes.c_void_p] * (1 + len(targs))), ctypes.c_int64)
     f(out_host.ctypes.data, *[a.ctypes.data for a in args], N)
     yield name, out_sm, out_host, args
