@@ -339,7 +339,8 @@ def test_local_memory_per_tpc_is_checked(dev, saxpy):
     addr = prg.place_kernargs(prg.kernargs([out], (3,), (1, 1, 1), (32, 1, 1)), dev.timeline_value)
   q = dev.compute_queue().wait(dev.timeline_signal, Variable("wait")).exec(prg, addr, (1, 1, 1), (32, 1, 1)).signal(dev.timeline_signal, Variable("signal"))
   i = q._q.index(dev.arch.header(1, clcbc0.NVCBC0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, 3))
-  assert q._q[i + 2] == 0x8000 * -(-(prg.local_per_thread * 32 * 64 * 2) // 0x8000)  # what the driver sends: 2 SMs of 64 warps
+  # what the driver sends: 2 SMs of 64 warps, or more where an earlier program on this device needed more per thread
+  assert q._q[i + 2] % 0x8000 == 0 and q._q[i + 2] >= prg.local_per_thread * 32 * 64 * 2
   q._q[i + 2] = 0x8000  # enough for one block of 32 threads, not for a TPC
   with dev.lock: dev.timeline_submit(q)
   _expect_fault(dev, r"Xid 13.*need 0x[0-9a-f]+ bytes per TPC \(2 SMs of 64 warps\), SET_SHADER_LOCAL_MEMORY_NON_THROTTLED gives 0x8000")
