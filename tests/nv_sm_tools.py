@@ -11,6 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 from hcq.asm.emu.memory import VirtualMemory
+from hcq.drivers.mock.nv.sm import initial_data
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "nv_sm_corpus")
@@ -69,7 +70,8 @@ def cuda_to_ptx(src: str, arch: str = "sm_80") -> str:
 
 def launch(mod, name: str, args: list, grid, block, shared_bytes: int | None = None, local_bytes: int | None = None, trace=None) -> dict:
   """Run kernel `name` with args: numpy arrays become global buffers (mapped at their own VAs, passed as pointers),
-  numpy scalars are passed by value; the parameters are packed at the offsets the kernel declares."""
+  numpy scalars are passed by value; the parameters are packed at the offsets the kernel declares. The module's .global
+  variables get fresh memory with their initial values."""
   k = mod.kernels[name]
   vm, va = VirtualMemory(), BUF_VA
   pbuf = np.zeros(4096, np.uint8)
@@ -83,7 +85,11 @@ def launch(mod, name: str, args: list, grid, block, shared_bytes: int | None = N
     if len(raw) != size: raise ValueError(f"{name}: parameter {pname} is {size} bytes, the value given is {len(raw)}")
     pbuf[off:off + size] = np.frombuffer(raw, np.uint8)
   vm.map(PARAMS_VA, pbuf.size, pbuf)
+  variables = {}
+  for v in mod.globals.values():   # the module's .global variables, placed as a loader would (fresh for each launch)
+    vm.map(va, max(v.size, 1), initial_data(v) if v.size else np.zeros(1, np.uint8))
+    variables[v.name], va = va, va + ((v.size + 0xffff) & ~0xffff)
   grid = tuple(grid) + (1,) * (3 - len(grid))
   block = tuple(block) + (1,) * (3 - len(block))
   return mod.launch(name, vm, grid, block, params_va=PARAMS_VA, shared_bytes=k.static_shared_bytes if shared_bytes is None else shared_bytes,
-                    local_bytes_per_thread=k.local_bytes if local_bytes is None else local_bytes, trace=trace)
+                    local_bytes_per_thread=k.local_bytes if local_bytes is None else local_bytes, trace=trace, variables=variables)

@@ -38,7 +38,7 @@ def run1(body: str, n: int = 32, block: int | None = None, dtype=np.uint32, **kw
   (".version 8.0\n.target gfx1100\n", "t.ptx:2:1", "is not a PTX target"),
   (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  mov.u32 %r1, 09;\n}", "t.ptx:7:16", "not a valid number"),
   (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n  mov.u32 %r1, 1;\n", "t.ptx:7:", "no closing"),
-  (HEAD + ".global .u32 g;\n", "t.ptx:4:1", "module-scope .global"),
+  (HEAD + ".const .u64 p = q;\n", "t.ptx:4:17", "a variable's address initialises only a .global"),
   (HEAD + ".visible .entry k()\n{\n.reg .b32 %r<2>;\n L: L: ret;\n}", "t.ptx:7:5", "label 'L' defined twice"),
 ])
 def test_parse_errors_name_line_column(text, where, what):
@@ -64,6 +64,21 @@ def test_immediates_in_every_form():
 def test_hex_double_immediate_and_vector_operands():
   r = run1("mov.b64 %rd5, 0d4000000000000000;\nmov.b64 {%r1, %r2}, %rd5;\nmov.b64 %rd6, {%r2, %r1};\ncvt.u32.u64 %r1, %rd6;")
   assert (r == 0x40000000).all()
+
+
+def test_module_globals_are_read_where_the_launch_says_they_are():
+  """A module .global has no storage in the SM: the launch names its address (where a loader placed it); without one
+  the kernel faults where it names the variable."""
+  mod = PTXModule.parse(HEAD + ".global .align 4 .u32 g[2] = {7, 9};\n.global .u64 pg = generic(g);\n"
+                        ".visible .entry k(.param .u64 out)\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n"
+                        "ld.global.u32 %r1, [g+4]; ld.param.u64 %rd1, [out]; st.global.u32 [%rd1], %r1; ret;\n}\n", "t.ptx")
+  assert set(mod.globals) == {"g", "pg"} and mod.globals["pg"].init == ["g"]
+  vm, data, out = VirtualMemory(), np.array([5, 6], np.uint32), np.zeros(4, np.uint8)
+  vm.map(0x10000, 8, data.view(np.uint8)); vm.map(0x20000, 4, out); vm.map(0x30000, 8, np.frombuffer(np.uint64(0x20000).tobytes(), np.uint8).copy())
+  with pytest.raises(SMFault, match=r"kernel k, PTX line 10: module variable 'g' has no address"):
+    mod.launch("k", vm, (1, 1, 1), (1, 1, 1), params_va=0x30000)
+  mod.launch("k", vm, (1, 1, 1), (1, 1, 1), params_va=0x30000, variables={"g": 0x10000})
+  assert out.view(np.uint32)[0] == 6   # the data at the address given, not the PTX's initialiser
 
 
 # --- faults -------------------------------------------------------------------------------------------------------
@@ -527,6 +542,41 @@ DONE:
 st.param.b32 [ret], %r1;
 ret;
 }
+.func (.param .b32 ret) tri(.param .b32 x)
+{
+.reg .b32 %r<4>;
+.reg .pred %p<2>;
+ld.param.b32 %r1, [x];
+setp.eq.u32 %p1, %r1, 0;
+@%p1 bra DONE;
+sub.u32 %r2, %r1, 1;
+{
+.param .b32 a;
+.param .b32 b;
+st.param.b32 [a], %r2;
+call.uni (b), odd, (a);
+ld.param.b32 %r3, [b];
+}
+mad.lo.u32 %r1, %r3, 3, %r1;
+DONE:
+st.param.b32 [ret], %r1;
+ret;
+}
+.func (.param .b32 ret) odd(.param .b32 x)
+{
+.reg .b32 %r<4>;
+ld.param.b32 %r1, [x];
+{
+.param .b32 a;
+.param .b32 b;
+st.param.b32 [a], %r1;
+call.uni (b), tri, (a);
+ld.param.b32 %r2, [b];
+}
+add.u32 %r2, %r2, 1;
+st.param.b32 [ret], %r2;
+ret;
+}
 .extern .func (.param .b32 ret) vprintf(.param .b64 fmt, .param .b64 args);
 """
 
@@ -552,15 +602,42 @@ def test_a_predicated_call_runs_for_the_threads_whose_predicate_holds():
   assert (out == np.where(np.arange(32) < 10, 2 * np.arange(32), 99)).all()
 
 
+RECURSE = ("{\n.param .b32 p0;\n.param .b32 r0;\nst.param.b32 [p0], %r0;\nsetp.lt.u32 %p1, %r0, 20;\n"
+           "@%p1 call.uni (r0), tri, (p0);\n@!%p1 call.uni (r0), down, (p0);\nld.param.b32 %r1, [r0];\n}")
+
+
+def _tri(x: int) -> int:   # tri(x) = x + 3 * odd(x - 1), odd(y) = tri(y) + 1: mutual recursion to depth 2x
+  return 0 if x == 0 else (x + 3 * (_tri(x - 1) + 1)) & 0xFFFFFFFF
+
+
+def test_recursive_calls_run_on_a_per_thread_stack():
+  """Mutual recursion (tri -> odd -> tri) and self recursion (down) with real call/ret: each thread at its own depth
+  (0 to 38 frames), predicated calls, values live across the calls restored from the frames."""
+  mod = called(RECURSE)
+  k = mod.kernels["k"]
+  assert set(k.functions) == {"tri", "odd", "down"} and all(f.size <= 64 for f in k.functions.values())
+  out = np.zeros(64, np.uint32)
+  launch(mod, "k", [out], (1,), (64,), local_bytes=k.local_bytes + 40 * 64)
+  assert out.tolist() == [_tri(t) if t < 20 else 0 for t in range(64)]
+
+
+def test_a_stack_overflow_is_a_local_fault_at_the_call():
+  """A thread whose frames do not fit the local memory the launch gives faults at the call (naming the kernel, the PTX
+  line and the address just below the stack), as the GPU faults on a local access past the thread's window."""
+  mod = called(RECURSE)
+  k = mod.kernels["k"]
+  with pytest.raises(SMFault) as e: launch(mod, "k", [np.zeros(64, np.uint32)], (1,), (64,), local_bytes=k.local_bytes + 10 * 48)
+  assert e.value.kind == "local" and e.value.address == k.local_bytes - 1 and "stack overflow: the call of" in str(e.value)
+  calls = {i + 1 for i, text in enumerate((HEAD + FUNCS).split("\n")) if "call.uni" in text}   # the calls in down, tri, odd
+  assert e.value.ptx_line in calls, str(e.value)
+
+
 @pytest.mark.parametrize("body,what,line", [
-  ("setp.lt.u32 %p1, %r0, 4;\n@%p1 bra SKIP;\n{\n.param .b32 p0;\n.param .b32 r0;\nst.param.b32 [p0], %r0;\n"
-   "call.uni (r0), down, (p0);\nld.param.b32 %r1, [r0];\n}\nSKIP:", "recursive call (down -> down", 24),
-  ("{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\ncall.uni (r), vprintf, (f, a);\n}", "no body in this module", 45),
-  ("call.uni (%r1), %rd1, (%r0);", "indirect call through %rd1", 41),
+  ("{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\ncall.uni (r), vprintf, (f, a);\n}", "no body in this module", 80),
+  ("proto: .callprototype (.param .b32 _) _ (.param .b32 _);\ncall.uni (%r1), %rd1, (%r0), proto;", "indirect call through %rd1", 77),
 ])
 def test_calls_the_sm_cannot_inline_fault_where_reached(body, what, line):
-  """Recursion (the SM keeps no call stack), an external function and an indirect call fault at the call's line (for
-  recursion: the call inside `down`, once `down` itself is inlined into the kernel)."""
+  """An external function and an indirect call fault at the call's line."""
   with pytest.raises(SMFault) as e: launch(called(body), "k", [np.zeros(32, np.uint32)], (1,), (32,))
   assert e.value.kind == "unsupported" and what in str(e.value) and e.value.ptx_line == line, str(e.value)
 

@@ -61,7 +61,7 @@ def run_group(cases: dict, inputs, arch: str = "sm_80", helpers: str = ""):
   for name, (targs, tout, _) in cases.items():
     args = [inputs(t, k) for k, t in enumerate(targs)]
     out_sm, out_host = np.zeros(N, NP[tout]), np.zeros(N, NP[tout])
-    launch(mod, name, [out_sm] + args, (N // 128,), (128,))
+    launch(mod, name, [out_sm] + args, (N // 128,), (128,), local_bytes=1024)   # a recursive case's stack: 1 KiB, the NV default
     f = jit.fn(f"host_{name}", None, *([ctypes.c_void_p] * (1 + len(targs))), ctypes.c_int64)
     f(out_host.ctypes.data, *[a.ctypes.data for a in args], N)
     yield name, out_sm, out_host, args
@@ -377,7 +377,7 @@ def cuda_mod(request):
 @pytest.mark.parametrize("name,make,grid,block,check", list(cuda_cases()), ids=[c[0] for c in cuda_cases()])
 def test_cuda_kernel(cuda_mod, name, make, grid, block, check):
   args = make()
-  launch(cuda_mod, name, args, grid, block, shared_bytes=CC.SHARED.get(name), local_bytes=None)
+  launch(cuda_mod, name, args, grid, block, shared_bytes=CC.SHARED.get(name), local_bytes=CC.LOCAL.get(name))
   assert check(args), f"{name}: wrong result"
 
 
@@ -418,7 +418,7 @@ def test_device_corpus_mode_dry_run_on_the_emulated_gpu(tmp_path):
   sys.path.insert(0, os.path.join(root, "tools"))
   import nv_sm_corpus as T
   out = str(tmp_path / "bundle.npz")
-  sample = ["call_nested", "mma_tf32_m16n8k8"]
+  sample = ["call_nested", "mma_tf32_m16n8k8", "module_variables", "recursive_sum"]   # recursion and module variables on the driver path too
   bundle = T.build("sm_90", out, only=sample)
   r = subprocess.run(["bash", os.path.join(root, "tools", "hardware_check.sh"), "run", "--bundle", out, "--dev", "MOCKNV+NV"],
                      env={**os.environ, "HCQ_SCRIPT": "tools/nv_sm_corpus.py", "PYTHON": sys.executable}, capture_output=True, text=True, timeout=300)

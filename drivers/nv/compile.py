@@ -37,6 +37,8 @@ class SASSRecord:
   param_size: int
   barriers: int     # named barriers the code uses (EIATTR_NUM_BARRIERS)
   banks: tuple[tuple[int, int], ...] = ()  # (bank, bytes) of the constant banks besides 0 the code reads (.nv.constant<N>)
+  const_variables: tuple[tuple[str, int, int], ...] = ()  # (name, bank, offset) of the module's .const variables
+  global_slots: tuple[tuple[str, int, int, int], ...] = ()  # (name, bank, offset, addend): where the code reads a .global's address
 
 
 class _Records:
@@ -121,10 +123,17 @@ def compile_ptx(ptx: str, arch: str) -> bytes:
 
 
 def record(cubin: Cubin, ptx: str) -> None:
-  """Remember, for each kernel of a cubin ptxas made from `ptx`, which PTX its code runs."""
+  """Remember, for each kernel of a cubin ptxas made from `ptx`, which PTX its code runs, and where its code finds the
+  module's variables: a .const one in its constant bank (.nv.constant3), a .global one's address in the constant-bank
+  word ptxas relocates to it (R_CUDA_64 against .nv.constant4), so the emulated SM reads them where the driver put them."""
+  bank = lambda section: int(section[len(".nv.constant"):].partition(".")[0])
   for k in cubin.kernels.values():
+    consts = tuple((v.name, bank(v.section), v.offset) for v in k.variables.values() if v.section.startswith(".nv.constant"))
+    slots = tuple((r.symbol, bank(r.target), r.offset, r.addend or 0) for r in k.relocations
+                  if r.type_name == "R_CUDA_64" and r.target.startswith(".nv.constant") and r.symbol in k.variables
+                  and k.variables[r.symbol].section.startswith(".nv.global"))
     SASS_RECORDS.add(k.code, SASSRecord(ptx, k.name, cubin.arch, k.registers, k.stack_size, k.shared_size, k.param_base, k.param_size, k.barriers,
-                                         tuple((i, len(d)) for i, d in sorted(k.constant_banks.items()) if i)))
+                                         tuple((i, len(d)) for i, d in sorted(k.constant_banks.items()) if i), consts, slots))
 
 
 _llvm_lock = threading.Lock()

@@ -17,7 +17,7 @@ ELF_MAGIC = b"\x7fELF"
 EM_CUDA = 190
 ELFOSABI_CUDA = (0x33, 0x41)  # the OS ABI byte of CUDA ELF: 0x33 before CUDA 13, 0x41 from ptxas 13
 SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_NOBITS, SHT_REL = 2, 3, 4, 8, 9
-STT_FUNC = 2
+STT_OBJECT, STT_FUNC = 1, 2
 STO_CUDA_ENTRY = 0x10  # st_other of a kernel entry (readelf prints it as <other>: 10)
 
 # attribute formats and the attributes the driver reads (numbers as cuobjdump names them)
@@ -34,6 +34,7 @@ EIATTR_MAX_STACK_SIZE = 0x23
 EIATTR_REGCOUNT = 0x2F
 EIATTR_NUM_BARRIERS = 0x4C
 KPARAM_CBANK = 0x1F  # KPARAM_INFO's cbank field when the parameter lives in the constant bank
+STACK_SIZE_UNKNOWN = 0xFFFFFFFF  # EIATTR_MIN/MAX_STACK_SIZE of a kernel whose stack ptxas cannot bound (recursion, indirect calls)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,19 @@ class KernelParam:
   size: int
 
 
+@dataclass(frozen=True)
+class CubinVariable:
+  """A module-scope variable as ptxas placed it (an OBJECT symbol): `section` is .nv.global (zeroed), .nv.global.init
+  (initialised) or .nv.constant3 (PTX .const data, the module's constant bank), at `offset`, `size` bytes."""
+  name: str
+  section: str
+  offset: int
+  size: int
+
+
+VARIABLE_SECTIONS = (".nv.global", ".nv.global.init", ".nv.constant3")
+
+
 @dataclass
 class CubinKernel:
   """One kernel entry of a cubin."""
@@ -88,6 +102,8 @@ class CubinKernel:
   constant_banks: dict[int, bytes] = field(default_factory=dict)  # bank -> initial contents (.nv.constant<N>.<name>)
   relocations: list["Relocation"] = field(default_factory=list)  # against its code, its constant banks and .nv.global.init
   globals: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # .nv.global / .nv.global.init -> (bytes, initial data)
+  variables: dict[str, CubinVariable] = field(default_factory=dict)    # the module's .global and .const variables by name
+  stack_unbounded: bool = False   # ptxas could not bound the stack (STACK_SIZE_UNKNOWN): the launch must choose one
 
 
 # R_CUDA_* relocation types: the numbers ptxas 13 writes and the names cuobjdump -elf prints for them (tests/test_nv_program.py
@@ -268,7 +284,7 @@ def _kernel(name: str, sym_index: int, text: _Section, data: bytes, sections, by
   for p in ordered:
     if p.offset + p.size > (param_size or 0):
       raise CubinError(f"kernel {name}: parameter {p.ordinal} at [{p.offset}, {p.offset + p.size}) is outside the {param_size}-byte parameter space")
-  regs, frame, stack = _per_function(data, by_name, sym_index, name)
+  regs, frame, stack, unbounded = _per_function(data, by_name, sym_index, name)
   banks = {}
   for s in sections:  # the kernel's own banks (.nv.constant0.<name>, ...) and the module's (.nv.constant3: .const data)
     if not s.name.startswith(".nv.constant"): continue
@@ -284,24 +300,38 @@ def _kernel(name: str, sym_index: int, text: _Section, data: bytes, sections, by
   targets = [text, *bank_sections, *([by_name[".nv.global.init"]] if ".nv.global.init" in by_name else [])]
   return CubinKernel(name, body(text), text.offset, ordered, param_base, param_size or 0, regs, frame, max(stack, frame),
                      shared.size if shared else 0, barriers, max_threads, reqntid, banks, _relocations(data, sections, targets, symbols),
-                     global_sections)
+                     global_sections, _variables(sections, symbols), stack_unbounded=unbounded)
 
 
-def _per_function(data: bytes, by_name, sym_index: int, name: str) -> tuple[int, int, int]:
-  """(registers, frame size, stack size) of the kernel whose symbol is `sym_index`, from the file-wide .nv.info."""
+def _variables(sections: list[_Section], symbols) -> dict[str, CubinVariable]:
+  """The OBJECT symbols in the sections a loader places for the module (VARIABLE_SECTIONS); one outside its section is
+  a CubinError."""
+  out = {}
+  for i, (name, value, size, info, _other, shndx) in enumerate(symbols):
+    if info & 0xF != STT_OBJECT or not 0 < shndx < len(sections) or sections[shndx].name not in VARIABLE_SECTIONS: continue
+    s = sections[shndx]
+    if value + size > s.size: raise CubinError(f"symbol {i} ({name}): [{value:#x}, {value + size:#x}) is outside {s.name} ({s.size} bytes)")
+    out[name] = CubinVariable(name, s.name, value, size)
+  return out
+
+
+def _per_function(data: bytes, by_name, sym_index: int, name: str) -> tuple[int, int, int, bool]:
+  """(registers, frame size, stack size, whether ptxas left the stack unbounded) of the kernel whose symbol is
+  `sym_index`, from the file-wide .nv.info."""
   info = by_name.get(".nv.info")
   if info is None: raise CubinError(f"kernel {name}: no .nv.info section (its register count)")
-  regs, frame, stack = None, 0, 0
+  regs, frame, stack, unbounded = None, 0, 0, False
   for attr, fmt, pos, value in _attributes(data, info):
     if attr not in (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE, EIATTR_MIN_STACK_SIZE, EIATTR_MAX_STACK_SIZE): continue
     sym, amount = _sval(attr, fmt, pos, value, 8, ".nv.info")
     if sym != sym_index: continue
     if attr == EIATTR_REGCOUNT: regs = amount
     elif attr == EIATTR_FRAME_SIZE: frame = amount
+    elif amount == STACK_SIZE_UNKNOWN: unbounded = True
     else: stack = max(stack, amount)
   if regs is None: raise CubinError(f"kernel {name}: .nv.info has no EIATTR_REGCOUNT for its symbol {sym_index}")
   if not 1 <= regs <= 255: raise CubinError(f"kernel {name}: register count {regs}; valid 1..255")
-  return regs, frame, stack
+  return regs, frame, stack, unbounded
 
 
 def _relocations(data: bytes, sections, targets: list[_Section], symbols) -> list[Relocation]:

@@ -334,11 +334,11 @@ class NVDevice(StagedCopies, Device):
     inflight.append((ch.put, start, start + nbytes))
     return ch.pushbuffer.addr + start
 
-  def program(self, code, name=None):
-    """A kernel from a cubin, PTX text or LLVM IR (see hcq.drivers.nv.program)."""
+  def program(self, code, name=None, **kwargs):
+    """A kernel from a cubin, PTX text or LLVM IR (see hcq.drivers.nv.program; kwargs: NVProgram's stack_size)."""
     from hcq.drivers.nv.program import NVProgram
     self.kernargs.align = max(self.kernargs.align, 256)  # each launch block starts with a QMD (SEND_PCAS_A takes address >> 8)
-    return NVProgram(self, code, name)
+    return NVProgram(self, code, name, **kwargs)
 
   # ---- launches: the QMD's release semaphores signal the timeline (and a timed launch's end) ----
   def _launch_queue(self, program, gs: tuple[int, int, int], ls: tuple[int, int, int], timed: bool) -> NVComputeQueue:

@@ -22,6 +22,7 @@ from hcq.program import KernelArg, Program, launch_dims, pack_kernargs
 from hcq.sym import Sym
 
 if TYPE_CHECKING:
+  from hcq.buffer import Buffer
   from hcq.drivers.nv.device import NVDevice
   from hcq.drivers.nv.queue import NVComputeQueue
 
@@ -39,6 +40,10 @@ SHARED_WINDOW, LOCAL_WINDOW = 0xFE00_0000_0000, 0xFF00_0000_0000
 # local memory part covers the stack and the reserved bytes above it.
 LOCAL_SPACE, STACK_RESERVED = 1 << 24, 0x240
 STACK_TOP = LOCAL_SPACE - STACK_RESERVED
+# the per-thread stack of a kernel whose stack ptxas cannot bound (recursion): the CUDA runtime's default
+# cudaLimitStackSize, 1 KiB (CUDA Runtime API, cudaDeviceSetLimit); dev.program(code, stack_size=N) chooses another
+DEFAULT_STACK_SIZE = 1024
+MAX_STACK_SIZE = STACK_TOP - 16   # stack + STACK_RESERVED within SHADER_LOCAL_MEMORY_HIGH_SIZE's 24 bits, 16-byte steps
 MAX_SHARED_PER_BLOCK = {"sm_80": 163 << 10, "sm_86": 99 << 10, "sm_89": 99 << 10, "sm_90": 227 << 10, "sm_100": 227 << 10, "sm_120": 99 << 10}
 # PTX .param types -> argument kinds; a .u64 parameter (with or without .ptr) is a buffer's address
 _PTX_KINDS = {"u8": "u8", "s8": "i8", "u16": "u16", "s16": "i16", "u32": "u32", "s32": "i32", "u64": "buffer", "s64": "i64",
@@ -81,7 +86,9 @@ def to_cubin(code: Any, arch: str) -> tuple[bytes, str | None]:
 class NVProgram(Program):
   """A kernel of a cubin loaded on an NV device: its code in GPU memory, its QMD template, its argument layout."""
 
-  def __init__(self, device: "NVDevice", code: Any, name: str | None = None):
+  def __init__(self, device: "NVDevice", code: Any, name: str | None = None, stack_size: int | None = None):
+    """`stack_size`: bytes of stack per thread for a kernel that needs more than ptxas's bound, or one ptxas cannot
+    bound (recursion: DEFAULT_STACK_SIZE when not given), as cudaDeviceSetLimit(cudaLimitStackSize) sets it."""
     arch = device.arch.sm
     cubin_bytes, ptx = to_cubin(code, arch)
     try:
@@ -126,7 +133,11 @@ class NVProgram(Program):
       device.upload(buf, bytes(data))
     self.max_shared = MAX_SHARED_PER_BLOCK.get(arch, 48 << 10)
     self.shared_size = k.shared_size
-    self.local_per_thread = (k.stack_size + STACK_RESERVED + 15) // 16 * 16 if k.stack_size else 0  # the QMD's high local part
+    if stack_size is not None and not 0 <= stack_size <= MAX_STACK_SIZE:
+      raise ProgramArgumentError(f"{name}: stack_size={stack_size}; valid 0..{MAX_STACK_SIZE} (the QMD's 24-bit local size holds it and {STACK_RESERVED:#x} more)")
+    stack = max(k.stack_size, stack_size if stack_size is not None else DEFAULT_STACK_SIZE if k.stack_unbounded else 0)
+    self.stack_size = (stack + 15) // 16 * 16
+    self.local_per_thread = self.stack_size + STACK_RESERVED if stack else 0  # the QMD's high local part
     self._patch, self._releases = launch_patch(self.layout_qmd)
     ring = device.kernargs.buf  # written through a memoryview: ctypes.memmove would release the GIL to the emulator's threads
     self._ring = memoryview((ctypes.c_uint8 * ring.nbytes).from_address(ring.host_addr)).cast("B")
@@ -134,6 +145,17 @@ class NVProgram(Program):
     self._templates: dict[tuple, bytes] = {}  # (grid, block, shared) -> block_template
     self._plans: dict[tuple, LaunchPlan] = {}  # (grid, block, shared as given; grid and block also as plain ints) -> LaunchPlan
     self.fast_launch = True  # False: every launch takes the generic path (the tests hold the two to the same bytes)
+
+  def variable(self, name: str) -> "Buffer":
+    """Module variable `name` where this program's load placed it, as a Buffer view: a .global (`__device__`) one in
+    the module's global memory, a .const (`__constant__`) one in constant bank 3. copyin/copyout write and read it as
+    cudaMemcpyToSymbol/FromSymbol do; launches submitted after a copyin see the new value. Each program is one load of
+    its module: two programs of one cubin have their own variables."""
+    v = self.kernel.variables.get(name)
+    if v is None: raise HCQError(f"{self.name}: no module variable {name!r}; the module has {', '.join(sorted(self.kernel.variables)) or 'none'}")
+    buf = self.globals.get(v.section) if v.section.startswith(".nv.global") else self.banks.get(int(v.section[len(".nv.constant"):]))
+    if buf is None: raise HCQError(f"{self.name}: module variable {name!r} is in {v.section}, which this program did not load")
+    return buf.offset(v.offset, v.size)
 
   def check_limits(self, gs: tuple[int, int, int], ls: tuple[int, int, int], shared: int) -> None:
     """The launch limits of the arch, before anything is sent; ProgramArgumentError naming the limit."""

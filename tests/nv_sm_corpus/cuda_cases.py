@@ -8,9 +8,11 @@ import numpy as np
 
 KERNELS_CU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels.cu")
 SHARED = {"dynamic_shared_reverse": 256 * 4}   # bytes of shared memory a launch gives beyond the static ones
+# bytes of stack per thread for kernels ptxas cannot bound (recursion): the NV driver's default, as cudaLimitStackSize's
+LOCAL = {"recursive_sum": 1024}
 # Kernels whose results may differ between two correct GPUs: the order of atomics (which thread gets which old value,
 # the rounding of float atomic sums) and the tensor core's accumulation (mma.sync: ops_mma.py's docstring).
-ORDER_DEPENDENT = {"atomic_old_values", "atomic_add_float_shared"}
+ORDER_DEPENDENT = {"atomic_old_values", "atomic_add_float_shared", "module_variables"}
 
 
 def cuda_cases():
@@ -100,6 +102,40 @@ def cuda_cases():
   prod = [int(x) * int(y) for x, y in zip(w[0::2].tolist(), w[1::2].tolist())]
   want128 = np.array([[p & (2 ** 64 - 1), p >> 64] for p in prod], np.uint64).reshape(-1)
   yield "mad_carry_chain", lambda: [np.zeros(2048, np.uint64), w], (4,), (256,), lambda o: np.array_equal(o[0], want128)
+  # module variables: a __device__ table, a zeroed __device__ counter, __constant__ coefficients
+  coef, table = np.array([7, -3, 11, 2]), np.array([3, -1, 4, -1, 5, -9, 2, 6])
+  yield "module_variables", lambda: [np.zeros(4096, np.int32), np.zeros(4096, np.uint32), i], (16,), (256,), lambda o: (
+    np.array_equal(o[0], (i * coef[i & 3] + table[np.arange(4096) & 7]).astype(np.int32)) and np.array_equal(np.sort(o[1]), np.arange(4096)))
+  # recursion: rsum(a, n) = a[0] for n = 1, else rsum(a, n / 2) * 3 + rsum(a + n / 2, n - n / 2), in int32
+  def rsum(a, n): return int(a[0]) if n == 1 else (rsum(a, n // 2) * 3 + rsum(a[n // 2:], n - n // 2)) & 0xffffffff
+  yield "recursive_sum", lambda: [np.zeros(4096, np.int32), i], (16,), (256,), lambda o: np.array_equal(o[0], np.array(
+    [rsum(i[g & ~63:], (int(i[g]) & 31) + 1) for g in range(4096)], np.int64).astype(np.uint32).view(np.int32))
+  # f16 and bf16 conversions (round to nearest even) and f16 arithmetic (a * a + a: one fma.rn.f16)
+  h16 = f.astype(np.float16)
+  fbits = f.view(np.uint32)   # not `u`: the int64_mix case's inputs, which its lambda reads when it runs
+  bf = ((fbits + np.uint32(0x7fff) + ((fbits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(np.uint16)
+  yield "half_bf16_convert", lambda: [np.zeros(4096, np.uint16), np.zeros(4096, np.uint16), np.zeros(4096, np.float32), f], (16,), (256,), lambda o: (
+    np.array_equal(o[0], (h16.astype(np.float64) * h16 + h16).astype(np.float16).view(np.uint16)) and np.array_equal(o[1], bf)
+    and np.array_equal(o[2], h16.astype(np.float32) + (bf.astype(np.uint32) << np.uint32(16)).view(np.float32)))
+  # f64: exp within 2 ulp of numpy's (a polynomial of fma steps), sqrt.rn bit-exact
+  def exp_sqrt(o):
+    e, r = o[0][0::2], o[0][1::2]
+    return bool((np.abs(e - np.exp(d)) <= 2 * np.spacing(np.exp(d))).all() and np.array_equal(r, np.sqrt(np.abs(d) + 1.0 / 3.0)))
+  yield "f64_exp_sqrt", lambda: [np.zeros(2048, np.float64), d], (4,), (256,), exp_sqrt
+  # vote.uni and match.all per warp: half the warps uniform, half not
+  vw = np.where(np.arange(4096) // 32 % 2 == 0, np.repeat(i[::32], 32), i).astype(np.int32)
+  vw[64 * 32:64 * 32 + 16] ^= 0x100   # a warp equal in v, not in w
+  def vote_want(x):
+    out = []
+    for wv in x.reshape(-1, 32):
+      same_v, same_w = len(set((wv & 1).tolist())) == 1, len(set((wv >> 8).tolist())) == 1
+      out += [int(same_v) | int(same_w) << 1 | int(same_w) << 2 | int(same_w) << 3] * 32
+    return np.array(out, np.uint32)
+  yield "vote_uni_match_all", lambda: [np.zeros(4096, np.uint32), vw], (16,), (256,), lambda o: np.array_equal(o[0], vote_want(vw))
+  # atomics: cas and exchange on shared memory, u64 min/max and f64 add on global
+  prod = (i.astype(np.int64) * 977).view(np.uint64)
+  yield "atomics_mixed", lambda: [np.array([2 ** 64 - 1, 0, 0, 0] + [0] * 16, np.uint64), np.zeros(1, np.float64), i], (16,), (256,), lambda o: (
+    o[0][0] == prod.min() and o[0][1] == prod.max() and (o[0][4:] == 4).all() and o[1][0] == i.sum())
   # mma.sync: D = A @ B + C from numpy on the same (exactly representable) inputs
   for name, (k, fmt) in MMA.items():
     A, B, C, ab = mma_inputs(rng, k, fmt)

@@ -3,6 +3,7 @@
 #define __global__ __attribute__((global))
 #define __shared__ __attribute__((shared))
 #define __device__ __attribute__((device))
+#define __constant__ __attribute__((constant))
 #define threadIdx_x __nvvm_read_ptx_sreg_tid_x()
 #define threadIdx_y __nvvm_read_ptx_sreg_tid_y()
 #define blockIdx_x __nvvm_read_ptx_sreg_ctaid_x()

@@ -197,6 +197,20 @@ define internal i32 @h_outer(i32 %a, i32 %b, i32 %c) noinline {
   %r = add i32 %x, %g
   ret i32 %r
 }
+define internal i32 @h_rec(i32 %n, i32 %x) noinline {
+entry:
+  %z = icmp eq i32 %n, 0
+  br i1 %z, label %done, label %rec
+rec:
+  %n1 = sub i32 %n, 1
+  %x1 = mul i32 %x, 3
+  %r = call i32 @h_rec(i32 %n1, i32 %x1)
+  %y = xor i32 %r, %n
+  %s = add i32 %y, %x
+  ret i32 %s
+done:
+  ret i32 %x
+}
 define internal double @h_fp(double %a, float %b, i16 %c) noinline {
   %e = fpext float %b to double
   %m = fmul double %a, %e
@@ -208,7 +222,8 @@ define internal double @h_fp(double %a, float %b, i16 %c) noinline {
 
 
 def call_cases() -> dict[str, tuple[list[str], str, str]]:
-  """name -> (argument types, result type, body) calling HELPERS: loops, several returns, a struct return, nesting."""
+  """name -> (argument types, result type, body) calling HELPERS: loops, several returns, a struct return, nesting,
+  recursion (a real call stack on the SM)."""
   return {
     "call_gcd": (["i32", "i32"], "i32", "%r = call i32 @h_gcd(i32 %a, i32 %b)"),
     "call_divmod": (["i64", "i64"], "i64", "%s = call {i64, i64} @h_divmod(i64 %a, i64 %b)\n%q = extractvalue {i64, i64} %s, 0\n"
@@ -216,4 +231,5 @@ def call_cases() -> dict[str, tuple[list[str], str, str]]:
     "call_sign": (["i32"], "i32", "%r = call i32 @h_sign(i32 %a)"),
     "call_nested": (["i32", "i32", "i32"], "i32", "%r = call i32 @h_outer(i32 %a, i32 %b, i32 %c)"),
     "call_fp": (["double", "float", "i16"], "double", "%r = call double @h_fp(double %a, float %b, i16 %c)"),
+    "call_recursive": (["i32", "i32"], "i32", "%d = and i32 %a, 15\n%r = call i32 @h_rec(i32 %d, i32 %b)"),   # depth 0-15
   }

@@ -186,4 +186,51 @@ __global__ void mma_tf32_m16n8k8(float* d, const unsigned* a, const unsigned* b,
   asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
     : MMA_OUT : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]), MMA_CIN); MMA_D
 }
+// --- module-scope variables: a __device__ table and counter, __constant__ coefficients (where the loader put them) ---
+__device__ int dev_table[8] = {3, -1, 4, -1, 5, -9, 2, 6};
+__device__ unsigned dev_count;   // zero-initialised
+__constant__ int const_coef[4] = {7, -3, 11, 2};
+__global__ void module_variables(int* out, unsigned* olds, const int* in) {
+  int v = in[GID]; out[GID] = v * const_coef[v & 3] + dev_table[GID & 7];
+  olds[GID] = __nvvm_atom_add_gen_i((int*)&dev_count, 1);
+}
+// --- recursion: a divide-and-conquer sum (depth log2 n, not a tail call) on a per-thread stack ---
+__device__ __attribute__((noinline)) int rsum(const int* a, int n) { return n == 1 ? a[0] : rsum(a, n / 2) * 3 + rsum(a + n / 2, n - n / 2); }
+__global__ void recursive_sum(int* out, const int* in) { int n = (in[GID] & 31) + 1; out[GID] = rsum(in + (GID & ~63), n); }
+// --- f16 and bf16: conversions round to nearest even, arithmetic rounded once per operation ---
+__global__ void half_bf16_convert(unsigned short* h, unsigned short* bf, float* back, const float* in) {
+  float x = in[GID]; _Float16 a = (_Float16)x; __bf16 b = (__bf16)x;
+  h[GID] = __builtin_bit_cast(unsigned short, (_Float16)(a * a + a));
+  bf[GID] = __builtin_bit_cast(unsigned short, b);
+  back[GID] = (float)a + (float)b;
+}
+// --- f64: exp by range reduction and a degree-12 polynomial (fma, div.rn, exponent bits) and sqrt.rn ---
+__global__ void f64_exp_sqrt(double* out, const double* in) {
+  double x = in[GID], k = __builtin_rint(x * 1.4426950408889634), r = __builtin_fma(-k, 0.6931471805599453, x);
+  r = __builtin_fma(-k, 2.3190468138462996e-17, r);
+  double p = 1.0 / 479001600.0;
+  for (int i = 11; i >= 0; i--) { double f = 1.0; for (int j = 2; j <= i; j++) f *= j; p = __builtin_fma(p, r, 1.0 / f); }
+  long long bits = __builtin_bit_cast(long long, p) + ((long long)k << 52);
+  out[2 * GID] = __builtin_bit_cast(double, bits);
+  out[2 * GID + 1] = __builtin_sqrt(__builtin_fabs(x) + 1.0 / 3.0);
+}
+// --- warp vote.uni and match.all (with its predicate), per warp ---
+__global__ void vote_uni_match_all(unsigned* out, const int* in) {
+  int v = in[GID] & 1, w = in[GID] >> 8; int pred;
+  unsigned m = __nvvm_match_all_sync_i32p(0xffffffff, w, &pred);
+  out[GID] = (unsigned)__nvvm_vote_uni_sync(0xffffffff, v) | (unsigned)pred << 1 | (m == 0xffffffff) << 2 | (m != 0) << 3;
+}
+// --- atomics: exchange and compare-and-swap on shared memory, 64-bit min/max and f64 add on global ---
+__global__ void atomics_mixed(unsigned long long* out, double* dsum, const int* in) {
+  __shared__ int owner; __shared__ int slot[4];
+  int l = threadIdx_x, v = in[GID];
+  if (l == 0) { owner = -1; for (int i = 0; i < 4; i++) slot[i] = 0; } __syncthreads();
+  __nvvm_atom_cas_gen_i(&owner, -1, l);                  // exactly one thread claims the block
+  __nvvm_atom_xchg_gen_i(&slot[l & 3], 1);
+  __syncthreads();
+  if (l == owner) out[4 + blockIdx_x] = slot[0] + slot[1] + slot[2] + slot[3];
+  __nvvm_atom_min_gen_ull(out, (unsigned long long)(long long)v * 977);
+  __nvvm_atom_max_gen_ull(out + 1, (unsigned long long)(long long)v * 977);
+  __nvvm_atom_add_gen_d(dsum, (double)v);                // integers: the sum is exact in any order
+}
 }

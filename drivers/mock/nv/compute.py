@@ -152,11 +152,18 @@ class ComputeClass:
       raise ChannelError(f"{at}: kernel {record.entry}: constant bank 0 holds {cb0_size} bytes, its parameters end at "
                          f"{record.param_base + record.param_size}", E.ROBUST_CHANNEL_GR_EXCEPTION)
     self.mem.read(cb0, cb0_size)  # an unmapped bank is an MMU fault when the SM loads it
-    for i, size in record.banks:  # the code reads c[i][...] too (.const data): the QMD must bind the bank, mapped
-      if not q[f"constant_buffer_valid_{i}"] or q[f"constant_buffer_size_shifted4_{i}"] << 4 < size:
+    bank = lambda i: ((q[f"constant_buffer_addr_upper_shifted6_{i}"] << 32 | q[f"constant_buffer_addr_lower_shifted6_{i}"]) << 6,
+                      q[f"constant_buffer_size_shifted4_{i}"] << 4)
+    for i, size in record.banks:  # the code reads c[i][...] too (.const data, globals' addresses): the QMD must bind the bank, mapped
+      if not q[f"constant_buffer_valid_{i}"] or bank(i)[1] < size:
         raise ChannelError(f"{at}: kernel {record.entry} reads {size} bytes of constant bank {i}, the QMD binds "
-                           f"{q[f'constant_buffer_size_shifted4_{i}'] << 4 if q[f'constant_buffer_valid_{i}'] else 'none'}", E.ROBUST_CHANNEL_GR_EXCEPTION)
-      self.mem.read((q[f"constant_buffer_addr_upper_shifted6_{i}"] << 32 | q[f"constant_buffer_addr_lower_shifted6_{i}"]) << 6, size)
+                           f"{bank(i)[1] if q[f'constant_buffer_valid_{i}'] else 'none'}", E.ROBUST_CHANNEL_GR_EXCEPTION)
+      self.mem.read(bank(i)[0], size)
+    # the module's variables where the driver put them: a .global at the address its relocated bank word holds (the
+    # SASS loads it from there: a word left unrelocated sends the access elsewhere), .const data in its bank
+    variables = {name: int.from_bytes(self.mem.read(bank(i)[0] + off, 8), "little") - addend for name, i, off, addend in record.global_slots}
+    variables.update({name: off for name, i, off in record.const_variables})   # a .const address is its offset in the bank
+    const_bank = bank(record.const_variables[0][1]) if record.const_variables else None
     grid = (q["grid_width"], q["grid_height"], q["grid_depth"])
     block = (q["cta_thread_dimension0"], q["cta_thread_dimension1"], q["cta_thread_dimension2"])
     if 0 in grid or 0 in block: raise ChannelError(f"{at}: kernel {record.entry}: empty grid {grid} or block {block}", E.ROBUST_CHANNEL_GR_EXCEPTION)
@@ -189,7 +196,7 @@ class ComputeClass:
                          "descriptor of every global access: only 0 (no cache policy) is emulated", E.ROBUST_CHANNEL_GR_EXCEPTION)
     low, high = q["shader_local_memory_low_size"], q["shader_local_memory_high_size"]
     local = 0  # bytes of stack each thread has below the stack's start
-    if record.stack_size:  # R1 starts at bank 0's stack_top word; the stack [top - size, top) must lie in the QMD's high part
+    if record.stack_size or high:  # R1 starts at bank 0's stack_top word; the stack [top - size, top) must lie in the QMD's high part
       top = word(dims.stack_top)
       local = top - (LOCAL_SPACE - high)
       if top > LOCAL_SPACE or top % 16 or local < record.stack_size:
@@ -208,14 +215,14 @@ class ComputeClass:
       self.mem.read(base + per_tpc * self.tpc_count - 1, 1)
     params_va = cb0 + record.param_base
     self.launches.append(Launch(qmd_addr, q, record.entry, grid, block, params_va))
-    state.setdefault(PENDING, []).append((record, grid, block, params_va, shared, local, at, q))
+    state.setdefault(PENDING, []).append((record, grid, block, params_va, shared, local, at, q, variables, const_bank))
 
   def drain(self, state: dict) -> None:
     """Complete the channel's grids in flight (see the module docstring): the latest first, each then its releases."""
     pending = state.get(PENDING)
     while pending:
-      record, grid, block, params_va, shared, local, at, q = pending.pop()
-      self._run(record, grid, block, params_va, shared, local, at)
+      record, grid, block, params_va, shared, local, at, q, variables, const_bank = pending.pop()
+      self._run(record, grid, block, params_va, shared, local, at, variables, const_bank)
       for i in range(3):
         if q[f"release_enable_{i}"]: self._release(q, i, at)
 
@@ -241,14 +248,17 @@ class ComputeClass:
     if align == 16: self.mem.write(addr + 8, self.clock().to_bytes(8, "little"))
     self.mem.write(addr, payload.to_bytes(nbytes, "little"))
 
-  def _run(self, record, grid, block, params_va, shared, local, at) -> None:
-    from hcq.drivers.mock.nv.sm import PTXModule, SMFault
+  def _run(self, record, grid, block, params_va, shared, local, at, variables, const_bank) -> None:
+    from hcq.drivers.mock.nv.sm import PTXError, PTXModule, SMFault
     with self._lock:
       mod = self._modules.get(record.ptx)
-      if mod is None: mod = self._modules[record.ptx] = PTXModule.parse(record.ptx, f"<{record.entry}.ptx>")
+      try:
+        if mod is None: mod = self._modules[record.ptx] = PTXModule.parse(record.ptx, f"<{record.entry}.ptx>")
+      except PTXError as e:   # ptxas took it, the emulated SM cannot run it: a channel error, not a dead engine thread
+        raise ChannelError(f"{at}: kernel {record.entry}: the emulated SM cannot run this code's PTX: {e}", E.ROBUST_CHANNEL_GR_EXCEPTION) from None
     try:
       mod.launch(record.entry, mem=self.mem, grid=grid, block=block, params_va=params_va, shared_bytes=shared,
-                 local_bytes_per_thread=local, trace=self.trace)
+                 local_bytes_per_thread=local, trace=self.trace, variables=variables, const_bank=const_bank)
     except SMFault as e:
       mmu = getattr(e, "kind", "") == "mmu"
       raise ChannelError(f"{at}: kernel {record.entry}: {e}", E.ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT if mmu else E.ROBUST_CHANNEL_GR_EXCEPTION) from None

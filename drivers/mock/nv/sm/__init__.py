@@ -14,30 +14,39 @@ from hcq.asm.emu.memory import VirtualMemory
 
 from .errors import PTXError, SMFault
 from .executor import Executor, Launch
-from .parser import Kernel, parse
+from .parser import Kernel, Variable, parse
 
-__all__ = ["PTXModule", "PTXError", "SMFault", "Kernel"]
+__all__ = ["PTXModule", "PTXError", "SMFault", "Kernel", "initial_data"]
 
 MAX_BLOCK_THREADS = 1024   # every arch from sm_20 on (CUDA C Programming Guide, "Compute capabilities")
+
+
+def initial_data(v: Variable) -> np.ndarray:
+  """A module variable's initial bytes from its PTX initialiser (zeros where it has none); ValueError for an initialiser
+  that is another variable's address (a loader's relocation)."""
+  from .types import VALUE_DTYPE
+  data = np.zeros(v.size, np.uint8)
+  if v.init:
+    if any(isinstance(x, str) for x in v.init): raise ValueError(f"{v.name}: its initialiser holds addresses (a loader relocates those)")
+    vals = np.array(v.init[: v.count]).astype(VALUE_DTYPE[v.type] if v.type != "bf16" else np.uint16)
+    data[: vals.nbytes] = vals.view(np.uint8)
+  return data
 
 
 class PTXModule:
   """A parsed PTX module: its kernels (.kernels) and module-scope .const data; launch() runs one kernel."""
 
-  def __init__(self, kernels: dict[str, Kernel], consts: dict, header: dict, name: str):
+  def __init__(self, kernels: dict[str, Kernel], variables: dict, header: dict, name: str):
     self.kernels, self.header, self.name = kernels, header, name
     self.target = header.get("target", [""])[0]
+    self.globals = {v.name: v for v in variables.values() if v.space == "global"}
     self.const_offsets: dict[str, int] = {}
     off, chunks = 0, []
-    for v in consts.values():
+    for v in variables.values():
+      if v.space != "const": continue
       off = (off + v.align - 1) // v.align * v.align
       self.const_offsets[v.name] = off
-      data = np.zeros(v.size, np.uint8)
-      if v.init:
-        from .types import VALUE_DTYPE
-        vals = np.array(v.init[: v.count]).astype(VALUE_DTYPE[v.type] if v.type != "bf16" else np.uint16)
-        data[: vals.nbytes] = vals.view(np.uint8)
-      chunks.append((off, data))
+      chunks.append((off, initial_data(v)))
       off += v.size
     self.const_data = np.zeros(max(off, 1), np.uint8)
     for o, d in chunks: self.const_data[o:o + d.size] = d
@@ -48,10 +57,16 @@ class PTXModule:
     return cls(*parse(text, name), name)
 
   def launch(self, entry: str, mem: VirtualMemory, grid: tuple[int, int, int], block: tuple[int, int, int], params_va: int,
-             shared_bytes: int = 0, local_bytes_per_thread: int = 0, trace: Callable[[str], None] | None = None) -> dict:
+             shared_bytes: int = 0, local_bytes_per_thread: int = 0, trace: Callable[[str], None] | None = None,
+             variables: dict[str, int] | None = None, const_bank: tuple[int, int] | None = None) -> dict:
     """Run kernel `entry` over grid x block threads; returns counters {"instructions", "lane_ops"}. Kernel parameters
     are read through `mem` at params_va + their offsets; SMFault for what stops the kernel on the GPU. Shared memory
-    less than the kernel's static declarations is refused; local memory is not (see below)."""
+    less than the kernel's static declarations is refused; local memory is not (see below).
+
+    Module variables are where a loader put them: `variables` maps a .global's name to its address and a .const's to
+    its offset in the constant bank `const_bank` (address, bytes), which ld.const then reads through `mem` within the
+    bank's bytes. Without const_bank the module's own .const data is read (the SM alone, no driver); a .global without
+    an address faults where the kernel names it."""
     if entry not in self.kernels:
       raise SMFault("unsupported", None, entry, None, f"no kernel {entry!r} in {self.name} (kernels: {', '.join(self.kernels) or 'none'})")
     k = self.kernels[entry]
@@ -71,7 +86,10 @@ class PTXModule:
     # Local memory: ptxas may keep a PTX .local array in registers (ptxas 13.0 -v reports a 0-byte stack frame for a 64-byte
     # depot it promotes), so the QMD's per-thread size is checked by the caller against ptxas's stack size, not here; the
     # SM gives each thread the larger of the two, and an access past that window is SMFault("local").
-    local_bytes_per_thread = max(int(local_bytes_per_thread), k.local_bytes)
-    ex = Executor(self, k, mem, Launch(grid, block, int(params_va), int(shared_bytes), int(local_bytes_per_thread)), trace)
+    # A kernel with real calls (recursion, calls.py) keeps its call stack in the local memory the launch gives each thread,
+    # all of it: the SM's own per-thread slots (calls' .param variables, PTX .local) lie below it, not charged to it.
+    local_bytes_per_thread = k.local_bytes + int(local_bytes_per_thread) if k.functions else max(int(local_bytes_per_thread), k.local_bytes)
+    ex = Executor(self, k, mem, Launch(grid, block, int(params_va), int(shared_bytes), int(local_bytes_per_thread),
+                                       dict(variables or {}), const_bank), trace)
     ex.run()
     return {"instructions": ex.steps, "lane_ops": ex.lane_ops}

@@ -7,7 +7,7 @@ non-exited thread of its block has arrived (exited threads count as arrived, as 
 are independent (the programming model gives no order between them), so many run in one batch.
 """
 from __future__ import annotations
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
 
@@ -33,6 +33,8 @@ class Launch:
   params_va: int
   shared_bytes: int
   local_bytes: int
+  variables: dict[str, int] = field(default_factory=dict)   # module .global/.const name -> address (where the loader put it)
+  const_bank: tuple[int, int] | None = None                 # (address, bytes) of the bank .const data is read from
 
 
 def _along(n: int, ax: int) -> np.ndarray:
@@ -83,6 +85,7 @@ class Batch:
     self.regs = FlatRegs(self)
     self.shared = WindowSpace("shared", nblk, L.shared_bytes)
     self.local = WindowSpace("local", self.T, L.local_bytes)
+    self.stack: np.ndarray | None = None   # each thread's call-stack pointer in its local window (calls.real_call)
     self._special: dict[str, np.ndarray] = {}
     self._special_lanes: dict[str, np.ndarray] = {}
 
@@ -182,7 +185,8 @@ class Executor:
     self.lane_ops = 0
     self.ins: Instr | None = None
     self.fast = compile_kernel(kernel)
-    self.counted_barriers = {pc for pc, ins in enumerate(kernel.instrs) if _is_counted(ins)}
+    # instructions each thread runs on its own (pcs): counted barrier arrivals, real calls and their returns
+    self.counted_barriers = {pc for pc, ins in enumerate(kernel.instrs) if _is_counted(ins) or calls.is_real_call(ins)}
 
   # --- operands -----------------------------------------------------------------------------------------------
   def rd(self, b: Batch, op, t: str):
@@ -241,7 +245,10 @@ class Executor:
       align = max(16, k.shared[name][1].align)   # dynamic shared memory starts after the static part, aligned
       return (k.static_shared_bytes + align - 1) // align * align + off
     if name in k.local: return k.local[name][0] + off
-    if name in self.module.const_offsets: return self.module.const_offsets[name] + off
+    if name in self.launch.variables: return self.launch.variables[name] + off
+    if name in self.module.const_offsets and self.launch.const_bank is None: return self.module.const_offsets[name] + off
+    if name in self.module.globals or name in self.module.const_offsets:
+      raise Fault("unsupported", None, f"module variable {name!r} has no address: the launch names none (a loader places module variables)")
     raise Unsupported(f"symbol {name!r} is not a parameter or variable of kernel {k.name}")
 
   def wr(self, b: Batch, op, val, t: str, m) -> None:
@@ -352,6 +359,8 @@ class Executor:
         rel = bars.release(alive)
         if rel is not None: pcs[rel] += 1
       elif kind == "trap": raise self.fault("trap", None, "trap instruction executed")
+      elif kind == "call": calls.real_call(self, b, ins, m, pcs, minpc)
+      elif kind == "$ret": calls.real_return(self, b, ins, m, pcs)
 
   def guard(self, b: Batch, ins: Instr, m):
     if ins.pred is None: return None
@@ -371,7 +380,7 @@ class Executor:
     self.steps += 1
     if self.trace: self.trace(f"{self.kernel.name} line {ins.line}: {ins.text}  [{b.T if m is None else int(m.sum())} threads]")
     op = ins.op
-    if op in ("bra", "exit", "ret", "trap"): return op
+    if op in ("bra", "exit", "ret", "trap", "$ret") or (op == "call" and ins.why is None): return op
     if op in ("bar", "barrier") and ins.mods[:1] != ("warp",):
       try: return barrier_kind(ins)
       except Unsupported as u: raise self.fault("unsupported", None, f"{ins.text}: {u}") from None

@@ -67,6 +67,12 @@ def mem_access(ex: Executor, b: Batch, space: str, addrs: np.ndarray, lanes: np.
     return ex.glob.load(a + np.uint64(ex.launch.params_va), size)
   if space == "const":
     if store is not None: raise Fault("const", int(a[0]), "store to the constant space")
+    if ex.launch.const_bank is not None:   # the bank the QMD binds, read through the VA space within its bytes (stricter)
+      va, nbytes = ex.launch.const_bank
+      bad = a + np.uint64(size) > np.uint64(nbytes)
+      if bad.any(): raise Fault("const", int(a[np.argmax(bad)]), f"const access of {size} bytes at {int(a[np.argmax(bad)]):#x} outside the "
+                                                                 f"{nbytes}-byte constant bank the launch binds at {va:#x}")
+      return ex.glob.load(a, size, va)
     data = ex.module.const_data
     bad = a + np.uint64(size) > np.uint64(data.size)
     if bad.any(): raise Fault("mmu", int(a[np.argmax(bad)]), f"const access at {int(a[np.argmax(bad)]):#x} outside the module's .const data")

@@ -133,6 +133,7 @@ class Kernel:
   line: int = 0
   plain_regs: bool = False   # some register is declared without '%'
   call_params: set = field(default_factory=set)   # scoped .param variables of calls: per-thread memory (calls.py)
+  functions: dict = field(default_factory=dict)   # recursive device functions called for real: name -> calls.Frame
   fast: list | None = None   # fast.compile_kernel's closures, one per instruction, made at the first launch
 
 
@@ -292,11 +293,8 @@ class _Parser:
     elif t.text == ".func": self._func()
     elif t.text in (".global", ".const", ".shared"):
       v = self._variable(t.text[1:], ".extern" in linkage)
-      if v.space == "global":
-        raise self.err(t, f"module-scope .global variable {v.name!r}: the emulated SM has no loader for module globals; "
-                          "pass the data as a kernel parameter (a buffer) instead")
       if v.space == "shared": self.module_shared[v.name] = v
-      else: consts[v.name] = v
+      else: consts[v.name] = v   # .const and .global: their data is where a loader puts it (the launch's variables)
     else: raise self.err(t, f"expected .entry, .func or a variable after {' '.join(linkage)}, found {t.text!r}")
 
   def _func(self) -> None:
@@ -309,12 +307,12 @@ class _Parser:
     params = self._param_list() if self.peek() is not None and self.peek().text == "(" else []
     self.accept(".noreturn")
     if self.accept(";"):
-      self.funcs.setdefault(nt.text, Func(None, [v.name for v in rets], [v.name for v in params]))
+      self.funcs.setdefault(nt.text, Func(None, [v.name for v in rets], [v.name for v in params], rets + params))
       return
     self.expect("{")
     f = Kernel(nt.text, line=nt.line)
     self._body(f)
-    self.funcs[nt.text] = Func(f, [v.name for v in rets], [v.name for v in params])
+    self.funcs[nt.text] = Func(f, [v.name for v in rets], [v.name for v in params], rets + params)
 
   def _param_list(self) -> list[Variable]:
     self.expect("(")
@@ -352,23 +350,31 @@ class _Parser:
       self.expect("]")
     init = None
     if self.accept("="):
-      init = self._initializer()
+      init = self._initializer(symbols=space == "global")
     self.expect(";")
     v = Variable(name.text, space, typ, count if sized else 0, align or type_bytes(typ) * vec, init, extern)
     if not sized and not (extern and space == "shared"):
       raise self.err(name, f"{name.text!r}: an unsized array is only valid as `.extern .shared` (dynamic shared memory)")
     return v
 
-  def _initializer(self) -> list:
+  def _initializer(self, symbols: bool = False) -> list:
+    """Initial values; with `symbols` (a .global's) also a variable's address, `name`, `name+N` or `generic(name)`,
+    kept as the name: the loader relocates those (R_CUDA_G64), the SM never reads a .global's initialiser."""
     out = []
     if self.accept("{"):
       while not self.accept("}"):
-        out.extend(self._initializer())
+        out.extend(self._initializer(symbols))
         self.accept(",")
       return out
     neg = self.accept("-")
     t = self.next("an initial value")
-    if t.kind != "num": raise self.err(t, f"initial value {t.text!r}: expected a number (symbol initialisers are not supported)")
+    if symbols and t.kind == "id" and not neg:
+      if t.text == "generic" and self.accept("("):
+        t = self.next("a variable's name")
+        self.expect(")")
+      if self.accept("+"): self.number("an offset")
+      return [t.text]
+    if t.kind != "num": raise self.err(t, f"initial value {t.text!r}: expected a number (a variable's address initialises only a .global)")
     return [_imm(t, neg).value]
 
   def _entry(self, kernels: dict) -> None:
@@ -466,6 +472,8 @@ class _Parser:
           declare_call_param(k, v)
         else: raise self.err(t, f"{t.text} declarations belong at module scope")
       elif t.text in (".loc", ".pragma", ".file"): self._skip_statement()
+      elif t.text == ".callprototype":   # `name: .callprototype ...;` declares an indirect call's signature (PTX 9.7.13.3)
+        while self.next("the end of the .callprototype").text != ";": pass
       elif t.kind == "id" and self.peek(1) is not None and self.peek(1).text == ":" and not t.text.startswith("%"):
         self.i += 2
         if t.text in k.labels: raise self.err(t, f"label {t.text!r} defined twice")
@@ -625,5 +633,6 @@ def _is_special(name: str) -> bool:
 
 
 def parse(text: str, name: str) -> tuple[dict[str, Kernel], dict[str, Variable], dict]:
-  """Parse PTX text into its kernels, module-scope .const variables and header (.version, .target, .address_size)."""
+  """Parse PTX text into its kernels, module-scope .const and .global variables and header (.version, .target,
+  .address_size)."""
   return _Parser(text, name).module()
