@@ -3,8 +3,9 @@ micro-kernel.
 
 Tensor.matmul plans a float32/float64 product on the CPU as a register-tiled loop kernel over `a` and `b` as they
 are (through their views and pads: loads and masks affine in every loop). This module renders it without the generic
-writer's allocas: each operand is packed into a stack buffer at the start of the deepest loop it depends on (a row
-block's tiles of `a`, rows interleaved per k; `b`'s column panel), a pad's zeros coming from masked loads; loop
+writer's allocas: each operand is packed into a stack buffer (a row block's tiles of `a`, each row's k chunk as it
+is, at the start of the deepest loop `a` depends on; all of `b`'s column panels of a k chunk at the start of the
+k chunk, or one panel at a time where they would not fit), a pad's zeros coming from masked loads; loop
 counters and the tile's accumulators are phis; the micro-kernel's k loop is unrolled (x4 where kc allows) and per k
 step loads the panel's row of `b` as native vectors (two ymm for a 16-float panel on AVX2), broadcasts the tile's
 `rows` values of `a` and issues rows x vectors `llvm.fma` calls. The IR needs no mid-level passes, so it is marked
@@ -57,8 +58,8 @@ class GemmLayout:
   columns: int
   kc: int
   out: Affine
-  bcast: Operand   # the operand broadcast across lanes (a), packed per row block into [tile][k][row]
-  vector: Operand  # the operand contiguous along lanes (b), packed per column panel into [k][lane]
+  bcast: Operand   # the operand broadcast across lanes (a), packed per row block into [tile][row][k]
+  vector: Operand  # the operand contiguous along lanes (b), packed into [panel][k][lane]
   bcast_pack_depth: int
   vector_pack_depth: int
   tiles: int       # the row loop's count: a's pack holds them all
@@ -146,8 +147,8 @@ def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
 def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   """`void NAME(ptr out, ptr in..., i64 start, i64 end)` for the layout: the generic kernel's signature and loops
   ([start, end) of the thread axis); each operand packed into a stack buffer where its loops change (a: the row block's
-  tiles, [tile][k][row]; b: the panel, [k][lane]; zeros where a pad's mask is false), each tile's k loop a
-  micro-kernel of phis over the packs, the first k chunk stored and the others added to the output."""
+  tiles, [tile][row][k]; b: the k chunk's panels, [panel][k][lane]; zeros where a pad's mask is false), each tile's
+  k loop a micro-kernel of phis over the packs, the first k chunk stored and the others added to the output."""
   spec = lk.spec
   T = "float" if spec.out_dtype == dtypes.float32 else "double"
   isz = spec.out_dtype.itemsize
@@ -241,7 +242,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %{tag}.x = call {V} @{masked_load}(ptr %{tag}.p, i32 {isz}, <{N} x i1> {mask}, {V} zeroinitializer)")
     return f"%{tag}.x"
 
-  def pack_a(pred: str) -> str:   # the row block's tiles of a, [tile][k][row]: a tile's rows interleaved per k
+  def pack_a(pred: str) -> str:   # the row block's tiles of a, [tile][row][k]: each row's k chunk copied as it is
     e("  br label %pa.t")
     e("pa.t:")
     e(f"  %pa.tq = phi i64 [ 0, %{pred} ], [ %pa.tn, %pa.kx ]")
@@ -255,26 +256,10 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     for r in range(g.rows):   # the same place in the next tile's rows, into L2 (short runs far apart: 5% -> 3.5% of 1024^2)
       e(f"  %pa.pf{r} = getelementptr {T}, ptr %pa.k{r}.p, i64 {g.bcast.index.coef[f'q{g.row_depth}']}")
       e(f"  call void @llvm.prefetch.p0(ptr %pa.pf{r}, i32 0, i32 2, i32 1)")
-    # the rows' N k steps joined into one vector (pairs, then pairs of pairs; an odd one widened), then interleaved k major
-    vals, level = [(x, N) for x in rows], 0
-    while len(vals) > 1:
-      joined = []
-      for i in range(0, len(vals) - 1, 2):
-        (x, wx), (y, wy) = vals[i], vals[i + 1]
-        if wy < wx:
-          e(f"  %pa.w{level}_{i} = shufflevector <{wy} x {T}> {y}, <{wy} x {T}> poison, <{wx} x i32> <{', '.join([f'i32 {j}' for j in range(wy)] + ['i32 poison'] * (wx - wy))}>")
-          y = f"%pa.w{level}_{i}"
-        e(f"  %pa.j{level}_{i} = shufflevector <{wx} x {T}> {x}, <{wx} x {T}> {y}, <{wx + wy} x i32> <{', '.join(f'i32 {j}' for j in list(range(wx)) + list(range(wx, wx + wy)))}>")
-        joined.append((f"%pa.j{level}_{i}", wx + wy))
-      if len(vals) % 2: joined.append(vals[-1])
-      vals, level = joined, level + 1
-    whole, width = vals[0]
-    cat = f"<{g.rows * N} x {T}>"
-    order = ", ".join(f"i32 {r * N + kk}" for kk in range(N) for r in range(g.rows))
-    e(f"  %pa.il = shufflevector <{width} x {T}> {whole}, <{width} x {T}> poison, {cat.replace(T, 'i32')} <{order}>")
-    e(f"  %pa.o = mul i64 %pa.v, {g.rows}")
-    e(f"  %pa.q = getelementptr inbounds {T}, ptr %pa.d, i64 %pa.o")
-    e(f"  store {cat} %pa.il, ptr %pa.q, align {isz}")
+    for r, x in enumerate(rows):
+      e(f"  %pa.o{r} = add i64 %pa.v, {r * a_len}")
+      e(f"  %pa.q{r} = getelementptr inbounds {T}, ptr %pa.d, i64 %pa.o{r}")
+      e(f"  store {V} {x}, ptr %pa.q{r}, align {N * isz}")
     e(f"  %pa.vn = add i64 %pa.v, {N}")
     e(f"  %pa.more = icmp slt i64 %pa.vn, {g.kc}")
     e("  br i1 %pa.more, label %pa.k, label %pa.kx")
@@ -379,8 +364,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
         e(f"  %bq{u}_{j} = getelementptr inbounds {T}, ptr {bp}, i64 %bi{u}_{j}")
         e(f"  %bv{u}_{j} = load {V}, ptr %bq{u}_{j}, align {N * isz}")
       for r in range(g.rows):
-        e(f"  %ak{u}_{r} = mul i64 %kk{u}, {g.rows}")
-        e(f"  %ai{u}_{r} = add i64 %ak{u}_{r}, {r}")
+        e(f"  %ai{u}_{r} = add i64 %kk{u}, {r * a_len}")
         e(f"  %aq{u}_{r} = getelementptr inbounds {T}, ptr %ap, i64 %ai{u}_{r}")
         e(f"  %as{u}_{r} = load {T}, ptr %aq{u}_{r}, align {isz}")
         e(f"  %ae{u}_{r} = insertelement {V} poison, {T} %as{u}_{r}, i64 0")
