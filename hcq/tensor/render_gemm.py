@@ -21,8 +21,8 @@ from hcq.tensor.view import contiguous_strides
 
 NATIVE_BYTES = 64 if host_simd_registers() >= 32 else 32  # one SIMD register: zmm with AVX-512, else ymm
 # the packs live on the worker thread's stack (hcq.drivers.cpu.device.THREAD_STACK_BYTES, 32 MiB): 8 MiB holds b's
-# packed k chunk beside a's block for n up to about 7,000 (kc = 256, float32); a kernel whose packs would pass this even with b packed one panel
-# at a time (an unblocked product of a tall a) takes the generic writer
+# packed k chunk beside a's block for n up to about 7,000 (kc = 256, float32); a kernel whose packs would pass this
+# even with b packed one panel at a time (an unblocked product of a tall a) takes the generic writer
 PACK_BYTES = 8 << 20
 
 
@@ -132,10 +132,9 @@ def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
   # GotoBLAS order), else one panel at a time at the start of the panel loop's body
   panel = pack_depth(vec[0])
   isz, lanes = spec.out_dtype.itemsize, NATIVE_BYTES // spec.out_dtype.itemsize
-  # a pad of m: a condition on a's row that moves one per tile row and `rows` per tile (the last block's padded tiles)
-  row_limit = next(((a, hi) for a, lo, hi in bc[0].conds if a.coef.get("r") == 1 and a.coef.get(f"q{row_depth}") == rows
-                    and lo <= a.const and not any(a.coef.get(f"q{d}", 0) < 0 for d in range(row_depth))
-                    and not any(a.coef.get(v, 0) for v in ("k", "l"))), None)
+  # a pad of m: a bound on a's row that moves one per tile row and `rows` per tile (the last block's padded tiles)
+  row_limit = next(((a, hi) for a, _, hi in bc[0].conds if a.coef["r"] == 1 and a.coef[f"q{row_depth}"] == rows
+                    and a.coef["k"] == a.coef["l"] == 0), None)
   for whole in (True, False):
     panels = F[loops[panel][0]] // loops[panel][1] if whole and panel >= 0 else 1
     g = GemmLayout(loops, thread, acc, row_depth, rows, columns, F[k_axis], out, bc[0], vec[0], pack_depth(bc[0]),
@@ -327,7 +326,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     bp = "%bpack"
     if g.panels > 1:   # this panel's k chunk in the pack of all panels
       e(f"  %bpo = mul i64 %q{g.panel_depth}, {g.kc * g.columns}")
-      e("  %bp = getelementptr inbounds {T}, ptr %bpack, i64 %bpo".replace("{T}", T))
+      e(f"  %bp = getelementptr inbounds {T}, ptr %bpack, i64 %bpo")
       bp = "%bp"
     next_panel = g.vector.index.coef.get(f"q{g.vector_pack_depth}", 0) if g.panels == 1 and g.vector_pack_depth >= 0 else 0
     start = "tile"
