@@ -149,3 +149,48 @@ def test_float_matmul_packs_views_in_its_kernel():
   transposed = Tensor(np.ascontiguousarray(x[:, :197].T)).T @ Tensor(y)
   assert len([s for s in kernel_sources(transposed) if not s.startswith(CODEGEN_ONLY)]) >= 1
   np.testing.assert_allclose(transposed.numpy(), x[:, :197] @ y, rtol=f32_tol(197), atol=f32_tol(197) * 4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("b_whole", [True, False])
+def test_gemm_packs_b_per_chunk_and_skips_padded_tiles(monkeypatch, threads, b_whole):
+  """render_gemm's layouts against numpy, with small caches so that a modest shape has several row blocks and k
+  chunks: b's k chunk packed for all its column panels at once (each thread its own), or one panel at a time where
+  that would pass PACK_BYTES; the last row block's tiles that lie wholly past m are skipped (the padded output rows
+  they would write are cut off by the view)."""
+  from hcq.drivers.cpu.jit import CODEGEN_ONLY
+  from hcq.tensor import loops, render_gemm
+  monkeypatch.setattr(loops, "THREADS", threads)
+  monkeypatch.setattr(loops, "L1_BYTES", 8 << 10)
+  monkeypatch.setattr(loops, "L2_BYTES", 64 << 10)
+  m, k, n = 173, 301, 8 * PANEL + 5
+  chunks, kc = loops.matmul_k_chunks(k, PANEL * 4)
+  blocks, block_rows = loops.matmul_row_blocks(m, kc, 4, threads)
+  assert chunks > 1 and blocks > 1 and blocks * block_rows - m >= ROWS  # a whole tile of padding in the last block
+  a_pack, panel_pack = block_rows * kc * 4, kc * PANEL * 4
+  if not b_whole: monkeypatch.setattr(render_gemm, "PACK_BYTES", a_pack + 2 * panel_pack)  # less than the 9 panels
+  rng = np.random.default_rng(173)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  t = Tensor(a) @ Tensor(b)
+  gemm = [s for s in kernel_sources(t) if s.startswith(CODEGEN_ONLY)]
+  assert len(gemm) == 1 and ("\npb.p:" in gemm[0]) == b_whole and "%rl.hi" in gemm[0]
+  np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(k), atol=f32_tol(k) * 4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_packs_fit_the_threads_stacks(monkeypatch, threads):
+  """The packs live on the stacks of the CPU device's engine and worker threads, which the device sizes itself
+  (THREAD_STACK_BYTES) rather than inheriting RLIMIT_STACK: with PACK_BYTES raised to 12 MiB, an 11 MiB k chunk of
+  b (more than the usual 8 MiB limit) packs and multiplies."""
+  import re
+  from hcq.drivers.cpu.device import THREAD_STACK_BYTES
+  from hcq.tensor import loops, render_gemm
+  monkeypatch.setattr(loops, "THREADS", threads)
+  monkeypatch.setattr(render_gemm, "PACK_BYTES", 12 << 20)
+  assert THREAD_STACK_BYTES >= 16 << 20
+  rng = np.random.default_rng(7)
+  a, b = rng.standard_normal((2 * ROWS * threads, 512)).astype(np.float32), rng.standard_normal((512, 11264)).astype(np.float32)
+  t = Tensor(a) @ Tensor(b)
+  packs = [int(x) * 4 for s in kernel_sources(t) for x in re.findall(r"alloca \[(\d+) x float\]", s)]
+  assert max(packs) >= 11 << 20
+  np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(512), atol=f32_tol(512) * 4)

@@ -21,6 +21,10 @@ from hcq.drivers.cpu.program import CPUProgram
 from hcq.drivers.cpu.queue import CPUComputeQueue, CPUCopyQueue, Engine
 from hcq.errors import GPUFault
 
+# the stack of each engine and worker thread: a packed matmul keeps its packs of a and b there (up to
+# hcq.tensor.render_gemm.PACK_BYTES); set here rather than inherited, since RLIMIT_STACK differs between machines
+THREAD_STACK_BYTES = 32 << 20
+
 
 class CPUDevice(Device):
   """`hcq.Device("CPU")`: see the module docstring."""
@@ -32,10 +36,18 @@ class CPUDevice(Device):
     self._fault: GPUFault | None = None
     self._lock = threading.Lock()
     self.cores = os.cpu_count() or 1
-    self.pool = ThreadPoolExecutor(self.cores, thread_name_prefix=f"hcq-{spec}-wg")
     self.signalled = threading.Condition()  # the engines notify it after each signal write
-    self.engines = {"compute": Engine(self, "compute"), "copy": Engine(self, "copy")}
-    for e in self.engines.values(): e.start()
+    previous = threading.stack_size(THREAD_STACK_BYTES)
+    try:
+      self.pool = ThreadPoolExecutor(self.cores, thread_name_prefix=f"hcq-{spec}-wg")
+      # the pool starts a worker per task while none is idle: one task per core that waits for all the others
+      # starts every worker now, with this stack size
+      started = threading.Barrier(self.cores)
+      for f in [self.pool.submit(started.wait) for _ in range(self.cores)]: f.result()
+      self.engines = {"compute": Engine(self, "compute"), "copy": Engine(self, "copy")}
+      for e in self.engines.values(): e.start()
+    finally:
+      threading.stack_size(previous)
     super().__init__(spec)
 
   # ---- memory: anonymous mappings; device address == host address ----

@@ -91,9 +91,7 @@ class Engine(threading.Thread):
       if spins > 100: time.sleep(min(1e-4, 1e-6 * spins))
 
   def _signal(self, signal, value: int) -> None:
-    with self.device.signalled:  # waiters sleep on it (hcq.signal.Signal.wait)
-      signal.value = value
-      self.device.signalled.notify_all()
+    signal.value = value  # notifies the device's condition, on which waiters sleep (hcq.signal.Signal.wait)
 
   def _timestamp(self, address: int) -> None:
     self.device.check_range(address, 8, "timestamp")

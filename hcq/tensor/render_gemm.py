@@ -3,8 +3,9 @@ micro-kernel.
 
 Tensor.matmul plans a float32/float64 product on the CPU as a register-tiled loop kernel over `a` and `b` as they
 are (through their views and pads: loads and masks affine in every loop). This module renders it without the generic
-writer's allocas: each operand is packed into a stack buffer at the start of the deepest loop it depends on (a row
-block's tiles of `a`, rows interleaved per k; `b`'s column panel), a pad's zeros coming from masked loads; loop
+writer's allocas: each operand is packed into a stack buffer (a row block's tiles of `a`, each row's k chunk as it
+is, at the start of the deepest loop `a` depends on; all of `b`'s column panels of a k chunk at the start of the
+k chunk, or one panel at a time where they would not fit), a pad's zeros coming from masked loads; loop
 counters and the tile's accumulators are phis; the micro-kernel's k loop is unrolled (x4 where kc allows) and per k
 step loads the panel's row of `b` as native vectors (two ymm for a 16-float panel on AVX2), broadcasts the tile's
 `rows` values of `a` and issues rows x vectors `llvm.fma` calls. The IR needs no mid-level passes, so it is marked
@@ -19,9 +20,10 @@ from hcq.tensor.symbolic import Expr, Num, Var, linear_coefficient, substitute, 
 from hcq.tensor.view import contiguous_strides
 
 NATIVE_BYTES = 64 if host_simd_registers() >= 32 else 32  # one SIMD register: zmm with AVX-512, else ymm
-# the packs live on the worker thread's stack (8 MiB by default): a kernel whose packs would pass this (an unblocked
-# product of a tall a) takes the generic writer
-PACK_BYTES = 1 << 20
+# the packs live on the worker thread's stack (hcq.drivers.cpu.device.THREAD_STACK_BYTES, 32 MiB): 8 MiB holds b's
+# packed k chunk beside a's block for n up to about 7,000 (kc = 256, float32); a kernel whose packs would pass this
+# even with b packed one panel at a time (an unblocked product of a tall a) takes the generic writer
+PACK_BYTES = 8 << 20
 
 
 @dataclass
@@ -56,16 +58,19 @@ class GemmLayout:
   columns: int
   kc: int
   out: Affine
-  bcast: Operand   # the operand broadcast across lanes (a), packed per row block into [tile][k][row]
-  vector: Operand  # the operand contiguous along lanes (b), packed per column panel into [k][lane]
+  bcast: Operand   # the operand broadcast across lanes (a), packed per row block into [tile][row][k]
+  vector: Operand  # the operand contiguous along lanes (b), packed into [panel][k][lane]
   bcast_pack_depth: int
   vector_pack_depth: int
   tiles: int       # the row loop's count: a's pack holds them all
+  panel_depth: int  # the column panels' loop
+  panels: int      # the panels b's pack holds: all of the panel loop's (packed once per k chunk), or 1 (packed per panel)
+  row_limit: tuple[Affine, int] | None  # a's row index and its end where m is padded: tiles past it are skipped
 
   def pack_sizes(self, lanes: int) -> tuple[int, int, int]:
     """(a tile's k chunk in whole vectors of `lanes`, a's pack, b's pack) in elements."""
     a_len = -(-self.kc // lanes) * lanes
-    return a_len, self.tiles * self.rows * a_len, self.kc * self.columns
+    return a_len, self.tiles * self.rows * a_len, self.panels * self.kc * self.columns
 
 
 def _affine(e: Expr, values: dict[str, Expr], names: list[str]) -> Affine | None:
@@ -90,7 +95,7 @@ def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
   if len(tiled) != 1: return None
   row_axis, vec_axis, k_axis = tiled[0], lk.vec_axis, lk.reduce_axes[0]
   order = lk.loop_axes
-  if lk.thread_axis is None and lk.accumulate_axis is not None:  # k chunks outermost: a's pack then never repeats
+  if lk.accumulate_axis is not None:  # k chunks outermost: a's and b's packs then never repeat (per thread)
     order = [lk.accumulate_axis] + [a for a in order if a != lk.accumulate_axis]
   loops = [(a, lk.step(a)) for a in order]
   values: dict[str, Expr] = {f"a{a}": Var(f"q{d}", 0, F[a] // s - 1) * s for d, (a, s) in enumerate(loops)}
@@ -118,21 +123,31 @@ def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
   if any(F[a] // s != 1 for a, s in loops[row_depth + 1:]): return None
   # each operand is packed at the start of the deepest loop it depends on; b's panel must not depend on the row loop
   # and neither pack may sit inside it or inside the thread loop's split (both cover the row loop's whole range)
-  def pack_depth(o: Operand) -> int: return max([d for d in range(row_depth) if o.depends(f"q{d}")], default=-1)
+  def pack_depth(o: Operand, skip: int = -1) -> int:
+    return max([d for d in range(row_depth) if o.depends(f"q{d}") and d != skip], default=-1)
   thread = depth[lk.thread_axis] if lk.thread_axis is not None else None
   if vec[0].depends(f"q{row_depth}") or thread == row_depth: return None
   acc = depth[lk.accumulate_axis] if lk.accumulate_axis is not None else None
-  g = GemmLayout(loops, thread, acc, row_depth, rows, columns, F[k_axis], out, bc[0], vec[0], pack_depth(bc[0]),
-                 pack_depth(vec[0]), F[row_axis] // rows)
-  isz = spec.out_dtype.itemsize
-  return g if sum(g.pack_sizes(NATIVE_BYTES // isz)[1:]) * isz <= PACK_BYTES else None
+  # b is packed for all column panels at once where they fit (read along its rows, once per k chunk and thread: the
+  # GotoBLAS order), else one panel at a time at the start of the panel loop's body
+  panel = pack_depth(vec[0])
+  isz, lanes = spec.out_dtype.itemsize, NATIVE_BYTES // spec.out_dtype.itemsize
+  # a pad of m: a bound on a's row that moves one per tile row and `rows` per tile (the last block's padded tiles)
+  row_limit = next(((a, hi) for a, _, hi in bc[0].conds if a.coef["r"] == 1 and a.coef[f"q{row_depth}"] == rows
+                    and a.coef["k"] == a.coef["l"] == 0), None)
+  for whole in (True, False):
+    panels = F[loops[panel][0]] // loops[panel][1] if whole and panel >= 0 else 1
+    g = GemmLayout(loops, thread, acc, row_depth, rows, columns, F[k_axis], out, bc[0], vec[0], pack_depth(bc[0]),
+                   pack_depth(vec[0], panel) if panels > 1 else panel, F[row_axis] // rows, panel, panels, row_limit)
+    if sum(g.pack_sizes(lanes)[1:]) * isz <= PACK_BYTES: return g
+  return None
 
 
 def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   """`void NAME(ptr out, ptr in..., i64 start, i64 end)` for the layout: the generic kernel's signature and loops
   ([start, end) of the thread axis); each operand packed into a stack buffer where its loops change (a: the row block's
-  tiles, [tile][k][row]; b: the panel, [k][lane]; zeros where a pad's mask is false), each tile's k loop a
-  micro-kernel of phis over the packs, the first k chunk stored and the others added to the output."""
+  tiles, [tile][row][k]; b: the k chunk's panels, [panel][k][lane]; zeros where a pad's mask is false), each tile's
+  k loop a micro-kernel of phis over the packs, the first k chunk stored and the others added to the output."""
   spec = lk.spec
   T = "float" if spec.out_dtype == dtypes.float32 else "double"
   isz = spec.out_dtype.itemsize
@@ -226,7 +241,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %{tag}.x = call {V} @{masked_load}(ptr %{tag}.p, i32 {isz}, <{N} x i1> {mask}, {V} zeroinitializer)")
     return f"%{tag}.x"
 
-  def pack_a(pred: str) -> str:   # the row block's tiles of a, [tile][k][row]: a tile's rows interleaved per k
+  def pack_a(pred: str) -> str:   # the row block's tiles of a, [tile][row][k]: each row's k chunk copied as it is
     e("  br label %pa.t")
     e("pa.t:")
     e(f"  %pa.tq = phi i64 [ 0, %{pred} ], [ %pa.tn, %pa.kx ]")
@@ -237,26 +252,13 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e("pa.k:")
     e("  %pa.v = phi i64 [ 0, %pa.t ], [ %pa.vn, %pa.k ]")
     rows = [run_load(f"pa.k{r}", st, "%pa.v") for r, st in enumerate(starts)]
-    # the rows' N k steps joined into one vector (pairs, then pairs of pairs; an odd one widened), then interleaved k major
-    vals, level = [(x, N) for x in rows], 0
-    while len(vals) > 1:
-      joined = []
-      for i in range(0, len(vals) - 1, 2):
-        (x, wx), (y, wy) = vals[i], vals[i + 1]
-        if wy < wx:
-          e(f"  %pa.w{level}_{i} = shufflevector <{wy} x {T}> {y}, <{wy} x {T}> poison, <{wx} x i32> <{', '.join([f'i32 {j}' for j in range(wy)] + ['i32 poison'] * (wx - wy))}>")
-          y = f"%pa.w{level}_{i}"
-        e(f"  %pa.j{level}_{i} = shufflevector <{wx} x {T}> {x}, <{wx} x {T}> {y}, <{wx + wy} x i32> <{', '.join(f'i32 {j}' for j in list(range(wx)) + list(range(wx, wx + wy)))}>")
-        joined.append((f"%pa.j{level}_{i}", wx + wy))
-      if len(vals) % 2: joined.append(vals[-1])
-      vals, level = joined, level + 1
-    whole, width = vals[0]
-    cat = f"<{g.rows * N} x {T}>"
-    order = ", ".join(f"i32 {r * N + kk}" for kk in range(N) for r in range(g.rows))
-    e(f"  %pa.il = shufflevector <{width} x {T}> {whole}, <{width} x {T}> poison, {cat.replace(T, 'i32')} <{order}>")
-    e(f"  %pa.o = mul i64 %pa.v, {g.rows}")
-    e(f"  %pa.q = getelementptr inbounds {T}, ptr %pa.d, i64 %pa.o")
-    e(f"  store {cat} %pa.il, ptr %pa.q, align {isz}")
+    for r in range(g.rows):   # the same place in the next tile's rows, into L2 (short runs far apart: 5% -> 3.5% of 1024^2)
+      e(f"  %pa.pf{r} = getelementptr {T}, ptr %pa.k{r}.p, i64 {g.bcast.index.coef[f'q{g.row_depth}']}")
+      e(f"  call void @llvm.prefetch.p0(ptr %pa.pf{r}, i32 0, i32 2, i32 1)")
+    for r, x in enumerate(rows):
+      e(f"  %pa.o{r} = add i64 %pa.v, {r * a_len}")
+      e(f"  %pa.q{r} = getelementptr inbounds {T}, ptr %pa.d, i64 %pa.o{r}")
+      e(f"  store {V} {x}, ptr %pa.q{r}, align {N * isz}")
     e(f"  %pa.vn = add i64 %pa.v, {N}")
     e(f"  %pa.more = icmp slt i64 %pa.vn, {g.kc}")
     e("  br i1 %pa.more, label %pa.k, label %pa.kx")
@@ -267,17 +269,37 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e("pa.done:")
     return "pa.done"
 
-  def pack_b(pred: str) -> str:   # the column panel of b, [k][lane]
+  def pack_b(pred: str) -> str:   # b's column panels, [panel][k][lane]: per k, the row's panels in order
     e("  br label %pb.k")
     e("pb.k:")
-    e(f"  %pb.kq = phi i64 [ 0, %{pred} ], [ %pb.kn, %pb.k ]")
+    e(f"  %pb.kq = phi i64 [ 0, %{pred} ], [ %pb.kn, %pb.px ]")
+    terms: dict[str, str | int] = {"k": "%pb.kq"}
     e(f"  %pb.d = mul i64 %pb.kq, {g.columns}")
-    e(f"  %pb.dp = getelementptr inbounds {T}, ptr %bpack, i64 %pb.d")
-    start = run_start("pb.r", g.vector, {"k": "%pb.kq"}, "l", g.columns)
+    dest = "%pb.d"
+    if g.panels > 1:
+      e("  br label %pb.p")
+      e("pb.p:")
+      e("  %pb.pq = phi i64 [ 0, %pb.k ], [ %pb.pn, %pb.p ]")
+      terms[f"q{g.panel_depth}"] = "%pb.pq"
+      e(f"  %pb.po = mul i64 %pb.pq, {g.kc * g.columns}")
+      e("  %pb.pd = add i64 %pb.d, %pb.po")
+      dest = "%pb.pd"
+    e(f"  %pb.dp = getelementptr inbounds {T}, ptr %bpack, i64 {dest}")
+    start = run_start("pb.r", g.vector, terms, "l", g.columns)
     for j in range(nv):
       x = run_load(f"pb.l{j}", start, str(j * N))
+      if j == 0:   # the panel's line 4 rows of b ahead, into L2 (rows start new streams: 3.4% -> 2.7% of 1024^2, 6% -> 4% of 1000^2)
+        e(f"  %pb.pf = getelementptr {T}, ptr %pb.l0.p, i64 {4 * g.vector.index.coef['k']}")
+        e(f"  call void @llvm.prefetch.p0(ptr %pb.pf, i32 0, i32 2, i32 1)")
       e(f"  %pb.q{j} = getelementptr inbounds {T}, ptr %pb.dp, i64 {j * N}")
       e(f"  store {V} {x}, ptr %pb.q{j}, align {N * isz}")
+    if g.panels > 1:
+      e("  %pb.pn = add i64 %pb.pq, 1")
+      e(f"  %pb.pc = icmp slt i64 %pb.pn, {g.panels}")
+      e("  br i1 %pb.pc, label %pb.p, label %pb.px")
+    else:
+      e("  br label %pb.px")
+    e("pb.px:")
     e("  %pb.kn = add i64 %pb.kq, 1")
     e(f"  %pb.kc = icmp slt i64 %pb.kn, {g.kc}")
     e("  br i1 %pb.kc, label %pb.k, label %pb.done")
@@ -294,11 +316,19 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %op = getelementptr inbounds {T}, ptr %b0, i64 {ob}")
     e(f"  %ao = mul i64 %q{g.row_depth}, {a_len * g.rows}")
     e(f"  %ap = getelementptr inbounds {T}, ptr %apack, i64 %ao")
-    for r in range(g.rows):   # the next tile's outputs, which it reads back: a miss then would stall its start
-      for j in range(0, g.columns, 64 // isz):   # one per cache line
-        e(f"  %pf{r}_{j} = getelementptr {T}, ptr %op, i64 {g.out.coef[f'q{g.row_depth}'] + g.out.at(r=r, l=j) - g.out.const}")
-        e(f"  call void @llvm.prefetch.p0(ptr %pf{r}_{j}, i32 1, i32 3, i32 1)")
-    next_panel = g.vector.index.coef.get(f"q{g.vector_pack_depth}", 0) if g.vector_pack_depth >= 0 else 0
+    # the outputs the tile reads back, into L1 (a miss would stall its end; rows a power of two apart share an L1 set
+    # and the k loop evicts them, so from L2), and the next tile's into L2: measured 7% -> 5% of a 1024^2 kernel
+    for tag, tile_offset, locality in (("pc", 0, 3), ("pf", g.out.coef[f"q{g.row_depth}"], 2)):
+      for r in range(g.rows):
+        for j in range(0, g.columns, 64 // isz):   # one per cache line
+          e(f"  %{tag}{r}_{j} = getelementptr {T}, ptr %op, i64 {tile_offset + g.out.at(r=r, l=j) - g.out.const}")
+          e(f"  call void @llvm.prefetch.p0(ptr %{tag}{r}_{j}, i32 1, i32 {locality}, i32 1)")
+    bp = "%bpack"
+    if g.panels > 1:   # this panel's k chunk in the pack of all panels
+      e(f"  %bpo = mul i64 %q{g.panel_depth}, {g.kc * g.columns}")
+      e(f"  %bp = getelementptr inbounds {T}, ptr %bpack, i64 %bpo")
+      bp = "%bp"
+    next_panel = g.vector.index.coef.get(f"q{g.vector_pack_depth}", 0) if g.panels == 1 and g.vector_pack_depth >= 0 else 0
     start = "tile"
     if next_panel:   # this tile's share of the rows the next pack of b reads (far apart: misses stalled the pack)
       share, ck = -(-g.kc // tiles), g.vector.index.coef["k"]
@@ -330,11 +360,10 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e(f"  %bk{u} = mul i64 %kk{u}, {g.columns}")
       for j in range(nv):
         e(f"  %bi{u}_{j} = add i64 %bk{u}, {j * N}")
-        e(f"  %bq{u}_{j} = getelementptr inbounds {T}, ptr %bpack, i64 %bi{u}_{j}")
+        e(f"  %bq{u}_{j} = getelementptr inbounds {T}, ptr {bp}, i64 %bi{u}_{j}")
         e(f"  %bv{u}_{j} = load {V}, ptr %bq{u}_{j}, align {N * isz}")
       for r in range(g.rows):
-        e(f"  %ak{u}_{r} = mul i64 %kk{u}, {g.rows}")
-        e(f"  %ai{u}_{r} = add i64 %ak{u}_{r}, {r}")
+        e(f"  %ai{u}_{r} = add i64 %kk{u}, {r * a_len}")
         e(f"  %aq{u}_{r} = getelementptr inbounds {T}, ptr %ap, i64 %ai{u}_{r}")
         e(f"  %as{u}_{r} = load {T}, ptr %aq{u}_{r}, align {isz}")
         e(f"  %ae{u}_{r} = insertelement {V} poison, {T} %as{u}_{r}, i64 0")
@@ -371,6 +400,14 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       return
     axis, step = g.loops[d]
     lo, hi = "0", str(spec.full_shape[axis] // step)
+    if d == g.row_depth and g.row_limit is not None:   # the block's tiles that hold a row of a (at least one)
+      row, end = g.row_limit
+      first = lin("rl", row, {f"q{d}": 0, "r": 0})
+      e(f"  %rl.left = sub i64 {end + g.rows - 1}, {first}")
+      e(f"  %rl.tiles = sdiv i64 %rl.left, {g.rows}")
+      e(f"  %rl.fewer = icmp slt i64 %rl.tiles, {hi}")
+      e(f"  %rl.hi = select i1 %rl.fewer, i64 %rl.tiles, i64 {hi}")
+      hi = "%rl.hi"
     if d == g.thread_depth:
       e(f"  %lo{d} = sdiv i64 %start, {step}")
       e(f"  %hi.r{d} = add i64 %end, {step - 1}")
