@@ -115,6 +115,18 @@ def test_mi300x_sysfs_as_amdgpu_presents_it():
   assert not MockKFDOS(MockKFD((BOARDS["gfx1100"],))).exists(f"{dev}/current_compute_partition")   # a Radeon has no partitions
 
 
+@pytest.mark.parametrize("arch,sdma_queues,cp_queues", [("gfx1100", 6, 8), ("gfx1201", 6, 4), ("gfx942", 8, 24)])
+def test_queue_counts_as_amdkfd_reports_them(arch, sdma_queues, cp_queues):
+  """kfd_topology.c (Linux 6.12) prints num_sdma_queues_per_engine as 8 less the 2 SDMA 6.x/7.x reserve
+  (kfd_device.c kfd_device_info_set_sdma_info) and num_cp_queues as MEC 0's queues less amdgpu's kernel compute queues
+  (amdgpu_amdkfd.c cp_queue_bitmap): 4 x 4 - 8 on GC 11.0.0, 2 x 4 - 4 on GC 12.0.1 (gfx_v12_0.c keeps half), 4 x 8 - 8
+  on GC 9.4.3, for every partition of it."""
+  for mode in (("SPX", "CPX") if arch == "gfx942" else (None,)):
+    osl = mock_kfd_os(arch, mode)
+    props = dict(line.split() for line in osl.read_text("/sys/devices/virtual/kfd/kfd/topology/nodes/1/properties").splitlines())
+    assert (int(props["num_sdma_queues_per_engine"]), int(props["num_cp_queues"])) == (sdma_queues, cp_queues)
+
+
 @pytest.mark.parametrize("mode,parts", [("DPX", 2), ("QPX/NPS4", 4), ("CPX", 8)])
 def test_mi300x_partitions_as_amdgpu_and_amdkfd_present_them(mode, parts):
   """One KFD node per partition (kfd_device.c kgd2kfd_device_init), each with its XCCs (aqua_vanjaram.c

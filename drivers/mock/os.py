@@ -22,6 +22,12 @@ PCI_SLOT = f"0000:{FIRST_PCI_BUS:02x}:00.0"
 PCI_PATH = f"/sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:00.0/{PCI_SLOT}"
 
 
+def _sdma_queues_per_engine(board: BoardSpec) -> int:
+  """8 queues per SDMA engine, less the 2 amdgpu reserves on SDMA 6.x/7.x for paging and gfx (kfd_device.c
+  kfd_device_info_set_sdma_info; kfd_topology.c prints the difference; Linux 6.12)."""
+  return 8 - (2 if board.sdma_version[0] >= 6 else 0)
+
+
 def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int, pci_dev_id: int) -> str:
   """nodes/N/properties of a GPU, in kfd_topology.c's order. A GPU split into several KFD nodes (MI300's partitions)
   has its node id ORed into location_id and, outside an XGMI hive, its PCI id as hive_id (kfd_topology.c
@@ -38,7 +44,7 @@ def _node_properties(board: BoardSpec, gpu_id: int, render_minor: int, pci_dev_i
     ("vendor_id", board.vendor_id), ("device_id", board.device_id), ("location_id", pci_dev_id | board.xcp_id if several else pci_dev_id),
     ("domain", 0), ("drm_render_minor", render_minor), ("hive_id", pci_dev_id if several else 0),
     ("num_sdma_engines", board.num_sdma_engines), ("num_sdma_xgmi_engines", board.num_sdma_xgmi_engines),
-    ("num_sdma_queues_per_engine", 6), ("num_cp_queues", 8), ("max_engine_clk_fcompute", board.max_engine_clk_mhz), ("local_mem_size", 0),
+    ("num_sdma_queues_per_engine", _sdma_queues_per_engine(board)), ("num_cp_queues", board.kfd_cp_queues), ("max_engine_clk_fcompute", board.max_engine_clk_mhz), ("local_mem_size", 0),
     ("fw_version", 0), ("capability", 0), ("sdma_fw_version", 0), ("unique_id", 0), ("num_xcc", board.num_xcc),
     ("max_engine_clk_ccompute", 0),
   ]

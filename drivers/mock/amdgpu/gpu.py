@@ -50,6 +50,10 @@ class BoardSpec:
   compute_partition: str = ""        # current_compute_partition / available_ (amdgpu_gfx.c) and current_memory_partition
   available_partitions: str = ""     # (amdgpu_gmc.c), where the GPU has partitions: "" on the Radeons
   memory_partition: str = ""
+  # KFD's compute queues: MEC 0's queues (pipes x queues per pipe, gfx_v11_0.c sw_init: 4 x 4 on GC 11.0.0) less the
+  # 8 amdgpu takes as kernel compute queues (amdgpu_gfx.c amdgpu_gfx_get_num_kcq), the weight of amdgpu_amdkfd.c's
+  # cp_queue_bitmap that kfd_topology.c prints (kfd_device_queue_manager.c get_cp_queues_num; Linux 6.12)
+  kfd_cp_queues: int = 8
   xcp_id: int = 0                    # which partition of its GPU this KFD node is (amdgpu_xcp.c), of num_xcps
   num_xcps: int = 1
 
@@ -76,7 +80,8 @@ BOARDS: dict[str, BoardSpec] = {
   "gfx1201": BoardSpec(name="AMD Radeon RX 9070 XT", gfx_target="gfx1201", gfx_target_version=120001, device_id=0x7550,
                        compute_units=64, shader_engines=4, shader_arrays_per_engine=2, vram_bytes=16 << 30,
                        gc_version=(12, 0, 1), sdma_version=(7, 0, 1), max_engine_clk_mhz=2970, vram_bus_width=256,
-                       first_kernel="6.12"),  # 6.1's kfd_device.c has no GC 12.0.1; 6.12's maps it to gfx_target_version 120001
+                       # 2 pipes x 4 queues, of which amdgpu keeps half (gfx_v12_0.c sw_init caps num_compute_rings at 4)
+                       first_kernel="6.12", kfd_cp_queues=4),  # 6.1's kfd_device.c has no GC 12.0.1; 6.12's maps it to gfx_target_version 120001
   # MI300X in SPX mode (one partition of all 8 XCCs, one KFD node; NPS1 memory). Linux 6.12: kfd_device.c maps GC 9.4.3
   # (rev_id >= 1; earlier silicon is 90400/90401) to gfx_target_version 90402, with SDMA 4.4.2; kfd_topology.c prints num_xcc and array_count x num_xcc; amdgpu_gfx.c's
   # available_compute_partition for 8 XCCs is "SPX, DPX, QPX, CPX"; soc15_get_xclk gives MP1 13.0.6 a 100 MHz counter;
@@ -95,7 +100,8 @@ BOARDS: dict[str, BoardSpec] = {
                       wave_front_size=64, max_waves_per_simd=8, gc_bases=(0x00002000, 0x0000A000, 0x02402C00),
                       gc_version=(9, 4, 3), sdma_version=(4, 4, 2), max_engine_clk_mhz=2100, vram_bus_width=8192,
                       vram_clk_mhz=1300, first_kernel="6.12", num_xcc=8, num_sdma_xgmi_engines=14, compute_partition="SPX",
-                      available_partitions="SPX, DPX, QPX, CPX", memory_partition="NPS1"),
+                      available_partitions="SPX, DPX, QPX, CPX", memory_partition="NPS1",
+                      kfd_cp_queues=24),  # gfx_v9_4_3.c sw_init: 4 pipes x 8 queues per MEC, less 8 KCQs
 }
 
 
