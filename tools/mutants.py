@@ -204,9 +204,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     "workgroup id Z ignores the Y extent", "tests/test_emu_dispatch.py tests/test_amd_dispatch.py tests/test_emu_kernels.py " + HIDDEN, "emulator hidden args / interleaving"),
   M("emu-tid-y", "emulator", "asm/emu/dispatch.py", "(ty << 10 if tidig >= 1 else 0)", "(ty << 10 if tidig >= 2 else 0)",
     "workitem id Y not packed into v0 when TIDIG_COMP_CNT is 1", f"{LS}workitem_id_y_with_two_dims tests/test_emu_dispatch.py tests/test_amd_dispatch.py tests/test_emu_kernels.py " + HIDDEN, "emulator hidden args"),
-  M("emu-tg-size", "emulator", "asm/emu/dispatch.py", "(wpg if what == \"tg\" else 0)", "(1 if what == \"tg\" else 0)",
+  M("emu-tg-size", "emulator", "asm/emu/dispatch.py", "if what in (\"x\", \"y\", \"z\") else wpg", "if what in (\"x\", \"y\", \"z\") else 1",
     "the workgroup-info SGPR holds 1 instead of the waves per workgroup", f"{LS}workgroup_info_counts_the_waves_of_the_workgroup tests/test_emu_dispatch.py tests/test_emu.py {LS}every_user_sgpr", "emulator hidden args"),
-  M("emu-initiator-w32", "emulator", "asm/emu/dispatch.py", "wave32 = bool(state.initiator >> 15 & 1)", "wave32 = bool(state.initiator >> 14 & 1)",
+  M("emu-initiator-w32", "emulator", "asm/emu/dispatch.py", "wave32 = bool(gc.regCOMPUTE_DISPATCH_INITIATOR.decode(state.initiator).get(\"cs_w32_en\", 0))", "wave32 = bool(state.initiator >> 14 & 1)",
     "the wave mode read from the wrong DISPATCH_INITIATOR bit", f"{LS}wave64_kernel_runs_in_wave64 {DISPATCH}", "wave64 tests"),
   # ---- launch path: kernargs, user SGPRs, queues (hcq/, drivers/amd/program.py) ----
   M("launch-block-count-y", "launch", "drivers/amd/program.py", "\"hidden_block_count_y\": gs[1]", "\"hidden_block_count_y\": gs[0]",
