@@ -2,6 +2,8 @@
 rows and column panels (hcq.tensor.loops.TILE_ROWS, TILE_VECTORS) and the packing threshold (k >= 64, n >= two
 panels, at most 1/8 of n padding), on contiguous, transposed, strided and batched operands. f32 sums in another
 order than numpy's: tolerances grow with k."""
+import gc
+import weakref
 import numpy as np
 import pytest
 from hcq.tensor import Tensor
@@ -217,6 +219,12 @@ def test_packed_graph_template_rebuilds_the_same_graph_over_new_data():
   assert len(tensor_mod._MATMUL_GRAPHS) == 1
   again = Tensor(z)[:m, :k] @ Tensor(x)[:k]   # built from the template
   assert len(tensor_mod._MATMUL_GRAPHS) == 1 and spec_keys(again) == spec_keys(first)
+  gc.disable()   # nothing keeps a rebuilt graph (and the buffer it is realized into) alive: no cycle to wait for
+  try:
+    dropped = weakref.ref((Tensor(z)[:m, :k] @ Tensor(y)[:k]).realize().node)
+    assert dropped() is None
+  finally:
+    gc.enable()
   tol = f32_tol(k)
   np.testing.assert_allclose(again.numpy(), z[:m, :k] @ x[:k], rtol=tol, atol=4 * tol)
   np.testing.assert_allclose(first.numpy(), x[:m, :k] @ y[:k], rtol=tol, atol=4 * tol)

@@ -15,24 +15,25 @@ class GraphTemplate:
   __slots__ = ("tree",)
 
   def __init__(self, root: LazyNode, leaves: tuple[LazyNode, ...]):
-    slots = {id(n): i for i, n in enumerate(leaves)}
-    memo: dict[int, _Template | int] = {}
-
-    def keep(n: LazyNode) -> _Template | int:
-      if id(n) in slots: return slots[id(n)]
-      if n.op in ("BUFFER", "GATHER") or n.buffer is not None: raise ValueError(f"a template cannot hold {n!r}: it is data, not a leaf slot")
-      if id(n) not in memo: memo[id(n)] = (n.op, n.arg, n.shape, n.dtype, n.device, tuple(keep(s) for s in n.srcs))
-      return memo[id(n)]
-    self.tree = keep(root)
+    self.tree = _keep(root, {id(n): i for i, n in enumerate(leaves)}, {})
 
   def build(self, leaves: tuple[LazyNode, ...]) -> LazyNode:
     """The graph over `leaves` (new nodes; a node the template shares between users is shared in the result too)."""
-    memo: dict[int, LazyNode] = {}
+    return _make(self.tree, leaves, {})
 
-    def make(t: _Template | int) -> LazyNode:
-      if isinstance(t, int): return leaves[t]
-      if id(t) not in memo:
-        op, arg, shape, dtype, device, srcs = t
-        memo[id(t)] = LazyNode(op, tuple(make(s) for s in srcs), arg, shape, dtype, device=device)
-      return memo[id(t)]
-    return make(self.tree)
+
+def _keep(n: LazyNode, slots: dict[int, int], memo: dict[int, _Template]) -> _Template | int:
+  if id(n) in slots: return slots[id(n)]
+  if n.op in ("BUFFER", "GATHER") or n.buffer is not None: raise ValueError(f"a template cannot hold {n!r}: it is data, not a leaf slot")
+  if id(n) not in memo: memo[id(n)] = (n.op, n.arg, n.shape, n.dtype, n.device, tuple(_keep(s, slots, memo) for s in n.srcs))
+  return memo[id(n)]
+
+
+def _make(t: _Template | int, leaves: tuple[LazyNode, ...], memo: dict[int, LazyNode]) -> LazyNode:
+  # a module function, not a closure: a recursive closure is a reference cycle that would keep the new nodes (and
+  # the buffers they are realized into) alive until the cyclic garbage collector runs
+  if isinstance(t, int): return leaves[t]
+  if id(t) not in memo:
+    op, arg, shape, dtype, device, srcs = t
+    memo[id(t)] = LazyNode(op, tuple(_make(s, leaves, memo) for s in srcs), arg, shape, dtype, device=device)
+  return memo[id(t)]
