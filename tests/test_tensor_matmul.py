@@ -198,11 +198,11 @@ def test_gemm_packs_fit_the_threads_stacks(monkeypatch, threads):
   np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(512), atol=f32_tol(512) * 4)
 
 
-def test_packed_graph_template_rebuilds_the_same_graph_over_new_data():
+def test_packed_graph_template_rebuilds_the_same_graph_over_new_data(monkeypatch):
   """Tensor.matmul keeps a packed product's graph as a template keyed on the operands' views, dtypes and plan: a
   second product of the same kind schedules the same kernel (same spec key) over the new buffers; products that
   differ in an operand's view (another offset), in sharing one buffer (x @ x) or in the plan get their own."""
-  from hcq.tensor import tensor as tensor_mod
+  from hcq.tensor import loops, tensor as tensor_mod
   rng = np.random.default_rng(23)
   m, k, n = 2 * ROWS + 1, 97, 8 * PANEL + 3
   x, y, z = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(3))
@@ -236,3 +236,6 @@ def test_packed_graph_template_rebuilds_the_same_graph_over_new_data():
     np.testing.assert_allclose((w[:m] @ w).numpy(), s[:m] @ s, rtol=f32_tol(n), atol=4 * f32_tol(n))
   np.testing.assert_allclose((Tensor(x)[:m] @ Tensor(z)).numpy(), x[:m] @ z, rtol=f32_tol(n), atol=4 * f32_tol(n))
   assert len(tensor_mod._MATMUL_GRAPHS) == 4
+  monkeypatch.setattr(loops, "L1_BYTES", 8 << 10)   # k in two chunks: another plan, another graph
+  np.testing.assert_allclose((Tensor(z)[:m, :k] @ Tensor(x)[:k]).numpy(), z[:m, :k] @ x[:k], rtol=tol, atol=4 * tol)
+  assert len(tensor_mod._MATMUL_GRAPHS) == 5
