@@ -2,6 +2,8 @@
 rows and column panels (hcq.tensor.loops.TILE_ROWS, TILE_VECTORS) and the packing threshold (k >= 64, n >= two
 panels, at most 1/8 of n padding), on contiguous, transposed, strided and batched operands. f32 sums in another
 order than numpy's: tolerances grow with k."""
+import gc
+import weakref
 import numpy as np
 import pytest
 from hcq.tensor import Tensor
@@ -194,3 +196,46 @@ def test_gemm_packs_fit_the_threads_stacks(monkeypatch, threads):
   packs = [int(x) * 4 for s in kernel_sources(t) for x in re.findall(r"alloca \[(\d+) x float\]", s)]
   assert max(packs) >= 11 << 20
   np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(512), atol=f32_tol(512) * 4)
+
+
+def test_packed_graph_template_rebuilds_the_same_graph_over_new_data(monkeypatch):
+  """Tensor.matmul keeps a packed product's graph as a template keyed on the operands' views, dtypes and plan: a
+  second product of the same kind schedules the same kernel (same spec key) over the new buffers; products that
+  differ in an operand's view (another offset), in sharing one buffer (x @ x) or in the plan get their own."""
+  from hcq.tensor import loops, tensor as tensor_mod
+  rng = np.random.default_rng(23)
+  m, k, n = 2 * ROWS + 1, 97, 8 * PANEL + 3
+  x, y, z = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(3))
+
+  def spec_keys(t: Tensor) -> list[str]:
+    sched = Scheduler(get_device("CPU"))
+    sched.realize(t.node)
+    keys = [i.kernel.key for i in sched.items]
+    sched.undo()
+    return keys
+
+  tensor_mod._MATMUL_GRAPHS.clear()
+  first = Tensor(x)[:m, :k] @ Tensor(y)[:k]
+  assert len(tensor_mod._MATMUL_GRAPHS) == 1
+  again = Tensor(z)[:m, :k] @ Tensor(x)[:k]   # built from the template
+  assert len(tensor_mod._MATMUL_GRAPHS) == 1 and spec_keys(again) == spec_keys(first)
+  gc.disable()   # nothing keeps a rebuilt graph (and the buffer it is realized into) alive: no cycle to wait for
+  try:
+    dropped = weakref.ref((Tensor(z)[:m, :k] @ Tensor(y)[:k]).realize().node)
+    assert dropped() is None
+  finally:
+    gc.enable()
+  tol = f32_tol(k)
+  np.testing.assert_allclose(again.numpy(), z[:m, :k] @ x[:k], rtol=tol, atol=4 * tol)
+  np.testing.assert_allclose(first.numpy(), x[:m, :k] @ y[:k], rtol=tol, atol=4 * tol)
+  shifted = Tensor(z)[1:m + 1, 2:k + 2] @ Tensor(x)[3:k + 3]
+  assert len(tensor_mod._MATMUL_GRAPHS) == 2
+  np.testing.assert_allclose(shifted.numpy(), z[1:m + 1, 2:k + 2] @ x[3:k + 3], rtol=tol, atol=4 * tol)
+  for s in (x, y):   # one buffer on both sides, then two buffers with the same views: their own templates
+    w = Tensor(s)
+    np.testing.assert_allclose((w[:m] @ w).numpy(), s[:m] @ s, rtol=f32_tol(n), atol=4 * f32_tol(n))
+  np.testing.assert_allclose((Tensor(x)[:m] @ Tensor(z)).numpy(), x[:m] @ z, rtol=f32_tol(n), atol=4 * f32_tol(n))
+  assert len(tensor_mod._MATMUL_GRAPHS) == 4
+  monkeypatch.setattr(loops, "L1_BYTES", 8 << 10)   # k in two chunks: another plan, another graph
+  np.testing.assert_allclose((Tensor(z)[:m, :k] @ Tensor(x)[:k]).numpy(), z[:m, :k] @ x[:k], rtol=tol, atol=4 * tol)
+  assert len(tensor_mod._MATMUL_GRAPHS) == 5

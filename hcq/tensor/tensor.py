@@ -7,6 +7,7 @@ import math
 import numbers
 import numpy as np
 from hcq.tensor.dtype import DType, dtypes, to_dtype, result_type, sum_dtype, least_float, bf16_to_f32, f32_to_bf16
+from hcq.tensor.graph_template import GraphTemplate
 from hcq.tensor.lazy import LazyNode
 from hcq.tensor.device import get_device
 from hcq.tensor import runtime
@@ -22,6 +23,9 @@ def _shape_from(args) -> tuple[int, ...]:
 
 
 _dtype_cache: dict[tuple, DType] = {}
+# Tensor.matmul's packed products by (operands' views, dtypes, plan): graph templates, no data (hcq.tensor.graph_template)
+_MATMUL_GRAPHS: dict[tuple, GraphTemplate] = {}
+MATMUL_GRAPHS_KEPT = 256
 
 
 def _where_values(a, b):
@@ -832,6 +836,18 @@ class Tensor:
     packs_itself = packed and acc in (dtypes.float32, dtypes.float64)
     a, b = a.cast(acc), b.cast(acc)
     if packs_itself: a, b = a._as_buffer_view(), b._as_buffer_view()
+    if packed:
+      rows = TILE_ROWS[0]
+      splits, kc = matmul_k_chunks(k, panel * acc.itemsize)
+      blocks, block_rows = matmul_row_blocks(m, kc, acc.itemsize)
+    # a packed product over data (or views of it) is the same graph for the same views, dtypes and plan: kept as a
+    # template over the two buffers (the first call builds it; the others skip its dozen movement ops)
+    bases = tuple(x.node if x.node.realized else x.node.srcs[0] for x in (a, b)) if packs_itself else ()
+    key = None
+    if packs_itself and all(x.realized for x in bases):
+      key = (tuple((x.node.arg, base.shape, base.dtype, base.device) for x, base in zip((a, b), bases)), bases[0] is bases[1],
+             self.ndim, other.ndim, dt, (rows, panel, splits, kc, blocks, block_rows))
+      if key in _MATMUL_GRAPHS: return Tensor(_MATMUL_GRAPHS[key].build(bases))
     a = a._broadcast_to(batch + (m, k))
     b = b._broadcast_to(batch + (k, n))
     if packed:
@@ -840,9 +856,6 @@ class Tensor:
       # (threads), k chunks (summed into the output), column panels, the block's register tiles: a panel's chunk of
       # b stays in L1 while the block's tiles pass over it, the block's chunk of a in L2 while the panels pass.
       # Zeros pad m, n and k to whole blocks, panels and chunks; the result's padding is cut off by a view
-      rows = TILE_ROWS[0]
-      splits, kc = matmul_k_chunks(k, panel * acc.itemsize)
-      blocks, block_rows = matmul_row_blocks(m, kc, acc.itemsize)
       m_pad, np_ = blocks * block_rows, n_pad // panel
       a = a.pad(((0, 0),) * nb + ((0, m_pad - m), (0, splits * kc - k)))
       b = b.pad(((0, 0),) * nb + ((0, splits * kc - k), (0, n_pad - n)))
@@ -863,6 +876,9 @@ class Tensor:
     out = out.reshape(batch + (m_pad, n_pad)).shrink(tuple((0, s) for s in batch) + ((0, m), (0, n))).cast(dt)
     if self.ndim == 1: out = out.reshape(out.shape[:-2] + (n,))
     if other.ndim == 1: out = out.reshape(out.shape[:-1])
+    if key is not None:
+      if len(_MATMUL_GRAPHS) >= MATMUL_GRAPHS_KEPT: _MATMUL_GRAPHS.clear()   # a program of ever new shapes: start over
+      _MATMUL_GRAPHS[key] = GraphTemplate(out.node, bases)
     return out
   dot = matmul
 
