@@ -154,6 +154,13 @@ class MockAMDGPU:
     self.packet_delay = 0.0  # seconds each engine spends before every packet: tests slow the command processors down with it
     self._t0 = time.perf_counter_ns()
     self.lock = threading.Lock()
+    self.written, self.writes = threading.Condition(), 0  # engines' memory writes, counted: what a polling engine waits on
+
+  def memory_written(self) -> None:
+    """An engine wrote memory another engine may be polling (Engine.poll): wake the pollers to look again."""
+    with self.written:
+      self.writes += 1
+      self.written.notify_all()
 
   def clock(self) -> int:
     """The global timestamp counter, in ticks of `board.timestamp_hz`."""
@@ -177,6 +184,7 @@ class MockAMDGPU:
     True once its thread has ended and will touch no memory again; False if it did not stop within `timeout`."""
     engine.ring.stopped = True
     engine.ring.doorbell.set()
+    self.memory_written()  # a poll in progress sees the stop now
     engine.join(timeout=timeout)
     if engine in self.engines: self.engines.remove(engine)
     return not engine.is_alive()
