@@ -7,7 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from tests.amd_boards import ARCHS, board, lanes
+from hcq.drivers.mock.amdgpu.gpu import BOARDS
+from tests.amd_boards import board, lanes
 from tests.tools import require_tool
 
 ADD = """; c[i] = a[i] + b[i]: s[0:1] kernarg pointer, s2 workgroup id x, v0 thread id
@@ -73,7 +74,7 @@ def test_run_fills_launches_and_prints(tmp_path):
   np.testing.assert_array_equal(np.load(tmp_path / "out" / "c.npy"), np.arange(256, dtype=np.float32) + 0.5)
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", list(BOARDS))   # each arch's own board (a partition mode is named with --dev: test_amd_boards)
 def test_run_on_each_emulated_board(tmp_path, arch):
   """No --dev: the arch's own emulated board, said once; two waves of the board's size (the second wave's trace shows
   lanes from one wave on: v2 = 2 x lanes), the result checked to the last element."""

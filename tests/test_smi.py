@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from hcq.drivers.mock.amdgpu.gpu import BOARDS
 from hcq.drivers.os import FixtureOS
 from hcq.smi import amd, amdgpu_ids, cli, errors, jsonout, nvidia, processes, snapshot, source, table
 from hcq.smi.errors import SmiError
 from hcq.smi.watch import CLEAR_SCREEN_END, HOME, watch
-from tests.amd_boards import ARCHS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sysfs"
 GIB = 1024 ** 3
@@ -302,7 +302,7 @@ def test_emulated_flag_comes_from_the_os_object():
   assert snap.devices[0].driver_version == "emulated (hcq.drivers.mock)"
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", list(BOARDS))   # each arch's own board: one device
 def test_emulated_gpu_in_use_shows_its_live_state(arch):
   import hcq
   dev = hcq.Device(f"MOCKKFD+AMD::{arch}")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.amd_boards import ARCHS
+from hcq.drivers.mock.amdgpu.gpu import BOARDS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sysfs"
 
@@ -100,9 +100,9 @@ def test_help_describes_everything():
     assert word in out.stdout, word
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", list(BOARDS))
 def test_emulated_gpu(arch):
-  """Each emulated board (MOCKKFD+AMD alone is gfx1100's) as JSON and as the table."""
+  """Each arch's emulated board, one device (MOCKKFD+AMD alone is gfx1100's), as JSON and as the table."""
   out = smi("--json", dev="MOCKKFD+AMD" if arch == "gfx1100" else f"MOCKKFD+AMD::{arch}")
   assert out.returncode == 0, out.stderr
   (d,) = json.loads(out.stdout)["devices"]
