@@ -17,9 +17,9 @@ from hcq.drivers.mock.amdgpu.gpu import BOARDS
 from hcq.drivers.mock.kfd import MockKFD
 from hcq.drivers.mock.os import MockKFDOS
 from hcq.errors import HCQError
-from tests.test_asm_cli import ADD_ID
 
-ADD_ID_GFX9 = ADD_ID["gfx9"]  # x[i] += i in gfx9 (GCN) spellings: `hcq.asm run` on a partition of the MI300X
+from tests.test_asm_cli import ADD_ID  # x[i] += i in each ISA; gfx9's runs on a partition of the MI300X here too
+ADD_ID_GFX9 = ADD_ID["gfx9"]
 
 
 def run(*args: str, env: dict | None = None):
