@@ -1,6 +1,7 @@
-"""What is particular to having several emulated AMD boards (the driver suites themselves run on each board through
-tests/amd_boards.py): `python -m hcq.asm run` and smi on the RX 9070 XT (gfx1201), the board's sysfs as amdgpu 6.12
-presents GC 12.0.1, and clear errors for an arch no board emulates or a GC/SDMA version the driver does not speak."""
+"""What is particular to having several emulated AMD boards (the driver suites run on each board through
+tests/amd_boards.py, `python -m hcq.asm run` in test_asm_cli): smi on the RX 9070 XT (gfx1201) and the MI300X, the
+boards' sysfs as amdgpu 6.12 presents them, and clear errors for an arch no board emulates or a GC/SDMA version the
+driver does not speak."""
 from __future__ import annotations
 import dataclasses
 import os
@@ -18,55 +19,12 @@ from hcq.drivers.mock.kfd import MockKFD, crc16, generate_gpu_id
 from hcq.drivers.mock.os import MockKFDOS, mock_kfd_os
 from hcq.errors import DevStringError, HCQError
 
-# x[i] += i over one workgroup of 64 (two wave32 waves); gfx12 waits on split counters (KMcnt, LOADcnt)
-ADD_ID_GFX12 = """s_load_b64 s[2:3], s[0:1], null
-s_wait_kmcnt 0x0
-v_lshlrev_b32 v1, 2, v0
-global_load_b32 v2, v1, s[2:3]
-s_wait_loadcnt 0x0
-v_add_nc_u32 v2, v2, v0
-global_store_b32 v1, v2, s[2:3]
-s_endpgm
-"""
+from tests.test_asm_cli import ADD_ID  # x[i] += i in each ISA; gfx9's runs on a partition of the MI300X here too
+ADD_ID_GFX9 = ADD_ID["gfx9"]
 
 
 def run(*args: str, env: dict | None = None):
   return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
-
-
-def test_asm_run_on_the_emulated_gfx1201(tmp_path):
-  """No --dev: the arch's own emulated board, said once; the kernel's result and a trace of gfx12 instructions."""
-  (tmp_path / "add.s").write_text(ADD_ID_GFX12)
-  out = run("-m", "hcq.asm", "run", str(tmp_path / "add.s"), "--arch", "gfx1201", "--arg", "x=buffer:u32:64:arange", "--block", "64",
-            "--trace", "1")
-  assert out.returncode == 0, out.stderr
-  assert "code object for gfx1201 on MOCKKFD+AMD::gfx1201 (emulated)" in out.stdout and "x: [0, 2, 4, 6, 8, 10, 12, 14]" in out.stdout
-  assert "wave 1 pc" in out.stdout and "s_wait_loadcnt" in out.stdout
-  assert "emulated gfx1201 (MOCKKFD+AMD::gfx1201)" in out.stderr
-
-
-# the same kernel in gfx9 (GCN) spellings, for gfx942's wave64: one workgroup of 128 is two waves of 64
-ADD_ID_GFX9 = """s_load_dwordx2 s[2:3], s[0:1], 0x0
-s_waitcnt lgkmcnt(0)
-v_lshlrev_b32 v1, 2, v0
-global_load_dword v2, v1, s[2:3]
-s_waitcnt vmcnt(0)
-v_add_u32 v2, v2, v0
-global_store_dword v1, v2, s[2:3]
-s_endpgm
-"""
-
-
-def test_asm_run_on_the_emulated_gfx942(tmp_path):
-  """A hand-written gfx9 .s on the emulated MI300X: its own board (said once), wave64 (the second wave's trace shows
-  lanes 64..127's values: 2 x 64 = 0x80), the result checked to the last element."""
-  (tmp_path / "add.s").write_text(ADD_ID_GFX9)
-  out = run("-m", "hcq.asm", "run", str(tmp_path / "add.s"), "--arch", "gfx942", "--arg", "x=buffer:u32:128:arange", "--block", "128",
-            "--trace", "1", "--show", "128")
-  assert out.returncode == 0, out.stderr
-  assert "code object for gfx942 on MOCKKFD+AMD::gfx942 (emulated)" in out.stdout and "emulated gfx942 (MOCKKFD+AMD::gfx942)" in out.stderr
-  assert "wave 1 pc" in out.stdout and "global_load_dword" in out.stdout and "v2=[80 82 84" in out.stdout
-  assert "x: [" + ", ".join(str(2 * i) for i in range(128)) + "]" in out.stdout
 
 
 def test_smi_shows_the_rx9070xt():

@@ -218,35 +218,37 @@ def test_workitem_id_y_with_two_dims(dev, tmp_path):
   np.testing.assert_array_equal(out.copyout(np.empty((3, 32), np.uint32)), np.broadcast_to(y << 16 | x, (3, 32)))
 
 
-@only("gfx1100")   # hand-written gfx11 code (s_waitcnt, workgroup id in s2)
-@pytest.mark.parametrize("wave32, block", [(True, 200), (True, 32), (False, 200), (False, 64)])
-def test_workgroup_info_counts_the_waves_of_the_workgroup(dev, wave32, block):
+@only("gfx1100", "gfx942")   # hand-written code; gfx12 kernels read their workgroup ids from TTMP7/TTMP9 (test_emu_gfx12)
+@pytest.mark.parametrize("block", [200, 32, 64])
+def test_workgroup_info_counts_the_waves_of_the_workgroup(dev, block):
   """RSRC2.TG_SIZE_EN: the system SGPR after the workgroup id holds the waves in the workgroup in bits 5:0 (AMDGPUUsage
   "SGPR register set up order", workgroup info), the same in every wave of it: 200 work-items are 7 waves of 32 or
-  4 of 64."""
+  4 of 64 (gfx1100 in both wave sizes, gfx942 in wave64, the only one it runs)."""
   from hcq.asm.elf_writer import KernelImage, kernel_descriptor, write_code_object
   from hcq.asm.text import assemble
   from hcq.autogen import amdgpu_kd as kd
+  arch = dev.arch
   code = assemble(f"""
-    s_load_b64 s[4:5], s[0:1], 0x0
+    {asm_for(arch, "s_load_b64", "s_load_dwordx2")} s[4:5], s[0:1], 0x0
     s_mul_i32 s6, s2, {4 * block}
     s_waitcnt lgkmcnt(0)
     s_add_u32 s4, s4, s6
     s_addc_u32 s5, s5, 0
     v_lshlrev_b32 v1, 2, v0
     v_mov_b32 v2, s3
-    global_store_b32 v1, v2, s[4:5]
-    s_endpgm""", "gfx1100")
-  d = kernel_descriptor(vgprs=3, sgprs=8, kernarg_size=8, wave32=wave32)
-  d.compute_pgm_rsrc2 |= kd.COMPUTE_PGM_RSRC2_ENABLE_SGPR_WORKGROUP_INFO
+    {asm_for(arch, "global_store_b32", "global_store_dword")} v1, v2, s[4:5]
+    s_endpgm""", arch)
   args = [{".name": "out", ".offset": 0, ".size": 8, ".value_kind": "global_buffer", ".address_space": "global"}]
-  prg = dev.program(write_code_object("gfx1100", [KernelImage("tg", code, d, {".args": args, ".kernarg_segment_size": 8,
-                                                                              ".wavefront_size": 32 if wave32 else 64})]), "tg")
-  out = dev.alloc(2 * block * 4)
-  out.copyin(np.full(2 * block, 0xdeadbeef, np.uint32))
-  prg(out, global_size=(2,), local_size=(block,), wait=True)
-  got = out.copyout(np.empty(2 * block, np.uint32))
-  np.testing.assert_array_equal(got & 0x3f, -(-block // (32 if wave32 else 64)))
+  for wave in sorted({lanes(arch), 64}):
+    d = kernel_descriptor(vgprs=3, sgprs=8, kernarg_size=8, arch=arch, wave32=wave == 32)
+    d.compute_pgm_rsrc2 |= kd.COMPUTE_PGM_RSRC2_ENABLE_SGPR_WORKGROUP_INFO
+    prg = dev.program(write_code_object(arch, [KernelImage("tg", code, d, {".args": args, ".kernarg_segment_size": 8,
+                                                                           ".wavefront_size": wave})]), "tg")
+    out = dev.alloc(2 * block * 4)
+    out.copyin(np.full(2 * block, 0xdeadbeef, np.uint32))
+    prg(out, global_size=(2,), local_size=(block,), wait=True)
+    got = out.copyout(np.empty(2 * block, np.uint32))
+    np.testing.assert_array_equal(got & 0x3f, -(-block // wave), err_msg=f"wave{wave}")
 
 
 def test_private_segment_buffer_is_refused(dev):

@@ -82,6 +82,20 @@ def test_xccs_drifting_apart_still_give_the_exact_result_and_an_honest_signal():
   settle(dev)
 
 
+def test_xcc0_packets_after_a_barrier_need_no_other():
+  """XCC 0's timestamp and signal after a dispatch stand behind the dispatch's barrier alone: the other XCCs run
+  nothing after it and XCC 0 runs its own packets in order. A dispatch after them, or a stream's first XCC 0 packet
+  (what came before it is not known), gets its barrier."""
+  dev = open_mi300x()
+  prg = dev.program(Kernel("add", dev.arch, args=[("x", "u64")]).add(ADD).to_elf())
+  s = dev.new_signal(0)
+  q = dev.compute_queue().exec(prg, 0, (8, 1, 1), (LOCAL, 1, 1)).timestamp(s).signal(s, 1)
+  assert q.barrier_count == 1
+  assert q.exec(prg, 0, (8, 1, 1), (LOCAL, 1, 1)).signal(s, 2).barrier_count == 2
+  assert dev.compute_queue().timestamp(s).signal(s, 1).barrier_count == 1
+  dev.release_signal(s)
+
+
 def test_a_missing_cross_xcc_barrier_gives_an_early_signal(monkeypatch):
   """XCC 0 signals once its own share is done: the host sees the other XCCs' shares missing (still running, or in
   their L2s, never written back)."""

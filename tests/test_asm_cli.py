@@ -5,7 +5,10 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
+from hcq.drivers.mock.amdgpu.gpu import BOARDS
+from tests.amd_boards import board, lanes
 from tests.tools import require_tool
 
 ADD = """; c[i] = a[i] + b[i]: s[0:1] kernarg pointer, s2 workgroup id x, v0 thread id
@@ -21,6 +24,29 @@ v_add_f32_e32 v2, v2, v3
 global_store_b32 v1, v2, s[8:9]
 s_endpgm
 """
+
+
+# x[i] += i over one workgroup of two waves, in each board's ISA: gfx11's spellings, gfx12's split wait counters
+# (KMcnt, LOADcnt), gfx9's GCN spellings (gfx942)
+ADD_ID = {"gfx11": """s_load_b64 s[2:3], s[0:1], null
+s_waitcnt lgkmcnt(0)
+v_lshlrev_b32 v1, 2, v0
+global_load_b32 v2, v1, s[2:3]
+s_waitcnt vmcnt(0)
+v_add_nc_u32 v2, v2, v0
+global_store_b32 v1, v2, s[2:3]
+s_endpgm
+""", "gfx9": """s_load_dwordx2 s[2:3], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+v_lshlrev_b32 v1, 2, v0
+global_load_dword v2, v1, s[2:3]
+s_waitcnt vmcnt(0)
+v_add_u32 v2, v2, v0
+global_store_dword v1, v2, s[2:3]
+s_endpgm
+"""}
+ADD_ID["gfx12"] = ADD_ID["gfx11"].replace("s_waitcnt lgkmcnt(0)", "s_wait_kmcnt 0x0").replace("s_waitcnt vmcnt(0)", "s_wait_loadcnt 0x0")
+WAIT_FOR_LOAD = {"gfx11": "s_waitcnt vmcnt(0)", "gfx12": "s_wait_loadcnt", "gfx9": "s_waitcnt vmcnt(0)"}
 
 
 def hcq_asm(*args: str):
@@ -46,6 +72,21 @@ def test_run_fills_launches_and_prints(tmp_path):
   assert "(emulated)" in out.stdout and "GPU time:" in out.stdout and "c: [0.5, 1.5, 2.5" in out.stdout
   assert "emulator's wall time for this launch, not a performance figure" in out.stdout
   np.testing.assert_array_equal(np.load(tmp_path / "out" / "c.npy"), np.arange(256, dtype=np.float32) + 0.5)
+
+
+@pytest.mark.parametrize("arch", list(BOARDS))   # each arch's own board (a partition mode is named with --dev: test_amd_boards)
+def test_run_on_each_emulated_board(tmp_path, arch):
+  """No --dev: the arch's own emulated board, said once; two waves of the board's size (the second wave's trace shows
+  lanes from one wave on: v2 = 2 x lanes), the result checked to the last element."""
+  family, n = board(arch).family, 2 * lanes(arch)
+  (tmp_path / "add.s").write_text(ADD_ID[family])
+  out = hcq_asm("run", str(tmp_path / "add.s"), "--arch", arch, "--arg", f"x=buffer:u32:{n}:arange", "--block", str(n),
+                "--trace", "1", "--show", str(n))
+  assert out.returncode == 0, out.stderr
+  assert f"code object for {arch} on MOCKKFD+AMD::{arch} (emulated)" in out.stdout
+  assert out.stderr.count(f"emulated {arch} (MOCKKFD+AMD::{arch})") == 1, out.stderr
+  assert "wave 1 pc" in out.stdout and WAIT_FOR_LOAD[family] in out.stdout and f"v2=[{2 * lanes(arch):x} {2 * lanes(arch) + 2:x} " in out.stdout
+  assert "x: [" + ", ".join(str(2 * i) for i in range(n)) + "]" in out.stdout
 
 
 def test_run_trace_and_instruction_limit(tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hcq.drivers.mock.amdgpu.gpu import BOARDS
 from hcq.drivers.os import FixtureOS
 from hcq.smi import amd, amdgpu_ids, cli, errors, jsonout, nvidia, processes, snapshot, source, table
 from hcq.smi.errors import SmiError
@@ -301,13 +302,14 @@ def test_emulated_flag_comes_from_the_os_object():
   assert snap.devices[0].driver_version == "emulated (hcq.drivers.mock)"
 
 
-def test_emulated_gpu_in_use_shows_its_live_state():
+@pytest.mark.parametrize("arch", list(BOARDS))   # each arch's own board: one device
+def test_emulated_gpu_in_use_shows_its_live_state(arch):
   import hcq
-  dev = hcq.Device("MOCKKFD+AMD")
+  dev = hcq.Device(f"MOCKKFD+AMD::{arch}")
   dev.alloc(1 << 20, "device")
   snap = snapshot.take(dev.os)  # the same OS object the driver uses: what a program sees of its own GPU
   (d,) = snap.devices
-  assert d.emulated and d.arch == "gfx1100" and d.vendor == "amd"
+  assert d.emulated and d.arch == arch and d.vendor == "amd"
   assert d.emulated_state["queues"] >= 1 and d.emulated_state["buffers"] >= 1 and d.vram_used_bytes >= 1 << 20
   assert any("other processes do not publish" in n.message for n in snap.notes)
   doc = json.loads(jsonout.render(snap, snapshot.exit_code(snap)))

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from hcq.drivers.mock.amdgpu.gpu import BOARDS
+
 FIXTURES = Path(__file__).parent / "fixtures" / "sysfs"
 
 
@@ -98,13 +100,15 @@ def test_help_describes_everything():
     assert word in out.stdout, word
 
 
-def test_emulated_gpu():
-  out = smi("--json", dev="MOCKKFD+AMD")
+@pytest.mark.parametrize("arch", list(BOARDS))
+def test_emulated_gpu(arch):
+  """Each arch's emulated board, one device (MOCKKFD+AMD alone is gfx1100's), as JSON and as the table."""
+  out = smi("--json", dev="MOCKKFD+AMD" if arch == "gfx1100" else f"MOCKKFD+AMD::{arch}")
   assert out.returncode == 0, out.stderr
   (d,) = json.loads(out.stdout)["devices"]
-  assert d["emulated"] is True and d["arch"] == "gfx1100" and d["emulated_state"]["queues"] == 0  # a fresh process: idle
-  table = smi(dev="MOCKKFD+AMD::gfx1100")
-  assert table.returncode == 0 and "emulated" in table.stdout
+  assert d["emulated"] is True and d["arch"] == arch and d["emulated_state"]["queues"] == 0  # a fresh process: idle
+  table = smi(dev=f"MOCKKFD+AMD::{arch}")
+  assert table.returncode == 0 and "emulated" in table.stdout and arch in table.stdout
 
 
 @pytest.mark.skipif(os.path.exists("/dev/kfd") or os.path.exists("/proc/driver/nvidia"), reason="this machine has a GPU driver")

@@ -4,7 +4,7 @@ subset of the suite, compared with numpy and with the same program on the CPU de
 NV_SUBSET on NV (HCQ_TENSOR_NV_FULL=1: all but the AMD-only ones). Sizes are small: the emulators run ~100M
 lane-ops/s. Tolerances are test_tensor.py's (float32 math: our polynomials, within a few ulp, on both GPUs).
 
-More AMD targets take the TARGET_SUBSET in the normal run (HCQ_TENSOR_AMD_TARGETS=all: every test):
+More AMD targets take the TARGET_SUBSET in the normal run (HCQ_TENSOR_AMD_TARGETS=all or HCQ_TEST_ALL_BOARDS=1: every test):
 `MOCKKFD+AMD/wave64` is the gfx1100 board with the renderer built for wave64 (the driver dispatches it as wave64); every
 other emulated board of tests/amd_boards.py as `MOCKKFD+AMD::<arch>`: gfx1201 (wave32) and gfx942 (the wave64-only
 CDNA3 target on the emulated MI300X)."""
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from hcq.tensor import Tensor, runtime
-from tests.amd_boards import ARCHS as AMD_BOARDS
+from tests.amd_boards import ALL_BOARDS, ARCHS as AMD_BOARDS
 from tests.test_tensor import ALL, EXACT_TOL, MATH_TOL, check, sample
 from tests.test_tensor_random import run_program
 from tests.tools import require_module
@@ -22,7 +22,7 @@ from tests.tools import require_module
 DEV = "MOCKKFD+AMD"   # the device under test (the gpu fixture sets it)
 F32 = "float32"
 NV_FULL = os.environ.get("HCQ_TENSOR_NV_FULL") == "1"
-TARGETS_ALL = os.environ.get("HCQ_TENSOR_AMD_TARGETS") == "all"
+TARGETS_ALL = os.environ.get("HCQ_TENSOR_AMD_TARGETS") == "all" or ALL_BOARDS   # the all-boards sweep takes every test too
 # on NV in the normal run (the SM emulator is slower per kernel than the AMD one; ptxas adds ~0.1 s per kernel)
 NV_SUBSET = {"test_every_unary_op_f32", "test_every_binary_op_f32_with_broadcasting", "test_reductions", "test_matmul_and_softmax",
              "test_float64_arithmetic_works_and_math_says_why", "test_reduction_layouts", "test_fused_chain_is_one_kernel_pass",

@@ -191,7 +191,9 @@ class AMDComputeQueue(SplitWaits, DwordQueue):
     """`build`'s packets after every XCC's earlier work, run by XCC 0 alone (signals, timestamps); as they are with one XCC."""
     if self.split is None: build(); return self
     if self._synced_at != len(self._q): self.xcc_barrier()
-    return self.on_xccs(1, build)
+    self.on_xccs(1, build)
+    self._synced_at = len(self._q)  # the other XCCs ran nothing since the barrier; XCC 0 runs its own packets in order
+    return self
 
   # ---- the HWQueue interface ----
   def wait_mem(self, addr, value) -> "AMDComputeQueue":

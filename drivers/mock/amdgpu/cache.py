@@ -98,11 +98,12 @@ class GPUCache:
     line = self.lines.get(id(m))
     if line is None or line.mapping is not m: line = self._new_line(m)
     p0, p1 = lo // PAGE, -(-hi // PAGE)
-    if not line.valid[p0:p1].all():
+    one = p1 == p0 + 1  # the common access (an instruction fetch, a scalar load): one page, read without a numpy reduce
+    if not (line.valid[p0] if one else line.valid[p0:p1].all()):
       with self.lock:
         self.fills += line.fill(p0, p1)
         self.filled.add(line)
-    if write and not line.tracked[p0:p1].all():
+    if write and not (line.tracked[p0] if one else line.tracked[p0:p1].all()):
       with self.lock:
         line.track(p0, p1)
         self.stored.add(line)

@@ -217,6 +217,7 @@ class ComputeCP(Engine):
     elif data_sel == 2: self.gpu.mem.write_u64(addr, dlo | dhi << 32)
     elif data_sel in (3, 4): self.gpu.mem.write_u64(addr, self.gpu.clock())
     elif data_sel != 0: raise QueueError(f"RELEASE_MEM DATA_SEL {data_sel} is not emulated", where)
+    if data_sel: self.gpu.memory_written()
     if int_sel: self.gpu.interrupt(ctxid)
 
   def _event_write(self, body: list[int], where: int) -> None:

@@ -69,13 +69,18 @@ class Engine(threading.Thread):
     self.ring.rptr = self.batch_start + self.batch_pos * 4 // self.ring.unit
 
   def poll(self, check, interval_s: float = 20e-6) -> None:
-    """Block (as WAIT_REG_MEM / POLL_REGMEM do) until `check()` is true or the queue is stopped."""
-    spins = 0
-    while not check():
+    """Block (as WAIT_REG_MEM / POLL_REGMEM do) until `check()` is true or the queue is stopped. Re-checked as soon as
+    another engine of the GPU writes memory (gpu.memory_written: the XCC barrier's slots, signals), else at an interval
+    growing to 1 ms for what the host writes; the waiting thread holds no lock, so the engine it waits for runs."""
+    gpu, spins = self.gpu, 0
+    while True:
+      seen = gpu.writes
+      if check(): return
       if self.ring.stopped: raise QueueStopped()
       if spins == 0: self._publish_rptr()
       spins += 1
-      if spins > 50: time.sleep(min(1e-3, interval_s * spins / 50))
+      with gpu.written:
+        if gpu.writes == seen: gpu.written.wait(min(1e-3, interval_s * spins))
 
   @property
   def extra_delay(self) -> float:

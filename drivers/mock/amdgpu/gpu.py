@@ -157,6 +157,7 @@ class MockAMDGPU:
     self.dispatches = 0
     self.running = threading.Event()  # cleared, the engines stop between packets (benchmarks time the host alone)
     self.running.set()
+    self.written, self.writes = threading.Condition(), 0  # engines' memory writes, counted: what a polling engine waits on
     self.packet_delay = 0.0  # seconds each engine spends before every packet: tests slow the command processors down with it
     self._t0 = time.perf_counter_ns()
     self.lock = threading.Lock()
@@ -210,12 +211,19 @@ class MockAMDGPU:
     True once its thread has ended and will touch no memory again; False if it did not stop within `timeout`."""
     engine.ring.stopped = True
     engine.ring.doorbell.set()
+    self.memory_written()  # a poll in progress sees the stop now
     engine.join(timeout=timeout)
     if engine in self.engines: self.engines.remove(engine)
     return not engine.is_alive()
 
   def interrupt(self, ctxid: int) -> None:
     if self.on_interrupt: self.on_interrupt(ctxid)
+
+  def memory_written(self) -> None:
+    """An engine wrote memory another engine may be polling (Engine.poll): wake the pollers to look again."""
+    with self.written:
+      self.writes += 1
+      self.written.notify_all()
 
   def queue_error(self, engine: Engine, error: QueueError, cause: BaseException | None = None) -> None:
     if self.on_queue_error: self.on_queue_error(engine, error, cause)

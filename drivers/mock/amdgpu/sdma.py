@@ -70,6 +70,7 @@ class SDMAEngine(Engine):
     addr = f["addr_63_32"] << 32 | f["addr_31_0"]
     if addr & 3: raise QueueError(f"SDMA FENCE to {addr:#x}: the address must be 4-byte aligned (sdma_v6_0_ring_emit_fence)", where)
     self.gpu.mem.write_u32(addr, f["data"])
+    self.gpu.memory_written()
 
   def _trap(self, f: dict, where: int) -> None:
     self.gpu.interrupt(f["int_context"])
