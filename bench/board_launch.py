@@ -2,7 +2,7 @@
 
   python bench/board_launch.py [launches per sample]
 
-One launch (+ wait) of an 11-instruction kernel over 8 workgroups of 64 (tests/test_amd_xcc.py's ADD in the board's
+One launch (+ wait) of an 11-instruction kernel over 8 workgroups of 64 (tests/amd_boards.py's ADD_WG in the board's
 spellings), timed as the process's CPU time (the host thread, every engine thread, the wavefront emulator), best of
 15 samples: noisy machines make wall time meaningless. Rows: the whole launch, and the CPs alone (the shader core
 replaced by nothing: the PM4 parse per XCC, PRED_EXEC, the barrier waits, the L2 write-backs). Prints the load too.
@@ -19,38 +19,17 @@ from hcq.devstring import parse_dev
 from hcq.drivers.amd.device import AMDDevice
 from hcq.drivers.mock.amdgpu.gpu import BOARDS
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tests.amd_boards import ADD_WG, spelled_for  # noqa: E402
+
 GROUPS, LOCAL = 8, 64
-# x[g * 64 + t] += t + 1 (GCN spellings; the RDNA boards take the renames below)
-ADD = """s_load_dwordx2 s[6:7], s[0:1], 0x0
-s_waitcnt lgkmcnt(0)
-s_lshl_b32 s4, s2, 8
-v_lshlrev_b32 v1, 2, v0
-v_add_u32 v1, s4, v1
-global_load_dword v2, v1, s[6:7]
-s_waitcnt vmcnt(0)
-v_add_u32 v2, v2, v0
-v_add_u32 v2, 1, v2
-global_store_dword v1, v2, s[6:7]
-s_endpgm"""
-RDNA = {"s_load_dwordx2": "s_load_b64", "global_load_dword": "global_load_b32", "global_store_dword": "global_store_b32",
-        "v_add_u32": "v_add_nc_u32"}
-GFX12_WAITS = {"s_waitcnt lgkmcnt(0)": "s_wait_kmcnt 0x0", "s_waitcnt vmcnt(0)": "s_wait_loadcnt 0x0"}
-
-
-def source(arch: str) -> str:
-  family = BOARDS[arch].family
-  if family == "gfx9": return ADD
-  renames = {**RDNA, **(GFX12_WAITS if family == "gfx12" else {})}
-  text = ADD
-  for old, new in renames.items(): text = text.replace(old, new)
-  return text
 
 
 def ms_per_launch(arch: str, cps_only: bool, per: int) -> float:
   dev = AMDDevice(parse_dev(f"MOCKKFD+AMD::{arch}"))
   gpu = next(iter(dev.os.kfd.nodes.values())).gpu
   if cps_only: gpu.shader_core = lambda g, state, cancel=None: None
-  prg = dev.program(Kernel("add", arch, args=[("x", "u64")]).add(source(arch)).to_elf())
+  prg = dev.program(Kernel("add", arch, args=[("x", "u64")]).add(spelled_for(arch, ADD_WG)).to_elf())
   x = dev.alloc(4 * GROUPS * LOCAL, "device")
   x.copyin(np.zeros(GROUPS * LOCAL, np.uint32))
   launch = lambda: prg(vals=(x.addr,), global_size=(GROUPS, 1, 1), local_size=(LOCAL, 1, 1), wait=True)

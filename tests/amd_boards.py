@@ -54,3 +54,30 @@ def asm_for(arch: str, rdna: str, gfx9: str) -> str:
 def lanes(arch: str) -> int:
   """The board's wave size where a test picks one: 64 on gfx942 (wave64 only), 32 on the RDNA boards."""
   return board(arch).wave_front_size
+
+
+# x[g * 64 + t] += t + 1, g the workgroup id (s2, after the kernarg pointer), t the lane; GCN spellings (`spelled_for`
+# gives the RDNA boards theirs)
+ADD_WG = """s_load_dwordx2 s[6:7], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+s_lshl_b32 s4, s2, 8
+v_lshlrev_b32 v1, 2, v0
+v_add_u32 v1, s4, v1
+global_load_dword v2, v1, s[6:7]
+s_waitcnt vmcnt(0)
+v_add_u32 v2, v2, v0
+v_add_u32 v2, 1, v2
+global_store_dword v1, v2, s[6:7]
+s_endpgm"""
+_RDNA = {"s_load_dwordx2": "s_load_b64", "global_load_dword": "global_load_b32", "global_store_dword": "global_store_b32",
+         "v_add_u32": "v_add_nc_u32"}
+_GFX12_WAITS = {"s_waitcnt lgkmcnt(0)": "s_wait_kmcnt 0x0", "s_waitcnt vmcnt(0)": "s_wait_loadcnt 0x0"}
+
+
+def spelled_for(arch: str, gcn: str) -> str:
+  """GCN-spelled code (the few instructions ADD_WG uses) in the board's spellings: as is on gfx942, RDNA's names on
+  gfx11, and gfx12's split wait counters too."""
+  family = board(arch).family
+  if family == "gfx9": return gcn
+  for old, new in {**_RDNA, **(_GFX12_WAITS if family == "gfx12" else {})}.items(): gcn = gcn.replace(old, new)
+  return gcn

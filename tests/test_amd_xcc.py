@@ -13,21 +13,11 @@ from hcq.devstring import parse_dev
 from hcq.drivers.amd import pm4
 from hcq.drivers.amd.device import AMDDevice
 from hcq.errors import GPUFault, GPUTimeout
+from tests.amd_boards import ADD_WG
 
 GROUPS, LOCAL = 37, 64  # not a multiple of the 8 XCCs: the last round of chunks is partial
 
-# x[g * 64 + t] += t + 1, g the workgroup id (s2, after the kernarg pointer), t the lane
-ADD = """s_load_dwordx2 s[6:7], s[0:1], 0x0
-s_waitcnt lgkmcnt(0)
-s_lshl_b32 s4, s2, 8
-v_lshlrev_b32 v1, 2, v0
-v_add_u32 v1, s4, v1
-global_load_dword v2, v1, s[6:7]
-s_waitcnt vmcnt(0)
-v_add_u32 v2, v2, v0
-v_add_u32 v2, 1, v2
-global_store_dword v1, v2, s[6:7]
-s_endpgm"""
+ADD = ADD_WG  # x[g * 64 + t] += t + 1 in gfx942's (GCN) spellings
 
 
 def open_mi300x() -> AMDDevice:

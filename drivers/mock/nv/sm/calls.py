@@ -364,12 +364,17 @@ def _stack_pointers(b) -> np.ndarray:
   return b.stack
 
 
-def real_call(ex, b, ins: Instr, m: np.ndarray, pcs: np.ndarray, pc: int) -> None:
-  """The threads in m at `call` (pcs in place): those whose guard holds push a frame and enter the callee."""
+def _guarded_lanes(ex, b, ins: Instr, m: np.ndarray, pcs: np.ndarray) -> np.ndarray:
+  """The lanes of m whose guard holds; the others step past the instruction."""
   g = ex.guard(b, ins, m)
   go = m if g is None else m & g
   pcs[m & ~go] += 1
-  lanes = np.nonzero(go)[0]
+  return np.nonzero(go)[0]
+
+
+def real_call(ex, b, ins: Instr, m: np.ndarray, pcs: np.ndarray, pc: int) -> None:
+  """The threads in m at `call` (pcs in place): those whose guard holds push a frame and enter the callee."""
+  lanes = _guarded_lanes(ex, b, ins, m, pcs)
   if not lanes.size: return
   k = ex.kernel
   rets, callee, args = call_parts(ins)
@@ -393,10 +398,7 @@ def real_call(ex, b, ins: Instr, m: np.ndarray, pcs: np.ndarray, pc: int) -> Non
 def real_return(ex, b, ins: Instr, m: np.ndarray, pcs: np.ndarray) -> None:
   """The threads in m at a recursive function's `ret`: those whose guard holds pass their return values to their call
   site's variables, pop the frame and continue after that call."""
-  g = ex.guard(b, ins, m)
-  go = m if g is None else m & g
-  pcs[m & ~go] += 1
-  lanes = np.nonzero(go)[0]
+  lanes = _guarded_lanes(ex, b, ins, m, pcs)
   if not lanes.size: return
   k = ex.kernel
   f: Frame = k.functions[ins.args[0].name]
