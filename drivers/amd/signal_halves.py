@@ -75,10 +75,14 @@ class SplitWaits:
   (SplitWaitRef's `earlier`: once past them, the signal holds at least each)."""
 
   def _reached(self, signal: "Signal", value) -> tuple:
-    """The values remembered for `signal` so far; then remembers `value`."""
+    """The values remembered for `signal` so far; then remembers `value`. Known values are kept as their largest only
+    (a wait compares them by >=) and each symbolic one once, so a queue of many waits on one signal stays linear."""
     seen = self.__dict__.setdefault("_split_seen", {})
-    earlier = tuple(seen.get(signal, ()))
-    seen.setdefault(signal, []).append(value)
+    known, symbolic = seen.get(signal, (None, ()))
+    earlier = symbolic if known is None else (known, *symbolic)
+    if isinstance(value, int): known = value if known is None else max(known, value)
+    elif not any(s is value for s in symbolic): symbolic = (*symbolic, value)
+    seen[signal] = (known, symbolic)
     return earlier
 
   def split_signal(self, signal: "Signal", value) -> None:
