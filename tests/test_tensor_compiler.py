@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from hcq.tensor import Tensor, runtime
 from hcq.tensor.device import get_device
-from hcq.tensor.loops import L1_BYTES, L2_BYTES, THREADS, TILE_ROWS, TILE_VECTORS, host_simd_registers, matmul_k_chunks, matmul_row_blocks, plan
+from hcq.tensor.loops import (L1_BYTES, L2_BYTES, MATMUL_A_BLOCK, MATMUL_B_BLOCK, MATMUL_B_SLICE, THREADS, TILE_ROWS, TILE_VECTORS,
+                              host_simd_registers, matmul_col_blocks, matmul_k_chunks, matmul_row_blocks, plan)
 from hcq.tensor.schedule import Scheduler
 from hcq.tensor.render_llvm import _KernelWriter
 from hcq.drivers.cpu.jit import CODEGEN_ONLY
@@ -58,7 +59,7 @@ def i32(*shape): return Tensor(np.random.default_rng(0).integers(-3, 4, shape).a
 
 
 def test_matmul_plan_is_a_register_tile():
-  a, b = f32(240, 512), f32(512, 256)  # 240 rows: whole tiles of 6 (AVX2) and 8 (AVX-512) rows; k in 2+ chunks
+  a, b = f32(240, 1024), f32(1024, 256)  # 240 rows: whole tiles of 6 (AVX2) and 8 (AVX-512) rows; k in 2+ chunks
   items = schedule(a @ b)
   assert len(items) == 1  # float32 on the CPU: one kernel that packs a's row blocks and b's panels itself
   lk = plan(items[-1].kernel, "mm")
@@ -100,20 +101,34 @@ def test_matmul_tile_fits_the_register_file():
   assert accumulators + TILE_VECTORS * (64 // native_bytes) + 1 <= registers
 
 
-@pytest.mark.parametrize("k,chunks", [(64, 1), (256, 1), (257, 2), (1000, 4), (1024, 4), (4096, 16)])
+@pytest.mark.parametrize("k,chunks", [(64, 1), (512, 1), (513, 2), (1000, 2), (1024, 2), (2048, 4), (4096, 8)])
 def test_matmul_k_chunks_fit_l1(k, chunks):
   got, kc = matmul_k_chunks(k, 64)  # a 16-float32 panel
-  assert got * kc >= k and (got - 1) * kc < k and kc * 64 <= L1_BYTES // 2 and kc % 4 == 0  # the micro-kernel's x4 unroll
-  if L1_BYTES == 32 << 10: assert got == chunks
+  assert got * kc >= k and (got - 1) * kc < k and kc * 64 <= L1_BYTES * MATMUL_B_SLICE and kc % 4 == 0  # the micro-kernel's x4 unroll
+  if L1_BYTES == 32 << 10 and MATMUL_B_SLICE == 1: assert got == chunks
 
 
-@pytest.mark.parametrize("m,kc,threads,blocks", [(1024, 256, 1, 6), (1024, 256, 2, 6), (1000, 250, 2, 4), (2048, 256, 1, 9),
-                                                 (2048, 256, 2, 12), (7, 64, 1, 1), (7, 64, 2, 2)])
+@pytest.mark.parametrize("m,kc,threads,blocks", [(1024, 512, 1, 1), (1024, 512, 2, 2), (1000, 500, 2, 2), (2048, 512, 1, 1),
+                                                 (2048, 512, 2, 2), (8192, 512, 1, 3), (8192, 512, 2, 4), (7, 64, 1, 1),
+                                                 (7, 64, 2, 2), (5, 64, 2, 1)])
 def test_matmul_row_blocks_cover_m_in_whole_tiles(m, kc, threads, blocks):
+  """A row block's chunk of a stays under MATMUL_A_BLOCK MiB; each thread gets a block where m has a tile for it."""
   got_blocks, rows = matmul_row_blocks(m, kc, 4, threads)
   assert rows % TILE_ROWS[0] == 0 and got_blocks * rows >= m and (got_blocks - 1) * rows < m
-  assert rows * kc * 4 <= L2_BYTES // 2 or rows == TILE_ROWS[0]
-  if TILE_ROWS[0] == 6 and L2_BYTES == 512 << 10: assert got_blocks == blocks  # the blocks chosen on Zen 3
+  assert rows * kc * 4 <= MATMUL_A_BLOCK * (1 << 20) or rows == TILE_ROWS[0]
+  assert got_blocks >= min(threads, -(-m // TILE_ROWS[0]))
+  if TILE_ROWS[0] == 6 and MATMUL_A_BLOCK == 6: assert got_blocks == blocks
+
+
+@pytest.mark.parametrize("panels,kc,blocks,per_block", [(128, 512, 16, 8), (64, 512, 8, 8), (63, 500, 9, 7), (32, 512, 4, 8),
+                                                       (61, 512, 9, 7), (3, 512, 1, 3), (1, 64, 1, 1)])
+def test_matmul_col_blocks_fill_half_of_l2(panels, kc, blocks, per_block):
+  """A column block's chunk of b (panels x kc x 64 bytes for float32) fills at most MATMUL_B_BLOCK of L2 (at least
+  one panel), with the least padding of the panels."""
+  got = matmul_col_blocks(panels, kc, 64)
+  assert got[0] * got[1] >= panels and (got[0] - 1) * got[1] < panels
+  assert got[1] * kc * 64 <= L2_BYTES * MATMUL_B_BLOCK or got[1] == 1
+  if L2_BYTES == 512 << 10 and MATMUL_B_BLOCK == 0.5: assert got == (blocks, per_block)
 
 
 def test_softmax_vectorizes_the_row():

@@ -58,29 +58,48 @@ def cache_bytes(index: int, default: int) -> int:
 
 L1_BYTES = cache_bytes(0, 32 << 10)
 L2_BYTES = cache_bytes(2, 512 << 10)
-MATMUL_A_BLOCK = float(os.environ.get("HCQ_MATMUL_A_BLOCK", "0.5"))  # share of L2 a row block's k chunk of a fills
-MATMUL_B_SLICE = float(os.environ.get("HCQ_MATMUL_B_SLICE", "0.5"))  # share of L1 a column panel's k chunk of b fills
+MATMUL_A_BLOCK = float(os.environ.get("HCQ_MATMUL_A_BLOCK", "6"))  # MiB a row block's k chunk of a fills at most (in L3)
+MATMUL_B_BLOCK = float(os.environ.get("HCQ_MATMUL_B_BLOCK", "0.5"))  # share of L2 a column block's k chunk of b fills
+MATMUL_B_SLICE = float(os.environ.get("HCQ_MATMUL_B_SLICE", "1"))  # share of L1 a column panel's k chunk of b fills
 
 
 def matmul_k_chunks(k: int, panel_bytes: int) -> tuple[int, int]:
   """(chunks, chunk length) for a packed matmul's k: chunks as long as one column panel's slice of b (chunk x
-  panel_bytes) fits MATMUL_B_SLICE of L1, so that it stays there while the register tiles of a row block pass over
-  it; the chunks are equal, so k is padded with zeros to chunks x length, a multiple of 4 (the micro-kernel's unroll)."""
+  panel_bytes) fills MATMUL_B_SLICE of L1: each register tile streams that slice from L2 per call, its own chunk of
+  a (rows x chunk) kept near in L1 and L2; longer chunks mean fewer passes over the output (each chunk adds to it) and
+  fewer calls (2048^2 float32: 4 chunks of 512 rather than 8 of 256). The chunks are equal, so k is padded with zeros
+  to chunks x length, a multiple of 4 (the micro-kernel's unroll)."""
   longest = max(8, int(L1_BYTES * MATMUL_B_SLICE) // panel_bytes)
   chunks = -(-k // longest)
   return chunks, -(-k // (4 * chunks)) * 4
 
 
+def _least_waste(count: int, fit: int, rounds: int = 1) -> tuple[int, int]:
+  """(groups, per group) covering `count` items in groups of at most `fit` (at least fit // 2): the least padding of
+  count plus idle items of the last round of groups across `rounds` threads, then the largest groups."""
+  fit = max(1, min(fit, count))
+  def waste(per: int) -> int: return -(-(-(-count // per)) // rounds) * rounds * per - count
+  per = min(range(max(1, fit // 2), fit + 1), key=lambda t: (waste(t), -t))
+  return -(-count // per), per
+
+
 def matmul_row_blocks(m: int, kc: int, itemsize: int, threads: int | None = None) -> tuple[int, int]:
   """(blocks, rows per block) for a packed matmul's m rows: each block a whole number of TILE_ROWS[0]-row register
-  tiles, as many as keep a block's k chunk (rows x kc) within MATMUL_A_BLOCK of L2, the count chosen among the
-  nearest to that for the least padding of m plus idle tiles of the last round of blocks across the threads."""
+  tiles; a block's k chunk of a (rows x kc, packed once per k chunk and read back from L3 for each column block) is
+  at most MATMUL_A_BLOCK MiB, and there are at least as many blocks as threads (the threads split the blocks)."""
   rows, threads = TILE_ROWS[0], threads or THREADS
   tiles = -(-m // rows)
-  fit = max(1, min(int(L2_BYTES * MATMUL_A_BLOCK) // (rows * kc * itemsize), tiles))
-  def waste(t: int) -> int: return -(-(-(-tiles // t)) // threads) * threads * t - tiles
-  per_block = min(range(max(1, fit // 2), fit + 1), key=lambda t: (waste(t), -t))
-  return -(-tiles // per_block), per_block * rows
+  fit = max(1, int(MATMUL_A_BLOCK * (1 << 20)) // (rows * kc * itemsize))
+  blocks, per_block = _least_waste(tiles, min(fit, -(-tiles // threads)), threads)
+  return blocks, per_block * rows
+
+
+def matmul_col_blocks(panels: int, kc: int, panel_bytes: int) -> tuple[int, int]:
+  """(blocks, panels per block) for a packed matmul's column panels: a block's k chunk of b (panels x kc x
+  panel_bytes, packed once per row block and k chunk) fills at most MATMUL_B_BLOCK of L2, where it stays while the
+  row block's register tiles each pass over all its panels; the least padding of the panels first (n is padded to
+  whole blocks)."""
+  return _least_waste(panels, int(L2_BYTES * MATMUL_B_BLOCK) // (kc * panel_bytes))
 
 
 @dataclass
@@ -222,9 +241,18 @@ def plan(spec: KernelSpec, name: str) -> LoopKernel:
   # axis itself: LLVM's loop vectorizer spent 100+ ms of compile time on that loop for no gain
   if lk.vec_axis is None and spec.ast.op == "LOAD" and global_axes and F[global_axes[-1]] <= 8:
     lk.unroll[global_axes[-1]] = F[global_axes[-1]]
-  # a register-tiled axis goes innermost (just outside the vector axis): the other operand's panel stays in cache
+  # a register-tiled axis goes innermost (just outside the vector axis), or just outside the innermost other axis
+  # that only the vector loads depend on (a packed matmul's column panels): the tile's rows of the broadcast operand
+  # then stay in L1 while the panels pass, and the tile's outputs move along the rows, one line per panel
   tiled = [a for a in lk.unroll if a != lk.vec_axis and a in global_axes]
-  order = [a for a in global_axes if a not in tiled and a != lk.vec_axis] + tiled + ([lk.vec_axis] if lk.vec_axis in global_axes else [])
+  rest = [a for a in global_axes if a not in tiled and a != lk.vec_axis]
+  if tiled:
+    vector_only = [a for a in rest if all(access_kind(n, spec, a) == "bcast" or access_kind(n, spec, lk.vec_axis) != "bcast" for n in loads)
+                   and any(access_kind(n, spec, a) != "bcast" for n in loads)]
+    order = [a for a in rest if a not in vector_only[-1:]] + tiled + vector_only[-1:]
+  else:
+    order = rest + tiled
+  order += [lk.vec_axis] if lk.vec_axis in global_axes else []
   lk.global_axes = order
   # threads split the first output axis with enough iterations; it becomes the outermost loop
   if THREADS > 1 and math.prod(F) >= MIN_THREADED_WORK:

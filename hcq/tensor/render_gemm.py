@@ -3,10 +3,11 @@ micro-kernel.
 
 Tensor.matmul plans a float32/float64 product on the CPU as a register-tiled loop kernel over `a` and `b` as they
 are (through their views and pads: loads and masks affine in every loop). This module renders it without the generic
-writer's allocas: each operand is packed into a stack buffer (a row block's tiles of `a`, each row's k chunk as it
-is, at the start of the deepest loop `a` depends on; all of `b`'s column panels of a k chunk at the start of the
-k chunk, or one panel at a time where they would not fit), a pad's zeros coming from masked loads; loop
-counters and the tile's accumulators are phis; the micro-kernel's k loop is unrolled (x4 where kc allows) and per k
+writer's allocas: each operand is packed into a stack buffer at the start of the deepest loop outside the tiles it
+depends on (a row block's tiles of `a`, each row's k chunk as it is; a column block's panels of `b`), a pad's zeros
+coming from masked loads or a run of zeros; each register tile then passes over all the panels of the column block
+(its chunk of `a` stays in L1, `b`'s panels stream from L2, its outputs move along the rows); loop counters and the
+tile's accumulators are phis; the micro-kernel's k loop is unrolled (x4 where kc allows) and per k
 step loads the panel's row of `b` as native vectors (two ymm for a 16-float panel on AVX2), broadcasts the tile's
 `rows` values of `a` and issues rows x vectors `llvm.fma` calls. The IR needs no mid-level passes, so it is marked
 for code generation only. Any other kernel (another dtype, an index or mask that is not affine in the loops, packs
@@ -64,7 +65,7 @@ class GemmLayout:
   vector_pack_depth: int
   tiles: int       # the row loop's count: a's pack holds them all
   panel_depth: int  # the column panels' loop
-  panels: int      # the panels b's pack holds: all of the panel loop's (packed once per k chunk), or 1 (packed per panel)
+  panels: int      # the panels b's pack holds: all of the panel loop's (1 where b has no panel loop)
   row_limit: tuple[Affine, int] | None  # a's row index and its end where m is padded: tiles past it are skipped
 
   def pack_sizes(self, lanes: int) -> tuple[int, int, int]:
@@ -119,35 +120,34 @@ def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
   vec = [o for o in operands if o.index.coef["l"] == 1 and not o.depends("r")]
   if len(bc) != 1 or len(vec) != 1: return None
   row_depth = depth[row_axis]
-  # the tile is the innermost loop body: loops inside the row loop run once
-  if any(F[a] // s != 1 for a, s in loops[row_depth + 1:]): return None
-  # each operand is packed at the start of the deepest loop it depends on; b's panel must not depend on the row loop
-  # and neither pack may sit inside it or inside the thread loop's split (both cover the row loop's whole range)
-  def pack_depth(o: Operand, skip: int = -1) -> int:
-    return max([d for d in range(row_depth) if o.depends(f"q{d}") and d != skip], default=-1)
+  # b's column panels: the innermost loop b depends on, inside the row loop (loops.plan puts it there): each register
+  # tile passes over all the panels of b's pack, its own chunk of a staying in L1. Every other loop inside the row
+  # loop runs once
+  panel = max((d for d, (a, s) in enumerate(loops) if vec[0].depends(f"q{d}") and F[a] // s > 1), default=-1)
+  if -1 < panel < row_depth or (panel > row_depth and bc[0].depends(f"q{panel}")): return None
+  if any(F[a] // s != 1 for d, (a, s) in enumerate(loops) if d > row_depth and d != panel): return None
+  # each operand is packed at the start of the deepest loop outside the row loop it depends on; b must not depend on
+  # the row loop and neither pack may sit inside the thread loop's split (both cover the row loop's whole range)
+  def pack_depth(o: Operand) -> int: return max([d for d in range(row_depth) if o.depends(f"q{d}")], default=-1)
   thread = depth[lk.thread_axis] if lk.thread_axis is not None else None
   if vec[0].depends(f"q{row_depth}") or thread == row_depth: return None
   acc = depth[lk.accumulate_axis] if lk.accumulate_axis is not None else None
-  # b is packed for all column panels at once where they fit (read along its rows, once per k chunk and thread: the
-  # GotoBLAS order), else one panel at a time at the start of the panel loop's body
-  panel = pack_depth(vec[0])
   isz, lanes = spec.out_dtype.itemsize, NATIVE_BYTES // spec.out_dtype.itemsize
   # a pad of m: a bound on a's row that moves one per tile row and `rows` per tile (the last block's padded tiles)
   row_limit = next(((a, hi) for a, _, hi in bc[0].conds if a.coef["r"] == 1 and a.coef[f"q{row_depth}"] == rows
                     and a.coef["k"] == a.coef["l"] == 0), None)
-  for whole in (True, False):
-    panels = F[loops[panel][0]] // loops[panel][1] if whole and panel >= 0 else 1
-    g = GemmLayout(loops, thread, acc, row_depth, rows, columns, F[k_axis], out, bc[0], vec[0], pack_depth(bc[0]),
-                   pack_depth(vec[0], panel) if panels > 1 else panel, F[row_axis] // rows, panel, panels, row_limit)
-    if sum(g.pack_sizes(lanes)[1:]) * isz <= PACK_BYTES: return g
+  panels = F[loops[panel][0]] // loops[panel][1] if panel >= 0 else 1
+  g = GemmLayout(loops, thread, acc, row_depth, rows, columns, F[k_axis], out, bc[0], vec[0], pack_depth(bc[0]),
+                 pack_depth(vec[0]), F[row_axis] // rows, panel, panels, row_limit)
+  if sum(g.pack_sizes(lanes)[1:]) * isz <= PACK_BYTES: return g
   return None
 
 
 def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   """`void NAME(ptr out, ptr in..., i64 start, i64 end)` for the layout: the generic kernel's signature and loops
   ([start, end) of the thread axis); each operand packed into a stack buffer where its loops change (a: the row block's
-  tiles, [tile][row][k]; b: the k chunk's panels, [panel][k][lane]; zeros where a pad's mask is false), each tile's
-  k loop a micro-kernel of phis over the packs, the first k chunk stored and the others added to the output."""
+  tiles, [tile][row][k]; b: the column block's panels, [panel][k][lane]; zeros where a pad's mask is false), each
+  tile's k loop a micro-kernel of phis over the packs, the first k chunk stored and the others added to the output."""
   spec = lk.spec
   T = "float" if spec.out_dtype == dtypes.float32 else "double"
   isz = spec.out_dtype.itemsize
@@ -161,10 +161,11 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   L: list[str] = []
   e = L.append
 
-  def lin(name: str, a: Affine, terms: dict[str, str | int]) -> str:
-    """const + sum(coef * value) as an i64 value, over the counters of the loops outside the row loop and `terms`
-    (name -> IR value or number); the loops inside the row loop run once (at 0). Numbers fold into the constant."""
-    names = {f"q{d}": q for d, q in enumerate(qs[:g.row_depth])} | terms
+  def lin(name: str, a: Affine, terms: dict[str, str | int], depth: int = len(g.loops)) -> str:
+    """const + sum(coef * value) as an i64 value, over the counters of the `depth` outermost loops (those open
+    where it is emitted) and `terms` (name -> IR value or number); any other counter counts as 0. Numbers fold into
+    the constant."""
+    names = {f"q{d}": q for d, q in enumerate(qs[:depth])} | terms
     const = a.const + sum(a.coef.get(n, 0) * v for n, v in names.items() if isinstance(v, int))
     cur = None
     for n, v in names.items():
@@ -189,15 +190,16 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %{name}.ok = and i1 %{name}.lo, %{name}.hi")
     return f"%{name}.ok"
 
-  def run_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, count: int) -> tuple[str, str | None, list]:
-    """Where a run of `count` elements of `o` along `var` (its coefficient is 1) starts, for `terms`; the pad's
-    conditions that do not move along the run as one i1 (None: no such condition); those that do as (value at
-    var = 0, var's coefficient, lo, hi). Lanes past `count` are padding too."""
-    src = lin(f"{tag}.s", o.index, terms | {var: 0})
+  def run_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, count: int, depth: int) -> tuple[str, list]:
+    """Where a run of `count` elements of `o` along `var` (its coefficient is 1) starts, for `terms` in the body of
+    loop `depth - 1`, and the pad's conditions that move along the run as (value at var = 0, var's coefficient, lo,
+    hi); lanes past `count` are padding too. Where a condition that does not move along the run fails, the run starts
+    in %zeros instead (plain loads in the copy loop, no mask to build per vector)."""
+    src = lin(f"{tag}.s", o.index, terms | {var: 0}, depth)
     e(f"  %{tag}.sp = getelementptr {T}, ptr %b{o.buf}, i64 {src}")
     fixed, moving = None, []
     for i, (a, lo, hi) in enumerate(o.conds):
-      v = lin(f"{tag}.c{i}", a, terms | {var: 0})
+      v = lin(f"{tag}.c{i}", a, terms | {var: 0}, depth)
       if a.coef.get(var, 0):
         moving.append((v, a.coef[var], lo, hi, not above(a, lo)))
         continue
@@ -205,14 +207,16 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       if fixed is not None: e(f"  %{tag}.f{i} = and i1 {fixed}, {ok}")
       fixed = ok if fixed is None else f"%{tag}.f{i}"
     if count % N: moving.append(("0", 1, 0, count, False))
-    return f"%{tag}.sp", fixed, moving
+    if fixed is None: return f"%{tag}.sp", moving
+    e(f"  %{tag}.zp = select i1 {fixed}, ptr %{tag}.sp, ptr %zeros")
+    return f"%{tag}.zp", moving
 
-  def run_load(tag: str, start: tuple[str, str | None, list], v: str) -> str:
-    """The native vector of the run at element `v`: a plain load, or a masked one (zeros) where a pad's conditions
-    fail; a moving condition is affine in the lane: its value at 0, plus the coefficient times the lane's index."""
-    src, fixed, moving = start
+  def run_load(tag: str, start: tuple[str, list], v: str) -> str:
+    """The native vector of the run at element `v`: a plain load, or a masked one (zeros) where a pad's moving
+    conditions fail; each is affine in the lane: its value at 0, plus the coefficient times the lane's index."""
+    src, moving = start
     e(f"  %{tag}.p = getelementptr {T}, ptr {src}, i64 {v}")
-    if fixed is None and not moving:
+    if not moving:
       e(f"  %{tag}.x = load {V}, ptr %{tag}.p, align {isz}")
       return f"%{tag}.x"
     mask = None
@@ -221,7 +225,6 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e(f"  %{tag}.{name}e = insertelement <{N} x {ty}> poison, {ty} {scalar}, i64 0")
       e(f"  %{tag}.{name} = shufflevector <{N} x {ty}> %{tag}.{name}e, <{N} x {ty}> poison, <{N} x i32> zeroinitializer")
       return f"%{tag}.{name}"
-    if fixed is not None: mask = vector("fx", fixed, "i1")
     for i, (v0, c, lo, hi, check_lo) in enumerate(moving):
       at = v
       if c != 1:
@@ -247,7 +250,8 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %pa.tq = phi i64 [ 0, %{pred} ], [ %pa.tn, %pa.kx ]")
     e(f"  %pa.to = mul i64 %pa.tq, {g.rows * a_len}")
     e(f"  %pa.d = getelementptr inbounds {T}, ptr %apack, i64 %pa.to")
-    starts = [run_start(f"pa.r{r}", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": r}, "k", g.kc) for r in range(g.rows)]
+    starts = [run_start(f"pa.r{r}", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": r}, "k", g.kc, g.bcast_pack_depth + 1)
+              for r in range(g.rows)]
     e("  br label %pa.k")
     e("pa.k:")
     e("  %pa.v = phi i64 [ 0, %pa.t ], [ %pa.vn, %pa.k ]")
@@ -285,11 +289,11 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e("  %pb.pd = add i64 %pb.d, %pb.po")
       dest = "%pb.pd"
     e(f"  %pb.dp = getelementptr inbounds {T}, ptr %bpack, i64 {dest}")
-    start = run_start("pb.r", g.vector, terms, "l", g.columns)
+    start = run_start("pb.r", g.vector, terms, "l", g.columns, g.vector_pack_depth + 1)
     for j in range(nv):
       x = run_load(f"pb.l{j}", start, str(j * N))
-      if j == 0:   # the panel's line 4 rows of b ahead, into L2 (rows start new streams: 3.4% -> 2.7% of 1024^2, 6% -> 4% of 1000^2)
-        e(f"  %pb.pf = getelementptr {T}, ptr %pb.l0.p, i64 {4 * g.vector.index.coef['k']}")
+      if j == 0:   # the panel's line 16 rows of b ahead, into L2 (rows start new streams, from memory)
+        e(f"  %pb.pf = getelementptr {T}, ptr %pb.l0.p, i64 {16 * g.vector.index.coef['k']}")
         e(f"  call void @llvm.prefetch.p0(ptr %pb.pf, i32 0, i32 2, i32 1)")
       e(f"  %pb.q{j} = getelementptr inbounds {T}, ptr %pb.dp, i64 {j * N}")
       e(f"  store {V} {x}, ptr %pb.q{j}, align {N * isz}")
@@ -312,49 +316,39 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     return pred
 
   def tile() -> None:
-    ob = lin("o", g.out, {f"q{g.row_depth}": f"%q{g.row_depth}"})
+    ob = lin("o", g.out, {})
     e(f"  %op = getelementptr inbounds {T}, ptr %b0, i64 {ob}")
     e(f"  %ao = mul i64 %q{g.row_depth}, {a_len * g.rows}")
     e(f"  %ap = getelementptr inbounds {T}, ptr %apack, i64 %ao")
     # the outputs the tile reads back, into L1 (a miss would stall its end; rows a power of two apart share an L1 set
-    # and the k loop evicts them, so from L2), and the next tile's into L2: measured 7% -> 5% of a 1024^2 kernel
-    for tag, tile_offset, locality in (("pc", 0, 3), ("pf", g.out.coef[f"q{g.row_depth}"], 2)):
+    # and the k loop evicts them, so from L2), and the next tile's (the next panel's, or the next row tile's) into L2
+    inner = g.panel_depth if g.panels > 1 else g.row_depth
+    for tag, tile_offset, locality in (("pc", 0, 3), ("pf", g.out.coef[f"q{inner}"], 2)):
       for r in range(g.rows):
         for j in range(0, g.columns, 64 // isz):   # one per cache line
           e(f"  %{tag}{r}_{j} = getelementptr {T}, ptr %op, i64 {tile_offset + g.out.at(r=r, l=j) - g.out.const}")
           e(f"  call void @llvm.prefetch.p0(ptr %{tag}{r}_{j}, i32 1, i32 {locality}, i32 1)")
+    if g.panels > 1:   # the next tile's k chunk of a into L2, a share per panel: it comes from L3 in
+      # `rows` runs too short for the hardware's stream prefetch (2048^2, hcq / numpy, paired medians: 0.92-0.96 -> 0.94-1.00)
+      line = 64 // isz
+      share = -(-g.rows * a_len // line // g.panels)
+      e(f"  %apn = mul i64 %q{g.panel_depth}, {share * line}")
+      e(f"  %apb = add i64 %apn, {g.rows * a_len}")
+      e(f"  %apq = getelementptr {T}, ptr %ap, i64 %apb")
+      for i in range(share):
+        e(f"  %apq{i} = getelementptr {T}, ptr %apq, i64 {i * line}")
+        e(f"  call void @llvm.prefetch.p0(ptr %apq{i}, i32 0, i32 2, i32 1)")
     bp = "%bpack"
     if g.panels > 1:   # this panel's k chunk in the pack of all panels
       e(f"  %bpo = mul i64 %q{g.panel_depth}, {g.kc * g.columns}")
       e(f"  %bp = getelementptr inbounds {T}, ptr %bpack, i64 %bpo")
       bp = "%bp"
-    next_panel = g.vector.index.coef.get(f"q{g.vector_pack_depth}", 0) if g.panels == 1 and g.vector_pack_depth >= 0 else 0
-    start = "tile"
-    if next_panel:   # this tile's share of the rows the next pack of b reads (far apart: misses stalled the pack)
-      share, ck = -(-g.kc // tiles), g.vector.index.coef["k"]
-      e(f"  %bn = getelementptr {T}, ptr %b{g.vector.buf}, i64 {lin('bn', g.vector.index, {'k': 0, 'l': 0})}")
-      e(f"  %bs = mul i64 %q{g.row_depth}, {share * ck}")
-      e(f"  %bs1 = add i64 %bs, {next_panel}")
-      e("  br label %pf")
-      e("pf:")
-      e("  %pfi = phi i64 [ 0, %tile ], [ %pfn, %pf ]")
-      e(f"  %pfm = mul i64 %pfi, {ck}")
-      e("  %pfo = add i64 %bs1, %pfm")
-      for j in sorted({0, g.columns - 1}):   # a row's both ends: rows not 64-byte aligned span two cache lines
-        e(f"  %pfo{j} = add i64 %pfo, {j}")
-        e(f"  %pfq{j} = getelementptr {T}, ptr %bn, i64 %pfo{j}")
-        e(f"  call void @llvm.prefetch.p0(ptr %pfq{j}, i32 0, i32 2, i32 1)")
-      e("  %pfn = add i64 %pfi, 1")
-      e(f"  %pfc = icmp slt i64 %pfn, {share}")
-      e("  br i1 %pfc, label %pf, label %pfdone")
-      e("pfdone:")
-      start = "pfdone"
     e("  br label %kl")
     e("kl:")
-    e(f"  %k = phi i64 [ 0, %{start} ], [ %k.next, %kl ]")
+    e("  %k = phi i64 [ 0, %tile ], [ %k.next, %kl ]")
     U = next(u for u in (4, 2, 1) if g.kc % u == 0)
     acc = {(r, j): f"%acc{r}_{j}" for r in range(g.rows) for j in range(nv)}
-    for (r, j), name in acc.items(): e(f"  {name} = phi {V} [ zeroinitializer, %{start} ], [ %f{U - 1}_{r}_{j}, %kl ]")
+    for (r, j), name in acc.items(): e(f"  {name} = phi {V} [ zeroinitializer, %tile ], [ %f{U - 1}_{r}_{j}, %kl ]")
     for u in range(U):
       e(f"  %kk{u} = add i64 %k, {u}")
       e(f"  %bk{u} = mul i64 %kk{u}, {g.columns}")
@@ -402,7 +396,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     lo, hi = "0", str(spec.full_shape[axis] // step)
     if d == g.row_depth and g.row_limit is not None:   # the block's tiles that hold a row of a (at least one)
       row, end = g.row_limit
-      first = lin("rl", row, {f"q{d}": 0, "r": 0})
+      first = lin("rl", row, {"r": 0}, d)
       e(f"  %rl.left = sub i64 {end + g.rows - 1}, {first}")
       e(f"  %rl.tiles = sdiv i64 %rl.left, {g.rows}")
       e(f"  %rl.fewer = icmp slt i64 %rl.tiles, {hi}")
@@ -432,9 +426,14 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   e("entry:")
   e(f"  %apack = alloca [{a_pack} x {T}], align 64")
   e(f"  %bpack = alloca [{b_pack} x {T}], align 64")
+  # a run that lies wholly in a pad (rows of a past m, rows of b past k) is read from zeros
+  if any(not c.coef.get(var, 0) for o, var in ((g.bcast, "k"), (g.vector, "l")) for c, _, _ in o.conds):
+    zeros = max(a_len, g.columns)
+    e(f"  %zeros = alloca [{zeros} x {T}], align 64")
+    e(f"  call void @llvm.memset.p0.i64(ptr align 64 %zeros, i8 0, i64 {zeros * isz}, i1 false)")
   loops(0, packs(-1, "entry"))
   e("  ret void")
   e("}")
   head = [CODEGEN_ONLY, f"declare {V} @{fma}({V}, {V}, {V})", f"declare {V} @{masked_load}(ptr, i32, <{N} x i1>, {V})",
-          "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)", ""]
+          "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)", "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)", ""]
   return "\n".join(head + L)

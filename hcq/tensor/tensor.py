@@ -822,7 +822,7 @@ class Tensor:
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-    from hcq.tensor.loops import TILE_ROWS, TILE_VECTORS, matmul_k_chunks, matmul_row_blocks
+    from hcq.tensor.loops import TILE_ROWS, TILE_VECTORS, matmul_col_blocks, matmul_k_chunks, matmul_row_blocks
     panel = TILE_VECTORS * (64 // acc.itemsize)  # the register tile's vectors of output columns
     nb = len(batch)
     B = tuple(range(nb))
@@ -840,31 +840,34 @@ class Tensor:
       rows = TILE_ROWS[0]
       splits, kc = matmul_k_chunks(k, panel * acc.itemsize)
       blocks, block_rows = matmul_row_blocks(m, kc, acc.itemsize)
+      col_blocks, block_panels = matmul_col_blocks(n_pad // panel, kc, panel * acc.itemsize)
     # a packed product over data (or views of it) is the same graph for the same views, dtypes and plan: kept as a
     # template over the two buffers (the first call builds it; the others skip its dozen movement ops)
     bases = tuple(x.node if x.node.realized else x.node.srcs[0] for x in (a, b)) if packs_itself else ()
     key = None
     if packs_itself and all(x.realized for x in bases):
       key = (tuple((x.node.arg, base.shape, base.dtype, base.device) for x, base in zip((a, b), bases)), bases[0] is bases[1],
-             self.ndim, other.ndim, dt, (rows, panel, splits, kc, blocks, block_rows))
+             self.ndim, other.ndim, dt, (rows, panel, splits, kc, blocks, block_rows, col_blocks, block_panels))
       if key in _MATMUL_GRAPHS: return Tensor(_MATMUL_GRAPHS[key].build(bases))
     a = a._broadcast_to(batch + (m, k))
     b = b._broadcast_to(batch + (k, n))
     if packed:
       # a packed GEMM: b in column panels and a in register tiles (a tile's rows interleaved per k), each cut into k
-      # chunks and copied so that the kernel walks both in order, one stream each. The kernel's loops: row blocks
-      # (threads), k chunks (summed into the output), column panels, the block's register tiles: a panel's chunk of
-      # b stays in L1 while the block's tiles pass over it, the block's chunk of a in L2 while the panels pass.
-      # Zeros pad m, n and k to whole blocks, panels and chunks; the result's padding is cut off by a view
+      # chunks and copied so that the kernel walks both in order, one stream each. The kernel's loops (loops.plan):
+      # k chunks (summed into the output), row blocks (threads), column blocks, the row block's register tiles, the
+      # column block's panels: a tile's chunk of a stays in L1 while the column block's panels pass (from L2), and
+      # the tile's outputs move along its rows. Zeros pad m, n and k to whole blocks and chunks; the result's
+      # padding is cut off by a view
+      n_pad = col_blocks * block_panels * panel
       m_pad, np_ = blocks * block_rows, n_pad // panel
       a = a.pad(((0, 0),) * nb + ((0, m_pad - m), (0, splits * kc - k)))
       b = b.pad(((0, 0),) * nb + ((0, splits * kc - k), (0, n_pad - n)))
       a = a.reshape(batch + (m_pad // rows, rows, splits, kc)).permute(*B, nb + 2, nb, nb + 3, nb + 1)
       b = b.reshape(batch + (splits, kc, np_, panel)).permute(*B, nb, nb + 2, nb + 1, nb + 3)
       if not packs_itself: a, b = a.contiguous(), b.contiguous()
-      full = batch + (splits, blocks, block_rows, np_, panel, kc)
-      at = a.permute(*B, nb, nb + 1, nb + 3, nb + 2).reshape(batch + (splits, blocks, block_rows, 1, 1, kc))
-      bt = b.permute(*B, nb, nb + 1, nb + 3, nb + 2).reshape(batch + (splits, 1, 1, np_, panel, kc))
+      full = batch + (splits, blocks, block_rows, col_blocks, block_panels, panel, kc)
+      at = a.permute(*B, nb, nb + 1, nb + 3, nb + 2).reshape(batch + (splits, blocks, block_rows, 1, 1, 1, kc))
+      bt = b.permute(*B, nb, nb + 1, nb + 3, nb + 2).reshape(batch + (splits, 1, 1, col_blocks, block_panels, panel, kc))
       reduce_axes = (nb, len(full) - 1)
     else:
       bt = b.swapaxes(-1, -2).reshape(batch + (1, n, k))
