@@ -18,7 +18,7 @@ from hcq.drivers.cpu.jit import CODEGEN_ONLY
 from hcq.tensor.dtype import dtypes
 from hcq.tensor.loops import LoopKernel, host_simd_registers
 from hcq.tensor.symbolic import Expr, Num, Var, linear_coefficient, substitute, variables
-from hcq.tensor.view import contiguous_strides
+from hcq.tensor.view import ShapeTracker
 
 NATIVE_BYTES = 64 if host_simd_registers() >= 32 else 32  # one SIMD register: zmm with AVX-512, else ymm
 # the packs live on the worker thread's stack (hcq.drivers.cpu.device.THREAD_STACK_BYTES, 32 MiB): 8 MiB holds b's
@@ -58,7 +58,7 @@ class GemmLayout:
   rows: int
   columns: int
   kc: int
-  out: Affine
+  out: Operand     # buffer 0's index, and where a view crops it the conditions of an element being stored
   bcast: Operand   # the operand broadcast across lanes (a), packed per row block into [tile][row][k]
   vector: Operand  # the operand contiguous along lanes (b), packed into [panel][k][lane]
   bcast_pack_depth: int
@@ -113,9 +113,11 @@ def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
     index = _affine(idx, values, names)
     if index is None or any(c[0] is None for c in conds): return None
     operands.append(Operand(ld.arg[0], index, conds))
-  strides = contiguous_strides(spec.out_shape)
-  out = _affine(sum((Var(f"a{d}", 0, s - 1) * strides[d] for d, s in enumerate(spec.out_shape) if s > 1), Num(0)), values, names)
-  if out is None or out.coef["l"] != 1 or out.coef["k"] != 0: return None
+  out_view = spec.out_view or ShapeTracker.contiguous(spec.out_shape)
+  idx, valid = out_view.index([Num(0) if s == 1 else Var(f"a{d}", 0, s - 1) for d, s in enumerate(spec.out_shape)])
+  out = Operand(0, _affine(idx, values, names), [(_affine(e, values, names), lo, hi) for e, lo, hi in valid.conds])
+  if out.index is None or any(c[0] is None or c[0].coef["k"] for c in out.conds): return None
+  if out.index.coef["l"] != 1 or out.index.coef["k"] != 0: return None
   bc = [o for o in operands if not o.depends("l") and o.index.coef["k"] == 1]   # packed by runs along k
   vec = [o for o in operands if o.index.coef["l"] == 1 and not o.depends("r")]
   if len(bc) != 1 or len(vec) != 1: return None
@@ -154,7 +156,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   N = min(NATIVE_BYTES // isz, g.columns)
   V, nv = f"<{N} x {T}>", g.columns // N
   vt = f"v{N}{'f32' if isz == 4 else 'f64'}"
-  fma, masked_load = f"llvm.fma.{vt}", f"llvm.masked.load.{vt}.p0"
+  fma, masked_load, masked_store = f"llvm.fma.{vt}", f"llvm.masked.load.{vt}.p0", f"llvm.masked.store.{vt}.p0"
   tiles = g.tiles
   qs = [f"%q{d}" for d in range(len(g.loops))]
   a_len, a_pack, b_pack = g.pack_sizes(N)
@@ -190,11 +192,10 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %{name}.ok = and i1 %{name}.lo, %{name}.hi")
     return f"%{name}.ok"
 
-  def run_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, count: int, depth: int) -> tuple[str, list]:
+  def run_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, count: int, depth: int) -> tuple[str, str | None, list]:
     """Where a run of `count` elements of `o` along `var` (its coefficient is 1) starts, for `terms` in the body of
-    loop `depth - 1`, and the pad's conditions that move along the run as (value at var = 0, var's coefficient, lo,
-    hi); lanes past `count` are padding too. Where a condition that does not move along the run fails, the run starts
-    in %zeros instead (plain loads in the copy loop, no mask to build per vector)."""
+    loop `depth - 1`; the pad's conditions that do not move along the run as one i1 (None: no such condition); those
+    that do as (value at var = 0, var's coefficient, lo, hi). Lanes past `count` are padding too."""
     src = lin(f"{tag}.s", o.index, terms | {var: 0}, depth)
     e(f"  %{tag}.sp = getelementptr {T}, ptr %b{o.buf}, i64 {src}")
     fixed, moving = None, []
@@ -207,24 +208,28 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       if fixed is not None: e(f"  %{tag}.f{i} = and i1 {fixed}, {ok}")
       fixed = ok if fixed is None else f"%{tag}.f{i}"
     if count % N: moving.append(("0", 1, 0, count, False))
-    if fixed is None: return f"%{tag}.sp", moving
-    e(f"  %{tag}.zp = select i1 {fixed}, ptr %{tag}.sp, ptr %zeros")
-    return f"%{tag}.zp", moving
+    return f"%{tag}.sp", fixed, moving
 
-  def run_load(tag: str, start: tuple[str, list], v: str) -> str:
-    """The native vector of the run at element `v`: a plain load, or a masked one (zeros) where a pad's moving
-    conditions fail; each is affine in the lane: its value at 0, plus the coefficient times the lane's index."""
-    src, moving = start
-    e(f"  %{tag}.p = getelementptr {T}, ptr {src}, i64 {v}")
-    if not moving:
-      e(f"  %{tag}.x = load {V}, ptr %{tag}.p, align {isz}")
-      return f"%{tag}.x"
+  def read_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, count: int, depth: int) -> tuple[str, None, list]:
+    """run_start for a run that is read: where a condition that does not move along the run fails, the run starts
+    in %zeros instead (plain loads in the copy loop, no mask to build per vector)."""
+    src, fixed, moving = run_start(tag, o, terms, var, count, depth)
+    if fixed is None: return src, None, moving
+    e(f"  %{tag}.zp = select i1 {fixed}, ptr {src}, ptr %zeros")
+    return f"%{tag}.zp", None, moving
+
+  def lane_mask(tag: str, start: tuple[str, str | None, list], v: str) -> str | None:
+    """The lanes of the run's native vector at element `v` whose pad conditions hold (None: all, unconditionally);
+    a moving condition is affine in the lane: its value at 0, plus the coefficient times the lane's index."""
+    _, fixed, moving = start
+    if fixed is None and not moving: return None
     mask = None
     splat = lambda x: f"<{', '.join([f'i64 {x}'] * N)}>"
     def vector(name: str, scalar: str, ty: str) -> str:
       e(f"  %{tag}.{name}e = insertelement <{N} x {ty}> poison, {ty} {scalar}, i64 0")
       e(f"  %{tag}.{name} = shufflevector <{N} x {ty}> %{tag}.{name}e, <{N} x {ty}> poison, <{N} x i32> zeroinitializer")
       return f"%{tag}.{name}"
+    if fixed is not None: mask = vector("fx", fixed, "i1")
     for i, (v0, c, lo, hi, check_lo) in enumerate(moving):
       at = v
       if c != 1:
@@ -241,6 +246,15 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
         ok = f"%{tag}.in{i}"
       if mask is not None: e(f"  %{tag}.all{i} = and <{N} x i1> {mask}, {ok}")
       mask = ok if mask is None else f"%{tag}.all{i}"
+    return mask
+
+  def run_load(tag: str, start: tuple[str, str | None, list], v: str) -> str:
+    """The native vector of the run at element `v`: a plain load, or a masked one (zeros) where a pad's conditions fail."""
+    e(f"  %{tag}.p = getelementptr {T}, ptr {start[0]}, i64 {v}")
+    mask = lane_mask(tag, start, v)
+    if mask is None:
+      e(f"  %{tag}.x = load {V}, ptr %{tag}.p, align {isz}")
+      return f"%{tag}.x"
     e(f"  %{tag}.x = call {V} @{masked_load}(ptr %{tag}.p, i32 {isz}, <{N} x i1> {mask}, {V} zeroinitializer)")
     return f"%{tag}.x"
 
@@ -250,7 +264,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %pa.tq = phi i64 [ 0, %{pred} ], [ %pa.tn, %pa.kx ]")
     e(f"  %pa.to = mul i64 %pa.tq, {g.rows * a_len}")
     e(f"  %pa.d = getelementptr inbounds {T}, ptr %apack, i64 %pa.to")
-    starts = [run_start(f"pa.r{r}", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": r}, "k", g.kc, g.bcast_pack_depth + 1)
+    starts = [read_start(f"pa.r{r}", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": r}, "k", g.kc, g.bcast_pack_depth + 1)
               for r in range(g.rows)]
     e("  br label %pa.k")
     e("pa.k:")
@@ -289,7 +303,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e("  %pb.pd = add i64 %pb.d, %pb.po")
       dest = "%pb.pd"
     e(f"  %pb.dp = getelementptr inbounds {T}, ptr %bpack, i64 {dest}")
-    start = run_start("pb.r", g.vector, terms, "l", g.columns, g.vector_pack_depth + 1)
+    start = read_start("pb.r", g.vector, terms, "l", g.columns, g.vector_pack_depth + 1)
     for j in range(nv):
       x = run_load(f"pb.l{j}", start, str(j * N))
       if j == 0:   # the panel's line 16 rows of b ahead, into L2 (rows start new streams, from memory)
@@ -316,17 +330,17 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     return pred
 
   def tile() -> None:
-    ob = lin("o", g.out, {})
+    ob = lin("o", g.out.index, {})
     e(f"  %op = getelementptr inbounds {T}, ptr %b0, i64 {ob}")
     e(f"  %ao = mul i64 %q{g.row_depth}, {a_len * g.rows}")
     e(f"  %ap = getelementptr inbounds {T}, ptr %apack, i64 %ao")
     # the outputs the tile reads back, into L1 (a miss would stall its end; rows a power of two apart share an L1 set
     # and the k loop evicts them, so from L2), and the next tile's (the next panel's, or the next row tile's) into L2
     inner = g.panel_depth if g.panels > 1 else g.row_depth
-    for tag, tile_offset, locality in (("pc", 0, 3), ("pf", g.out.coef[f"q{inner}"], 2)):
+    for tag, tile_offset, locality in (("pc", 0, 3), ("pf", g.out.index.coef[f"q{inner}"], 2)):
       for r in range(g.rows):
         for j in range(0, g.columns, 64 // isz):   # one per cache line
-          e(f"  %{tag}{r}_{j} = getelementptr {T}, ptr %op, i64 {tile_offset + g.out.at(r=r, l=j) - g.out.const}")
+          e(f"  %{tag}{r}_{j} = getelementptr {T}, ptr %op, i64 {tile_offset + g.out.index.at(r=r, l=j) - g.out.index.const}")
           e(f"  call void @llvm.prefetch.p0(ptr %{tag}{r}_{j}, i32 1, i32 {locality}, i32 1)")
     if g.panels > 1:   # the next tile's k chunk of a into L2, a share per panel: it comes from L3 in
       # `rows` runs too short for the hardware's stream prefetch (2048^2, hcq / numpy, paired medians: 0.92-0.96 -> 0.94-1.00)
@@ -368,23 +382,71 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %k.next = add i64 %k, {U}")
     e(f"  %k.more = icmp ult i64 %k.next, {g.kc}")
     e("  br i1 %k.more, label %kl, label %kdone")
-    e("kdone:")   # the first k chunk stores, the others add to what the earlier ones stored
-    outs = {(r, j): g.out.at(r=r, l=j * N) - g.out.const for r in range(g.rows) for j in range(nv)}
-    if g.accumulate_depth is not None:
-      e(f"  %first = icmp eq i64 %q{g.accumulate_depth}, 0")
-      e("  br i1 %first, label %store, label %add")
-      e("add:")
+    e("kdone:")
+    outs = {(r, j): g.out.index.at(r=r, l=j * N) - g.out.index.const for r in range(g.rows) for j in range(nv)}
+
+    def finish(tag: str, pred: str, masks: dict | None) -> None:
+      """The tile's outputs from block `pred`: the first k chunk stores, the others add to what the earlier ones
+      stored; with masks (a cropped output's edge tile: pointer and lane mask per vector) only the kept lanes."""
+      def load(r: int, j: int) -> str:
+        if masks is None:
+          e(f"  %{tag}cq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {outs[r, j]}")
+          e(f"  %{tag}co{r}_{j} = load {V}, ptr %{tag}cq{r}_{j}, align {isz}")
+        else:
+          e(f"  %{tag}co{r}_{j} = call {V} @{masked_load}(ptr {masks[r, j][0]}, i32 {isz}, <{N} x i1> {masks[r, j][1]}, {V} zeroinitializer)")
+        return f"%{tag}co{r}_{j}"
+      final = dict(acc)
+      if g.accumulate_depth is not None:
+        e(f"  %{tag}first = icmp eq i64 %q{g.accumulate_depth}, 0")
+        e(f"  br i1 %{tag}first, label %{tag}store, label %{tag}add")
+        e(f"{tag}add:")
+        for r, j in outs: e(f"  %{tag}cs{r}_{j} = fadd {V} {load(r, j)}, {acc[r, j]}")
+        e(f"  br label %{tag}store")
+        e(f"{tag}store:")
+        for r, j in outs:
+          e(f"  %{tag}fin{r}_{j} = phi {V} [ {acc[r, j]}, %{pred} ], [ %{tag}cs{r}_{j}, %{tag}add ]")
+          final[r, j] = f"%{tag}fin{r}_{j}"
       for (r, j), o in outs.items():
-        e(f"  %cq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {o}")
-        e(f"  %co{r}_{j} = load {V}, ptr %cq{r}_{j}, align {isz}")
-        e(f"  %cs{r}_{j} = fadd {V} %co{r}_{j}, {acc[r, j]}")
-      e("  br label %store")
-      e("store:")
-      for r, j in outs: e(f"  %fin{r}_{j} = phi {V} [ {acc[r, j]}, %kdone ], [ %cs{r}_{j}, %add ]")
-    final = {(r, j): f"%fin{r}_{j}" if g.accumulate_depth is not None else acc[r, j] for r, j in outs}
-    for (r, j), o in outs.items():
-      e(f"  %sq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {o}")
-      e(f"  store {V} {final[r, j]}, ptr %sq{r}_{j}, align {isz}")
+        if masks is None:
+          e(f"  %{tag}sq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {o}")
+          e(f"  store {V} {final[r, j]}, ptr %{tag}sq{r}_{j}, align {isz}")
+        else:
+          e(f"  call void @{masked_store}({V} {final[r, j]}, ptr {masks[r, j][0]}, i32 {isz}, <{N} x i1> {masks[r, j][1]})")
+
+    if not g.out.conds:
+      finish("", "kdone", None)
+      return
+    # a cropped output (the padding of a matmul's n or m not stored): tiles wholly inside store as above, the edge
+    # tiles through lane masks (a masked store per vector of every tile cost more than the crop's copy kernel)
+    inside = None
+    for i, (a, lo, hi) in enumerate(g.out.conds):   # each condition at the tile's corners, where it is extreme
+      v0 = lin(f"ti{i}", a, {"r": 0, "l": 0})
+      span = {"r": g.rows - 1, "l": g.columns - 1}
+      top, bottom = (sum(max(0, sign * a.coef[n]) * x for n, x in span.items()) for sign in (1, -1))
+      e(f"  %ti{i}.top = add i64 {v0}, {top}")
+      e(f"  %ti{i}.bot = sub i64 {v0}, {bottom}")
+      ok = in_bounds(f"ti{i}.in", f"%ti{i}.top", a, lo, hi) if above(a, lo) else None
+      if ok is None:
+        e(f"  %ti{i}.hi = icmp slt i64 %ti{i}.top, {hi}")
+        e(f"  %ti{i}.lo = icmp sge i64 %ti{i}.bot, {lo}")
+        e(f"  %ti{i}.ok = and i1 %ti{i}.lo, %ti{i}.hi")
+        ok = f"%ti{i}.ok"
+      if inside is not None: e(f"  %ti{i}.all = and i1 {inside}, {ok}")
+      inside = ok if inside is None else f"%ti{i}.all"
+    e(f"  br i1 {inside}, label %inner, label %edge")
+    e("inner:")
+    finish("", "inner", None)
+    e("  br label %tiledone")
+    e("edge:")
+    masks = {}
+    for r in range(g.rows):
+      start = run_start(f"eo{r}", g.out, {"r": r}, "l", g.columns, len(g.loops))
+      for j in range(nv):
+        e(f"  %eo{r}_{j}.p = getelementptr {T}, ptr {start[0]}, i64 {j * N}")
+        masks[r, j] = (f"%eo{r}_{j}.p", lane_mask(f"eo{r}_{j}", start, str(j * N)))
+    finish("e", "edge", masks)
+    e("  br label %tiledone")
+    e("tiledone:")
 
   def loops(d: int, pred: str) -> None:   # loop d and those inside it, entered from block `pred`
     if d == len(g.loops):
@@ -435,5 +497,6 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   e("  ret void")
   e("}")
   head = [CODEGEN_ONLY, f"declare {V} @{fma}({V}, {V}, {V})", f"declare {V} @{masked_load}(ptr, i32, <{N} x i1>, {V})",
+          f"declare void @{masked_store}({V}, ptr, i32, <{N} x i1>)",
           "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)", "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)", ""]
   return "\n".join(head + L)

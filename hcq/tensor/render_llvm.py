@@ -9,7 +9,7 @@ import itertools
 import math
 import struct
 from hcq.tensor.dtype import DType, dtypes
-from hcq.tensor.loops import LoopKernel, axis_var
+from hcq.tensor.loops import LoopKernel, axis_var, plan
 from hcq.tensor.render_gemm import gemm_layout, render_gemm
 from hcq.tensor.view import contiguous_strides
 from hcq.tensor.schedule import KOp
@@ -24,6 +24,9 @@ class Renderer:
     """The loop plan as this target runs it (the CPU's plan as is; a GPU may drop SIMD lanes, unrolls, threads)."""
     return lk
   def render(self, lk: LoopKernel) -> str: raise NotImplementedError
+  def stores_through(self, spec) -> bool:
+    """Whether this target renders `spec` with its out_view (a store through a view, some elements not stored)."""
+    return False
   def launch(self, lk: LoopKernel) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...]]:
     """(global_size, local_size, vals) of one run of the rendered kernel."""
     raise NotImplementedError
@@ -75,8 +78,20 @@ class LLVMCPURenderer(Renderer):
   """Loop IR → LLVM IR for the host CPU (see the module docstring)."""
   target = "cpu"
 
+  def __init__(self) -> None:
+    self._through: dict[str, bool] = {}   # spec key -> stores_through (planning it costs ~5 ms of a call)
+
+  def stores_through(self, spec) -> bool:
+    """Only the packed matmul kernel stores through a view (its ragged edge tiles masked): render_gemm. Kept per
+    spec key, as the runtime keeps the compiled kernel."""
+    if spec.key not in self._through:
+      if len(self._through) >= 4096: self._through.clear()   # a program of ever new shapes: start over
+      self._through[spec.key] = gemm_layout(plan(spec, "probe")) is not None
+    return self._through[spec.key]
+
   def render(self, lk: LoopKernel) -> str:
     gemm = gemm_layout(lk)
+    if lk.spec.out_view is not None and gemm is None: raise ValueError(f"{lk.name}: only a packed matmul stores through a view")
     if gemm is None: return _KernelWriter(lk).write()
     return render_gemm(lk, gemm) + "\n\n" + _KernelWriter(lk).hcq_entry(len(lk.spec.buf_dtypes)) + CPU_ATTRIBUTES
 

@@ -47,18 +47,22 @@ class KOp:
 @dataclass
 class KernelSpec:
   """What one kernel computes: store `ast` (evaluated over out_shape) into buffer 0. Loads index buffers 1...
-  full_shape is the loop space (out_shape with reduce axes at their full size); reduce_axes may be empty."""
+  full_shape is the loop space (out_shape with reduce axes at their full size); reduce_axes may be empty.
+  out_view: where each element of out_shape goes in buffer 0 and whether it is stored at all (a crop's cut-off
+  elements are not); None: buffer 0 is out_shape in row-major order. Only a renderer whose `stores_through` accepts
+  the spec gets one."""
   ast: KOp
   out_shape: tuple[int, ...]
   out_dtype: DType
   full_shape: tuple[int, ...]
   reduce_axes: tuple[int, ...]
   buf_dtypes: tuple[DType, ...]
+  out_view: ShapeTracker | None = None
   key: str = ""
 
   def __post_init__(self):
     text = repr((self.ast.key, self.out_shape, self.out_dtype.name, self.full_shape, self.reduce_axes,
-                 tuple(d.name for d in self.buf_dtypes)))
+                 tuple(d.name for d in self.buf_dtypes), self.out_view))
     self.key = hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -121,6 +125,8 @@ class Scheduler:
     for n in sorted(cuts, key=lambda n: n.depth): self.realize(n)
 
   def _kernel(self, node: LazyNode, value: LazyNode) -> None:
+    crop = _crop_of_reduce(value)
+    if crop is not None and self._kernel_through(node, *crop): return
     full_shape, reduce_axes = _find_context(value, value.shape)
     builder = _KernelBuilder(self, full_shape, reduce_axes)
     ast = builder.build(value, ShapeTracker.contiguous(value.shape))
@@ -130,6 +136,41 @@ class Scheduler:
                       (node.dtype,) + tuple(d for _, d in builder.buffers))
     self.items.append(ScheduleItem(spec, [out] + [b for b, _ in builder.buffers]))
     self._become_buffer(node, out)
+
+  def _kernel_through(self, node: LazyNode, reduce: LazyNode, out_view: ShapeTracker) -> bool:
+    """`node`, a crop of an unrealized reduction, computed by the reduction's kernel storing through `out_view`
+    straight into node's buffer (no copy kernel after it), where the device's renderer takes such a kernel."""
+    renderer = getattr(self.device, "renderer", None)
+    if renderer is None or not hasattr(renderer, "stores_through"): return False
+    full_shape, reduce_axes = reduce.srcs[0].shape, reduce.arg[1]
+    builder = _KernelBuilder(self, full_shape, reduce_axes)
+    ast = builder.build(reduce, ShapeTracker.contiguous(reduce.shape))
+    spec = KernelSpec(ast, reduce.shape, reduce.dtype, full_shape, reduce_axes,
+                      (reduce.dtype,) + tuple(d for _, d in builder.buffers), out_view)
+    if not builder.fused_reduce or not renderer.stores_through(spec):
+      # the inputs it realized stay realized (they are needed either way); the kernel is built the usual way
+      return False
+    out = self.device.alloc(max(node.size, 1) * node.dtype.itemsize)
+    self.items.append(ScheduleItem(spec, [out] + [b for b, _ in builder.buffers]))
+    self._become_buffer(node, out)
+    return True
+
+
+def _crop_of_reduce(node: LazyNode) -> tuple[LazyNode, ShapeTracker] | None:
+  """(reduction, store view) where `node` is a VIEW that keeps a leading corner of an unrealized reduction's output
+  read as a row-major array P (a matmul's padded product: its padding cut off) and a copy would otherwise gather it:
+  the store view maps each of the reduction's elements to its place in node's row-major buffer, or to none."""
+  if node.op != "VIEW" or node.srcs[0].op != "REDUCE" or node.srcs[0].realized or _is_reshape_alias(node): return None
+  red, st = node.srcs[0], node.arg
+  if len(st.views) != 1 or st.views[0].mask is not None or st.views[0].offset != 0: return None
+  dims = [(s, stride) for s, stride in zip(st.shape, st.views[0].strides) if s > 1]   # size-1 axes take no place
+  if not dims or dims[-1][1] != 1 or any(stride < 1 for _, stride in dims) or red.size % dims[0][1]: return None
+  # P's extents: the first from the reduction's size, each other from the ratio of the strides around it
+  padded = [red.size // dims[0][1]] + [dims[i - 1][1] // dims[i][1] for i in range(1, len(dims))]
+  if any(dims[i - 1][1] != dims[i][1] * padded[i] for i in range(1, len(dims))): return None
+  kept = tuple(s for s, _ in dims)
+  if any(p < s for p, s in zip(padded, kept)): return None
+  return red, ShapeTracker.contiguous(kept).pad(tuple((0, p - s) for p, s in zip(padded, kept))).reshape(red.shape)
 
 
 HEAVY_OPS = ("EXP", "LOG", "EXP2", "LOG2", "SIN", "COS", "POW", "SQRT", "DIV", "IDIV", "MOD", "RECIP")
