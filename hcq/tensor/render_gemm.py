@@ -385,39 +385,32 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e("kdone:")
     outs = {(r, j): g.out.index.at(r=r, l=j * N) - g.out.index.const for r in range(g.rows) for j in range(nv)}
 
-    def finish(tag: str, pred: str, masks: dict | None) -> None:
-      """The tile's outputs from block `pred`: the first k chunk stores, the others add to what the earlier ones
-      stored; with masks (a cropped output's edge tile: pointer and lane mask per vector) only the kept lanes."""
-      def load(r: int, j: int) -> str:
-        if masks is None:
-          e(f"  %{tag}cq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {outs[r, j]}")
-          e(f"  %{tag}co{r}_{j} = load {V}, ptr %{tag}cq{r}_{j}, align {isz}")
-        else:
-          e(f"  %{tag}co{r}_{j} = call {V} @{masked_load}(ptr {masks[r, j][0]}, i32 {isz}, <{N} x i1> {masks[r, j][1]}, {V} zeroinitializer)")
-        return f"%{tag}co{r}_{j}"
+    def finish(pred: str) -> None:
+      """The tile's outputs from block `pred`: the first k chunk stores, the others add to what the earlier ones stored."""
       final = dict(acc)
       if g.accumulate_depth is not None:
-        e(f"  %{tag}first = icmp eq i64 %q{g.accumulate_depth}, 0")
-        e(f"  br i1 %{tag}first, label %{tag}store, label %{tag}add")
-        e(f"{tag}add:")
-        for r, j in outs: e(f"  %{tag}cs{r}_{j} = fadd {V} {load(r, j)}, {acc[r, j]}")
-        e(f"  br label %{tag}store")
-        e(f"{tag}store:")
+        e(f"  %first = icmp eq i64 %q{g.accumulate_depth}, 0")
+        e("  br i1 %first, label %store, label %add")
+        e("add:")
+        for (r, j), o in outs.items():
+          e(f"  %cq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {o}")
+          e(f"  %co{r}_{j} = load {V}, ptr %cq{r}_{j}, align {isz}")
+          e(f"  %cs{r}_{j} = fadd {V} %co{r}_{j}, {acc[r, j]}")
+        e("  br label %store")
+        e("store:")
         for r, j in outs:
-          e(f"  %{tag}fin{r}_{j} = phi {V} [ {acc[r, j]}, %{pred} ], [ %{tag}cs{r}_{j}, %{tag}add ]")
-          final[r, j] = f"%{tag}fin{r}_{j}"
+          e(f"  %fin{r}_{j} = phi {V} [ {acc[r, j]}, %{pred} ], [ %cs{r}_{j}, %add ]")
+          final[r, j] = f"%fin{r}_{j}"
       for (r, j), o in outs.items():
-        if masks is None:
-          e(f"  %{tag}sq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {o}")
-          e(f"  store {V} {final[r, j]}, ptr %{tag}sq{r}_{j}, align {isz}")
-        else:
-          e(f"  call void @{masked_store}({V} {final[r, j]}, ptr {masks[r, j][0]}, i32 {isz}, <{N} x i1> {masks[r, j][1]})")
+        e(f"  %sq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {o}")
+        e(f"  store {V} {final[r, j]}, ptr %sq{r}_{j}, align {isz}")
 
     if not g.out.conds:
-      finish("", "kdone", None)
+      finish("kdone")
       return
-    # a cropped output (the padding of a matmul's n or m not stored): tiles wholly inside store as above, the edge
-    # tiles through lane masks (a masked store per vector of every tile cost more than the crop's copy kernel)
+    # a cropped output (the padding of a matmul's n or m not stored): tiles wholly inside store as above; an edge
+    # tile goes through a scratch tile and a loop over its rows, each vector's kept lanes through a mask (a masked
+    # store per vector of every tile cost more than the crop's copy kernel; unrolled edge rows, compile time)
     inside = None
     for i, (a, lo, hi) in enumerate(g.out.conds):   # each condition at the tile's corners, where it is extreme
       v0 = lin(f"ti{i}", a, {"r": 0, "l": 0})
@@ -435,17 +428,34 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       inside = ok if inside is None else f"%ti{i}.all"
     e(f"  br i1 {inside}, label %inner, label %edge")
     e("inner:")
-    finish("", "inner", None)
+    finish("inner")
     e("  br label %tiledone")
     e("edge:")
-    masks = {}
-    for r in range(g.rows):
-      start = run_start(f"eo{r}", g.out, {"r": r}, "l", g.columns, len(g.loops))
-      for j in range(nv):
-        e(f"  %eo{r}_{j}.p = getelementptr {T}, ptr {start[0]}, i64 {j * N}")
-        masks[r, j] = (f"%eo{r}_{j}.p", lane_mask(f"eo{r}_{j}", start, str(j * N)))
-    finish("e", "edge", masks)
-    e("  br label %tiledone")
+    for (r, j) in outs:
+      e(f"  %es{r}_{j} = getelementptr inbounds {T}, ptr %scratch, i64 {r * g.columns + j * N}")
+      e(f"  store {V} {acc[r, j]}, ptr %es{r}_{j}, align {N * isz}")
+    e("  br label %er")
+    e("er:")
+    e("  %er.r = phi i64 [ 0, %edge ], [ %er.n, %er ]")
+    start = run_start("eo", g.out, {"r": "%er.r"}, "l", g.columns, len(g.loops))
+    e(f"  %er.s = mul i64 %er.r, {g.columns}")
+    for j in range(nv):
+      e(f"  %eo{j}.p = getelementptr {T}, ptr {start[0]}, i64 {j * N}")
+      mask = lane_mask(f"eo{j}", start, str(j * N))
+      e(f"  %ex{j}.i = add i64 %er.s, {j * N}")
+      e(f"  %ex{j}.p = getelementptr inbounds {T}, ptr %scratch, i64 %ex{j}.i")
+      x = f"%ex{j}"
+      e(f"  {x} = load {V}, ptr %ex{j}.p, align {N * isz}")
+      if g.accumulate_depth is not None:   # the earlier chunks' sums (read on the first too, where they are not used)
+        e(f"  %eo{j}.x = call {V} @{masked_load}(ptr %eo{j}.p, i32 {isz}, <{N} x i1> {mask}, {V} zeroinitializer)")
+        e(f"  %eo{j}.s = fadd {V} %eo{j}.x, {x}")
+        e(f"  %eo{j}.first = icmp eq i64 %q{g.accumulate_depth}, 0")
+        e(f"  %eo{j}.v = select i1 %eo{j}.first, {V} {x}, {V} %eo{j}.s")
+        x = f"%eo{j}.v"
+      e(f"  call void @{masked_store}({V} {x}, ptr %eo{j}.p, i32 {isz}, <{N} x i1> {mask})")
+    e("  %er.n = add i64 %er.r, 1")
+    e(f"  %er.more = icmp slt i64 %er.n, {g.rows}")
+    e("  br i1 %er.more, label %er, label %tiledone")
     e("tiledone:")
 
   def loops(d: int, pred: str) -> None:   # loop d and those inside it, entered from block `pred`
@@ -488,6 +498,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   e("entry:")
   e(f"  %apack = alloca [{a_pack} x {T}], align 64")
   e(f"  %bpack = alloca [{b_pack} x {T}], align 64")
+  if g.out.conds: e(f"  %scratch = alloca [{g.rows * g.columns} x {T}], align 64")   # a cropped output's edge tile
   # a run that lies wholly in a pad (rows of a past m, rows of b past k) is read from zeros
   if any(not c.coef.get(var, 0) for o, var in ((g.bcast, "k"), (g.vector, "l")) for c, _, _ in o.conds):
     zeros = max(a_len, g.columns)
