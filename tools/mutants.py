@@ -70,6 +70,7 @@ EDGES = "tests/test_asm_operand_edges.py"
 TENSOR_AMD = ["tests/test_tensor_amd.py", "-k", "(missing_tree_barrier or reduction or long) and MOCKKFD"]
 TENSOR_WAVE = ["tests/test_tensor_amd.py", "-k", "(wave_size_reaches or straddling) and MOCKKFD"]
 # without the compile-time guard: a timing test on a loaded machine fails with no mutant at all
+GEMM = ["tests/test_tensor_matmul.py", "-k", "odd_shapes or cropped or blocks_chunks"]
 SYMBOLIC = ["tests/test_tensor_views.py", "tests/test_tensor_compiler.py", "tests/test_tensor_indexing.py", "-k", "not compile_time"]
 # the newer targeted tests come first in each set (pytest runs its arguments in order and stops at the first failure),
 # except test_launch_args.py: a kernel given misplaced arguments on the CPU engine can crash pytest (SIGSEGV, no verdict)
@@ -259,6 +260,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     "(x // a) // b folded to x // (a + b)", SYMBOLIC),
   M("tensor-view-stride", "tensor", "hcq/tensor/view.py", "if st: off = off + idx * st", "if st > 1: off = off + idx * st",
     "a view drops its stride-1 dimensions from the index", SYMBOLIC),
+  M("tensor-gemm-edge-rows", "tensor", "hcq/tensor/render_gemm.py", 'e(f"  %er.more = icmp slt i64 %er.n, {g.rows}")',
+    'e(f"  %er.more = icmp slt i64 %er.n, {g.rows - 1}")', "a cropped matmul's edge tile never stores its last row", GEMM),
+  M("tensor-gemm-b-panels", "tensor", "hcq/tensor/render_gemm.py", 'e(f"  %pb.pc = icmp slt i64 %pb.pn, {g.panels}")',
+    'e(f"  %pb.pc = icmp slt i64 %pb.pn, {g.panels - 1}")', "b's pack leaves each column block's last panel unpacked", GEMM),
 )
 
 
