@@ -247,8 +247,8 @@ def plan(spec: KernelSpec, name: str) -> LoopKernel:
   tiled = [a for a in lk.unroll if a != lk.vec_axis and a in global_axes]
   rest = [a for a in global_axes if a not in tiled and a != lk.vec_axis]
   if tiled:
-    vector_only = [a for a in rest if all(access_kind(n, spec, a) == "bcast" or access_kind(n, spec, lk.vec_axis) != "bcast" for n in loads)
-                   and any(access_kind(n, spec, a) != "bcast" for n in loads)]
+    readers = {a: [n for n in loads if access_kind(n, spec, a) != "bcast"] for a in rest}   # the loads each axis moves
+    vector_only = [a for a in rest if readers[a] and all(access_kind(n, spec, lk.vec_axis) != "bcast" for n in readers[a])]
     order = [a for a in rest if a not in vector_only[-1:]] + tiled + vector_only[-1:]
   else:
     order = rest + tiled

@@ -343,7 +343,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
           e(f"  %{tag}{r}_{j} = getelementptr {T}, ptr %op, i64 {tile_offset + g.out.index.at(r=r, l=j) - g.out.index.const}")
           e(f"  call void @llvm.prefetch.p0(ptr %{tag}{r}_{j}, i32 1, i32 {locality}, i32 1)")
     if g.panels > 1:   # the next tile's k chunk of a into L2, a share per panel: it comes from L3 in
-      # `rows` runs too short for the hardware's stream prefetch (2048^2, hcq / numpy, paired medians: 0.92-0.96 -> 0.94-1.00)
+      # `rows` runs too short for the hardware's stream prefetch (2048^2, hcq / numpy, paired medians: 0.92-0.98 -> 0.96-1.05)
       line = 64 // isz
       share = -(-g.rows * a_len // line // g.panels)
       e(f"  %apn = mul i64 %q{g.panel_depth}, {share * line}")
