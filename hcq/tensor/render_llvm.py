@@ -84,10 +84,12 @@ class LLVMCPURenderer(Renderer):
   def stores_through(self, spec) -> bool:
     """Only the packed matmul kernel stores through a view (its ragged edge tiles masked): render_gemm. Kept per
     spec key, as the runtime keeps the compiled kernel."""
-    if spec.key not in self._through:
+    through = self._through.get(spec.key)   # (read once: another thread may clear the dict between a test and a read)
+    if through is None:
+      through = gemm_layout(plan(spec, "probe")) is not None
       if len(self._through) >= 4096: self._through.clear()   # a program of ever new shapes: start over
-      self._through[spec.key] = gemm_layout(plan(spec, "probe")) is not None
-    return self._through[spec.key]
+      self._through[spec.key] = through
+    return through
 
   def render(self, lk: LoopKernel) -> str:
     gemm = gemm_layout(lk)
