@@ -70,6 +70,9 @@ def setup_tinygrad():
 CLOCK = time.process_time if ONE_CORE else time.perf_counter  # one core: the process's CPU time, which other load does not inflate
 
 
+WORKERS_PARK_SECONDS = 0.3  # OpenBLAS's idle workers spin ~2^28 cycles (its THREAD_TIMEOUT) before sleeping
+
+
 def timed(fn) -> float:
   t0 = CLOCK()
   fn()
@@ -212,12 +215,15 @@ def main():
     first_tiny = timed(tiny_fn) if tiny_fn else None
     best = {"numpy": [], "hcq": [], "tinygrad": []}
     # blocks of runs per library, alternated: interleaving single runs lets OpenBLAS's and tinygrad's worker
-    # threads (which spin for a while after a call) steal the second core from whoever runs next; on one core (no
-    # worker threads) single runs alternate, so that the machine's load hits both libraries alike
+    # threads (which spin for a while after a call) steal the second core from whoever runs next, so each block
+    # starts after a pause that lets them sleep (a 1024^2 hcq call right after a numpy call: 33 ms median; 0.2 s
+    # later: 18-23 ms); on one core (no worker threads) single runs alternate, so that the machine's load hits both
+    # libraries alike
     blocks, per_block = (max(1, args.repeat), 1) if ONE_CORE else (2, max(1, args.repeat // 2))
     for block in range(blocks):
       for lib, fn in (("numpy", np_fn), ("hcq", hcq_fn), ("tinygrad", tiny_fn)):
         if fn is None: continue
+        if not ONE_CORE: time.sleep(WORKERS_PARK_SECONDS)
         if block < 2: fn()  # a warm-up run per library (the first blocks)
         best[lib].extend(timed(fn) for _ in range(per_block))
     t_np, t_hcq = min(best["numpy"]), min(best["hcq"])
