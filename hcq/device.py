@@ -14,7 +14,7 @@ import operator
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from hcq.buffer import MEMORY_KINDS, Buffer
 from hcq.devstring import BACKENDS, DevSpec, parse_dev
@@ -208,6 +208,16 @@ class Device(metaclass=_DeviceOpener):
       self.timeline_value += 1
     self._taken.__dict__.setdefault("values", []).append(v)
     return v
+
+  def run_submission(self, hand_over: Callable[..., Any], *args: Any) -> None:
+    """Run `hand_over(*args)`, which hands commands to the device: if it raises, signal the timeline values this thread
+    took (submit_refused) and re-raise; after it, mark them submitted. Every submission path goes through here."""
+    try:
+      hand_over(*args)
+    except BaseException:
+      self.submit_refused()
+      raise
+    if self._taken.__dict__: self.submitted()  # only a thread that took values with next_timeline() has any
 
   def submitted(self) -> None:
     """A submission from this thread went in: the values it took with next_timeline() are on their way."""

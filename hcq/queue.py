@@ -103,14 +103,12 @@ class HWQueue:
     """Fill the patch slots from `var_vals` and hand the commands to the device. If that is refused (a missing or
     out-of-range Variable, too many commands for the ring), the device signals the timeline values this thread took
     for it, so later work does not hang on them."""
-    try:
-      self._apply_patches(var_vals)
-      self._submit(device)
-    except BaseException:
-      device.submit_refused()
-      raise
-    if device._taken.__dict__: device.submitted()  # only a thread that took values with next_timeline() has any
+    device.run_submission(self._patch_and_submit, device, var_vals)
     return self
+
+  def _patch_and_submit(self, device: "Device", var_vals: dict[str, int] | None) -> None:
+    self._apply_patches(var_vals)
+    self._submit(device)
 
   def _submit(self, device: "Device") -> None:
     raise NotImplementedError

@@ -87,8 +87,9 @@ def launch(mod, name: str, args: list, grid, block, shared_bytes: int | None = N
   vm.map(PARAMS_VA, pbuf.size, pbuf)
   variables = {}
   for v in mod.globals.values():   # the module's .global variables, placed as a loader would (fresh for each launch)
-    vm.map(va, max(v.size, 1), initial_data(v) if v.size else np.zeros(1, np.uint8))
     variables[v.name], va = va, va + ((v.size + 0xffff) & ~0xffff)
+  for v in mod.globals.values():   # then filled: an initialiser may hold another variable's address
+    vm.map(variables[v.name], max(v.size, 1), initial_data(v, variables) if v.size else np.zeros(1, np.uint8))
   grid = tuple(grid) + (1,) * (3 - len(grid))
   block = tuple(block) + (1,) * (3 - len(block))
   return mod.launch(name, vm, grid, block, params_va=PARAMS_VA, shared_bytes=k.static_shared_bytes if shared_bytes is None else shared_bytes,

@@ -153,6 +153,9 @@ def test_fast_and_generic_launches_send_the_same_bytes(sm):
     dev.synchronize()
     prg(out, x, vals=(11, 0.0, 0, -9, 0.25, 0), local_size=32)
     np.testing.assert_array_equal(out.copyout(np.empty(3, np.int32)).view(np.uint32), [11, np.float32(0.25).view(np.uint32), np.uint32(2**32 - 9)])
+    prg(out, x, vals=(v for v in (12, 0.0, 0, -9, 0.25, 0)), local_size=32)  # a generator: the fast path takes it as the generic one does
+    dev.synchronize()
+    assert out.copyout(np.empty(1, np.int32))[0] == 12
 
 
 @pytest.mark.parametrize("bad", [

@@ -95,3 +95,7 @@ def test_stack_size_is_checked(dev, ptx):
     with pytest.raises(ProgramArgumentError, match=rf"recurse: stack_size={bad}; valid 0\.\.16776624 \(the QMD's 24-bit local size"):
       dev.program(ptx, stack_size=bad)
   assert dev.program(ptx, stack_size=MAX_STACK_SIZE).local_per_thread == 0xFFFFF0
+  for bad in (True, 1024.5, "64"):   # not an int: named with what is valid, at load rather than at the first launch
+    with pytest.raises(ProgramArgumentError, match=rf"recurse: stack_size={bad!r} \({type(bad).__name__}\); valid: an int 0\.\.16776624"):
+      dev.program(ptx, stack_size=bad)
+  assert dev.program(ptx, stack_size=np.int64(1024)).stack_size == 1024

@@ -72,13 +72,25 @@ def test_module_globals_are_read_where_the_launch_says_they_are():
   mod = PTXModule.parse(HEAD + ".global .align 4 .u32 g[2] = {7, 9};\n.global .u64 pg = generic(g);\n"
                         ".visible .entry k(.param .u64 out)\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n"
                         "ld.global.u32 %r1, [g+4]; ld.param.u64 %rd1, [out]; st.global.u32 [%rd1], %r1; ret;\n}\n", "t.ptx")
-  assert set(mod.globals) == {"g", "pg"} and mod.globals["pg"].init == ["g"]
+  assert set(mod.globals) == {"g", "pg"} and mod.globals["pg"].init == [("g", 0)]
   vm, data, out = VirtualMemory(), np.array([5, 6], np.uint32), np.zeros(4, np.uint8)
   vm.map(0x10000, 8, data.view(np.uint8)); vm.map(0x20000, 4, out); vm.map(0x30000, 8, np.frombuffer(np.uint64(0x20000).tobytes(), np.uint8).copy())
   with pytest.raises(SMFault, match=r"kernel k, PTX line 10: module variable 'g' has no address"):
     mod.launch("k", vm, (1, 1, 1), (1, 1, 1), params_va=0x30000)
   mod.launch("k", vm, (1, 1, 1), (1, 1, 1), params_va=0x30000, variables={"g": 0x10000})
   assert out.view(np.uint32)[0] == 6   # the data at the address given, not the PTX's initialiser
+
+
+def test_a_global_initialised_with_an_address_and_offset_points_there():
+  """`__device__ int *p = &x[1];` (PTX `.global .u64 p = generic(x)+4;`): the launch fills the pointer with x's address
+  plus the offset, as the loader's R_CUDA_G64 relocation does, and the kernel reads x[1] through it."""
+  mod = PTXModule.parse(HEAD + ".global .align 4 .u32 x[2] = {5, 7};\n.global .align 8 .u64 p = generic(x)+4;\n"
+                        ".visible .entry k(.param .u64 out)\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n"
+                        "ld.global.u64 %rd2, [p]; ld.global.u32 %r1, [%rd2]; ld.param.u64 %rd1, [out]; st.global.u32 [%rd1], %r1; ret;\n}\n", "t.ptx")
+  assert mod.globals["p"].init == [("x", 4)]
+  out = np.zeros(1, np.uint32)
+  launch(mod, "k", [out], (1,), (1,))
+  assert out[0] == 7
 
 
 # --- faults -------------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
-from hcq.drivers.nv.cubin import Cubin, read_cubin
+from hcq.drivers.nv.cubin import Cubin, bank_number, read_cubin
 from hcq.errors import HCQError
 
 PTXAS_PACKAGE, NVRTC_PACKAGE = "nvidia-cuda-nvcc", "nvidia-cuda-nvrtc"
@@ -126,10 +126,9 @@ def record(cubin: Cubin, ptx: str) -> None:
   """Remember, for each kernel of a cubin ptxas made from `ptx`, which PTX its code runs, and where its code finds the
   module's variables: a .const one in its constant bank (.nv.constant3), a .global one's address in the constant-bank
   word ptxas relocates to it (R_CUDA_64 against .nv.constant4), so the emulated SM reads them where the driver put them."""
-  bank = lambda section: int(section[len(".nv.constant"):].partition(".")[0])
   for k in cubin.kernels.values():
-    consts = tuple((v.name, bank(v.section), v.offset) for v in k.variables.values() if v.section.startswith(".nv.constant"))
-    slots = tuple((r.symbol, bank(r.target), r.offset, r.addend or 0) for r in k.relocations
+    consts = tuple((v.name, bank_number(v.section), v.offset) for v in k.variables.values() if v.section.startswith(".nv.constant"))
+    slots = tuple((r.symbol, bank_number(r.target), r.offset, r.addend or 0) for r in k.relocations
                   if r.type_name == "R_CUDA_64" and r.target.startswith(".nv.constant") and r.symbol in k.variables
                   and k.variables[r.symbol].section.startswith(".nv.global"))
     SASS_RECORDS.add(k.code, SASSRecord(ptx, k.name, cubin.arch, k.registers, k.stack_size, k.shared_size, k.param_base, k.param_size, k.barriers,

@@ -83,6 +83,11 @@ class CubinVariable:
 VARIABLE_SECTIONS = (".nv.global", ".nv.global.init", ".nv.constant3")
 
 
+def bank_number(section: str) -> int:
+  """The constant bank of a `.nv.constant<N>[.<kernel>]` section name."""
+  return int(section[len(".nv.constant"):].partition(".")[0])
+
+
 @dataclass
 class CubinKernel:
   """One kernel entry of a cubin."""

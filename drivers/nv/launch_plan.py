@@ -80,12 +80,7 @@ class LaunchPlan:
       _Q.pack_into(mem, at + self.payload_at, self.payload_base | v)
       _Q.pack_into(mem, at + self.wait_at, v - 1)  # the acquire's payload: its lower and upper words
       _I.pack_into(mem, at + self.qmd_slot_at, addr >> 8)  # SEND_PCAS_A
-      try:
-        dev.push_methods(self.channel, addr + self.kernarg_size, self.nwords)
-      except BaseException:
-        dev.submit_refused()
-        raise
-      if dev._taken.__dict__: dev.submitted()
+      dev.run_submission(dev.push_methods, self.channel, addr + self.kernarg_size, self.nwords)
       dev.timeline_value = v + 1
 
   def _packed(self, bufs: Sequence[Any], vals: Sequence[Any]) -> bytearray:

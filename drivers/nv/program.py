@@ -7,13 +7,14 @@ address (SEND_PCAS_A) and schedules it; the QMD points at the bank, the code and
 """
 from __future__ import annotations
 import ctypes
+import operator
 import re
 import struct
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hcq.autogen.nv import clc6c0, clc7c0, clc9c0, clcbc0, clcdc0, clcec0
 from hcq.drivers.nv.compile import compile_ptx, cuda_to_ptx, llvm_to_ptx
-from hcq.drivers.nv.cubin import DRIVER_CONSTANTS, CubinError, CubinKernel, read_cubin
+from hcq.drivers.nv.cubin import DRIVER_CONSTANTS, CubinError, CubinKernel, bank_number, read_cubin
 from hcq.drivers.nv.launch_plan import LaunchPlan
 from hcq.drivers.nv.qmd import QMD_ALIGN, QMD_LAYOUTS, RELEASE_FOUR_WORDS, RELEASE_MEMBAR_SYS, RELEASE_ONE_WORD, QMDAddress, QMDPatch, encode_qmd
 from hcq.drivers.nv.relocate import apply_relocations
@@ -113,7 +114,7 @@ class NVProgram(Program):
     self.globals = {sec: device.alloc(max(size, 1), "device") for sec, (size, _) in k.globals.items()}
     places = {f".text.{name}": bytearray(k.code), **{sec: bytearray(init.ljust(size, b"\0")) for sec, (size, init) in k.globals.items()}}
     banks = {i: bytearray(d) for i, d in k.constant_banks.items()}
-    places.update({r.target: banks[int(r.target[len(".nv.constant"):].partition(".")[0])] for r in k.relocations if r.target.startswith(".nv.constant")})
+    places.update({r.target: banks[bank_number(r.target)] for r in k.relocations if r.target.startswith(".nv.constant")})
     apply_relocations(k, places, {sec: buf.addr for sec, buf in self.globals.items()})
     for sec, buf in self.globals.items(): device.upload(buf, bytes(places[sec]))
     code = bytes(places[f".text.{name}"])
@@ -133,8 +134,14 @@ class NVProgram(Program):
       device.upload(buf, bytes(data))
     self.max_shared = MAX_SHARED_PER_BLOCK.get(arch, 48 << 10)
     self.shared_size = k.shared_size
-    if stack_size is not None and not 0 <= stack_size <= MAX_STACK_SIZE:
-      raise ProgramArgumentError(f"{name}: stack_size={stack_size}; valid 0..{MAX_STACK_SIZE} (the QMD's 24-bit local size holds it and {STACK_RESERVED:#x} more)")
+    if stack_size is not None:   # an int (numpy's too), not a bool or a float: the QMD field takes whole bytes
+      try:
+        if isinstance(stack_size, bool): raise TypeError
+        stack_size = operator.index(stack_size)
+      except TypeError:
+        raise ProgramArgumentError(f"{name}: stack_size={stack_size!r} ({type(stack_size).__name__}); valid: an int 0..{MAX_STACK_SIZE}") from None
+      if not 0 <= stack_size <= MAX_STACK_SIZE:
+        raise ProgramArgumentError(f"{name}: stack_size={stack_size}; valid 0..{MAX_STACK_SIZE} (the QMD's 24-bit local size holds it and {STACK_RESERVED:#x} more)")
     stack = max(k.stack_size, stack_size if stack_size is not None else DEFAULT_STACK_SIZE if k.stack_unbounded else 0)
     self.stack_size = (stack + 15) // 16 * 16
     self.local_per_thread = self.stack_size + STACK_RESERVED if stack else 0  # the QMD's high local part
@@ -153,7 +160,7 @@ class NVProgram(Program):
     its module: two programs of one cubin have their own variables."""
     v = self.kernel.variables.get(name)
     if v is None: raise HCQError(f"{self.name}: no module variable {name!r}; the module has {', '.join(sorted(self.kernel.variables)) or 'none'}")
-    buf = self.globals.get(v.section) if v.section.startswith(".nv.global") else self.banks.get(int(v.section[len(".nv.constant"):]))
+    buf = self.globals.get(v.section) if v.section.startswith(".nv.global") else self.banks.get(bank_number(v.section))
     if buf is None: raise HCQError(f"{self.name}: module variable {name!r} is in {v.section}, which this program did not load")
     return buf.offset(v.offset, v.size)
 
@@ -242,7 +249,7 @@ class NVProgram(Program):
         plan = self._plans.get((gs, ls, shared))
         if plan is None: plan = self._plans[(gs, ls, shared)] = LaunchPlan(self, gs, ls, self.shared_size if shared is None else shared)
         if ints: self._plans[(global_size, local_size, shared)] = plan
-      return plan.launch(bufs, vals)
+      return plan.launch(bufs, vals if type(vals) is tuple else tuple(vals))  # a generator or list as the generic path takes it
     gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
     return self.device.launch(self, self.kernargs(bufs, tuple(vals), gs, ls, shared), gs, ls, wait)
 

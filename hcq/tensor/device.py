@@ -17,6 +17,7 @@ render_llvm._KernelWriter.hcq_entry). On AMD and NV the renderer's launch dimens
 cubin's) kernel as is."""
 from __future__ import annotations
 import collections
+import dataclasses
 import os
 import threading
 import numpy as np
@@ -159,8 +160,7 @@ def device_name(spec) -> str:
   """The tensor device name of a parsed DEV string: the string without the renderer (the tensor compiler picks it per
   device: LLVM for both), so `CPU` and `CPU:LLVM` are one device, `MOCKKFD+AMD::gfx1100` and `MOCKKFD+AMD` two; the
   device index and partition mode stay (`MOCKKFD+AMD:3::gfx942:CPX`)."""
-  from dataclasses import replace
-  return str(replace(spec, renderer=None))
+  return str(dataclasses.replace(spec, renderer=None))
 
 
 def default_device() -> str:

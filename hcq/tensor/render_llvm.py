@@ -23,10 +23,8 @@ class Renderer:
   def adapt(self, lk: LoopKernel) -> LoopKernel:
     """The loop plan as this target runs it (the CPU's plan as is; a GPU may drop SIMD lanes, unrolls, threads)."""
     return lk
+  stores_views = False  # whether some kernel may store through a view (KernelSpec.out_view): then stores_through(spec) says which
   def render(self, lk: LoopKernel) -> str: raise NotImplementedError
-  def stores_through(self, spec) -> bool:
-    """Whether this target renders `spec` with its out_view (a store through a view, some elements not stored)."""
-    return False
   def launch(self, lk: LoopKernel) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...]]:
     """(global_size, local_size, vals) of one run of the rendered kernel."""
     raise NotImplementedError
@@ -77,6 +75,7 @@ class Value:
 class LLVMCPURenderer(Renderer):
   """Loop IR → LLVM IR for the host CPU (see the module docstring)."""
   target = "cpu"
+  stores_views = True
 
   def __init__(self) -> None:
     self._through: dict[str, bool] = {}   # spec key -> stores_through (planning it costs ~5 ms of a call)

@@ -49,8 +49,8 @@ class KernelSpec:
   """What one kernel computes: store `ast` (evaluated over out_shape) into buffer 0. Loads index buffers 1...
   full_shape is the loop space (out_shape with reduce axes at their full size); reduce_axes may be empty.
   out_view: where each element of out_shape goes in buffer 0 and whether it is stored at all (a crop's cut-off
-  elements are not); None: buffer 0 is out_shape in row-major order. Only a renderer whose `stores_through` accepts
-  the spec gets one."""
+  elements are not); None: buffer 0 is out_shape in row-major order. Only a renderer with `stores_views` whose
+  `stores_through` accepts the spec gets one."""
   ast: KOp
   out_shape: tuple[int, ...]
   out_dtype: DType
@@ -141,7 +141,7 @@ class Scheduler:
     """`node`, a crop of an unrealized reduction, computed by the reduction's kernel storing through `out_view`
     straight into node's buffer (no copy kernel after it), where the device's renderer takes such a kernel."""
     renderer = getattr(self.device, "renderer", None)
-    if renderer is None or not hasattr(renderer, "stores_through"): return False
+    if not getattr(renderer, "stores_views", False): return False   # asked before building: the AMD and NV renderers never do
     full_shape, reduce_axes = reduce.srcs[0].shape, reduce.arg[1]
     builder = _KernelBuilder(self, full_shape, reduce_axes)
     ast = builder.build(reduce, ShapeTracker.contiguous(reduce.shape))

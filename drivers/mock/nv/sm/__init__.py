@@ -21,14 +21,20 @@ __all__ = ["PTXModule", "PTXError", "SMFault", "Kernel", "initial_data"]
 MAX_BLOCK_THREADS = 1024   # every arch from sm_20 on (CUDA C Programming Guide, "Compute capabilities")
 
 
-def initial_data(v: Variable) -> np.ndarray:
-  """A module variable's initial bytes from its PTX initialiser (zeros where it has none); ValueError for an initialiser
-  that is another variable's address (a loader's relocation)."""
+def initial_data(v: Variable, addresses: dict[str, int] | None = None) -> np.ndarray:
+  """A module variable's initial bytes from its PTX initialiser (zeros where it has none). An entry that is another
+  variable's address ((name, offset): a loader's relocation) takes it from `addresses`; ValueError without one."""
   from .types import VALUE_DTYPE
   data = np.zeros(v.size, np.uint8)
   if v.init:
-    if any(isinstance(x, str) for x in v.init): raise ValueError(f"{v.name}: its initialiser holds addresses (a loader relocates those)")
-    vals = np.array(v.init[: v.count]).astype(VALUE_DTYPE[v.type] if v.type != "bf16" else np.uint16)
+    init = []
+    for x in v.init[: v.count]:
+      if isinstance(x, tuple):
+        if addresses is None or x[0] not in addresses:
+          raise ValueError(f"{v.name}: its initialiser holds the address of {x[0]!r}, which is not placed (a loader relocates those)")
+        x = addresses[x[0]] + x[1]
+      init.append(x)
+    vals = np.array(init).astype(VALUE_DTYPE[v.type] if v.type != "bf16" else np.uint16)
     data[: vals.nbytes] = vals.view(np.uint8)
   return data
 

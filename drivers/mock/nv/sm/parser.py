@@ -358,8 +358,8 @@ class _Parser:
     return v
 
   def _initializer(self, symbols: bool = False) -> list:
-    """Initial values; with `symbols` (a .global's) also a variable's address, `name`, `name+N` or `generic(name)`,
-    kept as the name: the loader relocates those (R_CUDA_G64), the SM never reads a .global's initialiser."""
+    """Initial values; with `symbols` (a .global's) also a variable's address, `name`, `name+N` or `generic(name)[+N]`,
+    kept as (name, N): the loader relocates those (R_CUDA_G64), the SM never reads a .global's initialiser."""
     out = []
     if self.accept("{"):
       while not self.accept("}"):
@@ -372,8 +372,7 @@ class _Parser:
       if t.text == "generic" and self.accept("("):
         t = self.next("a variable's name")
         self.expect(")")
-      if self.accept("+"): self.number("an offset")
-      return [t.text]
+      return [(t.text, self.number("an offset") if self.accept("+") else 0)]
     if t.kind != "num": raise self.err(t, f"initial value {t.text!r}: expected a number (a variable's address initialises only a .global)")
     return [_imm(t, neg).value]
 
