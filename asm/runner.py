@@ -232,18 +232,19 @@ def _warm_up(dev, prg) -> None:
 def _watch_core(dev, args, faults: list[BaseException]) -> None:
   """The emulated GPU's shader core, wrapped: a fault's wave state is kept for the report, and --trace and
   --max-instructions trace and bound the dispatch."""
-  from hcq.asm.emu.dispatch import from_state, launch
+  from hcq.drivers.mock.amdgpu.gpu import default_shader_core
   gpu = _emulated_gpu(dev)
   inner = gpu.shader_core
 
   def trace(wave: int, pc: int, text: str, writes: list[str]) -> None:
     print(f"  wave {wave} pc {pc:#06x}: {text:<48s} {' '.join(writes)}")
 
+  if args.trace is not None or args.max_instructions is not None:   # the same core, bounded and traced
+    inner = default_shader_core(max_instructions=args.max_instructions, trace=trace if args.trace is not None else None, trace_wave=args.trace)
+
   def core(gpu, state, cancel=None):
     try:
-      if args.trace is None and args.max_instructions is None: return inner(gpu, state, cancel=cancel)
-      return launch(gpu.mem, from_state(state, gpu.board.gfx_target, gpu.shader_board()), args.max_instructions, trace=trace if args.trace is not None else None,
-                    trace_wave=args.trace, cancel=cancel, share=state.share)
+      return inner(gpu, state, cancel=cancel)
     except Exception as e:
       faults.append(e)
       raise

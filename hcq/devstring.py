@@ -81,7 +81,7 @@ def parse_dev(text: str) -> DevSpec:
   device = _choose("device", device, tuple(BACKENDS), text)
   backend = BACKENDS[device]
   index = None
-  if rest and rest[0].isdigit():  # renderers are words: a number after DEVICE is the index
+  if rest and rest[0].isascii() and rest[0].isdigit():  # renderers are words: a number after DEVICE is the index ("²" is not one)
     if not backend.indexed: raise DevStringError(f"DEV string {text!r}: {device} takes no device index. {GRAMMAR}")
     index = int(rest.pop(0))
   if len(rest) > 3: raise DevStringError(f"DEV string {text!r} has too many ':'-separated parts. {GRAMMAR}")

@@ -16,7 +16,7 @@ from hcq.drivers.mock.amdgpu.gpu import BOARDS, BoardSpec, boards_for
 # an arch, or ARCH:PARTITION for a board in a partition mode (the DEV string's tail; the tests open its node 0):
 # gfx942:cpx is one XCC of the MI300X in CPX mode, one of 8 KFD nodes
 ARCHS = (*BOARDS, "gfx942:cpx")
-RDNA_ARCHS = tuple(a for a in BOARDS if BOARDS[a].family != "gfx9")  # the boards whose scratch ring the emulator models
+RDNA_ARCHS = tuple(a for a in BOARDS if BOARDS[a].family != "gfx9")  # the boards whose scratch ring counts WAVES per shader engine (gfx942: per XCC)
 ALL_BOARDS = os.environ.get("HCQ_TEST_ALL_BOARDS") == "1"
 
 
@@ -69,13 +69,23 @@ v_add_u32 v2, v2, v0
 v_add_u32 v2, 1, v2
 global_store_dword v1, v2, s[6:7]
 s_endpgm"""
+# x[i] += i over one workgroup of two waves, GCN-spelled (spelled_for gives each board's ISA)
+ADD_ID = """s_load_dwordx2 s[2:3], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+v_lshlrev_b32 v1, 2, v0
+global_load_dword v2, v1, s[2:3]
+s_waitcnt vmcnt(0)
+v_add_u32 v2, v2, v0
+global_store_dword v1, v2, s[2:3]
+s_endpgm
+"""
 _RDNA = {"s_load_dwordx2": "s_load_b64", "global_load_dword": "global_load_b32", "global_store_dword": "global_store_b32",
          "v_add_u32": "v_add_nc_u32"}
 _GFX12_WAITS = {"s_waitcnt lgkmcnt(0)": "s_wait_kmcnt 0x0", "s_waitcnt vmcnt(0)": "s_wait_loadcnt 0x0"}
 
 
 def spelled_for(arch: str, gcn: str) -> str:
-  """GCN-spelled code (the few instructions ADD_WG uses) in the board's spellings: as is on gfx942, RDNA's names on
+  """GCN-spelled code (the few instructions ADD_WG and ADD_ID use) in the board's spellings: as is on gfx942, RDNA's names on
   gfx11, and gfx12's split wait counters too."""
   family = board(arch).family
   if family == "gfx9": return gcn

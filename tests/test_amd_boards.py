@@ -19,8 +19,7 @@ from hcq.drivers.mock.kfd import MockKFD, crc16, generate_gpu_id
 from hcq.drivers.mock.os import MockKFDOS, mock_kfd_os
 from hcq.errors import DevStringError, HCQError
 
-from tests.test_asm_cli import ADD_ID  # x[i] += i in each ISA; gfx9's runs on a partition of the MI300X here too
-ADD_ID_GFX9 = ADD_ID["gfx9"]
+from tests.amd_boards import ADD_ID as ADD_ID_GFX9  # x[i] += i, GCN-spelled: gfx9's runs on a partition of the MI300X here too
 
 
 def run(*args: str, env: dict | None = None):
@@ -91,7 +90,7 @@ def test_mi300x_partitions_as_amdgpu_and_amdkfd_present_them(mode, parts):
   __aqua_vanjaram_get_xcc_per_xcp: 8 / 2 / 4 / 8 per mode), its CUs (kfd_crat.c: CUs / num_nodes), array_count x its
   num_xcc, its share of VRAM (amdgpu_amdkfd_xcp_memory_size), location_id | node id and the PCI id as hive_id
   (kfd_topology.c, kfd_device.c), the 16 SDMA engines split (kfd_get_num_sdma_engines: at most 2 PCIe, the rest XGMI) and
-  a distinct non-zero 16-bit gpu_id. Partition 0 renders through the PCI device, the others through amdgpu_xcp_N platform
+  a distinct non-zero 16-bit gpu_id. Partition 0 renders through the PCI device, the others through amdgpu_xcp.N platform
   devices without amdgpu's attributes; the PCI device shows the mode and the whole GPU's VRAM."""
   osl = mock_kfd_os("gfx942", mode)
   topo = "/sys/devices/virtual/kfd/kfd/topology/nodes"
@@ -105,7 +104,7 @@ def test_mi300x_partitions_as_amdgpu_and_amdkfd_present_them(mode, parts):
     assert f"size_in_bytes {(192 << 30) // parts}\n" in osl.read_text(f"{topo}/{i + 1}/mem_banks/0/properties")
     gpu_ids.add(int(osl.read_text(f"{topo}/{i + 1}/gpu_id")))
     render = f"/sys/class/drm/renderD{128 + i}"
-    assert ("/devices/platform/amdgpu_xcp_" in osl.readlink(render)) == (i > 0)
+    assert ("/devices/platform/amdgpu_xcp." in osl.readlink(render)) == (i > 0)
     assert osl.exists(f"{render}/device/ip_discovery") == (i == 0)
   assert len(gpu_ids) == parts and all(0 < g < 1 << 16 for g in gpu_ids)
   # kfd_generate_gpu_id: lib/crc16.c's CRC (its check value: 0xBB3D for "123456789") over the node's PCI place, memory and XCCs
@@ -148,6 +147,19 @@ def test_spellings_of_one_partition_open_one_device():
   assert cpx.node.index == 3 and cpx.partition == "CPX/NPS1" and cpx is not hcq.Device("MOCKKFD+AMD:2::gfx942:cpx/nps4")
   # the partitions of one emulated GPU are nodes of one machine, as on real hardware
   assert hcq.Device("MOCKKFD+AMD:6::gfx942:cpx").os is hcq.Device("MOCKKFD+AMD:7::gfx942:cpx").os
+
+
+def test_on_a_real_kfd_the_mode_the_gpu_is_in_need_not_be_named(monkeypatch):
+  """canonical_spec on a KFD topology (the emulated machine standing in for the host's sysfs): a GPU in CPX mode is the
+  same node whether a DEV string names CPX or not, so every spelling opens one Device; a mode it is not in stays named
+  (and opening it is refused)."""
+  import hcq.drivers.os as host_os
+  machine = mock_kfd_os("gfx942", "CPX")
+  monkeypatch.setattr(host_os, "HostOS", lambda: machine)
+  canon = lambda text: str(AMDDevice.canonical_spec(parse_dev(text)))
+  assert canon("AMD") == canon("KFD+AMD::gfx942") == canon("KFD+AMD::gfx942:cpx") == canon("KFD+AMD:0::gfx942:CPX/NPS1") == "KFD+AMD::gfx942"
+  assert canon("KFD+AMD:2::gfx942:cpx") == canon("AMD:2") == "KFD+AMD:2::gfx942"
+  assert canon("KFD+AMD::gfx942:spx") == "KFD+AMD::gfx942:SPX" and canon("KFD+AMD::gfx942:cpx/nps4") == "KFD+AMD::gfx942:CPX/NPS4"
 
 
 def test_a_partition_mode_the_gpu_is_not_in_is_refused_with_how_to_switch():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hcq.drivers.mock.amdgpu.gpu import BOARDS
-from tests.amd_boards import board, lanes
+from tests.amd_boards import ADD_ID, board, lanes, spelled_for
 from tests.tools import require_tool
 
 ADD = """; c[i] = a[i] + b[i]: s[0:1] kernarg pointer, s2 workgroup id x, v0 thread id
@@ -26,26 +26,6 @@ s_endpgm
 """
 
 
-# x[i] += i over one workgroup of two waves, in each board's ISA: gfx11's spellings, gfx12's split wait counters
-# (KMcnt, LOADcnt), gfx9's GCN spellings (gfx942)
-ADD_ID = {"gfx11": """s_load_b64 s[2:3], s[0:1], null
-s_waitcnt lgkmcnt(0)
-v_lshlrev_b32 v1, 2, v0
-global_load_b32 v2, v1, s[2:3]
-s_waitcnt vmcnt(0)
-v_add_nc_u32 v2, v2, v0
-global_store_b32 v1, v2, s[2:3]
-s_endpgm
-""", "gfx9": """s_load_dwordx2 s[2:3], s[0:1], 0x0
-s_waitcnt lgkmcnt(0)
-v_lshlrev_b32 v1, 2, v0
-global_load_dword v2, v1, s[2:3]
-s_waitcnt vmcnt(0)
-v_add_u32 v2, v2, v0
-global_store_dword v1, v2, s[2:3]
-s_endpgm
-"""}
-ADD_ID["gfx12"] = ADD_ID["gfx11"].replace("s_waitcnt lgkmcnt(0)", "s_wait_kmcnt 0x0").replace("s_waitcnt vmcnt(0)", "s_wait_loadcnt 0x0")
 WAIT_FOR_LOAD = {"gfx11": "s_waitcnt vmcnt(0)", "gfx12": "s_wait_loadcnt", "gfx9": "s_waitcnt vmcnt(0)"}
 
 
@@ -79,7 +59,7 @@ def test_run_on_each_emulated_board(tmp_path, arch):
   """No --dev: the arch's own emulated board, said once; two waves of the board's size (the second wave's trace shows
   lanes from one wave on: v2 = 2 x lanes), the result checked to the last element."""
   family, n = board(arch).family, 2 * lanes(arch)
-  (tmp_path / "add.s").write_text(ADD_ID[family])
+  (tmp_path / "add.s").write_text(spelled_for(arch, ADD_ID))
   out = hcq_asm("run", str(tmp_path / "add.s"), "--arch", arch, "--arg", f"x=buffer:u32:{n}:arange", "--block", str(n),
                 "--trace", "1", "--show", str(n))
   assert out.returncode == 0, out.stderr

@@ -84,6 +84,7 @@ def test_dev_strings(text, spec):
   ("AMX", r"unknown device 'AMX' .*did you mean AMD.*valid devices: AMD, NV, CPU"),
   ("FOO+AMD", r"unknown interface 'FOO' .*valid interfaces: KFD, MOCKKFD"),
   ("AMD:GLSL", r"unknown renderer 'GLSL' .*valid renderers: LLVM, ASM"),
+  ("AMD:²", r"unknown renderer '²' .*valid renderers: LLVM, ASM"),   # a digit to str.isdigit, not a device index
   ("AMD::gfx1101", r"unknown arch 'gfx1101' .*valid archs: gfx1100, gfx1201, gfx942"),
   ("AMD:LLVM:gfx942:cpx:x", r"too many ':'-separated parts"), ("AMD:LLVM:gfx942:x", r"unknown partition 'x' .*valid partitions: SPX, DPX, TPX, QPX, CPX"),
   ("AMD::gfx942:cpx/nps5", r"unknown memory partition 'nps5' .*valid memory partitions: NPS1, NPS2"),

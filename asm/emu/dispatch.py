@@ -106,16 +106,17 @@ def from_state(state, arch: str = "gfx1100", board: Board = Board()) -> Dispatch
 def dispatch(mem: VirtualMemory, state, max_instructions: int | None = DEFAULT_MAX_INSTRUCTIONS,
              cancel: Callable[[], bool] | None = None, arch: str = "gfx1100", board: Board = Board(),
              interleave: int | None | str = "env", share: tuple[int, int, int] | None = None,
-             vet: Callable[[Dispatch], None] | None = None) -> Stats:
+             vet: Callable[[Dispatch], None] | None = None, trace: Callable | None = None, trace_wave: int | None = None) -> Stats:
   """Run the grid a DISPATCH_DIRECT describes (the mock GPU's shader core, whose board says `arch` and its engines).
   Raises PageFault / WaveError on faults; HCQ_EMU_MAX_INSTRUCTIONS bounds a runaway kernel; `cancel()` true stops it
   with Cancelled. `interleave`: a seed for interleaved waves (see `launch`), None for lockstep, "env" for
   HCQ_EMU_INTERLEAVE's. `share`: (chunk, parts, part) runs only the workgroups of one XCC (see `share_of`). `vet(d)`
-  sees the decoded dispatch before it runs and may refuse it (the mock GPU checks its XCCs' scratch rings there)."""
+  sees the decoded dispatch before it runs and may refuse it (the mock GPU checks its XCCs' scratch rings there);
+  `trace`/`trace_wave` as for `launch`."""
   seed = interleave_from_env() if interleave == "env" else interleave
   d = from_state(state, arch, board)
   if vet is not None: vet(d)
-  return launch(mem, d, max_instructions, cancel=cancel, interleave=seed, share=share)
+  return launch(mem, d, max_instructions, trace=trace, trace_wave=trace_wave, cancel=cancel, interleave=seed, share=share)
 
 
 def share_of(groups: int, share: tuple[int, int, int] | None) -> np.ndarray | None:

@@ -20,7 +20,7 @@ BLOCKS: list[tuple[str, str, str, str]] = [
   (name, f"include/asic_reg/{folder}/{name}_offset.h", f"include/asic_reg/{folder}/{name}_sh_mask.h", package)
   for folder, name, package in [("gc", "gc_11_0_0", LINUX_SOURCE_PKG), ("nbio", "nbio_4_3_0", LINUX_SOURCE_PKG),
                                 ("oss", "osssys_6_0_0", LINUX_SOURCE_PKG), ("hdp", "hdp_6_0_0", LINUX_SOURCE_PKG),
-                                ("mmhub", "mmhub_3_0_0", LINUX_SOURCE_PKG), ("gc", "gc_9_4_2", LINUX_SOURCE_PKG),
+                                ("mmhub", "mmhub_3_0_0", LINUX_SOURCE_PKG),
                                 ("gc", "gc_12_0_0", "linux-source-6.12"),
                                 ("gc", "gc_9_4_3", "linux-source-6.12")]
 ]

@@ -6,6 +6,7 @@ saying so once.
 """
 from __future__ import annotations
 import ctypes
+from array import array
 import sys
 import threading
 import time
@@ -90,6 +91,20 @@ def _pick_node(spec: DevSpec, nodes: list[GPUNodeInfo]) -> GPUNodeInfo:
   return matching[index]
 
 
+def partition_modes(osl, node: GPUNodeInfo) -> str:
+  """The node's GPU's compute/memory partition modes as amdgpu's sysfs shows them ("CPX/NPS4"); "" on a GPU without them."""
+  folder = node.amdgpu_dir(osl)
+  try:
+    return "/".join(osl.read_text(f"{folder}/current_{kind}_partition").strip() for kind in ("compute", "memory"))
+  except OSError:
+    return ""
+
+
+def in_partition(partition: str, modes: str) -> bool:
+  """Whether a DEV string's PARTITION (memory mode NPS1 left out) names the modes a GPU is in."""
+  return partition in (modes, modes.removesuffix("/NPS1"))
+
+
 class AMDDevice(StagedCopies, Device):
   """See the module docstring."""
   va_space = VA_SPACE  # bytes of address space reserved at open (a class attribute, so a test can make it small)
@@ -103,8 +118,8 @@ class AMDDevice(StagedCopies, Device):
     self.os = os_layer or _open_os(spec)
     self.node = _pick_node(spec, gpu_nodes(self.os))
     self.arch = self.node.arch
-    self.partition = self._partition_modes()
-    if spec.partition and spec.partition not in (self.partition, self.partition.removesuffix("/NPS1")):
+    self.partition = partition_modes(self.os, self.node)
+    if spec.partition and not in_partition(spec.partition, self.partition):
       raise HCQError(f"{spec}: the GPU of KFD node {self.node.index} is in partition mode {self.partition or 'none'}, not "
                      f"{spec.partition}; root switches it (echo MODE > {self.node.amdgpu_dir(self.os)}/current_compute_partition)")
     family = f"gfx{self.node.properties['gfx_target_version'] // 10000}"
@@ -141,14 +156,6 @@ class AMDDevice(StagedCopies, Device):
     self._xcc_sync, self._barriers_taken = sync, 0
     self._arena, self._arena_put, self._arena_busy = self.alloc(IB_ARENA_BYTES, "host"), 0, []
     return XCCSplit(xccs, sync.addr)
-
-  def _partition_modes(self) -> str:
-    """The GPU's compute/memory partition modes as amdgpu's sysfs shows them ("CPX/NPS4"); "" on a GPU without them."""
-    folder = self.node.amdgpu_dir(self.os)
-    try:
-      return "/".join(self.os.read_text(f"{folder}/current_{kind}_partition").strip() for kind in ("compute", "memory"))
-    except OSError:
-      return ""
 
   def _ip_discovery(self, block: str, name: str) -> str:
     """One file of a hardware block in the IP discovery table the amdgpu driver exposes in sysfs."""
@@ -347,10 +354,13 @@ class AMDDevice(StagedCopies, Device):
     from hcq.drivers.os import HostOS
     iface, arch, index, partition = spec.iface, spec.arch, spec.index, spec.partition
     if iface != "MOCKKFD":
-      nodes = gpu_nodes(HostOS())
+      host = HostOS()
+      nodes = gpu_nodes(host)
       if nodes and not arch:  # the arch of the node the index picks, and the index among the nodes of that arch
         node = _pick_node(spec, nodes)
         arch, index = node.arch, [n for n in nodes if n.arch == node.arch].index(node)
+      if nodes and partition and in_partition(partition, partition_modes(host, _pick_node(DevSpec(spec.device, iface, None, arch, index, None), nodes))):
+        partition = None  # the mode the GPU is in: naming it or not opens the same node
       if nodes or iface == "KFD": iface = "KFD"
     if iface in (None, "MOCKKFD"):
       from hcq.drivers.mock.amdgpu.gpu import board_for, boards_for

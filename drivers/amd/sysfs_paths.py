@@ -5,7 +5,7 @@ from __future__ import annotations
 def amdgpu_device_dir(osl, properties: dict[str, int]) -> str:
   """The sysfs folder of the amdgpu PCI device behind a KFD GPU node with these topology `properties` (IP discovery,
   partition modes, memory counters, hwmon). Usually the node's render node's device. On an MI300 in a partition mode only
-  partition 0 renders through the PCI device; the others render through amdgpu_xcp_N platform devices that carry none of
+  partition 0 renders through the PCI device; the others render through amdgpu_xcp.N platform devices that carry none of
   amdgpu's attributes (amdgpu_xcp.c amdgpu_xcp_dev_alloc, amdxcp/amdgpu_xcp_drv.c), and kfd_topology.c
   kfd_topology_add_device ORs the node id into location_id's function bits, so the PCI device is function 0 there."""
   render = f"/sys/class/drm/renderD{properties.get('drm_render_minor', 0)}"

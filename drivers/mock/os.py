@@ -69,12 +69,14 @@ _partitioned: dict[tuple[str | None, str], "MockKFDOS"] = {}  # this process's e
 def partition_os(arch: str | None, partition: str, index: int) -> "MockKFDOS":
   """The emulated machine for partition `index` of a board in `partition` mode: one per process, as a real GPU's
   partitions are KFD nodes of one machine that one process may open side by side (each Device binds its own node). A
-  partition already bound there (a second Device of it, as another process would open) gets a machine of its own."""
+  partition already bound there (a second Device of it, as another process would open) gets a machine of its own; the
+  process's machine stays the one its other partitions open."""
   key = (arch, partition)
   machine = _partitioned.get(key)
-  nodes = list(machine.kfd.nodes.values()) if machine else []
-  if machine is None or (index < len(nodes) and nodes[index].drm_fd is not None):
+  if machine is None:
     machine = _partitioned[key] = mock_kfd_os(arch, partition)
+  elif index < len(nodes := list(machine.kfd.nodes.values())) and nodes[index].drm_fd is not None:
+    return mock_kfd_os(arch, partition)
   return machine
 
 
@@ -186,14 +188,16 @@ class MockKFDOS(MockTreeOS):
         f[f"{n}/name"] = "ip discovery\n"
         f[f"{n}/properties"] = _node_properties(node.board, node.gpu_id, node.render_minor, bus << 8)
         f[f"{n}/mem_banks/0/properties"] = f"heap_type 1\nsize_in_bytes {node.board.vram_bytes}\nflags 0\nwidth {node.board.vram_bus_width}\nmem_clk_max {node.board.vram_clk_mhz}\n"
-        # partition 0 renders through the PCI device; the others through amdgpu_xcp_N platform devices that carry none of
-        # amdgpu's attributes (amdgpu_xcp.c amdgpu_xcp_dev_alloc, amdxcp/amdgpu_xcp_drv.c amdgpu_xcp_drm_dev_alloc)
+        # partition 0 renders through the PCI device; the others through amdgpu_xcp.N platform devices that carry none of
+        # amdgpu's attributes (amdgpu_xcp.c amdgpu_xcp_dev_alloc, amdxcp/amdgpu_xcp_drv.c amdgpu_xcp_drm_dev_alloc, which
+        # registers them as platform_device_register_simple("amdgpu_xcp", N, ...): drivers/base/platform.c names a device
+        # with an id "%s.%d", and its modalias is "platform:" + the name without the id)
         if node.board.xcp_id == 0:
           dev = pci
         else:
-          dev = f"/sys/devices/platform/amdgpu_xcp_{xcp_devices}"
+          dev = f"/sys/devices/platform/amdgpu_xcp.{xcp_devices}"
           xcp_devices += 1
-          f[f"{dev}/modalias"] = f"platform:{dev.rsplit('/', 1)[1]}\n"
+          f[f"{dev}/modalias"] = "platform:amdgpu_xcp\n"
         f[f"{dev}/hcq_emulated_state"] = lambda node=node: self._state(node)
         card, name = i - 1, dev.rsplit("/", 1)[1]
         self.links[f"/sys/class/drm/renderD{node.render_minor}"] = f"../../devices/{dev[len('/sys/devices/'):]}/drm/renderD{node.render_minor}"
@@ -211,8 +215,11 @@ class MockKFDOS(MockTreeOS):
     f = self.files
     f[f"{pci}/vendor"], f[f"{pci}/device"] = f"{board.vendor_id:#06x}\n", f"{board.device_id:#06x}\n"
     f[f"{pci}/product_name"] = f"{board.name} (emulated by hcq)\n"
+    # the whole GPU's memory from a partition's share (exact for the emulated 192 GiB, which every mode divides evenly)
     f[f"{pci}/mem_info_vram_total"] = f"{board.vram_bytes * board.num_xcps}\n"
     f[f"{pci}/mem_info_vram_used"] = lambda: f"{sum(self._vram_used(n) for n in nodes)}\n"
+    # amdgpu reads one whole-GPU load from the SMU (amdgpu_pm.c amdgpu_get_gpu_busy_percent, AMDGPU_PP_SENSOR_GPU_LOAD);
+    # the mock has no SMU and stands in the busiest partition's figure for it (its choice, not a source's)
     f[f"{pci}/gpu_busy_percent"] = lambda: f"{max(self._busy(n) for n in nodes)}\n"
     f[f"{pci}/unique_id"] = "\n"
     for block, version in (("GC", board.gc_version), ("SDMA0", board.sdma_version)):

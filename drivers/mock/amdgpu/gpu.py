@@ -121,15 +121,16 @@ def boards_for(arch: str | None, partition: str | None = None) -> tuple[BoardSpe
   return partition_boards(board, partition)
 
 
-def default_shader_core():
-  """hcq.asm.emu's dispatch as the shader core, or None while the emulator is not there."""
+def default_shader_core(**dispatch_kw):
+  """hcq.asm.emu's dispatch as the shader core (with `dispatch_kw`: its max_instructions, trace, ...), or None while
+  the emulator is not there."""
   try:
     from hcq.asm.emu import dispatch
   except ImportError:
     return None
   return lambda gpu, state, cancel=None: dispatch(gpu.caches[state.xcc].view, state, cancel=cancel, arch=gpu.board.gfx_target,
                                                   board=gpu.shader_board(), share=state.share,
-                                                  vet=lambda d: gpu.claim_scratch(state.xcc, d.scratch))
+                                                  vet=lambda d: gpu.claim_scratch(state.xcc, d.scratch), **dispatch_kw)
 
 
 def share_size(groups: int, share: tuple[int, int, int] | None) -> int:
