@@ -60,7 +60,7 @@ def test_smi_shows_the_mi300x_and_each_partition(mode, nodes, cus, xccs):
 def test_mi300x_sysfs_as_amdgpu_presents_it():
   """amdgpu_gfx.c (Linux 6.12): available_compute_partition for 8 XCCs; kfd_topology.c: num_xcc and array_count x num_xcc
   in one node's properties (SPX: one node for the whole GPU)."""
-  b, osl = BOARDS["gfx942"], MockKFDOS(MockKFD((BOARDS["gfx942"],)))
+  osl = MockKFDOS(MockKFD((BOARDS["gfx942"],)))
   dev = "/sys/class/drm/renderD128/device"
   assert [osl.read_text(f"{dev}/{f}") for f in ("current_compute_partition", "available_compute_partition", "current_memory_partition")] == \
     ["SPX\n", "SPX, DPX, QPX, CPX\n", "NPS1\n"]

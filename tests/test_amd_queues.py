@@ -7,6 +7,7 @@ import types
 import numpy as np
 import pytest
 
+from hcq.device import Device
 from hcq.drivers.amd.pm4 import AMDComputeQueue, gfx11_dialect
 from hcq.drivers.amd.sdma import COPY_LINEAR_MAX, AMDCopyQueue
 from hcq.drivers.amd.sdma_packets import sdma_packets
@@ -118,6 +119,7 @@ class BoardDevice:
   def submit_pm4(self, q) -> None: self.board.submit("compute", list(q.words()))
   def submit_sdma(self, q) -> None: self.board.submit("sdma", list(q.words()))
   def submit_refused(self) -> None: pass
+  run_submission = Device.run_submission   # the device's own submission step, over this fake's hooks
 
 
 @pytest.mark.parametrize("kind", ["compute", "sdma"])
