@@ -3,12 +3,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from hcq.drivers.codegen import codegen
 from hcq.errors import HCQError
 
 _lock = threading.Lock()
 _ready: tuple | None = None
-# IR written in the shape it runs (phis, no allocas, loops unrolled by hand) says so on its first line: the O3 pipeline
-# would only cost compile time (instruction selection at O3 still runs: addressing modes, scheduling, registers)
+# IR written in the shape it runs (phis, no allocas, loops unrolled by hand, pointers stepped as the machine code steps
+# them) says so on its first line: the O3 pipeline and loop strength reduction would only cost compile time
+# (instruction selection at O3 still runs: addressing modes, scheduling, registers)
 CODEGEN_ONLY = "; hcq: codegen only"
 _names: set[str] = set()  # functions in the shared engine: a second module defining one gets an engine of its own
 
@@ -38,13 +40,14 @@ def jit_module(ir: str, what: str) -> tuple[Any, Any]:
   """Verify, optimise (O3; not IR that starts with CODEGEN_ONLY) and compile LLVM IR into the shared engine; returns
   (engine, module), which keep the code alive. HCQError names `what` when the IR is invalid."""
   llvm, tm, engine = host_jit()
-  try:
-    mod = llvm.parse_assembly(ir)
-    mod.verify()
-  except RuntimeError as e:
-    raise HCQError(f"invalid LLVM IR for {what}: {e}") from None
-  with _lock:
-    if not ir.startswith(CODEGEN_ONLY):
+  codegen_only = ir.startswith(CODEGEN_ONLY)
+  with codegen(llvm, strength_reduction=not codegen_only):
+    try:
+      mod = llvm.parse_assembly(ir)
+      mod.verify()
+    except RuntimeError as e:
+      raise HCQError(f"invalid LLVM IR for {what}: {e}") from None
+    if not codegen_only:
       pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
       pb.getModulePassManager().run(mod, pb)
     defined = {f.name for f in mod.functions if not f.is_declaration}

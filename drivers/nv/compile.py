@@ -14,6 +14,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
+from hcq.drivers.codegen import codegen
 from hcq.drivers.nv.cubin import Cubin, bank_number, read_cubin
 from hcq.errors import HCQError
 
@@ -135,7 +136,6 @@ def record(cubin: Cubin, ptx: str) -> None:
                                          tuple((i, len(d)) for i, d in sorted(k.constant_banks.items()) if i), consts, slots))
 
 
-_llvm_lock = threading.Lock()
 
 
 def ptx_features(arch: str) -> str:
@@ -146,7 +146,7 @@ def ptx_features(arch: str) -> str:
 def llvm_to_ptx(ir: str, arch: str) -> str:
   """PTX from LLVM IR through llvmlite's NVPTX backend (the module's triple should be nvptx64-nvidia-cuda)."""
   import llvmlite.binding as llvm
-  with _llvm_lock:
+  with codegen(llvm):
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
     try:

@@ -195,7 +195,8 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   def run_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, count: int, depth: int) -> tuple[str, str | None, list]:
     """Where a run of `count` elements of `o` along `var` (its coefficient is 1) starts, for `terms` in the body of
     loop `depth - 1`; the pad's conditions that do not move along the run as one i1 (None: no such condition); those
-    that do as (value at var = 0, var's coefficient, lo, hi). Lanes past `count` are padding too."""
+    that do as (value at var = 0, var's coefficient, lo, hi). `count` is a whole number of vectors (a's k chunk
+    ends in a tail of its own: lane_mask's `limit`)."""
     src = lin(f"{tag}.s", o.index, terms | {var: 0}, depth)
     e(f"  %{tag}.sp = getelementptr {T}, ptr %b{o.buf}, i64 {src}")
     fixed, moving = None, []
@@ -207,7 +208,6 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       ok = in_bounds(f"{tag}.b{i}", v, a, lo, hi)
       if fixed is not None: e(f"  %{tag}.f{i} = and i1 {fixed}, {ok}")
       fixed = ok if fixed is None else f"%{tag}.f{i}"
-    if count % N: moving.append(("0", 1, 0, count, False))
     return f"%{tag}.sp", fixed, moving
 
   def read_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, count: int, depth: int) -> tuple[str, None, list]:
@@ -218,18 +218,22 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %{tag}.zp = select i1 {fixed}, ptr {src}, ptr %zeros")
     return f"%{tag}.zp", None, moving
 
-  def lane_mask(tag: str, start: tuple[str, str | None, list], v: str) -> str | None:
-    """The lanes of the run's native vector at element `v` whose pad conditions hold (None: all, unconditionally);
-    a moving condition is affine in the lane: its value at 0, plus the coefficient times the lane's index."""
+  def lane_mask(tag: str, start: tuple[str, str | None, list], v: str, limit: int = N) -> str | None:
+    """The lanes of the run's native vector at element `v` whose pad conditions hold and whose index is below
+    `limit` (None: all, unconditionally); a moving condition is affine in the lane: its value at 0, plus the
+    coefficient times the lane's index."""
     _, fixed, moving = start
-    if fixed is None and not moving: return None
-    mask = None
+    if fixed is None and not moving and limit == N: return None
+    mask = f"<{', '.join(f'i1 {int(x < limit)}' for x in range(N))}>" if limit < N else None
     splat = lambda x: f"<{', '.join([f'i64 {x}'] * N)}>"
     def vector(name: str, scalar: str, ty: str) -> str:
       e(f"  %{tag}.{name}e = insertelement <{N} x {ty}> poison, {ty} {scalar}, i64 0")
       e(f"  %{tag}.{name} = shufflevector <{N} x {ty}> %{tag}.{name}e, <{N} x {ty}> poison, <{N} x i32> zeroinitializer")
       return f"%{tag}.{name}"
-    if fixed is not None: mask = vector("fx", fixed, "i1")
+    if fixed is not None:
+      fx = vector("fx", fixed, "i1")
+      if mask is not None: e(f"  %{tag}.fl = and <{N} x i1> {fx}, {mask}")
+      mask = fx if mask is None else f"%{tag}.fl"
     for i, (v0, c, lo, hi, check_lo) in enumerate(moving):
       at = v
       if c != 1:
@@ -248,15 +252,22 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       mask = ok if mask is None else f"%{tag}.all{i}"
     return mask
 
-  def run_load(tag: str, start: tuple[str, str | None, list], v: str) -> str:
-    """The native vector of the run at element `v`: a plain load, or a masked one (zeros) where a pad's conditions fail."""
+  def run_load(tag: str, start: tuple[str, str | None, list], v: str, limit: int = N) -> str:
+    """The native vector of the run at element `v`: a plain load, or a masked one (zeros) where a pad's conditions
+    fail or past `limit` lanes."""
     e(f"  %{tag}.p = getelementptr {T}, ptr {start[0]}, i64 {v}")
-    mask = lane_mask(tag, start, v)
+    mask = lane_mask(tag, start, v, limit)
     if mask is None:
       e(f"  %{tag}.x = load {V}, ptr %{tag}.p, align {isz}")
       return f"%{tag}.x"
     e(f"  %{tag}.x = call {V} @{masked_load}(ptr %{tag}.p, i32 {isz}, <{N} x i1> {mask}, {V} zeroinitializer)")
     return f"%{tag}.x"
+
+  def store_rows(tag: str, rows: list[str], v: str) -> None:   # a tile's rows of a at element v of their chunks
+    for r, x in enumerate(rows):
+      e(f"  %{tag}.o{r} = add i64 {v}, {r * a_len}")
+      e(f"  %{tag}.q{r} = getelementptr inbounds {T}, ptr %pa.d, i64 %{tag}.o{r}")
+      e(f"  store {V} {x}, ptr %{tag}.q{r}, align {N * isz}")
 
   def pack_a(pred: str) -> str:   # the row block's tiles of a, [tile][row][k]: each row's k chunk copied as it is
     e("  br label %pa.t")
@@ -266,21 +277,21 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %pa.d = getelementptr inbounds {T}, ptr %apack, i64 %pa.to")
     starts = [read_start(f"pa.r{r}", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": r}, "k", g.kc, g.bcast_pack_depth + 1)
               for r in range(g.rows)]
-    e("  br label %pa.k")
-    e("pa.k:")
-    e("  %pa.v = phi i64 [ 0, %pa.t ], [ %pa.vn, %pa.k ]")
-    rows = [run_load(f"pa.k{r}", st, "%pa.v") for r, st in enumerate(starts)]
-    for r in range(g.rows):   # the same place in the next tile's rows, into L2 (short runs far apart: 5% -> 3.5% of 1024^2)
-      e(f"  %pa.pf{r} = getelementptr {T}, ptr %pa.k{r}.p, i64 {g.bcast.index.coef[f'q{g.row_depth}']}")
-      e(f"  call void @llvm.prefetch.p0(ptr %pa.pf{r}, i32 0, i32 2, i32 1)")
-    for r, x in enumerate(rows):
-      e(f"  %pa.o{r} = add i64 %pa.v, {r * a_len}")
-      e(f"  %pa.q{r} = getelementptr inbounds {T}, ptr %pa.d, i64 %pa.o{r}")
-      e(f"  store {V} {x}, ptr %pa.q{r}, align {N * isz}")
-    e(f"  %pa.vn = add i64 %pa.v, {N}")
-    e(f"  %pa.more = icmp slt i64 %pa.vn, {g.kc}")
-    e("  br i1 %pa.more, label %pa.k, label %pa.kx")
+    whole, tail = divmod(g.kc, N)   # the chunk's whole vectors in a loop; the rest, one masked vector per row
+    e(f"  br label %pa.{'k' if whole else 'kx'}")
+    if whole:
+      e("pa.k:")
+      e("  %pa.v = phi i64 [ 0, %pa.t ], [ %pa.vn, %pa.k ]")
+      rows = [run_load(f"pa.k{r}", st, "%pa.v") for r, st in enumerate(starts)]
+      for r in range(g.rows):   # the same place in the next tile's rows, into L2 (short runs far apart: 5% -> 3.5% of 1024^2)
+        e(f"  %pa.pf{r} = getelementptr {T}, ptr %pa.k{r}.p, i64 {g.bcast.index.coef[f'q{g.row_depth}']}")
+        e(f"  call void @llvm.prefetch.p0(ptr %pa.pf{r}, i32 0, i32 2, i32 1)")
+      store_rows("pa.k", rows, "%pa.v")
+      e(f"  %pa.vn = add i64 %pa.v, {N}")
+      e(f"  %pa.more = icmp slt i64 %pa.vn, {whole * N}")
+      e("  br i1 %pa.more, label %pa.k, label %pa.kx")
     e("pa.kx:")
+    if tail: store_rows("pa.e", [run_load(f"pa.e{r}", st, str(whole * N), tail) for r, st in enumerate(starts)], str(whole * N))
     e("  %pa.tn = add i64 %pa.tq, 1")
     e(f"  %pa.tc = icmp slt i64 %pa.tn, {tiles}")
     e("  br i1 %pa.tc, label %pa.t, label %pa.done")
@@ -349,9 +360,16 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e(f"  %apn = mul i64 %q{g.panel_depth}, {share * line}")
       e(f"  %apb = add i64 %apn, {g.rows * a_len}")
       e(f"  %apq = getelementptr {T}, ptr %ap, i64 %apb")
-      for i in range(share):
-        e(f"  %apq{i} = getelementptr {T}, ptr %apq, i64 {i * line}")
-        e(f"  call void @llvm.prefetch.p0(ptr %apq{i}, i32 0, i32 2, i32 1)")
+      e("  br label %apl")   # a loop of prefetches: unrolled, they were 8% of the kernel's compile time
+      e("apl:")
+      e("  %api = phi i64 [ 0, %tile ], [ %apin, %apl ]")
+      e(f"  %apqi = getelementptr {T}, ptr %apq, i64 %api")
+      e("  call void @llvm.prefetch.p0(ptr %apqi, i32 0, i32 2, i32 1)")
+      e(f"  %apin = add i64 %api, {line}")
+      e(f"  %apc = icmp ult i64 %apin, {share * line}")
+      e("  br i1 %apc, label %apl, label %apx")
+      e("apx:")
+    pred = "apx" if g.panels > 1 else "tile"
     bp = "%bpack"
     if g.panels > 1:   # this panel's k chunk in the pack of all panels
       e(f"  %bpo = mul i64 %q{g.panel_depth}, {g.kc * g.columns}")
@@ -359,26 +377,28 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       bp = "%bp"
     e("  br label %kl")
     e("kl:")
-    e("  %k = phi i64 [ 0, %tile ], [ %k.next, %kl ]")
+    # the k loop steps pointers into both packs (the IR addresses as the machine code does: no loop strength
+    # reduction needed, jit.CODEGEN_ONLY)
+    e(f"  %k = phi i64 [ 0, %{pred} ], [ %k.next, %kl ]")
+    e(f"  %bk = phi ptr [ {bp}, %{pred} ], [ %bk.next, %kl ]")
+    e(f"  %ak = phi ptr [ %ap, %{pred} ], [ %ak.next, %kl ]")
     U = next(u for u in (4, 2, 1) if g.kc % u == 0)
     acc = {(r, j): f"%acc{r}_{j}" for r in range(g.rows) for j in range(nv)}
-    for (r, j), name in acc.items(): e(f"  {name} = phi {V} [ zeroinitializer, %tile ], [ %f{U - 1}_{r}_{j}, %kl ]")
+    for (r, j), name in acc.items(): e(f"  {name} = phi {V} [ zeroinitializer, %{pred} ], [ %f{U - 1}_{r}_{j}, %kl ]")
     for u in range(U):
-      e(f"  %kk{u} = add i64 %k, {u}")
-      e(f"  %bk{u} = mul i64 %kk{u}, {g.columns}")
       for j in range(nv):
-        e(f"  %bi{u}_{j} = add i64 %bk{u}, {j * N}")
-        e(f"  %bq{u}_{j} = getelementptr inbounds {T}, ptr {bp}, i64 %bi{u}_{j}")
+        e(f"  %bq{u}_{j} = getelementptr inbounds {T}, ptr %bk, i64 {u * g.columns + j * N}")
         e(f"  %bv{u}_{j} = load {V}, ptr %bq{u}_{j}, align {N * isz}")
       for r in range(g.rows):
-        e(f"  %ai{u}_{r} = add i64 %kk{u}, {r * a_len}")
-        e(f"  %aq{u}_{r} = getelementptr inbounds {T}, ptr %ap, i64 %ai{u}_{r}")
+        e(f"  %aq{u}_{r} = getelementptr inbounds {T}, ptr %ak, i64 {u + r * a_len}")
         e(f"  %as{u}_{r} = load {T}, ptr %aq{u}_{r}, align {isz}")
         e(f"  %ae{u}_{r} = insertelement {V} poison, {T} %as{u}_{r}, i64 0")
         e(f"  %av{u}_{r} = shufflevector {V} %ae{u}_{r}, {V} poison, <{N} x i32> zeroinitializer")
         for j in range(nv):
           e(f"  %f{u}_{r}_{j} = call {V} @{fma}({V} %av{u}_{r}, {V} %bv{u}_{j}, {V} {acc[r, j]})")
           acc[r, j] = f"%f{u}_{r}_{j}"
+    e(f"  %bk.next = getelementptr inbounds {T}, ptr %bk, i64 {U * g.columns}")
+    e(f"  %ak.next = getelementptr inbounds {T}, ptr %ak, i64 {U}")
     e(f"  %k.next = add i64 %k, {U}")
     e(f"  %k.more = icmp ult i64 %k.next, {g.kc}")
     e("  br i1 %k.more, label %kl, label %kdone")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+from hcq.drivers.codegen import codegen
 from hcq.tensor.dtype import DType, dtypes
 from hcq.tensor.kernels_gpu import VECTOR_LANES, MatmulMatch, match_matmul, vector_axis, write_matmul
 from hcq.tensor.loops import LoopKernel
@@ -373,9 +374,9 @@ class GPURenderer(Renderer):
   def optimised(self, src: str, emit):
     """emit(target machine, module) of LLVM IR parsed, verified and run through O3 (allocas become registers)."""
     llvm, tm = self.machine()
-    mod = llvm.parse_assembly(src)
-    mod.verify()
-    with GPURenderer._lock:
+    with codegen(llvm):
+      mod = llvm.parse_assembly(src)
+      mod.verify()
       pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
       pb.getModulePassManager().run(mod, pb)
       return emit(tm, mod)
