@@ -252,3 +252,33 @@ def test_layernorm_is_one_kernel():
   t = Tensor(xs)
   want = (xs - xs.mean(-1, keepdims=True)) / np.sqrt(xs.var(-1, keepdims=True) + 1e-5)
   np.testing.assert_allclose(((t - t.mean(-1, keepdim=True)) / (t.var(-1, keepdim=True) + 1e-5).sqrt()).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_codegen_switches_loop_strength_reduction_per_module():
+  """drivers.codegen turns LLVM's loop strength reduction off for CODEGEN_ONLY IR and back on for the rest: a loop
+  whose index the reduction rewrites compiles to other code inside codegen(strength_reduction=False), and to the
+  first code again afterwards (the switch is a process-wide option, so a leak would change every later kernel)."""
+  import llvmlite.binding as llvm
+  from hcq.drivers.codegen import codegen
+  from hcq.drivers.cpu.jit import host_jit
+  host_jit()
+  tm = llvm.Target.from_default_triple().create_target_machine(cpu="x86-64", opt=3)
+  ir = """define void @f(ptr %p, i64 %n) {
+entry:
+  br label %l
+l:
+  %i = phi i64 [ 0, %entry ], [ %i.n, %l ]
+  %j = mul i64 %i, 3
+  %q = getelementptr float, ptr %p, i64 %j
+  store float 1.0, ptr %q
+  %i.n = add i64 %i, 1
+  %c = icmp slt i64 %i.n, %n
+  br i1 %c, label %l, label %x
+x:
+  ret void
+}"""
+  def asm(strength_reduction: bool) -> str:
+    with codegen(llvm, strength_reduction): return tm.emit_assembly(llvm.parse_assembly(ir))
+  reduced = asm(True)
+  assert asm(False) != reduced
+  assert asm(True) == reduced
