@@ -83,9 +83,25 @@ def _affine(e: Expr, values: dict[str, Expr], names: list[str]) -> Affine | None
   return Affine(const.value, coef) if isinstance(const, Num) else None
 
 
+_layouts: dict[tuple, GemmLayout | None] = {}
+_UNKNOWN = object()
+
+
 def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
   """The layout of a packed float matmul kernel (sum over k of load * load into a register tile, k chunks accumulated
-  into the output), or None for any other kernel."""
+  into the output), or None for any other kernel. Kept per loop plan (the scheduler's probe and the render of one
+  product ask for the same one: 2 ms each)."""
+  key = (lk.spec.key, tuple(lk.global_axes), tuple(lk.reduce_axes), lk.vec_axis, lk.vec_width, tuple(sorted(lk.unroll.items())),
+         lk.thread_axis, lk.accumulate_axis, PACK_BYTES)
+  g = _layouts.get(key, _UNKNOWN)   # (read once: another thread may clear the dict between a test and a read)
+  if g is _UNKNOWN:
+    g = _gemm_layout(lk)
+    if len(_layouts) >= 4096: _layouts.clear()   # a program of ever new shapes: start over
+    _layouts[key] = g
+  return g
+
+
+def _gemm_layout(lk: LoopKernel) -> GemmLayout | None:
   spec, F = lk.spec, lk.spec.full_shape
   red = spec.ast
   if len(lk.reduce_axes) != 1 or lk.vec_axis not in lk.global_axes: return None
@@ -226,6 +242,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     if fixed is None and not moving and limit == N: return None
     mask = f"<{', '.join(f'i1 {int(x < limit)}' for x in range(N))}>" if limit < N else None
     splat = lambda x: f"<{', '.join([f'i64 {x}'] * N)}>"
+    LANES = f"<{', '.join(f'i32 {x}' for x in range(N))}>"
     def vector(name: str, scalar: str, ty: str) -> str:
       e(f"  %{tag}.{name}e = insertelement <{N} x {ty}> poison, {ty} {scalar}, i64 0")
       e(f"  %{tag}.{name} = shufflevector <{N} x {ty}> %{tag}.{name}e, <{N} x {ty}> poison, <{N} x i32> zeroinitializer")
@@ -240,6 +257,22 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
         e(f"  %{tag}.m{i} = mul i64 {v}, {c}")
         at = f"%{tag}.m{i}"
       e(f"  %{tag}.a{i} = add i64 {v0}, {at}")
+      if c == 1:   # lane x holds where lo <= a + x < hi: x against hi - a and lo - a, clamped to [0, N] to fit i32
+        def bound(name: str, b: int) -> str:   # (i32 lanes: an i64 vector compare costs code generation 2-3x more)
+          e(f"  %{tag}.{name}d = sub i64 {b}, %{tag}.a{i}")
+          e(f"  %{tag}.{name}x = call i64 @llvm.smax.i64(i64 %{tag}.{name}d, i64 0)")
+          e(f"  %{tag}.{name}n = call i64 @llvm.smin.i64(i64 %{tag}.{name}x, i64 {N})")
+          e(f"  %{tag}.{name}t = trunc i64 %{tag}.{name}n to i32")
+          return vector(name, f"%{tag}.{name}t", "i32")
+        e(f"  %{tag}.ok{i} = icmp slt <{N} x i32> {LANES}, {bound(f'h{i}', hi)}")
+        ok = f"%{tag}.ok{i}"
+        if check_lo:
+          e(f"  %{tag}.lo{i} = icmp sge <{N} x i32> {LANES}, {bound(f'l{i}', lo)}")
+          e(f"  %{tag}.in{i} = and <{N} x i1> %{tag}.ok{i}, %{tag}.lo{i}")
+          ok = f"%{tag}.in{i}"
+        if mask is not None: e(f"  %{tag}.all{i} = and <{N} x i1> {mask}, {ok}")
+        mask = ok if mask is None else f"%{tag}.all{i}"
+        continue
       w = vector(f"b{i}", f"%{tag}.a{i}", "i64")
       e(f"  %{tag}.w{i} = add <{N} x i64> {w}, <{', '.join(f'i64 {x * c}' for x in range(N))}>")
       e(f"  %{tag}.ok{i} = icmp slt <{N} x i64> %{tag}.w{i}, {splat(hi)}")
@@ -529,5 +562,6 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   e("}")
   head = [CODEGEN_ONLY, f"declare {V} @{fma}({V}, {V}, {V})", f"declare {V} @{masked_load}(ptr, i32, <{N} x i1>, {V})",
           f"declare void @{masked_store}({V}, ptr, i32, <{N} x i1>)",
-          "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)", "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)", ""]
+          "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)", "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
+          "declare i64 @llvm.smax.i64(i64, i64)", "declare i64 @llvm.smin.i64(i64, i64)", ""]
   return "\n".join(head + L)
