@@ -462,11 +462,13 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       finish("kdone")
       return
     # a cropped output (the padding of a matmul's n or m not stored): tiles wholly inside store as above; an edge
-    # tile goes through a scratch tile and a loop over its rows, each vector's kept lanes through a mask (a masked
-    # store per vector of every tile cost more than the crop's copy kernel; unrolled edge rows, compile time)
-    inside = None
+    # tile goes through a scratch tile and a scalar loop over its elements, each stored where the crop keeps it (a
+    # masked store per vector of every tile cost more than the crop's copy kernel; vector rows with lane masks, 20%
+    # of the kernel's compile time for a few hundred edge tiles)
+    inside, origin = None, []
     for i, (a, lo, hi) in enumerate(g.out.conds):   # each condition at the tile's corners, where it is extreme
       v0 = lin(f"ti{i}", a, {"r": 0, "l": 0})
+      origin.append(v0)
       span = {"r": g.rows - 1, "l": g.columns - 1}
       top, bottom = (sum(max(0, sign * a.coef[n]) * x for n, x in span.items()) for sign in (1, -1))
       e(f"  %ti{i}.top = add i64 {v0}, {top}")
@@ -489,25 +491,44 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e(f"  store {V} {acc[r, j]}, ptr %es{r}_{j}, align {N * isz}")
     e("  br label %er")
     e("er:")
-    e("  %er.r = phi i64 [ 0, %edge ], [ %er.n, %er ]")
-    start = run_start("eo", g.out, {"r": "%er.r"}, "l", g.columns, len(g.loops))
-    e(f"  %er.s = mul i64 %er.r, {g.columns}")
-    for j in range(nv):
-      e(f"  %eo{j}.p = getelementptr {T}, ptr {start[0]}, i64 {j * N}")
-      mask = lane_mask(f"eo{j}", start, str(j * N))
-      e(f"  %ex{j}.i = add i64 %er.s, {j * N}")
-      e(f"  %ex{j}.p = getelementptr inbounds {T}, ptr %scratch, i64 %ex{j}.i")
-      x = f"%ex{j}"
-      e(f"  {x} = load {V}, ptr %ex{j}.p, align {N * isz}")
-      if g.accumulate_depth is not None:   # the earlier chunks' sums (read on the first too, where they are not used)
-        e(f"  %eo{j}.x = call {V} @{masked_load}(ptr %eo{j}.p, i32 {isz}, <{N} x i1> {mask}, {V} zeroinitializer)")
-        e(f"  %eo{j}.s = fadd {V} %eo{j}.x, {x}")
-        e(f"  %eo{j}.first = icmp eq i64 %q{g.accumulate_depth}, 0")
-        e(f"  %eo{j}.v = select i1 %eo{j}.first, {V} {x}, {V} %eo{j}.s")
-        x = f"%eo{j}.v"
-      e(f"  call void @{masked_store}({V} {x}, ptr %eo{j}.p, i32 {isz}, <{N} x i1> {mask})")
+    e("  %er.r = phi i64 [ 0, %edge ], [ %er.n, %er.x ]")
+    e("  br label %ec")
+    e("ec:")
+    e("  %ec.c = phi i64 [ 0, %er ], [ %ec.cn, %ec.n ]")
+    e(f"  %ec.s = mul i64 %er.r, {g.columns}")
+    e("  %ec.si = add i64 %ec.s, %ec.c")
+    e(f"  %ec.sp = getelementptr inbounds {T}, ptr %scratch, i64 %ec.si")
+    e(f"  %ec.x = load {T}, ptr %ec.sp, align {isz}")
+    e(f"  %ec.o = mul i64 %er.r, {g.out.index.coef['r']}")
+    e("  %ec.oi = add i64 %ec.o, %ec.c")
+    e(f"  %ec.op = getelementptr {T}, ptr %op, i64 %ec.oi")
+    keep = None
+    for i, ((a, lo, hi), v0) in enumerate(zip(g.out.conds, origin)):   # the condition at (r, c): affine from the origin
+      e(f"  %ek{i}.r = mul i64 %er.r, {a.coef['r']}")
+      e(f"  %ek{i}.c = mul i64 %ec.c, {a.coef['l']}")
+      e(f"  %ek{i}.rc = add i64 %ek{i}.r, %ek{i}.c")
+      e(f"  %ek{i}.v = add i64 {v0}, %ek{i}.rc")
+      ok = in_bounds(f"ek{i}", f"%ek{i}.v", a, lo, hi)
+      if keep is not None: e(f"  %ek{i}.all = and i1 {keep}, {ok}")
+      keep = ok if keep is None else f"%ek{i}.all"
+    e(f"  br i1 {keep}, label %ec.st, label %ec.n")
+    e("ec.st:")
+    x = "%ec.x"
+    if g.accumulate_depth is not None:   # the earlier chunks' sums
+      e(f"  %ec.y = load {T}, ptr %ec.op, align {isz}")
+      e(f"  %ec.ys = fadd {T} %ec.y, %ec.x")
+      e(f"  %ec.first = icmp eq i64 %q{g.accumulate_depth}, 0")
+      e(f"  %ec.v = select i1 %ec.first, {T} %ec.x, {T} %ec.ys")
+      x = "%ec.v"
+    e(f"  store {T} {x}, ptr %ec.op, align {isz}")
+    e("  br label %ec.n")
+    e("ec.n:")
+    e("  %ec.cn = add i64 %ec.c, 1")
+    e(f"  %ec.more = icmp slt i64 %ec.cn, {g.columns}")
     e("  %er.n = add i64 %er.r, 1")
     e(f"  %er.more = icmp slt i64 %er.n, {g.rows}")
+    e("  br i1 %ec.more, label %ec, label %er.x")
+    e("er.x:")
     e("  br i1 %er.more, label %er, label %tiledone")
     e("tiledone:")
 
