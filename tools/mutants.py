@@ -70,7 +70,7 @@ EDGES = "tests/test_asm_operand_edges.py"
 TENSOR_AMD = ["tests/test_tensor_amd.py", "-k", "(missing_tree_barrier or reduction or long) and MOCKKFD"]
 TENSOR_WAVE = ["tests/test_tensor_amd.py", "-k", "(wave_size_reaches or straddling) and MOCKKFD"]
 # without the compile-time guard: a timing test on a loaded machine fails with no mutant at all
-GEMM = ["tests/test_tensor_matmul.py", "-k", "odd_shapes or cropped or blocks_chunks"]
+GEMM = ["tests/test_tensor_matmul.py", "-k", "odd_shapes or cropped or blocks_chunks or packs_views"]
 SYMBOLIC = ["tests/test_tensor_views.py", "tests/test_tensor_compiler.py", "tests/test_tensor_indexing.py", "-k", "not compile_time"]
 # the newer targeted tests come first in each set (pytest runs its arguments in order and stops at the first failure),
 # except test_launch_args.py: a kernel given misplaced arguments on the CPU engine can crash pytest (SIGSEGV, no verdict)
@@ -264,6 +264,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     'e(f"  %er.more = icmp slt i64 %er.n, {g.rows - 1}")', "a cropped matmul's edge tile never stores its last row", GEMM),
   M("tensor-gemm-b-panels", "tensor", "hcq/tensor/render_gemm.py", 'e(f"  %pb.pc = icmp slt i64 %pb.pn, {g.panels}")',
     'e(f"  %pb.pc = icmp slt i64 %pb.pn, {g.panels - 1}")', "b's pack leaves each column block's last panel unpacked", GEMM),
+  M("tensor-gemm-a-tail", "tensor", "hcq/tensor/render_gemm.py", 'for r, st in enumerate(starts)], str(whole * N))',
+    'for r, st in enumerate(starts)], str(whole * N - N))', "a's pack copies the vector before its k chunk's tail again in place of the tail", GEMM),
+  M("tensor-gemm-lane-bound", "tensor", "hcq/tensor/render_gemm.py", 'e(f"  %{tag}.{name}d = sub i64 {b}, %{tag}.a{i}")',
+    'e(f"  %{tag}.{name}d = sub i64 {b + 1}, %{tag}.a{i}")', "a lane mask's bounds one lane late: a pad's first lane read, a low pad's last one dropped", GEMM),
 )
 
 
