@@ -258,27 +258,20 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
         at = f"%{tag}.m{i}"
       e(f"  %{tag}.a{i} = add i64 {v0}, {at}")
       if c == 1:   # lane x holds where lo <= a + x < hi: x against hi - a and lo - a, clamped to [0, N] to fit i32
-        def bound(name: str, b: int) -> str:   # (i32 lanes: an i64 vector compare costs code generation 2-3x more)
+        def compare(pred: str, b: int, name: str) -> str:   # (i32 lanes: an i64 vector compare costs code generation 2-3x more)
           e(f"  %{tag}.{name}d = sub i64 {b}, %{tag}.a{i}")
           e(f"  %{tag}.{name}x = call i64 @llvm.smax.i64(i64 %{tag}.{name}d, i64 0)")
           e(f"  %{tag}.{name}n = call i64 @llvm.smin.i64(i64 %{tag}.{name}x, i64 {N})")
           e(f"  %{tag}.{name}t = trunc i64 %{tag}.{name}n to i32")
-          return vector(name, f"%{tag}.{name}t", "i32")
-        e(f"  %{tag}.ok{i} = icmp slt <{N} x i32> {lane_numbers}, {bound(f'h{i}', hi)}")
-        ok = f"%{tag}.ok{i}"
-        if check_lo:
-          e(f"  %{tag}.lo{i} = icmp sge <{N} x i32> {lane_numbers}, {bound(f'l{i}', lo)}")
-          e(f"  %{tag}.in{i} = and <{N} x i1> %{tag}.ok{i}, %{tag}.lo{i}")
-          ok = f"%{tag}.in{i}"
-        if mask is not None: e(f"  %{tag}.all{i} = and <{N} x i1> {mask}, {ok}")
-        mask = ok if mask is None else f"%{tag}.all{i}"
-        continue
-      w = vector(f"b{i}", f"%{tag}.a{i}", "i64")
-      e(f"  %{tag}.w{i} = add <{N} x i64> {w}, <{', '.join(f'i64 {x * c}' for x in range(N))}>")
-      e(f"  %{tag}.ok{i} = icmp slt <{N} x i64> %{tag}.w{i}, {splat(hi)}")
+          return f"icmp {pred} <{N} x i32> {lane_numbers}, {vector(name, f'%{tag}.{name}t', 'i32')}"
+      else:
+        w = vector(f"b{i}", f"%{tag}.a{i}", "i64")
+        e(f"  %{tag}.w{i} = add <{N} x i64> {w}, <{', '.join(f'i64 {x * c}' for x in range(N))}>")
+        def compare(pred: str, b: int, name: str) -> str: return f"icmp {pred} <{N} x i64> %{tag}.w{i}, {splat(b)}"
+      e(f"  %{tag}.ok{i} = {compare('slt', hi, f'h{i}')}")
       ok = f"%{tag}.ok{i}"
       if check_lo:
-        e(f"  %{tag}.lo{i} = icmp sge <{N} x i64> %{tag}.w{i}, {splat(lo)}")
+        e(f"  %{tag}.lo{i} = {compare('sge', lo, f'l{i}')}")
         e(f"  %{tag}.in{i} = and <{N} x i1> %{tag}.ok{i}, %{tag}.lo{i}")
         ok = f"%{tag}.in{i}"
       if mask is not None: e(f"  %{tag}.all{i} = and <{N} x i1> {mask}, {ok}")
