@@ -371,14 +371,17 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %op = getelementptr inbounds {T}, ptr %b0, i64 {ob}")
     e(f"  %ao = mul i64 %q{g.row_depth}, {a_len * g.rows}")
     e(f"  %ap = getelementptr inbounds {T}, ptr %apack, i64 %ao")
+    outs = {(r, j): g.out.index.at(r=r, l=j * N) - g.out.index.const for r in range(g.rows) for j in range(nv)}
+    for (r, j), o in outs.items(): e(f"  %cq{r}_{j} = getelementptr {T}, ptr %op, i64 {o}")   # (an edge tile: some past the buffer, so not inbounds)
     # the outputs the tile reads back, into L1 (a miss would stall its end; rows a power of two apart share an L1 set
     # and the k loop evicts them, so from L2), and the next tile's (the next panel's, or the next row tile's) into L2
     inner = g.panel_depth if g.panels > 1 else g.row_depth
-    for tag, tile_offset, locality in (("pc", 0, 3), ("pf", g.out.index.coef[f"q{inner}"], 2)):
-      for r in range(g.rows):
-        for j in range(0, g.columns, 64 // isz):   # one per cache line
-          e(f"  %{tag}{r}_{j} = getelementptr {T}, ptr %op, i64 {tile_offset + g.out.index.at(r=r, l=j) - g.out.index.const}")
-          e(f"  call void @llvm.prefetch.p0(ptr %{tag}{r}_{j}, i32 1, i32 {locality}, i32 1)")
+    next_tile = g.out.index.coef[f"q{inner}"]
+    for r in range(g.rows):
+      for j in range(0, nv, 64 // isz // N):   # one per cache line
+        e(f"  call void @llvm.prefetch.p0(ptr %cq{r}_{j}, i32 1, i32 3, i32 1)")
+        e(f"  %pf{r}_{j} = getelementptr {T}, ptr %cq{r}_{j}, i64 {next_tile}")
+        e(f"  call void @llvm.prefetch.p0(ptr %pf{r}_{j}, i32 1, i32 2, i32 1)")
     if g.panels > 1:   # the next tile's k chunk of a into L2, a share per panel: it comes from L3 in
       # `rows` runs too short for the hardware's stream prefetch (2048^2, hcq / numpy, paired medians: 0.92-0.98 -> 0.96-1.05)
       line = 64 // isz
@@ -429,7 +432,6 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %k.more = icmp ult i64 %k.next, {g.kc}")
     e("  br i1 %k.more, label %kl, label %kdone")
     e("kdone:")
-    outs = {(r, j): g.out.index.at(r=r, l=j * N) - g.out.index.const for r in range(g.rows) for j in range(nv)}
 
     def finish(pred: str) -> None:
       """The tile's outputs from block `pred`: the first k chunk stores, the others add to what the earlier ones stored."""
@@ -438,8 +440,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
         e(f"  %first = icmp eq i64 %q{g.accumulate_depth}, 0")
         e("  br i1 %first, label %store, label %add")
         e("add:")
-        for (r, j), o in outs.items():
-          e(f"  %cq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {o}")
+        for r, j in outs:
           e(f"  %co{r}_{j} = load {V}, ptr %cq{r}_{j}, align {isz}")
           e(f"  %cs{r}_{j} = fadd {V} %co{r}_{j}, {acc[r, j]}")
         e("  br label %store")
@@ -447,9 +448,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
         for r, j in outs:
           e(f"  %fin{r}_{j} = phi {V} [ {acc[r, j]}, %{pred} ], [ %cs{r}_{j}, %add ]")
           final[r, j] = f"%fin{r}_{j}"
-      for (r, j), o in outs.items():
-        e(f"  %sq{r}_{j} = getelementptr inbounds {T}, ptr %op, i64 {o}")
-        e(f"  store {V} {final[r, j]}, ptr %sq{r}_{j}, align {isz}")
+      for r, j in outs: e(f"  store {V} {final[r, j]}, ptr %cq{r}_{j}, align {isz}")
 
     if not g.out.conds:
       finish("kdone")
