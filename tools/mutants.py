@@ -264,6 +264,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     'e(f"  %er.more = icmp slt i64 %er.n, {g.rows - 1}")', "a cropped matmul's edge tile never stores its last row", GEMM),
   M("tensor-gemm-b-panels", "tensor", "hcq/tensor/render_gemm.py", 'e(f"  %pb.pc = icmp slt i64 %pb.pn, {g.panels}")',
     'e(f"  %pb.pc = icmp slt i64 %pb.pn, {g.panels - 1}")', "b's pack leaves each column block's last panel unpacked", GEMM),
+  M("tensor-cleanup-no-sroa", "tensor", "drivers/cpu/jit.py", "  mpm.add_sroa_pass()\n", "",
+    "the generic CPU kernels' clean-up passes leave their allocas in memory", ["tests/test_tensor_compiler.py", "-k", "clean_up"]),
   M("tensor-gemm-a-tail", "tensor", "hcq/tensor/render_gemm.py", 'for r, st in enumerate(starts)], str(whole * N))',
     'for r, st in enumerate(starts)], str(whole * N - N))', "a's pack copies the vector before its k chunk's tail again in place of the tail", GEMM),
   M("tensor-gemm-lane-bound", "tensor", "hcq/tensor/render_gemm.py", 'e(f"  %{tag}.{name}d = sub i64 {b}, %{tag}.a{i}")',

@@ -12,6 +12,11 @@ _ready: tuple | None = None
 # them) says so on its first line: the O3 pipeline and loop strength reduction would only cost compile time
 # (instruction selection at O3 still runs: addressing modes, scheduling, registers)
 CODEGEN_ONLY = "; hcq: codegen only"
+# IR whose loop counters and accumulators are allocas but whose vectors and unrolled copies are written out by hand
+# (hcq.tensor's generic CPU kernels) says so on its first line: it needs its allocas in registers and a clean-up, not
+# O3's loop, inlining and vectorising passes. About half the compile time, the same speed (11 workloads measured,
+# docs/tensor.md round 8)
+CLEANUP_ONLY = "; hcq: clean-up passes only"
 _names: set[str] = set()  # functions in the shared engine: a second module defining one gets an engine of its own
 
 
@@ -36,9 +41,22 @@ def host_jit() -> tuple[Any, Any, Any]:
     return _ready
 
 
+def _clean_up(llvm, mod, pb) -> None:
+  """CLEANUP_ONLY's passes: allocas to registers, then instruction combining, CFG simplification and value numbering."""
+  mpm = llvm.create_new_module_pass_manager()
+  mpm.add_sroa_pass()
+  mpm.add_instruction_combine_pass()
+  mpm.add_simplify_cfg_pass()
+  mpm.add_new_gvn_pass()
+  mpm.add_instruction_combine_pass()
+  mpm.add_simplify_cfg_pass()
+  mpm.run(mod, pb)
+
+
 def jit_module(ir: str, what: str) -> tuple[Any, Any]:
-  """Verify, optimise (O3; not IR that starts with CODEGEN_ONLY) and compile LLVM IR into the shared engine; returns
-  (engine, module), which keep the code alive. HCQError names `what` when the IR is invalid."""
+  """Verify, optimise (O3; CLEANUP_ONLY's passes for IR that starts with it; none for CODEGEN_ONLY) and compile LLVM IR
+  into the shared engine; returns (engine, module), which keep the code alive. HCQError names `what` when the IR is
+  invalid."""
   llvm, tm, engine = host_jit()
   codegen_only = ir.startswith(CODEGEN_ONLY)
   with codegen(llvm, strength_reduction=not codegen_only):
@@ -49,7 +67,8 @@ def jit_module(ir: str, what: str) -> tuple[Any, Any]:
       raise HCQError(f"invalid LLVM IR for {what}: {e}") from None
     if not codegen_only:
       pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
-      pb.getModulePassManager().run(mod, pb)
+      if ir.startswith(CLEANUP_ONLY): _clean_up(llvm, mod, pb)
+      else: pb.getModulePassManager().run(mod, pb)
     defined = {f.name for f in mod.functions if not f.is_declaration}
     if defined & _names:
       engine = llvm.create_mcjit_compiler(mod, _machine(llvm))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import struct
+from hcq.drivers.cpu.jit import CLEANUP_ONLY
 from hcq.tensor.dtype import DType, dtypes
 from hcq.tensor.loops import LoopKernel, axis_var, plan
 from hcq.tensor.render_gemm import gemm_layout, render_gemm
@@ -93,7 +94,7 @@ class LLVMCPURenderer(Renderer):
   def render(self, lk: LoopKernel) -> str:
     gemm = gemm_layout(lk)
     if lk.spec.out_view is not None and gemm is None: raise ValueError(f"{lk.name}: only a packed matmul stores through a view")
-    if gemm is None: return _KernelWriter(lk).write()
+    if gemm is None: return CLEANUP_ONLY + "\n" + _KernelWriter(lk).write()
     return render_gemm(lk, gemm) + "\n\n" + _KernelWriter(lk).hcq_entry(len(lk.spec.buf_dtypes)) + CPU_ATTRIBUTES
 
   def launch(self, lk: LoopKernel):
