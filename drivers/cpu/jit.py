@@ -13,9 +13,9 @@ _ready: tuple | None = None
 # (instruction selection at O3 still runs: addressing modes, scheduling, registers)
 CODEGEN_ONLY = "; hcq: codegen only"
 # IR whose loop counters and accumulators are allocas but whose vectors and unrolled copies are written out by hand
-# (hcq.tensor's generic CPU kernels) says so on its first line: it needs its allocas in registers and a clean-up, not
-# O3's loop, inlining and vectorising passes. About half the compile time, the same speed (11 workloads measured,
-# docs/tensor.md round 8)
+# (hcq.tensor's generic CPU kernels with SIMD lanes) says so on its first line: it needs its allocas in registers and a
+# clean-up, not O3's loop, inlining and vectorising passes. About half the compile time, the same speed (docs/tensor.md
+# round 8)
 CLEANUP_ONLY = "; hcq: clean-up passes only"
 _names: set[str] = set()  # functions in the shared engine: a second module defining one gets an engine of its own
 
