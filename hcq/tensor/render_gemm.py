@@ -382,23 +382,19 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
         e(f"  call void @llvm.prefetch.p0(ptr %cq{r}_{j}, i32 1, i32 3, i32 1)")
         e(f"  %pf{r}_{j} = getelementptr {T}, ptr %cq{r}_{j}, i64 {next_tile}")
         e(f"  call void @llvm.prefetch.p0(ptr %pf{r}_{j}, i32 1, i32 2, i32 1)")
-    if g.panels > 1:   # the next tile's k chunk of a into L2, a share per panel: it comes from L3 in
-      # `rows` runs too short for the hardware's stream prefetch (2048^2, hcq / numpy, paired medians: 0.92-0.98 -> 0.96-1.05)
+    U = next(u for u in (4, 2, 1) if g.kc % u == 0)   # the k loop's unroll
+    # the next tile's k chunk of a into L2, a share per panel: it comes from L3 in `rows` runs too short for the
+    # hardware's stream prefetch (2048^2, hcq / numpy, paired medians: 0.92-0.98 -> 0.96-1.05); one prefetch per k
+    # iteration stepping through the share, not a burst at the tile's start (which stalled on the misses: 0.92-1.00 ->
+    # 0.99-1.02 at 2048^2)
+    step_ahead = 0
+    if g.panels > 1:
       line = 64 // isz
       share = -(-g.rows * a_len // line // g.panels)
+      step_ahead = -(-share * line * U // g.kc)   # elements per k iteration, so that the loop covers the share
       e(f"  %apn = mul i64 %q{g.panel_depth}, {share * line}")
       e(f"  %apb = add i64 %apn, {g.rows * a_len}")
       e(f"  %apq = getelementptr {T}, ptr %ap, i64 %apb")
-      e("  br label %apl")   # a loop of prefetches: unrolled, they were about 10% of the kernel's compile time
-      e("apl:")
-      e("  %api = phi i64 [ 0, %tile ], [ %apin, %apl ]")
-      e(f"  %apqi = getelementptr {T}, ptr %apq, i64 %api")
-      e("  call void @llvm.prefetch.p0(ptr %apqi, i32 0, i32 2, i32 1)")
-      e(f"  %apin = add i64 %api, {line}")
-      e(f"  %apc = icmp ult i64 %apin, {share * line}")
-      e("  br i1 %apc, label %apl, label %apx")
-      e("apx:")
-    pred = "apx" if g.panels > 1 else "tile"
     bp = "%bpack"
     if g.panels > 1:   # this panel's k chunk in the pack of all panels
       e(f"  %bpo = mul i64 %q{g.panel_depth}, {g.kc * g.columns}")
@@ -408,12 +404,15 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e("kl:")
     # the k loop steps pointers into both packs (the IR addresses as the machine code does: no loop strength
     # reduction needed, jit.CODEGEN_ONLY)
-    e(f"  %k = phi i64 [ 0, %{pred} ], [ %k.next, %kl ]")
-    e(f"  %bk = phi ptr [ {bp}, %{pred} ], [ %bk.next, %kl ]")
-    e(f"  %ak = phi ptr [ %ap, %{pred} ], [ %ak.next, %kl ]")
-    U = next(u for u in (4, 2, 1) if g.kc % u == 0)
+    e(f"  %k = phi i64 [ 0, %tile ], [ %k.next, %kl ]")
+    e(f"  %bk = phi ptr [ {bp}, %tile ], [ %bk.next, %kl ]")
+    e(f"  %ak = phi ptr [ %ap, %tile ], [ %ak.next, %kl ]")
+    if step_ahead: e(f"  %pk = phi ptr [ %apq, %tile ], [ %pk.next, %kl ]")
     acc = {(r, j): f"%acc{r}_{j}" for r in range(g.rows) for j in range(nv)}
-    for (r, j), name in acc.items(): e(f"  {name} = phi {V} [ zeroinitializer, %{pred} ], [ %f{U - 1}_{r}_{j}, %kl ]")
+    for (r, j), name in acc.items(): e(f"  {name} = phi {V} [ zeroinitializer, %tile ], [ %f{U - 1}_{r}_{j}, %kl ]")
+    if step_ahead:
+      e("  call void @llvm.prefetch.p0(ptr %pk, i32 0, i32 2, i32 1)")
+      e(f"  %pk.next = getelementptr {T}, ptr %pk, i64 {step_ahead}")
     for u in range(U):
       for j in range(nv):
         e(f"  %bq{u}_{j} = getelementptr inbounds {T}, ptr %bk, i64 {u * g.columns + j * N}")
