@@ -123,6 +123,36 @@ def test_memory(dev):
     buf.copyin(np.zeros(1, np.int32))
 
 
+def _mapping_flags(addr: int) -> list[str]:
+  """VmFlags of the mapping that holds addr in /proc/self/smaps."""
+  import re
+  with open("/proc/self/smaps") as f: text = f.read()
+  for block in re.split(r"\n(?=[0-9a-f]+-[0-9a-f]+ )", text):
+    lo, hi = (int(x, 16) for x in block.split()[0].split("-"))
+    if lo <= addr < hi: return next(l for l in block.splitlines() if l.startswith("VmFlags:")).split()[1:]
+  raise AssertionError(f"no mapping holds {addr:#x}")
+
+
+def test_cpu_buffers_are_private_and_large_ones_ask_for_huge_pages(dev):
+  """The CPU device's memory is a private anonymous mapping (a shared one is shmem, which transparent huge pages do not
+  back), and one of at least a huge page is madvised for them, as numpy's arrays are from 4 MiB: the matmul's packs
+  read rows kilobytes apart. A small one is not asked."""
+  import os
+  if not os.path.exists("/proc/self/smaps"): pytest.skip("no /proc/self/smaps (not Linux)")
+  from hcq.drivers.cpu.device import HUGE_PAGE_BYTES
+  big, small = dev.alloc(2 * HUGE_PAGE_BYTES), dev.alloc(4096)
+  try:
+    big_flags, small_flags = _mapping_flags(big.addr), _mapping_flags(small.addr)
+    assert "sh" not in big_flags and "sh" not in small_flags
+    if os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"): assert "hg" in big_flags
+    assert "hg" not in small_flags
+    big.copyin(np.arange(2 * HUGE_PAGE_BYTES // 4, dtype=np.int32))
+    assert int(big.view(np.int32)[-1]) == 2 * HUGE_PAGE_BYTES // 4 - 1
+  finally:
+    big.free()
+    small.free()
+
+
 def test_the_kernarg_ring_never_overwrites_the_arguments_of_a_launch_in_flight():
   """On a lazy device that finishes launches only when the ring waits for them, every launch the ring has not waited
   for keeps its argument bytes intact while later launches write theirs (seeded sizes, through many wraps)."""

@@ -24,6 +24,7 @@ from hcq.errors import GPUFault
 # the stack of each engine and worker thread: a packed matmul keeps its packs of a and b there (up to
 # hcq.tensor.render_gemm.PACK_BYTES); set here rather than inherited, since RLIMIT_STACK differs between machines
 THREAD_STACK_BYTES = 32 << 20
+HUGE_PAGE_BYTES = 2 << 20  # x86-64's transparent huge page (PMD): allocations from this size ask for them
 
 
 class CPUDevice(Device):
@@ -52,7 +53,16 @@ class CPUDevice(Device):
 
   # ---- memory: anonymous mappings; device address == host address ----
   def _alloc(self, nbytes: int, kind: str) -> Buffer:
-    mm = mmap.mmap(-1, nbytes)
+    # private, so that the kernel may back it with transparent huge pages (a shared anonymous mapping is shmem, which
+    # it does not), and asked for them from one huge page up, as numpy asks for its arrays from 4 MiB: a matmul's
+    # packs walk rows of b and a kilobytes apart, a TLB miss per row on 4 KiB pages (hcq / numpy at 2048^2, paired
+    # medians: 0.98-1.01 -> 1.01-1.05)
+    mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if nbytes >= HUGE_PAGE_BYTES and hasattr(mmap, "MADV_HUGEPAGE"):
+      try:
+        mm.madvise(mmap.MADV_HUGEPAGE)
+      except OSError:   # a kernel without transparent huge pages: 4 KiB pages it is
+        pass
     addr = ctypes.addressof(ctypes.c_char.from_buffer(mm))
     with self._lock:
       self._mmaps[addr] = mm
