@@ -315,3 +315,30 @@ def test_generic_cpu_kernels_take_the_clean_up_passes():
         assert " alloca " not in str(mod)
     np.testing.assert_allclose(build().numpy(), want, rtol=1e-5, atol=1e-5)
   assert seen == {True, False}
+
+
+def test_memo_keeps_none_starts_over_when_full_and_serves_threads():
+  """hcq.tensor.memo.Memo (load indices, gemm layouts, stores_through): None is kept like any value (a kernel that is
+  no matmul is asked once), a full memo starts over, and threads sharing one get each key's own value."""
+  import threading
+  from hcq.tensor.memo import Memo
+  calls: list[str] = []
+  def make(k: str):
+    return lambda: calls.append(k)   # None
+  m: Memo[None] = Memo(limit=2)
+  assert m.get("a", make("a")) is None and m.get("a", make("a")) is None and calls == ["a"]
+  m.get("b", make("b"))
+  m.get("c", make("c"))   # full at two keys: started over before c
+  m.get("a", make("a"))
+  assert calls == ["a", "b", "c", "a"]
+  shared: Memo[int] = Memo(limit=5)
+  wrong: list[tuple[int, int]] = []
+  def worker(seed: int) -> None:
+    for i in range(2000):
+      k = (seed * 7 + i) % 11
+      v = shared.get(k, lambda: k * k)
+      if v != k * k: wrong.append((k, v))
+  threads = [threading.Thread(target=worker, args=(s,)) for s in range(6)]
+  for t in threads: t.start()
+  for t in threads: t.join()
+  assert wrong == []

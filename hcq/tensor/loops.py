@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import math
 import os
+from hcq.tensor.memo import Memo
 from hcq.tensor.schedule import KernelSpec, KOp
 from hcq.tensor.symbolic import Var, Num, Expr, linear_coefficient
 from hcq.tensor.view import contiguous_strides
@@ -165,22 +166,17 @@ class LoopKernel:
 def axis_var(spec: KernelSpec, axis: int) -> Var: return Var(f"a{axis}", 0, spec.full_shape[axis] - 1)
 
 
-_LOAD_INDEX: dict[tuple[str, str], tuple[Expr, frozenset[str]]] = {}  # (spec key, op key) -> load_index: plan asks for
-# each load's index once per axis and pass (a packed matmul's plan: 3.3 ms, most of it rebuilding the same indices)
+_LOAD_INDEX: Memo[tuple[Expr, frozenset[str]]] = Memo()  # (spec key, op key) -> load_index: plan asks for each load's
+# index once per axis and pass (a packed matmul's plan: 3.3 ms, most of it rebuilding the same indices)
 
 
 def load_index(op: KOp, spec: KernelSpec) -> tuple[Expr, frozenset[str]]:
   """A load's (or masked op's) buffer index over all axis variables, and the variables its mask reads."""
-  key = (spec.key, op.key)
-  hit = _LOAD_INDEX.get(key)   # (read once: another thread may clear the dict between a test and a read)
-  if hit is None:
+  def make() -> tuple[Expr, frozenset[str]]:
     st = op.arg[1] if op.op in ("LOAD", "CONST") else op.arg
-    idxs = [Num(0) if s == 1 else axis_var(spec, d) for d, s in enumerate(st.shape)]
-    idx, valid = st.index(idxs)
-    hit = (idx, frozenset(valid.variables()))
-    if len(_LOAD_INDEX) >= 4096: _LOAD_INDEX.clear()   # a program of ever new kernels: start over
-    _LOAD_INDEX[key] = hit
-  return hit
+    idx, valid = st.index([Num(0) if s == 1 else axis_var(spec, d) for d, s in enumerate(st.shape)])
+    return idx, frozenset(valid.variables())
+  return _LOAD_INDEX.get((spec.key, op.key), make)
 
 
 def access_kind(op: KOp, spec: KernelSpec, axis: int) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from hcq.drivers.cpu.jit import CODEGEN_ONLY
 from hcq.tensor.dtype import dtypes
 from hcq.tensor.loops import LoopKernel, host_simd_registers
+from hcq.tensor.memo import Memo
 from hcq.tensor.symbolic import Expr, Num, Var, linear_coefficient, substitute, variables
 from hcq.tensor.view import ShapeTracker
 
@@ -83,8 +84,7 @@ def _affine(e: Expr, values: dict[str, Expr], names: list[str]) -> Affine | None
   return Affine(const.value, coef) if isinstance(const, Num) else None
 
 
-_layouts: dict[tuple, GemmLayout | None] = {}
-_UNKNOWN = object()
+_LAYOUTS: Memo[GemmLayout | None] = Memo()
 
 
 def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
@@ -93,12 +93,7 @@ def gemm_layout(lk: LoopKernel) -> GemmLayout | None:
   product ask for the same one: 2 ms each)."""
   key = (lk.spec.key, tuple(lk.global_axes), tuple(lk.reduce_axes), lk.vec_axis, lk.vec_width, tuple(sorted(lk.unroll.items())),
          lk.thread_axis, lk.accumulate_axis, PACK_BYTES)
-  g = _layouts.get(key, _UNKNOWN)   # (read once: another thread may clear the dict between a test and a read)
-  if g is _UNKNOWN:
-    g = _gemm_layout(lk)
-    if len(_layouts) >= 4096: _layouts.clear()   # a program of ever new shapes: start over
-    _layouts[key] = g
-  return g
+  return _LAYOUTS.get(key, lambda: _gemm_layout(lk))
 
 
 def _gemm_layout(lk: LoopKernel) -> GemmLayout | None:

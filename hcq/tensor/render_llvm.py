@@ -11,6 +11,7 @@ import struct
 from hcq.drivers.cpu.jit import CLEANUP_ONLY
 from hcq.tensor.dtype import DType, dtypes
 from hcq.tensor.loops import LoopKernel, axis_var, plan
+from hcq.tensor.memo import Memo
 from hcq.tensor.render_gemm import gemm_layout, render_gemm
 from hcq.tensor.view import contiguous_strides
 from hcq.tensor.schedule import KOp
@@ -79,17 +80,12 @@ class LLVMCPURenderer(Renderer):
   stores_views = True
 
   def __init__(self) -> None:
-    self._through: dict[str, bool] = {}   # spec key -> stores_through (planning it costs ~5 ms of a call)
+    self._through: Memo[bool] = Memo()   # spec key -> stores_through (planning it costs ~5 ms of a call)
 
   def stores_through(self, spec) -> bool:
     """Only the packed matmul kernel stores through a view (its ragged edge tiles masked): render_gemm. Kept per
     spec key, as the runtime keeps the compiled kernel."""
-    through = self._through.get(spec.key)   # (read once: another thread may clear the dict between a test and a read)
-    if through is None:
-      through = gemm_layout(plan(spec, "probe")) is not None
-      if len(self._through) >= 4096: self._through.clear()   # a program of ever new shapes: start over
-      self._through[spec.key] = through
-    return through
+    return self._through.get(spec.key, lambda: gemm_layout(plan(spec, "probe")) is not None)
 
   def render(self, lk: LoopKernel) -> str:
     gemm = gemm_layout(lk)
