@@ -242,6 +242,66 @@ def test_packed_graph_template_rebuilds_the_same_graph_over_new_data(monkeypatch
   assert len(tensor_mod._MATMUL_GRAPHS) == 5
 
 
+def test_packed_template_keeps_its_kernel_and_knows_when_it_does_not_apply(monkeypatch):
+  """A templated product's root remembers its scheduled kernel (spec, output bytes, the leaf slot of each input
+  buffer): later products of the template schedule it without building an AST. It is not taken where two leaves
+  now share one buffer that did not before (the kernel would load it twice over slots the spec does not have), nor
+  where a consumer's kernel already computed the product's reduction (realizing the product must not compute it
+  again). Each case checks numpy's result."""
+  from hcq.tensor import schedule, tensor as tensor_mod
+  rng = np.random.default_rng(29)
+  m, k, n = 2 * ROWS + 1, 97, 8 * PANEL + 3
+  x, y, z = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(3))
+  tol = f32_tol(n)
+  built = []
+  real_build = schedule._KernelBuilder.build
+  monkeypatch.setattr(schedule._KernelBuilder, "build", lambda self, *a: built.append(1) or real_build(self, *a))
+
+  def items(t: Tensor):
+    sched = Scheduler(get_device("CPU"))
+    sched.realize(t.node)
+    got = list(sched.items)
+    sched.undo()
+    return got
+
+  tensor_mod._MATMUL_GRAPHS.clear()
+  tx, ty, tz = Tensor(x), Tensor(y), Tensor(z)
+  first = (tx @ ty).realize()   # builds the template and schedules its root: the kernel is kept
+  (template,) = tensor_mod._MATMUL_GRAPHS.values()
+  assert template.kernel is not None and built
+  built.clear()
+  again = tz @ tx
+  (item,) = items(again)
+  assert not built and item.kernel is template.kernel[0]
+  assert [b for b in item.buffers[1:]] == [tz.node.buffer, tx.node.buffer]
+  np.testing.assert_allclose(again.numpy(), z @ x, rtol=tol, atol=4 * tol)
+  np.testing.assert_allclose(first.numpy(), x @ y, rtol=tol, atol=4 * tol)
+  # a second node over x's buffer (a realized contiguous() of data is that data): the same key, but the kernel kept
+  # loads one buffer for both operands, so two buffers must not take it (nor, here, the other way round)
+  tw = tx.contiguous().realize()
+  assert tw.node is not tx.node and tw.node.buffer is tx.node.buffer
+  tensor_mod._MATMUL_GRAPHS.clear()
+  shared = (tx @ tw).realize()
+  (template,) = tensor_mod._MATMUL_GRAPHS.values()
+  assert template.kernel is not None and len(template.kernel[2]) == 1
+  two = tz @ tx
+  (item,) = items(two)
+  assert len(item.buffers) == 3 and item.kernel is not template.kernel[0]
+  np.testing.assert_allclose(two.numpy(), z @ x, rtol=tol, atol=4 * tol)
+  np.testing.assert_allclose(shared.numpy(), x @ x, rtol=tol, atol=4 * tol)
+  tensor_mod._MATMUL_GRAPHS.clear()
+  (tz @ tx).realize()
+  (item,) = items(tx @ tw)
+  assert len(item.buffers) == 2
+  # a consumer computes the product's reduction first: realizing the (cropped) product is then a copy of it
+  later = tz @ ty
+  plus = (later + 1).realize()
+  (item,) = items(later)
+  assert all(op.op != "REDUCE" for op in item.kernel.ast.toposort()) and len(item.buffers) == 2
+  np.testing.assert_allclose(later.numpy(), z @ y, rtol=tol, atol=4 * tol)
+  np.testing.assert_allclose(plus.numpy(), z @ y + 1, rtol=tol, atol=4 * tol)
+
+
 CROPPED = [(1000, 1000, 1000), (ROWS + 1, 64, 8 * PANEL + 3), (13, 97, 8 * PANEL + 1), (2 * ROWS + 1, 97, 8 * PANEL - 1),
            (257, 257, 9 * PANEL - 3), (97, 701, 8 * PANEL + 1)]
 

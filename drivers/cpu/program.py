@@ -37,7 +37,7 @@ class CPUProgram(Program):
     super().__init__(device, name, natural_layout(list(args), arg_names))
 
   def run(self, kernargs: int, global_size: tuple[int, int, int], local_size: tuple[int, int, int]) -> None:
-    """Every workgroup of the grid, spread over the device's cores (on the calling engine thread when there is one)."""
+    """Every workgroup of the grid, spread over the device's cores: the calling engine thread and the device's pool."""
     gx, gy, gz = global_size
     total = gx * gy * gz
     fn, ls = self.fn, local_size
@@ -46,6 +46,10 @@ class CPUProgram(Program):
       for i in range(lo, hi): fn(kernargs, i % gx, i // gx % gy, i // (gx * gy), *ls)
 
     workers = min(self.device.cores, total)
-    if workers <= 1: return span(0, total)
     bounds = [total * k // workers for k in range(workers + 1)]
-    for f in [self.device.pool.submit(span, bounds[k], bounds[k + 1]) for k in range(workers)]: f.result()
+    # the calling engine thread runs the first share itself: one thread fewer to wake and to wait for
+    shares = [self.device.pool.submit(span, bounds[k], bounds[k + 1]) for k in range(1, workers)]
+    try:
+      span(bounds[0], bounds[1])
+    finally:
+      for f in shares: f.result()

@@ -181,6 +181,7 @@ def default_device() -> str:
 
 TENSOR_DEVICES = "CPU, AMD, KFD+AMD, MOCKKFD+AMD, NV, NV+NV, MOCKNV+NV"
 _devices: dict[str, HCQDevice] = {}
+_by_text: dict[str, HCQDevice] = {}  # each DEV string asked for, as written: every op asks (parsing it costs ~8 us)
 _lock = threading.Lock()
 
 
@@ -188,6 +189,7 @@ def get_device(name: str | None = None) -> HCQDevice:
   """The tensor device for a DEV string (`CPU`, `AMD`, `MOCKKFD+AMD`, `KFD+AMD::gfx1100`, `NV`, `MOCKNV+NV`, ...; None:
   default_device()).
   Bad strings raise hcq.DevStringError listing the valid parts; renderers other than LLVM are refused."""
+  if name is not None and (known := _by_text.get(name)) is not None: return known
   from hcq.devstring import parse_dev
   from hcq.errors import DevStringError
   text = default_device() if name is None else name
@@ -201,4 +203,5 @@ def get_device(name: str | None = None) -> HCQDevice:
   key = device_name(spec)
   with _lock:
     if key not in _devices: _devices[key] = HCQDevice(key)
+    if name is not None: _by_text[name] = _devices[key]
     return _devices[key]

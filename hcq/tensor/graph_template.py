@@ -12,14 +12,20 @@ _Template = tuple  # int: a leaf's slot; else (op, arg, shape, dtype, device, tu
 class GraphTemplate:
   """The graph under `root` with the nodes `leaves` (which it must reach only as leaves: nothing under them is kept)
   turned into slots."""
-  __slots__ = ("tree",)
+  __slots__ = ("tree", "kernel")
 
   def __init__(self, root: LazyNode, leaves: tuple[LazyNode, ...]):
     self.tree = _keep(root, {id(n): i for i, n in enumerate(leaves)}, {})
+    # what the scheduler made of the root once (hcq.tensor.schedule.Scheduler.realize): the graph's one kernel, the
+    # output's bytes, the leaf slot of each input buffer, and which leaves shared a buffer then
+    self.kernel: tuple | None = None
+    root.template = (self, leaves)
 
   def build(self, leaves: tuple[LazyNode, ...]) -> LazyNode:
     """The graph over `leaves` (new nodes; a node the template shares between users is shared in the result too)."""
-    return _make(self.tree, leaves, {})
+    root = _make(self.tree, leaves, {})
+    root.template = (self, leaves)
+    return root
 
 
 def _keep(n: LazyNode, slots: dict[int, int], memo: dict[int, _Template]) -> _Template | int:

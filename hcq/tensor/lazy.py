@@ -27,12 +27,13 @@ REDUCE_OPS = ("SUM", "MAX", "MIN")
 
 class LazyNode:
   """One node of the lazy graph (see the module docstring for the ops)."""
-  __slots__ = ("op", "srcs", "arg", "shape", "dtype", "buffer", "device", "depth", "__weakref__")
+  __slots__ = ("op", "srcs", "arg", "shape", "dtype", "buffer", "device", "depth", "template", "__weakref__")
 
   def __init__(self, op: str, srcs: tuple[LazyNode, ...], arg: Any, shape: tuple[int, ...], dtype: DType,
                buffer=None, device: str = "CPU"):
     self.op, self.srcs, self.arg, self.shape, self.dtype, self.buffer, self.device = op, srcs, arg, tuple(shape), dtype, buffer, device
     self.depth = 1 + max((s.depth for s in srcs), default=-1)  # longest chain of ops below (bounds kernel size)
+    self.template = None  # (GraphTemplate, its leaves) on the root of a graph a template built (its kernel is kept there)
 
   def __repr__(self) -> str: return f"<{self.op} {self.arg if self.op != 'VIEW' else ''} {self.shape} {self.dtype.name}>"
 
@@ -43,7 +44,7 @@ class LazyNode:
 
   def become_buffer(self, buffer) -> None:
     """Turn this node into realized data in place (all users now load from `buffer`)."""
-    self.op, self.srcs, self.arg, self.buffer = "BUFFER", (), None, buffer
+    self.op, self.srcs, self.arg, self.buffer, self.template = "BUFFER", (), None, buffer, None
 
   # builders
   @staticmethod

@@ -73,6 +73,26 @@ class ScheduleItem:
   buffers: list = field(default_factory=list)
 
 
+def _sharing(leaves: tuple[LazyNode, ...]) -> tuple[int, ...] | None:
+  """For each leaf, the first leaf with the same buffer (a kernel loads a shared buffer once); None while a leaf is
+  not data."""
+  if not all(x.realized for x in leaves): return None
+  return tuple(next(j for j, y in enumerate(leaves) if y.buffer is x.buffer) for x in leaves)
+
+
+def _untouched(root: LazyNode, leaves: tuple[LazyNode, ...]) -> bool:
+  """Whether no node between `root` and `leaves` is data yet (a consumer's kernel may have computed one: then the
+  scheduler's own path uses it rather than computing the graph again)."""
+  stop, stack, seen = {id(x) for x in leaves}, list(root.srcs), set()
+  while stack:
+    n = stack.pop()
+    if id(n) in stop or id(n) in seen: continue
+    if n.realized: return False
+    seen.add(id(n))
+    stack.extend(n.srcs)
+  return True
+
+
 def _is_reshape_alias(node: LazyNode) -> bool:
   """A VIEW that only reshapes a contiguous source: its data is the source's buffer as is."""
   if node.op != "VIEW": return False
@@ -89,17 +109,36 @@ class Scheduler:
     self.done: list[tuple[LazyNode, tuple]] = []  # nodes turned into buffers, with what they were
 
   def _become_buffer(self, node: LazyNode, buffer) -> None:
-    self.done.append((node, (node.op, node.srcs, node.arg)))
+    self.done.append((node, (node.op, node.srcs, node.arg, node.template)))
     node.become_buffer(buffer)
 
   def undo(self) -> None:
     """Turn the nodes scheduled so far back into what they were (their kernels did not all run: a compile error)."""
-    for node, (op, srcs, arg) in reversed(self.done): node.op, node.srcs, node.arg, node.buffer = op, srcs, arg, None
+    for node, (op, srcs, arg, template) in reversed(self.done):
+      node.op, node.srcs, node.arg, node.buffer, node.template = op, srcs, arg, None, template
     self.done.clear()
 
   def realize(self, node: LazyNode) -> None:
     """Schedule whatever `node` needs so that afterwards it is a BUFFER node."""
     if node.realized: return
+    if node.template is None: return self._realize(node)
+    template, leaves = node.template
+    kept = template.kernel
+    if kept is not None and kept[3] == _sharing(leaves) and _untouched(node, leaves):
+      # the same graph over other data (none of its inner nodes computed since): the same kernel, its AST not rebuilt
+      spec, nbytes, slots, _ = kept
+      out = self.device.alloc(nbytes)
+      self.items.append(ScheduleItem(spec, [out] + [leaves[i].buffer for i in slots]))
+      self._become_buffer(node, out)
+      return
+    before = len(self.items)
+    self._realize(node)
+    new = self.items[before:]
+    if kept is None and len(new) == 1 and new[0].buffers[0] is node.buffer and _sharing(leaves) is not None:
+      slots = [next((i for i, x in enumerate(leaves) if x.buffer is b), None) for b in new[0].buffers[1:]]
+      if None not in slots: template.kernel = (new[0].kernel, node.buffer.nbytes, slots, _sharing(leaves))
+
+  def _realize(self, node: LazyNode) -> None:
     if node.depth > CHAIN_LIMIT: self._cut_long_chains(node)
     if node.op == "CONTIGUOUS" or _is_reshape_alias(node):
       src = node.srcs[0]
