@@ -13,7 +13,8 @@ printed: on a shared machine the wall-clock figures are only as good as it.
 (what other processes' load does not inflate: the comparison that holds on a shared machine), alternating single runs
 of each library; without it both run on every core of the affinity mask, timed by the wall clock. `--both` runs the
 script on every core, then again with `--one-core` in a fresh process (one command, both comparisons). `--only matmul`
-runs the matmuls alone. Matmul lines give the best and the median run's GFLOP/s (the spread a shared machine adds).
+runs the matmuls alone. Matmul lines give the best and the median run's GFLOP/s (the spread a shared machine adds),
+and the median (and range) of numpy's time over hcq's for the runs made side by side.
 
 To benchmark numpy's OpenBLAS at its best, unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE in the bench command alone
 (`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/tensor_vs_peers.py`); with threadpoolctl installed the
@@ -236,7 +237,11 @@ def main():
       median = lambda ts: sorted(ts)[len(ts) // 2]
       share = lambda ts: (f"{flops / min(ts) / 1e9:5.0f} GFLOP/s = {flops / min(ts) / peak_c:4.0%} / {flops / min(ts) / peak_m:4.0%} "
                           f"(median {flops / median(ts) / 1e9:3.0f})")
-      flops_lines.append(f"{name:38} numpy {share(best['numpy'])}   hcq {share(best['hcq'])}")
+      # numpy's time over hcq's for the runs made side by side (a single run each when alternated on one core, the
+      # i-th runs of two blocks otherwise): the machine's drift between pairs cancels out of their median
+      pairs = sorted(n / h for n, h in zip(best["numpy"], best["hcq"]))
+      flops_lines.append(f"{name:38} numpy {share(best['numpy'])}   hcq {share(best['hcq'])}   "
+                         f"paired hcq/np {median(pairs):.2f} ({pairs[0]:.2f}-{pairs[-1]:.2f})")
   print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
   print("matmul throughput, as a share of the computed / measured peak:")
   print("\n".join(flops_lines))

@@ -103,6 +103,21 @@ def matmul_col_blocks(panels: int, kc: int, panel_bytes: int) -> tuple[int, int]
   return _least_waste(panels, int(L2_BYTES * MATMUL_B_BLOCK) // (kc * panel_bytes))
 
 
+_MATMUL_PLANS: Memo[tuple[int, int, int, int, int, int]] = Memo()
+
+
+def matmul_plan(m: int, k: int, panels: int, panel_bytes: int, itemsize: int) -> tuple[int, int, int, int, int, int]:
+  """(k chunks, kc, row blocks, rows per block, column blocks, panels per block) of a packed matmul: the three
+  functions above, kept per shape and per the settings they read (each product asks; tests change the settings)."""
+  key = (m, k, panels, panel_bytes, itemsize, L1_BYTES, L2_BYTES, MATMUL_B_SLICE, MATMUL_B_BLOCK, MATMUL_A_BLOCK,
+         THREADS, TILE_ROWS[0])
+
+  def make() -> tuple[int, int, int, int, int, int]:
+    splits, kc = matmul_k_chunks(k, panel_bytes)
+    return (splits, kc) + matmul_row_blocks(m, kc, itemsize) + matmul_col_blocks(panels, kc, panel_bytes)
+  return _MATMUL_PLANS.get(key, make)
+
+
 @dataclass
 class LoopKernel:
   """A kernel as loops. Axes index spec.full_shape; size-1 axes have no loop (index 0).

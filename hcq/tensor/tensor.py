@@ -822,7 +822,7 @@ class Tensor:
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-    from hcq.tensor.loops import TILE_ROWS, TILE_VECTORS, matmul_col_blocks, matmul_k_chunks, matmul_row_blocks
+    from hcq.tensor.loops import TILE_ROWS, TILE_VECTORS, matmul_plan
     panel = TILE_VECTORS * (64 // acc.itemsize)  # the register tile's vectors of output columns
     nb = len(batch)
     B = tuple(range(nb))
@@ -838,9 +838,7 @@ class Tensor:
     if packs_itself: a, b = a._as_buffer_view(), b._as_buffer_view()
     if packed:
       rows = TILE_ROWS[0]
-      splits, kc = matmul_k_chunks(k, panel * acc.itemsize)
-      blocks, block_rows = matmul_row_blocks(m, kc, acc.itemsize)
-      col_blocks, block_panels = matmul_col_blocks(n_pad // panel, kc, panel * acc.itemsize)
+      splits, kc, blocks, block_rows, col_blocks, block_panels = matmul_plan(m, k, n_pad // panel, panel * acc.itemsize, acc.itemsize)
     # a packed product over data (or views of it) is the same graph for the same views, dtypes and plan: kept as a
     # template over the two buffers (the first call builds it; the others skip its dozen movement ops)
     bases = tuple(x.node if x.node.realized else x.node.srcs[0] for x in (a, b)) if packs_itself else ()
