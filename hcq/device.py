@@ -23,6 +23,19 @@ from hcq.signal import SIGNAL_BYTES, Signal
 from hcq.sym import Variable
 
 # DEVICE part of a DEV string -> the class that drives it, imported on first use
+# launch queues kept per program, one per (grid, workgroup, timed): a program launched over ever new grids (a loop over
+# sizes) starts its set over instead of growing it; they are unbound queues, copied into the ring at submission, so
+# dropping one frees nothing the device still reads
+LAUNCH_QUEUES_KEPT = 64
+
+
+def launch_queues(program) -> dict:
+  """`program`'s launch queues by key (empty again once LAUNCH_QUEUES_KEPT are kept)."""
+  kept = program.__dict__.get("_launch_queues")
+  if kept is None or len(kept) >= LAUNCH_QUEUES_KEPT: kept = program.__dict__["_launch_queues"] = {}
+  return kept
+
+
 BACKEND_CLASSES = {"CPU": "hcq.drivers.cpu.device:CPUDevice", "AMD": "hcq.drivers.amd.device:AMDDevice", "NV": "hcq.drivers.nv.device:NVDevice"}
 
 
@@ -325,7 +338,7 @@ class Device(metaclass=_DeviceOpener):
     return end.timestamp
 
   def _launch_queue(self, program, gs: tuple[int, int, int], ls: tuple[int, int, int], timed: bool):
-    cache = program.__dict__.setdefault("_launch_queues", {})
+    cache = launch_queues(program)
     key = (gs, ls, timed, getattr(self, "scratch_generation", 0))  # device-wide state baked into the packets
     q = cache.get(key)
     if q is None:

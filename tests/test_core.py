@@ -294,6 +294,21 @@ def test_many_launches_wrap_the_kernarg_ring(dev, vadd):
   assert A.copyout(np.empty(64, np.float32))[0] == 20000
 
 
+def test_launch_queues_per_program_stay_bounded(dev, vadd):
+  """A program launched over ever new grids (here 3 x LAUNCH_QUEUES_KEPT workgroup sizes) keeps at most
+  LAUNCH_QUEUES_KEPT launch queues, and every launch after a start-over still computes the right thing."""
+  from hcq.device import LAUNCH_QUEUES_KEPT
+  n = 3 * LAUNCH_QUEUES_KEPT
+  a = np.arange(n, dtype=np.float32)
+  A, B = dev.alloc(4 * n).copyin(a), dev.alloc(4 * n).copyin(np.ones(n, np.float32))
+  for local in range(1, n + 1):
+    C = dev.alloc(4 * n).copyin(np.zeros(n, np.float32))
+    vadd(A, B, C, global_size=-(-n // local), local_size=local, vals=(n, float(local)))
+    np.testing.assert_array_equal(C.copyout(np.empty(n, np.float32)), a + np.float32(local))
+    assert 1 <= len(vadd._launch_queues) <= LAUNCH_QUEUES_KEPT
+    C.free()
+
+
 def test_fault_is_reported_and_device_recovers(dev, vadd):
   A = dev.alloc(64)
   dev.copy_queue().copy(A.addr, A.addr, 4096).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)

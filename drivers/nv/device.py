@@ -22,7 +22,7 @@ from types import ModuleType
 from hcq.autogen.nv import (classes as C, clc56f, clc6b5, clc6c0, clc7b5, clc7c0, clc86f, clc8b5, clc96f, clc9b5, clc9c0, clca6f, clcab5,
                             clcbc0, clcdc0, clcec0, ctrl0080, ctrl_fifo as F, nvos as O, nvstatus as S)
 from hcq.buffer import Buffer
-from hcq.device import Device, StagedCopies, TimestampSlot
+from hcq.device import Device, StagedCopies, TimestampSlot, launch_queues
 from hcq.devstring import DevSpec
 from hcq.drivers.nv.host_class import HOST_CLASSES, HostClass
 from hcq.drivers.nv.queue import COMPUTE_SUBCHANNEL, COPY_SUBCHANNEL, NVComputeQueue, NVCopyQueue, NVQueue
@@ -344,7 +344,7 @@ class NVDevice(StagedCopies, Device):
   def _launch_queue(self, program, gs: tuple[int, int, int], ls: tuple[int, int, int], timed: bool) -> NVComputeQueue:
     """wait for the previous submission, the start time (timed), the QMD: no WFI and no host release after it, as
     RELEASE1/0 of the QMD carry the timeline value and the end time (NVProgram.place_kernargs fills them)."""
-    cache = program.__dict__.setdefault("_launch_queues", {})
+    cache = launch_queues(program)
     q = cache.get((gs, ls, timed))
     if q is None:
       q = self.compute_queue().wait(self.timeline_signal, Variable("wait"))
