@@ -302,6 +302,23 @@ def test_packed_template_keeps_its_kernel_and_knows_when_it_does_not_apply(monke
   np.testing.assert_allclose(plus.numpy(), z @ y + 1, rtol=tol, atol=4 * tol)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("valid", [1, PANEL // 2, PANEL // 2 + 1, PANEL - 1])
+def test_a_last_panel_half_in_the_padding_runs_the_narrow_k_loop(monkeypatch, threads, valid):
+  """A cropped product whose last column panel holds `valid` columns: at most half a panel takes the k loop over the
+  panel's first half (render_gemm's %kn), more takes the whole panel; either way every column is numpy's (a narrow
+  loop taken one column too early would drop the panel's middle column)."""
+  from hcq.tensor import loops
+  monkeypatch.setattr(loops, "THREADS", threads)
+  m, k, n = 2 * ROWS + 1, 97, 8 * PANEL + valid
+  rng = np.random.default_rng(valid)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  t = Tensor(a) @ Tensor(b)
+  (src,) = kernel_sources(t)
+  assert ("%kn.k = phi" in src) == (valid <= PANEL // 2)
+  np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(k), atol=f32_tol(k) * 4)
+
+
 CROPPED = [(1000, 1000, 1000), (ROWS + 1, 64, 8 * PANEL + 3), (13, 97, 8 * PANEL + 1), (2 * ROWS + 1, 97, 8 * PANEL - 1),
            (257, 257, 9 * PANEL - 3), (97, 701, 8 * PANEL + 1)]
 

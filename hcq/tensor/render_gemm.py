@@ -9,7 +9,8 @@ coming from masked loads or a run of zeros; each register tile then passes over 
 (its chunk of `a` stays in L1, `b`'s panels stream from L2, its outputs move along the rows); loop counters and the
 tile's accumulators are phis; the micro-kernel's k loop is unrolled (x4 where kc allows) and per k
 step loads the panel's row of `b` as native vectors (two ymm for a 16-float panel on AVX2), broadcasts the tile's
-`rows` values of `a` and issues rows x vectors `llvm.fma` calls. The IR needs no mid-level passes, so it is marked
+`rows` values of `a` and issues rows x vectors `llvm.fma` calls (a tile whose panel's last half lies in a cropped n's
+padding runs a second k loop over the first half only). The IR needs no mid-level passes, so it is marked
 for code generation only. Any other kernel (another dtype, an index or mask that is not affine in the loops, packs
 over PACK_BYTES) returns None and takes the generic writer."""
 from __future__ import annotations
@@ -395,37 +396,61 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e(f"  %bpo = mul i64 %q{g.panel_depth}, {g.kc * g.columns}")
       e(f"  %bp = getelementptr inbounds {T}, ptr %bpack, i64 %bpo")
       bp = "%bp"
-    e("  br label %kl")
-    e("kl:")
-    # the k loop steps pointers into both packs (the IR addresses as the machine code does: no loop strength
-    # reduction needed, jit.CODEGEN_ONLY)
-    e(f"  %k = phi i64 [ 0, %tile ], [ %k.next, %kl ]")
-    e(f"  %bk = phi ptr [ {bp}, %tile ], [ %bk.next, %kl ]")
-    e(f"  %ak = phi ptr [ %ap, %tile ], [ %ak.next, %kl ]")
-    if step_ahead: e(f"  %pk = phi ptr [ %apq, %tile ], [ %pk.next, %kl ]")
-    acc = {(r, j): f"%acc{r}_{j}" for r in range(g.rows) for j in range(nv)}
-    for (r, j), name in acc.items(): e(f"  {name} = phi {V} [ zeroinitializer, %tile ], [ %f{U - 1}_{r}_{j}, %kl ]")
-    if step_ahead:
-      e("  call void @llvm.prefetch.p0(ptr %pk, i32 0, i32 2, i32 1)")
-      e(f"  %pk.next = getelementptr {T}, ptr %pk, i64 {step_ahead}")
-    for u in range(U):
-      for j in range(nv):
-        e(f"  %bq{u}_{j} = getelementptr inbounds {T}, ptr %bk, i64 {u * g.columns + j * N}")
-        e(f"  %bv{u}_{j} = load {V}, ptr %bq{u}_{j}, align {N * isz}")
-      for r in range(g.rows):
-        e(f"  %aq{u}_{r} = getelementptr inbounds {T}, ptr %ak, i64 {u + r * a_len}")
-        e(f"  %as{u}_{r} = load {T}, ptr %aq{u}_{r}, align {isz}")
-        e(f"  %ae{u}_{r} = insertelement {V} poison, {T} %as{u}_{r}, i64 0")
-        e(f"  %av{u}_{r} = shufflevector {V} %ae{u}_{r}, {V} poison, <{N} x i32> zeroinitializer")
-        for j in range(nv):
-          e(f"  %f{u}_{r}_{j} = call {V} @{fma}({V} %av{u}_{r}, {V} %bv{u}_{j}, {V} {acc[r, j]})")
-          acc[r, j] = f"%f{u}_{r}_{j}"
-    e(f"  %bk.next = getelementptr inbounds {T}, ptr %bk, i64 {U * g.columns}")
-    e(f"  %ak.next = getelementptr inbounds {T}, ptr %ak, i64 {U}")
-    e(f"  %k.next = add i64 %k, {U}")
-    e(f"  %k.more = icmp ult i64 %k.next, {g.kc}")
-    e("  br i1 %k.more, label %kl, label %kdone")
+
+    def k_loop(tag: str, vectors: int) -> dict[tuple[int, int], str]:
+      """The k loop as block `tag` (entered from %tile, left to %kdone) over the panel's first `vectors` vectors;
+      the accumulators it ends with. It steps pointers into both packs (the IR addresses as the machine code does: no
+      loop strength reduction needed, jit.CODEGEN_ONLY)."""
+      e(f"{tag}:")
+      e(f"  %{tag}.k = phi i64 [ 0, %tile ], [ %{tag}.kn, %{tag} ]")
+      e(f"  %{tag}.b = phi ptr [ {bp}, %tile ], [ %{tag}.bn, %{tag} ]")
+      e(f"  %{tag}.a = phi ptr [ %ap, %tile ], [ %{tag}.an, %{tag} ]")
+      if step_ahead: e(f"  %{tag}.p = phi ptr [ %apq, %tile ], [ %{tag}.pn, %{tag} ]")
+      acc = {(r, j): f"%{tag}.acc{r}_{j}" for r in range(g.rows) for j in range(vectors)}
+      for (r, j), name in acc.items(): e(f"  {name} = phi {V} [ zeroinitializer, %tile ], [ %{tag}.f{U - 1}_{r}_{j}, %{tag} ]")
+      if step_ahead:
+        e(f"  call void @llvm.prefetch.p0(ptr %{tag}.p, i32 0, i32 2, i32 1)")
+        e(f"  %{tag}.pn = getelementptr {T}, ptr %{tag}.p, i64 {step_ahead}")
+      for u in range(U):
+        for j in range(vectors):
+          e(f"  %{tag}.bq{u}_{j} = getelementptr inbounds {T}, ptr %{tag}.b, i64 {u * g.columns + j * N}")
+          e(f"  %{tag}.bv{u}_{j} = load {V}, ptr %{tag}.bq{u}_{j}, align {N * isz}")
+        for r in range(g.rows):
+          e(f"  %{tag}.aq{u}_{r} = getelementptr inbounds {T}, ptr %{tag}.a, i64 {u + r * a_len}")
+          e(f"  %{tag}.as{u}_{r} = load {T}, ptr %{tag}.aq{u}_{r}, align {isz}")
+          e(f"  %{tag}.ae{u}_{r} = insertelement {V} poison, {T} %{tag}.as{u}_{r}, i64 0")
+          e(f"  %{tag}.av{u}_{r} = shufflevector {V} %{tag}.ae{u}_{r}, {V} poison, <{N} x i32> zeroinitializer")
+          for j in range(vectors):
+            e(f"  %{tag}.f{u}_{r}_{j} = call {V} @{fma}({V} %{tag}.av{u}_{r}, {V} %{tag}.bv{u}_{j}, {V} {acc[r, j]})")
+            acc[r, j] = f"%{tag}.f{u}_{r}_{j}"
+      e(f"  %{tag}.bn = getelementptr inbounds {T}, ptr %{tag}.b, i64 {U * g.columns}")
+      e(f"  %{tag}.an = getelementptr inbounds {T}, ptr %{tag}.a, i64 {U}")
+      e(f"  %{tag}.kn = add i64 %{tag}.k, {U}")
+      e(f"  %{tag}.more = icmp ult i64 %{tag}.kn, {g.kc}")
+      e(f"  br i1 %{tag}.more, label %{tag}, label %kdone")
+      return acc
+
+    # a panel whose last half lies wholly in a cropped n's padding (n = 1000: 8 of the last panel's 16 columns) runs
+    # a k loop over its first half only: the padding's FMAs are not issued
+    column = next(((a, hi) for a, _, hi in g.out.conds if a.coef.get("l", 0) > 0 and not a.coef.get("r", 0)), None)
+    half = nv // 2 if nv % 2 == 0 and column is not None else 0
+    if half:   # only where some tile's last half is padding: the condition's largest value at that half's first lane
+      a, hi = column
+      top = a.at(l=half * N) + sum(max(0, a.coef.get(f"q{d}", 0)) * (spec.full_shape[ax] // st - 1) for d, (ax, st) in enumerate(g.loops))
+      half = half if top >= hi else 0
+    if half:
+      e(f"  %nw.c = add i64 {lin('nw', column[0], {'r': 0, 'l': 0})}, {half * N * column[0].coef['l']}")
+      e(f"  %nw = icmp sge i64 %nw.c, {column[1]}")
+      e("  br i1 %nw, label %kn, label %kw")
+    else:
+      e("  br label %kw")
+    acc = k_loop("kw", nv)
+    if half: narrow = k_loop("kn", half)
     e("kdone:")
+    if half:   # the accumulators of whichever loop ran (the narrow one's last half: zeros, cropped anyway)
+      for r, j in list(acc):
+        e(f"  %kd{r}_{j} = phi {V} [ {acc[r, j]}, %kw ], [ {narrow.get((r, j), 'zeroinitializer')}, %kn ]")
+        acc[r, j] = f"%kd{r}_{j}"
 
     def finish(pred: str) -> None:
       """The tile's outputs from block `pred`: the first k chunk stores, the others add to what the earlier ones stored."""
