@@ -22,7 +22,6 @@ from hcq.errors import GPUTimeout, HCQError
 from hcq.signal import SIGNAL_BYTES, Signal
 from hcq.sym import Variable
 
-# DEVICE part of a DEV string -> the class that drives it, imported on first use
 # launch queues kept per program, one per (grid, workgroup, timed): a program launched over ever new grids (a loop over
 # sizes) starts its set over instead of growing it; they are unbound queues, copied into the ring at submission, so
 # dropping one frees nothing the device still reads
@@ -36,6 +35,7 @@ def launch_queues(program) -> dict:
   return kept
 
 
+# DEVICE part of a DEV string -> the class that drives it, imported on first use
 BACKEND_CLASSES = {"CPU": "hcq.drivers.cpu.device:CPUDevice", "AMD": "hcq.drivers.amd.device:AMDDevice", "NV": "hcq.drivers.nv.device:NVDevice"}
 
 

@@ -273,7 +273,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     'for r, st in enumerate(starts)], str(whole * N - N))', "a's pack copies the vector before its k chunk's tail again in place of the tail", GEMM),
   M("tensor-gemm-lane-bound", "tensor", "hcq/tensor/render_gemm.py", 'e(f"  %{tag}.{name}d = sub i64 {b}, %{tag}.a{i}")',
     'e(f"  %{tag}.{name}d = sub i64 {b + 1}, %{tag}.a{i}")', "a lane mask's bounds one lane late: a pad's first lane read, a low pad's last one dropped", GEMM),
-  M("tensor-gemm-narrow-guard", "tensor", "hcq/tensor/render_gemm.py", "half = half if top >= hi else 0", "half = half if top >= hi - 1 else 0",
+  M("tensor-gemm-narrow-guard", "tensor", "hcq/tensor/render_gemm.py", "half = half if top >= end else 0", "half = half if top >= end - 1 else 0",
     "the narrow k loop emitted where no tile can take it (its compile paid for nothing)", ["tests/test_tensor_matmul.py", "-k", "narrow"]),
   M("tensor-template-sharing", "tensor", "hcq/tensor/schedule.py", "if kept is not None and kept[3] == _sharing(leaves) and _untouched(node, leaves):",
     "if kept is not None and _untouched(node, leaves):", "a templated product takes the kernel kept for leaves that shared one buffer "

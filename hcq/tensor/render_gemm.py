@@ -435,9 +435,10 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     column = next(((a, hi) for a, _, hi in g.out.conds if a.coef.get("l", 0) > 0 and not a.coef.get("r", 0)), None)
     half = nv // 2 if nv % 2 == 0 and column is not None else 0
     if half:   # only where some tile's last half is padding: the condition's largest value at that half's first lane
-      a, hi = column
-      top = a.at(l=half * N) + sum(max(0, a.coef.get(f"q{d}", 0)) * (spec.full_shape[ax] // st - 1) for d, (ax, st) in enumerate(g.loops))
-      half = half if top >= hi else 0
+      col, end = column
+      top = col.at(l=half * N) + sum(max(0, col.coef.get(f"q{d}", 0)) * (spec.full_shape[ax] // st - 1)
+                                     for d, (ax, st) in enumerate(g.loops))
+      half = half if top >= end else 0
     if half:
       e(f"  %nw.c = add i64 {lin('nw', column[0], {'r': 0, 'l': 0})}, {half * N * column[0].coef['l']}")
       e(f"  %nw = icmp sge i64 %nw.c, {column[1]}")
