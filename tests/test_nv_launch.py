@@ -114,7 +114,8 @@ def test_wait_returns_gpu_seconds_from_the_timestamps(dev, saxpy):
 
 def test_launch_queues_per_program_stay_bounded(dev, saxpy):
   """As on the other devices: a program launched over ever new workgroup sizes keeps at most LAUNCH_QUEUES_KEPT
-  launch queues (NVDevice._launch_queue), and each launch is still right."""
+  launch queues (NVDevice._launch_queue) and launch plans (NVProgram's fast path, two keys a plan), and each launch is
+  still right."""
   from hcq.device import LAUNCH_QUEUES_KEPT
   n = LAUNCH_QUEUES_KEPT + 8
   x = np.arange(n, dtype=np.float32)
@@ -123,7 +124,7 @@ def test_launch_queues_per_program_stay_bounded(dev, saxpy):
   for local in range(1, n + 1):
     saxpy(ob, xb, vals=(float(local), n), global_size=-(-n // local), local_size=local)
     np.testing.assert_array_equal(ob.copyout(np.empty(n, np.float32)), x * np.float32(local))
-    assert 1 <= len(saxpy._launch_queues) <= LAUNCH_QUEUES_KEPT
+    assert 1 <= len(saxpy._launch_queues) <= LAUNCH_QUEUES_KEPT and 1 <= len(saxpy._plans) <= 2 * LAUNCH_QUEUES_KEPT
 
 
 def test_the_mock_reads_the_qmd_the_driver_wrote(dev, saxpy):

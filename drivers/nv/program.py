@@ -13,6 +13,7 @@ import struct
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hcq.autogen.nv import clc6c0, clc7c0, clc9c0, clcbc0, clcdc0, clcec0
+from hcq.device import LAUNCH_QUEUES_KEPT
 from hcq.drivers.nv.compile import compile_ptx, cuda_to_ptx, llvm_to_ptx
 from hcq.drivers.nv.cubin import DRIVER_CONSTANTS, CubinError, CubinKernel, bank_number, read_cubin
 from hcq.drivers.nv.launch_plan import LaunchPlan
@@ -247,7 +248,9 @@ class NVProgram(Program):
       if plan is None:
         gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
         plan = self._plans.get((gs, ls, shared))
-        if plan is None: plan = self._plans[(gs, ls, shared)] = LaunchPlan(self, gs, ls, self.shared_size if shared is None else shared)
+        if plan is None:
+          if len(self._plans) >= 2 * LAUNCH_QUEUES_KEPT: self._plans.clear()   # bounded as the launch queues (a plan has two keys)
+          plan = self._plans[(gs, ls, shared)] = LaunchPlan(self, gs, ls, self.shared_size if shared is None else shared)
         if ints: self._plans[(global_size, local_size, shared)] = plan
       return plan.launch(bufs, vals if type(vals) is tuple else tuple(vals))  # a generator or list as the generic path takes it
     gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
