@@ -309,6 +309,17 @@ def test_launch_queues_per_program_stay_bounded(dev, vadd):
     C.free()
 
 
+def test_a_raw_queue_exec_over_an_empty_grid_runs_nothing(dev, vadd):
+  """Program launches refuse an empty grid (launch_dims); a queue built by hand may still hold one: the CPU engine
+  runs no workgroup and signals, as a GPU's dispatch of zero groups would (no fault)."""
+  C = dev.alloc(16).copyin(np.full(4, 7, np.float32))
+  value = dev.next_timeline()
+  dev.compute_queue().exec(vadd, C.addr, (0, 1, 1), (1, 1, 1)).signal(dev.timeline_signal, value).submit(dev)
+  dev.synchronize()
+  assert dev.timeline_signal.value >= value
+  np.testing.assert_array_equal(C.copyout(np.empty(4, np.float32)), np.full(4, 7, np.float32))
+
+
 def test_fault_is_reported_and_device_recovers(dev, vadd):
   A = dev.alloc(64)
   dev.copy_queue().copy(A.addr, A.addr, 4096).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)

@@ -45,7 +45,7 @@ class CPUProgram(Program):
     def span(lo: int, hi: int) -> None:
       for i in range(lo, hi): fn(kernargs, i % gx, i // gx % gy, i // (gx * gy), *ls)
 
-    workers = min(self.device.cores, total)
+    workers = max(1, min(self.device.cores, total))   # a raw queue's empty grid runs nothing, as a GPU's would
     bounds = [total * k // workers for k in range(workers + 1)]
     # the calling engine thread runs the first share itself: one thread fewer to wake and to wait for
     shares = [self.device.pool.submit(span, bounds[k], bounds[k + 1]) for k in range(1, workers)]
