@@ -1,7 +1,7 @@
 """The process's LLVM code generation (llvmlite): one lock for every compile (host JIT, amdgcn, nvptx).
 
 llvmlite's modules share LLVM's global context, and code generation reads command-line options that are global to the
-process, so parsing, optimising and emitting all hold `LOCK`; `codegen` also sets the one option hcq changes per
+process, so set-up (targets, machines, the host engine), parsing, optimising and emitting all hold `LOCK`; `codegen` also sets the one option hcq changes per
 module: loop strength reduction, which IR written in the shape it runs (jit.CODEGEN_ONLY) does not need and which
 cost a packed matmul kernel about 30% of its compile time."""
 from __future__ import annotations

@@ -275,11 +275,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     'e(f"  %{tag}.{name}d = sub i64 {b + 1}, %{tag}.a{i}")', "a lane mask's bounds one lane late: a pad's first lane read, a low pad's last one dropped", GEMM),
   M("tensor-gemm-narrow-guard", "tensor", "hcq/tensor/render_gemm.py", "half = half if top >= end else 0", "half = half if top >= end - 1 else 0",
     "the narrow k loop emitted where no tile can take it (its compile paid for nothing)", ["tests/test_tensor_matmul.py", "-k", "narrow"]),
-  M("tensor-template-sharing", "tensor", "hcq/tensor/schedule.py", "if kept is not None and kept[3] == _sharing(leaves) and _untouched(node, leaves):",
+  M("tensor-template-sharing", "tensor", "hcq/tensor/schedule.py", "if kept is not None and kept.sharing == _sharing(leaves) and _untouched(node, leaves):",
     "if kept is not None and _untouched(node, leaves):", "a templated product takes the kernel kept for leaves that shared one buffer "
     "with leaves that do not: one operand read for both", ["tests/test_tensor_matmul.py", "-k", "template"]),
-  M("tensor-template-untouched", "tensor", "hcq/tensor/schedule.py", "if kept is not None and kept[3] == _sharing(leaves) and _untouched(node, leaves):",
-    "if kept is not None and kept[3] == _sharing(leaves):", "a templated product whose reduction a consumer already computed is computed "
+  M("tensor-template-untouched", "tensor", "hcq/tensor/schedule.py", "if kept is not None and kept.sharing == _sharing(leaves) and _untouched(node, leaves):",
+    "if kept is not None and kept.sharing == _sharing(leaves):", "a templated product whose reduction a consumer already computed is computed "
     "again", ["tests/test_tensor_matmul.py", "-k", "template"]),
   M("launch-queues-unbounded", "launch", "hcq/device.py", "if kept is None or len(kept) >= LAUNCH_QUEUES_KEPT:", "if kept is None:",
     "a program's launch queues grow with every new grid", ["tests/test_core.py", "tests/test_nv_launch.py", "-k", "bounded"]),

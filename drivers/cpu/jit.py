@@ -1,12 +1,10 @@
 """The process's LLVM JIT for the host CPU (llvmlite MCJIT), shared by every CPU program and by hcq.tensor's kernels."""
 from __future__ import annotations
-import threading
 from typing import Any
 
-from hcq.drivers.codegen import codegen
+from hcq.drivers.codegen import LOCK, codegen
 from hcq.errors import HCQError
 
-_lock = threading.Lock()
 _ready: tuple | None = None
 # IR written in the shape it runs (phis, no allocas, loops unrolled by hand, pointers stepped as the machine code steps
 # them) says so on its first line: the O3 pipeline and loop strength reduction would only cost compile time
@@ -29,7 +27,7 @@ def host_jit() -> tuple[Any, Any, Any]:
   """(llvmlite.binding, a target machine for O3 passes, the shared MCJIT engine), set up once per process. An engine owns
   its target machine, so the passes get one of their own."""
   global _ready
-  with _lock:
+  with LOCK:   # its parse and engine live in LLVM's global context, as every compile's do
     if _ready is None:
       try:
         import llvmlite.binding as llvm

@@ -136,8 +136,6 @@ def record(cubin: Cubin, ptx: str) -> None:
                                          tuple((i, len(d)) for i, d in sorted(k.constant_banks.items()) if i), consts, slots))
 
 
-
-
 def ptx_features(arch: str) -> str:
   """llvmlite's NVPTX target features for `arch`: the PTX ISA version the emitted PTX declares (what ptxas 13 takes)."""
   return "+ptx80" if int(arch[3:]) < 100 else "+ptx86"

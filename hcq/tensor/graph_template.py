@@ -16,9 +16,7 @@ class GraphTemplate:
 
   def __init__(self, root: LazyNode, leaves: tuple[LazyNode, ...]):
     self.tree = _keep(root, {id(n): i for i, n in enumerate(leaves)}, {})
-    # what the scheduler made of the root once (hcq.tensor.schedule.Scheduler.realize): the graph's one kernel, the
-    # output's bytes, the leaf slot of each input buffer, and which leaves shared a buffer then
-    self.kernel: tuple | None = None
+    self.kernel = None   # what the scheduler made of the root once (hcq.tensor.schedule.KeptKernel)
     root.template = (self, leaves)
 
   def build(self, leaves: tuple[LazyNode, ...]) -> LazyNode:

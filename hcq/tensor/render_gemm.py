@@ -204,11 +204,10 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %{name}.ok = and i1 %{name}.lo, %{name}.hi")
     return f"%{name}.ok"
 
-  def run_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, count: int, depth: int) -> tuple[str, str | None, list]:
-    """Where a run of `count` elements of `o` along `var` (its coefficient is 1) starts, for `terms` in the body of
-    loop `depth - 1`; the pad's conditions that do not move along the run as one i1 (None: no such condition); those
-    that do as (value at var = 0, var's coefficient, lo, hi). `count` is a whole number of vectors (a's k chunk
-    ends in a tail of its own: lane_mask's `limit`)."""
+  def run_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, depth: int) -> tuple[str, str | None, list]:
+    """Where a run of `o` along `var` (its coefficient is 1) starts, for `terms` in the body of loop `depth - 1`; the
+    pad's conditions that do not move along the run as one i1 (None: no such condition); those that do as (value at
+    var = 0, var's coefficient, lo, hi). Lanes past the run's end are the reader's to mask (lane_mask's `limit`)."""
     src = lin(f"{tag}.s", o.index, terms | {var: 0}, depth)
     e(f"  %{tag}.sp = getelementptr {T}, ptr %b{o.buf}, i64 {src}")
     fixed, moving = None, []
@@ -222,10 +221,10 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       fixed = ok if fixed is None else f"%{tag}.f{i}"
     return f"%{tag}.sp", fixed, moving
 
-  def read_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, count: int, depth: int) -> tuple[str, None, list]:
+  def read_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, depth: int) -> tuple[str, None, list]:
     """run_start for a run that is read: where a condition that does not move along the run fails, the run starts
     in %zeros instead (plain loads in the copy loop, no mask to build per vector)."""
-    src, fixed, moving = run_start(tag, o, terms, var, count, depth)
+    src, fixed, moving = run_start(tag, o, terms, var, depth)
     if fixed is None: return src, None, moving
     e(f"  %{tag}.zp = select i1 {fixed}, ptr {src}, ptr %zeros")
     return f"%{tag}.zp", None, moving
@@ -297,7 +296,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %pa.tq = phi i64 [ 0, %{pred} ], [ %pa.tn, %pa.kx ]")
     e(f"  %pa.to = mul i64 %pa.tq, {g.rows * a_len}")
     e(f"  %pa.d = getelementptr inbounds {T}, ptr %apack, i64 %pa.to")
-    starts = [read_start(f"pa.r{r}", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": r}, "k", g.kc, g.bcast_pack_depth + 1)
+    starts = [read_start(f"pa.r{r}", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": r}, "k", g.bcast_pack_depth + 1)
               for r in range(g.rows)]
     whole, tail = divmod(g.kc, N)   # the chunk's whole vectors in a loop; the rest, one masked vector per row
     e(f"  br label %pa.{'k' if whole else 'kx'}")
@@ -336,7 +335,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e("  %pb.pd = add i64 %pb.d, %pb.po")
       dest = "%pb.pd"
     e(f"  %pb.dp = getelementptr inbounds {T}, ptr %bpack, i64 {dest}")
-    start = read_start("pb.r", g.vector, terms, "l", g.columns, g.vector_pack_depth + 1)
+    start = read_start("pb.r", g.vector, terms, "l", g.vector_pack_depth + 1)
     for j in range(nv):
       x = run_load(f"pb.l{j}", start, str(j * N))
       if j == 0:   # the panel's line 16 rows of b ahead, into L2 (rows start new streams, from memory)

@@ -18,8 +18,7 @@ would be calls to libm, which a GPU does not have: they raise NotImplementedErro
 from __future__ import annotations
 import dataclasses
 import math
-import threading
-from hcq.drivers.codegen import codegen
+from hcq.drivers.codegen import LOCK, codegen
 from hcq.tensor.dtype import DType, dtypes
 from hcq.tensor.kernels_gpu import VECTOR_LANES, MatmulMatch, match_matmul, vector_axis, write_matmul
 from hcq.tensor.loops import LoopKernel
@@ -338,7 +337,6 @@ class GPURenderer(Renderer):
   writer: type[_GPUKernelWriter] = _GPUKernelWriter
   features = ""
   wave_size = 32       # lanes that run in lockstep (an AMD wave, an NV warp): workgroup sizes are multiples of it
-  _lock = threading.Lock()
   _machines: dict[tuple[str, str, str], tuple] = {}  # (triple, arch, features) -> (llvmlite.binding, target machine), once per process
 
   def __init__(self, arch: str):
@@ -346,7 +344,7 @@ class GPURenderer(Renderer):
 
   def machine(self):
     """(llvmlite.binding, llvmlite's target machine for this triple and arch)."""
-    with GPURenderer._lock:
+    with LOCK:   # target set-up and machines in LLVM's global state, as every compile's
       key = (self.writer.triple, self.arch, self.features)
       if key not in GPURenderer._machines:
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import hashlib
 import math
-from typing import Any
+from typing import Any, NamedTuple
 from hcq.tensor.dtype import DType
 from hcq.tensor.lazy import LazyNode
 from hcq.tensor.view import ShapeTracker, contiguous_strides
@@ -73,6 +73,15 @@ class ScheduleItem:
   buffers: list = field(default_factory=list)
 
 
+class KeptKernel(NamedTuple):
+  """What the scheduler made of a graph template's root (hcq.tensor.graph_template.GraphTemplate.kernel): its one
+  kernel, the output's bytes, the leaf slot of each input buffer and which leaves shared a buffer then (_sharing)."""
+  spec: KernelSpec
+  nbytes: int
+  slots: tuple[int, ...]
+  sharing: tuple[int, ...]
+
+
 def _sharing(leaves: tuple[LazyNode, ...]) -> tuple[int, ...] | None:
   """For each leaf, the first leaf with the same buffer (a kernel loads a shared buffer once); None while a leaf is
   not data."""
@@ -123,20 +132,19 @@ class Scheduler:
     if node.realized: return
     if node.template is None: return self._realize(node)
     template, leaves = node.template
-    kept = template.kernel
-    if kept is not None and kept[3] == _sharing(leaves) and _untouched(node, leaves):
+    kept: KeptKernel | None = template.kernel
+    if kept is not None and kept.sharing == _sharing(leaves) and _untouched(node, leaves):
       # the same graph over other data (none of its inner nodes computed since): the same kernel, its AST not rebuilt
-      spec, nbytes, slots, _ = kept
-      out = self.device.alloc(nbytes)
-      self.items.append(ScheduleItem(spec, [out] + [leaves[i].buffer for i in slots]))
+      out = self.device.alloc(kept.nbytes)
+      self.items.append(ScheduleItem(kept.spec, [out] + [leaves[i].buffer for i in kept.slots]))
       self._become_buffer(node, out)
       return
     before = len(self.items)
     self._realize(node)
     new = self.items[before:]
-    if kept is None and len(new) == 1 and new[0].buffers[0] is node.buffer and _sharing(leaves) is not None:
-      slots = [next((i for i, x in enumerate(leaves) if x.buffer is b), None) for b in new[0].buffers[1:]]
-      if None not in slots: template.kernel = (new[0].kernel, node.buffer.nbytes, slots, _sharing(leaves))
+    if kept is None and len(new) == 1 and new[0].buffers[0] is node.buffer and (sharing := _sharing(leaves)) is not None:
+      slots = tuple(next((i for i, x in enumerate(leaves) if x.buffer is b), None) for b in new[0].buffers[1:])
+      if None not in slots: template.kernel = KeptKernel(new[0].kernel, node.buffer.nbytes, slots, sharing)
 
   def _realize(self, node: LazyNode) -> None:
     if node.depth > CHAIN_LIMIT: self._cut_long_chains(node)
