@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 from hcq.buffer import MEMORY_KINDS, Buffer
 from hcq.devstring import BACKENDS, DevSpec, parse_dev
 from hcq.errors import GPUTimeout, HCQError
+from hcq.memo import Memo
 from hcq.signal import SIGNAL_BYTES, Signal
 from hcq.sym import Variable
 
@@ -28,10 +29,10 @@ from hcq.sym import Variable
 LAUNCH_QUEUES_KEPT = 64
 
 
-def launch_queues(program) -> dict:
-  """`program`'s launch queues by key (empty again once LAUNCH_QUEUES_KEPT are kept)."""
+def launch_queues(program) -> Memo:
+  """`program`'s launch queues by key (hcq.memo.Memo: started over when a new key finds LAUNCH_QUEUES_KEPT kept)."""
   kept = program.__dict__.get("_launch_queues")
-  if kept is None or len(kept) >= LAUNCH_QUEUES_KEPT: kept = program.__dict__["_launch_queues"] = {}
+  if kept is None: kept = program.__dict__["_launch_queues"] = Memo(LAUNCH_QUEUES_KEPT)
   return kept
 
 
@@ -338,16 +339,14 @@ class Device(metaclass=_DeviceOpener):
     return end.timestamp
 
   def _launch_queue(self, program, gs: tuple[int, int, int], ls: tuple[int, int, int], timed: bool):
-    cache = launch_queues(program)
-    key = (gs, ls, timed, getattr(self, "scratch_generation", 0))  # device-wide state baked into the packets
-    q = cache.get(key)
-    if q is None:
+    def build():
       q = self.compute_queue().wait(self.timeline_signal, Variable("wait"))
       if timed: q.timestamp(TimestampSlot(Variable("start")))
       q.exec(program, Variable("kernargs"), gs, ls)
       if timed: q.timestamp(TimestampSlot(Variable("end")))
-      cache[key] = q = q.signal(self.timeline_signal, Variable("signal"))
-    return q
+      return q.signal(self.timeline_signal, Variable("signal"))
+    key = (gs, ls, timed, getattr(self, "scratch_generation", 0))  # device-wide state baked into the packets
+    return launch_queues(program).get(key, build)
 
   def export_trace(self, path: str) -> int:
     """Write the profiled launches and copies as Chrome/Perfetto trace JSON; returns how many events."""

@@ -318,10 +318,10 @@ def test_generic_cpu_kernels_take_the_clean_up_passes():
 
 
 def test_memo_keeps_none_starts_over_when_full_and_serves_threads():
-  """hcq.tensor.memo.Memo (load indices, gemm layouts, stores_through): None is kept like any value (a kernel that is
+  """hcq.memo.Memo (load indices, gemm layouts, stores_through): None is kept like any value (a kernel that is
   no matmul is asked once), a full memo starts over, and threads sharing one get each key's own value."""
   import threading
-  from hcq.tensor.memo import Memo
+  from hcq.memo import Memo
   calls: list[str] = []
   def make(k: str):
     return lambda: calls.append(k)   # None

@@ -344,13 +344,11 @@ class NVDevice(StagedCopies, Device):
   def _launch_queue(self, program, gs: tuple[int, int, int], ls: tuple[int, int, int], timed: bool) -> NVComputeQueue:
     """wait for the previous submission, the start time (timed), the QMD: no WFI and no host release after it, as
     RELEASE1/0 of the QMD carry the timeline value and the end time (NVProgram.place_kernargs fills them)."""
-    cache = launch_queues(program)
-    q = cache.get((gs, ls, timed))
-    if q is None:
+    def build() -> NVComputeQueue:
       q = self.compute_queue().wait(self.timeline_signal, Variable("wait"))
       if timed: q.timestamp(TimestampSlot(Variable("start")))
-      q = cache[(gs, ls, timed)] = q.exec(program, Variable("kernargs"), gs, ls, barrier=False)
-    return q
+      return q.exec(program, Variable("kernargs"), gs, ls, barrier=False)
+    return launch_queues(program).get((gs, ls, timed), build)
 
   def _place_launch(self, program, kernargs: bytes | bytearray, end) -> int:
     return program.place_kernargs(kernargs, self.timeline_value, self.timeline_signal.value_addr, end.value_addr if end is not None else 0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import math
 import os
-from hcq.tensor.memo import Memo
+from hcq.memo import Memo
 from hcq.tensor.schedule import KernelSpec, KOp
 from hcq.tensor.symbolic import Var, Num, Expr, linear_coefficient
 from hcq.tensor.view import contiguous_strides

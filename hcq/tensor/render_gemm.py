@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from hcq.drivers.cpu.jit import CODEGEN_ONLY
 from hcq.tensor.dtype import dtypes
 from hcq.tensor.loops import LoopKernel, host_simd_registers
-from hcq.tensor.memo import Memo
+from hcq.memo import Memo
 from hcq.tensor.symbolic import Expr, Num, Var, linear_coefficient, substitute, variables
 from hcq.tensor.view import ShapeTracker
 

@@ -11,7 +11,7 @@ import struct
 from hcq.drivers.cpu.jit import CLEANUP_ONLY
 from hcq.tensor.dtype import DType, dtypes
 from hcq.tensor.loops import LoopKernel, axis_var, plan
-from hcq.tensor.memo import Memo
+from hcq.memo import Memo
 from hcq.tensor.render_gemm import gemm_layout, render_gemm
 from hcq.tensor.view import contiguous_strides
 from hcq.tensor.schedule import KOp
