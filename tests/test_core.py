@@ -309,6 +309,20 @@ def test_launch_queues_per_program_stay_bounded(dev, vadd):
     C.free()
 
 
+def test_launch_queues_for_as_many_grids_as_kept_are_built_once(dev, vadd):
+  """A program cycling through exactly LAUNCH_QUEUES_KEPT grids keeps every queue: the second round replays the
+  queues the first built (a bound checked on every lookup instead of on a new key would rebuild one each launch)."""
+  from hcq.device import LAUNCH_QUEUES_KEPT
+  n = LAUNCH_QUEUES_KEPT
+  A = dev.alloc(4 * n).copyin(np.zeros(n, np.float32))
+  vadd.__dict__.pop("_launch_queues", None)
+  def round_() -> list[int]:
+    for local in range(1, n + 1): vadd(A, A, A, global_size=-(-n // local), local_size=local, vals=(n, 1.0))
+    return [id(vadd._launch_queues[((-(-n // local), 1, 1), (local, 1, 1), False, 0)]) for local in range(1, n + 1)]
+  assert round_() == round_()
+  dev.synchronize()
+
+
 def test_a_raw_queue_exec_over_an_empty_grid_runs_nothing(dev, vadd):
   """Program launches refuse an empty grid (launch_dims); a queue built by hand may still hold one: the CPU engine
   runs no workgroup and signals, as a GPU's dispatch of zero groups would (no fault)."""
