@@ -284,6 +284,18 @@ MUTATIONS: tuple[Mutation, ...] = (
   M("launch-queues-unbounded", "launch", "hcq/device.py", 'program.__dict__["_launch_queues"] = Memo(LAUNCH_QUEUES_KEPT)',
     'program.__dict__["_launch_queues"] = Memo(1 << 30)',
     "a program's launch queues grow with every new grid", ["tests/test_core.py", "tests/test_nv_launch.py", "-k", "bounded"]),
+  M("cpu-workers-no-wake", "launch", "drivers/cpu/pool.py", "if self.parked: self.cond.notify_all()", "if self.parked: pass",
+    "a grid posted while the CPU workers are parked does not wake them (the launching thread runs it alone)",
+    ["tests/test_cpu_workers.py", "-k", "take_part"]),
+  M("cpu-workers-no-join", "launch", "drivers/cpu/pool.py", "if not self._wait(self.ctx, part, self.spin_limit):", "if False:",
+    "a grid ends when the launching thread runs out of workgroups, not when the workers' last one has ended",
+    ["tests/test_cpu_workers.py", "-k", "take_part"]),
+  M("cpu-workers-part-base", "launch", "drivers/cpu/pool.py", "self._post(self.ctx, address, kernargs, gx, gy, part, base, *local_size)",
+    "self._post(self.ctx, address, kernargs, gx, gy, part, 0, *local_size)", "every part of a grid past MAX_PART numbers its "
+    "workgroups from 0", ["tests/test_cpu_workers.py", "-k", "parts"]),
+  M("cpu-workers-claim-unchecked", "launch", "drivers/cpu/pool.py", "br i1 %won, label %run, label %look", "br i1 true, label %run, label %look",
+    "a workgroup is run by every thread that tried to take it, not only by the one whose compare-and-swap won",
+    ["tests/test_cpu_workers.py", "-k", "rapid"]),
 )
 
 

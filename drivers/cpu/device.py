@@ -11,12 +11,12 @@ import ctypes
 import mmap
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 from hcq.buffer import Buffer
 from hcq.device import Device
 from hcq.devstring import DevSpec
+from hcq.drivers.cpu.pool import SpinningWorkers, ThreadWorkers, workers
 from hcq.drivers.cpu.program import CPUProgram
 from hcq.drivers.cpu.queue import CPUComputeQueue, CPUCopyQueue, Engine
 from hcq.errors import GPUFault
@@ -38,18 +38,29 @@ class CPUDevice(Device):
     self._lock = threading.Lock()
     self.cores = os.cpu_count() or 1
     self.signalled = threading.Condition()  # the engines notify it after each signal write
+    self._workers: SpinningWorkers | ThreadWorkers | None = None
+    self._workers_lock = threading.Lock()
     previous = threading.stack_size(THREAD_STACK_BYTES)
     try:
-      self.pool = ThreadPoolExecutor(self.cores, thread_name_prefix=f"hcq-{spec}-wg")
-      # the pool starts a worker per task while none is idle: one task per core that waits for all the others
-      # starts every worker now, with this stack size
-      started = threading.Barrier(self.cores)
-      for f in [self.pool.submit(started.wait) for _ in range(self.cores)]: f.result()
       self.engines = {"compute": Engine(self, "compute"), "copy": Engine(self, "copy")}
       for e in self.engines.values(): e.start()
     finally:
       threading.stack_size(previous)
     super().__init__(spec)
+
+  @property
+  def workers(self) -> SpinningWorkers | ThreadWorkers:
+    """The threads that run grids with the compute engine, started by the first grid (spinning workers compile their
+    hand-out with llvmlite, which a device used only for copies need not load)."""
+    if self._workers is None:
+      with self._workers_lock:
+        if self._workers is None:
+          previous = threading.stack_size(THREAD_STACK_BYTES)
+          try:
+            self._workers = workers(self.cores, f"hcq-{self.spec}-wg")
+          finally:
+            threading.stack_size(previous)
+    return self._workers
 
   # ---- memory: anonymous mappings; device address == host address ----
   def _alloc(self, nbytes: int, kind: str) -> Buffer:

@@ -37,19 +37,5 @@ class CPUProgram(Program):
     super().__init__(device, name, natural_layout(list(args), arg_names))
 
   def run(self, kernargs: int, global_size: tuple[int, int, int], local_size: tuple[int, int, int]) -> None:
-    """Every workgroup of the grid, spread over the device's cores: the calling engine thread and the device's pool."""
-    gx, gy, gz = global_size
-    total = gx * gy * gz
-    fn, ls = self.fn, local_size
-
-    def span(lo: int, hi: int) -> None:
-      for i in range(lo, hi): fn(kernargs, i % gx, i // gx % gy, i // (gx * gy), *ls)
-
-    workers = max(1, min(self.device.cores, total))   # a raw queue's empty grid runs nothing, as a GPU's would
-    bounds = [total * k // workers for k in range(workers + 1)]
-    # the calling engine thread runs the first share itself: one thread fewer to wake and to wait for
-    shares = [self.device.pool.submit(span, bounds[k], bounds[k + 1]) for k in range(1, workers)]
-    try:
-      span(bounds[0], bounds[1])
-    finally:
-      for f in shares: f.result()
+    """Every workgroup of the grid, spread over the device's cores: the calling engine thread and the device's workers."""
+    self.device.workers.run(self.fn, kernargs, global_size, local_size)

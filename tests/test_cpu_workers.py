@@ -1,0 +1,123 @@
+"""The CPU device's workers (hcq.drivers.cpu.pool): every workgroup of a grid runs once with its own ids, workers
+take part and are woken from parking, a grid ends only when its last workgroup has, and grids past the native
+hand-out's 32-bit count run in parts. Both kinds: spinning (native hand-out) and the thread pool fallback."""
+from __future__ import annotations
+import ctypes
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from hcq.drivers.cpu import pool
+from hcq.drivers.cpu.program import KERNEL_TYPE, compile_llvm_ir
+from tests.tools import require_module
+
+# counts[x + gx * (y + gy * z)] += 1 for the workgroup (x, y, z); kernargs: counts, gx, gy
+COUNT_IR = r"""
+define void @count(ptr %ka, i32 %x, i32 %y, i32 %z, i32 %lx, i32 %ly, i32 %lz) {
+  %counts = load ptr, ptr %ka
+  %pgx = getelementptr i64, ptr %ka, i64 1
+  %gx = load i64, ptr %pgx
+  %pgy = getelementptr i64, ptr %ka, i64 2
+  %gy = load i64, ptr %pgy
+  %x64 = zext i32 %x to i64
+  %y64 = zext i32 %y to i64
+  %z64 = zext i32 %z to i64
+  %zy = mul i64 %z64, %gy
+  %row = add i64 %zy, %y64
+  %rx = mul i64 %row, %gx
+  %i = add i64 %rx, %x64
+  %p = getelementptr i64, ptr %counts, i64 %i
+  %old = atomicrmw add ptr %p, i64 1 monotonic
+  ret void
+}
+"""
+
+
+@pytest.fixture(params=["spinning", "threads"])
+def make(request):
+  """A factory of the kind of workers under test, for `cores` cores."""
+  if request.param == "spinning": require_module("llvmlite")   # a pip dependency of the test extras: fails in CI
+  return pool.SpinningWorkers if request.param == "spinning" else pool.ThreadWorkers
+
+
+def recorder():
+  """A Python kernel that records (x, y, z, lx, ly, lz) of each workgroup, and the records."""
+  seen, lock = [], threading.Lock()
+
+  @KERNEL_TYPE
+  def kernel(ka, x, y, z, lx, ly, lz):
+    with lock: seen.append((x, y, z, lx, ly, lz))
+  return kernel, seen
+
+
+@pytest.mark.parametrize("grid", [(1, 1, 1), (5, 3, 2), (257, 1, 1), (1, 1, 9), (0, 1, 1)])
+def test_every_workgroup_runs_once_with_its_ids(make, grid):
+  workers = make(3, "test-wg")
+  kernel, seen = recorder()
+  workers.run(kernel, 0, grid, (4, 2, 1))
+  gx, gy, gz = grid
+  assert sorted(seen) == [(x, y, z, 4, 2, 1) for x in range(gx) for y in range(gy) for z in range(gz)]
+
+
+def test_a_grid_past_the_native_count_runs_in_parts(monkeypatch):
+  """The hand-out counts workgroups in 32 bits: a grid of more than MAX_PART runs as parts, each numbered on from the
+  last (here MAX_PART is 4: 3 parts for 10 workgroups)."""
+  require_module("llvmlite")
+  monkeypatch.setattr(pool, "MAX_PART", 4)
+  workers = pool.SpinningWorkers(2, "test-wg")
+  kernel, seen = recorder()
+  workers.run(kernel, 0, (5, 2, 1), (1, 1, 1))
+  assert sorted(seen) == [(x, y, 0, 1, 1, 1) for x in range(5) for y in range(2)]
+
+
+@pytest.mark.parametrize("spin_us", [0, 2000])
+def test_workers_take_part_and_the_grid_waits_for_them(make, monkeypatch, spin_us):
+  """Two workgroups that wait for each other (a barrier) finish only when a worker runs one beside the launching
+  thread, parked or spinning; the worker's takes 50 ms more, and run() returns only after it has ended."""
+  monkeypatch.setattr(pool, "SPIN_SECONDS", spin_us * 1e-6)
+  workers = make(2, "test-wg")
+  if make is pool.SpinningWorkers: assert (workers.spin_limit == 0) == (spin_us == 0)
+  for rep in range(3):
+    time.sleep(0.02)   # with no spin the worker has parked
+    launcher, met, ended = threading.current_thread(), threading.Barrier(2, timeout=10), []
+
+    @KERNEL_TYPE
+    def kernel(ka, x, y, z, lx, ly, lz):
+      try:
+        met.wait()
+      except threading.BrokenBarrierError:
+        return
+      if threading.current_thread() is not launcher: time.sleep(0.05)
+      ended.append(threading.current_thread() is launcher)
+    workers.run(kernel, 0, (2, 1, 1), (1, 1, 1))
+    assert sorted(ended) == [False, True], rep
+
+
+def test_rapid_grids_of_a_native_kernel_count_each_workgroup_once():
+  """Thousands of small grids back to back (the workers spin between them, late ones catch the next grid): a native
+  kernel counts each workgroup atomically."""
+  require_module("llvmlite")
+  workers = pool.SpinningWorkers(3, "test-wg")
+  owner, addr = compile_llvm_ir(COUNT_IR, "count")
+  fn = KERNEL_TYPE(addr)
+  counts = np.zeros(6, np.int64)
+  for i in range(3000):
+    gx, gy = ((2, 1), (3, 2), (1, 1))[i % 3]
+    args = (ctypes.c_int64 * 3)(counts.ctypes.data, gx, gy)
+    workers.run(fn, ctypes.addressof(args), (gx, gy, 1), (1, 1, 1))
+  assert counts.tolist() == [3000, 2000, 1000, 1000, 1000, 1000]
+
+
+def test_the_device_starts_its_workers_with_the_first_grid(monkeypatch):
+  """A CPU device starts no workers until a grid runs; without llvmlite they are the thread pool."""
+  require_module("llvmlite")
+  from hcq.devstring import DevSpec
+  from hcq.drivers.cpu.device import CPUDevice
+  dev = CPUDevice(DevSpec("CPU"))   # not hcq.Device's: the process's may have run grids already
+  assert dev._workers is None
+  assert isinstance(dev.workers, pool.SpinningWorkers) and len(dev.workers.threads) == dev.cores - 1
+  monkeypatch.setitem(sys.modules, "llvmlite", None)   # import llvmlite raises ImportError
+  assert isinstance(pool.workers(2, "test-wg"), pool.ThreadWorkers)
