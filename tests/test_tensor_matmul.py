@@ -179,24 +179,36 @@ def test_gemm_blocks_chunks_and_skips_padded_tiles(monkeypatch, threads):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_gemm_packs_fit_the_threads_stacks(monkeypatch, threads):
-  """The packs live on the stacks of the CPU device's engine and worker threads, which the device sizes itself
-  (THREAD_STACK_BYTES) rather than inheriting RLIMIT_STACK: with PACK_BYTES raised to 12 MiB and row blocks to 11.5
-  MiB, an 11 MiB k chunk of a (more than the usual 8 MiB limit) packs and multiplies on each thread."""
+def test_gemm_packs_live_in_the_workspace(monkeypatch, threads):
+  """The packs live in the device's workspace (HCQDevice.workspace: a workgroup's share from gid_x), not on a stack,
+  so any thread may run the kernel: with PACK_BYTES raised to 12 MiB and row blocks to 11.5 MiB, an 11 MiB k chunk of
+  a (more than a usual 8 MiB stack) packs and multiplies on each thread, and the kernel has no alloca for it."""
   import re
-  from hcq.drivers.cpu.device import THREAD_STACK_BYTES
+  from hcq.drivers.cpu.jit import CODEGEN_ONLY
   from hcq.tensor import loops, render_gemm
   monkeypatch.setattr(loops, "THREADS", threads)
   monkeypatch.setattr(loops, "MATMUL_A_BLOCK", 11.5)
   monkeypatch.setattr(render_gemm, "PACK_BYTES", 12 << 20)
-  assert THREAD_STACK_BYTES >= 16 << 20
   rng = np.random.default_rng(7)
   k = loops.matmul_k_chunks(1 << 20, PANEL * 4)[1]   # one whole k chunk
   a, b = rng.standard_normal((threads * (11 << 20) // (4 * k) + ROWS, k)).astype(np.float32), rng.standard_normal((k, 2 * PANEL)).astype(np.float32)
   t = Tensor(a) @ Tensor(b)
-  packs = [int(x) * 4 for s in kernel_sources(t) for x in re.findall(r"alloca \[(\d+) x float\]", s)]
-  assert max(packs) >= 11 << 20
+  gemm = [s for s in kernel_sources(t) if s.startswith(CODEGEN_ONLY)]
+  assert len(gemm) == 1 and int(re.search(r"%ws.at = mul i64 %g, (\d+)", gemm[0])[1]) >= 11 << 20
+  assert max([int(x) * 4 for x in re.findall(r"alloca \[(\d+) x float\]", gemm[0])], default=0) < 1 << 20
   np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(k), atol=f32_tol(k) * 4)
+
+
+def test_workspace_is_one_buffer_that_grows_and_keeps_the_old():
+  """HCQDevice.workspace: one buffer for every kernel while it is large enough; a larger need gets at least twice the
+  old, and the old stays allocated (a launch queued before may still use it)."""
+  from hcq.tensor.device import HCQDevice
+  dev = HCQDevice("CPU")
+  small = dev.workspace(1000)
+  assert dev.workspace(10) is small and small.nbytes >= 1000
+  big = dev.workspace(small.nbytes + 1)
+  assert big is not small and big.nbytes >= 2 * small.nbytes and dev.workspace(5) is big
+  assert dev._workspaces == [small, big] and not small.freed
 
 
 def test_packed_graph_template_rebuilds_the_same_graph_over_new_data(monkeypatch):

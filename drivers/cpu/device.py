@@ -21,10 +21,15 @@ from hcq.drivers.cpu.program import CPUProgram
 from hcq.drivers.cpu.queue import CPUComputeQueue, CPUCopyQueue, Engine
 from hcq.errors import GPUFault
 
-# the stack of each engine and worker thread: a packed matmul keeps its packs of a and b there (up to
-# hcq.tensor.render_gemm.PACK_BYTES); set here rather than inherited, since RLIMIT_STACK differs between machines
-THREAD_STACK_BYTES = 32 << 20
 HUGE_PAGE_BYTES = 2 << 20  # x86-64's transparent huge page (PMD): allocations from this size ask for them
+
+
+def usable_cpus() -> int:
+  """CPUs this process may run on: its affinity mask (taskset, a container's cpuset), not the machine's count."""
+  try:
+    return max(1, len(os.sched_getaffinity(0)))
+  except AttributeError:  # not on Linux
+    return os.cpu_count() or 1
 
 
 class CPUDevice(Device):
@@ -36,16 +41,12 @@ class CPUDevice(Device):
     self._mmaps: dict[int, mmap.mmap] = {}
     self._fault: GPUFault | None = None
     self._lock = threading.Lock()
-    self.cores = os.cpu_count() or 1
+    self.cores = usable_cpus()   # a worker per core beside the engine: more would only take turns on the same cores
     self.signalled = threading.Condition()  # the engines notify it after each signal write
     self._workers: SpinningWorkers | ThreadWorkers | None = None
     self._workers_lock = threading.Lock()
-    previous = threading.stack_size(THREAD_STACK_BYTES)
-    try:
-      self.engines = {"compute": Engine(self, "compute"), "copy": Engine(self, "copy")}
-      for e in self.engines.values(): e.start()
-    finally:
-      threading.stack_size(previous)
+    self.engines = {"compute": Engine(self, "compute"), "copy": Engine(self, "copy")}
+    for e in self.engines.values(): e.start()
     super().__init__(spec)
 
   @property
@@ -54,12 +55,7 @@ class CPUDevice(Device):
     hand-out with llvmlite, which a device used only for copies need not load)."""
     if self._workers is None:
       with self._workers_lock:
-        if self._workers is None:
-          previous = threading.stack_size(THREAD_STACK_BYTES)
-          try:
-            self._workers = workers(self.cores, f"hcq-{self.spec}-wg")
-          finally:
-            threading.stack_size(previous)
+        if self._workers is None: self._workers = workers(self.cores, f"hcq-{self.spec}-wg")
     return self._workers
 
   # ---- memory: anonymous mappings; device address == host address ----

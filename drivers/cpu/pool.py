@@ -193,7 +193,7 @@ class ThreadWorkers:
     self.cores = cores
     self.pool = ThreadPoolExecutor(cores, thread_name_prefix=name)
     # the pool starts a worker per task while none is idle: one task per core that waits for all the others starts
-    # every worker now, with the stack size of the caller's choosing
+    # every worker now
     started = threading.Barrier(cores)
     for f in [self.pool.submit(started.wait) for _ in range(cores)]: f.result()
 
@@ -261,7 +261,7 @@ class SpinningWorkers:
 
 
 def workers(cores: int, name: str) -> "SpinningWorkers | ThreadWorkers":
-  """Spinning workers where llvmlite is installed, else a thread pool (called with the threads' stack size set)."""
+  """Spinning workers where llvmlite is installed, else a thread pool."""
   try:
     import llvmlite  # noqa: F401
   except ImportError:

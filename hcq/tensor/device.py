@@ -7,7 +7,8 @@ by its timeline signal, for the CPU (`hcq.Device("CPU")`), AMD GPUs (`hcq.Device
   dev.alloc(nbytes) -> HCQBuffer             buf.copyin(np_array), buf.copyout(np_array)  (raw bytes from the start)
   dev.renderer                               the Renderer for the device's target (source + launch dimensions)
   dev.compile(src) -> lib                    (what the core's program() loads; cached by the caller per AST)
-  dev.program(name, lib, nbufs) -> kernel    kernel(*bufs, global_size=, local_size=, vals=, wait=False)
+  dev.program(name, lib, nbufs, workspace)   -> kernel(*bufs, global_size=, local_size=, vals=, wait=False)
+                                             (workspace: bytes a workgroup is given beside the buffers, the renderer's)
   dev.synchronize()
 
 On the CPU, global_size[0] is the extent of the kernel's thread axis (its outermost loop) and vals[0] its loop step:
@@ -87,20 +88,22 @@ class HCQBuffer:
 
 
 class CPUKernel:
-  """A kernel on the core's CPU device, loaded through its `NAME_hcq` entry point (kernargs: the buffers, then i64
-  chunk and i64 extent): the thread axis is cut into one workgroup per core, each a whole number of loop steps."""
+  """A kernel on the core's CPU device, loaded through its `NAME_hcq` entry point (kernargs: the buffers, the
+  workspace when it has one, then i64 chunk and i64 extent): the thread axis is cut into one workgroup per core, each a
+  whole number of loop steps, each with `workspace` bytes of the device's workspace buffer."""
 
-  def __init__(self, device: HCQDevice, name: str, src: str, nbufs: int):
-    self.device, self.name = device, name
-    self.prog = device.core.program(src, name=f"{name}_hcq", args=["buffer"] * nbufs + ["i64", "i64"])
+  def __init__(self, device: HCQDevice, name: str, src: str, nbufs: int, workspace: int = 0):
+    self.device, self.name, self.workspace = device, name, workspace
+    self.prog = device.core.program(src, name=f"{name}_hcq", args=["buffer"] * (nbufs + (1 if workspace else 0)) + ["i64", "i64"])
 
   def __call__(self, *bufs: HCQBuffer, global_size=(1,), local_size=None, vals=(), wait: bool = False) -> float | None:
     extent = max(int(global_size[0]), 1)
     step = int(vals[0]) if vals else 1
     chunks = self.device.threads if extent // step >= self.device.threads else 1
     chunk = -(-extent // (chunks * step)) * step
-    return self.prog(*[b.buf for b in bufs], global_size=(-(-extent // chunk), 1, 1), local_size=(1, 1, 1),
-                     vals=(chunk, extent), wait=wait)
+    groups = -(-extent // chunk)
+    core_bufs = [b.buf for b in bufs] + ([self.device.workspace(groups * self.workspace)] if self.workspace else [])
+    return self.prog(*core_bufs, global_size=(groups, 1, 1), local_size=(1, 1, 1), vals=(chunk, extent), wait=wait)
 
 
 class GPUKernel:
@@ -127,6 +130,8 @@ class HCQDevice:
     self.name = device_name(parse_dev(spec))  # as asked: the core's spec is canonical (MOCKKFD+AMD::gfx1100 for AMD)
     self.threads = usable_cpus()
     self.free_list = FreeList()
+    self._workspaces: list = []   # core buffers, the last the one in use (workspace())
+    self._workspace_lock = threading.Lock()
     if self.kind == "CPU":
       self.renderer: Renderer = LLVMCPURenderer()
       self.memory = "host"
@@ -150,8 +155,20 @@ class HCQDevice:
     on NV (the NV program path runs ptxas)."""
     return src if self.kind == "CPU" else self.renderer.compile(src)
 
-  def program(self, name: str, lib, nbufs: int) -> CPUKernel | GPUKernel:
-    return CPUKernel(self, name, lib, nbufs) if self.kind == "CPU" else GPUKernel(self, name, lib, nbufs)
+  def program(self, name: str, lib, nbufs: int, workspace: int = 0) -> CPUKernel | GPUKernel:
+    if self.kind == "CPU": return CPUKernel(self, name, lib, nbufs, workspace)
+    if workspace: raise ValueError(f"{name}: a GPU kernel has no workspace")   # no GPU renderer asks for one
+    return GPUKernel(self, name, lib, nbufs)
+
+  def workspace(self, nbytes: int):
+    """A core buffer of at least `nbytes` that kernels use as their workgroups' workspace. One buffer serves every
+    kernel, since the device's compute engine runs one grid at a time; a larger need gets a larger buffer (twice the
+    old at least) and the old one is kept, since a launch already queued may still use it (at most as much again)."""
+    with self._workspace_lock:
+      if self._workspaces and self._workspaces[-1].nbytes >= nbytes: return self._workspaces[-1]
+      grown = self.core.alloc(max(nbytes, 2 * self._workspaces[-1].nbytes if self._workspaces else 0), self.memory)
+      self._workspaces.append(grown)
+      return grown
 
   def synchronize(self) -> None: self.core.synchronize()
 

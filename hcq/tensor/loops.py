@@ -15,11 +15,8 @@ from hcq.tensor.view import contiguous_strides
 
 def usable_cpus() -> int:
   """CPUs this process may run on (its affinity mask, not the machine's count), at most 8."""
-  try:
-    n = len(os.sched_getaffinity(0))
-  except AttributeError:  # not on Linux
-    n = os.cpu_count() or 1
-  return max(1, min(n, 8))
+  from hcq.drivers.cpu.device import usable_cpus as affinity
+  return min(affinity(), 8)
 
 
 THREADS = usable_cpus()

@@ -3,7 +3,7 @@ micro-kernel.
 
 Tensor.matmul plans a float32/float64 product on the CPU as a register-tiled loop kernel over `a` and `b` as they
 are (through their views and pads: loads and masks affine in every loop). This module renders it without the generic
-writer's allocas: each operand is packed into a stack buffer at the start of the deepest loop outside the tiles it
+writer's allocas: each operand is packed into the workgroup's workspace at the start of the deepest loop outside the tiles it
 depends on (a row block's tiles of `a`, each row's k chunk as it is; a column block's panels of `b`), a pad's zeros
 coming from masked loads or a run of zeros; each register tile then passes over all the panels of the column block
 (its chunk of `a` stays in L1, `b`'s panels stream from L2, its outputs move along the rows); loop counters and the
@@ -23,9 +23,10 @@ from hcq.tensor.symbolic import Expr, Num, Var, linear_coefficient, substitute, 
 from hcq.tensor.view import ShapeTracker
 
 NATIVE_BYTES = 64 if host_simd_registers() >= 32 else 32  # one SIMD register: zmm with AVX-512, else ymm
-# the packs live on the worker thread's stack (hcq.drivers.cpu.device.THREAD_STACK_BYTES, 32 MiB): 8 MiB holds b's
-# packed k chunk beside a's block for n up to about 7,000 (kc = 256, float32); a kernel whose packs would pass this
-# even with b packed one panel at a time (an unblocked product of a tall a) takes the generic writer
+# the packs live in the workgroup's workspace (a device buffer the caller passes: `workspace_bytes` a workgroup), not
+# on a stack, so that any thread runs the kernel (the CPU device's engine, its workers, a host thread that waits): 8 MiB
+# holds b's packed k chunk beside a's block for n up to about 7,000 (kc = 256, float32); a kernel whose packs would
+# pass this even with b packed one panel at a time (an unblocked product of a tall a) takes the generic writer
 PACK_BYTES = 8 << 20
 
 
@@ -157,9 +158,20 @@ def _gemm_layout(lk: LoopKernel) -> GemmLayout | None:
   return None
 
 
+def _round64(nbytes: int) -> int: return -(-nbytes // 64) * 64
+
+
+def workspace_bytes(lk: LoopKernel, g: GemmLayout) -> int:
+  """The workspace a workgroup of the kernel needs: a's pack, then b's, each from a 64-byte boundary."""
+  isz = lk.spec.out_dtype.itemsize
+  _, a_pack, b_pack = g.pack_sizes(min(NATIVE_BYTES // isz, g.columns))
+  return _round64(a_pack * isz) + _round64(b_pack * isz)
+
+
 def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   """`void NAME(ptr out, ptr in..., i64 start, i64 end)` for the layout: the generic kernel's signature and loops
-  ([start, end) of the thread axis); each operand packed into a stack buffer where its loops change (a: the row block's
+  ([start, end) of the thread axis) plus `ptr ws`, the workgroup's workspace (`workspace_bytes`) after the buffers;
+  each operand packed into the workspace where its loops change (a: the row block's
   tiles, [tile][row][k]; b: the column block's panels, [panel][k][lane]; zeros where a pad's mask is false), each
   tile's k loop a micro-kernel of phis over the packs, the first k chunk stored and the others added to the output."""
   spec = lk.spec
@@ -578,11 +590,11 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  br i1 %c{d}, label %h{d}, label %x{d}")
     e(f"x{d}:")
 
-  params = ", ".join([f"ptr noalias align 16 %b{i}" for i in range(len(spec.buf_dtypes))] + ["i64 %start", "i64 %end"])
+  params = ", ".join([f"ptr noalias align 16 %b{i}" for i in range(len(spec.buf_dtypes))] + ["ptr noalias align 64 %ws", "i64 %start", "i64 %end"])
   e(f"define void @{lk.name}({params}) #0 {{")
   e("entry:")
-  e(f"  %apack = alloca [{a_pack} x {T}], align 64")
-  e(f"  %bpack = alloca [{b_pack} x {T}], align 64")
+  e("  %apack = getelementptr i8, ptr %ws, i64 0")
+  e(f"  %bpack = getelementptr i8, ptr %ws, i64 {_round64(a_pack * isz)}")
   if g.out.conds: e(f"  %scratch = alloca [{g.rows * g.columns} x {T}], align 64")   # a cropped output's edge tile
   # a run that lies wholly in a pad (rows of a past m, rows of b past k) is read from zeros
   if any(not c.coef.get(var, 0) for o, var in ((g.bcast, "k"), (g.vector, "l")) for c, _, _ in o.conds):

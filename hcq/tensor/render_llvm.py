@@ -12,7 +12,7 @@ from hcq.drivers.cpu.jit import CLEANUP_ONLY
 from hcq.tensor.dtype import DType, dtypes
 from hcq.tensor.loops import LoopKernel, axis_var, plan
 from hcq.memo import Memo
-from hcq.tensor.render_gemm import gemm_layout, render_gemm
+from hcq.tensor.render_gemm import gemm_layout, render_gemm, workspace_bytes
 from hcq.tensor.view import contiguous_strides
 from hcq.tensor.schedule import KOp
 from hcq.tensor.symbolic import Expr, Num, Var, Sum, Mul, Div, Mod, Valid, linear_coefficient, substitute, variables
@@ -30,6 +30,9 @@ class Renderer:
   def launch(self, lk: LoopKernel) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...]]:
     """(global_size, local_size, vals) of one run of the rendered kernel."""
     raise NotImplementedError
+  def workspace(self, lk: LoopKernel) -> int:
+    """Bytes of device memory each workgroup of the rendered kernel is given beside its buffers (0: none)."""
+    return 0
 
 
 def float_literal(value: float, dtype: DType) -> str:
@@ -93,7 +96,13 @@ class LLVMCPURenderer(Renderer):
     if gemm is None:   # a kernel without SIMD lanes of its own leaves its loops to O3's vectoriser (a sum over an axis of
       # 3, 4x slower without it); one with them needs only the clean-up passes (half the compile time)
       return (CLEANUP_ONLY + "\n" if lk.vec_axis is not None else "") + _KernelWriter(lk).write()
-    return render_gemm(lk, gemm) + "\n\n" + _KernelWriter(lk).hcq_entry(len(lk.spec.buf_dtypes)) + CPU_ATTRIBUTES
+    return (render_gemm(lk, gemm) + "\n\n" + _KernelWriter(lk).hcq_entry(len(lk.spec.buf_dtypes), workspace_bytes(lk, gemm))
+            + CPU_ATTRIBUTES)
+
+  def workspace(self, lk: LoopKernel) -> int:
+    """Bytes of workspace a workgroup of the kernel needs (the packed matmul's packs), 0 for none."""
+    gemm = gemm_layout(lk)
+    return 0 if gemm is None else workspace_bytes(lk, gemm)
 
   def launch(self, lk: LoopKernel):
     """The thread axis's extent, cut by the device into chunks on multiples of its loop step (vals[0])."""
@@ -243,20 +252,27 @@ class _KernelWriter:
     to leave them alone (they only cost compile time there: the matmul kernel ran at the same speed without them)."""
     return self.lk.vec_axis is not None or bool(self.lk.unroll)
 
-  def hcq_entry(self, nbufs: int) -> str:
+  def hcq_entry(self, nbufs: int, workspace: int = 0) -> str:
     """`void NAME_hcq(ptr kernargs, i32 gid_x, gid_y, gid_z, local_x, local_y, local_z)`: the HCQ CPU device's
     kernel ABI (hcq.drivers.cpu). kernargs hold the buffer addresses, then i64 chunk and i64 extent; workgroup
     gid_x runs [gid_x*chunk, min((gid_x+1)*chunk, extent)) of the thread axis. So the same source also launches
-    through hcq.Device("CPU") and its queues: args=["buffer"]*n + ["i64", "i64"], vals=(chunk, extent)."""
+    through hcq.Device("CPU") and its queues: args=["buffer"]*n + ["i64", "i64"], vals=(chunk, extent). A kernel with
+    a `workspace` (bytes a workgroup) takes one more buffer after the others, and gid_x's part of it from gid_x *
+    workspace: args=["buffer"]*(n+1) + ["i64", "i64"]."""
     name = self.lk.name
     lines = [f"define void @{name}_hcq(ptr %kernargs, i32 %gx, i32 %gy, i32 %gz, i32 %lx, i32 %ly, i32 %lz) #0 {{", "entry:"]
-    for i in range(nbufs + 2):
+    ptrs = nbufs + (1 if workspace else 0)
+    for i in range(ptrs + 2):
       lines.append(f"  %a{i}.p = getelementptr i8, ptr %kernargs, i64 {8 * i}")
-      lines.append(f"  %a{i} = load {'ptr' if i < nbufs else 'i64'}, ptr %a{i}.p, align 8")
-    chunk, extent = f"%a{nbufs}", f"%a{nbufs + 1}"
+      lines.append(f"  %a{i} = load {'ptr' if i < ptrs else 'i64'}, ptr %a{i}.p, align 8")
+    chunk, extent = f"%a{ptrs}", f"%a{ptrs + 1}"
     lines += [f"  %g = zext i32 %gx to i64", f"  %start = mul i64 %g, {chunk}", f"  %end0 = add i64 %start, {chunk}",
-              f"  %end = call i64 @llvm.umin.i64(i64 %end0, i64 {extent})",
-              f"  call void @{name}({', '.join(f'ptr %a{i}' for i in range(nbufs))}, i64 %start, i64 %end)", "  ret void", "}"]
+              f"  %end = call i64 @llvm.umin.i64(i64 %end0, i64 {extent})"]
+    args = [f"ptr %a{i}" for i in range(nbufs)]
+    if workspace:
+      lines += [f"  %ws.at = mul i64 %g, {workspace}", f"  %ws = getelementptr i8, ptr %a{nbufs}, i64 %ws.at"]
+      args.append("ptr %ws")
+    lines += [f"  call void @{name}({', '.join(args)}, i64 %start, i64 %end)", "  ret void", "}"]
     if "declare i64 @llvm.umin.i64(i64, i64)" not in self.decls: lines.append("declare i64 @llvm.umin.i64(i64, i64)")
     return "\n".join(lines)
 

@@ -32,7 +32,7 @@ def get_kernel(spec: KernelSpec, device) -> CompiledKernel:
     loop = device.renderer.adapt(plan(spec, name))
     src = device.renderer.render(loop)
     lib = device.compile(src)
-    prog = device.program(name, lib, len(spec.buf_dtypes))
+    prog = device.program(name, lib, len(spec.buf_dtypes), device.renderer.workspace(loop))
     seconds = time.perf_counter() - t0
     stats["kernels_compiled"] += 1
     stats["compile_seconds"] += seconds
