@@ -7,6 +7,7 @@ into the kernarg ring, and records wait(timeline) -> timestamp -> exec -> timest
 compute queue. With wait=True it returns the GPU seconds between the two timestamps.
 """
 from __future__ import annotations
+import functools
 import numbers
 import operator
 import struct
@@ -329,9 +330,18 @@ class Program:
     """Put one launch's kernargs where the GPU reads them (the device's kernarg ring); returns their address."""
     return self.device.kernargs.write(kernargs, timeline_value)
 
+  @functools.cached_property
+  def _arg_struct(self) -> ArgStruct | None:
+    """The launch fast path's packer where the arguments are the whole kernarg block (the CPU's), else None."""
+    st = ArgStruct.make(self.layout, self.device)
+    return st if st is not None and st.start == 0 and st.end == self.kernarg_size else None
+
   def __call__(self, *bufs: "Buffer", global_size: "int | Sequence[int]" = 1, local_size: "int | Sequence[int]" = 1,
                vals: Sequence[Any] = (), wait: bool = False) -> float | None:
     """Launch over `global_size` workgroups of `local_size` threads; with wait=True, the GPU seconds it took."""
     gs, ls = launch_dims(global_size, "global_size"), launch_dims(local_size, "local_size")
-    args = pack_kernargs(self.name, self.layout, bufs, tuple(vals), self.kernarg_size, self.device)
+    vals = vals if type(vals) is tuple else tuple(vals)
+    st = self._arg_struct
+    args = st.pack(bufs, vals) if st is not None else None   # None: what the struct does not take, which pack_kernargs
+    if args is None: args = pack_kernargs(self.name, self.layout, bufs, vals, self.kernarg_size, self.device)   # refuses or packs
     return self.device.launch(self, args, gs, ls, wait)

@@ -103,7 +103,7 @@ class CPUKernel:
     chunk = -(-extent // (chunks * step)) * step
     groups = -(-extent // chunk)
     core_bufs = [b.buf for b in bufs] + ([self.device.workspace(groups * self.workspace)] if self.workspace else [])
-    return self.prog(*core_bufs, global_size=(groups, 1, 1), local_size=(1, 1, 1), vals=(chunk, extent), wait=wait)
+    return self.prog(*core_bufs, global_size=groups, local_size=1, vals=(chunk, extent), wait=wait)
 
 
 class GPUKernel:
