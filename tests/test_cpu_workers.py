@@ -14,7 +14,8 @@ from hcq.drivers.cpu import pool
 from hcq.drivers.cpu.program import KERNEL_TYPE, compile_llvm_ir
 from tests.tools import require_module
 
-# counts[x + gx * (y + gy * z)] += 1 for the workgroup (x, y, z); kernargs: counts, gx, gy
+# counts[x + gx * (y + gy * z)] += 1 for the workgroup (x, y, z), then kernargs[3] volatile loads; kernargs: counts, gx,
+# gy, loads
 COUNT_IR = r"""
 define void @count(ptr %ka, i32 %x, i32 %y, i32 %z, i32 %lx, i32 %ly, i32 %lz) {
   %counts = load ptr, ptr %ka
@@ -31,6 +32,16 @@ define void @count(ptr %ka, i32 %x, i32 %y, i32 %z, i32 %lx, i32 %ly, i32 %lz) {
   %i = add i64 %rx, %x64
   %p = getelementptr i64, ptr %counts, i64 %i
   %old = atomicrmw add ptr %p, i64 1 monotonic
+  %pspin = getelementptr i64, ptr %ka, i64 3
+  %spin = load i64, ptr %pspin
+  br label %busy
+busy:   ; then kernargs[3] volatile loads: a workgroup that lasts
+  %n = phi i64 [ 0, %0 ], [ %n1, %busy ]
+  %v = load volatile i64, ptr %pspin
+  %n1 = add i64 %n, 1
+  %more = icmp ult i64 %n1, %spin
+  br i1 %more, label %busy, label %out
+out:
   ret void
 }
 """
@@ -106,9 +117,32 @@ def test_rapid_grids_of_a_native_kernel_count_each_workgroup_once():
   counts = np.zeros(6, np.int64)
   for i in range(3000):
     gx, gy = ((2, 1), (3, 2), (1, 1))[i % 3]
-    args = (ctypes.c_int64 * 3)(counts.ctypes.data, gx, gy)
+    args = (ctypes.c_int64 * 4)(counts.ctypes.data, gx, gy, 1)
     workers.run(fn, ctypes.addressof(args), (gx, gy, 1), (1, 1, 1))
   assert counts.tolist() == [3000, 2000, 1000, 1000, 1000, 1000]
+
+
+def test_grids_from_two_threads_run_one_after_the_other():
+  """Two threads that run grids on the same workers at once (the engine and a caller of CPUProgram.run) take turns:
+  each grid's workgroups are counted once in its own counters."""
+  require_module("llvmlite")
+  workers = pool.SpinningWorkers(3, "test-wg")
+  owner, addr = compile_llvm_ir(COUNT_IR, "count")
+  fn = KERNEL_TYPE(addr)
+  counts = [np.zeros(64, np.int64) for _ in range(2)]
+
+  def launch(c: np.ndarray) -> None:
+    args = (ctypes.c_int64 * 4)(c.ctypes.data, 64, 1, 2000)   # each workgroup a few microseconds
+    for _ in range(3000): workers.run(fn, ctypes.addressof(args), (64, 1, 1), (1, 1, 1))
+  switch = sys.getswitchinterval()
+  sys.setswitchinterval(1e-6)   # the GIL changes hands as often as it can: the threads' grids overlap if they may
+  try:
+    threads = [threading.Thread(target=launch, args=(c,)) for c in counts]
+    for t in threads: t.start()
+    for t in threads: t.join()
+  finally:
+    sys.setswitchinterval(switch)
+  assert [c.tolist() for c in counts] == [[3000] * 64] * 2
 
 
 def test_the_device_starts_its_workers_with_the_first_grid(monkeypatch):

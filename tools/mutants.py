@@ -296,6 +296,8 @@ MUTATIONS: tuple[Mutation, ...] = (
   M("cpu-workers-part-base", "launch", "drivers/cpu/pool.py", "self._post(self.ctx, address, kernargs, gx, gy, part, base, *local_size)",
     "self._post(self.ctx, address, kernargs, gx, gy, part, 0, *local_size)", "every part of a grid past MAX_PART numbers its "
     "workgroups from 0", ["tests/test_cpu_workers.py", "-k", "parts"]),
+  M("cpu-workers-no-posting-lock", "launch", "drivers/cpu/pool.py", "    with self._posting:\n", "    if True:\n",
+    "two threads that run grids on the same CPU workers post over each other", ["tests/test_cpu_workers.py", "-k", "two_threads"]),
   M("cpu-workers-claim-unchecked", "launch", "drivers/cpu/pool.py", "br i1 %won, label %run, label %look", "br i1 true, label %run, label %look",
     "a workgroup is run by every thread that tried to take it, not only by the one whose compare-and-swap won",
     ["tests/test_cpu_workers.py", "-k", "rapid"]),

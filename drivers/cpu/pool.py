@@ -223,6 +223,7 @@ class SpinningWorkers:
     self.ticket = ctypes.c_uint64.from_address(self.ctx + 8 * TICKET)
     self.spin_limit = self._calibrate()
     self.parked, self.cond = 0, threading.Condition()
+    self._posting = threading.Lock()   # one grid at a time: the engine's, or a caller's own CPUProgram.run
     self.threads = [threading.Thread(target=self._serve, name=f"{name}_{i}", daemon=True) for i in range(cores - 1)]
     for t in self.threads: t.start()
 
@@ -250,14 +251,16 @@ class SpinningWorkers:
   def run(self, fn: KernelFn, kernargs: int, global_size: tuple[int, int, int], local_size: tuple[int, int, int]) -> None:
     gx, gy, gz = global_size
     total, address = gx * gy * gz, ctypes.cast(fn, ctypes.c_void_p).value
-    for base in range(0, total, MAX_PART):
-      part = min(MAX_PART, total - base)
-      self._post(self.ctx, address, kernargs, gx, gy, part, base, *local_size)
-      with self.cond:   # a worker parks under this lock after looking at the generation: it sees this one, or is woken
-        if self.parked: self.cond.notify_all()
-      self._work(self.ctx)
-      if not self._wait(self.ctx, part, self.spin_limit):
-        while not self._wait(self.ctx, part, 1): time.sleep(5e-5)   # a worker still runs a long workgroup it took
+    with self._posting:
+      for base in range(0, total, MAX_PART): self._run_part(address, kernargs, gx, gy, min(MAX_PART, total - base), base, local_size)
+
+  def _run_part(self, address: int, kernargs: int, gx: int, gy: int, part: int, base: int, local_size: tuple[int, int, int]) -> None:
+    self._post(self.ctx, address, kernargs, gx, gy, part, base, *local_size)
+    with self.cond:   # a worker parks under this lock after looking at the generation: it sees this one, or is woken
+      if self.parked: self.cond.notify_all()
+    self._work(self.ctx)
+    if not self._wait(self.ctx, part, self.spin_limit):
+      while not self._wait(self.ctx, part, 1): time.sleep(5e-5)   # a worker still runs a long workgroup it took
 
 
 def workers(cores: int, name: str) -> "SpinningWorkers | ThreadWorkers":
