@@ -10,7 +10,6 @@ of the grid per core.
 from __future__ import annotations
 import ctypes
 import os
-import platform
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,15 +29,17 @@ TICKET, DONE, FN, KERNARGS, GX, GY, TOTAL, BASE, LX, LY, LZ = 0, 8, 16, 17, 18, 
 CTX_WORDS = 32
 
 
-def _ir(x86: bool) -> str:
+def _ir() -> str:
   """The hand-out in LLVM IR: work (take the posted grid's workgroups, one compare-and-swap of TICKET each, until none
   is left; a workgroup's fields are read after its swap, so a thread late to one grid takes the next one's whole),
   worker (spin for the next generation, work, repeat; return the last generation seen after `limit` idle spins), post
-  (publish a grid as the next generation) and wait (spin until `total` workgroups are done, at most `limit` times)."""
-  pause = "call void @llvm.x86.sse2.pause()" if x86 else ""
+  (publish a grid as the next generation) and wait (spin until `total` workgroups are done, at most `limit` times).
+  Each spin gives the core to any other thread that wants it (sched_yield: a spinning worker beside another process's
+  threads, as under pytest -n, costs them little), and sees a new grid within about a microsecond."""
+  spin = "%yielded = call i32 @sched_yield()"
   word = lambda name, i: f"%{name}.p = getelementptr i64, ptr %ctx, i64 {i}"
   return f"""
-{"declare void @llvm.x86.sse2.pause()" if x86 else ""}
+declare i32 @sched_yield()
 
 define internal void @hcq_pool_run(ptr %ctx, i64 %i) {{
   {word("fn", FN)}
@@ -107,7 +108,7 @@ spin:
   %new = icmp ne i64 %g, %seen
   br i1 %new, label %got, label %idle
 idle:
-  {pause}
+  {spin}
   %n1 = add i64 %n, 1
   %more = icmp ult i64 %n1, %limit
   br i1 %more, label %spin, label %park
@@ -158,7 +159,7 @@ spin:
   %all = icmp uge i64 %d, %total
   br i1 %all, label %yes, label %idle
 idle:
-  {pause}
+  {spin}
   %n1 = add i64 %n, 1
   %more = icmp ult i64 %n1, %limit
   br i1 %more, label %spin, label %no
@@ -178,7 +179,7 @@ def _native() -> tuple:
   global _functions
   if _functions is None:
     from hcq.drivers.cpu.jit import jit_module
-    engine, module = jit_module(_ir(platform.machine().lower() in ("x86_64", "amd64")), "the CPU device's workers")
+    engine, module = jit_module(_ir(), "the CPU device's workers")
     i64, p = ctypes.c_int64, ctypes.c_void_p
     fn = lambda sym, *types: ctypes.CFUNCTYPE(*types)(engine.get_function_address(sym))
     _functions = (fn("hcq_pool_worker", i64, p, i64, i64), fn("hcq_pool_post", i64, p, p, p, *[i64] * 7),
@@ -228,7 +229,7 @@ class SpinningWorkers:
     for t in self.threads: t.start()
 
   def _calibrate(self) -> int:
-    """Spins (a pause each) in SPIN_SECONDS on this core, timed over 1 ms of them (DONE is 0: never reached)."""
+    """Spins in SPIN_SECONDS on this core, timed over 1 ms of them (DONE is 0: never reached)."""
     n = 1 << 12
     while True:
       t0 = time.perf_counter()
