@@ -114,12 +114,13 @@ def test_rapid_grids_of_a_native_kernel_count_each_workgroup_once():
   workers = pool.SpinningWorkers(3, "test-wg")
   owner, addr = compile_llvm_ir(COUNT_IR, "count")
   fn = KERNEL_TYPE(addr)
-  counts = np.zeros(6, np.int64)
-  for i in range(3000):
-    gx, gy = ((2, 1), (3, 2), (1, 1))[i % 3]
+  counts, expected = np.zeros(64, np.int64), [0] * 64
+  for i in range(3000):   # grids of 2, 6, 1 and 64 workgroups (the last: every thread takes some at once)
+    gx, gy = ((2, 1), (3, 2), (1, 1), (64, 1))[i % 4]
     args = (ctypes.c_int64 * 4)(counts.ctypes.data, gx, gy, 1)
     workers.run(fn, ctypes.addressof(args), (gx, gy, 1), (1, 1, 1))
-  assert counts.tolist() == [3000, 2000, 1000, 1000, 1000, 1000]
+    for j in range(gx * gy): expected[j] += 1
+  assert counts.tolist() == expected
 
 
 def test_grids_from_two_threads_run_one_after_the_other():

@@ -36,28 +36,19 @@ def _ir() -> str:
   (publish a grid as the next generation) and wait (spin until `total` workgroups are done, at most `limit` times).
   Each spin gives the core to any other thread that wants it (sched_yield: a spinning worker beside another process's
   threads, as under pytest -n, costs them little), and sees a new grid within about a microsecond."""
-  spin = "%yielded = call i32 @sched_yield()"
+  # a spin loop's idle block: yield the core, count the spin, look again (at `again`) or give up (to `out`)
+  idle = lambda again, out: (f"idle:\n  %yielded = call i32 @sched_yield()\n  %n1 = add i64 %n, 1\n"
+                             f"  %more = icmp ult i64 %n1, %limit\n  br i1 %more, label %{again}, label %{out}")
   word = lambda name, i: f"%{name}.p = getelementptr i64, ptr %ctx, i64 {i}"
+  grid = [("fn", FN, "ptr"), ("ka", KERNARGS, "ptr"), ("gx", GX, "i64"), ("gy", GY, "i64"), ("total", TOTAL, "i64"),
+          ("base", BASE, "i64"), ("lx", LX, "i64"), ("ly", LY, "i64"), ("lz", LZ, "i64")]
+  load = "\n".join(f"  {word(n, i)}\n  %{n} = load {t}, ptr %{n}.p" for n, i, t in grid if n != "total")
+  store = "\n".join(f"  {word(n, i)}\n  store {t} %{n}, ptr %{n}.p" for n, i, t in grid)
   return f"""
 declare i32 @sched_yield()
 
 define internal void @hcq_pool_run(ptr %ctx, i64 %i) {{
-  {word("fn", FN)}
-  %fn = load ptr, ptr %fn.p
-  {word("ka", KERNARGS)}
-  %ka = load ptr, ptr %ka.p
-  {word("gx", GX)}
-  %gx = load i64, ptr %gx.p
-  {word("gy", GY)}
-  %gy = load i64, ptr %gy.p
-  {word("base", BASE)}
-  %base = load i64, ptr %base.p
-  {word("lx", LX)}
-  %lx = load i64, ptr %lx.p
-  {word("ly", LY)}
-  %ly = load i64, ptr %ly.p
-  {word("lz", LZ)}
-  %lz = load i64, ptr %lz.p
+{load}
   %g = add i64 %base, %i
   %x = urem i64 %g, %gx
   %yz = udiv i64 %g, %gx
@@ -107,11 +98,7 @@ spin:
   %g = lshr i64 %t, 32
   %new = icmp ne i64 %g, %seen
   br i1 %new, label %got, label %idle
-idle:
-  {spin}
-  %n1 = add i64 %n, 1
-  %more = icmp ult i64 %n1, %limit
-  br i1 %more, label %spin, label %park
+{idle("spin", "park")}
 got:
   call void @hcq_pool_work(ptr %ctx)
   br label %spin
@@ -120,24 +107,7 @@ park:
 }}
 
 define i64 @hcq_pool_post(ptr %ctx, ptr %fn, ptr %ka, i64 %gx, i64 %gy, i64 %total, i64 %base, i64 %lx, i64 %ly, i64 %lz) {{
-  {word("fn", FN)}
-  store ptr %fn, ptr %fn.p
-  {word("ka", KERNARGS)}
-  store ptr %ka, ptr %ka.p
-  {word("gx", GX)}
-  store i64 %gx, ptr %gx.p
-  {word("gy", GY)}
-  store i64 %gy, ptr %gy.p
-  {word("total", TOTAL)}
-  store i64 %total, ptr %total.p
-  {word("base", BASE)}
-  store i64 %base, ptr %base.p
-  {word("lx", LX)}
-  store i64 %lx, ptr %lx.p
-  {word("ly", LY)}
-  store i64 %ly, ptr %ly.p
-  {word("lz", LZ)}
-  store i64 %lz, ptr %lz.p
+{store}
   {word("done", DONE)}
   store i64 0, ptr %done.p
   %t = load i64, ptr %ctx
@@ -158,11 +128,7 @@ spin:
   %d = load atomic i64, ptr %done.p acquire, align 8
   %all = icmp uge i64 %d, %total
   br i1 %all, label %yes, label %idle
-idle:
-  {spin}
-  %n1 = add i64 %n, 1
-  %more = icmp ult i64 %n1, %limit
-  br i1 %more, label %spin, label %no
+{idle("spin", "no")}
 yes:
   ret i64 1
 no:
