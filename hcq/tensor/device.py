@@ -135,6 +135,10 @@ class HCQDevice:
     if self.kind == "CPU":
       self.renderer: Renderer = LLVMCPURenderer()
       self.memory = "host"
+      # LLVM's set-up (loading llvmlite's library, the host's target machine: 25-40 ms once per process) belongs to
+      # opening the device, not to the first kernel's compile time
+      from hcq.drivers.cpu.jit import host_jit
+      host_jit()
     elif self.kind == "NV":
       from hcq.tensor.render_nv import NVPTXRenderer
       self.renderer = NVPTXRenderer(self.core.arch.sm)
