@@ -394,11 +394,10 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     # hardware's stream prefetch (2048^2, hcq / numpy, paired medians: 0.92-0.98 -> 0.96-1.05); one prefetch per k
     # iteration stepping through the share, not a burst at the tile's start (which stalled on the misses: 0.92-1.00 ->
     # 0.99-1.02 at 2048^2)
-    step_ahead = 0
+    line, share = 64 // isz, -(-g.rows * a_len // (64 // isz) // g.panels)
+    # elements per k iteration of a loop unrolled `unroll` times, so that the loop covers the share (0: no prefetch)
+    step_ahead = lambda unroll: -(-share * line * unroll // g.kc) if g.panels > 1 else 0
     if g.panels > 1:
-      line = 64 // isz
-      share = -(-g.rows * a_len // line // g.panels)
-      step_ahead = -(-share * line * U // g.kc)   # elements per k iteration, so that the loop covers the share
       e(f"  %apn = mul i64 %q{g.panel_depth}, {share * line}")
       e(f"  %apb = add i64 %apn, {g.rows * a_len}")
       e(f"  %apq = getelementptr {T}, ptr %ap, i64 %apb")
@@ -408,20 +407,21 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e(f"  %bp = getelementptr inbounds {T}, ptr %bpack, i64 %bpo")
       bp = "%bp"
 
-    def k_loop(tag: str, vectors: int) -> dict[tuple[int, int], str]:
-      """The k loop as block `tag` (entered from %tile, left to %kdone) over the panel's first `vectors` vectors;
+    def k_loop(tag: str, vectors: int, U: int) -> dict[tuple[int, int], str]:
+      """The k loop as block `tag` (entered from %tile, left to %kdone) over the panel's first `vectors` vectors,
+      unrolled U times;
       the accumulators it ends with. It steps pointers into both packs (the IR addresses as the machine code does: no
       loop strength reduction needed, jit.CODEGEN_ONLY)."""
       e(f"{tag}:")
       e(f"  %{tag}.k = phi i64 [ 0, %tile ], [ %{tag}.kn, %{tag} ]")
       e(f"  %{tag}.b = phi ptr [ {bp}, %tile ], [ %{tag}.bn, %{tag} ]")
       e(f"  %{tag}.a = phi ptr [ %ap, %tile ], [ %{tag}.an, %{tag} ]")
-      if step_ahead: e(f"  %{tag}.p = phi ptr [ %apq, %tile ], [ %{tag}.pn, %{tag} ]")
+      if step_ahead(U): e(f"  %{tag}.p = phi ptr [ %apq, %tile ], [ %{tag}.pn, %{tag} ]")
       acc = {(r, j): f"%{tag}.acc{r}_{j}" for r in range(g.rows) for j in range(vectors)}
       for (r, j), name in acc.items(): e(f"  {name} = phi {V} [ zeroinitializer, %tile ], [ %{tag}.f{U - 1}_{r}_{j}, %{tag} ]")
-      if step_ahead:
+      if step_ahead(U):
         e(f"  call void @llvm.prefetch.p0(ptr %{tag}.p, i32 0, i32 2, i32 1)")
-        e(f"  %{tag}.pn = getelementptr {T}, ptr %{tag}.p, i64 {step_ahead}")
+        e(f"  %{tag}.pn = getelementptr {T}, ptr %{tag}.p, i64 {step_ahead(U)}")
       for u in range(U):
         for j in range(vectors):
           e(f"  %{tag}.bq{u}_{j} = getelementptr inbounds {T}, ptr %{tag}.b, i64 {u * g.columns + j * N}")
@@ -456,8 +456,9 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e("  br i1 %nw, label %kn, label %kw")
     else:
       e("  br label %kw")
-    acc = k_loop("kw", nv)
-    if half: narrow = k_loop("kn", half)
+    acc = k_loop("kw", nv, U)
+    # the narrow loop runs for the last panel only: unrolled twice, not four times (its IR and compile time halved)
+    if half: narrow = k_loop("kn", half, min(U, 2))
     e("kdone:")
     if half:   # the accumulators of whichever loop ran (the narrow one's last half: zeros, cropped anyway)
       for r, j in list(acc):
