@@ -146,6 +146,18 @@ def test_grids_from_two_threads_run_one_after_the_other():
   assert [c.tolist() for c in counts] == [[3000] * 64] * 2
 
 
+@pytest.mark.parametrize("text,seconds", [(None, 2e-3), ("0", 0.0), ("150", 150e-6), (" 2.5 ", 2.5e-6)])
+def test_spin_setting(text, seconds):
+  assert pool.spin_seconds(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "fast", "-1", "nan", "inf", "1e999"])
+def test_a_bad_spin_setting_says_what_is_valid(text):
+  from hcq.errors import HCQError
+  with pytest.raises(HCQError, match=r"HCQ_CPU_SPIN_US=.*microseconds, a number >= 0"):
+    pool.spin_seconds(text)
+
+
 def test_the_device_starts_its_workers_with_the_first_grid(monkeypatch):
   """A CPU device starts no workers until a grid runs; without llvmlite they are the thread pool."""
   require_module("llvmlite")

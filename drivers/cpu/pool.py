@@ -13,13 +13,27 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
+
+from hcq.errors import HCQError
 
 KernelFn = Any  # a ctypes function with the CPU kernel signature (hcq.drivers.cpu.program.KERNEL_TYPE)
 
+
+
+def spin_seconds(text: str | None) -> float:
+  """HCQ_CPU_SPIN_US as seconds (2000 µs when unset); HCQError for anything but a number of microseconds >= 0."""
+  try:
+    us = float("2000" if text is None else text)
+  except ValueError:
+    us = -1.0
+  if not 0 <= us < float("inf"): raise HCQError(f"HCQ_CPU_SPIN_US={text!r}: give the workers' spin in microseconds, a number >= 0")
+  return us * 1e-6
+
+
 # how long a worker spins for the next grid after one before it parks: back-to-back launches (a Python caller between
 # them: 0.2-0.5 ms) find it awake, and an idle device stops costing a core after this. HCQ_CPU_SPIN_US=0: park at once
-SPIN_SECONDS = float(os.environ.get("HCQ_CPU_SPIN_US", "2000")) * 1e-6
+SPIN_SECONDS = spin_seconds(os.environ.get("HCQ_CPU_SPIN_US"))
 # the native hand-out counts workgroups in 32 bits: a larger grid is launched as successive parts
 MAX_PART = 1 << 31
 
@@ -143,13 +157,15 @@ _functions: tuple | None = None
 def _native() -> tuple:
   """The hand-out's functions (worker, post, work, wait), compiled once per process."""
   global _functions
-  if _functions is None:
-    from hcq.drivers.cpu.jit import jit_module
-    engine, module = jit_module(_ir(), "the CPU device's workers")
-    i64, p = ctypes.c_int64, ctypes.c_void_p
-    fn = lambda sym, *types: ctypes.CFUNCTYPE(*types)(engine.get_function_address(sym))
-    _functions = (fn("hcq_pool_worker", i64, p, i64, i64), fn("hcq_pool_post", i64, p, p, p, *[i64] * 7),
-                  fn("hcq_pool_work", None, p), fn("hcq_pool_wait", i64, p, i64, i64), (engine, module))
+  from hcq.drivers.codegen import LOCK
+  with LOCK:   # two devices starting their workers at once compile it once
+    if _functions is None:
+      from hcq.drivers.cpu.jit import jit_module
+      engine, module = jit_module(_ir(), "the CPU device's workers")
+      i64, p = ctypes.c_int64, ctypes.c_void_p
+      fn = lambda sym, *types: ctypes.CFUNCTYPE(*types)(engine.get_function_address(sym))
+      _functions = (fn("hcq_pool_worker", i64, p, i64, i64), fn("hcq_pool_post", i64, p, p, p, *[i64] * 7),
+                    fn("hcq_pool_work", None, p), fn("hcq_pool_wait", i64, p, i64, i64), (engine, module))
   return _functions[:4]
 
 
