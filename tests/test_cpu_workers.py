@@ -158,6 +158,16 @@ def test_a_bad_spin_setting_says_what_is_valid(text):
     pool.spin_seconds(text)
 
 
+def test_the_spin_setting_is_read_when_workers_start(monkeypatch):
+  require_module("llvmlite")
+  from hcq.errors import HCQError
+  monkeypatch.setenv("HCQ_CPU_SPIN_US", "0")
+  assert pool.SpinningWorkers(2, "test-wg").spin_limit == 0
+  monkeypatch.setenv("HCQ_CPU_SPIN_US", "soon")
+  with pytest.raises(HCQError, match="HCQ_CPU_SPIN_US='soon'"):
+    pool.SpinningWorkers(2, "test-wg")
+
+
 def test_the_device_starts_its_workers_with_the_first_grid(monkeypatch):
   """A CPU device starts no workers until a grid runs; without llvmlite they are the thread pool."""
   require_module("llvmlite")

@@ -32,8 +32,9 @@ def spin_seconds(text: str | None) -> float:
 
 
 # how long a worker spins for the next grid after one before it parks: back-to-back launches (a Python caller between
-# them: 0.2-0.5 ms) find it awake, and an idle device stops costing a core after this. HCQ_CPU_SPIN_US=0: park at once
-SPIN_SECONDS = spin_seconds(os.environ.get("HCQ_CPU_SPIN_US"))
+# them: 0.2-0.5 ms) find it awake, and an idle device stops costing a core after this. HCQ_CPU_SPIN_US=0: park at once.
+# None: HCQ_CPU_SPIN_US, read when a device starts its workers (a bad value fails there, not at import)
+SPIN_SECONDS: float | None = None
 # the native hand-out counts workgroups in 32 bits: a larger grid is launched as successive parts
 MAX_PART = 1 << 31
 
@@ -212,11 +213,12 @@ class SpinningWorkers:
 
   def _calibrate(self) -> int:
     """Spins in SPIN_SECONDS on this core, timed over 1 ms of them (DONE is 0: never reached)."""
+    spin = SPIN_SECONDS if SPIN_SECONDS is not None else spin_seconds(os.environ.get("HCQ_CPU_SPIN_US"))
     n = 1 << 12
     while True:
       t0 = time.perf_counter()
       self._wait(self.ctx, 1, n)
-      if (dt := time.perf_counter() - t0) >= 1e-3: return int(n / dt * SPIN_SECONDS)
+      if (dt := time.perf_counter() - t0) >= 1e-3: return int(n / dt * spin)
       n *= 2
 
   def _generation(self) -> int:
