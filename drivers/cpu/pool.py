@@ -121,7 +121,7 @@ park:
   ret i64 %seen
 }}
 
-define i64 @hcq_pool_post(ptr %ctx, ptr %fn, ptr %ka, i64 %gx, i64 %gy, i64 %total, i64 %base, i64 %lx, i64 %ly, i64 %lz) {{
+define void @hcq_pool_post(ptr %ctx, ptr %fn, ptr %ka, i64 %gx, i64 %gy, i64 %total, i64 %base, i64 %lx, i64 %ly, i64 %lz) {{
 {store}
   {word("done", DONE)}
   store i64 0, ptr %done.p
@@ -131,7 +131,7 @@ define i64 @hcq_pool_post(ptr %ctx, ptr %fn, ptr %ka, i64 %gx, i64 %gy, i64 %tot
   %g = and i64 %g1, 4294967295
   %t1 = shl i64 %g, 32
   store atomic i64 %t1, ptr %ctx release, align 8
-  ret i64 %g
+  ret void
 }}
 
 define i64 @hcq_pool_wait(ptr %ctx, i64 %total, i64 %limit) {{
@@ -165,7 +165,7 @@ def _native() -> tuple:
       engine, module = jit_module(_ir(), "the CPU device's workers")
       i64, p = ctypes.c_int64, ctypes.c_void_p
       fn = lambda sym, *types: ctypes.CFUNCTYPE(*types)(engine.get_function_address(sym))
-      _functions = (fn("hcq_pool_worker", i64, p, i64, i64), fn("hcq_pool_post", i64, p, p, p, *[i64] * 7),
+      _functions = (fn("hcq_pool_worker", i64, p, i64, i64), fn("hcq_pool_post", None, p, p, p, *[i64] * 7),
                     fn("hcq_pool_work", None, p), fn("hcq_pool_wait", i64, p, i64, i64), (engine, module))
   return _functions[:4]
 
