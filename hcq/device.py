@@ -283,6 +283,10 @@ class Device(metaclass=_DeviceOpener):
   def recover(self) -> None:
     """Reset the queues after a hang or fault: pending work is dropped and the timeline caught up."""
 
+  def await_write(self, word: ctypes.c_uint64, value: int, seconds: float) -> None:
+    """Sleep on `signalled` until `word` is at least `value`, at most `seconds` (a device whose engines notify it)."""
+    with self.signalled: self.signalled.wait_for(lambda: word.value >= value, seconds)
+
   def check_faults(self) -> None:
     """Raise a pending GPUFault (backends record them from their fault reports); the device stays usable."""
 

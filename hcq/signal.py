@@ -65,7 +65,7 @@ class Signal:
     while self._value.value < value:
       spins += 1
       if device.signalled is not None:  # sleep until a write through `value` notifies (raw memory writes: the period)
-        with device.signalled: device.signalled.wait_for(lambda: self._value.value >= value, RAW_WRITE_PERIOD)
+        device.await_write(self._value, value, RAW_WRITE_PERIOD)
         device.check_faults()
       elif spins > 200:  # spin briefly for short work, then back off and look for faults
         device.check_faults()

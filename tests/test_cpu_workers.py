@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from hcq.drivers.cpu import pool
+from hcq.drivers.cpu.device import SPIN_MARGIN_NS
 from hcq.drivers.cpu.program import KERNEL_TYPE, compile_llvm_ir
 from tests.tools import require_module
 
@@ -90,7 +91,7 @@ def test_workers_take_part_and_the_grid_waits_for_them(make, monkeypatch, spin_u
   thread, parked or spinning; the worker's takes 50 ms more, and run() returns only after it has ended."""
   monkeypatch.setattr(pool, "SPIN_SECONDS", spin_us * 1e-6)
   workers = make(2, "test-wg")
-  if make is pool.SpinningWorkers: assert (workers.spin_limit == 0) == (spin_us == 0)
+  if make is pool.SpinningWorkers: assert (workers.spin_ns == 0) == (spin_us == 0)
   for rep in range(3):
     if spin_us == 0: time.sleep(0.02)   # the worker has parked; with a spin, the next grid comes while it spins
     launcher, met, ended = threading.current_thread(), threading.Barrier(2, timeout=10), []
@@ -162,7 +163,7 @@ def test_the_spin_setting_is_read_when_workers_start(monkeypatch):
   require_module("llvmlite")
   from hcq.errors import HCQError
   monkeypatch.setenv("HCQ_CPU_SPIN_US", "0")
-  assert pool.SpinningWorkers(2, "test-wg").spin_limit == 0
+  assert pool.SpinningWorkers(2, "test-wg").spin_ns == 0
   monkeypatch.setenv("HCQ_CPU_SPIN_US", "soon")
   with pytest.raises(HCQError, match="HCQ_CPU_SPIN_US='soon'"):
     pool.SpinningWorkers(2, "test-wg")
@@ -178,3 +179,59 @@ def test_the_device_starts_its_workers_with_the_first_grid(monkeypatch):
   assert isinstance(dev.workers, pool.SpinningWorkers) and len(dev.workers.threads) == dev.cores - 1
   monkeypatch.setitem(sys.modules, "llvmlite", None)   # import llvmlite raises ImportError
   assert isinstance(pool.workers(2, "test-wg"), pool.ThreadWorkers)
+
+
+def test_the_native_wait_ends_at_the_value_or_the_deadline():
+  """wait_for spins until the u64 reaches the value (compared unsigned) or the monotonic clock passes the deadline."""
+  require_module("llvmlite")
+  workers = pool.SpinningWorkers(2, "test-wg")
+  word, now = ctypes.c_uint64(0), lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+  threading.Timer(0.02, lambda: setattr(word, "value", 7)).start()
+  t0 = now()
+  assert workers.wait_for(ctypes.addressof(word), 7, t0 + 10 * 10**9) and now() - t0 >= 15 * 10**6
+  t0 = now()
+  assert not workers.wait_for(ctypes.addressof(word), 8, t0 + 30 * 10**6) and 30 * 10**6 <= now() - t0 < 5 * 10**9
+  word.value = 2**63 + 5   # past i64's range: still at least 2**63
+  assert workers.wait_for(ctypes.addressof(word), 2**63, 0) and not workers.wait_for(ctypes.addressof(word), 2**64 - 1, 0)
+
+
+def napping_device(naps: list[float]):
+  """A fresh CPU device and a one-workgroup Python kernel that sleeps naps[0] seconds each run."""
+  from hcq.devstring import DevSpec
+  from hcq.drivers.cpu.device import CPUDevice
+  dev = CPUDevice(DevSpec("CPU"))
+
+  @KERNEL_TYPE
+  def nap(ka, x, y, z, lx, ly, lz): time.sleep(naps[0])
+  return dev, dev.program(nap, "nap")
+
+
+def test_a_wait_sleeps_until_the_kernels_expected_end_then_spins(monkeypatch):
+  """The second run of a grid is waited for asleep until a margin before the end the first run's time predicts, then
+  by spinning on the signal (no thread to wake when it is written)."""
+  require_module("llvmlite")
+  dev, nap = napping_device([0.06])
+  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)   # the first run: its time is all the device knows after
+  took = nap.took[(1, 1, 1)]
+  assert 0.06e9 <= took < 5e9
+  spins, real = [], dev.workers.wait_for
+  monkeypatch.setattr(dev.workers, "wait_for", lambda *a: spins.append(time.clock_gettime_ns(time.CLOCK_MONOTONIC)) or real(*a))
+  start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)
+  margin = max(SPIN_MARGIN_NS, took // 16)
+  assert spins and spins[0] >= start + took - margin - 0.01e9   # asleep for the kernel's time less the margin
+  assert dev.spin_window[1] - dev.spin_window[0] == 2 * margin
+
+
+def test_a_kernel_past_its_expected_end_is_waited_for_asleep():
+  """A run far slower than the last (10 ms, then 300 ms) is spun for only within its window: the rest of the wait
+  sleeps, costing the process little CPU time."""
+  require_module("llvmlite")
+  naps = [0.01]
+  dev, nap = napping_device(naps)
+  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)
+  naps[0] = 0.3
+  cpu, wall = time.process_time(), time.monotonic()
+  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)
+  wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+  assert wall >= 0.3 and cpu < 0.06, (wall, cpu)   # spinning to the end: about 0.3 s of CPU

@@ -290,9 +290,15 @@ MUTATIONS: tuple[Mutation, ...] = (
   M("cpu-workers-no-wake", "launch", "drivers/cpu/pool.py", "if self.parked: self.cond.notify_all()", "if self.parked: pass",
     "a grid posted while the CPU workers are parked does not wake them (the launching thread runs it alone)",
     ["tests/test_cpu_workers.py", "-k", "take_part"]),
-  M("cpu-workers-no-join", "launch", "drivers/cpu/pool.py", "if not self._wait(self.ctx, part, self.spin_limit):", "if False:",
+  M("cpu-workers-no-join", "launch", "drivers/cpu/pool.py", "if not self._wait(done, part, time.clock_gettime_ns(time.CLOCK_MONOTONIC) + self.spin_ns):", "if False:",
     "a grid ends when the launching thread runs out of workgroups, not when the workers' last one has ended",
     ["tests/test_cpu_workers.py", "-k", "take_part"]),
+  M("cpu-wait-never-spins", "launch", "drivers/cpu/queue.py", "if (took := program.took.get(global_size)) is not None: self.device.expect_end(start, took)",
+    "pass", "the CPU engine sets no spin window: a wait sleeps to the kernel's end and a thread is woken after it",
+    ["tests/test_cpu_workers.py", "-k", "expected_end"]),
+  M("cpu-wait-spins-past-window", "launch", "drivers/cpu/device.py", "spinner.wait_for(ctypes.addressof(word), value, min(window[1], end))",
+    "spinner.wait_for(ctypes.addressof(word), value, end)", "a wait that reaches a kernel's spin window spins until the kernel ends, "
+    "however late", ["tests/test_cpu_workers.py", "-k", "expected_end"]),
   M("cpu-workers-part-base", "launch", "drivers/cpu/pool.py", "self._post(self.ctx, address, kernargs, gx, gy, part, base, *local_size)",
     "self._post(self.ctx, address, kernargs, gx, gy, part, 0, *local_size)", "every part of a grid past MAX_PART numbers its "
     "workgroups from 0", ["tests/test_cpu_workers.py", "-k", "parts"]),

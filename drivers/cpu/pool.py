@@ -47,13 +47,15 @@ CTX_WORDS = 32
 def _ir() -> str:
   """The hand-out in LLVM IR: work (take the posted grid's workgroups, one compare-and-swap of TICKET each, until none
   is left; a workgroup's fields are read after its swap, so a thread late to one grid takes the next one's whole),
-  worker (spin for the next generation, work, repeat; return the last generation seen after `limit` idle spins), post
-  (publish a grid as the next generation) and wait (spin until `total` workgroups are done, at most `limit` times).
-  Each spin gives the core to any other thread that wants it (sched_yield: a spinning worker beside another process's
-  threads, as under pytest -n, costs them little), and sees a new grid within about a microsecond."""
-  # a spin loop's idle block: yield the core, count the spin, look again (at `again`) or give up (to `out`)
-  idle = lambda again, out: (f"idle:\n  %yielded = call i32 @sched_yield()\n  %n1 = add i64 %n, 1\n"
-                             f"  %more = icmp ult i64 %n1, %limit\n  br i1 %more, label %{again}, label %{out}")
+  worker (spin for the next generation, work, repeat; return the last generation seen after `spin` ns without one),
+  post (publish a grid as the next generation) and wait (spin until a u64 in memory reaches a value: a grid's DONE, a
+  signal; give up at a CLOCK_MONOTONIC deadline in ns). Each spin gives the core to any other thread that wants it
+  (sched_yield: a spinning worker beside another process's threads, as under pytest -n, costs them little), and sees
+  a new grid within about a microsecond; the deadline is the clock's, not a count of spins, because a yield lasts a
+  time slice when the cores are busy."""
+  # a spin loop's idle block: yield the core, look at the clock, look again (at `again`) or give up (to `out`) at %deadline
+  idle = lambda again, out: (f"idle:\n  %yielded = call i32 @sched_yield()\n  %now = call i64 @hcq_now()\n"
+                             f"  %more = icmp slt i64 %now, %deadline\n  br i1 %more, label %{again}, label %{out}")
   word = lambda name, i: f"%{name}.p = getelementptr i64, ptr %ctx, i64 {i}"
   grid = [("fn", FN, "ptr"), ("ka", KERNARGS, "ptr"), ("gx", GX, "i64"), ("gy", GY, "i64"), ("total", TOTAL, "i64"),
           ("base", BASE, "i64"), ("lx", LX, "i64"), ("ly", LY, "i64"), ("lz", LZ, "i64")]
@@ -61,6 +63,18 @@ def _ir() -> str:
   store = "\n".join(f"  {word(n, i)}\n  store {t} %{n}, ptr %{n}.p" for n, i, t in grid)
   return f"""
 declare i32 @sched_yield()
+declare i32 @clock_gettime(i32, ptr)
+
+define internal i64 @hcq_now() {{
+  %ts = alloca [2 x i64], align 8
+  %r = call i32 @clock_gettime(i32 {time.CLOCK_MONOTONIC}, ptr %ts)
+  %s = load i64, ptr %ts
+  %nsp = getelementptr i64, ptr %ts, i64 1
+  %ns = load i64, ptr %nsp
+  %sn = mul i64 %s, 1000000000
+  %t = add i64 %sn, %ns
+  ret i64 %t
+}}
 
 define internal void @hcq_pool_run(ptr %ctx, i64 %i) {{
 {load}
@@ -103,20 +117,24 @@ out:
   ret void
 }}
 
-define i64 @hcq_pool_worker(ptr %ctx, i64 %seen0, i64 %limit) {{
+define i64 @hcq_pool_worker(ptr %ctx, i64 %seen0, i64 %spin) {{
 entry:
-  br label %spin
-spin:
+  %start = call i64 @hcq_now()
+  %deadline0 = add i64 %start, %spin
+  br label %look
+look:
   %seen = phi i64 [ %seen0, %entry ], [ %seen, %idle ], [ %g, %got ]
-  %n = phi i64 [ 0, %entry ], [ %n1, %idle ], [ 0, %got ]
+  %deadline = phi i64 [ %deadline0, %entry ], [ %deadline, %idle ], [ %deadline1, %got ]
   %t = load atomic i64, ptr %ctx acquire, align 8
   %g = lshr i64 %t, 32
   %new = icmp ne i64 %g, %seen
   br i1 %new, label %got, label %idle
-{idle("spin", "park")}
+{idle("look", "park")}
 got:
   call void @hcq_pool_work(ptr %ctx)
-  br label %spin
+  %end = call i64 @hcq_now()
+  %deadline1 = add i64 %end, %spin
+  br label %look
 park:
   ret i64 %seen
 }}
@@ -134,16 +152,14 @@ define void @hcq_pool_post(ptr %ctx, ptr %fn, ptr %ka, i64 %gx, i64 %gy, i64 %to
   ret void
 }}
 
-define i64 @hcq_pool_wait(ptr %ctx, i64 %total, i64 %limit) {{
+define i64 @hcq_pool_wait(ptr %word, i64 %value, i64 %deadline) {{
 entry:
-  {word("done", DONE)}
-  br label %spin
-spin:
-  %n = phi i64 [ 0, %entry ], [ %n1, %idle ]
-  %d = load atomic i64, ptr %done.p acquire, align 8
-  %all = icmp uge i64 %d, %total
-  br i1 %all, label %yes, label %idle
-{idle("spin", "no")}
+  br label %look
+look:
+  %d = load atomic i64, ptr %word acquire, align 8
+  %reached = icmp uge i64 %d, %value
+  br i1 %reached, label %yes, label %idle
+{idle("look", "no")}
 yes:
   ret i64 1
 no:
@@ -205,21 +221,12 @@ class SpinningWorkers:
     self._ctx = (ctypes.c_int64 * (CTX_WORDS + 8))()
     self.ctx = -(-ctypes.addressof(self._ctx) // 64) * 64   # TICKET and DONE on cache lines of their own
     self.ticket = ctypes.c_uint64.from_address(self.ctx + 8 * TICKET)
-    self.spin_limit = self._calibrate()
+    spin = SPIN_SECONDS if SPIN_SECONDS is not None else spin_seconds(os.environ.get("HCQ_CPU_SPIN_US"))
+    self.spin_ns = int(spin * 1e9)
     self.parked, self.cond = 0, threading.Condition()
     self._posting = threading.Lock()   # one grid at a time: the engine's, or a caller's own CPUProgram.run
     self.threads = [threading.Thread(target=self._serve, name=f"{name}_{i}", daemon=True) for i in range(cores - 1)]
     for t in self.threads: t.start()
-
-  def _calibrate(self) -> int:
-    """Spins in SPIN_SECONDS on this core, timed over 1 ms of them (DONE is 0: never reached)."""
-    spin = SPIN_SECONDS if SPIN_SECONDS is not None else spin_seconds(os.environ.get("HCQ_CPU_SPIN_US"))
-    n = 1 << 12
-    while True:
-      t0 = time.perf_counter()
-      self._wait(self.ctx, 1, n)
-      if (dt := time.perf_counter() - t0) >= 1e-3: return int(n / dt * spin)
-      n *= 2
 
   def _generation(self) -> int:
     return self.ticket.value >> 32
@@ -227,7 +234,7 @@ class SpinningWorkers:
   def _serve(self) -> None:
     seen = self._generation()
     while True:
-      seen = self._worker(self.ctx, seen, self.spin_limit)   # returns after SPIN_SECONDS without a new grid
+      seen = self._worker(self.ctx, seen, self.spin_ns)   # returns after SPIN_SECONDS without a new grid
       with self.cond:
         self.parked += 1
         while self._generation() == seen: self.cond.wait()
@@ -239,19 +246,30 @@ class SpinningWorkers:
     with self._posting:
       for base in range(0, total, MAX_PART): self._run_part(address, kernargs, gx, gy, min(MAX_PART, total - base), base, local_size)
 
+  def wait_for(self, address: int, value: int, deadline: int) -> bool:
+    """Spin, yielding the core and without the GIL, until the u64 at `address` is at least `value` (True) or
+    CLOCK_MONOTONIC passes `deadline` ns (False)."""
+    return bool(self._wait(address, value, deadline))
+
   def _run_part(self, address: int, kernargs: int, gx: int, gy: int, part: int, base: int, local_size: tuple[int, int, int]) -> None:
     self._post(self.ctx, address, kernargs, gx, gy, part, base, *local_size)
     with self.cond:   # a worker parks under this lock after looking at the generation: it sees this one, or is woken
       if self.parked: self.cond.notify_all()
     self._work(self.ctx)
-    if not self._wait(self.ctx, part, self.spin_limit):
-      while not self._wait(self.ctx, part, 1): time.sleep(5e-5)   # a worker still runs a long workgroup it took
+    done = self.ctx + 8 * DONE
+    if not self._wait(done, part, time.clock_gettime_ns(time.CLOCK_MONOTONIC) + self.spin_ns):
+      while not self._wait(done, part, 0): time.sleep(5e-5)   # a worker still runs a long workgroup it took
+
+
+def _native_code() -> bool:
+  """Whether llvmlite is there to compile the native hand-out."""
+  try:
+    import llvmlite  # noqa: F401
+  except ImportError:
+    return False
+  return True
 
 
 def workers(cores: int, name: str) -> "SpinningWorkers | ThreadWorkers":
   """Spinning workers where llvmlite is installed, else a thread pool."""
-  try:
-    import llvmlite  # noqa: F401
-  except ImportError:
-    return ThreadWorkers(cores, name)
-  return SpinningWorkers(cores, name)
+  return SpinningWorkers(cores, name) if _native_code() else ThreadWorkers(cores, name)

@@ -106,4 +106,7 @@ class Engine(threading.Thread):
     ctypes.memmove(dest, src, nbytes)
 
   def _exec(self, program, kernargs: int, global_size: tuple[int, int, int], local_size: tuple[int, int, int]) -> None:
+    start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    if (took := program.took.get(global_size)) is not None: self.device.expect_end(start, took)
     program.run(kernargs, global_size, local_size)
+    program.took[global_size] = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - start
