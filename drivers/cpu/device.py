@@ -22,8 +22,8 @@ from hcq.drivers.cpu.program import CPUProgram
 from hcq.drivers.cpu.queue import CPUComputeQueue, CPUCopyQueue, Engine
 from hcq.errors import GPUFault
 
-HUGE_PAGE_BYTES = 2 << 20
-SPIN_MARGIN_NS = 250_000  # the least a waiter spins on either side of a kernel's expected end (expect_end)  # x86-64's transparent huge page (PMD): allocations from this size ask for them
+HUGE_PAGE_BYTES = 2 << 20  # x86-64's transparent huge page (PMD): allocations from this size ask for them
+SPIN_MARGIN_NS = 250_000  # the least a waiter spins on either side of a kernel's expected end (expect_end)
 
 
 def usable_cpus() -> int:
@@ -74,7 +74,7 @@ class CPUDevice(Device):
   def await_write(self, word: ctypes.c_uint64, value: int, seconds: float) -> None:
     """Wait until `word` is at least `value`, at most `seconds`: asleep on `signalled`, but in the spin window of the
     compute engine's kernel spinning on the word (the spinning workers' native wait, without the GIL): a thread woken
-    from sleep starts 50-150 us after the write on a virtual machine, 1% of a 15 ms matmul (docs/tensor.md round 11)."""
+    from sleep starts 50-150 us after the write on a virtual machine (docs/tensor.md round 11)."""
     end = time.clock_gettime_ns(time.CLOCK_MONOTONIC) + int(seconds * 1e9)
     while word.value < value and (now := time.clock_gettime_ns(time.CLOCK_MONOTONIC)) < end:
       window, spinner = self.spin_window, self._workers
