@@ -23,7 +23,9 @@ from hcq.drivers.cpu.queue import CPUComputeQueue, CPUCopyQueue, Engine
 from hcq.errors import GPUFault
 
 HUGE_PAGE_BYTES = 2 << 20  # x86-64's transparent huge page (PMD): allocations from this size ask for them
-SPIN_MARGIN_NS = 250_000  # the least a waiter spins on either side of a kernel's expected end (expect_end)
+# a waiter spins this much on either side of a kernel's expected end, at least (a short kernel: its whole run) and at
+# most (a long one: a wake-up's 50-150 us is nothing beside it, and its waiter should not burn a sixteenth of a core)
+SPIN_MARGIN_NS = (250_000, 2_000_000)
 
 
 def usable_cpus() -> int:
@@ -65,9 +67,9 @@ class CPUDevice(Device):
   # ---- waits ----
   def expect_end(self, start: int, took: int) -> None:
     """The compute engine starts a kernel at `start` that took `took` ns on the same grid last time (CLOCK_MONOTONIC
-    ns): waiters spin from a margin before its expected end to a margin after (a sixteenth of it, at least
+    ns): waiters spin from a margin before its expected end to a margin after (a sixteenth of it, within
     SPIN_MARGIN_NS), woken now to see when."""
-    margin = max(SPIN_MARGIN_NS, took // 16)
+    margin = min(max(SPIN_MARGIN_NS[0], took // 16), SPIN_MARGIN_NS[1])
     self.spin_window = (start + took - margin, start + took + margin)
     with self.signalled: self.signalled.notify_all()
 

@@ -161,10 +161,14 @@ def _gemm_layout(lk: LoopKernel) -> GemmLayout | None:
 def _round64(nbytes: int) -> int: return -(-nbytes // 64) * 64
 
 
+def _lanes(g: GemmLayout, isz: int) -> int:   # elements in the kernel's vectors: a native register's, or the panel's
+  return min(NATIVE_BYTES // isz, g.columns)
+
+
 def workspace_bytes(lk: LoopKernel, g: GemmLayout) -> int:
   """The workspace a workgroup of the kernel needs: a's pack, then b's, each from a 64-byte boundary."""
   isz = lk.spec.out_dtype.itemsize
-  _, a_pack, b_pack = g.pack_sizes(min(NATIVE_BYTES // isz, g.columns))
+  _, a_pack, b_pack = g.pack_sizes(_lanes(g, isz))
   return _round64(a_pack * isz) + _round64(b_pack * isz)
 
 
@@ -177,7 +181,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   spec = lk.spec
   T = "float" if spec.out_dtype == dtypes.float32 else "double"
   isz = spec.out_dtype.itemsize
-  N = min(NATIVE_BYTES // isz, g.columns)
+  N = _lanes(g, isz)
   V, nv = f"<{N} x {T}>", g.columns // N
   vt = f"v{N}{'f32' if isz == 4 else 'f64'}"
   fma, masked_load = f"llvm.fma.{vt}", f"llvm.masked.load.{vt}.p0"
