@@ -235,3 +235,20 @@ def test_a_kernel_past_its_expected_end_is_waited_for_asleep():
   dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)
   wall, cpu = time.monotonic() - wall, time.process_time() - cpu
   assert wall >= 0.3 and cpu < 0.06, (wall, cpu)   # spinning to the end: about 0.3 s of CPU
+
+
+def test_a_wait_inside_the_spin_window_still_times_out():
+  """A timeout shorter than the kernel is kept by a wait that passes through the kernel's spin window (at 50 ms, the
+  last run's time): GPUTimeout after it, not at the kernel's end."""
+  require_module("llvmlite")
+  from hcq.errors import GPUTimeout
+  naps = [0.05]
+  dev, nap = napping_device(naps)
+  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)
+  naps[0] = 1.5
+  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=False)
+  value, t0 = dev.timeline_value - 1, time.monotonic()
+  with pytest.raises(GPUTimeout):
+    dev.timeline_signal.wait(value, timeout=0.1)
+  assert time.monotonic() - t0 < 0.9   # not the kernel's 1.5 s
+  dev.timeline_signal.wait(value, timeout=10)
