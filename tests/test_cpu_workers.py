@@ -207,17 +207,21 @@ def napping_device(naps: list[float]):
 
 
 def test_a_wait_sleeps_until_the_kernels_expected_end_then_spins(monkeypatch):
-  """The second run of a grid is waited for asleep until a margin before the end the first run's time predicts, then
-  by spinning on the signal (no thread to wake when it is written)."""
+  """A run of a grid is waited for asleep until a margin before the end the last run's time predicts, then by
+  spinning on the signal (no thread to wake when it is written). A run that ends before its window (the machine's
+  noise: the window is 2 ms either side of 60 ms) is tried again, three times at most."""
   require_module("llvmlite")
   dev, nap = napping_device([0.06])
-  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)   # the first run: its time is all the device knows after
-  took = nap.took[(1, 1, 1)]
-  assert 0.06e9 <= took < 5e9
+  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)   # a run: its time is all the device knows after
   spins, real = [], dev.workers.wait_for
   monkeypatch.setattr(dev.workers, "wait_for", lambda *a: spins.append(time.clock_gettime_ns(time.CLOCK_MONOTONIC)) or real(*a))
-  start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)
+  for attempt in range(3):
+    took = nap.took[(1, 1, 1)]
+    assert 0.06e9 <= took < 5e9
+    spins.clear()
+    start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)
+    if spins: break
   margin = min(max(SPIN_MARGIN_NS[0], took // 16), SPIN_MARGIN_NS[1])
   assert spins and spins[0] >= start + took - margin - 0.01e9   # asleep for the kernel's time less the margin
   assert dev.spin_window[1] - dev.spin_window[0] == 2 * margin
@@ -252,3 +256,25 @@ def test_a_wait_inside_the_spin_window_still_times_out():
     dev.timeline_signal.wait(value, timeout=0.1)
   assert time.monotonic() - t0 < 0.9   # not the kernel's 1.5 s
   dev.timeline_signal.wait(value, timeout=10)
+
+
+def test_the_times_kept_per_grid_are_bounded():
+  """A program launched over ever new grids keeps the time of at most LAUNCH_QUEUES_KEPT of them, the latest among them."""
+  require_module("llvmlite")
+  from hcq.device import LAUNCH_QUEUES_KEPT
+  dev, nap = napping_device([0.0])
+  for x in range(1, LAUNCH_QUEUES_KEPT + 10): dev.launch(nap, b"", (x, 1, 1), (1, 1, 1), wait=True)
+  assert 0 < len(nap.took) <= LAUNCH_QUEUES_KEPT and (LAUNCH_QUEUES_KEPT + 9, 1, 1) in nap.took
+
+
+def test_two_threads_waiting_in_the_spin_window_both_return():
+  """Two threads wait for the same kernel's end inside its window (one spins on the value, the other too): both see it."""
+  require_module("llvmlite")
+  dev, nap = napping_device([0.03])
+  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)
+  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=False)
+  value, seen = dev.timeline_value - 1, []
+  waiters = [threading.Thread(target=lambda: (dev.timeline_signal.wait(value, timeout=10), seen.append(1))) for _ in range(2)]
+  for t in waiters: t.start()
+  for t in waiters: t.join(15)
+  assert seen == [1, 1] and dev.timeline_signal.value >= value

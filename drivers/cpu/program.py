@@ -35,7 +35,8 @@ class CPUProgram(Program):
     else:
       raise HCQError(f"a CPU program is LLVM IR text or a ctypes function, got {type(code).__name__}")
     super().__init__(device, name, natural_layout(list(args), arg_names))
-    self.took: dict[tuple[int, int, int], int] = {}  # ns the compute engine took to run a grid of it, last time
+    # ns the compute engine took to run a grid of it, last time (at most hcq.device.LAUNCH_QUEUES_KEPT grids kept)
+    self.took: dict[tuple[int, int, int], int] = {}
 
   def run(self, kernargs: int, global_size: tuple[int, int, int], local_size: tuple[int, int, int]) -> None:
     """Every workgroup of the grid, spread over the device's cores: the calling engine thread and the device's workers."""

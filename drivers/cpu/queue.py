@@ -10,6 +10,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from hcq.device import LAUNCH_QUEUES_KEPT
 from hcq.errors import GPUFault
 from hcq.queue import HWQueue, copy_args
 
@@ -106,7 +107,10 @@ class Engine(threading.Thread):
     ctypes.memmove(dest, src, nbytes)
 
   def _exec(self, program, kernargs: int, global_size: tuple[int, int, int], local_size: tuple[int, int, int]) -> None:
+    self.device.workers   # started (the first grid's) before the clock: their start is not the kernel's time
     start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     if (took := program.took.get(global_size)) is not None: self.device.expect_end(start, took)
     program.run(kernargs, global_size, local_size)
-    program.took[global_size] = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - start
+    took = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - start
+    if global_size not in program.took and len(program.took) >= LAUNCH_QUEUES_KEPT: program.took.clear()   # ever new grids
+    program.took[global_size] = took
