@@ -261,15 +261,10 @@ class SpinningWorkers:
       while not self._wait(done, part, 0): time.sleep(5e-5)   # a worker still runs a long workgroup it took
 
 
-def _native_code() -> bool:
-  """Whether llvmlite is there to compile the native hand-out."""
+def workers(cores: int, name: str) -> "SpinningWorkers | ThreadWorkers":
+  """Spinning workers where llvmlite is installed, else a thread pool."""
   try:
     import llvmlite  # noqa: F401
   except ImportError:
-    return False
-  return True
-
-
-def workers(cores: int, name: str) -> "SpinningWorkers | ThreadWorkers":
-  """Spinning workers where llvmlite is installed, else a thread pool."""
-  return SpinningWorkers(cores, name) if _native_code() else ThreadWorkers(cores, name)
+    return ThreadWorkers(cores, name)
+  return SpinningWorkers(cores, name)
