@@ -278,3 +278,41 @@ def test_two_threads_waiting_in_the_spin_window_both_return():
   for t in waiters: t.start()
   for t in waiters: t.join(15)
   assert seen == [1, 1] and dev.timeline_signal.value >= value
+
+
+def test_a_spinning_waiter_runs_before_the_engine_goes_on():
+  """The engine that writes the signal a thread spins on lets go of the GIL until that thread has it: the waiter
+  returns before the engine notifies the sleepers (otherwise it would find the GIL taken, sleep, and be woken late)."""
+  require_module("llvmlite")
+  dev, nap = napping_device([0.03])
+  events = []
+
+  class Recording(threading.Condition):
+    def notify_all(self):
+      events.append(("notify", dev.timeline_signal.value))
+      super().notify_all()
+  dev.signalled = Recording()
+  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)
+  for attempt in range(3):   # a run that ends before its window is waited for asleep: try again
+    dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=False)
+    value, spun = dev.timeline_value - 1, dev._spun.value
+    events.clear()
+    dev.timeline_signal.wait(value, timeout=10)
+    events.append(("waiter", value))
+    time.sleep(0.05)   # the engine's notify, once the GIL is free
+    if dev._spun.value > spun: break
+  assert dev._spun.value > spun
+  after = [e for e in events if e[0] == "waiter" or e[1] >= value]
+  assert after[0] == ("waiter", value), events
+
+
+def test_a_waiter_that_never_takes_the_gil_back_holds_the_engine_briefly():
+  """The engine's hand-over is bounded (HANDOVER_NS): with spinners counted that never return, launches still end."""
+  require_module("llvmlite")
+  dev, nap = napping_device([0.0])
+  dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True)
+  dev._spinners = 1000   # spinners that never come back (the real waiter's own returns cannot make up for them)
+  launches = threading.Thread(target=lambda: [dev.launch(nap, b"", (1, 1, 1), (1, 1, 1), wait=True) for _ in range(20)], daemon=True)
+  launches.start()
+  launches.join(10)
+  assert not launches.is_alive()   # 20 launches, each holding the engine at most 50 us more

@@ -299,6 +299,12 @@ MUTATIONS: tuple[Mutation, ...] = (
   M("cpu-wait-spins-past-window", "launch", "drivers/cpu/device.py", "spinner.wait_for(ctypes.addressof(word), value, min(window[1], end))",
     "spinner.wait_for(ctypes.addressof(word), value, end)", "a wait that reaches a kernel's spin window spins until the kernel ends, "
     "however late", ["tests/test_cpu_workers.py", "-k", "expected_end"]),
+  M("cpu-handover-skipped", "launch", "drivers/cpu/device.py", "if spinners and isinstance(workers, SpinningWorkers):",
+    "if False:", "an engine that wrote a signal keeps the GIL: a thread spinning on it finds the GIL taken and sleeps",
+    ["tests/test_cpu_workers.py", "-k", "runs_before"]),
+  M("cpu-handover-unbounded", "launch", "drivers/cpu/device.py", "time.clock_gettime_ns(time.CLOCK_MONOTONIC) + HANDOVER_NS)",
+    "time.clock_gettime_ns(time.CLOCK_MONOTONIC) + 10**12)", "an engine waits for a spinner to take the GIL back however long "
+    "it takes", ["tests/test_cpu_workers.py", "-k", "never_takes"]),
   M("cpu-workers-part-base", "launch", "drivers/cpu/pool.py", "self._post(self.ctx, address, kernargs, gx, gy, part, base, *local_size)",
     "self._post(self.ctx, address, kernargs, gx, gy, part, 0, *local_size)", "every part of a grid past MAX_PART numbers its "
     "workgroups from 0", ["tests/test_cpu_workers.py", "-k", "parts"]),

@@ -26,6 +26,7 @@ HUGE_PAGE_BYTES = 2 << 20  # x86-64's transparent huge page (PMD): allocations f
 # a waiter spins this much on either side of a kernel's expected end, at least (a short kernel: its whole run) and at
 # most (a long one: a wake-up's 50-150 us is nothing beside it, and its waiter should not burn a sixteenth of a core)
 SPIN_MARGIN_NS = (250_000, 2_000_000)
+HANDOVER_NS = 50_000  # the longest an engine lets go of the GIL after a signal write for waiters spinning on it
 
 
 def usable_cpus() -> int:
@@ -49,6 +50,9 @@ class CPUDevice(Device):
     self.signalled = threading.Condition()  # the engines notify it after each signal write
     # CLOCK_MONOTONIC ns from and until which a waiter spins for the compute engine's kernel to end, (0, 0): sleep
     self.spin_window = (0, 0)
+    # threads spinning in await_write now, and the spins ended so far, counted by each spinner once it holds the GIL
+    # again (an engine that wrote a signal waits on it, natively, before it takes the GIL back: signal_written)
+    self._spinners, self._spun = 0, ctypes.c_uint64(0)
     self._workers: SpinningWorkers | ThreadWorkers | None = None
     self._workers_lock = threading.Lock()
     self.engines = {"compute": Engine(self, "compute"), "copy": Engine(self, "copy")}
@@ -81,10 +85,24 @@ class CPUDevice(Device):
     while word.value < value and (now := time.clock_gettime_ns(time.CLOCK_MONOTONIC)) < end:
       window, spinner = self.spin_window, self._workers
       if window[0] <= now < window[1] and isinstance(spinner, SpinningWorkers):
-        spinner.wait_for(ctypes.addressof(word), value, min(window[1], end))
+        self._spinners += 1
+        try:
+          spinner.wait_for(ctypes.addressof(word), value, min(window[1], end))
+        finally:
+          self._spinners -= 1
+          self._spun.value += 1
         continue
       wake = min(end, window[0]) if now < window[0] else end
       with self.signalled: self.signalled.wait_for(lambda: word.value >= value or self.spin_window != window, (wake - now) / 1e9)
+
+  def signal_written(self) -> None:
+    """After an engine wrote a signal: the threads spinning on one run first (the engine lets go of the GIL until each
+    has it back, at most HANDOVER_NS: a thread that finds the GIL taken sleeps, and is woken 50-150 us later), then the
+    sleeping waiters are woken."""
+    spinners, workers = self._spinners, self._workers
+    if spinners and isinstance(workers, SpinningWorkers):
+      workers.wait_for(ctypes.addressof(self._spun), self._spun.value + spinners, time.clock_gettime_ns(time.CLOCK_MONOTONIC) + HANDOVER_NS)
+    with self.signalled: self.signalled.notify_all()
 
   # ---- memory: anonymous mappings; device address == host address ----
   def _alloc(self, nbytes: int, kind: str) -> Buffer:
