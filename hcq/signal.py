@@ -48,6 +48,10 @@ class Signal:
     if woken is not None:
       with woken: woken.notify_all()
 
+  def store(self, v: int) -> None:
+    """Write the value and wake no one: for a writer that wakes the waiters itself (the CPU device's engines)."""
+    self._value.value = v
+
   @property
   def timestamp(self) -> int:
     return self._timestamp.value

@@ -92,7 +92,7 @@ class Engine(threading.Thread):
       if spins > 100: time.sleep(min(1e-4, 1e-6 * spins))
 
   def _signal(self, signal, value: int) -> None:
-    signal._value.value = value   # the memory only: the device hands over to its waiters (hcq.signal.Signal.wait)
+    signal.store(value)   # the memory only: the device hands over to its waiters (hcq.signal.Signal.wait)
     self.device.signal_written()
 
   def _timestamp(self, address: int) -> None:
