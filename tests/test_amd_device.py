@@ -105,6 +105,28 @@ def test_page_fault_names_the_address_and_the_device_recovers(dev):
   test_copy_round_trip_through_sdma(dev, 4096)
 
 
+def test_faults_of_the_reset_queues_are_one_fault(dev, monkeypatch):
+  """A second fault of the same work (another XCC's or engine's waves, reported while the reset stops its queue) is
+  part of the fault already raised: the reset drains it, and no later call raises it again."""
+  bad = dev._range.base + (1 << 39)
+  ok = dev.alloc(4096, "host")
+  mock, real = dev.os.kfd, dev.recover
+
+  def recover() -> None:
+    real()
+    with mock.lock:   # the engine being stopped reports its fault too: the MEMORY and HW_EXCEPTION events again
+      for event_id in (dev._memory_event, dev._hw_event): mock.events[event_id].signaled = True
+      mock.event_cond.notify_all()
+  monkeypatch.setattr(dev, "recover", recover)
+  dev.copy_queue().copy(ok.addr, bad, 64).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  with pytest.raises(GPUFault, match=f"GPU page fault at {bad:#x}"):
+    dev.synchronize()
+  monkeypatch.undo()
+  dev.check_faults()   # nothing left of it
+  test_copy_round_trip_through_sdma(dev, 4096)
+  ok.free()
+
+
 def test_hang_times_out_and_the_device_recovers(dev):
   never = dev.new_signal(0)
   dev.compute_queue().wait(never, 1).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)

@@ -299,6 +299,9 @@ MUTATIONS: tuple[Mutation, ...] = (
   M("cpu-wait-spins-past-window", "launch", "drivers/cpu/device.py", "spinner.wait_for(ctypes.addressof(word), value, min(window[1], end))",
     "spinner.wait_for(ctypes.addressof(word), value, end)", "a wait that reaches a kernel's spin window spins until the kernel ends, "
     "however late", ["tests/test_cpu_workers.py", "-k", "expected_end"]),
+  M("amd-fault-not-drained", "driver", "drivers/amd/device.py", "    self.kfd.wait_events([self._memory_event, self._hw_event], 0)\n    raise GPUFault(",
+    "    raise GPUFault(", "a fault the reset's stopped queues report is raised again by a later call",
+    ["tests/test_amd_device.py", "-k", "one_fault"]),
   M("cpu-handover-skipped", "launch", "drivers/cpu/device.py", "if spinners and isinstance(workers, SpinningWorkers):",
     "if False:", "an engine that wrote a signal keeps the GIL: a thread spinning on it finds the GIL taken and sleeps",
     ["tests/test_cpu_workers.py", "-k", "runs_before"]),

@@ -407,6 +407,9 @@ class AMDDevice(StagedCopies, Device):
     message = f"{self}: " + (f"GPU page fault at {address:#x}" if address is not None else "queue error") + \
       (f" on the {queue} queue" if queue else "") + (f": {details[-1]}" if details else where)
     self.recover()
+    # every queue is gone now (DESTROY_QUEUE returns once the engine has stopped it; the lock keeps new work out): a
+    # fault signalled since the one read above came from the same work (another XCC's or engine's waves), not later work
+    self.kfd.wait_events([self._memory_event, self._hw_event], 0)
     raise GPUFault(message, queue=queue, address=address, pc=getattr(self.os, "fault_pc", lambda: None)())
 
   def recover(self) -> None:
