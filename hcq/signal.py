@@ -43,7 +43,7 @@ class Signal:
 
   @value.setter
   def value(self, v: int) -> None:
-    self._value.value = v
+    self.store(v)
     woken = self.buf.device.signalled  # a device whose waiters sleep on a condition: every write through here wakes them
     if woken is not None:
       with woken: woken.notify_all()

@@ -290,7 +290,7 @@ MUTATIONS: tuple[Mutation, ...] = (
   M("cpu-workers-no-wake", "launch", "drivers/cpu/pool.py", "if self.parked: self.cond.notify_all()", "if self.parked: pass",
     "a grid posted while the CPU workers are parked does not wake them (the launching thread runs it alone)",
     ["tests/test_cpu_workers.py", "-k", "take_part"]),
-  M("cpu-workers-no-join", "launch", "drivers/cpu/pool.py", "if not self._wait(done, part, time.clock_gettime_ns(time.CLOCK_MONOTONIC) + self.spin_ns):", "if False:",
+  M("cpu-workers-no-join", "launch", "drivers/cpu/pool.py", "if not self._wait(done, part, now_ns() + self.spin_ns):", "if False:",
     "a grid ends when the launching thread runs out of workgroups, not when the workers' last one has ended",
     ["tests/test_cpu_workers.py", "-k", "take_part"]),
   M("cpu-wait-never-spins", "launch", "drivers/cpu/queue.py", "if (took := program.took.get(global_size)) is not None: self.device.expect_end(start, took)",
@@ -305,8 +305,8 @@ MUTATIONS: tuple[Mutation, ...] = (
   M("cpu-handover-skipped", "launch", "drivers/cpu/device.py", "if spinners and isinstance(workers, SpinningWorkers):",
     "if False:", "an engine that wrote a signal keeps the GIL: a thread spinning on it finds the GIL taken and sleeps",
     ["tests/test_cpu_workers.py", "-k", "runs_before"]),
-  M("cpu-handover-unbounded", "launch", "drivers/cpu/device.py", "time.clock_gettime_ns(time.CLOCK_MONOTONIC) + HANDOVER_NS)",
-    "time.clock_gettime_ns(time.CLOCK_MONOTONIC) + 10**12)", "an engine waits for a spinner to take the GIL back however long "
+  M("cpu-handover-unbounded", "launch", "drivers/cpu/device.py", "now_ns() + HANDOVER_NS)",
+    "now_ns() + 10**12)", "an engine waits for a spinner to take the GIL back however long "
     "it takes", ["tests/test_cpu_workers.py", "-k", "never_takes"]),
   M("cpu-workers-part-base", "launch", "drivers/cpu/pool.py", "self._post(self.ctx, address, kernargs, gx, gy, part, base, *local_size)",
     "self._post(self.ctx, address, kernargs, gx, gy, part, 0, *local_size)", "every part of a grid past MAX_PART numbers its "

@@ -11,13 +11,12 @@ import ctypes
 import mmap
 import os
 import threading
-import time
 from typing import Any, Sequence
 
 from hcq.buffer import Buffer
 from hcq.device import Device
 from hcq.devstring import DevSpec
-from hcq.drivers.cpu.pool import SpinningWorkers, ThreadWorkers, workers
+from hcq.drivers.cpu.pool import SpinningWorkers, ThreadWorkers, now_ns, workers
 from hcq.drivers.cpu.program import CPUProgram
 from hcq.drivers.cpu.queue import CPUComputeQueue, CPUCopyQueue, Engine
 from hcq.errors import GPUFault
@@ -48,7 +47,7 @@ class CPUDevice(Device):
     self._lock = threading.Lock()
     self.cores = usable_cpus()   # a worker per core beside the engine: more would only take turns on the same cores
     self.signalled = threading.Condition()  # the engines notify it after each signal write
-    # CLOCK_MONOTONIC ns from and until which a waiter spins for the compute engine's kernel to end, (0, 0): sleep
+    # now_ns() from and until which a waiter spins for the compute engine's kernel to end, (0, 0): sleep
     self.spin_window = (0, 0)
     # threads spinning in await_write now, and the spins ended so far, counted by each spinner once it holds the GIL
     # again (an engine that wrote a signal waits on it, natively, before it takes the GIL back: signal_written)
@@ -70,8 +69,8 @@ class CPUDevice(Device):
 
   # ---- waits ----
   def expect_end(self, start: int, took: int) -> None:
-    """The compute engine starts a kernel at `start` that took `took` ns on the same grid last time (CLOCK_MONOTONIC
-    ns): waiters spin from a margin before its expected end to a margin after (a sixteenth of it, within
+    """The compute engine starts a kernel at `start` that took `took` ns on the same grid last time (now_ns's
+    count): waiters spin from a margin before its expected end to a margin after (a sixteenth of it, within
     SPIN_MARGIN_NS), woken now to see when."""
     margin = min(max(SPIN_MARGIN_NS[0], took // 16), SPIN_MARGIN_NS[1])
     self.spin_window = (start + took - margin, start + took + margin)
@@ -81,8 +80,8 @@ class CPUDevice(Device):
     """Wait until `word` is at least `value`, at most `seconds`: asleep on `signalled`, but in the spin window of the
     compute engine's kernel spinning on the word (the spinning workers' native wait, without the GIL): a thread woken
     from sleep starts 50-150 us after the write on a virtual machine (docs/tensor.md round 11)."""
-    end = time.clock_gettime_ns(time.CLOCK_MONOTONIC) + int(seconds * 1e9)
-    while word.value < value and (now := time.clock_gettime_ns(time.CLOCK_MONOTONIC)) < end:
+    end = now_ns() + int(seconds * 1e9)
+    while word.value < value and (now := now_ns()) < end:
       window, spinner = self.spin_window, self._workers
       if window[0] <= now < window[1] and isinstance(spinner, SpinningWorkers):
         self._spinners += 1
@@ -101,7 +100,7 @@ class CPUDevice(Device):
     sleeping waiters are woken."""
     spinners, workers = self._spinners, self._workers
     if spinners and isinstance(workers, SpinningWorkers):
-      workers.wait_for(ctypes.addressof(self._spun), self._spun.value + spinners, time.clock_gettime_ns(time.CLOCK_MONOTONIC) + HANDOVER_NS)
+      workers.wait_for(ctypes.addressof(self._spun), self._spun.value + spinners, now_ns() + HANDOVER_NS)
     with self.signalled: self.signalled.notify_all()
 
   # ---- memory: anonymous mappings; device address == host address ----

@@ -18,7 +18,12 @@ from typing import Any
 from hcq.errors import HCQError
 
 KernelFn = Any  # a ctypes function with the CPU kernel signature (hcq.drivers.cpu.program.KERNEL_TYPE)
+CLOCK = time.CLOCK_MONOTONIC   # the clock of every deadline a native spin is given (read in the IR by clock_gettime)
 
+
+def now_ns() -> int:
+  """CLOCK's time in ns: what a deadline for wait_for and the workers' spin is counted from."""
+  return time.clock_gettime_ns(CLOCK)
 
 
 def spin_seconds(text: str | None) -> float:
@@ -49,7 +54,7 @@ def _ir() -> str:
   is left; a workgroup's fields are read after its swap, so a thread late to one grid takes the next one's whole),
   worker (spin for the next generation, work, repeat; return the last generation seen after `spin` ns without one),
   post (publish a grid as the next generation) and wait (spin until a u64 in memory reaches a value: a grid's DONE, a
-  signal; give up at a CLOCK_MONOTONIC deadline in ns). Each spin gives the core to any other thread that wants it
+  signal; give up at a deadline in ns on CLOCK). Each spin gives the core to any other thread that wants it
   (sched_yield: a spinning worker beside another process's threads, as under pytest -n, costs them little), and sees
   a new grid within about a microsecond; the deadline is the clock's, not a count of spins, because a yield lasts a
   time slice when the cores are busy."""
@@ -67,7 +72,7 @@ declare i32 @clock_gettime(i32, ptr)
 
 define internal i64 @hcq_now() {{
   %ts = alloca [2 x i64], align 8
-  %r = call i32 @clock_gettime(i32 {time.CLOCK_MONOTONIC}, ptr %ts)
+  %r = call i32 @clock_gettime(i32 {CLOCK}, ptr %ts)
   %s = load i64, ptr %ts
   %nsp = getelementptr i64, ptr %ts, i64 1
   %ns = load i64, ptr %nsp
@@ -248,7 +253,7 @@ class SpinningWorkers:
 
   def wait_for(self, address: int, value: int, deadline: int) -> bool:
     """Spin, yielding the core and without the GIL, until the u64 at `address` is at least `value` (True) or
-    CLOCK_MONOTONIC passes `deadline` ns (False)."""
+    CLOCK passes `deadline` ns (False, now_ns's count)."""
     return bool(self._wait(address, value, deadline))
 
   def _run_part(self, address: int, kernargs: int, gx: int, gy: int, part: int, base: int, local_size: tuple[int, int, int]) -> None:
@@ -257,7 +262,7 @@ class SpinningWorkers:
       if self.parked: self.cond.notify_all()
     self._work(self.ctx)
     done = self.ctx + 8 * DONE
-    if not self._wait(done, part, time.clock_gettime_ns(time.CLOCK_MONOTONIC) + self.spin_ns):
+    if not self._wait(done, part, now_ns() + self.spin_ns):
       while not self._wait(done, part, 0): time.sleep(5e-5)   # a worker still runs a long workgroup it took
 
 
