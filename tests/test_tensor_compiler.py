@@ -86,8 +86,8 @@ def test_matmul_packing_copies_are_planned():
   a, b = i32(100, 300), i32(300, 16 * 15 + 5)  # n padded by 11 columns, k into 2 chunks (float32 packs in its kernel)
   items = schedule(a @ b)
   a_pack, b_pack = (plan(i.kernel, f"pack{j}") for j, i in enumerate(items[:2]))
-  if a_pack.spec.out_shape[-1] == 16: a_pack, b_pack = b_pack, a_pack
-  assert a_pack.spec.out_shape[-1] == TILE_ROWS[0] and b_pack.spec.out_shape[-1] == 16
+  if a_pack.spec.out_shape[-1] == 16 * TILE_VECTORS: a_pack, b_pack = b_pack, a_pack
+  assert a_pack.spec.out_shape[-1] == TILE_ROWS[0] and b_pack.spec.out_shape[-1] == 16 * TILE_VECTORS   # panels of TILE_VECTORS x 16 columns
   assert b_pack.vec_axis == len(b_pack.spec.full_shape) - 1 and "llvm.masked.load" in get_device("CPU").renderer.render(b_pack)
   if TILE_ROWS[0] <= 8: assert a_pack.unroll == {len(a_pack.spec.full_shape) - 1: TILE_ROWS[0]}
   for lk in (a_pack, b_pack, plan(items[2].kernel, "mm")):

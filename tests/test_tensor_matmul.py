@@ -315,19 +315,46 @@ def test_packed_template_keeps_its_kernel_and_knows_when_it_does_not_apply(monke
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("valid", [1, PANEL // 2, PANEL // 2 + 1, PANEL - 1])
+@pytest.mark.parametrize("valid", [1, PANEL // 4, PANEL // 4 + 1, PANEL // 2, PANEL // 2 + 1, PANEL - 1])
 def test_a_last_panel_half_in_the_padding_runs_the_narrow_k_loop(monkeypatch, threads, valid):
   """A cropped product whose last column panel holds `valid` columns: at most half a panel takes the k loop over the
-  panel's first half (render_gemm's %kn), more takes the whole panel; either way every column is numpy's (a narrow
-  loop taken one column too early would drop the panel's middle column)."""
-  from hcq.tensor import loops
+  panel's first half (render_gemm's %kn), more takes the whole panel; with zmm vectors (two a panel), at most a
+  quarter takes it over the first half vector, as a ymm (a zmm core may run as two ymm halves); either way every
+  column is numpy's (a narrow loop taken one column too early would drop the panel's middle column)."""
+  from hcq.tensor import loops, render_gemm
   monkeypatch.setattr(loops, "THREADS", threads)
   m, k, n = 2 * ROWS + 1, 97, 8 * PANEL + valid
   rng = np.random.default_rng(valid)
   a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
   t = Tensor(a) @ Tensor(b)
   (src,) = kernel_sources(t)
+  lanes = render_gemm.NATIVE_BYTES // 4
+  quarter = render_gemm.NATIVE_BYTES == 64 and PANEL == 2 * lanes and valid <= lanes // 2
   assert ("%kn.k = phi" in src) == (valid <= PANEL // 2)
+  assert (f"%kn.acc0_0 = phi <{lanes // 2} x float>" in src) == quarter
+  np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(k), atol=f32_tol(k) * 4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("extra", [1, 3, -1, None])   # k = one chunk's longest + 1, + 3, two chunks' exactly, 3 + 1
+def test_the_last_k_chunk_stops_at_k(monkeypatch, threads, extra):
+  """k padded to equal chunks (loops.matmul_k_chunks): the last chunk's k loop and b's pack stop at k rounded up to
+  the loop's unroll (render_gemm's %kend), not at the chunk's length, where the two differ; the results are numpy's
+  whatever the last chunk holds (k - 1 of it valid after rounding, or 1 past a whole step)."""
+  from hcq.tensor import loops
+  monkeypatch.setattr(loops, "THREADS", threads)
+  monkeypatch.setattr(loops, "L1_BYTES", 8 << 10)   # chunks of at most `longest` k rows
+  longest = (8 << 10) // (PANEL * 4)
+  k = {1: longest + 1, 3: longest + 3, -1: 2 * longest, None: 3 * longest + 1}[extra]
+  chunks, kc = loops.matmul_k_chunks(k, PANEL * 4)
+  assert chunks == (4 if extra is None else 2)
+  m, n = 2 * ROWS + 1, 8 * PANEL - 3
+  rng = np.random.default_rng(k)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  t = Tensor(a) @ Tensor(b)
+  (src,) = kernel_sources(t)
+  last = k - (chunks - 1) * kc
+  assert ("%kend = select" in src) == (extra != -1) and (f"i64 {-(-last // 4) * 4}, i64 {kc}" in src) == (extra != -1)
   np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(k), atol=f32_tol(k) * 4)
 
 

@@ -71,6 +71,7 @@ TENSOR_AMD = ["tests/test_tensor_amd.py", "-k", "(missing_tree_barrier or reduct
 TENSOR_WAVE = ["tests/test_tensor_amd.py", "-k", "(wave_size_reaches or straddling) and MOCKKFD"]
 # without the compile-time guard: a timing test on a loaded machine fails with no mutant at all
 GEMM = ["tests/test_tensor_matmul.py", "-k", "odd_shapes or cropped or blocks_chunks or packs_views"]
+LAST_K = ["tests/test_tensor_matmul.py", "-k", "last_k_chunk"]
 SYMBOLIC = ["tests/test_tensor_views.py", "tests/test_tensor_compiler.py", "tests/test_tensor_indexing.py", "-k", "not compile_time"]
 # the newer targeted tests come first in each set (pytest runs its arguments in order and stops at the first failure),
 # except test_launch_args.py: a kernel given misplaced arguments on the CPU engine can crash pytest (SIGSEGV, no verdict)
@@ -273,8 +274,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     'for r, st in enumerate(starts)], str(whole * N - N))', "a's pack copies the vector before its k chunk's tail again in place of the tail", GEMM),
   M("tensor-gemm-lane-bound", "tensor", "hcq/tensor/render_gemm.py", 'e(f"  %{tag}.{name}d = sub i64 {b}, %{tag}.a{i}")',
     'e(f"  %{tag}.{name}d = sub i64 {b + 1}, %{tag}.a{i}")', "a lane mask's bounds one lane late: a pad's first lane read, a low pad's last one dropped", GEMM),
-  M("tensor-gemm-narrow-guard", "tensor", "hcq/tensor/render_gemm.py", "half = half if top >= end else 0", "half = half if top >= end - 1 else 0",
-    "the narrow k loop emitted where no tile can take it (its compile paid for nothing)", ["tests/test_tensor_matmul.py", "-k", "narrow"]),
+  M("tensor-gemm-narrow-guard", "tensor", "hcq/tensor/render_gemm.py", 'narrow_lanes = next((w for w in parts if top + col.coef["l"] * w >= end), 0)',
+    'narrow_lanes = next((w for w in parts if top + col.coef["l"] * w >= end - 1), 0)',
+    "the narrow k loop emitted a column too narrow for the last panel: no tile takes it (its compile paid for nothing)",
+    ["tests/test_tensor_matmul.py", "-k", "narrow"]),
   M("tensor-template-sharing", "tensor", "hcq/tensor/schedule.py", "if kept is not None and kept.sharing == _sharing(leaves) and _untouched(node, leaves):",
     "if kept is not None and _untouched(node, leaves):", "a templated product takes the kernel kept for leaves that shared one buffer "
     "with leaves that do not: one operand read for both", ["tests/test_tensor_matmul.py", "-k", "template"]),

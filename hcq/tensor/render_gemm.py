@@ -9,8 +9,9 @@ coming from masked loads or a run of zeros; each register tile then passes over 
 (its chunk of `a` stays in L1, `b`'s panels stream from L2, its outputs move along the rows); loop counters and the
 tile's accumulators are phis; the micro-kernel's k loop is unrolled (x4 where kc allows) and per k
 step loads the panel's row of `b` as native vectors (two ymm for a 16-float panel on AVX2), broadcasts the tile's
-`rows` values of `a` and issues rows x vectors `llvm.fma` calls (a tile whose panel's last half lies in a cropped n's
-padding runs a second k loop over the first half only). The IR needs no mid-level passes, so it is marked
+`rows` values of `a` and issues rows x vectors `llvm.fma` calls (a tile whose panel's last half, or with zmm vectors
+last three quarters, lie in a cropped n's padding runs a second k loop over the rest only; the last k chunk's loop
+stops at k, not at the chunk's padded length). The IR needs no mid-level passes, so it is marked
 for code generation only. Any other kernel (another dtype, an index or mask that is not affine in the loops, packs
 over PACK_BYTES) returns None and takes the generic writer."""
 from __future__ import annotations
@@ -165,6 +166,24 @@ def _lanes(g: GemmLayout, isz: int) -> int:   # elements in the kernel's vectors
   return min(NATIVE_BYTES // isz, g.columns)
 
 
+def k_unroll(g: GemmLayout) -> int: return next(u for u in (4, 2, 1) if g.kc % u == 0)   # the micro-kernel's k loop's
+
+
+def last_k_steps(g: GemmLayout, chunks: int) -> int | None:
+  """How far the k loop runs in the last of `chunks` k chunks, in whole unrolled steps, where k's padding to chunks x
+  kc leaves it shorter than kc (1000 = 3 x 252 + 244: the padding's zeros are not multiplied); None where it does not.
+  k's end comes from an operand's pad condition that moves one per k and kc per chunk."""
+  acc = f"q{g.accumulate_depth}" if g.accumulate_depth is not None else None
+  for a, lo, hi in g.bcast.conds + g.vector.conds:
+    if a.coef.get("k") != 1 or a.const < lo or any(c and n not in ("k", acc) for n, c in a.coef.items()): continue
+    if acc is not None and a.coef.get(acc) != g.kc: continue
+    valid = hi - a.const - g.kc * (chunks - 1)   # of the last chunk's kc
+    u = k_unroll(g)
+    steps = -(-valid // u) * u
+    return steps if 0 < steps < g.kc else None
+  return None
+
+
 def workspace_bytes(lk: LoopKernel, g: GemmLayout) -> int:
   """The workspace a workgroup of the kernel needs: a's pack, then b's, each from a 64-byte boundary."""
   isz = lk.spec.out_dtype.itemsize
@@ -184,12 +203,16 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   N = _lanes(g, isz)
   V, nv = f"<{N} x {T}>", g.columns // N
   vt = f"v{N}{'f32' if isz == 4 else 'f64'}"
-  fma, masked_load = f"llvm.fma.{vt}", f"llvm.masked.load.{vt}.p0"
+  fma, masked_load, masked_store = f"llvm.fma.{vt}", f"llvm.masked.load.{vt}.p0", f"llvm.masked.store.{vt}.p0"
   tiles = g.tiles
   qs = [f"%q{d}" for d in range(len(g.loops))]
   a_len, a_pack, b_pack = g.pack_sizes(N)
+  chunks = spec.full_shape[g.loops[g.accumulate_depth][0]] // g.loops[g.accumulate_depth][1] if g.accumulate_depth is not None else 1
+  last = last_k_steps(g, chunks)
+  k_end = str(g.kc) if last is None else "%kend" if g.accumulate_depth is not None else str(last)
   L: list[str] = []
   e = L.append
+  decls: set[str] = set()   # intrinsics of other widths the kernel calls
 
   def lin(name: str, a: Affine, terms: dict[str, str | int], depth: int = len(g.loops)) -> str:
     """const + sum(coef * value) as an i64 value, over the counters of the `depth` outermost loops (those open
@@ -367,7 +390,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e("  br label %pb.px")
     e("pb.px:")
     e("  %pb.kn = add i64 %pb.kq, 1")
-    e(f"  %pb.kc = icmp slt i64 %pb.kn, {g.kc}")
+    e(f"  %pb.kc = icmp slt i64 %pb.kn, {k_end}")
     e("  br i1 %pb.kc, label %pb.k, label %pb.done")
     e("pb.done:")
     return "pb.done"
@@ -393,7 +416,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
         e(f"  call void @llvm.prefetch.p0(ptr %cq{r}_{j}, i32 1, i32 3, i32 1)")
         e(f"  %pf{r}_{j} = getelementptr {T}, ptr %cq{r}_{j}, i64 {next_tile}")
         e(f"  call void @llvm.prefetch.p0(ptr %pf{r}_{j}, i32 1, i32 2, i32 1)")
-    U = next(u for u in (4, 2, 1) if g.kc % u == 0)   # the k loop's unroll
+    U = k_unroll(g)
     # the next tile's k chunk of a into L2, a share per panel: it comes from L3 in `rows` runs too short for the
     # hardware's stream prefetch (2048^2, hcq / numpy, paired medians: 0.92-0.98 -> 0.96-1.05); one prefetch per k
     # iteration stepping through the share, not a burst at the tile's start (which stalled on the misses: 0.92-1.00 ->
@@ -411,11 +434,12 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e(f"  %bp = getelementptr inbounds {T}, ptr %bpack, i64 %bpo")
       bp = "%bp"
 
-    def k_loop(tag: str, vectors: int, U: int) -> dict[tuple[int, int], str]:
-      """The k loop as block `tag` (entered from %tile, left to %kdone) over the panel's first `vectors` vectors,
-      unrolled U times;
-      the accumulators it ends with. It steps pointers into both packs (the IR addresses as the machine code does: no
-      loop strength reduction needed, jit.CODEGEN_ONLY)."""
+    def k_loop(tag: str, vectors: int, U: int, lanes: int = N, exit: str = "kdone") -> dict[tuple[int, int], str]:
+      """The k loop as block `tag` (entered from %tile, left to `exit`) over the panel's first `vectors` vectors of
+      `lanes` elements, unrolled U times; the accumulators it ends with. It steps pointers into both packs (the IR
+      addresses as the machine code does: no loop strength reduction needed, jit.CODEGEN_ONLY)."""
+      V, fma = f"<{lanes} x {T}>", f"llvm.fma.v{lanes}{'f32' if isz == 4 else 'f64'}"
+      if lanes != N: decls.add(f"declare {V} @{fma}({V}, {V}, {V})")
       e(f"{tag}:")
       e(f"  %{tag}.k = phi i64 [ 0, %tile ], [ %{tag}.kn, %{tag} ]")
       e(f"  %{tag}.b = phi ptr [ {bp}, %tile ], [ %{tag}.bn, %{tag} ]")
@@ -429,44 +453,54 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       for u in range(U):
         for j in range(vectors):
           e(f"  %{tag}.bq{u}_{j} = getelementptr inbounds {T}, ptr %{tag}.b, i64 {u * g.columns + j * N}")
-          e(f"  %{tag}.bv{u}_{j} = load {V}, ptr %{tag}.bq{u}_{j}, align {N * isz}")
+          e(f"  %{tag}.bv{u}_{j} = load {V}, ptr %{tag}.bq{u}_{j}, align {lanes * isz}")
         for r in range(g.rows):
           e(f"  %{tag}.aq{u}_{r} = getelementptr inbounds {T}, ptr %{tag}.a, i64 {u + r * a_len}")
           e(f"  %{tag}.as{u}_{r} = load {T}, ptr %{tag}.aq{u}_{r}, align {isz}")
           e(f"  %{tag}.ae{u}_{r} = insertelement {V} poison, {T} %{tag}.as{u}_{r}, i64 0")
-          e(f"  %{tag}.av{u}_{r} = shufflevector {V} %{tag}.ae{u}_{r}, {V} poison, <{N} x i32> zeroinitializer")
+          e(f"  %{tag}.av{u}_{r} = shufflevector {V} %{tag}.ae{u}_{r}, {V} poison, <{lanes} x i32> zeroinitializer")
           for j in range(vectors):
             e(f"  %{tag}.f{u}_{r}_{j} = call {V} @{fma}({V} %{tag}.av{u}_{r}, {V} %{tag}.bv{u}_{j}, {V} {acc[r, j]})")
             acc[r, j] = f"%{tag}.f{u}_{r}_{j}"
       e(f"  %{tag}.bn = getelementptr inbounds {T}, ptr %{tag}.b, i64 {U * g.columns}")
       e(f"  %{tag}.an = getelementptr inbounds {T}, ptr %{tag}.a, i64 {U}")
       e(f"  %{tag}.kn = add i64 %{tag}.k, {U}")
-      e(f"  %{tag}.more = icmp ult i64 %{tag}.kn, {g.kc}")
-      e(f"  br i1 %{tag}.more, label %{tag}, label %kdone")
+      e(f"  %{tag}.more = icmp ult i64 %{tag}.kn, {k_end}")
+      e(f"  br i1 %{tag}.more, label %{tag}, label %{exit}")
       return acc
 
-    # a panel whose last half lies wholly in a cropped n's padding (n = 1000: 8 of the last panel's 16 columns) runs
-    # a k loop over its first half only: the padding's FMAs are not issued
+    # a panel whose columns from its half (n = 1000 with 16-column panels: 8 of the last one's 16) or, with zmm vectors,
+    # its quarter on lie wholly in a cropped n's padding runs a k loop over its first part only: the padding's FMAs are
+    # not issued (a ymm FMA costs half a zmm one where the core runs zmm as two halves, as Zen 4 does, and no more
+    # elsewhere). Emitted only where some tile can take it: the column condition's largest value, at that part's end
     column = next(((a, hi) for a, _, hi in g.out.conds if a.coef.get("l", 0) > 0 and not a.coef.get("r", 0)), None)
-    half = nv // 2 if nv % 2 == 0 and column is not None else 0
-    if half:   # only where some tile's last half is padding: the condition's largest value at that half's first lane
+    narrow_lanes = 0   # the columns the narrow loop covers
+    if column is not None and nv % 2 == 0:
       col, end = column
-      top = col.at(l=half * N) + sum(max(0, col.coef.get(f"q{d}", 0)) * (spec.full_shape[ax] // st - 1)
-                                     for d, (ax, st) in enumerate(g.loops))
-      half = half if top >= end else 0
-    if half:
-      e(f"  %nw.c = add i64 {lin('nw', column[0], {'r': 0, 'l': 0})}, {half * N * column[0].coef['l']}")
+      top = col.const + sum(max(0, col.coef.get(f"q{d}", 0)) * (spec.full_shape[ax] // st - 1) for d, (ax, st) in enumerate(g.loops))
+      parts = ([N // 2] if nv == 2 and N * isz == 64 else []) + [g.columns // 2]
+      narrow_lanes = next((w for w in parts if top + col.coef["l"] * w >= end), 0)
+    if narrow_lanes:
+      e(f"  %nw.c = add i64 {lin('nw', column[0], {'r': 0, 'l': 0})}, {narrow_lanes * column[0].coef['l']}")
       e(f"  %nw = icmp sge i64 %nw.c, {column[1]}")
       e("  br i1 %nw, label %kn, label %kw")
     else:
       e("  br label %kw")
     acc = k_loop("kw", nv, U)
     # the narrow loop runs for the last panel only: unrolled twice, not four times (its IR and compile time halved)
-    if half: narrow = k_loop("kn", half, min(U, 2))
+    if narrow_lanes:
+      lanes = min(narrow_lanes, N)
+      narrow = k_loop("kn", narrow_lanes // lanes, min(U, 2), lanes, "kn.x")
+      e("kn.x:")   # a narrower vector's accumulators widened (the lanes past it: zeros, cropped anyway)
+      if lanes < N:
+        for (r, j), x in list(narrow.items()):
+          e(f"  %kx{r}_{j} = shufflevector <{lanes} x {T}> {x}, <{lanes} x {T}> zeroinitializer, <{N} x i32> <{', '.join(f'i32 {i}' for i in range(N))}>")
+          narrow[r, j] = f"%kx{r}_{j}"
+      e("  br label %kdone")
     e("kdone:")
-    if half:   # the accumulators of whichever loop ran (the narrow one's last half: zeros, cropped anyway)
+    if narrow_lanes:   # the accumulators of whichever loop ran (the narrow one's past its part: zeros, cropped anyway)
       for r, j in list(acc):
-        e(f"  %kd{r}_{j} = phi {V} [ {acc[r, j]}, %kw ], [ {narrow.get((r, j), 'zeroinitializer')}, %kn ]")
+        e(f"  %kd{r}_{j} = phi {V} [ {acc[r, j]}, %kw ], [ {narrow.get((r, j), 'zeroinitializer')}, %kn.x ]")
         acc[r, j] = f"%kd{r}_{j}"
 
     def finish(pred: str) -> None:
@@ -490,13 +524,12 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       finish("kdone")
       return
     # a cropped output (the padding of a matmul's n or m not stored): tiles wholly inside store as above; an edge
-    # tile goes through a scratch tile and a scalar loop over its elements, each stored where the crop keeps it (a
-    # masked store per vector of every tile cost more than the crop's copy kernel; vector rows with lane masks, 20%
-    # of the kernel's compile time for a few hundred edge tiles)
-    inside, origin = None, []
+    # tile goes through a scratch tile and a loop over its rows, each row's vectors stored under the crop's lane masks
+    # (a masked store per vector of every tile cost more than the crop's copy kernel; the edge tile's rows unrolled,
+    # 20% of the kernel's compile time; a scalar loop over its elements, ~1% of 1000^2's kernel)
+    inside = None
     for i, (a, lo, hi) in enumerate(g.out.conds):   # each condition at the tile's corners, where it is extreme
       v0 = lin(f"ti{i}", a, {"r": 0, "l": 0})
-      origin.append(v0)
       span = {"r": g.rows - 1, "l": g.columns - 1}
       top, bottom = (sum(max(0, sign * a.coef[n]) * x for n, x in span.items()) for sign in (1, -1))
       e(f"  %ti{i}.top = add i64 {v0}, {top}")
@@ -517,46 +550,27 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     for (r, j) in outs:
       e(f"  %es{r}_{j} = getelementptr inbounds {T}, ptr %scratch, i64 {r * g.columns + j * N}")
       e(f"  store {V} {acc[r, j]}, ptr %es{r}_{j}, align {N * isz}")
+    if g.accumulate_depth is not None: e(f"  %ed.first = icmp eq i64 %q{g.accumulate_depth}, 0")
     e("  br label %er")
-    e("er:")
-    e("  %er.r = phi i64 [ 0, %edge ], [ %er.n, %er.x ]")
-    e("  br label %ec")
-    e("ec:")
-    e("  %ec.c = phi i64 [ 0, %er ], [ %ec.cn, %ec.n ]")
-    e(f"  %ec.s = mul i64 %er.r, {g.columns}")
-    e("  %ec.si = add i64 %ec.s, %ec.c")
-    e(f"  %ec.sp = getelementptr inbounds {T}, ptr %scratch, i64 %ec.si")
-    e(f"  %ec.x = load {T}, ptr %ec.sp, align {isz}")
-    e(f"  %ec.o = mul i64 %er.r, {g.out.index.coef['r']}")
-    e("  %ec.oi = add i64 %ec.o, %ec.c")
-    e(f"  %ec.op = getelementptr {T}, ptr %op, i64 %ec.oi")
-    keep = None
-    for i, ((a, lo, hi), v0) in enumerate(zip(g.out.conds, origin)):   # the condition at (r, c): affine from the origin
-      e(f"  %ek{i}.r = mul i64 %er.r, {a.coef['r']}")
-      e(f"  %ek{i}.c = mul i64 %ec.c, {a.coef['l']}")
-      e(f"  %ek{i}.rc = add i64 %ek{i}.r, %ek{i}.c")
-      e(f"  %ek{i}.v = add i64 {v0}, %ek{i}.rc")
-      ok = in_bounds(f"ek{i}", f"%ek{i}.v", a, lo, hi)
-      if keep is not None: e(f"  %ek{i}.all = and i1 {keep}, {ok}")
-      keep = ok if keep is None else f"%ek{i}.all"
-    e(f"  br i1 {keep}, label %ec.st, label %ec.n")
-    e("ec.st:")
-    x = "%ec.x"
-    if g.accumulate_depth is not None:   # the earlier chunks' sums
-      e(f"  %ec.y = load {T}, ptr %ec.op, align {isz}")
-      e(f"  %ec.ys = fadd {T} %ec.y, %ec.x")
-      e(f"  %ec.first = icmp eq i64 %q{g.accumulate_depth}, 0")
-      e(f"  %ec.v = select i1 %ec.first, {T} %ec.x, {T} %ec.ys")
-      x = "%ec.v"
-    e(f"  store {T} {x}, ptr %ec.op, align {isz}")
-    e("  br label %ec.n")
-    e("ec.n:")
-    e("  %ec.cn = add i64 %ec.c, 1")
-    e(f"  %ec.more = icmp slt i64 %ec.cn, {g.columns}")
+    e("er:")   # per row: each vector stored under the crop's lane mask (what the earlier k chunks stored added)
+    e("  %er.r = phi i64 [ 0, %edge ], [ %er.n, %er ]")
+    e(f"  %er.s = mul i64 %er.r, {g.columns}")
+    row = run_start("eo", g.out, {"r": "%er.r"}, "l", len(g.loops))
+    for j in range(nv):
+      e(f"  %ex{j}.o = add i64 %er.s, {j * N}")
+      e(f"  %ex{j}.p = getelementptr inbounds {T}, ptr %scratch, i64 %ex{j}.o")
+      e(f"  %ex{j}.x = load {V}, ptr %ex{j}.p, align {N * isz}")
+      e(f"  %eo{j}.p = getelementptr {T}, ptr {row[0]}, i64 {j * N}")
+      mask, x = lane_mask(f"eo{j}", row, str(j * N)), f"%ex{j}.x"
+      if mask is None: mask = f"<{', '.join(['i1 1'] * N)}>"
+      if g.accumulate_depth is not None:
+        e(f"  %eo{j}.y = call {V} @{masked_load}(ptr %eo{j}.p, i32 {isz}, <{N} x i1> {mask}, {V} zeroinitializer)")
+        e(f"  %eo{j}.s = fadd {V} %eo{j}.y, {x}")
+        e(f"  %eo{j}.v = select i1 %ed.first, {V} {x}, {V} %eo{j}.s")
+        x = f"%eo{j}.v"
+      e(f"  call void @{masked_store}({V} {x}, ptr %eo{j}.p, i32 {isz}, <{N} x i1> {mask})")
     e("  %er.n = add i64 %er.r, 1")
     e(f"  %er.more = icmp slt i64 %er.n, {g.rows}")
-    e("  br i1 %ec.more, label %ec, label %er.x")
-    e("er.x:")
     e("  br i1 %er.more, label %er, label %tiledone")
     e("tiledone:")
 
@@ -587,6 +601,9 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e(f"  br label %h{d}")
     e(f"h{d}:")
     e(f"  %q{d} = phi i64 [ {lo}, %{pred} ], [ %n{d}, %latch{d} ]")
+    if d == g.accumulate_depth and k_end != str(g.kc):   # the last k chunk's k loop and b's pack are shorter
+      e(f"  %klast = icmp eq i64 %q{d}, {chunks - 1}")
+      e(f"  %kend = select i1 %klast, i64 {last}, i64 {g.kc}")
     loops(d + 1, packs(d, f"h{d}"))
     e(f"  br label %latch{d}")
     e(f"latch{d}:")
@@ -610,6 +627,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   e("  ret void")
   e("}")
   head = [CODEGEN_ONLY, f"declare {V} @{fma}({V}, {V}, {V})", f"declare {V} @{masked_load}(ptr, i32, <{N} x i1>, {V})",
+          f"declare void @{masked_store}({V}, ptr, i32, <{N} x i1>)",
           "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)", "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
-          "declare i64 @llvm.smax.i64(i64, i64)", "declare i64 @llvm.smin.i64(i64, i64)", ""]
+          "declare i64 @llvm.smax.i64(i64, i64)", "declare i64 @llvm.smin.i64(i64, i64)", *sorted(decls), ""]
   return "\n".join(head + L)
