@@ -122,6 +122,13 @@ def test_rapid_grids_of_a_native_kernel_count_each_workgroup_once():
     workers.run(fn, ctypes.addressof(args), (gx, gy, 1), (1, 1, 1))
     for j in range(gx * gy): expected[j] += 1
   assert counts.tolist() == expected
+  # grids of 2^16 workgroups that last a few instructions: the threads claim side by side for milliseconds, so their
+  # compare-and-swaps collide (thousands of times a grid on two cores), and each workgroup still runs once
+  many = np.zeros(1 << 16, np.int64)
+  for _ in range(8):
+    args = (ctypes.c_int64 * 4)(many.ctypes.data, 1 << 16, 1, 1)
+    workers.run(fn, ctypes.addressof(args), (1 << 16, 1, 1), (1, 1, 1))
+  assert (many == 8).all(), np.unique(many, return_counts=True)
 
 
 def test_grids_from_two_threads_run_one_after_the_other():
