@@ -211,24 +211,28 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   last = last_k_steps(g, chunks)
   k_end = str(g.kc) if last is None else "%kend" if g.accumulate_depth is not None else str(last)
   L: list[str] = []
-  e = L.append
+  sums: dict[tuple, str] = {}   # lin's sums of counters emitted in the current block (reused there: fewer IR instructions)
+
+  def e(line: str) -> None:
+    if not line.startswith(" "): sums.clear()   # a label: a new block, where the last one's values may not dominate
+    L.append(line)
   decls: set[str] = set()   # intrinsics of other widths the kernel calls
 
   def lin(name: str, a: Affine, terms: dict[str, str | int], depth: int = len(g.loops)) -> str:
     """const + sum(coef * value) as an i64 value, over the counters of the `depth` outermost loops (those open
     where it is emitted) and `terms` (name -> IR value or number); any other counter counts as 0. Numbers fold into
-    the constant."""
+    the constant; a sum of the same values already emitted in the block is reused."""
     names = {f"q{d}": q for d, q in enumerate(qs[:depth])} | terms
     const = a.const + sum(a.coef.get(n, 0) * v for n, v in names.items() if isinstance(v, int))
-    cur = None
-    for n, v in names.items():
-      c = a.coef.get(n, 0)
-      if c and not isinstance(v, int):
-        if c != 1: e(f"  %{name}.m{n} = mul i64 {v}, {c}")
-        m = v if c == 1 else f"%{name}.m{n}"
-        if cur is not None: e(f"  %{name}.s{n} = add i64 {cur}, {m}")
-        cur = m if cur is None else f"%{name}.s{n}"
-    if cur is None: return str(const)
+    parts = tuple((v, a.coef[n]) for n, v in names.items() if a.coef.get(n, 0) and not isinstance(v, int))
+    if not parts: return str(const)
+    if (cur := sums.get(parts)) is None:
+      for i, (v, c) in enumerate(parts):
+        if c != 1: e(f"  %{name}.m{i} = mul i64 {v}, {c}")
+        m = v if c == 1 else f"%{name}.m{i}"
+        if i: e(f"  %{name}.s{i} = add i64 {cur}, {m}")
+        cur = m if not i else f"%{name}.s{i}"
+      sums[parts] = cur
     if const: e(f"  %{name}.c = add i64 {cur}, {const}")
     return f"%{name}.c" if const else cur
 
@@ -243,14 +247,17 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %{name}.ok = and i1 %{name}.lo, %{name}.hi")
     return f"%{name}.ok"
 
-  def run_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, depth: int) -> tuple[str, str | None, list]:
+  def run_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, depth: int,
+                moving_as: list | None = None) -> tuple[str, str | None, list]:
     """Where a run of `o` along `var` (its coefficient is 1) starts, for `terms` in the body of loop `depth - 1`; the
     pad's conditions that do not move along the run as one i1 (None: no such condition); those that do as (value at
-    var = 0, var's coefficient, lo, hi). Lanes past the run's end are the reader's to mask (lane_mask's `limit`)."""
+    var = 0, var's coefficient, lo, hi), or `moving_as` where another run's are the same. Lanes past the run's end are
+    the reader's to mask (lane_mask's `limit`)."""
     src = lin(f"{tag}.s", o.index, terms | {var: 0}, depth)
     e(f"  %{tag}.sp = getelementptr {T}, ptr %b{o.buf}, i64 {src}")
     fixed, moving = None, []
     for i, (a, lo, hi) in enumerate(o.conds):
+      if a.coef.get(var, 0) and moving_as is not None: continue
       v = lin(f"{tag}.c{i}", a, terms | {var: 0}, depth)
       if a.coef.get(var, 0):
         moving.append((v, a.coef[var], lo, hi, not above(a, lo)))
@@ -258,12 +265,13 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       ok = in_bounds(f"{tag}.b{i}", v, a, lo, hi)
       if fixed is not None: e(f"  %{tag}.f{i} = and i1 {fixed}, {ok}")
       fixed = ok if fixed is None else f"%{tag}.f{i}"
-    return f"%{tag}.sp", fixed, moving
+    return f"%{tag}.sp", fixed, moving if moving_as is None else moving_as
 
-  def read_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, depth: int) -> tuple[str, None, list]:
+  def read_start(tag: str, o: Operand, terms: dict[str, str | int], var: str, depth: int,
+                 moving_as: list | None = None) -> tuple[str, None, list]:
     """run_start for a run that is read: where a condition that does not move along the run fails, the run starts
     in %zeros instead (plain loads in the copy loop, no mask to build per vector)."""
-    src, fixed, moving = run_start(tag, o, terms, var, depth)
+    src, fixed, moving = run_start(tag, o, terms, var, depth, moving_as)
     if fixed is None: return src, None, moving
     e(f"  %{tag}.zp = select i1 {fixed}, ptr {src}, ptr %zeros")
     return f"%{tag}.zp", None, moving
@@ -312,11 +320,11 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       mask = ok if mask is None else f"%{tag}.all{i}"
     return mask
 
-  def run_load(tag: str, start: tuple[str, str | None, list], v: str, limit: int = N) -> str:
+  def run_load(tag: str, start: tuple[str, str | None, list], v: str, limit: int = N, mask: str | None = "") -> str:
     """The native vector of the run at element `v`: a plain load, or a masked one (zeros) where a pad's conditions
-    fail or past `limit` lanes."""
+    fail or past `limit` lanes (`mask`: that mask where the caller has built it, None where it has none)."""
     e(f"  %{tag}.p = getelementptr {T}, ptr {start[0]}, i64 {v}")
-    mask = lane_mask(tag, start, v, limit)
+    if mask == "": mask = lane_mask(tag, start, v, limit)
     if mask is None:
       e(f"  %{tag}.x = load {V}, ptr %{tag}.p, align {isz}")
       return f"%{tag}.x"
@@ -335,14 +343,20 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
     e(f"  %pa.tq = phi i64 [ 0, %{pred} ], [ %pa.tn, %pa.kx ]")
     e(f"  %pa.to = mul i64 %pa.tq, {g.rows * a_len}")
     e(f"  %pa.d = getelementptr inbounds {T}, ptr %apack, i64 %pa.to")
-    starts = [read_start(f"pa.r{r}", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": r}, "k", g.bcast_pack_depth + 1)
-              for r in range(g.rows)]
+    # the rows' pads along k (k's padding to whole chunks) are one mask for all rows where they do not depend on the row
+    shared = all(not a.coef.get("r") for a, _, _ in g.bcast.conds if a.coef.get("k"))
+    starts = [read_start("pa.r0", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": 0}, "k", g.bcast_pack_depth + 1)]
+    starts += [read_start(f"pa.r{r}", g.bcast, {f"q{g.row_depth}": "%pa.tq", "r": r}, "k", g.bcast_pack_depth + 1,
+                          starts[0][2] if shared else None) for r in range(1, g.rows)]
+    def loads(tag: str, v: str, limit: int = N) -> list[str]:
+      mask = lane_mask(f"{tag}m", starts[0], v, limit) if shared else ""
+      return [run_load(f"{tag}{r}", st, v, limit, mask) for r, st in enumerate(starts)]
     whole, tail = divmod(g.kc, N)   # the chunk's whole vectors in a loop; the rest, one masked vector per row
     e(f"  br label %pa.{'k' if whole else 'kx'}")
     if whole:
       e("pa.k:")
       e("  %pa.v = phi i64 [ 0, %pa.t ], [ %pa.vn, %pa.k ]")
-      rows = [run_load(f"pa.k{r}", st, "%pa.v") for r, st in enumerate(starts)]
+      rows = loads("pa.k", "%pa.v")
       for r in range(g.rows):   # the same place in the next tile's rows, into L2 (short runs far apart: 5% -> 3.5% of 1024^2)
         e(f"  %pa.pf{r} = getelementptr {T}, ptr %pa.k{r}.p, i64 {g.bcast.index.coef[f'q{g.row_depth}']}")
         e(f"  call void @llvm.prefetch.p0(ptr %pa.pf{r}, i32 0, i32 2, i32 1)")
@@ -351,7 +365,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
       e(f"  %pa.more = icmp slt i64 %pa.vn, {whole * N}")
       e("  br i1 %pa.more, label %pa.k, label %pa.kx")
     e("pa.kx:")
-    if tail: store_rows("pa.e", [run_load(f"pa.e{r}", st, str(whole * N), tail) for r, st in enumerate(starts)], str(whole * N))
+    if tail: store_rows("pa.e", loads("pa.e", str(whole * N), tail), str(whole * N))
     e("  %pa.tn = add i64 %pa.tq, 1")
     e(f"  %pa.tc = icmp slt i64 %pa.tn, {tiles}")
     e("  br i1 %pa.tc, label %pa.t, label %pa.done")
