@@ -123,14 +123,17 @@ def test_memory(dev):
     buf.copyin(np.zeros(1, np.int32))
 
 
-def _mapping_flags(addr: int) -> list[str]:
-  """VmFlags of the mapping that holds addr in /proc/self/smaps."""
+def _mapping(addr: int) -> tuple[int, int, list[str]]:
+  """The start, end and VmFlags of the mapping that holds addr in /proc/self/smaps."""
   import re
   with open("/proc/self/smaps") as f: text = f.read()
   for block in re.split(r"\n(?=[0-9a-f]+-[0-9a-f]+ )", text):
     lo, hi = (int(x, 16) for x in block.split()[0].split("-"))
-    if lo <= addr < hi: return next(l for l in block.splitlines() if l.startswith("VmFlags:")).split()[1:]
+    if lo <= addr < hi: return lo, hi, next(l for l in block.splitlines() if l.startswith("VmFlags:")).split()[1:]
   raise AssertionError(f"no mapping holds {addr:#x}")
+
+
+def _mapping_flags(addr: int) -> list[str]: return _mapping(addr)[2]
 
 
 def test_cpu_buffers_are_private_and_large_ones_ask_for_huge_pages(dev):
@@ -140,16 +143,26 @@ def test_cpu_buffers_are_private_and_large_ones_ask_for_huge_pages(dev):
   import os
   if not os.path.exists("/proc/self/smaps"): pytest.skip("no /proc/self/smaps (not Linux)")
   from hcq.drivers.cpu.device import HUGE_PAGE_BYTES
-  big, small = dev.alloc(2 * HUGE_PAGE_BYTES), dev.alloc(4096)
+  big, odd, small = dev.alloc(2 * HUGE_PAGE_BYTES), dev.alloc(HUGE_PAGE_BYTES + 4004), dev.alloc(4096)
   try:
     big_flags, small_flags = _mapping_flags(big.addr), _mapping_flags(small.addr)
     assert "sh" not in big_flags and "sh" not in small_flags
-    if os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"): assert "hg" in big_flags
+    if os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"): assert "hg" in big_flags and "hg" in _mapping_flags(odd.addr)
     assert "hg" not in small_flags
+    # from a huge page's boundary (a huge page backs only an aligned 2 MiB the mapping covers whole), to its last huge
+    # page's end still inside the mapping
+    assert big.addr % HUGE_PAGE_BYTES == 0 and odd.addr % HUGE_PAGE_BYTES == 0
+    lo, hi, _ = _mapping(odd.addr)
+    assert lo <= odd.addr and odd.addr + 2 * HUGE_PAGE_BYTES <= hi
     big.copyin(np.arange(2 * HUGE_PAGE_BYTES // 4, dtype=np.int32))
     assert int(big.view(np.int32)[-1]) == 2 * HUGE_PAGE_BYTES // 4 - 1
+    odd.copyin(np.arange(odd.nbytes // 4, dtype=np.int32))
+    assert int(odd.view(np.int32)[-1]) == odd.nbytes // 4 - 1
+    with pytest.raises(Exception, match="outside every allocation"):   # the alignment's slack is not the buffer's
+      dev.check_range(odd.addr + odd.nbytes, 4, "a read past the buffer")
   finally:
     big.free()
+    odd.free()
     small.free()
 
 
