@@ -1,8 +1,8 @@
 """hcq.tensor on the CPU against numpy and tinygrad 0.14 (CPU device), side by side in one run.
 
 Workloads (issues 7 and 19): fused relu(a*b+c).sum() over 2^24 float32; float32 matmuls 1024^2, 2048^2, 1000^2 and
-1024x4096 @ 4096x512; softmax over 4096x4096 float32 rows. Each figure is the best of REPEAT runs, in two alternating
-blocks per library so that machine noise hits them alike; "first" is the first run in this process (compile
+1024x4096 @ 4096x512; softmax over 4096x4096 float32 rows. Each figure is the best of REPEAT runs, in alternating
+blocks of two runs per library (single runs on one core) so that machine noise hits them alike; "first" is the first run in this process (compile
 included), "compile CPU" the compiling thread's CPU time per kernel compiled (what the compile costs on an idle
 core, whatever the load). Ratios > 1 mean hcq is faster. Matmuls also show GFLOP/s and the share of the machine's
 peak: computed (cores x 2 FMA units x f32 lanes x 2 flops x the clock /proc/cpuinfo reports) and measured (an FMA
@@ -218,9 +218,10 @@ def main():
     # blocks of runs per library, alternated: interleaving single runs lets OpenBLAS's and tinygrad's worker
     # threads (which spin for a while after a call) steal the second core from whoever runs next, so each block
     # starts after a pause that lets them sleep (a 1024^2 hcq call right after a numpy call: 33 ms median; 0.2 s
-    # later: 18-23 ms); on one core (no worker threads) single runs alternate, so that the machine's load hits both
-    # libraries alike
-    blocks, per_block = (max(1, args.repeat), 1) if ONE_CORE else (2, max(1, args.repeat // 2))
+    # later: 18-23 ms); blocks of two runs, so that a burst of another tenant's load on a shared machine (medians
+    # half the best for seconds) hits both libraries alike rather than one library's whole block; on one core (no
+    # worker threads) single runs alternate
+    blocks, per_block = (max(1, args.repeat), 1) if ONE_CORE else (max(2, args.repeat // 2), 2 if args.repeat >= 2 else 1)
     for block in range(blocks):
       for lib, fn in (("numpy", np_fn), ("hcq", hcq_fn), ("tinygrad", tiny_fn)):
         if fn is None: continue
@@ -238,7 +239,7 @@ def main():
       share = lambda ts: (f"{flops / min(ts) / 1e9:5.0f} GFLOP/s = {flops / min(ts) / peak_c:4.0%} / {flops / min(ts) / peak_m:4.0%} "
                           f"(median {flops / median(ts) / 1e9:3.0f})")
       # numpy's time over hcq's for the runs made side by side (a single run each when alternated on one core, the
-      # i-th runs of two blocks otherwise): the machine's drift between pairs cancels out of their median
+      # runs at the same place of their blocks otherwise): the machine's drift between pairs cancels out of their median
       pairs = sorted(n / h for n, h in zip(best["numpy"], best["hcq"]))
       flops_lines.append(f"{name:38} numpy {share(best['numpy'])}   hcq {share(best['hcq'])}   "
                          f"paired hcq/np {median(pairs):.2f} ({pairs[0]:.2f}-{pairs[-1]:.2f})")
