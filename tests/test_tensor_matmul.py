@@ -6,6 +6,7 @@ import gc
 import weakref
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 from hcq.tensor import Tensor
 from hcq.tensor.device import get_device
 from hcq.tensor.loops import TILE_ROWS, TILE_VECTORS
@@ -14,14 +15,10 @@ from hcq.tensor.schedule import Scheduler
 ROWS, PANEL = TILE_ROWS[0], TILE_VECTORS * 16  # f32 columns per panel
 
 
-def packed(t: Tensor) -> bool:
+def packed(t: Tensor, panel: int = PANEL) -> bool:
   """Whether t's schedule runs the packed, register-tiled kernel (its loop space ends in the 6 packed axes: k chunks,
-  row blocks, rows, panels, panel columns, k)."""
-  sched = Scheduler(get_device("CPU"))
-  sched.realize(t.node)
-  found = any(len(i.kernel.full_shape) >= 5 and i.kernel.full_shape[-2] == PANEL and i.kernel.reduce_axes for i in sched.items)
-  sched.undo()  # nothing ran: t stays lazy
-  return found
+  row blocks, rows, panels, panel columns, k; `panel` columns: PANEL for float32)."""
+  return any(len(i.kernel.full_shape) >= 5 and i.kernel.full_shape[-2] == panel and i.kernel.reduce_axes for i in schedule_of(t))
 
 
 def f32_tol(k: int) -> float: return 2e-6 * max(k, 8) ** 0.5 * 4  # rounding of a k-term f32 sum of O(1) products, with margin
@@ -99,6 +96,15 @@ def test_matmul_row_blocks_and_k_chunks(monkeypatch):
   t = Tensor(a) @ Tensor(b)
   assert packed(t)
   np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(k), atol=f32_tol(k) * 4)
+
+
+def schedule_of(t: Tensor) -> list:
+  """The items t's schedule would run (nothing runs: t stays lazy)."""
+  sched = Scheduler(get_device("CPU"))
+  sched.realize(t.node)
+  items = list(sched.items)
+  sched.undo()
+  return items
 
 
 def kernel_sources(t: Tensor) -> list[str]:
@@ -411,3 +417,32 @@ def test_cropped_product_batched_transposed_and_other_dtypes():
   sched.undo()
   np.testing.assert_allclose((Tensor(h) @ Tensor(g)).numpy().astype(np.float32), (h.astype(np.float32) @ g.astype(np.float32)),
                              rtol=2e-2, atol=0.1)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_packed_matmul_on_drawn_shapes_is_numpys(data):
+  """Drawn packed products (hypothesis): m from 4, k from 64 over one to four k chunks (an L1 of 4-16 KiB), n whose
+  last panel holds from one column to all, one or two threads, float32 or float64, a transposed a or b: numpy's
+  values, and nothing stored past the result (the last chunk's short k loop, the narrow loops and the edge tiles)."""
+  from hcq.tensor import loops
+  dtype = data.draw(st.sampled_from(["float32", "float64"]), label="dtype")
+  panel = PANEL * 4 // np.dtype(dtype).itemsize
+  m, k = data.draw(st.integers(4, 3 * ROWS + 2), label="m"), data.draw(st.integers(64, 400), label="k")
+  n = data.draw(st.integers(2 * panel, 9 * panel).filter(lambda n: (-(-n // panel) * panel - n) * 8 <= n), label="n")
+  threads, l1 = data.draw(st.sampled_from([1, 2]), label="threads"), data.draw(st.sampled_from([4, 8, 16]), label="L1 KiB") << 10
+  ta, tb = data.draw(st.booleans(), label="a transposed"), data.draw(st.booleans(), label="b transposed")
+  rng = np.random.default_rng(m * 7919 + k * 31 + n)
+  a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+  saved = loops.THREADS, loops.L1_BYTES
+  loops.THREADS, loops.L1_BYTES = threads, l1
+  try:
+    x = Tensor(np.ascontiguousarray(a.T)).T if ta else Tensor(a)
+    y = Tensor(np.ascontiguousarray(b.T)).T if tb else Tensor(b)
+    t = x @ y
+    assert packed(t, panel)
+    got = t.numpy()
+  finally:
+    loops.THREADS, loops.L1_BYTES = saved
+  tol = f32_tol(k) if dtype == "float32" else 1e-12 * k
+  np.testing.assert_allclose(got, a @ b, rtol=tol, atol=4 * tol)

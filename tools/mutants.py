@@ -70,7 +70,7 @@ EDGES = "tests/test_asm_operand_edges.py"
 TENSOR_AMD = ["tests/test_tensor_amd.py", "-k", "(missing_tree_barrier or reduction or long) and MOCKKFD"]
 TENSOR_WAVE = ["tests/test_tensor_amd.py", "-k", "(wave_size_reaches or straddling) and MOCKKFD"]
 # without the compile-time guard: a timing test on a loaded machine fails with no mutant at all
-GEMM = ["tests/test_tensor_matmul.py", "-k", "odd_shapes or cropped or blocks_chunks or packs_views"]
+GEMM = ["tests/test_tensor_matmul.py", "-k", "odd_shapes or cropped or blocks_chunks or packs_views or drawn"]
 LAST_K = ["tests/test_tensor_matmul.py", "-k", "last_k_chunk"]
 SYMBOLIC = ["tests/test_tensor_views.py", "tests/test_tensor_compiler.py", "tests/test_tensor_indexing.py", "-k", "not compile_time"]
 # the newer targeted tests come first in each set (pytest runs its arguments in order and stops at the first failure),
