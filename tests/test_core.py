@@ -158,7 +158,7 @@ def test_cpu_buffers_are_private_and_large_ones_ask_for_huge_pages(dev):
     assert int(big.view(np.int32)[-1]) == 2 * HUGE_PAGE_BYTES // 4 - 1
     odd.copyin(np.arange(odd.nbytes // 4, dtype=np.int32))
     assert int(odd.view(np.int32)[-1]) == odd.nbytes // 4 - 1
-    with pytest.raises(Exception, match="outside every allocation"):   # the alignment's slack is not the buffer's
+    with pytest.raises(GPUFault, match="outside every allocation"):   # the alignment's slack is not the buffer's
       dev.check_range(odd.addr + odd.nbytes, 4, "a read past the buffer")
   finally:
     big.free()

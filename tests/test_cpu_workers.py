@@ -109,8 +109,8 @@ def test_workers_take_part_and_the_grid_waits_for_them(make, monkeypatch, spin_u
 
 
 def test_rapid_grids_of_a_native_kernel_count_each_workgroup_once():
-  """Thousands of small grids back to back (the workers spin between them, late ones catch the next grid): a native
-  kernel counts each workgroup atomically."""
+  """Thousands of small grids back to back (the workers spin between them, late ones catch the next grid), then grids
+  of 2^16 workgroups whose claims collide: a native kernel counts each workgroup atomically, and each runs once."""
   require_module("llvmlite")
   workers = pool.SpinningWorkers(3, "test-wg")
   owner, addr = compile_llvm_ir(COUNT_IR, "count")

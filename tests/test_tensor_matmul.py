@@ -342,8 +342,8 @@ def test_a_last_panel_half_in_the_padding_runs_the_narrow_k_loop(monkeypatch, th
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("extra", [1, 3, -1, None])   # k = one chunk's longest + 1, + 3, two chunks' exactly, 3 + 1
-def test_the_last_k_chunk_stops_at_k(monkeypatch, threads, extra):
+@pytest.mark.parametrize("case", ["a chunk + 1", "a chunk + 3", "two chunks", "three chunks + 1"])
+def test_the_last_k_chunk_stops_at_k(monkeypatch, threads, case):
   """k padded to equal chunks (loops.matmul_k_chunks): the last chunk's k loop and b's pack stop at k rounded up to
   the loop's unroll (render_gemm's %kend), not at the chunk's length, where the two differ; the results are numpy's
   whatever the last chunk holds (k - 1 of it valid after rounding, or 1 past a whole step)."""
@@ -351,16 +351,17 @@ def test_the_last_k_chunk_stops_at_k(monkeypatch, threads, extra):
   monkeypatch.setattr(loops, "THREADS", threads)
   monkeypatch.setattr(loops, "L1_BYTES", 8 << 10)   # chunks of at most `longest` k rows
   longest = (8 << 10) // (PANEL * 4)
-  k = {1: longest + 1, 3: longest + 3, -1: 2 * longest, None: 3 * longest + 1}[extra]
+  k, want_chunks, short = {"a chunk + 1": (longest + 1, 2, True), "a chunk + 3": (longest + 3, 2, True),
+                           "two chunks": (2 * longest, 2, False), "three chunks + 1": (3 * longest + 1, 4, True)}[case]
   chunks, kc = loops.matmul_k_chunks(k, PANEL * 4)
-  assert chunks == (4 if extra is None else 2)
+  assert chunks == want_chunks
   m, n = 2 * ROWS + 1, 8 * PANEL - 3
   rng = np.random.default_rng(k)
   a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
   t = Tensor(a) @ Tensor(b)
   (src,) = kernel_sources(t)
   last = k - (chunks - 1) * kc
-  assert ("%kend = select" in src) == (extra != -1) and (f"i64 {-(-last // 4) * 4}, i64 {kc}" in src) == (extra != -1)
+  assert ("%kend = select" in src) == short and (f"i64 {-(-last // 4) * 4}, i64 {kc}" in src) == short
   np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(k), atol=f32_tol(k) * 4)
 
 
@@ -423,8 +424,8 @@ def test_cropped_product_batched_transposed_and_other_dtypes():
 @given(st.data())
 def test_packed_matmul_on_drawn_shapes_is_numpys(data):
   """Drawn packed products (hypothesis): m from 4, k from 64 over one to four k chunks (an L1 of 4-16 KiB), n whose
-  last panel holds from one column to all, one or two threads, float32 or float64, a transposed a or b: numpy's
-  values, and nothing stored past the result (the last chunk's short k loop, the narrow loops and the edge tiles)."""
+  last panel holds from one column to all, one or two threads, float32 or float64, a transposed a or b, each on the
+  packed path: numpy's values (through the last chunk's short k loop, the narrow loops and the edge tiles)."""
   from hcq.tensor import loops
   dtype = data.draw(st.sampled_from(["float32", "float64"]), label="dtype")
   panel = PANEL * 4 // np.dtype(dtype).itemsize

@@ -282,6 +282,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     'narrow_lanes = next((w for w in parts if top + col.coef["l"] * w >= end - 1), 0)',
     "the narrow k loop emitted a column too narrow for the last panel: no tile takes it (its compile paid for nothing)",
     ["tests/test_tensor_matmul.py", "-k", "narrow"]),
+  M("tensor-gemm-last-k-floor", "tensor", "hcq/tensor/render_gemm.py", "steps = -(-valid // u) * u", "steps = valid // u * u",
+    "the last k chunk's loop stops a step short where its valid rows are no whole number of steps", LAST_K),
+  M("tensor-gemm-last-k-chunk", "tensor", "hcq/tensor/render_gemm.py", 'e(f"  %klast = icmp eq i64 %q{d}, {chunks - 1}")',
+    'e(f"  %klast = icmp eq i64 %q{d}, {chunks - 2}")', "the chunk before the last one stops where the last one should", LAST_K),
   M("tensor-template-sharing", "tensor", "hcq/tensor/schedule.py", "if kept is not None and kept.sharing == _sharing(leaves) and _untouched(node, leaves):",
     "if kept is not None and _untouched(node, leaves):", "a templated product takes the kernel kept for leaves that shared one buffer "
     "with leaves that do not: one operand read for both", ["tests/test_tensor_matmul.py", "-k", "template"]),

@@ -50,7 +50,8 @@ class CPUDevice(Device):
     # now_ns() from and until which a waiter spins for the compute engine's kernel to end, (0, 0): sleep
     self.spin_window = (0, 0)
     # threads spinning in await_write now, and the spins ended so far, counted by each spinner once it holds the GIL
-    # again (an engine that wrote a signal waits on it, natively, before it takes the GIL back: signal_written)
+    # again (an engine that wrote a signal waits on it, natively, before it takes the GIL back: signal_written); two
+    # waiters' counts may race (+= is not atomic across threads), which costs at most one HANDOVER_NS, never a wait
     self._spinners, self._spun = 0, ctypes.c_uint64(0)
     self._workers: SpinningWorkers | ThreadWorkers | None = None
     self._workers_lock = threading.Lock()
