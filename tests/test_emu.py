@@ -1,4 +1,7 @@
 """Per-instruction semantics of the wavefront emulator, written from the RDNA3 ISA's descriptions."""
+import sys
+import threading
+
 import numpy as np
 import pytest
 
@@ -310,6 +313,29 @@ def test_store_to_readonly_faults():
   with pytest.raises(PageFault) as e:
     run_snippet("global_store_b32 v0, v0, s[0:1]", v={0: 0}, s={0: 0x10000, 1: 0}, mem=mem)
   assert e.value.write
+
+
+def test_lookups_while_another_thread_maps_and_unmaps_see_whole_mappings():
+  """An engine thread reads a mapping while the host maps and unmaps others below it (a buffer allocated and freed on
+  another thread): every read is the mapping's own bytes, never a neighbour's start paired with another's backing."""
+  mem, stop, seen = VirtualMemory(), threading.Event(), []
+  data = np.arange(128, dtype=np.uint8)
+  mem.map(0x100000, 128, data.copy())
+
+  def churn() -> None:
+    while not stop.is_set():
+      for va in range(0x1000, 0x9000, 0x1000): mem.map(va, 64, np.zeros(64, np.uint8))
+      for va in range(0x1000, 0x9000, 0x1000): mem.unmap(va)
+  old, t = sys.getswitchinterval(), threading.Thread(target=churn)
+  sys.setswitchinterval(1e-6)
+  try:
+    t.start()
+    for _ in range(20000):
+      got = mem.view(0x100000 + 16, 64)
+      if got.size != 64 or got[0] != 16: seen.append(got[:4].tolist())
+  finally:
+    stop.set(); t.join(); sys.setswitchinterval(old)
+  assert seen == []
 
 
 def test_global_atomics_return_old_values_in_lane_order():

@@ -36,8 +36,10 @@ class VirtualMemory:
   """Ranges of GPU virtual addresses, each backed by host memory (a numpy uint8 array or a raw host address)."""
 
   def __init__(self) -> None:
-    self._starts: list[int] = []
-    self._maps: list[Mapping] = []
+    # (starts, mappings), replaced whole by map and unmap and never changed in place: a reader on another thread (an
+    # engine, the wavefront emulator) takes one consistent pair without a lock, where two lists edited in turn could pair
+    # a start with its neighbour's mapping for a moment (a negative offset: an empty or wrong slice)
+    self._table: tuple[tuple[int, ...], tuple[Mapping, ...]] = ((), ())
     self._lock = threading.Lock()
 
   def map(self, va: int, size: int, backing: "np.ndarray | int", writable: bool = True, cached: bool = False) -> None:
@@ -48,29 +50,40 @@ class VirtualMemory:
     if host.dtype != np.uint8 or host.size < size: raise ValueError(f"backing for {size} bytes must be a uint8 array of that size")
     with self._lock:
       if self._overlaps(va, size): raise ValueError(f"mapping [{va:#x}, {va + size:#x}) overlaps an existing one")
-      i = bisect.bisect_left(self._starts, va)
-      self._starts.insert(i, va)
-      self._maps.insert(i, Mapping(va, size, host, writable, cached))
+      starts, maps = self._table
+      i = bisect.bisect_left(starts, va)
+      self._table = (starts[:i] + (va,) + starts[i:], maps[:i] + (Mapping(va, size, host, writable, cached),) + maps[i:])
 
   def overlaps(self, va: int, size: int) -> bool:
     """Whether any mapping intersects [va, va+size)."""
     with self._lock: return self._overlaps(va, size)
 
   def _overlaps(self, va: int, size: int) -> bool:
-    i = bisect.bisect_left(self._starts, va)
-    return (i > 0 and self._maps[i - 1].va + self._maps[i - 1].size > va) or (i < len(self._maps) and self._maps[i].va < va + size)
+    starts, maps = self._table
+    i = bisect.bisect_left(starts, va)
+    return (i > 0 and maps[i - 1].va + maps[i - 1].size > va) or (i < len(maps) and maps[i].va < va + size)
 
   def unmap(self, va: int) -> None:
     with self._lock:
-      i = bisect.bisect_left(self._starts, va)
-      if i == len(self._starts) or self._starts[i] != va: raise ValueError(f"no mapping starts at {va:#x}")
-      del self._starts[i], self._maps[i]
+      starts, maps = self._table
+      i = bisect.bisect_left(starts, va)
+      if i == len(starts) or starts[i] != va: raise ValueError(f"no mapping starts at {va:#x}")
+      self._table = (starts[:i] + starts[i + 1:], maps[:i] + maps[i + 1:])
+
+  def mappings(self) -> tuple[Mapping, ...]:
+    """Every mapping, by address (one consistent snapshot)."""
+    return self._table[1]
+
+  def mapping_at(self, va: int) -> "Mapping | None":
+    """The mapping with the highest start at or below va (which may end before va), or None."""
+    starts, maps = self._table
+    i = bisect.bisect_right(starts, va) - 1
+    return maps[i] if i >= 0 else None
 
   def find(self, va: int, size: int, write: bool = False, pc: int | None = None) -> tuple[Mapping, int]:
     """The mapping holding all of [va, va+size) and the offset of va in it; PageFault otherwise."""
-    i = bisect.bisect_right(self._starts, va) - 1
-    if i >= 0:
-      m = self._maps[i]
+    m = self.mapping_at(va)
+    if m is not None:
       off = va - m.va
       if off + size <= m.size and (m.writable or not write): return m, off
     raise PageFault(va, size, write, pc)
@@ -139,9 +152,8 @@ class VirtualMemory:
     address below the mapping wraps to a huge offset, so one max checks both ends); None when it does not apply."""
     addrs = np.asarray(addrs, np.uint64).reshape(-1)
     if addrs.size == 0: return []
-    i = bisect.bisect_right(self._starts, int(addrs[0])) - 1
-    if i < 0: return None
-    m = self._maps[i]
+    m = self.mapping_at(int(addrs[0]))
+    if m is None: return None
     if write and not m.writable: return None
     offs = addrs - np.uint64(m.va)
     if int(offs.max()) + size > m.size: return None
@@ -156,20 +168,21 @@ class VirtualMemory:
     addrs = np.asarray(addrs, np.uint64).reshape(-1)
     if addrs.size == 0: return []
     lo, hi = bounds if bounds is not None else (int(addrs.min()), int(addrs.max()))
-    i = bisect.bisect_right(self._starts, lo) - 1
+    starts, maps = self._table
+    i = bisect.bisect_right(starts, lo) - 1
     if i >= 0:
-      m = self._maps[i]
+      m = maps[i]
       if hi + size <= m.va + m.size and (m.writable or not write):
         offs = (addrs - np.uint64(m.va)).astype(np.int64)
         return [(self._host(m, write, offs, size), offs, None)]
-    starts = np.array(self._starts, np.uint64)
+    starts = np.array(starts, np.uint64)
     idx = np.searchsorted(starts, addrs, side="right").astype(np.int64) - 1
     out = []
     for j in np.unique(idx).tolist():
       lanes = np.nonzero(idx == j)[0]
       a = addrs[lanes]
       if j < 0: raise PageFault(int(a[0]), size, write, pc)
-      m = self._maps[j]
+      m = maps[j]
       off = a - np.uint64(m.va)   # unsigned: an address near 2^64 is a huge offset, not a negative one
       bad = (off > np.uint64(max(m.size - size, 0))) | (size > m.size) | (not m.writable and write)
       if np.any(bad): raise PageFault(int(a[np.argmax(bad)]), size, write, pc)

@@ -24,7 +24,6 @@ The cost is paid per 4 KiB page, lazily: an invalidate only marks pages, a page 
 write-back compares only the pages stores reached.
 """
 from __future__ import annotations
-import bisect
 import threading
 
 import numpy as np
@@ -112,7 +111,7 @@ class GPUCache:
   def _new_line(self, m: Mapping) -> Line:
     """A line for `m`; the lines of mappings no longer mapped go (their memory may be gone: nothing is written back)."""
     with self.lock:
-      live = {id(x): x for x in self.mem._maps}
+      live = {id(x): x for x in self.mem.mappings()}
       for key in [k for k, line in self.lines.items() if live.get(k) is not line.mapping]:
         dead = self.lines.pop(key)
         self.filled.discard(dead)
@@ -121,8 +120,7 @@ class GPUCache:
     return line
 
   def _mapped(self, line: Line) -> bool:
-    i = bisect.bisect_right(self.mem._starts, line.mapping.va) - 1
-    return i >= 0 and self.mem._maps[i] is line.mapping
+    return self.mem.mapping_at(line.mapping.va) is line.mapping
 
   def write_back(self) -> None:
     """GL2_WB: every dirty byte to memory (of mappings still mapped)."""
@@ -143,7 +141,12 @@ class CachedView(VirtualMemory):
 
   def __init__(self, cache: GPUCache):
     self.cache = cache
-    self._starts, self._maps, self._lock = cache.mem._starts, cache.mem._maps, cache.mem._lock  # shared, not copied
+    self._lock = cache.mem._lock
+
+  @property
+  def _table(self) -> tuple:
+    """The cache's memory's mappings (shared, not copied: this view never maps)."""
+    return self.cache.mem._table
 
   def _host(self, m: Mapping, write: bool, offs: np.ndarray, size: int) -> np.ndarray:
     return self.cache.data(m, write, int(offs.min()), int(offs.max()) + size) if m.cached else m.host
