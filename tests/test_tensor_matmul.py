@@ -3,7 +3,9 @@ rows and column panels (hcq.tensor.loops.TILE_ROWS, TILE_VECTORS) and the packin
 panels, at most 1/8 of n padding), on contiguous, transposed, strided and batched operands. f32 sums in another
 order than numpy's: tolerances grow with k."""
 import gc
+import re
 import weakref
+from types import SimpleNamespace
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -360,9 +362,18 @@ def test_the_last_k_chunk_stops_at_k(monkeypatch, threads, case):
   a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
   t = Tensor(a) @ Tensor(b)
   (src,) = kernel_sources(t)
-  last = k - (chunks - 1) * kc
-  assert ("%kend = select" in src) == short and (f"i64 {-(-last // 4) * 4}, i64 {kc}" in src) == short
+  last, unroll = k - (chunks - 1) * kc, int(re.search(r"%kw\.kn = add i64 %kw\.k, (\d+)", src)[1])
+  assert unroll in (2, 4) and ("%kend = select" in src) == short and (f"i64 {-(-last // unroll) * unroll}, i64 {kc}" in src) == short
   np.testing.assert_allclose(t.numpy(), a @ b, rtol=f32_tol(k), atol=f32_tol(k) * 4)
+
+
+@pytest.mark.parametrize("rows,columns,lanes,kc,want", [(8, 32, 16, 256, 2), (6, 16, 8, 256, 4), (6, 16, 8, 254, 2), (8, 32, 16, 255, 1),
+                                                         (8, 16, 8, 256, 2), (4, 8, 8, 256, 4), (16, 32, 16, 12, 1)])
+def test_the_k_loop_unrolls_to_32_fmas_a_pass_where_kc_allows(rows, columns, lanes, kc, want):
+  """rows x vectors FMAs per step of k: the fewest steps (1, 2, 4) that divide kc and make 32; else the most that divide
+  kc (AVX2's 6 x 2 ymm tile: 4 steps; AVX-512's 8 x 2 zmm: 2)."""
+  from hcq.tensor.render_gemm import k_unroll
+  assert k_unroll(SimpleNamespace(rows=rows, columns=columns, kc=kc), lanes) == want
 
 
 CROPPED = [(1000, 1000, 1000), (ROWS + 1, 64, 8 * PANEL + 3), (13, 97, 8 * PANEL + 1), (2 * ROWS + 1, 97, 8 * PANEL - 1),

@@ -7,7 +7,7 @@ writer's allocas: each operand is packed into the workgroup's workspace at the s
 depends on (a row block's tiles of `a`, each row's k chunk as it is; a column block's panels of `b`), a pad's zeros
 coming from masked loads or a run of zeros; each register tile then passes over all the panels of the column block
 (its chunk of `a` stays in L1, `b`'s panels stream from L2, its outputs move along the rows); loop counters and the
-tile's accumulators are phis; the micro-kernel's k loop is unrolled (x4 where kc allows) and per k
+tile's accumulators are phis; the micro-kernel's k loop is unrolled to 32 FMAs a pass (k_unroll) and per k
 step loads the panel's row of `b` as native vectors (two ymm for a 16-float panel on AVX2), broadcasts the tile's
 `rows` values of `a` and issues rows x vectors `llvm.fma` calls (a tile whose panel's last half, or with zmm vectors
 last three quarters, lie in a cropped n's padding runs a second k loop over the rest only; the last k chunk's loop
@@ -166,10 +166,20 @@ def _lanes(g: GemmLayout, isz: int) -> int:   # elements in the kernel's vectors
   return min(NATIVE_BYTES // isz, g.columns)
 
 
-def k_unroll(g: GemmLayout) -> int: return next(u for u in (4, 2, 1) if g.kc % u == 0)   # the micro-kernel's k loop's
+FMAS_PER_PASS = 32   # the least the micro-kernel's k loop issues per pass where kc allows
 
 
-def last_k_steps(g: GemmLayout, chunks: int) -> int | None:
+def k_unroll(g: GemmLayout, lanes: int) -> int:
+  """The micro-kernel's k loop's unroll: the fewest steps of k (1, 2 or 4, dividing kc) whose FMAs fill a pass with
+  FMAS_PER_PASS (the loop's own adds and branch then cost nothing beside them; more only costs compile time: the 8 x 2
+  zmm tile unrolled 2 instead of 4 ran at the same speed, paired, and 1000^2's kernel has 10% fewer IR lines), else
+  the most that divide kc. AVX2's 6 x 2 ymm tile: 4."""
+  per_step = g.rows * (g.columns // lanes)
+  fits = [u for u in (1, 2, 4) if g.kc % u == 0]
+  return next((u for u in fits if per_step * u >= FMAS_PER_PASS), fits[-1])
+
+
+def last_k_steps(g: GemmLayout, chunks: int, lanes: int) -> int | None:
   """How far the k loop runs in the last of `chunks` k chunks, in whole unrolled steps, where k's padding to chunks x
   kc leaves it shorter than kc (1000 = 3 x 252 + 244: the padding's zeros are not multiplied); None where it does not.
   k's end comes from an operand's pad condition that moves one per k and kc per chunk."""
@@ -178,7 +188,7 @@ def last_k_steps(g: GemmLayout, chunks: int) -> int | None:
     if a.coef.get("k") != 1 or a.const < lo or any(c and n not in ("k", acc) for n, c in a.coef.items()): continue
     if acc is not None and a.coef.get(acc) != g.kc: continue
     valid = hi - a.const - g.kc * (chunks - 1)   # of the last chunk's kc
-    u = k_unroll(g)
+    u = k_unroll(g, lanes)
     steps = -(-valid // u) * u
     return steps if 0 < steps < g.kc else None
   return None
@@ -208,7 +218,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
   qs = [f"%q{d}" for d in range(len(g.loops))]
   a_len, a_pack, b_pack = g.pack_sizes(N)
   chunks = spec.full_shape[g.loops[g.accumulate_depth][0]] // g.loops[g.accumulate_depth][1] if g.accumulate_depth is not None else 1
-  last = last_k_steps(g, chunks)
+  last = last_k_steps(g, chunks, N)
   k_end = str(g.kc) if last is None else "%kend" if g.accumulate_depth is not None else str(last)
   L: list[str] = []
   sums: dict[tuple, str] = {}   # lin's sums of counters emitted in the current block (reused there: fewer IR instructions)
@@ -432,7 +442,7 @@ def render_gemm(lk: LoopKernel, g: GemmLayout) -> str:
         e(f"  call void @llvm.prefetch.p0(ptr %cq{r}_{j}, i32 1, i32 3, i32 1)")
         e(f"  %pf{r}_{j} = getelementptr {T}, ptr %cq{r}_{j}, i64 {next_tile}")
         e(f"  call void @llvm.prefetch.p0(ptr %pf{r}_{j}, i32 1, i32 2, i32 1)")
-    U = k_unroll(g)
+    U = k_unroll(g, N)
     # the next tile's k chunk of a into L2, a share per panel: it comes from L3 in `rows` runs too short for the
     # hardware's stream prefetch (2048^2, hcq / numpy, paired medians: 0.92-0.98 -> 0.96-1.05); one prefetch per k
     # iteration stepping through the share, not a burst at the tile's start (which stalled on the misses: 0.92-1.00 ->
