@@ -235,7 +235,7 @@ def test_packed_graph_template_rebuilds_the_same_graph_over_new_data(monkeypatch
     sched.undo()
     return keys
 
-  tensor_mod._MATMUL_GRAPHS.clear()
+  tensor_mod.forget_matmul_graphs()
   first = Tensor(x)[:m, :k] @ Tensor(y)[:k]
   assert len(tensor_mod._MATMUL_GRAPHS) == 1
   again = Tensor(z)[:m, :k] @ Tensor(x)[:k]   # built from the template
@@ -262,6 +262,47 @@ def test_packed_graph_template_rebuilds_the_same_graph_over_new_data(monkeypatch
   assert len(tensor_mod._MATMUL_GRAPHS) == 5
 
 
+def test_the_same_product_again_builds_from_its_template_at_once(monkeypatch):
+  """The last product of two tensors taken as they are is remembered (weakly): the same two again build from its
+  template without planning, but not after a setting the plan reads changed, with the operands swapped or shared, or
+  after a view operand was realized in place (it then reads differently); nothing keeps the operands alive. Each
+  result is numpy's."""
+  from hcq.tensor import loops, tensor as tensor_mod
+  rng = np.random.default_rng(31)
+  n = 8 * PANEL + 3
+  x, y = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+  plans = []
+  real_plan = loops.matmul_plan
+  monkeypatch.setattr(loops, "matmul_plan", lambda *a: plans.append(a) or real_plan(*a))
+  tol = f32_tol(n)
+
+  def check(t: Tensor, want: np.ndarray, planned: int) -> None:
+    np.testing.assert_allclose(t.numpy(), want, rtol=tol, atol=4 * tol)
+    assert len(plans) == planned
+  tensor_mod.forget_matmul_graphs()
+  tx, ty = Tensor(x), Tensor(y)
+  check(tx @ ty, x @ y, 1)
+  check(tx @ ty, x @ y, 1)
+  monkeypatch.setattr(loops, "L1_BYTES", 4 << 10)   # another plan (k in two chunks)
+  check(tx @ ty, x @ y, 2)
+  check(tx @ ty, x @ y, 2)
+  check(ty @ tx, y @ x, 3)
+  check(tx @ tx, x @ x, 4)
+  view = Tensor(y)[1:, 2:]   # a view of data: packed through its view; the same after it is realized in place
+  check(tx[:, 1:] @ view, x[:, 1:] @ y[1:, 2:], 5)
+  rows = tx[:, 1:]
+  check(rows @ view, x[:, 1:] @ y[1:, 2:], 6)
+  check(rows @ view, x[:, 1:] @ y[1:, 2:], 6)
+  view.realize()
+  assert view.node.realized
+  check(rows @ view, x[:, 1:] @ y[1:, 2:], 7)
+  left, right = Tensor(x), Tensor(y)
+  (left @ right).realize()
+  gone = weakref.ref(left.node), weakref.ref(right.node)
+  del left, right
+  assert gone[0]() is None and gone[1]() is None
+
+
 def test_packed_template_keeps_its_kernel_and_knows_when_it_does_not_apply(monkeypatch):
   """A templated product's root remembers its scheduled kernel (spec, output bytes, the leaf slot of each input
   buffer): later products of the template schedule it without building an AST. It is not taken where two leaves
@@ -284,7 +325,7 @@ def test_packed_template_keeps_its_kernel_and_knows_when_it_does_not_apply(monke
     sched.undo()
     return got
 
-  tensor_mod._MATMUL_GRAPHS.clear()
+  tensor_mod.forget_matmul_graphs()
   tx, ty, tz = Tensor(x), Tensor(y), Tensor(z)
   first = (tx @ ty).realize()   # builds the template and schedules its root: the kernel is kept
   (template,) = tensor_mod._MATMUL_GRAPHS.values()
@@ -300,7 +341,7 @@ def test_packed_template_keeps_its_kernel_and_knows_when_it_does_not_apply(monke
   # loads one buffer for both operands, so two buffers must not take it (nor, here, the other way round)
   tw = tx.contiguous().realize()
   assert tw.node is not tx.node and tw.node.buffer is tx.node.buffer
-  tensor_mod._MATMUL_GRAPHS.clear()
+  tensor_mod.forget_matmul_graphs()
   shared = (tx @ tw).realize()
   (template,) = tensor_mod._MATMUL_GRAPHS.values()
   assert template.kernel is not None and len(template.kernel[2]) == 1
@@ -309,7 +350,7 @@ def test_packed_template_keeps_its_kernel_and_knows_when_it_does_not_apply(monke
   assert len(item.buffers) == 3 and item.kernel is not template.kernel[0]
   np.testing.assert_allclose(two.numpy(), z @ x, rtol=tol, atol=4 * tol)
   np.testing.assert_allclose(shared.numpy(), x @ x, rtol=tol, atol=4 * tol)
-  tensor_mod._MATMUL_GRAPHS.clear()
+  tensor_mod.forget_matmul_graphs()
   (tz @ tx).realize()
   (item,) = items(tx @ tw)
   assert len(item.buffers) == 2

@@ -103,11 +103,15 @@ def matmul_col_blocks(panels: int, kc: int, panel_bytes: int) -> tuple[int, int]
 _MATMUL_PLANS: Memo[tuple[int, int, int, int, int, int]] = Memo()
 
 
+def matmul_settings() -> tuple:
+  """The settings a packed matmul's plan and graph read besides its operands (tests change them)."""
+  return L1_BYTES, L2_BYTES, MATMUL_B_SLICE, MATMUL_B_BLOCK, MATMUL_A_BLOCK, THREADS, TILE_ROWS[0], TILE_VECTORS
+
+
 def matmul_plan(m: int, k: int, panels: int, panel_bytes: int, itemsize: int) -> tuple[int, int, int, int, int, int]:
   """(k chunks, kc, row blocks, rows per block, column blocks, panels per block) of a packed matmul: the three
   functions above, kept per shape and per the settings they read (each product asks; tests change the settings)."""
-  key = (m, k, panels, panel_bytes, itemsize, L1_BYTES, L2_BYTES, MATMUL_B_SLICE, MATMUL_B_BLOCK, MATMUL_A_BLOCK,
-         THREADS, TILE_ROWS[0])
+  key = (m, k, panels, panel_bytes, itemsize) + matmul_settings()
 
   def make() -> tuple[int, int, int, int, int, int]:
     splits, kc = matmul_k_chunks(k, panel_bytes)

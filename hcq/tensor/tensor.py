@@ -5,11 +5,13 @@ the graph into fused kernels, compile them (cached by AST) and run them on the d
 from __future__ import annotations
 import math
 import numbers
+import weakref
 import numpy as np
 from hcq.tensor.dtype import DType, dtypes, to_dtype, result_type, sum_dtype, least_float, bf16_to_f32, f32_to_bf16
 from hcq.tensor.graph_template import GraphTemplate
 from hcq.tensor.lazy import LazyNode
 from hcq.tensor.device import get_device
+from hcq.tensor import loops
 from hcq.tensor import runtime
 
 AxisError = np.exceptions.AxisError
@@ -26,6 +28,17 @@ _dtype_cache: dict[tuple, DType] = {}
 # Tensor.matmul's packed products by (operands' views, dtypes, plan): graph templates, no data (hcq.tensor.graph_template)
 _MATMUL_GRAPHS: dict[tuple, GraphTemplate] = {}
 MATMUL_GRAPHS_KEPT = 256
+# the last packed product of two tensors taken as they are: weak references to their nodes, the nodes' ops then (a
+# view realized since reads differently), the settings it was planned under, and its template. The same product again
+# builds from the template without the checks and lookups before it (1000^2 on two threads: 163 of a call's 475 us of
+# Python, run after a kernel has flushed the caches)
+_last_product: list = [None]
+
+
+def forget_matmul_graphs() -> None:
+  """Drop the kept products' templates and the last product (tests that count templates start from none)."""
+  _MATMUL_GRAPHS.clear()
+  _last_product[0] = None
 
 
 def _where_values(a, b):
@@ -811,6 +824,10 @@ class Tensor:
   # compound ops
   def matmul(self, other) -> Tensor:
     """numpy.matmul: 1-D operands are promoted and the added axis removed; leading axes broadcast."""
+    last = _last_product[0]
+    if (last is not None and isinstance(other, Tensor) and last[0]() is self.node and last[1]() is other.node
+        and last[2] == (self.node.op, other.node.op) and last[3] == loops.matmul_settings()):
+      return Tensor(last[4].build(tuple(x if x.realized else x.srcs[0] for x in (self.node, other.node))))
     other = self._operand(other) if isinstance(other, Tensor) else Tensor(other, device=self.device)
     if self.ndim == 0 or other.ndim == 0: raise ValueError("matmul: Input operand does not have enough dimensions (has 0)")
     a = self.reshape(1, self.shape[0]) if self.ndim == 1 else self
@@ -822,8 +839,7 @@ class Tensor:
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-    from hcq.tensor.loops import TILE_ROWS, TILE_VECTORS, matmul_plan
-    panel = TILE_VECTORS * (64 // acc.itemsize)  # the register tile's vectors of output columns
+    panel = loops.TILE_VECTORS * (64 // acc.itemsize)  # the register tile's vectors of output columns
     nb = len(batch)
     B = tuple(range(nb))
     n_pad = -(-n // panel) * panel
@@ -836,9 +852,10 @@ class Tensor:
     packs_itself = packed and acc in (dtypes.float32, dtypes.float64)
     a, b = a.cast(acc), b.cast(acc)
     if packs_itself: a, b = a._as_buffer_view(), b._as_buffer_view()
+    as_they_are = a.node is self.node and b.node is other.node   # no cast, reshape or copy made: the last product's key
     if packed:
-      rows = TILE_ROWS[0]
-      splits, kc, blocks, block_rows, col_blocks, block_panels = matmul_plan(m, k, n_pad // panel, panel * acc.itemsize, acc.itemsize)
+      rows = loops.TILE_ROWS[0]
+      splits, kc, blocks, block_rows, col_blocks, block_panels = loops.matmul_plan(m, k, n_pad // panel, panel * acc.itemsize, acc.itemsize)
     # a packed product over data (or views of it) is the same graph for the same views, dtypes and plan: kept as a
     # template over the two buffers (the first call builds it; the others skip its dozen movement ops)
     bases = tuple(x.node if x.node.realized else x.node.srcs[0] for x in (a, b)) if packs_itself else ()
@@ -846,7 +863,7 @@ class Tensor:
     if packs_itself and all(x.realized for x in bases):
       key = (tuple((x.node.arg, base.shape, base.dtype, base.device) for x, base in zip((a, b), bases)), bases[0] is bases[1],
              self.ndim, other.ndim, dt, (rows, panel, splits, kc, blocks, block_rows, col_blocks, block_panels))
-      if key in _MATMUL_GRAPHS: return Tensor(_MATMUL_GRAPHS[key].build(bases))
+      if key in _MATMUL_GRAPHS: return self._kept_product(other, as_they_are, _MATMUL_GRAPHS[key], bases)
     a = a._broadcast_to(batch + (m, k))
     b = b._broadcast_to(batch + (k, n))
     if packed:
@@ -880,8 +897,15 @@ class Tensor:
     if key is not None:
       if len(_MATMUL_GRAPHS) >= MATMUL_GRAPHS_KEPT: _MATMUL_GRAPHS.clear()   # a program of ever new shapes: start over
       _MATMUL_GRAPHS[key] = GraphTemplate(out.node, bases)
+      self._kept_product(other, as_they_are, _MATMUL_GRAPHS[key], None)
     return out
   dot = matmul
+
+  def _kept_product(self, other: Tensor, as_they_are: bool, template: GraphTemplate, bases: tuple | None) -> Tensor | None:
+    """Remember `template` as the last product (when its operands were taken as they are); the product over `bases`."""
+    _last_product[0] = ((weakref.ref(self.node), weakref.ref(other.node), (self.node.op, other.node.op), loops.matmul_settings(), template)
+                        if as_they_are else None)
+    return None if bases is None else Tensor(template.build(bases))
 
   def softmax(self, axis: int = -1) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `axis`: one fused kernel."""
