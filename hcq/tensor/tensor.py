@@ -863,7 +863,9 @@ class Tensor:
     if packs_itself and all(x.realized for x in bases):
       key = (tuple((x.node.arg, base.shape, base.dtype, base.device) for x, base in zip((a, b), bases)), bases[0] is bases[1],
              self.ndim, other.ndim, dt, (rows, panel, splits, kc, blocks, block_rows, col_blocks, block_panels))
-      if key in _MATMUL_GRAPHS: return self._kept_product(other, as_they_are, _MATMUL_GRAPHS[key], bases)
+      if key in _MATMUL_GRAPHS:
+        if as_they_are: self._remember_product(other, _MATMUL_GRAPHS[key])
+        return Tensor(_MATMUL_GRAPHS[key].build(bases))
     a = a._broadcast_to(batch + (m, k))
     b = b._broadcast_to(batch + (k, n))
     if packed:
@@ -897,15 +899,13 @@ class Tensor:
     if key is not None:
       if len(_MATMUL_GRAPHS) >= MATMUL_GRAPHS_KEPT: _MATMUL_GRAPHS.clear()   # a program of ever new shapes: start over
       _MATMUL_GRAPHS[key] = GraphTemplate(out.node, bases)
-      self._kept_product(other, as_they_are, _MATMUL_GRAPHS[key], None)
+      if as_they_are: self._remember_product(other, _MATMUL_GRAPHS[key])
     return out
   dot = matmul
 
-  def _kept_product(self, other: Tensor, as_they_are: bool, template: GraphTemplate, bases: tuple | None) -> Tensor | None:
-    """Remember `template` as the last product (when its operands were taken as they are); the product over `bases`."""
-    _last_product[0] = ((weakref.ref(self.node), weakref.ref(other.node), (self.node.op, other.node.op), loops.matmul_settings(), template)
-                        if as_they_are else None)
-    return None if bases is None else Tensor(template.build(bases))
+  def _remember_product(self, other: Tensor, template: GraphTemplate) -> None:
+    """Keep `template` as the last product, of this tensor and `other` as they are now (_last_product)."""
+    _last_product[0] = (weakref.ref(self.node), weakref.ref(other.node), (self.node.op, other.node.op), loops.matmul_settings(), template)
 
   def softmax(self, axis: int = -1) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `axis`: one fused kernel."""
