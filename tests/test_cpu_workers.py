@@ -3,6 +3,7 @@ take part and are woken from parking, a grid ends only when its last workgroup h
 hand-out's 32-bit count run in parts. Both kinds: spinning (native hand-out) and the thread pool fallback."""
 from __future__ import annotations
 import ctypes
+import os
 import sys
 import threading
 import time
@@ -123,12 +124,23 @@ def test_rapid_grids_of_a_native_kernel_count_each_workgroup_once():
     for j in range(gx * gy): expected[j] += 1
   assert counts.tolist() == expected
   # grids of 2^16 workgroups that last a few instructions: the threads claim side by side for milliseconds, so their
-  # compare-and-swaps collide (thousands of times a grid on two cores), and each workgroup still runs once
-  many = np.zeros(1 << 16, np.int64)
-  for _ in range(8):
-    args = (ctypes.c_int64 * 4)(many.ctypes.data, 1 << 16, 1, 1)
-    workers.run(fn, ctypes.addressof(args), (1 << 16, 1, 1), (1, 1, 1))
-  assert (many == 8).all(), np.unique(many, return_counts=True)
+  # compare-and-swaps collide (thousands of times a grid on two cores), and each workgroup still runs once. For 0.3 s,
+  # not a count of grids: on a loaded machine the workers get a core only now and then (8 grids, ~12 ms, could pass
+  # before they woke); the launching thread and the workers on cores of their own where there are two, so that the
+  # scheduler cannot run them in turns on one core beside another process
+  many, grids, end = np.zeros(1 << 16, np.int64), 0, time.monotonic() + 0.3
+  cpus = sorted(os.sched_getaffinity(0))
+  if len(cpus) >= 2:
+    os.sched_setaffinity(0, {cpus[0]})
+    for t in workers.threads: os.sched_setaffinity(t.native_id, set(cpus[1:]))
+  try:
+    while grids < 8 or time.monotonic() < end:
+      args = (ctypes.c_int64 * 4)(many.ctypes.data, 1 << 16, 1, 1)
+      workers.run(fn, ctypes.addressof(args), (1 << 16, 1, 1), (1, 1, 1))
+      grids += 1
+  finally:
+    os.sched_setaffinity(0, cpus)
+  assert (many == grids).all(), np.unique(many, return_counts=True)
 
 
 def test_grids_from_two_threads_run_one_after_the_other():
