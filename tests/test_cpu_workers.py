@@ -130,9 +130,12 @@ def test_rapid_grids_of_a_native_kernel_count_each_workgroup_once():
   # scheduler cannot run them in turns on one core beside another process
   many, grids, end = np.zeros(1 << 16, np.int64), 0, time.monotonic() + 0.3
   cpus = sorted(os.sched_getaffinity(0))
-  if len(cpus) >= 2:
-    os.sched_setaffinity(0, {cpus[0]})
-    for t in workers.threads: os.sched_setaffinity(t.native_id, set(cpus[1:]))
+  try:
+    if len(cpus) >= 2:
+      os.sched_setaffinity(0, {cpus[0]})
+      for t in workers.threads: os.sched_setaffinity(t.native_id, set(cpus[1:]))
+  except OSError:   # a sandbox that refuses: the claims still race, only less often
+    pass
   try:
     while grids < 8 or time.monotonic() < end:
       args = (ctypes.c_int64 * 4)(many.ctypes.data, 1 << 16, 1, 1)
