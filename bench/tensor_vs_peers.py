@@ -6,8 +6,8 @@ blocks of two runs per library (single runs on one core) so that machine noise h
 run in this process (compile included), "compile CPU" the compiling thread's CPU time per kernel compiled (what the
 compile costs on an idle core, whatever the load). Ratios > 1 mean hcq is faster. Matmuls also show GFLOP/s and the
 share of the machine's peak: computed (cores x 2 FMA units x f32 lanes x 2 flops x the clock /proc/cpuinfo reports)
-and measured (an FMA loop's thread CPU time on one core, times the cores: the clock the core really runs at). The load average is
-printed: on a shared machine the wall-clock figures are only as good as it.
+and measured (an FMA loop's thread CPU time on one core, times the cores: the clock the core really runs at). The
+load average is printed: on a shared machine the wall-clock figures are only as good as it.
 
 `--one-core` pins the process to one CPU with OpenBLAS and hcq on one thread each and times the process's CPU time
 (what other processes' load does not inflate: the comparison that holds on a shared machine), alternating single runs

@@ -292,10 +292,10 @@ MUTATIONS: tuple[Mutation, ...] = (
   M("tensor-template-untouched", "tensor", "hcq/tensor/schedule.py", "if kept is not None and kept.sharing == _sharing(leaves) and _untouched(node, leaves):",
     "if kept is not None and kept.sharing == _sharing(leaves):", "a templated product whose reduction a consumer already computed is computed "
     "again", ["tests/test_tensor_matmul.py", "-k", "template"]),
-  M("tensor-last-product-op", "tensor", "hcq/tensor/tensor.py", "and last[2] == (self.node.op, other.node.op) and last[3]",
-    "and last[3]", "the last product's template is taken for an operand view realized in place since (read through the old view)",
+  M("tensor-last-product-op", "tensor", "hcq/tensor/tensor.py", "and last.ops == (self.node.op, other.node.op) and last.settings",
+    "and last.settings", "the last product's template is taken for an operand view realized in place since (read through the old view)",
     ["tests/test_tensor_matmul.py", "-k", "same_product"]),
-  M("tensor-last-product-settings", "tensor", "hcq/tensor/tensor.py", "and last[3] == loops.matmul_settings()):", "):",
+  M("tensor-last-product-settings", "tensor", "hcq/tensor/tensor.py", "and last.settings == loops.matmul_settings()):", "):",
     "the last product's template is taken after the settings its plan read changed", ["tests/test_tensor_matmul.py", "-k", "same_product"]),
   M("launch-queues-unbounded", "launch", "hcq/device.py", 'program.__dict__["_launch_queues"] = Memo(LAUNCH_QUEUES_KEPT)',
     'program.__dict__["_launch_queues"] = Memo(1 << 30)',

@@ -175,8 +175,7 @@ class VirtualMemory:
       if hi + size <= m.va + m.size and (m.writable or not write):
         offs = (addrs - np.uint64(m.va)).astype(np.int64)
         return [(self._host(m, write, offs, size), offs, None)]
-    starts = np.array(starts, np.uint64)
-    idx = np.searchsorted(starts, addrs, side="right").astype(np.int64) - 1
+    idx = np.searchsorted(np.array(starts, np.uint64), addrs, side="right").astype(np.int64) - 1
     out = []
     for j in np.unique(idx).tolist():
       lanes = np.nonzero(idx == j)[0]

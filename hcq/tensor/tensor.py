@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 import weakref
+from typing import NamedTuple
 import numpy as np
 from hcq.tensor.dtype import DType, dtypes, to_dtype, result_type, sum_dtype, least_float, bf16_to_f32, f32_to_bf16
 from hcq.tensor.graph_template import GraphTemplate
@@ -28,11 +29,26 @@ _dtype_cache: dict[tuple, DType] = {}
 # Tensor.matmul's packed products by (operands' views, dtypes, plan): graph templates, no data (hcq.tensor.graph_template)
 _MATMUL_GRAPHS: dict[tuple, GraphTemplate] = {}
 MATMUL_GRAPHS_KEPT = 256
-# the last packed product of two tensors taken as they are: weak references to their nodes, the nodes' ops then (a
-# view realized since reads differently), the settings it was planned under, and its template. The same product again
-# builds from the template without the checks and lookups before it (1000^2 on two threads: 163 of a call's 475 us of
-# Python, run after a kernel has flushed the caches)
-_last_product: list = [None]
+
+
+class _Product(NamedTuple):
+  """A packed product of two tensors taken as they are: weak references to their nodes, the nodes' ops then (a view
+  realized since reads differently), the settings it was planned under, and its template."""
+  a: weakref.ref
+  b: weakref.ref
+  ops: tuple[str, str]
+  settings: tuple
+  template: GraphTemplate
+
+
+# the last _Product: the same product again builds from its template without the checks and lookups before it
+# (1000^2 on two threads: 163 of a call's 475 us of Python, run after a kernel has flushed the caches)
+_last_product: list[_Product | None] = [None]
+
+
+def _leaf(node: LazyNode) -> LazyNode:
+  """The data a packed product reads an operand from: the node if it is realized, else the data under its view."""
+  return node if node.realized else node.srcs[0]
 
 
 def forget_matmul_graphs() -> None:
@@ -825,9 +841,9 @@ class Tensor:
   def matmul(self, other) -> Tensor:
     """numpy.matmul: 1-D operands are promoted and the added axis removed; leading axes broadcast."""
     last = _last_product[0]
-    if (last is not None and isinstance(other, Tensor) and last[0]() is self.node and last[1]() is other.node
-        and last[2] == (self.node.op, other.node.op) and last[3] == loops.matmul_settings()):
-      return Tensor(last[4].build(tuple(x if x.realized else x.srcs[0] for x in (self.node, other.node))))
+    if (last is not None and isinstance(other, Tensor) and last.a() is self.node and last.b() is other.node
+        and last.ops == (self.node.op, other.node.op) and last.settings == loops.matmul_settings()):
+      return Tensor(last.template.build((_leaf(self.node), _leaf(other.node))))
     other = self._operand(other) if isinstance(other, Tensor) else Tensor(other, device=self.device)
     if self.ndim == 0 or other.ndim == 0: raise ValueError("matmul: Input operand does not have enough dimensions (has 0)")
     a = self.reshape(1, self.shape[0]) if self.ndim == 1 else self
@@ -858,7 +874,7 @@ class Tensor:
       splits, kc, blocks, block_rows, col_blocks, block_panels = loops.matmul_plan(m, k, n_pad // panel, panel * acc.itemsize, acc.itemsize)
     # a packed product over data (or views of it) is the same graph for the same views, dtypes and plan: kept as a
     # template over the two buffers (the first call builds it; the others skip its dozen movement ops)
-    bases = tuple(x.node if x.node.realized else x.node.srcs[0] for x in (a, b)) if packs_itself else ()
+    bases = (_leaf(a.node), _leaf(b.node)) if packs_itself else ()
     key = None
     if packs_itself and all(x.realized for x in bases):
       key = (tuple((x.node.arg, base.shape, base.dtype, base.device) for x, base in zip((a, b), bases)), bases[0] is bases[1],
@@ -905,7 +921,7 @@ class Tensor:
 
   def _remember_product(self, other: Tensor, template: GraphTemplate) -> None:
     """Keep `template` as the last product, of this tensor and `other` as they are now (_last_product)."""
-    _last_product[0] = (weakref.ref(self.node), weakref.ref(other.node), (self.node.op, other.node.op), loops.matmul_settings(), template)
+    _last_product[0] = _Product(weakref.ref(self.node), weakref.ref(other.node), (self.node.op, other.node.op), loops.matmul_settings(), template)
 
   def softmax(self, axis: int = -1) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `axis`: one fused kernel."""
